@@ -1,0 +1,456 @@
+//! The OpenSSL backend, through the `openssl` crate (a vendored OpenSSL 3.6
+//! by default, the host's with `--no-default-features`).
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::OnceLock;
+
+use anyhow::{anyhow, bail, Context, Result};
+use foreign_types::{ForeignType, ForeignTypeRef};
+use openssl::bn::BigNum;
+use openssl::dh::Dh;
+use openssl::pkey::{Id, PKey, Private};
+use openssl::ssl::{
+    ErrorCode, Ssl, SslContext, SslContextBuilder, SslMethod, SslOptions, SslSession,
+    SslSessionCacheMode, SslStream, SslVerifyMode, SslVersion,
+};
+use openssl::x509::store::X509StoreBuilder;
+use openssl::x509::X509;
+
+use super::pipe::{Pipe, PipeEnd};
+use super::{timed, Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated};
+use crate::certs::{openssl_supports_key, CertChain, Credentials, SERVER_NAME};
+use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+
+/// `SSL_CTRL_GET_PEER_SIGNATURE_NAME` (OpenSSL 3.5+): the server's signature scheme.
+const SSL_CTRL_GET_PEER_SIGNATURE_NAME: c_int = 141;
+
+/// The OpenSSL backend.
+#[derive(Debug)]
+pub struct OpensslBackend {
+    capabilities: &'static Capabilities,
+}
+
+impl Default for OpensslBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OpensslBackend {
+    pub fn new() -> Self {
+        static CAPABILITIES: OnceLock<Capabilities> = OnceLock::new();
+        Self {
+            capabilities: CAPABILITIES.get_or_init(probe_capabilities),
+        }
+    }
+}
+
+/// The name OpenSSL's group lists use for a group; `None` for key exchanges
+/// configured otherwise (RSA transport, TLS 1.2 DHE parameters).
+fn openssl_group_name(group: Group) -> Option<&'static str> {
+    Some(match group {
+        Group::RsaKeyTransport
+        | Group::Dhe1024
+        | Group::Dhe2048
+        | Group::Dhe3072
+        | Group::Dhe4096 => return None,
+        Group::Ffdhe2048 => "ffdhe2048",
+        Group::Ffdhe3072 => "ffdhe3072",
+        Group::Ffdhe4096 => "ffdhe4096",
+        Group::Ffdhe6144 => "ffdhe6144",
+        Group::Ffdhe8192 => "ffdhe8192",
+        Group::P256 => "P-256",
+        Group::P384 => "P-384",
+        Group::P521 => "P-521",
+        Group::X25519 => "X25519",
+        Group::X448 => "X448",
+        Group::X25519Mlkem768 => "X25519MLKEM768",
+        Group::Secp256r1Mlkem768 => "SecP256r1MLKEM768",
+        Group::Mlkem512 => "MLKEM512",
+        Group::Mlkem768 => "MLKEM768",
+        Group::Mlkem1024 => "MLKEM1024",
+    })
+}
+
+/// Asks this OpenSSL build which groups and key types it has.
+fn probe_capabilities() -> Capabilities {
+    let group_known = |group: Group| -> bool {
+        let Some(name) = openssl_group_name(group) else {
+            return true;
+        };
+        SslContextBuilder::new(SslMethod::tls())
+            .and_then(|mut ctx| ctx.set_groups_list(name))
+            .is_ok()
+    };
+    let groups_tls12 = Group::ALL
+        .iter()
+        .copied()
+        .filter(|g| g.protocol_conflict(TlsVersion::Tls12).is_none() && group_known(*g))
+        .collect();
+    let groups_tls13 = Group::ALL
+        .iter()
+        .copied()
+        .filter(|g| g.protocol_conflict(TlsVersion::Tls13).is_none() && group_known(*g))
+        .collect();
+    openssl::error::ErrorStack::get(); // drop errors left by failed probes
+    Capabilities {
+        versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+        groups_tls12,
+        groups_tls13,
+        certs: CertKind::ALL
+            .iter()
+            .copied()
+            .filter(|kind| openssl_supports_key(*kind))
+            .collect(),
+        aeads: Aead::ALL.to_vec(),
+        resumptions: Resumption::ALL.to_vec(),
+        mutual: true,
+        reports_signature_scheme: openssl::version::number() >= 0x3050_0000,
+    }
+}
+
+impl Backend for OpensslBackend {
+    fn id(&self) -> &'static str {
+        "openssl"
+    }
+
+    fn library(&self) -> LibraryInfo {
+        LibraryInfo {
+            backend: self.id().to_string(),
+            library: "OpenSSL".to_string(),
+            version: openssl::version::version()
+                .trim_start_matches("OpenSSL ")
+                .to_string(),
+        }
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        self.capabilities
+    }
+
+    fn handshaker(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Box<dyn Handshaker>> {
+        let mut handshaker = OpensslHandshaker {
+            client: client_context(scenario, credentials)
+                .context("configuring the OpenSSL client")?,
+            server: server_context(scenario, credentials)
+                .context("configuring the OpenSSL server")?,
+            resume: scenario.resumption.is_on(),
+            session: None,
+        };
+        if handshaker.resume {
+            // The first, full handshake gives the client a session to resume.
+            handshaker.handshake()?;
+            if handshaker.session.is_none() {
+                bail!("the full handshake left no session to resume");
+            }
+        }
+        Ok(Box::new(handshaker))
+    }
+}
+
+fn protocol(version: TlsVersion) -> SslVersion {
+    match version {
+        TlsVersion::Tls12 => SslVersion::TLS1_2,
+        TlsVersion::Tls13 => SslVersion::TLS1_3,
+    }
+}
+
+/// The OpenSSL name of the TLS 1.2 suite a scenario asks for.
+fn tls12_cipher_name(scenario: &HandshakeScenario) -> Result<&'static str> {
+    Ok(match scenario.suite_name() {
+        "TLS_RSA_WITH_AES_128_GCM_SHA256" => "AES128-GCM-SHA256",
+        "TLS_RSA_WITH_AES_256_GCM_SHA384" => "AES256-GCM-SHA384",
+        "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256" => "DHE-RSA-AES128-GCM-SHA256",
+        "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384" => "DHE-RSA-AES256-GCM-SHA384",
+        "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256" => "DHE-RSA-CHACHA20-POLY1305",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" => "ECDHE-RSA-AES128-GCM-SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384" => "ECDHE-RSA-AES256-GCM-SHA384",
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256" => "ECDHE-RSA-CHACHA20-POLY1305",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256" => "ECDHE-ECDSA-AES128-GCM-SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384" => "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256" => "ECDHE-ECDSA-CHACHA20-POLY1305",
+        other => bail!("no OpenSSL name for suite {other}"),
+    })
+}
+
+/// The settings both sides share: version, suite, group, security level.
+fn common_context(scenario: &HandshakeScenario) -> Result<SslContextBuilder> {
+    let mut ctx = SslContextBuilder::new(SslMethod::tls())?;
+    ctx.set_min_proto_version(Some(protocol(scenario.version)))?;
+    ctx.set_max_proto_version(Some(protocol(scenario.version)))?;
+    match scenario.version {
+        TlsVersion::Tls12 => ctx.set_cipher_list(tls12_cipher_name(scenario)?)?,
+        TlsVersion::Tls13 => ctx.set_ciphersuites(scenario.suite_name())?,
+    }
+    if let Some(name) = openssl_group_name(scenario.group) {
+        ctx.set_groups_list(name)?;
+    }
+    if scenario.is_weak() {
+        // Measured and flagged as weak rather than refused: only this row's
+        // contexts get the lower level.
+        ctx.set_security_level(0);
+    }
+    Ok(ctx)
+}
+
+fn trust_store(credentials: &Credentials) -> Result<openssl::x509::store::X509Store> {
+    let mut store = X509StoreBuilder::new()?;
+    store.add_cert(X509::from_der(&credentials.root_der)?)?;
+    Ok(store.build())
+}
+
+fn use_chain(ctx: &mut SslContextBuilder, chain: &CertChain) -> Result<()> {
+    let (leaf, intermediates) = chain
+        .chain_der
+        .split_first()
+        .context("empty certificate chain")?;
+    let leaf = X509::from_der(leaf)?;
+    ctx.set_certificate(&leaf)?;
+    for der in intermediates {
+        ctx.add_extra_chain_cert(X509::from_der(der)?)?;
+    }
+    let key: PKey<Private> = PKey::private_key_from_pkcs8(&chain.key_pkcs8_der)?;
+    ctx.set_private_key(&key)?;
+    ctx.check_private_key()?;
+    Ok(())
+}
+
+/// The curve of an ECDSA certificate, as OpenSSL names it.
+fn certificate_curve(cert: CertKind) -> Option<&'static str> {
+    match cert {
+        CertKind::EcdsaP256 => Some("P-256"),
+        CertKind::EcdsaP384 => Some("P-384"),
+        CertKind::EcdsaP521 => Some("P-521"),
+        _ => None,
+    }
+}
+
+fn client_context(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<SslContext> {
+    let mut ctx = common_context(scenario)?;
+    // A TLS 1.2 server may only use an ECDSA certificate whose curve the
+    // client lists (RFC 4492), so the client offers the scenario's group
+    // first and the certificate's curve after it; the server, which lists
+    // only the scenario's group, still picks that group.
+    if let (TlsVersion::Tls12, Some(name), Some(curve)) = (
+        scenario.version,
+        openssl_group_name(scenario.group),
+        certificate_curve(scenario.cert),
+    ) {
+        if name != curve {
+            ctx.set_groups_list(&format!("{name}:{curve}"))?;
+        }
+    }
+    ctx.set_verify(SslVerifyMode::PEER);
+    ctx.set_cert_store(trust_store(credentials)?);
+    ctx.set_session_cache_mode(SslSessionCacheMode::OFF);
+    if scenario.mutual {
+        use_chain(&mut ctx, &credentials.client)?;
+    }
+    Ok(ctx.build())
+}
+
+/// Finite-field parameters for TLS 1.2 DHE: RFC 2409 group 2 for 1024 bits,
+/// RFC 3526 MODP groups above, generator 2.
+fn dhe_parameters(group: Group) -> Result<Option<Dh<openssl::pkey::Params>>> {
+    let prime = match group {
+        Group::Dhe1024 => BigNum::get_rfc2409_prime_1024()?,
+        Group::Dhe2048 => BigNum::get_rfc3526_prime_2048()?,
+        Group::Dhe3072 => BigNum::get_rfc3526_prime_3072()?,
+        Group::Dhe4096 => BigNum::get_rfc3526_prime_4096()?,
+        _ => return Ok(None),
+    };
+    Ok(Some(Dh::from_pqg(prime, None, BigNum::from_u32(2)?)?))
+}
+
+fn server_context(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<SslContext> {
+    let mut ctx = common_context(scenario)?;
+    use_chain(&mut ctx, &credentials.server)?;
+    if let Some(parameters) = dhe_parameters(scenario.group)? {
+        ctx.set_tmp_dh(&parameters)?;
+    }
+    ctx.set_session_id_context(b"tlslab")?;
+    match scenario.resumption {
+        Resumption::Off => {
+            ctx.set_session_cache_mode(SslSessionCacheMode::OFF);
+            ctx.set_options(SslOptions::NO_TICKET);
+            ctx.set_num_tickets(0)?;
+        }
+        Resumption::SessionId => {
+            ctx.set_session_cache_mode(SslSessionCacheMode::SERVER);
+            ctx.set_options(SslOptions::NO_TICKET);
+        }
+        Resumption::Ticket => {
+            ctx.set_session_cache_mode(SslSessionCacheMode::OFF);
+        }
+        Resumption::Psk => {
+            ctx.set_num_tickets(1)?;
+        }
+    }
+    if scenario.mutual {
+        ctx.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+        ctx.set_cert_store(trust_store(credentials)?);
+    }
+    Ok(ctx.build())
+}
+
+struct OpensslHandshaker {
+    client: SslContext,
+    server: SslContext,
+    resume: bool,
+    session: Option<SslSession>,
+}
+
+/// The most message flights a handshake may take before it counts as stalled.
+const MAX_ROUNDS: usize = 32;
+
+impl Handshaker for OpensslHandshaker {
+    fn handshake(&mut self) -> Result<HandshakeSample> {
+        let pipe = Pipe::default();
+        let mut client_ns = 0u64;
+        let mut server_ns = 0u64;
+        let start = std::time::Instant::now();
+
+        let mut client = timed!(client_ns, self.new_client(&pipe))?;
+        let mut server = timed!(server_ns, self.new_server(&pipe))?;
+        let (mut client_done, mut server_done) = (false, false);
+        let mut rounds = 0;
+        loop {
+            let client_turn = rounds == 0 || pipe.pending_for_client();
+            if client_turn {
+                timed!(client_ns, step(&mut client, &mut client_done)).context("client")?;
+            }
+            let server_turn = pipe.pending_for_server();
+            if server_turn {
+                timed!(server_ns, step(&mut server, &mut server_done)).context("server")?;
+            }
+            if client_done
+                && server_done
+                && !pipe.pending_for_client()
+                && !pipe.pending_for_server()
+            {
+                break;
+            }
+            rounds += 1;
+            if (!client_turn && !server_turn) || rounds > MAX_ROUNDS {
+                bail!("handshake stalled after {rounds} rounds");
+            }
+        }
+        let wall_ns = start.elapsed().as_nanos() as u64;
+
+        let negotiated = negotiated(client.ssl())?;
+        if self.resume {
+            self.session = client.ssl().session().map(|s| s.to_owned());
+        }
+        Ok(HandshakeSample {
+            client_ns,
+            server_ns,
+            wall_ns,
+            negotiated,
+        })
+    }
+}
+
+impl OpensslHandshaker {
+    fn new_client(&self, pipe: &Pipe) -> Result<SslStream<PipeEnd>> {
+        let mut ssl = Ssl::new(&self.client)?;
+        ssl.set_connect_state();
+        ssl.set_hostname(SERVER_NAME)?;
+        ssl.param_mut().set_host(SERVER_NAME)?;
+        if let Some(session) = &self.session {
+            // SAFETY: the session was made by a client of this same context.
+            unsafe { ssl.set_session(session)? };
+        }
+        Ok(SslStream::new(ssl, pipe.client_end())?)
+    }
+
+    fn new_server(&self, pipe: &Pipe) -> Result<SslStream<PipeEnd>> {
+        let mut ssl = Ssl::new(&self.server)?;
+        ssl.set_accept_state();
+        Ok(SslStream::new(ssl, pipe.server_end())?)
+    }
+}
+
+/// Advances one side: the handshake until it is done, then post-handshake
+/// messages (session tickets).
+fn step(stream: &mut SslStream<PipeEnd>, done: &mut bool) -> Result<()> {
+    if !*done {
+        match stream.do_handshake() {
+            Ok(()) => *done = true,
+            Err(error) if error.code() == ErrorCode::WANT_READ => {}
+            Err(error) => return Err(anyhow!("handshake failed: {error}")),
+        }
+        return Ok(());
+    }
+    let mut byte = [0u8; 1];
+    match stream.ssl_read(&mut byte) {
+        Ok(_) => bail!("unexpected application data after the handshake"),
+        Err(error) if error.code() == ErrorCode::WANT_READ => Ok(()),
+        Err(error) => Err(anyhow!("reading post-handshake messages failed: {error}")),
+    }
+}
+
+/// What the client sees as negotiated.
+fn negotiated(ssl: &openssl::ssl::SslRef) -> Result<Negotiated> {
+    let suite = ssl
+        .current_cipher()
+        .and_then(|cipher| cipher.standard_name())
+        .unwrap_or("none")
+        .to_string();
+    let resumed = ssl.session_reused();
+    Ok(Negotiated {
+        version: ssl.version_str().to_string(),
+        suite,
+        group: negotiated_group(ssl, resumed),
+        signature: peer_signature_name(ssl),
+        resumed,
+    })
+}
+
+fn negotiated_group(ssl: &openssl::ssl::SslRef, resumed: bool) -> Option<String> {
+    let is_tls12 = ssl.version_str() == "TLSv1.2";
+    if is_tls12 && resumed {
+        return None;
+    }
+    let mut key: *mut openssl_sys::EVP_PKEY = std::ptr::null_mut();
+    // SAFETY: SSL_get_peer_tmp_key hands out a new reference in `key`, which
+    // `PKey::from_ptr` takes over and frees.
+    let peer_key = unsafe {
+        if openssl_sys::SSL_get_peer_tmp_key(ssl.as_ptr(), &mut key) > 0 && !key.is_null() {
+            Some(PKey::<openssl::pkey::Public>::from_ptr(key))
+        } else {
+            None
+        }
+    };
+    if is_tls12 {
+        match &peer_key {
+            None => return Some(Group::RsaKeyTransport.id().to_string()),
+            Some(key) if key.id() == Id::DH => return Some(format!("dhe{}", key.bits())),
+            Some(_) => {}
+        }
+    }
+    // SAFETY: the returned string is owned by the connection and copied at once.
+    let name = unsafe {
+        let name: *const c_char = openssl_sys::SSL_get0_group_name(ssl.as_ptr());
+        (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
+    };
+    name.map(|name| super::canonical_group(&name))
+}
+
+fn peer_signature_name(ssl: &openssl::ssl::SslRef) -> Option<String> {
+    let mut name: *const c_char = std::ptr::null();
+    // SAFETY: the control fills `name` with a string owned by the connection,
+    // copied at once; OpenSSL before 3.5 returns 0 and leaves it NULL.
+    unsafe {
+        let found = openssl_sys::SSL_ctrl(
+            ssl.as_ptr(),
+            SSL_CTRL_GET_PEER_SIGNATURE_NAME,
+            0,
+            &mut name as *mut *const c_char as *mut c_void,
+        );
+        (found > 0 && !name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
+    }
+}

@@ -1,0 +1,431 @@
+//! The rustls backends: rustls 0.23 with the aws-lc-rs or the ring crypto
+//! provider. Each configuration is restricted to exactly the scenario's
+//! version, suite and group.
+
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context, Result};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{Resumption as ClientResumption, Tls12Resumption, WebPkiServerVerifier};
+use rustls::crypto::{CryptoProvider, SupportedKxGroup};
+use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
+use rustls::{
+    ClientConfig, ClientConnection, DigitallySignedStruct, HandshakeKind, ProtocolVersion,
+    RootCertStore, ServerConfig, ServerConnection, SignatureScheme, SupportedCipherSuite,
+    SupportedProtocolVersion,
+};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
+
+use super::pipe::Pipe;
+use super::{timed, Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated};
+use crate::certs::{CertChain, Credentials, SERVER_NAME};
+use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+
+/// Which crypto provider rustls runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Provider {
+    AwsLcRs,
+    Ring,
+}
+
+/// rustls with one crypto provider.
+#[derive(Debug)]
+pub struct RustlsBackend {
+    provider: Provider,
+    capabilities: Capabilities,
+}
+
+impl RustlsBackend {
+    pub fn aws_lc_rs() -> Self {
+        Self::new(Provider::AwsLcRs)
+    }
+
+    pub fn ring() -> Self {
+        Self::new(Provider::Ring)
+    }
+
+    fn new(provider: Provider) -> Self {
+        let base = base_provider(provider);
+        let groups: Vec<Group> = base
+            .kx_groups
+            .iter()
+            .chain(all_kx_groups(provider))
+            .filter_map(|g| our_group(g.name()))
+            .fold(Vec::new(), |mut groups, g| {
+                if !groups.contains(&g) {
+                    groups.push(g);
+                }
+                groups
+            });
+        let certs = match provider {
+            Provider::AwsLcRs => vec![
+                CertKind::Rsa2048,
+                CertKind::Rsa3072,
+                CertKind::Rsa4096,
+                CertKind::EcdsaP256,
+                CertKind::EcdsaP384,
+                CertKind::EcdsaP521,
+                CertKind::Ed25519,
+                CertKind::MlDsa44,
+                CertKind::MlDsa65,
+                CertKind::MlDsa87,
+            ],
+            Provider::Ring => vec![
+                CertKind::Rsa2048,
+                CertKind::Rsa3072,
+                CertKind::Rsa4096,
+                CertKind::EcdsaP256,
+                CertKind::EcdsaP384,
+                CertKind::Ed25519,
+            ],
+        };
+        let capabilities = Capabilities {
+            versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+            groups_tls12: groups
+                .iter()
+                .copied()
+                .filter(|g| g.protocol_conflict(TlsVersion::Tls12).is_none())
+                .collect(),
+            groups_tls13: groups,
+            certs,
+            aeads: Aead::ALL.to_vec(),
+            resumptions: Resumption::ALL.to_vec(),
+            mutual: true,
+            reports_signature_scheme: true,
+        };
+        Self {
+            provider,
+            capabilities,
+        }
+    }
+}
+
+fn base_provider(provider: Provider) -> CryptoProvider {
+    match provider {
+        Provider::AwsLcRs => rustls::crypto::aws_lc_rs::default_provider(),
+        Provider::Ring => rustls::crypto::ring::default_provider(),
+    }
+}
+
+fn all_kx_groups(provider: Provider) -> &'static [&'static dyn SupportedKxGroup] {
+    match provider {
+        Provider::AwsLcRs => rustls::crypto::aws_lc_rs::ALL_KX_GROUPS,
+        Provider::Ring => rustls::crypto::ring::ALL_KX_GROUPS,
+    }
+}
+
+fn our_group(name: rustls::NamedGroup) -> Option<Group> {
+    crate::scenario::parse_name::<Group>(&format!("{name:?}")).ok()
+}
+
+/// The scenario's suite among the provider's suites.
+fn suite(provider: &CryptoProvider, scenario: &HandshakeScenario) -> Result<SupportedCipherSuite> {
+    let wanted = scenario.suite_name();
+    provider
+        .cipher_suites
+        .iter()
+        .copied()
+        .find(|s| suite_name(*s) == wanted)
+        .ok_or_else(|| anyhow!("the provider has no suite {wanted}"))
+}
+
+/// The IANA name of a rustls suite (rustls spells TLS 1.3 suites `TLS13_...`).
+fn suite_name(suite: SupportedCipherSuite) -> String {
+    let name = suite.suite().as_str().unwrap_or("unknown");
+    name.replacen("TLS13_", "TLS_", 1)
+}
+
+/// The RFC 8446 name of a signature scheme.
+fn scheme_name(scheme: SignatureScheme) -> String {
+    match scheme {
+        SignatureScheme::RSA_PKCS1_SHA256 => "rsa_pkcs1_sha256",
+        SignatureScheme::RSA_PKCS1_SHA384 => "rsa_pkcs1_sha384",
+        SignatureScheme::RSA_PKCS1_SHA512 => "rsa_pkcs1_sha512",
+        SignatureScheme::RSA_PSS_SHA256 => "rsa_pss_rsae_sha256",
+        SignatureScheme::RSA_PSS_SHA384 => "rsa_pss_rsae_sha384",
+        SignatureScheme::RSA_PSS_SHA512 => "rsa_pss_rsae_sha512",
+        SignatureScheme::ECDSA_NISTP256_SHA256 => "ecdsa_secp256r1_sha256",
+        SignatureScheme::ECDSA_NISTP384_SHA384 => "ecdsa_secp384r1_sha384",
+        SignatureScheme::ECDSA_NISTP521_SHA512 => "ecdsa_secp521r1_sha512",
+        SignatureScheme::ED25519 => "ed25519",
+        SignatureScheme::ED448 => "ed448",
+        SignatureScheme::ML_DSA_44 => "mldsa44",
+        SignatureScheme::ML_DSA_65 => "mldsa65",
+        SignatureScheme::ML_DSA_87 => "mldsa87",
+        other => return format!("{other:?}"),
+    }
+    .to_string()
+}
+
+impl Backend for RustlsBackend {
+    fn id(&self) -> &'static str {
+        match self.provider {
+            Provider::AwsLcRs => "rustls-aws-lc",
+            Provider::Ring => "rustls-ring",
+        }
+    }
+
+    fn library(&self) -> LibraryInfo {
+        let provider = match self.provider {
+            Provider::AwsLcRs => format!("aws-lc-rs {}", crate::build_info::AWS_LC_RS_VERSION),
+            Provider::Ring => format!("ring {}", crate::build_info::RING_VERSION),
+        };
+        LibraryInfo {
+            backend: self.id().to_string(),
+            library: "rustls".to_string(),
+            version: format!("{} ({provider})", crate::build_info::RUSTLS_VERSION),
+        }
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
+    fn handshaker(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Box<dyn Handshaker>> {
+        let mut provider = base_provider(self.provider);
+        let group = all_kx_groups(self.provider)
+            .iter()
+            .copied()
+            .find(|g| our_group(g.name()) == Some(scenario.group))
+            .ok_or_else(|| anyhow!("{} has no group {}", self.id(), scenario.group.id()))?;
+        provider.kx_groups = vec![group];
+        provider.cipher_suites = vec![suite(&provider, scenario)?];
+        let provider = Arc::new(provider);
+        let versions: &[&SupportedProtocolVersion] = match scenario.version {
+            TlsVersion::Tls12 => &[&rustls::version::TLS12],
+            TlsVersion::Tls13 => &[&rustls::version::TLS13],
+        };
+        let mut roots = RootCertStore::empty();
+        roots.add(CertificateDer::from(credentials.root_der.clone()))?;
+        let roots = Arc::new(roots);
+
+        let server_scheme = Arc::new(AtomicU16::new(0));
+        let verifier =
+            WebPkiServerVerifier::builder_with_provider(Arc::clone(&roots), Arc::clone(&provider))
+                .build()
+                .context("building the server certificate verifier")?;
+        let client_builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(versions)?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(SchemeRecorder {
+                inner: verifier,
+                last_scheme: Arc::clone(&server_scheme),
+            }));
+        let mut client = if scenario.mutual {
+            let (chain, key) = rustls_chain(&credentials.client);
+            client_builder.with_client_auth_cert(chain, key)?
+        } else {
+            client_builder.with_no_client_auth()
+        };
+        client.resumption = if scenario.resumption.is_on() {
+            ClientResumption::in_memory_sessions(64)
+                .tls12_resumption(Tls12Resumption::SessionIdOrTickets)
+        } else {
+            ClientResumption::disabled()
+        };
+
+        let server_builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(versions)?;
+        let server_builder = if scenario.mutual {
+            let verifier =
+                WebPkiClientVerifier::builder_with_provider(roots, Arc::clone(&provider))
+                    .build()
+                    .context("building the client certificate verifier")?;
+            server_builder.with_client_cert_verifier(verifier)
+        } else {
+            server_builder.with_no_client_auth()
+        };
+        let (chain, key) = rustls_chain(&credentials.server);
+        let mut server = server_builder
+            .with_single_cert(chain, key)
+            .context("loading the server certificate")?;
+        match scenario.resumption {
+            Resumption::Off => {
+                server.session_storage = Arc::new(NoServerSessionStorage {});
+                server.send_tls13_tickets = 0;
+            }
+            Resumption::SessionId => {
+                server.session_storage = ServerSessionMemoryCache::new(256);
+            }
+            Resumption::Ticket | Resumption::Psk => {
+                server.session_storage = Arc::new(NoServerSessionStorage {});
+                server.ticketer = match self.provider {
+                    Provider::AwsLcRs => rustls::crypto::aws_lc_rs::Ticketer::new()?,
+                    Provider::Ring => rustls::crypto::ring::Ticketer::new()?,
+                };
+                server.send_tls13_tickets = 1;
+            }
+        }
+
+        let mut handshaker = RustlsHandshaker {
+            client: Arc::new(client),
+            server: Arc::new(server),
+            server_name: ServerName::try_from(SERVER_NAME)?,
+            server_scheme,
+        };
+        if scenario.resumption.is_on() {
+            // The first, full handshake fills the client's session store.
+            handshaker.handshake()?;
+        }
+        Ok(Box::new(handshaker))
+    }
+}
+
+fn rustls_chain(chain: &CertChain) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+    let certs = chain
+        .chain_der
+        .iter()
+        .map(|der| CertificateDer::from(der.clone()))
+        .collect();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(chain.key_pkcs8_der.clone()));
+    (certs, key)
+}
+
+/// The WebPKI verifier, noting which scheme the server signed with.
+#[derive(Debug)]
+struct SchemeRecorder {
+    inner: Arc<WebPkiServerVerifier>,
+    last_scheme: Arc<AtomicU16>,
+}
+
+impl ServerCertVerifier for SchemeRecorder {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.last_scheme
+            .store(u16::from(dss.scheme), Ordering::Relaxed);
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.last_scheme
+            .store(u16::from(dss.scheme), Ordering::Relaxed);
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+struct RustlsHandshaker {
+    client: Arc<ClientConfig>,
+    server: Arc<ServerConfig>,
+    server_name: ServerName<'static>,
+    server_scheme: Arc<AtomicU16>,
+}
+
+/// The most message flights a handshake may take before it counts as stalled.
+const MAX_ROUNDS: usize = 32;
+
+/// Feeds what the peer sent into a connection and writes out its answer.
+fn pump<Data>(
+    connection: &mut rustls::ConnectionCommon<Data>,
+    end: &mut super::pipe::PipeEnd,
+    has_input: bool,
+) -> Result<()> {
+    if has_input {
+        while connection.read_tls(end).is_ok() {
+            connection.process_new_packets()?;
+        }
+    }
+    while connection.wants_write() {
+        connection.write_tls(end)?;
+    }
+    Ok(())
+}
+
+impl Handshaker for RustlsHandshaker {
+    fn handshake(&mut self) -> Result<HandshakeSample> {
+        let pipe = Pipe::default();
+        let mut client_end = pipe.client_end();
+        let mut server_end = pipe.server_end();
+        let mut client_ns = 0u64;
+        let mut server_ns = 0u64;
+        let start = std::time::Instant::now();
+
+        let mut client = timed!(
+            client_ns,
+            ClientConnection::new(Arc::clone(&self.client), self.server_name.clone())
+        )?;
+        let mut server = timed!(server_ns, ServerConnection::new(Arc::clone(&self.server)))?;
+        let mut rounds = 0;
+        loop {
+            let client_turn = rounds == 0 || pipe.pending_for_client();
+            if client_turn {
+                let input = pipe.pending_for_client();
+                timed!(client_ns, pump(&mut *client, &mut client_end, input)).context("client")?;
+            }
+            let server_turn = pipe.pending_for_server();
+            if server_turn {
+                timed!(server_ns, pump(&mut *server, &mut server_end, true)).context("server")?;
+            }
+            if !client.is_handshaking()
+                && !server.is_handshaking()
+                && !pipe.pending_for_client()
+                && !pipe.pending_for_server()
+            {
+                break;
+            }
+            rounds += 1;
+            if (!client_turn && !server_turn) || rounds > MAX_ROUNDS {
+                bail!("handshake stalled after {rounds} rounds");
+            }
+        }
+        let wall_ns = start.elapsed().as_nanos() as u64;
+
+        let version = match client.protocol_version() {
+            Some(ProtocolVersion::TLSv1_2) => "TLSv1.2".to_string(),
+            Some(ProtocolVersion::TLSv1_3) => "TLSv1.3".to_string(),
+            other => format!("{other:?}"),
+        };
+        let resumed = client.handshake_kind() == Some(HandshakeKind::Resumed);
+        let scheme = self.server_scheme.swap(0, Ordering::Relaxed);
+        let negotiated = Negotiated {
+            version,
+            suite: client
+                .negotiated_cipher_suite()
+                .map(suite_name)
+                .unwrap_or_else(|| "none".to_string()),
+            group: client
+                .negotiated_key_exchange_group()
+                .map(|g| super::canonical_group(&format!("{:?}", g.name()))),
+            signature: (scheme != 0).then(|| scheme_name(SignatureScheme::from(scheme))),
+            resumed,
+        };
+        if client.handshake_kind() == Some(HandshakeKind::FullWithHelloRetryRequest) {
+            bail!("the handshake needed a HelloRetryRequest (an extra round trip)");
+        }
+        Ok(HandshakeSample {
+            client_ns,
+            server_ns,
+            wall_ns,
+            negotiated,
+        })
+    }
+}

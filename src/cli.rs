@@ -1,0 +1,163 @@
+//! The command line: one subcommand per capability.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Measure what the cryptography of TLS costs on this machine: each key
+/// exchange, certificate and cipher suite, on the server and on the client.
+#[derive(Debug, Parser)]
+#[command(name = "tlslab", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure full or resumed handshakes per key exchange, certificate and
+    /// suite; client and server run in one process over memory buffers.
+    Handshake(Box<HandshakeArgs>),
+    /// List the backends, their library versions and what each supports, and the presets.
+    List,
+    /// Show a stored run again, as a table or an export.
+    Report(ReportArgs),
+}
+
+/// Whether handshakes authenticate the client too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MutualArg {
+    Off,
+    On,
+    Both,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab handshake --preset kex-matrix
+  tlslab handshake --tls 1.3 --group x25519,p256,x25519mlkem768 --cert rsa2048,ecdsa_p256,ed25519,mldsa65
+  tlslab handshake --backend all --tls 1.2,1.3 --group x25519 --cert ecdsa_p256 --resumption off,ticket,psk
+  tlslab list   (every valid name)")]
+pub struct HandshakeArgs {
+    /// A named matrix: kex-matrix, tls13-matrix, post-quantum. Axis options override its axes.
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+
+    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, or all.
+    /// [default: the preset's, or all]
+    #[arg(long, value_name = "LIST")]
+    pub backend: Option<String>,
+
+    /// Protocol versions: 1.2, 1.3. [default: 1.3]
+    #[arg(long, value_name = "LIST")]
+    pub tls: Option<String>,
+
+    /// Key exchanges: rsa (TLS 1.2 key transport), dhe1024..dhe4096 (TLS 1.2),
+    /// ffdhe2048..ffdhe8192 (TLS 1.3), p256, p384, p521, x25519, x448,
+    /// x25519mlkem768, secp256r1mlkem768, mlkem512/768/1024. [default: x25519]
+    #[arg(long, value_name = "LIST")]
+    pub group: Option<String>,
+
+    /// Certificate key types: rsa2048, rsa3072, rsa4096, ecdsa_p256, ecdsa_p384,
+    /// ecdsa_p521, ed25519, ed448, mldsa44, mldsa65, mldsa87. [default: rsa2048,ecdsa_p256]
+    #[arg(long, value_name = "LIST")]
+    pub cert: Option<String>,
+
+    /// Bulk ciphers: aes128gcm, aes256gcm, chacha20poly1305 (the rest of a
+    /// TLS 1.2 suite follows from group and certificate). [default: aes128gcm]
+    #[arg(long, value_name = "LIST")]
+    pub suite: Option<String>,
+
+    /// Resumption: off (full handshakes), session_id, ticket (TLS 1.2), psk (TLS 1.3). [default: off]
+    #[arg(long, value_name = "LIST")]
+    pub resumption: Option<String>,
+
+    /// Mutual TLS: the client presents a certificate too. [default: off]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mutual: Option<MutualArg>,
+
+    /// Certificates in the chain, root to leaf inclusive (3 = root, intermediate, leaf).
+    #[arg(long, value_name = "N")]
+    pub chain_depth: Option<u8>,
+
+    /// Sample until the 95% confidence interval of the median is within ± this (e.g. 1%, 0.5%).
+    #[arg(long, value_name = "PERCENT", default_value = "1%")]
+    pub precision: String,
+
+    /// Time budget per cell, in seconds, once the minimum samples are taken.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub max_time: f64,
+
+    /// Fewest samples per cell.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub min_samples: usize,
+
+    /// Warm-up per cell before sampling, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
+    pub warmup: f64,
+
+    /// The row other rows are compared with, by label (see the JSON export or
+    /// `tlslab report`). [default: the preset's baseline, or the first row]
+    #[arg(long, value_name = "LABEL")]
+    pub baseline: Option<String>,
+
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+
+    /// Where generated certificate chains are cached. [default: the user's cache directory]
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+
+    /// Do not print the progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Where results are stored.
+#[derive(Debug, Args)]
+pub struct DatabaseArgs {
+    /// The SQLite database for results. [default: tlslab/tlslab.sqlite in the user's data directory]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    /// Keep results in memory only.
+    #[arg(long, conflicts_with = "db")]
+    pub no_db: bool,
+}
+
+/// Files to export results to.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Write every row with all statistics and raw samples as JSON.
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+
+    /// Write one line per row with all statistics as CSV.
+    #[arg(long, value_name = "PATH")]
+    pub export_csv: Option<PathBuf>,
+
+    /// Write the table as Markdown.
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run to show. [default: the latest]
+    #[arg(long, value_name = "ID")]
+    pub run: Option<i64>,
+
+    /// The row other rows are compared with, by label. [default: the run's]
+    #[arg(long, value_name = "LABEL")]
+    pub baseline: Option<String>,
+
+    /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+}

@@ -1,0 +1,23 @@
+//! tlslab: a laboratory for the cost of cryptography in secure transports.
+//!
+//! The library holds everything; the binary only parses the command line and
+//! calls [`commands`].
+
+pub mod backend;
+pub mod certs;
+pub mod cli;
+pub mod commands;
+pub mod host;
+pub mod measure;
+pub mod report;
+pub mod scenario;
+pub mod stats;
+pub mod store;
+
+/// Versions of the libraries this binary was built with (from Cargo.lock).
+pub mod build_info {
+    include!(concat!(env!("OUT_DIR"), "/build_info.rs"));
+}
+
+/// This tool's version.
+pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,14 @@
+//! The `tlslab` command: parse the command line, run, map errors to exit codes.
+
+use clap::Parser;
+
+fn main() {
+    let cli = tlslab::cli::Cli::parse();
+    match tlslab::commands::run(cli) {
+        Ok(code) => std::process::exit(code),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::exit(tlslab::commands::exit_code(&error));
+        }
+    }
+}

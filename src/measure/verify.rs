@@ -1,0 +1,166 @@
+//! Checks that a handshake negotiated what its scenario asked for. A
+//! mismatch fails the cell; it is never counted as a sample.
+
+use crate::backend::Negotiated;
+use crate::scenario::{Group, HandshakeScenario, Named, TlsVersion};
+
+/// A negotiated parameter that differs from what the scenario asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("wrong {what}: asked for {asked}, negotiated {negotiated}")]
+pub struct Mismatch {
+    pub what: &'static str,
+    pub asked: String,
+    pub negotiated: String,
+}
+
+fn mismatch(
+    what: &'static str,
+    asked: impl Into<String>,
+    negotiated: impl Into<String>,
+) -> Mismatch {
+    Mismatch {
+        what,
+        asked: asked.into(),
+        negotiated: negotiated.into(),
+    }
+}
+
+fn or_none(value: &Option<String>) -> String {
+    value.clone().unwrap_or_else(|| "none".to_string())
+}
+
+/// The group id a handshake of this scenario must report, `None` where the
+/// handshake has no key exchange (TLS 1.2 resumption).
+pub fn expected_group(scenario: &HandshakeScenario) -> Option<&'static str> {
+    if scenario.version == TlsVersion::Tls12 && scenario.resumption.is_on() {
+        None
+    } else {
+        Some(scenario.group.id())
+    }
+}
+
+/// True if and only if the server signs in a handshake of this scenario.
+pub fn server_signs(scenario: &HandshakeScenario) -> bool {
+    !scenario.resumption.is_on() && scenario.group != Group::RsaKeyTransport
+}
+
+/// Compares what was negotiated with the scenario: version, suite, group,
+/// server signature scheme (if the backend reports it) and resumption.
+pub fn check(
+    scenario: &HandshakeScenario,
+    negotiated: &Negotiated,
+    check_signature: bool,
+) -> Result<(), Mismatch> {
+    let version = scenario.version.protocol_name();
+    if negotiated.version != version {
+        return Err(mismatch("version", version, &negotiated.version));
+    }
+    if negotiated.suite != scenario.suite_name() {
+        return Err(mismatch("suite", scenario.suite_name(), &negotiated.suite));
+    }
+    let group = expected_group(scenario);
+    if negotiated.group.as_deref() != group {
+        return Err(mismatch(
+            "group",
+            group.unwrap_or("none"),
+            or_none(&negotiated.group),
+        ));
+    }
+    if negotiated.resumed != scenario.resumption.is_on() {
+        let describe = |resumed: bool| {
+            if resumed {
+                "a resumed handshake"
+            } else {
+                "a full handshake"
+            }
+        };
+        return Err(mismatch(
+            "resumption",
+            describe(scenario.resumption.is_on()),
+            describe(negotiated.resumed),
+        ));
+    }
+    if check_signature {
+        let acceptable = scenario.cert.acceptable_schemes(scenario.version);
+        let ok = match (&negotiated.signature, server_signs(scenario)) {
+            (None, false) => true,
+            (Some(scheme), true) => acceptable.contains(&scheme.as_str()),
+            _ => false,
+        };
+        if !ok {
+            let asked = if server_signs(scenario) {
+                acceptable.join(" or ")
+            } else {
+                "none".to_string()
+            };
+            return Err(mismatch(
+                "signature scheme",
+                asked,
+                or_none(&negotiated.signature),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Aead, CertKind, Resumption};
+
+    fn scenario() -> HandshakeScenario {
+        HandshakeScenario {
+            version: TlsVersion::Tls13,
+            group: Group::X25519,
+            cert: CertKind::EcdsaP256,
+            aead: Aead::Aes128Gcm,
+            resumption: Resumption::Off,
+            mutual: false,
+            chain_depth: 3,
+        }
+    }
+
+    fn good() -> Negotiated {
+        Negotiated {
+            version: "TLSv1.3".into(),
+            suite: "TLS_AES_128_GCM_SHA256".into(),
+            group: Some("x25519".into()),
+            signature: Some("ecdsa_secp256r1_sha256".into()),
+            resumed: false,
+        }
+    }
+
+    #[test]
+    fn matching_handshake_passes() {
+        check(&scenario(), &good(), true).unwrap();
+    }
+
+    #[test]
+    fn wrong_group_names_both() {
+        let mut negotiated = good();
+        negotiated.group = Some("p256".into());
+        let error = check(&scenario(), &negotiated, true).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "wrong group: asked for x25519, negotiated p256"
+        );
+    }
+
+    #[test]
+    fn wrong_signature_and_resumption_are_caught() {
+        let mut negotiated = good();
+        negotiated.signature = Some("rsa_pss_rsae_sha256".into());
+        assert_eq!(
+            check(&scenario(), &negotiated, true).unwrap_err().what,
+            "signature scheme"
+        );
+        // A backend that cannot report the scheme is not held to it.
+        check(&scenario(), &negotiated, false).unwrap();
+        let mut negotiated = good();
+        negotiated.resumed = true;
+        assert_eq!(
+            check(&scenario(), &negotiated, true).unwrap_err().what,
+            "resumption"
+        );
+    }
+}

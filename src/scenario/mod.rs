@@ -1,0 +1,374 @@
+//! What to measure: a handshake scenario is one point of the matrix (version,
+//! group, certificate, cipher, resumption, mutual authentication, chain
+//! depth). This module owns the stable scenario ids, the protocol rules that
+//! make a combination meaningless, matrix expansion and presets.
+
+pub mod axes;
+pub mod names;
+pub mod presets;
+
+use serde::Serialize;
+
+pub use axes::{Aead, CertKind, Group, KxKind, Resumption, SignatureFamily, TlsVersion};
+pub use names::{parse_list, parse_name, Named, UnknownName};
+
+/// The number of certificates in the default chain: root -> intermediate -> leaf.
+pub const DEFAULT_CHAIN_DEPTH: u8 = 3;
+
+/// One handshake configuration to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HandshakeScenario {
+    pub version: TlsVersion,
+    pub group: Group,
+    pub cert: CertKind,
+    pub aead: Aead,
+    pub resumption: Resumption,
+    pub mutual: bool,
+    /// Certificates from root to leaf inclusive (2 = root signs the leaf).
+    pub chain_depth: u8,
+}
+
+impl HandshakeScenario {
+    /// The stable snake_case id, the key of this scenario in the database and exports.
+    pub fn label(&self) -> String {
+        let mut label = format!(
+            "handshake_{}_{}_{}_{}",
+            self.version.id(),
+            self.group.id(),
+            self.cert.id(),
+            self.aead.id()
+        );
+        if self.resumption.is_on() {
+            label.push_str("_resume_");
+            label.push_str(self.resumption.id());
+        }
+        if self.mutual {
+            label.push_str("_mutual");
+        }
+        if self.chain_depth != DEFAULT_CHAIN_DEPTH {
+            label.push_str(&format!("_chain{}", self.chain_depth));
+        }
+        label
+    }
+
+    /// Why the protocol itself does not allow this combination, if it does not.
+    pub fn protocol_conflict(&self) -> Option<String> {
+        if let Some(reason) = self.group.protocol_conflict(self.version) {
+            return Some(reason.to_string());
+        }
+        if let Some(reason) = self.resumption.protocol_conflict(self.version) {
+            return Some(reason.to_string());
+        }
+        let family = self.cert.family();
+        if self.group == Group::RsaKeyTransport && family != SignatureFamily::Rsa {
+            return Some("RSA key transport needs an RSA certificate".to_string());
+        }
+        if self.group == Group::RsaKeyTransport && self.aead == Aead::Chacha20Poly1305 {
+            return Some(
+                "TLS 1.2 defines no ChaCha20-Poly1305 suite with RSA key transport".into(),
+            );
+        }
+        if self.version == TlsVersion::Tls12
+            && self.group.ffdh_bits().is_some()
+            && family != SignatureFamily::Rsa
+        {
+            return Some(
+                "TLS 1.2 defines DHE suites only with RSA authentication (no DHE-ECDSA)".into(),
+            );
+        }
+        if self.version == TlsVersion::Tls12 && family == SignatureFamily::MlDsa {
+            return Some("ML-DSA signatures are defined for TLS 1.3 only".into());
+        }
+        None
+    }
+
+    /// The IANA name of the cipher suite this scenario must negotiate.
+    pub fn suite_name(&self) -> &'static str {
+        match self.version {
+            TlsVersion::Tls13 => match self.aead {
+                Aead::Aes128Gcm => "TLS_AES_128_GCM_SHA256",
+                Aead::Aes256Gcm => "TLS_AES_256_GCM_SHA384",
+                Aead::Chacha20Poly1305 => "TLS_CHACHA20_POLY1305_SHA256",
+            },
+            TlsVersion::Tls12 => {
+                let ecdsa = self.cert.family() != SignatureFamily::Rsa;
+                match (self.group.kind(), ecdsa, self.aead) {
+                    (KxKind::RsaKeyTransport, _, Aead::Aes128Gcm) => {
+                        "TLS_RSA_WITH_AES_128_GCM_SHA256"
+                    }
+                    (KxKind::RsaKeyTransport, _, _) => "TLS_RSA_WITH_AES_256_GCM_SHA384",
+                    (KxKind::Ffdh { .. }, _, Aead::Aes128Gcm) => {
+                        "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256"
+                    }
+                    (KxKind::Ffdh { .. }, _, Aead::Aes256Gcm) => {
+                        "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384"
+                    }
+                    (KxKind::Ffdh { .. }, _, Aead::Chacha20Poly1305) => {
+                        "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256"
+                    }
+                    (_, false, Aead::Aes128Gcm) => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                    (_, false, Aead::Aes256Gcm) => "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+                    (_, false, Aead::Chacha20Poly1305) => {
+                        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"
+                    }
+                    (_, true, Aead::Aes128Gcm) => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+                    (_, true, Aead::Aes256Gcm) => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+                    (_, true, Aead::Chacha20Poly1305) => {
+                        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"
+                    }
+                }
+            }
+        }
+    }
+
+    /// The security notes of every part of the scenario.
+    pub fn security_notes(&self) -> Vec<&'static str> {
+        let mut notes = self.group.security_notes();
+        notes.extend(self.cert.security_notes());
+        notes
+    }
+
+    /// True if and only if the scenario needs the library's security level
+    /// lowered (measured, and flagged as weak).
+    pub fn is_weak(&self) -> bool {
+        self.group.is_weak()
+    }
+
+    /// A readable one-line description for tables.
+    pub fn describe(&self) -> String {
+        let mut text = format!(
+            "TLS {} {} {} {}",
+            self.version.id(),
+            self.group.display(),
+            self.cert.display(),
+            self.aead.id()
+        );
+        if self.resumption.is_on() {
+            text.push_str(&format!(" resume={}", self.resumption.id()));
+        }
+        if self.mutual {
+            text.push_str(" mutual");
+        }
+        if self.chain_depth != DEFAULT_CHAIN_DEPTH {
+            text.push_str(&format!(" chain={}", self.chain_depth));
+        }
+        text
+    }
+}
+
+impl Serialize for HandshakeScenario {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("HandshakeScenario", 8)?;
+        s.serialize_field("label", &self.label())?;
+        s.serialize_field("tls_version", self.version.id())?;
+        s.serialize_field("group", self.group.id())?;
+        s.serialize_field("cert", self.cert.id())?;
+        s.serialize_field("suite", self.suite_name())?;
+        s.serialize_field("resumption", self.resumption.id())?;
+        s.serialize_field("mutual", &self.mutual)?;
+        s.serialize_field("chain_depth", &self.chain_depth)?;
+        s.end()
+    }
+}
+
+/// The axes of a matrix, each a list of values to combine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HandshakeMatrix {
+    pub versions: Vec<TlsVersion>,
+    pub groups: Vec<Group>,
+    pub certs: Vec<CertKind>,
+    pub aeads: Vec<Aead>,
+    pub resumptions: Vec<Resumption>,
+    pub mutual: Vec<bool>,
+    pub chain_depth: u8,
+}
+
+/// An error in the options that make up a matrix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MatrixError {
+    #[error("{0}")]
+    UnknownName(#[from] UnknownName),
+    #[error("the {axis} list is empty")]
+    EmptyAxis { axis: &'static str },
+    #[error("contradictory options: {0}")]
+    Contradiction(String),
+    #[error("chain depth must be between 2 and 8, got {0}")]
+    ChainDepth(u8),
+}
+
+impl HandshakeMatrix {
+    /// Every combination of the axes, in a stable order.
+    pub fn expand(&self) -> Vec<HandshakeScenario> {
+        let mut scenarios = Vec::new();
+        for &version in &self.versions {
+            for &group in &self.groups {
+                for &cert in &self.certs {
+                    for &aead in &self.aeads {
+                        for &resumption in &self.resumptions {
+                            for &mutual in &self.mutual {
+                                scenarios.push(HandshakeScenario {
+                                    version,
+                                    group,
+                                    cert,
+                                    aead,
+                                    resumption,
+                                    mutual,
+                                    chain_depth: self.chain_depth,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        scenarios
+    }
+
+    /// Checks that the options make sense together: every axis has a value,
+    /// and every group and resumption mode can be used with at least one of
+    /// the requested versions (a group no requested version allows is a
+    /// contradiction, not a row).
+    pub fn validate(&self) -> Result<(), MatrixError> {
+        let axes: [(&'static str, bool); 6] = [
+            ("TLS version", self.versions.is_empty()),
+            ("group", self.groups.is_empty()),
+            ("certificate", self.certs.is_empty()),
+            ("suite", self.aeads.is_empty()),
+            ("resumption", self.resumptions.is_empty()),
+            ("mutual", self.mutual.is_empty()),
+        ];
+        if let Some((axis, _)) = axes.iter().find(|(_, empty)| *empty) {
+            return Err(MatrixError::EmptyAxis { axis });
+        }
+        if !(2..=8).contains(&self.chain_depth) {
+            return Err(MatrixError::ChainDepth(self.chain_depth));
+        }
+        for &group in &self.groups {
+            let conflicts: Vec<&str> = self
+                .versions
+                .iter()
+                .filter_map(|&version| group.protocol_conflict(version))
+                .collect();
+            if conflicts.len() == self.versions.len() {
+                return Err(MatrixError::Contradiction(format!(
+                    "group {} with TLS {}: {}",
+                    group.id(),
+                    version_list(&self.versions),
+                    conflicts[0]
+                )));
+            }
+        }
+        for &resumption in &self.resumptions {
+            let conflicts: Vec<&str> = self
+                .versions
+                .iter()
+                .filter_map(|&version| resumption.protocol_conflict(version))
+                .collect();
+            if conflicts.len() == self.versions.len() {
+                return Err(MatrixError::Contradiction(format!(
+                    "resumption {} with TLS {}: {}",
+                    resumption.id(),
+                    version_list(&self.versions),
+                    conflicts[0]
+                )));
+            }
+        }
+        if self
+            .expand()
+            .iter()
+            .all(|s| s.protocol_conflict().is_some())
+        {
+            let first = self.expand()[0];
+            return Err(MatrixError::Contradiction(format!(
+                "no combination can be measured; for example {}: {}",
+                first.label(),
+                first.protocol_conflict().unwrap_or_default()
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn version_list(versions: &[TlsVersion]) -> String {
+    versions
+        .iter()
+        .map(|v| v.id())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix(versions: &str, groups: &str, certs: &str) -> HandshakeMatrix {
+        HandshakeMatrix {
+            versions: parse_list(versions).unwrap(),
+            groups: parse_list(groups).unwrap(),
+            certs: parse_list(certs).unwrap(),
+            aeads: vec![Aead::Aes128Gcm],
+            resumptions: vec![Resumption::Off],
+            mutual: vec![false],
+            chain_depth: DEFAULT_CHAIN_DEPTH,
+        }
+    }
+
+    #[test]
+    fn labels_are_stable_snake_case() {
+        let scenario = matrix("1.3", "x25519", "ecdsa_p256").expand()[0];
+        assert_eq!(
+            scenario.label(),
+            "handshake_1.3_x25519_ecdsa_p256_aes128gcm"
+        );
+        let mut resumed = scenario;
+        resumed.resumption = Resumption::Psk;
+        resumed.mutual = true;
+        resumed.chain_depth = 4;
+        assert_eq!(
+            resumed.label(),
+            "handshake_1.3_x25519_ecdsa_p256_aes128gcm_resume_psk_mutual_chain4"
+        );
+    }
+
+    #[test]
+    fn tls13_with_rsa_key_transport_is_a_contradiction() {
+        let error = matrix("1.3", "rsa", "rsa2048").validate().unwrap_err();
+        assert!(
+            error.to_string().contains("no RSA key transport"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn mixed_versions_make_rows_not_errors() {
+        let m = matrix("1.2,1.3", "rsa,x25519", "rsa2048");
+        m.validate().unwrap();
+        let conflicts: Vec<_> = m
+            .expand()
+            .into_iter()
+            .filter(|s| s.protocol_conflict().is_some())
+            .map(|s| s.label())
+            .collect();
+        assert_eq!(conflicts, vec!["handshake_1.3_rsa_rsa2048_aes128gcm"]);
+    }
+
+    #[test]
+    fn suite_names_follow_key_exchange_and_certificate() {
+        let rows = matrix("1.2", "rsa,dhe2048,p256", "rsa2048,ecdsa_p256").expand();
+        let names: Vec<_> = rows
+            .iter()
+            .filter(|s| s.protocol_conflict().is_none())
+            .map(|s| s.suite_name())
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                "TLS_RSA_WITH_AES_128_GCM_SHA256",
+                "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
+                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+            ]
+        );
+    }
+}

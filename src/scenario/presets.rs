@@ -1,0 +1,136 @@
+//! Named matrices that reproduce the reference studies with one command.
+
+use super::axes::{Aead, CertKind, Group, Resumption, TlsVersion};
+use super::names::Named;
+use super::{HandshakeMatrix, HandshakeScenario, DEFAULT_CHAIN_DEPTH};
+
+/// A named handshake matrix with its default backends and baseline row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    /// The classic key-exchange study: TLS 1.2, AES-128-GCM, RSA key transport,
+    /// DHE 1024..4096 and ECDHE P-256/384/521, X25519, X448, each with an
+    /// RSA-2048 and an ECDSA P-256 certificate.
+    KexMatrix,
+    /// TLS 1.3 key exchange groups, classical and post-quantum, with the
+    /// common certificate types.
+    Tls13Matrix,
+    /// The post-quantum migration: classical against ML-KEM key exchange and
+    /// ML-DSA certificates in TLS 1.3.
+    PostQuantum,
+}
+
+impl Named for Preset {
+    const KIND: &'static str = "preset";
+    const ALL: &'static [Self] = &[Preset::KexMatrix, Preset::Tls13Matrix, Preset::PostQuantum];
+
+    fn id(self) -> &'static str {
+        match self {
+            Preset::KexMatrix => "kex-matrix",
+            Preset::Tls13Matrix => "tls13-matrix",
+            Preset::PostQuantum => "post-quantum",
+        }
+    }
+}
+
+impl Preset {
+    pub fn description(self) -> &'static str {
+        match self {
+            Preset::KexMatrix => "TLS 1.2 AES-128-GCM: RSA key transport, DHE-1024..4096, ECDHE P-256/P-384/P-521/X25519/X448, each with RSA-2048 and ECDSA P-256 certificates",
+            Preset::Tls13Matrix => "TLS 1.3: X25519, P-256, P-384, X25519MLKEM768, ffdhe2048 with RSA-2048, ECDSA P-256 and Ed25519 certificates",
+            Preset::PostQuantum => "TLS 1.3: X25519 vs X25519MLKEM768 vs ML-KEM-768, ECDSA P-256 vs ML-DSA-44/65 certificates",
+        }
+    }
+
+    pub fn matrix(self) -> HandshakeMatrix {
+        let (versions, groups, certs): (Vec<TlsVersion>, Vec<Group>, Vec<CertKind>) = match self {
+            Preset::KexMatrix => (
+                vec![TlsVersion::Tls12],
+                vec![
+                    Group::RsaKeyTransport,
+                    Group::Dhe1024,
+                    Group::Dhe2048,
+                    Group::Dhe3072,
+                    Group::Dhe4096,
+                    Group::P256,
+                    Group::P384,
+                    Group::P521,
+                    Group::X25519,
+                    Group::X448,
+                ],
+                vec![CertKind::Rsa2048, CertKind::EcdsaP256],
+            ),
+            Preset::Tls13Matrix => (
+                vec![TlsVersion::Tls13],
+                vec![
+                    Group::X25519,
+                    Group::P256,
+                    Group::P384,
+                    Group::X25519Mlkem768,
+                    Group::Ffdhe2048,
+                ],
+                vec![CertKind::Rsa2048, CertKind::EcdsaP256, CertKind::Ed25519],
+            ),
+            Preset::PostQuantum => (
+                vec![TlsVersion::Tls13],
+                vec![Group::X25519, Group::X25519Mlkem768, Group::Mlkem768],
+                vec![CertKind::EcdsaP256, CertKind::MlDsa44, CertKind::MlDsa65],
+            ),
+        };
+        HandshakeMatrix {
+            versions,
+            groups,
+            certs,
+            aeads: vec![Aead::Aes128Gcm],
+            resumptions: vec![Resumption::Off],
+            mutual: vec![false],
+            chain_depth: DEFAULT_CHAIN_DEPTH,
+        }
+    }
+
+    /// The backend ids the preset runs on unless `--backend` says otherwise.
+    pub fn default_backends(self) -> &'static [&'static str] {
+        match self {
+            Preset::KexMatrix => &["openssl"],
+            Preset::Tls13Matrix | Preset::PostQuantum => &["openssl", "rustls-aws-lc"],
+        }
+    }
+
+    /// The row every other row is compared with unless `--baseline` says otherwise.
+    pub fn baseline(self) -> HandshakeScenario {
+        let matrix = self.matrix();
+        let mut baseline = matrix.expand()[0];
+        if self == Preset::KexMatrix {
+            baseline.group = Group::RsaKeyTransport;
+            baseline.cert = CertKind::Rsa2048;
+        }
+        baseline
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kex_matrix_has_the_classic_rows() {
+        let rows = Preset::KexMatrix.matrix().expand();
+        assert_eq!(rows.len(), 20);
+        let measurable = rows
+            .iter()
+            .filter(|s| s.protocol_conflict().is_none())
+            .count();
+        // RSA transport and four DHE sizes only with RSA; five ECDHE groups with both.
+        assert_eq!(measurable, 5 + 2 * 5);
+        assert_eq!(
+            Preset::KexMatrix.baseline().label(),
+            "handshake_1.2_rsa_rsa2048_aes128gcm"
+        );
+    }
+
+    #[test]
+    fn every_preset_validates() {
+        for preset in Preset::ALL {
+            preset.matrix().validate().unwrap();
+        }
+    }
+}
