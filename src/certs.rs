@@ -74,7 +74,9 @@ impl CertCache {
 
     /// The credentials for a key type and chain depth, generated on first use.
     pub fn get(&self, kind: CertKind, depth: u8) -> Result<Arc<Credentials>> {
-        if let Some(found) = self.loaded.lock().unwrap().get(&(kind, depth)) {
+        // Held throughout, so threads never generate the same chain twice.
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = loaded.get(&(kind, depth)) {
             return Ok(Arc::clone(found));
         }
         let folder = self.dir.join(format!("{}_depth{}", kind.id(), depth));
@@ -87,10 +89,7 @@ impl CertCache {
             }
         };
         let credentials = Arc::new(credentials);
-        self.loaded
-            .lock()
-            .unwrap()
-            .insert((kind, depth), Arc::clone(&credentials));
+        loaded.insert((kind, depth), Arc::clone(&credentials));
         Ok(credentials)
     }
 }
@@ -189,9 +188,19 @@ fn generate_into(folder: &Path, kind: CertKind, depth: u8) -> Result<()> {
         )?;
     }
     fs::write(staging.join("root.pem"), root.to_pem()?)?;
+    if load(folder, kind, depth).is_ok() {
+        // Another process finished the same chain first: keep its chain.
+        let _ = fs::remove_dir_all(&staging);
+        return Ok(());
+    }
     let _ = fs::remove_dir_all(folder);
-    fs::rename(&staging, folder)
-        .with_context(|| format!("moving the new chain into {}", folder.display()))?;
+    if let Err(error) = fs::rename(&staging, folder) {
+        let _ = fs::remove_dir_all(&staging);
+        if load(folder, kind, depth).is_err() {
+            return Err(error)
+                .with_context(|| format!("moving the new chain into {}", folder.display()));
+        }
+    }
     Ok(())
 }
 

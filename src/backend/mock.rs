@@ -48,6 +48,16 @@ impl Default for MockBackend {
     }
 }
 
+impl MockBackend {
+    /// A mock whose handshakes all report `group`, whatever was asked for.
+    pub fn negotiating_group(group: Group) -> Self {
+        Self {
+            wrong_group: Some(group),
+            ..Self::default()
+        }
+    }
+}
+
 impl Backend for MockBackend {
     fn id(&self) -> &'static str {
         "mock"

@@ -10,8 +10,8 @@ use openssl::bn::BigNum;
 use openssl::dh::Dh;
 use openssl::pkey::{Id, PKey, Private};
 use openssl::ssl::{
-    ErrorCode, Ssl, SslContext, SslContextBuilder, SslMethod, SslOptions, SslSession,
-    SslSessionCacheMode, SslStream, SslVerifyMode, SslVersion,
+    ErrorCode, ShutdownState, Ssl, SslContext, SslContextBuilder, SslMethod, SslOptions,
+    SslSession, SslSessionCacheMode, SslStream, SslVerifyMode, SslVersion,
 };
 use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::X509;
@@ -187,7 +187,17 @@ fn common_context(scenario: &HandshakeScenario) -> Result<SslContextBuilder> {
         TlsVersion::Tls13 => ctx.set_ciphersuites(scenario.suite_name())?,
     }
     if let Some(name) = openssl_group_name(scenario.group) {
-        ctx.set_groups_list(name)?;
+        match (scenario.version, certificate_curve(scenario.cert)) {
+            // In TLS 1.2 a peer may only use an ECDSA certificate on a curve
+            // the other side lists (RFC 4492), so both sides list the
+            // certificate's curve after the scenario's group; the server
+            // follows the client's order and still picks the group, which
+            // every handshake checks.
+            (TlsVersion::Tls12, Some(curve)) if curve != name => {
+                ctx.set_groups_list(&format!("{name}:{curve}"))?
+            }
+            _ => ctx.set_groups_list(name)?,
+        }
     }
     if scenario.is_weak() {
         // Measured and flagged as weak rather than refused: only this row's
@@ -231,19 +241,7 @@ fn certificate_curve(cert: CertKind) -> Option<&'static str> {
 
 fn client_context(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<SslContext> {
     let mut ctx = common_context(scenario)?;
-    // A TLS 1.2 server may only use an ECDSA certificate whose curve the
-    // client lists (RFC 4492), so the client offers the scenario's group
-    // first and the certificate's curve after it; the server, which lists
-    // only the scenario's group, still picks that group.
-    if let (TlsVersion::Tls12, Some(name), Some(curve)) = (
-        scenario.version,
-        openssl_group_name(scenario.group),
-        certificate_curve(scenario.cert),
-    ) {
-        if name != curve {
-            ctx.set_groups_list(&format!("{name}:{curve}"))?;
-        }
-    }
+
     ctx.set_verify(SslVerifyMode::PEER);
     ctx.set_cert_store(trust_store(credentials)?);
     ctx.set_session_cache_mode(SslSessionCacheMode::OFF);
@@ -342,6 +340,11 @@ impl Handshaker for OpensslHandshaker {
         let wall_ns = start.elapsed().as_nanos() as u64;
 
         let negotiated = negotiated(client.ssl())?;
+        // Closed as after close_notify: OpenSSL drops the session of a
+        // connection freed without a shutdown, which would defeat resumption.
+        for stream in [&mut client, &mut server] {
+            stream.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
+        }
         if self.resume {
             self.session = client.ssl().session().map(|s| s.to_owned());
         }

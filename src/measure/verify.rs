@@ -58,14 +58,6 @@ pub fn check(
     if negotiated.suite != scenario.suite_name() {
         return Err(mismatch("suite", scenario.suite_name(), &negotiated.suite));
     }
-    let group = expected_group(scenario);
-    if negotiated.group.as_deref() != group {
-        return Err(mismatch(
-            "group",
-            group.unwrap_or("none"),
-            or_none(&negotiated.group),
-        ));
-    }
     if negotiated.resumed != scenario.resumption.is_on() {
         let describe = |resumed: bool| {
             if resumed {
@@ -78,6 +70,14 @@ pub fn check(
             "resumption",
             describe(scenario.resumption.is_on()),
             describe(negotiated.resumed),
+        ));
+    }
+    let group = expected_group(scenario);
+    if negotiated.group.as_deref() != group {
+        return Err(mismatch(
+            "group",
+            group.unwrap_or("none"),
+            or_none(&negotiated.group),
         ));
     }
     if check_signature {

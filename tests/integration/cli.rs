@@ -1,0 +1,248 @@
+//! The command line: bad input, exports, the report command and Ctrl-C.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::util::{cert_dir, tlslab};
+
+#[test]
+fn list_shows_every_backend_and_preset() {
+    let run = tlslab(&["list"]);
+    run.expect_code(0);
+    let out = run.stdout();
+    for needle in [
+        "openssl: OpenSSL 3.",
+        "rustls-aws-lc: rustls 0.23",
+        "rustls-ring: rustls 0.23",
+        "kex-matrix",
+        "x25519mlkem768",
+        "mldsa65",
+    ] {
+        assert!(out.contains(needle), "missing {needle}:\n{out}");
+    }
+}
+
+#[test]
+fn unknown_names_list_the_valid_ones() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--group", "x9999"],
+            "unknown group 'x9999'; valid groups: rsa, dhe1024",
+        ),
+        (
+            &["--cert", "dsa1024"],
+            "unknown certificate 'dsa1024'; valid certificates: rsa2048",
+        ),
+        (
+            &["--suite", "rc4"],
+            "unknown suite 'rc4'; valid suites: aes128gcm, aes256gcm, chacha20poly1305",
+        ),
+        (
+            &["--backend", "gnutls"],
+            "unknown backend 'gnutls'; valid backends: openssl, rustls-aws-lc, rustls-ring",
+        ),
+        (
+            &["--preset", "nope"],
+            "unknown preset 'nope'; valid presets: kex-matrix",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut all = vec!["handshake", "--no-db"];
+        all.extend_from_slice(args);
+        let run = tlslab(&all);
+        run.expect_code(2);
+        assert!(run.stderr().contains(message), "{}", run.stderr());
+    }
+}
+
+#[test]
+fn contradictory_options_are_refused() {
+    let run = tlslab(&["handshake", "--no-db", "--tls", "1.3", "--group", "rsa"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr().contains("contradictory options"),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        run.stderr().contains("no RSA key transport"),
+        "{}",
+        run.stderr()
+    );
+
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "--tls",
+        "1.2",
+        "--resumption",
+        "psk",
+    ]);
+    run.expect_code(2);
+    assert!(
+        run.stderr().contains("PSK resumption is TLS 1.3"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn an_unwritable_database_fails_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    let db = file.join("results.sqlite");
+    let started = std::time::Instant::now();
+    let run = tlslab(&[
+        "handshake",
+        "--backend",
+        "openssl",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    run.expect_code(2);
+    assert!(run.stderr().contains("cannot"), "{}", run.stderr());
+    assert!(run.stdout().is_empty(), "nothing may run: {}", run.stdout());
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn a_baseline_outside_the_matrix_is_refused() {
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "--backend",
+        "mock",
+        "--baseline",
+        "handshake_1.2_rsa_rsa2048_aes128gcm",
+    ]);
+    run.expect_code(2);
+    assert!(
+        run.stderr().contains("is not a row of this matrix"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn exports_and_report_agree_through_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let run = tlslab(&[
+        "handshake",
+        "--backend",
+        "mock",
+        "--tls",
+        "1.2,1.3",
+        "--group",
+        "rsa,x25519,x448",
+        "--cert",
+        "rsa2048",
+        "--min-samples",
+        "5",
+        "--max-time",
+        "0",
+        "--warmup",
+        "0",
+        "--db",
+        &path("db.sqlite"),
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        &path("run.json"),
+        "--export-csv",
+        &path("run.csv"),
+        "--export-markdown",
+        &path("run.md"),
+    ]);
+    run.expect_code(0);
+    let table = run.stdout();
+    assert!(
+        table.contains("TLS 1.2 RSA key transport RSA-2048"),
+        "{table}"
+    );
+    assert!(
+        table.contains("unsupported: mock has no x448 key exchange in TLS 1.2"),
+        "{table}"
+    );
+    assert!(table.contains("no forward secrecy"), "{table}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path("run.json")).unwrap()).unwrap();
+    assert_eq!(json["rows"].as_array().unwrap().len(), 6);
+    assert_eq!(json["baseline"], "handshake_1.2_rsa_rsa2048_aes128gcm");
+    assert!(json["host"]["cpu_model"].is_string());
+    let csv = std::fs::read_to_string(path("run.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 7);
+    assert!(std::fs::read_to_string(path("run.md"))
+        .unwrap()
+        .contains("| backend"));
+
+    // The stored run renders to the same CSV.
+    let report = tlslab(&[
+        "report",
+        "--db",
+        &path("db.sqlite"),
+        "--export-csv",
+        &path("again.csv"),
+    ]);
+    report.expect_code(0);
+    assert!(
+        report.stdout().contains("(complete)"),
+        "{}",
+        report.stdout()
+    );
+    assert_eq!(std::fs::read_to_string(path("again.csv")).unwrap(), csv);
+}
+
+/// Ctrl-C stops the run, keeps every finished cell in the database and marks
+/// the run incomplete.
+#[test]
+fn ctrl_c_keeps_finished_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    // Each cell samples for 0.7 s (the precision is out of reach).
+    let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args([
+            "handshake",
+            "--backend",
+            "openssl",
+            "--tls",
+            "1.3",
+            "--group",
+            "x25519,p256,p384,x448",
+            "--cert",
+            "ecdsa_p256",
+            "--precision",
+            "0.0001%",
+            "--max-time",
+            "0.7",
+            "--warmup",
+            "0",
+            "--db",
+            db.to_str().unwrap(),
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1800));
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+
+    let report = tlslab(&["report", "--db", db.to_str().unwrap()]);
+    report.expect_code(0);
+    let out = report.stdout();
+    assert!(out.contains("(incomplete)"), "{out}");
+    assert!(out.contains("TLS 1.3 ECDHE X25519 ECDSA P-256"), "{out}");
+    assert!(
+        !out.contains("X448"),
+        "the cell under way must not be kept: {out}"
+    );
+}

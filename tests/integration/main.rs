@@ -1,0 +1,7 @@
+//! The one integration test binary: real handshakes against every backend,
+//! the pipeline on the mock backend, the store, and the command line.
+
+mod backends;
+mod cli;
+mod pipeline;
+mod util;

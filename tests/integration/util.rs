@@ -1,0 +1,75 @@
+//! Helpers shared by the integration tests.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use tlslab::certs::CertCache;
+use tlslab::measure::SamplingOptions;
+
+/// One certificate cache for the whole test binary, kept between runs under
+/// Cargo's target directory so chains are generated once.
+pub fn certs() -> &'static CertCache {
+    static CACHE: OnceLock<CertCache> = OnceLock::new();
+    CACHE.get_or_init(|| CertCache::new(cert_dir()))
+}
+
+pub fn cert_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("certs")
+}
+
+/// Sampling for tests: a handful of handshakes, no precision target.
+pub fn tiny_sampling() -> SamplingOptions {
+    SamplingOptions {
+        precision: 0.5,
+        max_time: std::time::Duration::ZERO,
+        min_samples: 3,
+        warmup: std::time::Duration::ZERO,
+    }
+}
+
+/// The output of a finished command, shown in full when an assertion fails.
+pub struct Run {
+    pub output: Output,
+    pub command: String,
+}
+
+impl Run {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    /// Panics with the command, its exit status and both streams unless the code matches.
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "`{}` exited with {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.command,
+            self.output.status,
+            self.stdout(),
+            self.stderr()
+        );
+        self
+    }
+}
+
+/// Runs the tlslab binary with arguments.
+pub fn tlslab(args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args(args)
+        .output()
+        .expect("the tlslab binary runs");
+    Run {
+        output,
+        command: format!("tlslab {}", args.join(" ")),
+    }
+}
