@@ -40,22 +40,28 @@ impl fmt::Display for UnknownName {
     }
 }
 
-fn normalise(name: &str) -> String {
-    name.trim().to_ascii_lowercase().replace('-', "_")
+/// True if and only if two names are equal ignoring case, surrounding
+/// spaces, and the difference between `-` and `_` (no allocation: this runs
+/// after every handshake).
+fn same_name(given: &str, known: &str) -> bool {
+    let fold = |c: char| {
+        if c == '-' {
+            '_'
+        } else {
+            c.to_ascii_lowercase()
+        }
+    };
+    given.trim().chars().map(fold).eq(known.chars().map(fold))
 }
 
 /// Parses one name (case-insensitive, `-` and `_` interchangeable).
 pub fn parse_name<T: Named>(name: &str) -> Result<T, UnknownName> {
-    let wanted = normalise(name);
     T::ALL
         .iter()
         .copied()
         .find(|value| {
-            normalise(value.id()) == wanted
-                || value
-                    .aliases()
-                    .iter()
-                    .any(|alias| normalise(alias) == wanted)
+            same_name(name, value.id())
+                || value.aliases().iter().any(|alias| same_name(name, alias))
         })
         .ok_or_else(|| UnknownName {
             kind: T::KIND,

@@ -1,0 +1,330 @@
+//! Does tlslab's runner add measurable cost to what the library itself
+//! costs? For each backend and scenario this compares, in alternating rounds
+//! on the same machine, tlslab's handshakes per second (runner, per-side
+//! timers, verification, sample bookkeeping) with a plain loop that drives
+//! the same library's handshake with no timing or bookkeeping at all.
+//!
+//! Run: `cargo bench --bench overhead` (optionally `-- ROUNDS HANDSHAKES`).
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslContext, SslContextBuilder, SslMethod};
+use openssl::ssl::{SslOptions, SslSessionCacheMode, SslStream, SslVerifyMode, SslVersion};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use tlslab::backend::backend_by_id;
+use tlslab::certs::{CertCache, Credentials, SERVER_NAME};
+use tlslab::measure::{sample_cell, SamplingOptions};
+use tlslab::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+
+/// A byte pipe with one buffer per direction, shared by both ends.
+#[derive(Default)]
+struct Wire {
+    to_server: VecDeque<u8>,
+    to_client: VecDeque<u8>,
+}
+
+struct End {
+    wire: std::rc::Rc<std::cell::RefCell<Wire>>,
+    client: bool,
+}
+
+impl Read for End {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let mut wire = self.wire.borrow_mut();
+        let queue = if self.client {
+            &mut wire.to_client
+        } else {
+            &mut wire.to_server
+        };
+        if queue.is_empty() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        queue.read(out)
+    }
+}
+
+impl Write for End {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let mut wire = self.wire.borrow_mut();
+        let queue = if self.client {
+            &mut wire.to_server
+        } else {
+            &mut wire.to_client
+        };
+        queue.extend(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// OpenSSL contexts configured as tlslab configures them for a full TLS 1.3 handshake.
+fn openssl_contexts(credentials: &Credentials) -> (SslContext, SslContext) {
+    let common = || {
+        let mut ctx = SslContextBuilder::new(SslMethod::tls()).unwrap();
+        ctx.set_min_proto_version(Some(SslVersion::TLS1_3)).unwrap();
+        ctx.set_max_proto_version(Some(SslVersion::TLS1_3)).unwrap();
+        ctx.set_ciphersuites("TLS_AES_128_GCM_SHA256").unwrap();
+        ctx.set_groups_list("X25519").unwrap();
+        ctx
+    };
+    let mut client = common();
+    let mut store = openssl::x509::store::X509StoreBuilder::new().unwrap();
+    store
+        .add_cert(openssl::x509::X509::from_der(&credentials.root_der).unwrap())
+        .unwrap();
+    client.set_cert_store(store.build());
+    client.set_verify(SslVerifyMode::PEER);
+    client.set_session_cache_mode(SslSessionCacheMode::OFF);
+
+    let mut server = common();
+    let chain = &credentials.server.chain_der;
+    server
+        .set_certificate(&openssl::x509::X509::from_der(&chain[0]).unwrap())
+        .unwrap();
+    for der in &chain[1..] {
+        server
+            .add_extra_chain_cert(openssl::x509::X509::from_der(der).unwrap())
+            .unwrap();
+    }
+    let key =
+        openssl::pkey::PKey::private_key_from_pkcs8(&credentials.server.key_pkcs8_der).unwrap();
+    server.set_private_key(&key).unwrap();
+    server.set_session_cache_mode(SslSessionCacheMode::OFF);
+    server.set_options(SslOptions::NO_TICKET);
+    server.set_num_tickets(0).unwrap();
+    (client.build(), server.build())
+}
+
+fn openssl_plain_handshake(client_ctx: &SslContext, server_ctx: &SslContext) {
+    let wire = std::rc::Rc::new(std::cell::RefCell::new(Wire::default()));
+    let mut client_ssl = Ssl::new(client_ctx).unwrap();
+    client_ssl.set_connect_state();
+    client_ssl.set_hostname(SERVER_NAME).unwrap();
+    client_ssl.param_mut().set_host(SERVER_NAME).unwrap();
+    let mut client = SslStream::new(
+        client_ssl,
+        End {
+            wire: wire.clone(),
+            client: true,
+        },
+    )
+    .unwrap();
+    let mut server_ssl = Ssl::new(server_ctx).unwrap();
+    server_ssl.set_accept_state();
+    let mut server = SslStream::new(
+        server_ssl,
+        End {
+            wire: wire.clone(),
+            client: false,
+        },
+    )
+    .unwrap();
+    let (mut client_done, mut server_done) = (false, false);
+    while !(client_done && server_done) {
+        for (stream, done) in [
+            (&mut client, &mut client_done),
+            (&mut server, &mut server_done),
+        ] {
+            if !*done {
+                match stream.do_handshake() {
+                    Ok(()) => *done = true,
+                    Err(e) if e.code() == ErrorCode::WANT_READ => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+    }
+    client.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
+    server.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
+}
+
+/// rustls configurations as tlslab builds them for a full TLS 1.3 handshake.
+fn rustls_configs(
+    provider: rustls::crypto::CryptoProvider,
+    credentials: &Credentials,
+) -> (Arc<rustls::ClientConfig>, Arc<rustls::ServerConfig>) {
+    let mut provider = provider;
+    provider
+        .kx_groups
+        .retain(|g| g.name() == rustls::NamedGroup::X25519);
+    provider
+        .cipher_suites
+        .retain(|s| s.suite() == rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+    let provider = Arc::new(provider);
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(credentials.root_der.clone()))
+        .unwrap();
+    let mut client = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    client.resumption = rustls::client::Resumption::disabled();
+    let chain = credentials
+        .server
+        .chain_der
+        .iter()
+        .map(|d| CertificateDer::from(d.clone()))
+        .collect();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        credentials.server.key_pkcs8_der.clone(),
+    ));
+    let mut server = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    server.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+    server.send_tls13_tickets = 0;
+    (Arc::new(client), Arc::new(server))
+}
+
+fn rustls_plain_handshake(
+    client_config: &Arc<rustls::ClientConfig>,
+    server_config: &Arc<rustls::ServerConfig>,
+) {
+    let name = ServerName::try_from(SERVER_NAME).unwrap();
+    let mut client = rustls::ClientConnection::new(client_config.clone(), name).unwrap();
+    let mut server = rustls::ServerConnection::new(server_config.clone()).unwrap();
+    let mut buffer = Vec::new();
+    while client.is_handshaking() || server.is_handshaking() {
+        while client.wants_write() {
+            client.write_tls(&mut buffer).unwrap();
+        }
+        if !buffer.is_empty() {
+            server.read_tls(&mut buffer.as_slice()).unwrap();
+            buffer.clear();
+            server.process_new_packets().unwrap();
+        }
+        while server.wants_write() {
+            server.write_tls(&mut buffer).unwrap();
+        }
+        if !buffer.is_empty() {
+            client.read_tls(&mut buffer.as_slice()).unwrap();
+            buffer.clear();
+            client.process_new_packets().unwrap();
+        }
+    }
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
+    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10);
+    let handshakes: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(400);
+    let certs = CertCache::new(CertCache::default_dir());
+    println!("rounds: {rounds}, handshakes per round and side: {handshakes}");
+    println!(
+        "{:<14} {:<12} {:>14} {:>14} {:>7}",
+        "backend", "certificate", "plain hs/s", "tlslab hs/s", "ratio"
+    );
+    for backend_id in ["openssl", "rustls-aws-lc", "rustls-ring"] {
+        let backend = backend_by_id(backend_id).unwrap();
+        for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
+            let scenario = HandshakeScenario {
+                version: TlsVersion::Tls13,
+                group: Group::X25519,
+                cert,
+                aead: Aead::Aes128Gcm,
+                resumption: Resumption::Off,
+                mutual: false,
+                chain_depth: 3,
+            };
+            let credentials = certs.get(cert, 3).unwrap();
+            let mut plain: Box<dyn FnMut()> = match backend_id {
+                "openssl" => {
+                    let (c, s) = openssl_contexts(&credentials);
+                    Box::new(move || openssl_plain_handshake(&c, &s))
+                }
+                "rustls-aws-lc" => {
+                    let (c, s) =
+                        rustls_configs(rustls::crypto::aws_lc_rs::default_provider(), &credentials);
+                    Box::new(move || rustls_plain_handshake(&c, &s))
+                }
+                _ => {
+                    let (c, s) =
+                        rustls_configs(rustls::crypto::ring::default_provider(), &credentials);
+                    Box::new(move || rustls_plain_handshake(&c, &s))
+                }
+            };
+            let mut handshaker = backend.handshaker(&scenario, &credentials).unwrap();
+            let options = SamplingOptions {
+                precision: 0.0,
+                max_time: Duration::ZERO,
+                min_samples: handshakes,
+                warmup: Duration::ZERO,
+            };
+            let never = AtomicBool::new(false);
+            let check_signature = backend.capabilities().reports_signature_scheme;
+            // Warm both up.
+            for _ in 0..50 {
+                plain();
+            }
+            sample_cell(
+                handshaker.as_mut(),
+                &scenario,
+                check_signature,
+                &options,
+                &never,
+            )
+            .unwrap();
+
+            let (mut plain_rates, mut tlslab_rates) = (Vec::new(), Vec::new());
+            for round in 0..rounds {
+                // Alternate which side goes first, so drift favours neither.
+                for side in [round % 2, 1 - round % 2] {
+                    let start = Instant::now();
+                    if side == 0 {
+                        for _ in 0..handshakes {
+                            plain();
+                        }
+                        plain_rates.push(handshakes as f64 / start.elapsed().as_secs_f64());
+                    } else {
+                        let outcome = sample_cell(
+                            handshaker.as_mut(),
+                            &scenario,
+                            check_signature,
+                            &options,
+                            &never,
+                        )
+                        .unwrap();
+                        let elapsed = start.elapsed().as_secs_f64();
+                        let tlslab::measure::CellOutcome::Measured { samples, .. } = outcome else {
+                            panic!("{backend_id}: {outcome:?}");
+                        };
+                        // sample_cell always runs two warm-up handshakes first.
+                        tlslab_rates.push((samples.len() + 2) as f64 / elapsed);
+                    }
+                }
+            }
+            let plain = median(&mut plain_rates);
+            let ours = median(&mut tlslab_rates);
+            println!(
+                "{:<14} {:<12} {:>14.0} {:>14.0} {:>7.3}",
+                backend_id,
+                cert.id(),
+                plain,
+                ours,
+                ours / plain
+            );
+        }
+    }
+}
