@@ -15,7 +15,21 @@ fn locked_version(lock: &str, name: &str) -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// Tells the code which OpenSSL it is built against: `ossl320` for 3.2 or
+/// newer (SSL_get0_group_name), from the version openssl-sys found.
+fn openssl_version_cfg() {
+    println!("cargo::rustc-check-cfg=cfg(ossl320)");
+    let version = env::var("DEP_OPENSSL_VERSION_NUMBER")
+        .ok()
+        .and_then(|hex| u64::from_str_radix(&hex, 16).ok())
+        .unwrap_or(0);
+    if version >= 0x3020_0000 {
+        println!("cargo::rustc-cfg=ossl320");
+    }
+}
+
 fn main() {
+    openssl_version_cfg();
     let manifest_dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let lock_path = Path::new(&manifest_dir).join("Cargo.lock");
     println!("cargo:rerun-if-changed=Cargo.lock");

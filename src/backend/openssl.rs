@@ -435,12 +435,38 @@ fn negotiated_group(ssl: &openssl::ssl::SslRef, resumed: bool) -> Option<String>
             Some(_) => {}
         }
     }
+    negotiated_group_name(ssl)
+        .or_else(|| peer_key.as_ref().and_then(group_of_key))
+        .map(|name| super::canonical_group(&name))
+}
+
+/// The group name OpenSSL reports (3.2 and newer).
+#[cfg(ossl320)]
+fn negotiated_group_name(ssl: &openssl::ssl::SslRef) -> Option<String> {
     // SAFETY: the returned string is owned by the connection and copied at once.
-    let name = unsafe {
+    unsafe {
         let name: *const c_char = openssl_sys::SSL_get0_group_name(ssl.as_ptr());
         (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
-    };
-    name.map(|name| super::canonical_group(&name))
+    }
+}
+
+#[cfg(not(ossl320))]
+fn negotiated_group_name(_: &openssl::ssl::SslRef) -> Option<String> {
+    None
+}
+
+/// The group of the server's ephemeral key, for OpenSSL before 3.2.
+fn group_of_key(key: &PKey<openssl::pkey::Public>) -> Option<String> {
+    match key.id() {
+        Id::X25519 => Some("x25519".into()),
+        Id::X448 => Some("x448".into()),
+        Id::DH => Some(format!("ffdhe{}", key.bits())),
+        Id::EC => {
+            let nid = key.ec_key().ok()?.group().curve_name()?;
+            nid.short_name().ok().map(String::from)
+        }
+        _ => None,
+    }
 }
 
 fn peer_signature_name(ssl: &openssl::ssl::SslRef) -> Option<String> {
