@@ -33,7 +33,7 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-fn usage(error: impl std::fmt::Display) -> anyhow::Error {
+pub(crate) fn usage(error: impl std::fmt::Display) -> anyhow::Error {
     UsageError(error.to_string()).into()
 }
 
@@ -128,7 +128,7 @@ pub fn parse_precision(text: &str) -> Result<f64> {
     Ok(percent / 100.0)
 }
 
-fn seconds(name: &str, value: f64) -> Result<Duration> {
+pub(crate) fn seconds(name: &str, value: f64) -> Result<Duration> {
     if !(value.is_finite() && value >= 0.0) {
         return Err(usage(format!(
             "--{name} must be a number of seconds, got {value}"
@@ -137,7 +137,7 @@ fn seconds(name: &str, value: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(value))
 }
 
-fn open_store(database: &DatabaseArgs) -> Result<Store> {
+pub(crate) fn open_store(database: &DatabaseArgs) -> Result<Store> {
     if database.no_db {
         return Store::open_in_memory();
     }
@@ -146,7 +146,7 @@ fn open_store(database: &DatabaseArgs) -> Result<Store> {
 }
 
 /// Checks, before anything runs, that each export file can be created.
-fn check_exports(exports: &ExportArgs) -> Result<()> {
+pub(crate) fn check_exports(exports: &ExportArgs) -> Result<()> {
     for path in [
         &exports.export_json,
         &exports.export_csv,
@@ -185,7 +185,7 @@ fn write_exports(report: &Report, exports: &ExportArgs) -> Result<()> {
 }
 
 /// The flag Ctrl-C sets; the handler is installed once per process.
-fn interrupt_flag() -> Arc<AtomicBool> {
+pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
     static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
     let flag = FLAG.get_or_init(|| {
         let flag = Arc::new(AtomicBool::new(false));
@@ -199,10 +199,10 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 }
 
 /// A progress bar with ETA on standard error, hidden when not on a terminal.
-struct Bar(ProgressBar);
+pub(crate) struct Bar(pub(crate) ProgressBar);
 
 impl Bar {
-    fn new(total: usize, quiet: bool) -> Self {
+    pub(crate) fn new(total: usize, quiet: bool) -> Self {
         let target = if quiet || !std::io::stderr().is_terminal() {
             ProgressDrawTarget::hidden()
         } else {
