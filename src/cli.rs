@@ -18,6 +18,9 @@ pub enum Command {
     /// Measure full or resumed handshakes per key exchange, certificate and
     /// suite; client and server run in one process over memory buffers.
     Handshake(Box<HandshakeArgs>),
+    /// Measure primitive rates per backend: signatures, key exchange, KEMs,
+    /// ciphers, hashes and MACs (ops/s, µs/op, MB/s).
+    Speed(Box<SpeedArgs>),
     /// List the backends, their library versions and what each supports, and the presets.
     List,
     /// Show a stored run again, as a table or an export.
@@ -114,6 +117,60 @@ pub struct HandshakeArgs {
     /// Do not print the progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab speed --algorithm rsa2048,ecdsa_p256,ecdh_p256
+  tlslab speed --backend openssl --algorithm aes128gcm,chacha20poly1305 --size 16,1024,16384
+  tlslab speed --algorithm aes128gcm,sha256 --cpu-features native,generic")]
+pub struct SpeedArgs {
+    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, or all. [default: all]
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub backend: String,
+
+    /// Algorithms (see `tlslab list`), comma-separated, or all. [default: all]
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub algorithm: String,
+
+    /// Buffer sizes in bytes for ciphers, hashes and MACs.
+    #[arg(long, value_name = "LIST", default_value = "16,64,256,1024,8192,16384")]
+    pub size: String,
+
+    /// With hardware acceleration (native) and without it (generic: OpenSSL's
+    /// and aws-lc's CPU capability mask cleared, in a child process).
+    #[arg(long, value_name = "LIST", default_value = "native")]
+    pub cpu_features: String,
+
+    /// Sample until the 95% confidence interval of the median is within ± this.
+    #[arg(long, value_name = "PERCENT", default_value = "2%")]
+    pub precision: String,
+
+    /// Time budget per row, in seconds, once the minimum samples are taken.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.5)]
+    pub max_time: f64,
+
+    /// Fewest samples per row (each sample is a batch of about 2 ms).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub min_samples: usize,
+
+    /// Warm-up per row, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.05)]
+    pub warmup: f64,
+
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+
+    /// Do not print the progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+
+    /// Internal: write the measured cells as JSON here (used by --cpu-features).
+    #[arg(long, hide = true, value_name = "PATH")]
+    pub emit_cells: Option<PathBuf>,
 }
 
 /// Where results are stored.

@@ -50,6 +50,7 @@ pub fn exit_code(error: &anyhow::Error) -> i32 {
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Handshake(args) => handshake(&args),
+        Command::Speed(args) => crate::speed::command::run(&args),
         Command::List => {
             print!("{}", list());
             Ok(0)

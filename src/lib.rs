@@ -7,10 +7,12 @@ pub mod backend;
 pub mod certs;
 pub mod cli;
 pub mod commands;
+pub mod cost;
 pub mod host;
 pub mod measure;
 pub mod report;
 pub mod scenario;
+pub mod speed;
 pub mod stats;
 pub mod store;
 

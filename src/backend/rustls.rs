@@ -20,6 +20,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, Server
 use super::pipe::Pipe;
 use super::{timed, Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated};
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
+use crate::cost::instrument::{self, Side};
 use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
 
 /// Which crypto provider rustls runs on.
@@ -34,6 +35,8 @@ enum Provider {
 pub struct RustlsBackend {
     provider: Provider,
     capabilities: Capabilities,
+    /// Count and time every provider call (see [`crate::cost::instrument`]).
+    instrumented: bool,
 }
 
 impl RustlsBackend {
@@ -43,6 +46,12 @@ impl RustlsBackend {
 
     pub fn ring() -> Self {
         Self::new(Provider::Ring)
+    }
+
+    /// This backend with every crypto provider call counted and timed.
+    pub fn instrumented(mut self) -> Self {
+        self.instrumented = true;
+        self
     }
 
     fn new(provider: Provider) -> Self {
@@ -97,6 +106,7 @@ impl RustlsBackend {
         Self {
             provider,
             capabilities,
+            instrumented: false,
         }
     }
 }
@@ -195,6 +205,9 @@ impl Backend for RustlsBackend {
             .ok_or_else(|| anyhow!("{} has no group {}", self.id(), scenario.group.id()))?;
         provider.kx_groups = vec![group];
         provider.cipher_suites = vec![suite(&provider, scenario)?];
+        if self.instrumented {
+            provider = crate::cost::instrument::instrument(provider);
+        }
         let provider = Arc::new(provider);
         let versions: &[&SupportedProtocolVersion] = match scenario.version {
             TlsVersion::Tls12 => &[&rustls::version::TLS12],
@@ -215,6 +228,7 @@ impl Backend for RustlsBackend {
             .with_custom_certificate_verifier(Arc::new(SchemeRecorder {
                 inner: verifier,
                 last_scheme: Arc::clone(&server_scheme),
+                instrumented: self.instrumented,
             }));
         let mut client = if scenario.mutual {
             let (chain, key) = rustls_chain(&credentials.client);
@@ -291,6 +305,8 @@ fn rustls_chain(chain: &CertChain) -> (Vec<CertificateDer<'static>>, PrivateKeyD
 struct SchemeRecorder {
     inner: Arc<WebPkiServerVerifier>,
     last_scheme: Arc<AtomicU16>,
+    /// Charge certificate work to its own category and mark handshake signatures.
+    instrumented: bool,
 }
 
 impl ServerCertVerifier for SchemeRecorder {
@@ -302,8 +318,20 @@ impl ServerCertVerifier for SchemeRecorder {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        self.inner
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        let verify = || {
+            self.inner.verify_server_cert(
+                end_entity,
+                intermediates,
+                server_name,
+                ocsp_response,
+                now,
+            )
+        };
+        if self.instrumented {
+            instrument::record(instrument::Category::Certificates, None, verify)
+        } else {
+            verify()
+        }
     }
 
     fn verify_tls12_signature(
@@ -314,7 +342,7 @@ impl ServerCertVerifier for SchemeRecorder {
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         self.last_scheme
             .store(u16::from(dss.scheme), Ordering::Relaxed);
-        self.inner.verify_tls12_signature(message, cert, dss)
+        instrument::in_handshake_signature(|| self.inner.verify_tls12_signature(message, cert, dss))
     }
 
     fn verify_tls13_signature(
@@ -325,7 +353,7 @@ impl ServerCertVerifier for SchemeRecorder {
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         self.last_scheme
             .store(u16::from(dss.scheme), Ordering::Relaxed);
-        self.inner.verify_tls13_signature(message, cert, dss)
+        instrument::in_handshake_signature(|| self.inner.verify_tls13_signature(message, cert, dss))
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -369,20 +397,24 @@ impl Handshaker for RustlsHandshaker {
         let mut server_ns = 0u64;
         let start = std::time::Instant::now();
 
+        instrument::set_side(Side::Client);
         let mut client = timed!(
             client_ns,
             ClientConnection::new(Arc::clone(&self.client), self.server_name.clone())
         )?;
+        instrument::set_side(Side::Server);
         let mut server = timed!(server_ns, ServerConnection::new(Arc::clone(&self.server)))?;
         let mut rounds = 0;
         loop {
             let client_turn = rounds == 0 || pipe.pending_for_client();
             if client_turn {
                 let input = pipe.pending_for_client();
+                instrument::set_side(Side::Client);
                 timed!(client_ns, pump(&mut *client, &mut client_end, input)).context("client")?;
             }
             let server_turn = pipe.pending_for_server();
             if server_turn {
+                instrument::set_side(Side::Server);
                 timed!(server_ns, pump(&mut *server, &mut server_end, true)).context("server")?;
             }
             if !client.is_handshaking()

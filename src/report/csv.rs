@@ -5,7 +5,7 @@ use super::Report;
 use crate::scenario::Named;
 use crate::stats::Summary;
 
-fn quote(field: &str) -> String {
+pub(crate) fn quote(field: &str) -> String {
     if field.contains([',', '"', '\n']) {
         format!("\"{}\"", field.replace('"', "\"\""))
     } else {

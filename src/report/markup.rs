@@ -114,29 +114,54 @@ fn pad(text: &str, to: usize, right: bool) -> String {
     }
 }
 
-/// Draws the report's rows, with a short heading.
-pub fn render(report: &Report, style: Style) -> String {
-    let rows: Vec<Vec<String>> = report.rows.iter().map(cells).collect();
-    let widths: Vec<usize> = (0..HEADERS.len())
+/// Draws a grid of cells with a header row, as aligned text or Markdown.
+pub fn grid(headers: &[&str], numeric: &[bool], rows: &[Vec<String>], style: Style) -> String {
+    let widths: Vec<usize> = (0..headers.len())
         .map(|i| {
             rows.iter()
                 .map(|r| width(&r[i]))
-                .chain([width(HEADERS[i])])
+                .chain([width(headers[i])])
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    let line = |values: Vec<String>| -> String {
+    let line = |values: &[String]| -> String {
         let padded: Vec<String> = values
             .iter()
             .enumerate()
-            .map(|(i, v)| pad(v, widths[i], NUMERIC[i]))
+            .map(|(i, v)| pad(v, widths[i], numeric[i]))
             .collect();
         match style {
             Style::Terminal => padded.join("  ").trim_end().to_string(),
             Style::Markdown => format!("| {} |", padded.join(" | ")),
         }
     };
+    let mut out = line(&headers.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    out.push('\n');
+    let rule: Vec<String> = widths
+        .iter()
+        .enumerate()
+        .map(|(i, w)| match style {
+            Style::Terminal => "─".repeat(*w),
+            Style::Markdown if numeric[i] => format!("{}:", "-".repeat(w.saturating_sub(1).max(2))),
+            Style::Markdown => "-".repeat((*w).max(3)),
+        })
+        .collect();
+    out.push_str(&match style {
+        Style::Terminal => rule.join("  "),
+        Style::Markdown => format!("| {} |", rule.join(" | ")),
+    });
+    out.push('\n');
+    for row in rows {
+        out.push_str(&line(row));
+        out.push('\n');
+    }
+    out
+}
+
+/// Draws the report's rows, with a short heading.
+pub fn render(report: &Report, style: Style) -> String {
+    let rows: Vec<Vec<String>> = report.rows.iter().map(cells).collect();
     let mut out = String::new();
     let libraries: Vec<String> = report
         .libraries
@@ -153,26 +178,7 @@ pub fn render(report: &Report, style: Style) -> String {
         Style::Terminal => out.push_str(&format!("{heading}\n\n")),
         Style::Markdown => out.push_str(&format!("Host: {heading}\n\n")),
     }
-    out.push_str(&line(HEADERS.iter().map(|h| h.to_string()).collect()));
-    out.push('\n');
-    let rule: Vec<String> = widths
-        .iter()
-        .enumerate()
-        .map(|(i, w)| match style {
-            Style::Terminal => "─".repeat(*w),
-            Style::Markdown if NUMERIC[i] => format!("{}:", "-".repeat(w.saturating_sub(1).max(2))),
-            Style::Markdown => "-".repeat((*w).max(3)),
-        })
-        .collect();
-    out.push_str(&match style {
-        Style::Terminal => rule.join("  "),
-        Style::Markdown => format!("| {} |", rule.join(" | ")),
-    });
-    out.push('\n');
-    for row in rows {
-        out.push_str(&line(row));
-        out.push('\n');
-    }
+    out.push_str(&grid(&HEADERS, &NUMERIC, &rows, style));
     if let Some(baseline) = &report.baseline {
         out.push_str(&format!(
             "\n× baseline: median wall time relative to {baseline}.\n"

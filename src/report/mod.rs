@@ -2,7 +2,8 @@
 //! the exporters: terminal table, Markdown, CSV and JSON.
 
 mod csv;
-mod markup;
+pub mod markup;
+pub mod speed;
 
 use std::path::Path;
 

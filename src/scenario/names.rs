@@ -94,6 +94,19 @@ macro_rules! serialize_by_id {
 }
 pub(crate) use serialize_by_id;
 
+/// Deserialises axis values from their id (or an alias).
+macro_rules! deserialize_by_id {
+    ($($axis:ty),*) => {$(
+        impl<'de> serde::Deserialize<'de> for $axis {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let name = <String as serde::Deserialize>::deserialize(deserializer)?;
+                $crate::scenario::names::parse_name(&name).map_err(serde::de::Error::custom)
+            }
+        }
+    )*};
+}
+pub(crate) use deserialize_by_id;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,568 @@
+//! `tlslab speed`: the rate of each cryptographic primitive a handshake or a
+//! record layer uses, per backend, with the core engine's statistics. One
+//! row is (primitive, operation, buffer size); each sample times a batch of
+//! operations sized to last about a millisecond and stores the time per
+//! operation.
+
+pub mod command;
+pub mod openssl;
+pub mod rustls;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::measure::{Interrupted, SamplingOptions};
+use crate::scenario::names::{deserialize_by_id, serialize_by_id, Named};
+use crate::stats;
+
+/// A cryptographic primitive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Primitive {
+    Rsa2048,
+    Rsa3072,
+    Rsa4096,
+    EcdsaP256,
+    EcdsaP384,
+    EcdsaP521,
+    Ed25519,
+    Ed448,
+    MlDsa44,
+    MlDsa65,
+    MlDsa87,
+    EcdhP256,
+    EcdhP384,
+    EcdhP521,
+    X25519,
+    X448,
+    Ffdhe2048,
+    Ffdhe3072,
+    Ffdhe4096,
+    Ffdhe6144,
+    Ffdhe8192,
+    MlKem512,
+    MlKem768,
+    MlKem1024,
+    X25519MlKem768,
+    Aes128Gcm,
+    Aes256Gcm,
+    Chacha20Poly1305,
+    Aes128Cbc,
+    Aes256Cbc,
+    Sha256,
+    Sha384,
+    Sha512,
+    HmacSha256,
+    HmacSha384,
+}
+
+serialize_by_id!(Primitive, Operation);
+deserialize_by_id!(Primitive, Operation);
+
+/// What family a primitive belongs to, which decides its operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Signature,
+    KeyExchange,
+    Kem,
+    Cipher,
+    Hash,
+    Mac,
+}
+
+impl Named for Primitive {
+    const KIND: &'static str = "algorithm";
+    const ALL: &'static [Self] = &[
+        Primitive::Rsa2048,
+        Primitive::Rsa3072,
+        Primitive::Rsa4096,
+        Primitive::EcdsaP256,
+        Primitive::EcdsaP384,
+        Primitive::EcdsaP521,
+        Primitive::Ed25519,
+        Primitive::Ed448,
+        Primitive::MlDsa44,
+        Primitive::MlDsa65,
+        Primitive::MlDsa87,
+        Primitive::EcdhP256,
+        Primitive::EcdhP384,
+        Primitive::EcdhP521,
+        Primitive::X25519,
+        Primitive::X448,
+        Primitive::Ffdhe2048,
+        Primitive::Ffdhe3072,
+        Primitive::Ffdhe4096,
+        Primitive::Ffdhe6144,
+        Primitive::Ffdhe8192,
+        Primitive::MlKem512,
+        Primitive::MlKem768,
+        Primitive::MlKem1024,
+        Primitive::X25519MlKem768,
+        Primitive::Aes128Gcm,
+        Primitive::Aes256Gcm,
+        Primitive::Chacha20Poly1305,
+        Primitive::Aes128Cbc,
+        Primitive::Aes256Cbc,
+        Primitive::Sha256,
+        Primitive::Sha384,
+        Primitive::Sha512,
+        Primitive::HmacSha256,
+        Primitive::HmacSha384,
+    ];
+
+    fn id(self) -> &'static str {
+        match self {
+            Primitive::Rsa2048 => "rsa2048",
+            Primitive::Rsa3072 => "rsa3072",
+            Primitive::Rsa4096 => "rsa4096",
+            Primitive::EcdsaP256 => "ecdsa_p256",
+            Primitive::EcdsaP384 => "ecdsa_p384",
+            Primitive::EcdsaP521 => "ecdsa_p521",
+            Primitive::Ed25519 => "ed25519",
+            Primitive::Ed448 => "ed448",
+            Primitive::MlDsa44 => "mldsa44",
+            Primitive::MlDsa65 => "mldsa65",
+            Primitive::MlDsa87 => "mldsa87",
+            Primitive::EcdhP256 => "ecdh_p256",
+            Primitive::EcdhP384 => "ecdh_p384",
+            Primitive::EcdhP521 => "ecdh_p521",
+            Primitive::X25519 => "x25519",
+            Primitive::X448 => "x448",
+            Primitive::Ffdhe2048 => "ffdhe2048",
+            Primitive::Ffdhe3072 => "ffdhe3072",
+            Primitive::Ffdhe4096 => "ffdhe4096",
+            Primitive::Ffdhe6144 => "ffdhe6144",
+            Primitive::Ffdhe8192 => "ffdhe8192",
+            Primitive::MlKem512 => "mlkem512",
+            Primitive::MlKem768 => "mlkem768",
+            Primitive::MlKem1024 => "mlkem1024",
+            Primitive::X25519MlKem768 => "x25519mlkem768",
+            Primitive::Aes128Gcm => "aes128gcm",
+            Primitive::Aes256Gcm => "aes256gcm",
+            Primitive::Chacha20Poly1305 => "chacha20poly1305",
+            Primitive::Aes128Cbc => "aes128cbc",
+            Primitive::Aes256Cbc => "aes256cbc",
+            Primitive::Sha256 => "sha256",
+            Primitive::Sha384 => "sha384",
+            Primitive::Sha512 => "sha512",
+            Primitive::HmacSha256 => "hmac_sha256",
+            Primitive::HmacSha384 => "hmac_sha384",
+        }
+    }
+
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Primitive::EcdsaP256 => &["ecdsap256"],
+            Primitive::EcdsaP384 => &["ecdsap384"],
+            Primitive::EcdsaP521 => &["ecdsap521"],
+            Primitive::EcdhP256 => &["ecdhp256", "p256"],
+            Primitive::EcdhP384 => &["ecdhp384", "p384"],
+            Primitive::EcdhP521 => &["ecdhp521", "p521"],
+            Primitive::Aes128Gcm => &["aes-128-gcm"],
+            Primitive::Aes256Gcm => &["aes-256-gcm"],
+            Primitive::Chacha20Poly1305 => &["chacha20-poly1305", "chacha20"],
+            Primitive::Aes128Cbc => &["aes-128-cbc"],
+            Primitive::Aes256Cbc => &["aes-256-cbc"],
+            _ => &[],
+        }
+    }
+}
+
+impl Primitive {
+    pub fn family(self) -> Family {
+        use Primitive::*;
+        match self {
+            Rsa2048 | Rsa3072 | Rsa4096 | EcdsaP256 | EcdsaP384 | EcdsaP521 | Ed25519 | Ed448
+            | MlDsa44 | MlDsa65 | MlDsa87 => Family::Signature,
+            EcdhP256 | EcdhP384 | EcdhP521 | X25519 | X448 | Ffdhe2048 | Ffdhe3072 | Ffdhe4096
+            | Ffdhe6144 | Ffdhe8192 => Family::KeyExchange,
+            MlKem512 | MlKem768 | MlKem1024 | X25519MlKem768 => Family::Kem,
+            Aes128Gcm | Aes256Gcm | Chacha20Poly1305 | Aes128Cbc | Aes256Cbc => Family::Cipher,
+            Sha256 | Sha384 | Sha512 => Family::Hash,
+            HmacSha256 | HmacSha384 => Family::Mac,
+        }
+    }
+
+    /// The certificate key type a signature primitive corresponds to.
+    pub fn cert_kind(self) -> Option<crate::scenario::CertKind> {
+        use crate::scenario::CertKind;
+        Some(match self {
+            Primitive::Rsa2048 => CertKind::Rsa2048,
+            Primitive::Rsa3072 => CertKind::Rsa3072,
+            Primitive::Rsa4096 => CertKind::Rsa4096,
+            Primitive::EcdsaP256 => CertKind::EcdsaP256,
+            Primitive::EcdsaP384 => CertKind::EcdsaP384,
+            Primitive::EcdsaP521 => CertKind::EcdsaP521,
+            Primitive::Ed25519 => CertKind::Ed25519,
+            Primitive::Ed448 => CertKind::Ed448,
+            Primitive::MlDsa44 => CertKind::MlDsa44,
+            Primitive::MlDsa65 => CertKind::MlDsa65,
+            Primitive::MlDsa87 => CertKind::MlDsa87,
+            _ => return None,
+        })
+    }
+
+    /// The TLS group a key exchange or KEM primitive corresponds to.
+    pub fn group(self) -> Option<crate::scenario::Group> {
+        use crate::scenario::Group;
+        Some(match self {
+            Primitive::EcdhP256 => Group::P256,
+            Primitive::EcdhP384 => Group::P384,
+            Primitive::EcdhP521 => Group::P521,
+            Primitive::X25519 => Group::X25519,
+            Primitive::X448 => Group::X448,
+            Primitive::Ffdhe2048 => Group::Ffdhe2048,
+            Primitive::Ffdhe3072 => Group::Ffdhe3072,
+            Primitive::Ffdhe4096 => Group::Ffdhe4096,
+            Primitive::Ffdhe6144 => Group::Ffdhe6144,
+            Primitive::Ffdhe8192 => Group::Ffdhe8192,
+            Primitive::MlKem512 => Group::Mlkem512,
+            Primitive::MlKem768 => Group::Mlkem768,
+            Primitive::MlKem1024 => Group::Mlkem1024,
+            Primitive::X25519MlKem768 => Group::X25519Mlkem768,
+            _ => return None,
+        })
+    }
+
+    /// The operations measured for this primitive.
+    pub fn operations(self) -> &'static [Operation] {
+        match self.family() {
+            Family::Signature => &[Operation::Sign, Operation::Verify],
+            Family::KeyExchange => &[
+                Operation::Keygen,
+                Operation::Derive,
+                Operation::ClientExchange,
+                Operation::ServerExchange,
+            ],
+            Family::Kem => &[
+                Operation::Keygen,
+                Operation::ClientExchange,
+                Operation::ServerExchange,
+            ],
+            Family::Cipher => &[Operation::Encrypt],
+            Family::Hash => &[Operation::Hash],
+            Family::Mac => &[Operation::Mac],
+        }
+    }
+}
+
+/// One operation of a primitive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Operation {
+    Sign,
+    Verify,
+    /// Generating an ephemeral key pair.
+    Keygen,
+    /// Deriving the shared secret from a fixed key pair and a fixed, already
+    /// validated peer key (what `openssl speed ecdhp256` times).
+    Derive,
+    /// The client's side of an ephemeral exchange: generate a key share, then
+    /// complete with the server's share (validate it and derive, or decapsulate).
+    ClientExchange,
+    /// The server's side: given the client's share, produce its own share and
+    /// the secret (generate and derive, or encapsulate).
+    ServerExchange,
+    /// Encrypt and authenticate one buffer.
+    Encrypt,
+    Hash,
+    Mac,
+}
+
+impl Named for Operation {
+    const KIND: &'static str = "operation";
+    const ALL: &'static [Self] = &[
+        Operation::Sign,
+        Operation::Verify,
+        Operation::Keygen,
+        Operation::Derive,
+        Operation::ClientExchange,
+        Operation::ServerExchange,
+        Operation::Encrypt,
+        Operation::Hash,
+        Operation::Mac,
+    ];
+
+    fn id(self) -> &'static str {
+        match self {
+            Operation::Sign => "sign",
+            Operation::Verify => "verify",
+            Operation::Keygen => "keygen",
+            Operation::Derive => "derive",
+            Operation::ClientExchange => "client_exchange",
+            Operation::ServerExchange => "server_exchange",
+            Operation::Encrypt => "encrypt",
+            Operation::Hash => "hash",
+            Operation::Mac => "mac",
+        }
+    }
+}
+
+/// The buffer sizes symmetric rows are measured at (as `openssl speed`, plus 1 KiB).
+pub const DEFAULT_SIZES: &[usize] = &[16, 64, 256, 1024, 8192, 16384];
+
+/// The message size asymmetric signatures are measured on (about what a
+/// TLS 1.3 CertificateVerify signs).
+pub const SIGNED_MESSAGE_BYTES: usize = 130;
+
+/// One row of the speed matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SpeedRow {
+    pub primitive: Primitive,
+    pub operation: Operation,
+    /// The buffer size, for symmetric rows.
+    pub size_bytes: Option<usize>,
+}
+
+impl SpeedRow {
+    /// The stable snake_case id: `speed_ecdsa_p256_sign`, `speed_aes128gcm_encrypt_16384`.
+    pub fn label(&self) -> String {
+        match self.size_bytes {
+            Some(size) => format!(
+                "speed_{}_{}_{size}",
+                self.primitive.id(),
+                self.operation.id()
+            ),
+            None => format!("speed_{}_{}", self.primitive.id(), self.operation.id()),
+        }
+    }
+}
+
+/// Every row for these primitives and symmetric buffer sizes.
+pub fn expand(primitives: &[Primitive], sizes: &[usize]) -> Vec<SpeedRow> {
+    let mut rows = Vec::new();
+    for &primitive in primitives {
+        for &operation in primitive.operations() {
+            let symmetric = matches!(
+                primitive.family(),
+                Family::Cipher | Family::Hash | Family::Mac
+            );
+            if symmetric {
+                for &size in sizes {
+                    rows.push(SpeedRow {
+                        primitive,
+                        operation,
+                        size_bytes: Some(size),
+                    });
+                }
+            } else {
+                rows.push(SpeedRow {
+                    primitive,
+                    operation,
+                    size_bytes: None,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// A prepared operation: keys and buffers are made, each call does the work once.
+pub type PreparedOperation = Box<dyn FnMut() -> Result<()>>;
+
+/// A library whose primitives can be measured.
+pub trait PrimitiveBackend {
+    fn id(&self) -> &'static str;
+
+    /// Prepares one row, or says why this library cannot do it.
+    fn prepare(&self, row: &SpeedRow) -> Result<PreparedOperation, Unsupported>;
+}
+
+/// Why a backend cannot measure a row (or failed to set it up).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unsupported(pub String);
+
+impl Unsupported {
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self(reason.into())
+    }
+}
+
+impl From<anyhow::Error> for Unsupported {
+    fn from(error: anyhow::Error) -> Self {
+        Self(format!("{error:#}"))
+    }
+}
+
+/// The real backends for `speed`.
+pub fn backend_by_id(id: &str) -> Result<Box<dyn PrimitiveBackend>, crate::scenario::UnknownName> {
+    match id.trim().to_ascii_lowercase().as_str() {
+        "openssl" => Ok(Box::new(openssl::OpensslPrimitives)),
+        "rustls-aws-lc" => Ok(Box::new(rustls::RustlsPrimitives::aws_lc_rs())),
+        "rustls-ring" => Ok(Box::new(rustls::RustlsPrimitives::ring())),
+        _ => Err(crate::scenario::UnknownName {
+            kind: "backend",
+            given: id.trim().to_string(),
+            valid: crate::backend::BACKEND_IDS.to_vec(),
+        }),
+    }
+}
+
+/// The outcome of one speed row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum SpeedOutcome {
+    Measured {
+        /// Time per operation of each sample, in nanoseconds.
+        ns_per_op: Vec<f64>,
+        /// Operations per sample.
+        batch: u64,
+        precise: bool,
+    },
+    Unsupported {
+        reason: String,
+    },
+    Failed {
+        reason: String,
+    },
+}
+
+/// A speed row on one backend, with its outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpeedCell {
+    pub backend: String,
+    pub row: SpeedRow,
+    pub outcome: SpeedOutcome,
+}
+
+/// How long one sample should take.
+const SAMPLE_TARGET: Duration = Duration::from_millis(2);
+
+/// Samples one prepared operation: calibrate a batch size, warm up, then
+/// sample batches until the median time per operation is precise enough.
+pub fn sample_operation(
+    operation: &mut dyn FnMut() -> Result<()>,
+    options: &SamplingOptions,
+    interrupt: &AtomicBool,
+) -> Result<Result<SpeedOutcome, Interrupted>> {
+    // Calibration: double the batch until one takes a fair share of the target.
+    let mut batch: u64 = 1;
+    loop {
+        let start = Instant::now();
+        for _ in 0..batch {
+            operation()?;
+        }
+        let elapsed = start.elapsed();
+        if elapsed >= SAMPLE_TARGET / 4 || batch >= 1 << 20 {
+            let per_op = elapsed.as_secs_f64() / batch as f64;
+            batch = ((SAMPLE_TARGET.as_secs_f64() / per_op.max(1e-9)) as u64).clamp(1, 1 << 22);
+            break;
+        }
+        batch *= 2;
+    }
+    let warmup_start = Instant::now();
+    while warmup_start.elapsed() < options.warmup {
+        operation()?;
+    }
+    let mut ns_per_op = Vec::new();
+    let mut next_check = options.min_samples.max(2);
+    let start = Instant::now();
+    let precise = loop {
+        if interrupt.load(Ordering::Relaxed) {
+            return Ok(Err(Interrupted));
+        }
+        let sample_start = Instant::now();
+        for _ in 0..batch {
+            operation()?;
+        }
+        ns_per_op.push(sample_start.elapsed().as_nanos() as f64 / batch as f64);
+        let count = ns_per_op.len();
+        if count < options.min_samples.max(1) {
+            continue;
+        }
+        if count >= next_check {
+            next_check = count + (count / 10).max(5);
+            if stats::median_precision(&ns_per_op) <= options.precision {
+                break true;
+            }
+        }
+        if start.elapsed() >= options.max_time {
+            break stats::median_precision(&ns_per_op) <= options.precision;
+        }
+    };
+    Ok(Ok(SpeedOutcome::Measured {
+        ns_per_op,
+        batch,
+        precise,
+    }))
+}
+
+/// Measures one row on one backend.
+pub fn measure_row(
+    backend: &dyn PrimitiveBackend,
+    row: &SpeedRow,
+    options: &SamplingOptions,
+    interrupt: &AtomicBool,
+) -> Result<SpeedOutcome, Interrupted> {
+    let mut operation = match backend.prepare(row) {
+        Ok(operation) => operation,
+        Err(Unsupported(reason)) => return Ok(SpeedOutcome::Unsupported { reason }),
+    };
+    match sample_operation(&mut operation, options, interrupt) {
+        Ok(outcome) => outcome,
+        Err(error) => Ok(SpeedOutcome::Failed {
+            reason: format!("{error:#}"),
+        }),
+    }
+}
+
+/// Fills a buffer with a repeatable, non-trivial pattern.
+pub fn pattern(size: usize) -> Vec<u8> {
+    (0..size)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_have_stable_labels() {
+        let rows = expand(&[Primitive::EcdsaP256, Primitive::Aes128Gcm], &[16, 1024]);
+        let labels: Vec<String> = rows.iter().map(SpeedRow::label).collect();
+        assert_eq!(
+            labels,
+            vec![
+                "speed_ecdsa_p256_sign",
+                "speed_ecdsa_p256_verify",
+                "speed_aes128gcm_encrypt_16",
+                "speed_aes128gcm_encrypt_1024",
+            ]
+        );
+    }
+
+    #[test]
+    fn sampling_stops_at_precision() {
+        let mut calls = 0u64;
+        let mut work = || {
+            calls += 1;
+            std::hint::black_box((0..200).sum::<u64>());
+            Ok(())
+        };
+        let options = SamplingOptions {
+            precision: 0.5,
+            max_time: Duration::from_secs(5),
+            min_samples: 5,
+            warmup: Duration::ZERO,
+        };
+        let outcome = sample_operation(&mut work, &options, &AtomicBool::new(false))
+            .unwrap()
+            .unwrap();
+        match outcome {
+            SpeedOutcome::Measured {
+                ns_per_op,
+                batch,
+                precise,
+            } => {
+                assert!(precise);
+                assert!(ns_per_op.len() >= 5);
+                assert!(batch > 1);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(calls > 5);
+    }
+}
