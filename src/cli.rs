@@ -21,6 +21,9 @@ pub enum Command {
     /// Measure primitive rates per backend: signatures, key exchange, KEMs,
     /// ciphers, hashes and MACs (ops/s, µs/op, MB/s).
     Speed(Box<SpeedArgs>),
+    /// Model each side's CPU per handshake from counted operations and
+    /// primitive costs, beside the measured cost; --breakdown shows where it goes.
+    Cost(Box<CostArgs>),
     /// List the backends, their library versions and what each supports, and the presets.
     List,
     /// Show a stored run again, as a table or an export.
@@ -171,6 +174,80 @@ pub struct SpeedArgs {
     /// Internal: write the measured cells as JSON here (used by --cpu-features).
     #[arg(long, hide = true, value_name = "PATH")]
     pub emit_cells: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab cost --preset rsa-vs-ecdsa
+  tlslab cost --breakdown                      (TLS 1.3 X25519 with ECDSA P-256 and RSA-2048)
+  tlslab cost --breakdown --backend rustls-aws-lc --tls 1.3 --group x25519mlkem768 --cert mldsa65")]
+pub struct CostArgs {
+    /// A named study: rsa-vs-ecdsa (TLS 1.2 RSA, ECDHE-RSA, ECDHE-ECDSA on OpenSSL). Axis options override it.
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+
+    /// Show where each side's handshake time goes, by category.
+    #[arg(long)]
+    pub breakdown: bool,
+
+    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, or all.
+    /// [default: openssl,rustls-aws-lc; the preset's]
+    #[arg(long, value_name = "LIST")]
+    pub backend: Option<String>,
+
+    /// Protocol versions: 1.2, 1.3. [default: 1.3]
+    #[arg(long, value_name = "LIST")]
+    pub tls: Option<String>,
+
+    /// Key exchanges (as for `handshake`). [default: x25519]
+    #[arg(long, value_name = "LIST")]
+    pub group: Option<String>,
+
+    /// Certificate key types (as for `handshake`). [default: ecdsa_p256,rsa2048]
+    #[arg(long, value_name = "LIST")]
+    pub cert: Option<String>,
+
+    /// Bulk ciphers. [default: aes128gcm]
+    #[arg(long, value_name = "LIST")]
+    pub suite: Option<String>,
+
+    /// Resumption modes. [default: off]
+    #[arg(long, value_name = "LIST")]
+    pub resumption: Option<String>,
+
+    /// Certificates in the chain, root to leaf inclusive.
+    #[arg(long, value_name = "N")]
+    pub chain_depth: Option<u8>,
+
+    /// Precision target for the handshake and primitive medians.
+    #[arg(long, value_name = "PERCENT", default_value = "2%")]
+    pub precision: String,
+
+    /// Time budget per handshake cell, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    pub max_time: f64,
+
+    /// Fewest samples per cell.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub min_samples: usize,
+
+    /// Warm-up per cell, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
+    pub warmup: f64,
+
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+
+    /// Where generated certificate chains are cached.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+
+    /// Do not print the progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Where results are stored.

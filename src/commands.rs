@@ -51,6 +51,7 @@ pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Handshake(args) => handshake(&args),
         Command::Speed(args) => crate::speed::command::run(&args),
+        Command::Cost(args) => crate::cost::command::run(&args),
         Command::List => {
             print!("{}", list());
             Ok(0)
@@ -114,7 +115,7 @@ fn matrix_from(args: &HandshakeArgs, preset: Option<Preset>) -> Result<Handshake
 }
 
 /// Parses "1%", "0.5%" or "1" (percent) into a fraction.
-pub fn parse_precision(text: &str) -> Result<f64> {
+pub(crate) fn parse_precision(text: &str) -> Result<f64> {
     let number = text.trim().trim_end_matches('%').trim();
     let percent: f64 = number.parse().map_err(|_| {
         usage(format!(

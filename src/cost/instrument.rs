@@ -92,6 +92,32 @@ pub enum CountedOp {
     RecordEncrypt,
     RecordDecrypt,
     RandomFill,
+    /// TLS 1.2 RSA key transport: the client encrypts the premaster secret to
+    /// the server's key, the server decrypts it (modelled, not counted: rustls
+    /// has no RSA key transport).
+    RsaKeyTransport,
+}
+
+impl CountedOp {
+    /// A short human name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CountedOp::KxExchange => "key exchange",
+            CountedOp::Sign => "sign",
+            CountedOp::VerifyChainSignature => "verify (chain)",
+            CountedOp::VerifyHandshakeSignature => "verify (handshake)",
+            CountedOp::HkdfExtract => "HKDF-Extract",
+            CountedOp::HkdfExpand => "HKDF-Expand",
+            CountedOp::Hmac => "HMAC",
+            CountedOp::Prf => "TLS 1.2 PRF",
+            CountedOp::HashOneShot => "hash",
+            CountedOp::HashContext => "transcript hash",
+            CountedOp::RecordEncrypt => "record encrypt",
+            CountedOp::RecordDecrypt => "record decrypt",
+            CountedOp::RandomFill => "random",
+            CountedOp::RsaKeyTransport => "RSA key transport",
+        }
+    }
 }
 
 /// Counts and exclusive times per side and category, and counts per operation.
@@ -102,11 +128,47 @@ pub struct Tally {
     pub ops: std::collections::BTreeMap<(Side, CountedOp), u64>,
 }
 
+const SIDES: usize = 2;
+const CATEGORIES: usize = Category::ALL.len();
+const OPS: usize = CountedOp::RsaKeyTransport as usize + 1;
+
+/// The thread's running counters: plain arrays, so counting stays cheap.
+#[derive(Clone, Copy)]
+struct Counters {
+    category_ns: [[u64; CATEGORIES]; SIDES],
+    category_calls: [[u64; CATEGORIES]; SIDES],
+    ops: [[u64; OPS]; SIDES],
+}
+
+const EMPTY: Counters = Counters {
+    category_ns: [[0; CATEGORIES]; SIDES],
+    category_calls: [[0; CATEGORIES]; SIDES],
+    ops: [[0; OPS]; SIDES],
+};
+
+/// Every counted operation, in declaration order.
+const ALL_OPS: [CountedOp; OPS] = [
+    CountedOp::KxExchange,
+    CountedOp::Sign,
+    CountedOp::VerifyChainSignature,
+    CountedOp::VerifyHandshakeSignature,
+    CountedOp::HkdfExtract,
+    CountedOp::HkdfExpand,
+    CountedOp::Hmac,
+    CountedOp::Prf,
+    CountedOp::HashOneShot,
+    CountedOp::HashContext,
+    CountedOp::RecordEncrypt,
+    CountedOp::RecordDecrypt,
+    CountedOp::RandomFill,
+    CountedOp::RsaKeyTransport,
+];
+
 thread_local! {
     static SIDE: Cell<Side> = const { Cell::new(Side::Client) };
     static IN_HANDSHAKE_SIGNATURE: Cell<bool> = const { Cell::new(false) };
     static CHILD_NS: Cell<u64> = const { Cell::new(0) };
-    static TALLY: RefCell<Tally> = RefCell::new(Tally::default());
+    static COUNTERS: RefCell<Counters> = const { RefCell::new(EMPTY) };
 }
 
 /// Says which side's code runs next on this thread.
@@ -116,7 +178,26 @@ pub fn set_side(side: Side) {
 
 /// Takes the tally of this thread, leaving an empty one.
 pub fn take_tally() -> Tally {
-    TALLY.with(|t| std::mem::take(&mut *t.borrow_mut()))
+    let counters = COUNTERS.with(|c| std::mem::replace(&mut *c.borrow_mut(), EMPTY));
+    let mut tally = Tally::default();
+    for (s, side) in [Side::Client, Side::Server].into_iter().enumerate() {
+        for (c, category) in Category::ALL.into_iter().enumerate() {
+            if counters.category_calls[s][c] > 0 {
+                tally
+                    .category_ns
+                    .insert((side, category), counters.category_ns[s][c]);
+                tally
+                    .category_calls
+                    .insert((side, category), counters.category_calls[s][c]);
+            }
+        }
+        for (o, op) in ALL_OPS.into_iter().enumerate() {
+            if counters.ops[s][o] > 0 {
+                tally.ops.insert((side, op), counters.ops[s][o]);
+            }
+        }
+    }
+    tally
 }
 
 /// Marks the calls made by `f` as checking the peer's handshake signature.
@@ -134,13 +215,13 @@ pub fn record<T>(category: Category, op: Option<CountedOp>, f: impl FnOnce() -> 
     let value = f();
     let total = start.elapsed().as_nanos() as u64;
     let children = CHILD_NS.with(|c| c.replace(saved + total));
-    let side = SIDE.with(Cell::get);
-    TALLY.with(|t| {
-        let mut tally = t.borrow_mut();
-        *tally.category_ns.entry((side, category)).or_default() += total.saturating_sub(children);
-        *tally.category_calls.entry((side, category)).or_default() += 1;
+    let side = SIDE.with(Cell::get) as usize;
+    COUNTERS.with(|c| {
+        let mut counters = c.borrow_mut();
+        counters.category_ns[side][category as usize] += total.saturating_sub(children);
+        counters.category_calls[side][category as usize] += 1;
         if let Some(op) = op {
-            *tally.ops.entry((side, op)).or_default() += 1;
+            counters.ops[side][op as usize] += 1;
         }
     });
     value

@@ -5,6 +5,8 @@ mod csv;
 pub mod markup;
 pub mod speed;
 
+pub(crate) use csv::quote as csv_quote;
+
 use std::path::Path;
 
 use anyhow::{Context, Result};

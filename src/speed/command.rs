@@ -70,16 +70,22 @@ fn backend_ids(list: &str) -> Result<Vec<&'static str>> {
 }
 
 fn sizes(list: &str) -> Result<Vec<usize>> {
-    list.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| match s.parse::<usize>() {
-            Ok(size) if (1..=1 << 24).contains(&size) => Ok(size),
-            _ => Err(usage(format!(
-                "--size takes byte counts from 1 to 16777216, got '{s}'"
-            ))),
-        })
-        .collect()
+    let mut sizes = Vec::new();
+    for text in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match text.parse::<usize>() {
+            Ok(size) if (1..=1 << 24).contains(&size) => {
+                if !sizes.contains(&size) {
+                    sizes.push(size);
+                }
+            }
+            _ => {
+                return Err(usage(format!(
+                    "--size takes byte counts from 1 to 16777216, got '{text}'"
+                )))
+            }
+        }
+    }
+    Ok(sizes)
 }
 
 #[derive(Serialize)]
@@ -235,24 +241,12 @@ fn generic_cells(
     let mut cells = Vec::new();
     if !maskable.is_empty() {
         let output_file = tempfile_path();
-        let sizes: Vec<String> = rows
-            .iter()
-            .filter_map(|r| r.size_bytes)
-            .map(|s| s.to_string())
-            .collect();
         let mut child = Process::new(std::env::current_exe()?);
         child
             .args(["speed", "--no-db", "-q", "--cpu-features", "native"])
             .args(["--backend", &maskable.join(",")])
             .args(["--algorithm", &args.algorithm])
-            .args([
-                "--size",
-                &if sizes.is_empty() {
-                    args.size.clone()
-                } else {
-                    sizes.join(",")
-                },
-            ])
+            .args(["--size", &args.size])
             .args(["--precision", &args.precision])
             .args(["--max-time", &args.max_time.to_string()])
             .args(["--min-samples", &args.min_samples.to_string()])

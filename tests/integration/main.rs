@@ -3,5 +3,6 @@
 
 mod backends;
 mod cli;
+mod cost;
 mod pipeline;
 mod util;

@@ -1,0 +1,281 @@
+//! Speed and cost: primitives do real work, the model's operation counts
+//! equal what a wrapped rustls provider counts in real handshakes, and the
+//! breakdown adds up.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use tlslab::backend::rustls::RustlsBackend;
+use tlslab::backend::Backend;
+use tlslab::cost::instrument::{CountedOp, Side};
+use tlslab::cost::{counted_breakdown, model};
+use tlslab::measure::SamplingOptions;
+use tlslab::scenario::{CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use tlslab::speed::{self, Operation, Primitive, SpeedOutcome, SpeedRow};
+
+use crate::backends::scenario;
+use crate::util::{self, tlslab};
+
+fn few_handshakes() -> SamplingOptions {
+    SamplingOptions {
+        precision: 1.0,
+        max_time: Duration::ZERO,
+        min_samples: 2,
+        warmup: Duration::ZERO,
+    }
+}
+
+/// The operations the model predicts, as the wrapped provider counts them.
+const MODELLED: [CountedOp; 8] = [
+    CountedOp::KxExchange,
+    CountedOp::Sign,
+    CountedOp::VerifyChainSignature,
+    CountedOp::VerifyHandshakeSignature,
+    CountedOp::HkdfExtract,
+    CountedOp::HkdfExpand,
+    CountedOp::Hmac,
+    CountedOp::Prf,
+];
+
+fn assert_model_matches(backend: &RustlsBackend, scenario: &HandshakeScenario) {
+    let credentials = util::certs()
+        .get(scenario.cert, scenario.chain_depth)
+        .unwrap();
+    let (_, counted) = counted_breakdown(
+        backend,
+        scenario,
+        &credentials,
+        &few_handshakes(),
+        &AtomicBool::new(false),
+    )
+    .unwrap_or_else(|e| panic!("{} {}: {e:#}", backend.id(), scenario.label()));
+    for side in [Side::Client, Side::Server] {
+        let modelled = model::operation_counts(scenario, side);
+        for op in MODELLED {
+            let expected = modelled
+                .iter()
+                .find(|(o, _)| *o == op)
+                .map_or(0, |(_, n)| *n) as f64;
+            let real = counted.get(&(side, op)).copied().unwrap_or(0.0);
+            assert_eq!(
+                real,
+                expected,
+                "{} {} {side:?} {op:?}: the model says {expected}, the provider counted {real}",
+                backend.id(),
+                scenario.label()
+            );
+        }
+    }
+}
+
+/// Every rustls scenario the model covers: each supported group and
+/// certificate, both versions, every resumption mode, two chain depths.
+#[test]
+fn model_counts_equal_wrapped_provider_counts() {
+    for backend in [
+        RustlsBackend::aws_lc_rs().instrumented(),
+        RustlsBackend::ring().instrumented(),
+    ] {
+        let caps = backend.capabilities().clone();
+        let mut scenarios = Vec::new();
+        for (version, groups) in [
+            (TlsVersion::Tls12, &caps.groups_tls12),
+            (TlsVersion::Tls13, &caps.groups_tls13),
+        ] {
+            for group in groups {
+                scenarios.push(scenario(version, *group, CertKind::EcdsaP256));
+            }
+            for cert in &caps.certs {
+                if version == TlsVersion::Tls12
+                    && cert.family() == tlslab::scenario::SignatureFamily::MlDsa
+                {
+                    continue;
+                }
+                scenarios.push(scenario(version, Group::X25519, *cert));
+            }
+        }
+        for (version, resumption) in [
+            (TlsVersion::Tls12, Resumption::SessionId),
+            (TlsVersion::Tls12, Resumption::Ticket),
+            (TlsVersion::Tls13, Resumption::Psk),
+        ] {
+            let mut s = scenario(version, Group::X25519, CertKind::EcdsaP256);
+            s.resumption = resumption;
+            scenarios.push(s);
+        }
+        let mut deep = scenario(TlsVersion::Tls13, Group::P256, CertKind::Ed25519);
+        deep.chain_depth = 5;
+        scenarios.push(deep);
+        for s in &scenarios {
+            assert_model_matches(&backend, s);
+        }
+    }
+}
+
+#[test]
+fn breakdown_categories_add_up_to_the_measured_total() {
+    let backend = RustlsBackend::aws_lc_rs().instrumented();
+    for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
+        let s = scenario(TlsVersion::Tls13, Group::X25519, cert);
+        let credentials = util::certs().get(cert, 3).unwrap();
+        let options = SamplingOptions {
+            min_samples: 20,
+            ..few_handshakes()
+        };
+        let (breakdowns, _) = counted_breakdown(
+            &backend,
+            &s,
+            &credentials,
+            &options,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_eq!(breakdowns.len(), 2);
+        for b in breakdowns {
+            let counted: f64 = b.categories.iter().map(|(_, ns)| ns).sum();
+            assert!(counted > 0.0 && counted <= b.total_ns, "{b:?}");
+            let gap = (b.sum_ns() - b.total_ns).abs() / b.total_ns;
+            assert!(
+                gap <= 0.02,
+                "categories + other = {} against {} ({b:?})",
+                b.sum_ns(),
+                b.total_ns
+            );
+        }
+    }
+}
+
+/// Each backend's primitives do real work: signatures verify, derivations
+/// and decapsulations succeed, ciphers and hashes run.
+#[test]
+fn every_primitive_row_runs_or_says_why() {
+    let rows = speed::expand(Primitive::ALL, &[64]);
+    for id in ["openssl", "rustls-aws-lc", "rustls-ring"] {
+        let backend = speed::backend_by_id(id).unwrap();
+        for row in &rows {
+            // FFDHE-8192 key generation alone takes a while; its smaller siblings cover it.
+            if matches!(row.primitive, Primitive::Ffdhe6144 | Primitive::Ffdhe8192) {
+                continue;
+            }
+            match backend.prepare(row) {
+                Ok(mut operation) => {
+                    operation().unwrap_or_else(|e| panic!("{id} {}: {e:#}", row.label()));
+                    operation().unwrap_or_else(|e| panic!("{id} {}: {e:#}", row.label()));
+                }
+                Err(reason) => assert!(!reason.0.is_empty(), "{id} {}", row.label()),
+            }
+        }
+    }
+    // What must be there on each backend.
+    let must = |id: &str, primitive: Primitive, operation: Operation| {
+        let backend = speed::backend_by_id(id).unwrap();
+        let row = SpeedRow {
+            primitive,
+            operation,
+            size_bytes: None,
+        };
+        assert!(backend.prepare(&row).is_ok(), "{id} {}", row.label());
+    };
+    must("openssl", Primitive::MlDsa65, Operation::Sign);
+    must("openssl", Primitive::Ffdhe2048, Operation::Derive);
+    must(
+        "openssl",
+        Primitive::X25519MlKem768,
+        Operation::ClientExchange,
+    );
+    must(
+        "rustls-aws-lc",
+        Primitive::MlKem768,
+        Operation::ServerExchange,
+    );
+    must("rustls-ring", Primitive::Ed25519, Operation::Verify);
+}
+
+#[test]
+fn speed_rows_are_sampled_and_stored() {
+    let row = SpeedRow {
+        primitive: Primitive::X25519,
+        operation: Operation::Keygen,
+        size_bytes: None,
+    };
+    let backend = speed::backend_by_id("openssl").unwrap();
+    let outcome = speed::measure_row(
+        backend.as_ref(),
+        &row,
+        &few_handshakes(),
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    match outcome {
+        SpeedOutcome::Measured {
+            ns_per_op, batch, ..
+        } => {
+            assert!(ns_per_op.len() >= 2 && batch >= 1);
+            assert!(ns_per_op.iter().all(|ns| *ns > 0.0));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn speed_and_cost_commands_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("speed.json");
+    let run = tlslab(&[
+        "speed",
+        "--no-db",
+        "-q",
+        "--algorithm",
+        "ecdsa_p256,aes128gcm",
+        "--size",
+        "64",
+        "--max-time",
+        "0",
+        "--min-samples",
+        "2",
+        "--warmup",
+        "0",
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout().contains("ecdsa_p256"), "{}", run.stdout());
+    let parsed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // 2 ECDSA rows + 1 AES-GCM row, on three backends.
+    assert_eq!(parsed["rows"].as_array().unwrap().len(), 9);
+
+    let run = tlslab(&["speed", "--no-db", "--algorithm", "rsa1024"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr()
+            .contains("unknown algorithm 'rsa1024'; valid algorithms: rsa2048"),
+        "{}",
+        run.stderr()
+    );
+
+    let run = tlslab(&[
+        "cost",
+        "--preset",
+        "rsa-vs-ecdsa",
+        "--no-db",
+        "-q",
+        "--breakdown",
+        "--max-time",
+        "0",
+        "--min-samples",
+        "3",
+        "--warmup",
+        "0",
+        "--cert-dir",
+        util::cert_dir().to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let out = run.stdout();
+    assert!(
+        out.contains("1 RSA key transport, 2 verify (chain)"),
+        "{out}"
+    );
+    assert!(out.contains("capacity/core"), "{out}");
+    assert!(out.contains("modelled"), "{out}");
+}
