@@ -382,11 +382,21 @@ fn show_report(args: &ReportArgs) -> Result<i32> {
         libraries: run.libraries,
     };
     println!(
-        "run {} started {} ({})\n",
-        run.id, run.started_at, run.status
+        "{} run {} started {} ({})\n",
+        run.kind, run.id, run.started_at, run.status
     );
-    print!("{}", report::render(&report, Format::Table)?);
-    write_exports(&report, &args.exports)?;
+    if !report.rows.is_empty() || run.kind == "handshake" {
+        print!("{}", report::render(&report, Format::Table)?);
+        write_exports(&report, &args.exports)?;
+    }
+    let speed_cells = store.load_speed_cells(run.id)?;
+    if !speed_cells.is_empty() {
+        let rows = report::speed::build_rows(&speed_cells);
+        if !report.rows.is_empty() {
+            println!();
+        }
+        print!("{}", report::speed::render(&rows, report::markup::Style::Terminal));
+    }
     Ok(0)
 }
 
@@ -425,6 +435,15 @@ pub fn list() -> String {
             if caps.mutual { "yes" } else { "no" }
         ));
     }
+    out.push_str(&format!(
+        "speed algorithms (tlslab speed --algorithm LIST):\n  {}\n\n",
+        crate::speed::Primitive::ALL
+            .iter()
+            .map(|p| p.id())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    out.push_str("cost presets (tlslab cost --preset NAME):\n  rsa-vs-ecdsa   TLS 1.2 RSA key transport, ECDHE-RSA and ECDHE-ECDSA on OpenSSL, per-side model and capacity\n\n");
     out.push_str("presets (tlslab handshake --preset NAME):\n");
     for preset in Preset::ALL {
         out.push_str(&format!("  {:<14} {}\n", preset.id(), preset.description()));

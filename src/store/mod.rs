@@ -100,6 +100,8 @@ pub struct RunInfo {
 #[derive(Debug, Clone)]
 pub struct StoredRun {
     pub id: i64,
+    /// "handshake", "speed", "cost"...
+    pub kind: String,
     pub status: String,
     pub started_at: String,
     pub options_json: String,
@@ -302,7 +304,7 @@ impl Store {
             .connection
             .query_row(
                 "SELECT r.status, r.started_at, r.options_json, h.hostname, h.cpu_model, h.cpu_flags,
-                        h.cores, h.kernel, h.os
+                        h.cores, h.kernel, h.os, r.kind
                  FROM runs r JOIN hosts h ON h.id = r.host_id WHERE r.id = ?1",
                 [run_id],
                 |row| {
@@ -318,11 +320,12 @@ impl Store {
                             kernel: row.get(7)?,
                             os: row.get(8)?,
                         },
+                        row.get::<_, String>(9)?,
                     ))
                 },
             )
             .optional()?;
-        let Some((status, started_at, options_json, host)) = run else {
+        let Some((status, started_at, options_json, host, kind)) = run else {
             bail!("there is no run {run_id} in this database");
         };
         let mut libraries = Vec::new();
@@ -340,6 +343,7 @@ impl Store {
         }
         Ok(StoredRun {
             id: run_id,
+            kind,
             status,
             started_at,
             options_json,

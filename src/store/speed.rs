@@ -5,8 +5,8 @@ use anyhow::Result;
 use rusqlite::params;
 
 use super::Store;
-use crate::scenario::Named;
-use crate::speed::{SpeedCell, SpeedOutcome};
+use crate::scenario::{parse_name, Named};
+use crate::speed::{SpeedCell, SpeedOutcome, SpeedRow};
 
 pub(super) const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS speed_cells (
@@ -87,5 +87,56 @@ impl Store {
         }
         tx.commit()?;
         Ok(())
+    }
+}
+
+impl Store {
+    /// Reads a run's speed cells back with their samples.
+    pub fn load_speed_cells(&self, run_id: i64) -> Result<Vec<SpeedCell>> {
+        let mut statement = self.connection.prepare(
+            "SELECT id, backend, primitive, operation, size_bytes, status, reason, batch, precise
+             FROM speed_cells WHERE run_id = ?1 ORDER BY id",
+        )?;
+        let mut samples = self
+            .connection
+            .prepare("SELECT ns_per_op FROM speed_samples WHERE cell_id = ?1 ORDER BY seq")?;
+        let rows = statement.query_map([run_id], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+                row.get::<_, Option<i64>>(4)?,
+                row.get::<_, String>(5)?,
+                row.get::<_, Option<String>>(6)?,
+                row.get::<_, Option<i64>>(7)?,
+                row.get::<_, Option<bool>>(8)?,
+            ))
+        })?;
+        let mut cells = Vec::new();
+        for row in rows {
+            let (id, backend, primitive, operation, size, status, reason, batch, precise) = row?;
+            let outcome = match status.as_str() {
+                "measured" => SpeedOutcome::Measured {
+                    ns_per_op: samples
+                        .query_map([id], |r| r.get::<_, f64>(0))?
+                        .collect::<Result<Vec<_>, _>>()?,
+                    batch: batch.unwrap_or(1) as u64,
+                    precise: precise.unwrap_or(false),
+                },
+                "unsupported" => SpeedOutcome::Unsupported { reason: reason.unwrap_or_default() },
+                _ => SpeedOutcome::Failed { reason: reason.unwrap_or_default() },
+            };
+            cells.push(SpeedCell {
+                backend,
+                row: SpeedRow {
+                    primitive: parse_name(&primitive)?,
+                    operation: parse_name(&operation)?,
+                    size_bytes: size.map(|s| s as usize),
+                },
+                outcome,
+            });
+        }
+        Ok(cells)
     }
 }
