@@ -9,7 +9,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{Resumption as ClientResumption, Tls12Resumption, WebPkiServerVerifier};
 use rustls::crypto::{CryptoProvider, SupportedKxGroup};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
+use rustls::DistinguishedName;
 use rustls::{
     ClientConfig, ClientConnection, DigitallySignedStruct, HandshakeKind, ProtocolVersion,
     RootCertStore, ServerConfig, ServerConnection, SignatureScheme, SupportedCipherSuite,
@@ -250,7 +252,10 @@ impl Backend for RustlsBackend {
                 WebPkiClientVerifier::builder_with_provider(roots, Arc::clone(&provider))
                     .build()
                     .context("building the client certificate verifier")?;
-            server_builder.with_client_cert_verifier(verifier)
+            server_builder.with_client_cert_verifier(Arc::new(ClientAuthRecorder {
+                inner: verifier,
+                instrumented: self.instrumented,
+            }))
         } else {
             server_builder.with_no_client_auth()
         };
@@ -353,6 +358,64 @@ impl ServerCertVerifier for SchemeRecorder {
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         self.last_scheme
             .store(u16::from(dss.scheme), Ordering::Relaxed);
+        instrument::in_handshake_signature(|| self.inner.verify_tls13_signature(message, cert, dss))
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// The server's verifier of client certificates, marking handshake
+/// signatures and charging certificate work when instrumented.
+#[derive(Debug)]
+struct ClientAuthRecorder {
+    inner: Arc<dyn ClientCertVerifier>,
+    instrumented: bool,
+}
+
+impl ClientCertVerifier for ClientAuthRecorder {
+    fn offer_client_auth(&self) -> bool {
+        self.inner.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.inner.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let verify = || self.inner.verify_client_cert(end_entity, intermediates, now);
+        if self.instrumented {
+            instrument::record(instrument::Category::Certificates, None, verify)
+        } else {
+            verify()
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        instrument::in_handshake_signature(|| self.inner.verify_tls12_signature(message, cert, dss))
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         instrument::in_handshake_signature(|| self.inner.verify_tls13_signature(message, cert, dss))
     }
 

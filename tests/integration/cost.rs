@@ -103,6 +103,11 @@ fn model_counts_equal_wrapped_provider_counts() {
             s.resumption = resumption;
             scenarios.push(s);
         }
+        for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
+            let mut mutual = scenario(version, Group::X25519, CertKind::EcdsaP256);
+            mutual.mutual = true;
+            scenarios.push(mutual);
+        }
         let mut deep = scenario(TlsVersion::Tls13, Group::P256, CertKind::Ed25519);
         deep.chain_depth = 5;
         scenarios.push(deep);
