@@ -54,37 +54,12 @@ pub struct HandshakeArgs {
     #[arg(long, value_name = "LIST")]
     pub backend: Option<String>,
 
-    /// Protocol versions: 1.2, 1.3. [default: 1.3]
-    #[arg(long, value_name = "LIST")]
-    pub tls: Option<String>,
-
-    /// Key exchanges: rsa (TLS 1.2 key transport), dhe1024..dhe4096 (TLS 1.2),
-    /// ffdhe2048..ffdhe8192 (TLS 1.3), p256, p384, p521, x25519, x448,
-    /// x25519mlkem768, secp256r1mlkem768, mlkem512/768/1024. [default: x25519]
-    #[arg(long, value_name = "LIST")]
-    pub group: Option<String>,
-
-    /// Certificate key types: rsa2048, rsa3072, rsa4096, ecdsa_p256, ecdsa_p384,
-    /// ecdsa_p521, ed25519, ed448, mldsa44, mldsa65, mldsa87. [default: rsa2048,ecdsa_p256]
-    #[arg(long, value_name = "LIST")]
-    pub cert: Option<String>,
-
-    /// Bulk ciphers: aes128gcm, aes256gcm, chacha20poly1305 (the rest of a
-    /// TLS 1.2 suite follows from group and certificate). [default: aes128gcm]
-    #[arg(long, value_name = "LIST")]
-    pub suite: Option<String>,
-
-    /// Resumption: off (full handshakes), session_id, ticket (TLS 1.2), psk (TLS 1.3). [default: off]
-    #[arg(long, value_name = "LIST")]
-    pub resumption: Option<String>,
+    #[command(flatten)]
+    pub axes: AxisArgs,
 
     /// Mutual TLS: the client presents a certificate too. [default: off]
     #[arg(long, value_enum, value_name = "MODE")]
     pub mutual: Option<MutualArg>,
-
-    /// Certificates in the chain, root to leaf inclusive (3 = root, intermediate, leaf).
-    #[arg(long, value_name = "N")]
-    pub chain_depth: Option<u8>,
 
     /// Sample until the 95% confidence interval of the median is within ± this (e.g. 1%, 0.5%).
     #[arg(long, value_name = "PERCENT", default_value = "1%")]
@@ -195,29 +170,8 @@ pub struct CostArgs {
     #[arg(long, value_name = "LIST")]
     pub backend: Option<String>,
 
-    /// Protocol versions: 1.2, 1.3. [default: 1.3]
-    #[arg(long, value_name = "LIST")]
-    pub tls: Option<String>,
-
-    /// Key exchanges (as for `handshake`). [default: x25519]
-    #[arg(long, value_name = "LIST")]
-    pub group: Option<String>,
-
-    /// Certificate key types (as for `handshake`). [default: ecdsa_p256,rsa2048]
-    #[arg(long, value_name = "LIST")]
-    pub cert: Option<String>,
-
-    /// Bulk ciphers. [default: aes128gcm]
-    #[arg(long, value_name = "LIST")]
-    pub suite: Option<String>,
-
-    /// Resumption modes. [default: off]
-    #[arg(long, value_name = "LIST")]
-    pub resumption: Option<String>,
-
-    /// Certificates in the chain, root to leaf inclusive.
-    #[arg(long, value_name = "N")]
-    pub chain_depth: Option<u8>,
+    #[command(flatten)]
+    pub axes: AxisArgs,
 
     /// Precision target for the handshake and primitive medians.
     #[arg(long, value_name = "PERCENT", default_value = "2%")]
@@ -248,6 +202,38 @@ pub struct CostArgs {
     /// Do not print the progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// The axes of a handshake matrix; each overrides the preset's.
+#[derive(Debug, Args)]
+pub struct AxisArgs {
+    /// Protocol versions: 1.2, 1.3. [default: 1.3]
+    #[arg(long, value_name = "LIST")]
+    pub tls: Option<String>,
+
+    /// Key exchanges: rsa (TLS 1.2 key transport), dhe1024..dhe4096 (TLS 1.2),
+    /// ffdhe2048..ffdhe8192 (TLS 1.3), p256, p384, p521, x25519, x448,
+    /// x25519mlkem768, secp256r1mlkem768, mlkem512/768/1024. [default: x25519]
+    #[arg(long, value_name = "LIST")]
+    pub group: Option<String>,
+
+    /// Certificate key types: rsa2048, rsa3072, rsa4096, ecdsa_p256, ecdsa_p384,
+    /// ecdsa_p521, ed25519, ed448, mldsa44, mldsa65, mldsa87. [default: rsa2048,ecdsa_p256]
+    #[arg(long, value_name = "LIST")]
+    pub cert: Option<String>,
+
+    /// Bulk ciphers: aes128gcm, aes256gcm, chacha20poly1305 (the rest of a
+    /// TLS 1.2 suite follows from group and certificate). [default: aes128gcm]
+    #[arg(long, value_name = "LIST")]
+    pub suite: Option<String>,
+
+    /// Resumption: off (full handshakes), session_id, ticket (TLS 1.2), psk (TLS 1.3). [default: off]
+    #[arg(long, value_name = "LIST")]
+    pub resumption: Option<String>,
+
+    /// Certificates in the chain, root to leaf inclusive (3 = root, intermediate, leaf).
+    #[arg(long, value_name = "N")]
+    pub chain_depth: Option<u8>,
 }
 
 /// Where results are stored.

@@ -84,22 +84,9 @@ fn default_matrix() -> HandshakeMatrix {
 
 /// Builds the matrix from a preset and the axis options that override it.
 fn matrix_from(args: &HandshakeArgs, preset: Option<Preset>) -> Result<HandshakeMatrix> {
-    let mut matrix = preset.map(Preset::matrix).unwrap_or_else(default_matrix);
-    if let Some(list) = &args.tls {
-        matrix.versions = parse_list(list).map_err(usage)?;
-    }
-    if let Some(list) = &args.group {
-        matrix.groups = parse_list(list).map_err(usage)?;
-    }
-    if let Some(list) = &args.cert {
-        matrix.certs = parse_list(list).map_err(usage)?;
-    }
-    if let Some(list) = &args.suite {
-        matrix.aeads = parse_list(list).map_err(usage)?;
-    }
-    if let Some(list) = &args.resumption {
-        matrix.resumptions = parse_list(list).map_err(usage)?;
-    }
+    let mut matrix = args
+        .axes
+        .apply(preset.map(Preset::matrix).unwrap_or_else(default_matrix))?;
     if let Some(mutual) = args.mutual {
         matrix.mutual = match mutual {
             MutualArg::Off => vec![false],
@@ -107,11 +94,33 @@ fn matrix_from(args: &HandshakeArgs, preset: Option<Preset>) -> Result<Handshake
             MutualArg::Both => vec![false, true],
         };
     }
-    if let Some(depth) = args.chain_depth {
-        matrix.chain_depth = depth;
-    }
     matrix.validate().map_err(usage)?;
     Ok(matrix)
+}
+
+impl crate::cli::AxisArgs {
+    /// The matrix with every axis given on the command line replaced.
+    pub(crate) fn apply(&self, mut matrix: HandshakeMatrix) -> Result<HandshakeMatrix> {
+        if let Some(list) = &self.tls {
+            matrix.versions = parse_list(list).map_err(usage)?;
+        }
+        if let Some(list) = &self.group {
+            matrix.groups = parse_list(list).map_err(usage)?;
+        }
+        if let Some(list) = &self.cert {
+            matrix.certs = parse_list(list).map_err(usage)?;
+        }
+        if let Some(list) = &self.suite {
+            matrix.aeads = parse_list(list).map_err(usage)?;
+        }
+        if let Some(list) = &self.resumption {
+            matrix.resumptions = parse_list(list).map_err(usage)?;
+        }
+        if let Some(depth) = self.chain_depth {
+            matrix.chain_depth = depth;
+        }
+        Ok(matrix)
+    }
 }
 
 /// Parses "1%", "0.5%" or "1" (percent) into a fraction.
@@ -395,7 +404,10 @@ fn show_report(args: &ReportArgs) -> Result<i32> {
         if !report.rows.is_empty() {
             println!();
         }
-        print!("{}", report::speed::render(&rows, report::markup::Style::Terminal));
+        print!(
+            "{}",
+            report::speed::render(&rows, report::markup::Style::Terminal)
+        );
     }
     Ok(0)
 }

@@ -393,7 +393,10 @@ impl ClientCertVerifier for ClientAuthRecorder {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        let verify = || self.inner.verify_client_cert(end_entity, intermediates, now);
+        let verify = || {
+            self.inner
+                .verify_client_cert(end_entity, intermediates, now)
+        };
         if self.instrumented {
             instrument::record(instrument::Category::Certificates, None, verify)
         } else {

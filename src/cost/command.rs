@@ -23,8 +23,7 @@ use crate::measure::{sample_cell, CellOutcome, CellResult, SamplingOptions};
 use crate::report::markup::{format_us, grid, Style};
 use crate::scenario::names::{serialize_by_id, Named};
 use crate::scenario::{
-    parse_list, parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Resumption,
-    TlsVersion,
+    parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Resumption, TlsVersion,
 };
 use crate::speed::{SpeedCell, SpeedOutcome, SpeedRow};
 use crate::stats;
@@ -51,7 +50,7 @@ impl Named for CostPreset {
 }
 
 fn matrix(args: &CostArgs, preset: Option<CostPreset>) -> Result<HandshakeMatrix> {
-    let mut matrix = match preset {
+    let matrix = match preset {
         Some(CostPreset::RsaVsEcdsa) => HandshakeMatrix {
             versions: vec![TlsVersion::Tls12],
             groups: vec![Group::RsaKeyTransport, Group::P256],
@@ -71,24 +70,7 @@ fn matrix(args: &CostArgs, preset: Option<CostPreset>) -> Result<HandshakeMatrix
             chain_depth: 3,
         },
     };
-    if let Some(list) = &args.tls {
-        matrix.versions = parse_list(list).map_err(usage)?;
-    }
-    if let Some(list) = &args.group {
-        matrix.groups = parse_list(list).map_err(usage)?;
-    }
-    if let Some(list) = &args.cert {
-        matrix.certs = parse_list(list).map_err(usage)?;
-    }
-    if let Some(list) = &args.suite {
-        matrix.aeads = parse_list(list).map_err(usage)?;
-    }
-    if let Some(list) = &args.resumption {
-        matrix.resumptions = parse_list(list).map_err(usage)?;
-    }
-    if let Some(depth) = args.chain_depth {
-        matrix.chain_depth = depth;
-    }
+    let matrix = args.axes.apply(matrix)?;
     matrix.validate().map_err(usage)?;
     Ok(matrix)
 }

@@ -124,8 +124,12 @@ impl Store {
                     batch: batch.unwrap_or(1) as u64,
                     precise: precise.unwrap_or(false),
                 },
-                "unsupported" => SpeedOutcome::Unsupported { reason: reason.unwrap_or_default() },
-                _ => SpeedOutcome::Failed { reason: reason.unwrap_or_default() },
+                "unsupported" => SpeedOutcome::Unsupported {
+                    reason: reason.unwrap_or_default(),
+                },
+                _ => SpeedOutcome::Failed {
+                    reason: reason.unwrap_or_default(),
+                },
             };
             cells.push(SpeedCell {
                 backend,
