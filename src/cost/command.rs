@@ -178,14 +178,26 @@ pub fn run(args: &CostArgs) -> Result<i32> {
                 .protocol_conflict()
                 .or_else(|| backend.unsupported_reason(scenario));
             if let Some(reason) = reason {
-                result.reason = Some(reason);
+                result.reason = Some(format!("unsupported: {reason}"));
                 results.push(result);
                 bar.0.inc(1);
                 continue;
             }
-            let credentials = certs.get(scenario.cert, scenario.chain_depth)?;
-            // The measurement.
-            let mut handshaker = backend.handshaker(scenario, &credentials)?;
+            // The measurement; a scenario that cannot be set up is a row saying why.
+            let prepared = certs
+                .get(scenario.cert, scenario.chain_depth)
+                .and_then(|credentials| {
+                    Ok((backend.handshaker(scenario, &credentials)?, credentials))
+                });
+            let (mut handshaker, credentials) = match prepared {
+                Ok(prepared) => prepared,
+                Err(error) => {
+                    result.reason = Some(format!("failed: {error:#}"));
+                    results.push(result);
+                    bar.0.inc(1);
+                    continue;
+                }
+            };
             let outcome = match sample_cell(
                 handshaker.as_mut(),
                 scenario,
@@ -210,7 +222,7 @@ pub fn run(args: &CostArgs) -> Result<i32> {
                 stats::summarize(&values).map(|s| s.median)
             };
             if let CellOutcome::Failed { reason } = &cell.outcome {
-                result.reason = Some(reason.clone());
+                result.reason = Some(format!("failed: {reason}"));
             }
             // The primitive costs the model needs.
             let speed = speed_backend(backend.id()).context("no primitive backend")?;
@@ -370,7 +382,7 @@ pub fn render_model(results: &[ScenarioCost], style: Style) -> String {
                     result.backend.clone(),
                     result.description.clone(),
                     "—".into(),
-                    format!("unsupported: {reason}"),
+                    reason.clone(),
                     String::new(),
                     String::new(),
                     String::new(),
