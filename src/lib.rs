@@ -13,6 +13,7 @@ pub mod report;
 pub mod scenario;
 pub mod stats;
 pub mod store;
+pub mod tunnel;
 
 /// Versions of the libraries this binary was built with (from Cargo.lock).
 pub mod build_info {

@@ -3,6 +3,7 @@
 
 mod csv;
 mod markup;
+pub mod tunnel;
 
 use std::path::Path;
 

@@ -3,6 +3,8 @@
 //! committed on its own, so an interrupted run keeps what it finished; a run
 //! is `incomplete` until it is marked `complete` at its end.
 
+mod tunnel;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -143,6 +145,7 @@ impl Store {
         connection.busy_timeout(std::time::Duration::from_secs(5))?;
         connection.execute_batch("PRAGMA foreign_keys = ON;")?;
         connection.execute_batch(SCHEMA)?;
+        connection.execute_batch(tunnel::SCHEMA)?;
         // Proves the file is writable now, before anything is measured.
         connection.execute_batch("BEGIN IMMEDIATE; COMMIT;")?;
         Ok(Self { connection, path })

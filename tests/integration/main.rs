@@ -4,4 +4,5 @@
 mod backends;
 mod cli;
 mod pipeline;
+mod tunnel;
 mod util;
