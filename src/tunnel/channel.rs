@@ -158,12 +158,17 @@ impl Compressor {
 
     #[cfg(feature = "lzo")]
     fn compress_lzo(&mut self, payload: &[u8]) -> Result<u8> {
-        self.scratch.clear();
+        // LZO writes without bounds checks: the buffer must hold the worst case.
+        self.scratch
+            .resize(rust_lzo::worst_compress(payload.len()), 0);
         let context = self.lzo.as_mut().expect("an LZO compressor has a context");
-        match context.compress(payload, &mut self.scratch) {
-            rust_lzo::LZOError::OK => Ok(LZO_COMPRESS_BYTE),
-            error => Err(anyhow!("LZO compression failed: {error:?}")),
+        let (compressed, error) = context.compress_to_slice(payload, &mut self.scratch);
+        let length = compressed.len();
+        if error != rust_lzo::LZOError::OK {
+            return Err(anyhow!("LZO compression failed (error {})", error as i32));
         }
+        self.scratch.truncate(length);
+        Ok(LZO_COMPRESS_BYTE)
     }
 
     #[cfg(not(feature = "lzo"))]

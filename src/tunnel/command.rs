@@ -76,9 +76,9 @@ pub struct TunnelArgs {
     #[arg(long, value_name = "SECONDS")]
     pub max_time: Option<f64>,
 
-    /// Fewest samples per cell.
-    #[arg(long, value_name = "N", default_value_t = 10)]
-    pub min_samples: usize,
+    /// Fewest samples per cell. [default: 10, the preset's 20]
+    #[arg(long, value_name = "N")]
+    pub min_samples: Option<usize>,
 
     /// Warm-up per cell before sampling, in seconds. [default: 0.1, the preset's 0.02]
     #[arg(long, value_name = "SECONDS")]
@@ -207,7 +207,10 @@ fn sampling_from(args: &TunnelArgs, preset: Option<TunnelPreset>) -> Result<Samp
             "max-time",
             args.max_time.unwrap_or(if classic { 0.4 } else { 1.0 }),
         )?,
-        min_samples: args.min_samples.max(1),
+        min_samples: args
+            .min_samples
+            .unwrap_or(if classic { 20 } else { 10 })
+            .max(1),
         warmup: seconds(
             "warmup",
             args.warmup.unwrap_or(if classic { 0.02 } else { 0.1 }),

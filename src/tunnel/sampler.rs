@@ -69,7 +69,7 @@ impl TunnelCell {
 }
 
 /// How long one in-process batch should take, so timer overhead stays negligible.
-const TARGET_BATCH_NS: u64 = 250_000;
+const TARGET_BATCH_NS: u64 = 1_000_000;
 /// Distinct payloads cycled through, so consecutive packets differ.
 const DISTINCT_PAYLOADS: usize = 16;
 
