@@ -35,6 +35,8 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long one transfer may stall before it fails.
 const IO_TIMEOUT: Duration = Duration::from_secs(30);
 const WRITE_CHUNK_BYTES: usize = 64 * 1024;
+/// How often a blocked transfer checks for Ctrl-C.
+const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Checks that the real engine can run: root, `ip`, `/dev/net/tun` and
 /// `openvpn`. Returns OpenVPN's version line, or an error naming what is missing.
@@ -228,6 +230,7 @@ impl Lab {
                 data,
                 mss,
                 transfer_bytes,
+                interrupt,
             )
             .map_err(|e| format!("transfer A to B: {e:#}"))?;
             let backward = transfer(
@@ -236,6 +239,7 @@ impl Lab {
                 data,
                 mss,
                 transfer_bytes,
+                interrupt,
             )
             .map_err(|e| format!("transfer B to A: {e:#}"))?;
             Ok(TunnelSample {
@@ -441,13 +445,15 @@ fn in_namespace<T: Send>(namespace: &str, make: impl FnOnce() -> Result<T> + Sen
 }
 
 /// Sends `bytes` from `from` to `to` over TCP and returns the time from the
-/// first byte written to the last byte received.
+/// first byte written to the last byte received. Gives up when interrupted
+/// or when no byte moves for `IO_TIMEOUT`.
 fn transfer(
     from: (&str, Ipv4Addr),
     to: (&str, Ipv4Addr),
     data: &[u8],
     mss: i32,
     bytes: u64,
+    interrupt: &AtomicBool,
 ) -> Result<Duration> {
     let listener = in_namespace(to.0, || {
         let listener = TcpListener::bind(SocketAddr::from((to.1, 0)))?;
@@ -459,35 +465,72 @@ fn transfer(
     let mut stream = in_namespace(from.0, || {
         Ok(TcpStream::connect_timeout(&destination, IO_TIMEOUT)?)
     })?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(POLL_INTERVAL))?;
     let (mut receiver, _) = listener.accept()?;
-    receiver.set_read_timeout(Some(IO_TIMEOUT))?;
+    receiver.set_read_timeout(Some(POLL_INTERVAL))?;
+    // Both ends wake up every POLL_INTERVAL to see whether to give up.
+    let check = |last_progress: Instant| -> Result<()> {
+        if interrupt.load(Ordering::Relaxed) {
+            bail!("interrupted");
+        }
+        if last_progress.elapsed() > IO_TIMEOUT {
+            bail!("no progress for {} s", IO_TIMEOUT.as_secs());
+        }
+        Ok(())
+    };
+    let waiting = |error: &std::io::Error| {
+        matches!(
+            error.kind(),
+            std::io::ErrorKind::WouldBlock
+                | std::io::ErrorKind::TimedOut
+                | std::io::ErrorKind::Interrupted
+        )
+    };
     std::thread::scope(|scope| {
         let reading = scope.spawn(move || -> Result<Instant> {
             let mut buffer = vec![0u8; WRITE_CHUNK_BYTES];
             let mut received = 0u64;
+            let mut last_progress = Instant::now();
             while received < bytes {
-                let n = receiver.read(&mut buffer)?;
-                if n == 0 {
-                    bail!("the connection closed after {received} of {bytes} bytes");
+                match receiver.read(&mut buffer) {
+                    Ok(0) => bail!("the connection closed after {received} of {bytes} bytes"),
+                    Ok(n) => {
+                        received += n as u64;
+                        last_progress = Instant::now();
+                    }
+                    Err(error) if waiting(&error) => check(last_progress)?,
+                    Err(error) => return Err(error.into()),
                 }
-                received += n as u64;
             }
             Ok(Instant::now())
         });
         let start = Instant::now();
         let mut sent = 0u64;
-        while sent < bytes {
-            let offset = (sent % data.len() as u64) as usize;
-            let length = (data.len() - offset).min((bytes - sent) as usize);
-            stream.write_all(&data[offset..offset + length])?;
-            sent += length as u64;
+        let mut last_progress = start;
+        let sending = (|| -> Result<()> {
+            while sent < bytes {
+                let offset = (sent % data.len() as u64) as usize;
+                let length = (data.len() - offset).min((bytes - sent) as usize);
+                match stream.write(&data[offset..offset + length]) {
+                    Ok(n) => {
+                        sent += n as u64;
+                        last_progress = Instant::now();
+                    }
+                    Err(error) if waiting(&error) => check(last_progress)?,
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            Ok(())
+        })();
+        if sending.is_err() {
+            // Unblocks the reader at once.
+            let _ = stream.shutdown(std::net::Shutdown::Both);
         }
-        stream.flush()?;
         let end = reading
             .join()
-            .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
-        Ok(end - start)
+            .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))?;
+        sending?;
+        Ok(end? - start)
     })
 }
 
