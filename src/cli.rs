@@ -28,6 +28,9 @@ pub enum Command {
     List,
     /// Show a stored run again, as a table or an export.
     Report(ReportArgs),
+    /// Measure a VPN data channel per cipher, digest, compression, payload
+    /// and packet size: in process, or through a real OpenVPN tunnel.
+    Tunnel(Box<crate::tunnel::command::TunnelArgs>),
 }
 
 /// Whether handshakes authenticate the client too.

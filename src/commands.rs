@@ -57,6 +57,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Report(args) => show_report(&args),
+        Command::Tunnel(args) => crate::tunnel::command::run(&args),
     }
 }
 
@@ -372,6 +373,14 @@ fn show_report(args: &ReportArgs) -> Result<i32> {
             .latest_run_id()?
             .ok_or_else(|| usage(format!("the database {} holds no run", path.display())))?,
     };
+    if store.run_kind(run_id)?.as_deref() == Some("tunnel") {
+        return crate::tunnel::command::show_stored(
+            &store,
+            run_id,
+            args.baseline.clone(),
+            &args.exports,
+        );
+    }
     let run = store.load_run(run_id).map_err(usage)?;
     let stored_baseline = serde_json::from_str::<serde_json::Value>(&run.options_json)
         .ok()

@@ -15,6 +15,7 @@ pub mod scenario;
 pub mod speed;
 pub mod stats;
 pub mod store;
+pub mod tunnel;
 
 /// Versions of the libraries this binary was built with (from Cargo.lock).
 pub mod build_info {

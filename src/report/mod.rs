@@ -4,6 +4,7 @@
 mod csv;
 pub mod markup;
 pub mod speed;
+pub mod tunnel;
 
 pub(crate) use csv::quote as csv_quote;
 

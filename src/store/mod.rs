@@ -4,6 +4,7 @@
 //! is `incomplete` until it is marked `complete` at its end.
 
 mod speed;
+mod tunnel;
 
 use std::path::{Path, PathBuf};
 
@@ -148,6 +149,7 @@ impl Store {
         connection.execute_batch("PRAGMA foreign_keys = ON;")?;
         connection.execute_batch(SCHEMA)?;
         connection.execute_batch(speed::SCHEMA)?;
+        connection.execute_batch(tunnel::SCHEMA)?;
         // Proves the file is writable now, before anything is measured.
         connection.execute_batch("BEGIN IMMEDIATE; COMMIT;")?;
         Ok(Self { connection, path })

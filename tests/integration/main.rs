@@ -5,4 +5,5 @@ mod backends;
 mod cli;
 mod cost;
 mod pipeline;
+mod tunnel;
 mod util;

@@ -1,0 +1,479 @@
+//! Tunnel reports: rows with throughput statistics per direction, and the
+//! five tables of the classic OpenVPN study (effect of compression, ciphers
+//! and digests normalised to the fastest, the full ranking, the no-tunnel
+//! baseline), as a terminal table, Markdown, CSV or JSON.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::markup::Style;
+use super::Format;
+
+mod csv;
+mod text;
+use crate::backend::LibraryInfo;
+use crate::host::HostInfo;
+use crate::scenario::names::Named;
+use crate::stats::{self, Ratio, Summary};
+use crate::tunnel::sampler::{TunnelCell, TunnelOutcome, TunnelSample};
+use crate::tunnel::{Compression, Engine, Payload, TunnelScenario};
+
+/// One row: a cell with its statistics. Throughput is payload megabytes
+/// (10^6 bytes) per second.
+#[derive(Debug, Clone, Serialize)]
+pub struct TunnelRow {
+    pub label: String,
+    pub engine: Engine,
+    pub scenario: TunnelScenario,
+    pub description: String,
+    /// "measured", "unsupported" or "failed".
+    pub status: &'static str,
+    pub reason: Option<String>,
+    pub sample_count: usize,
+    pub precise: bool,
+    /// Both ends together: in process, payload over sender + receiver time
+    /// (one core doing both); OpenVPN, both transfers over their total time.
+    pub mb_per_s: Option<Summary>,
+    /// In process: the sender's cost. OpenVPN: namespace A to B.
+    pub send_mb_per_s: Option<Summary>,
+    /// In process: the receiver's cost. OpenVPN: namespace B to A.
+    pub receive_mb_per_s: Option<Summary>,
+    pub send_packets_per_s: Option<Summary>,
+    pub receive_packets_per_s: Option<Summary>,
+    /// Median throughput relative to the baseline row (same engine).
+    pub ratio_to_baseline: Option<Ratio>,
+    pub weak: bool,
+    pub security_notes: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<TunnelSample>,
+}
+
+/// Table 1: compressed against uncompressed throughput of the same cipher
+/// and digest, summarised over every pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompressionEffect {
+    pub engine: Engine,
+    pub payload: Payload,
+    pub payload_bytes: usize,
+    pub compression: Compression,
+    pub pairs: usize,
+    pub ratio: Summary,
+}
+
+/// Tables 2 and 3: one cipher or digest, normalised to the fastest.
+#[derive(Debug, Clone, Serialize)]
+pub struct Normalised {
+    pub engine: Engine,
+    pub name: &'static str,
+    /// Median over this algorithm's uncompressed rows of their median MB/s.
+    pub mb_per_s: f64,
+    pub send_mb_per_s: f64,
+    pub receive_mb_per_s: f64,
+    /// `mb_per_s` over the fastest algorithm's (1.0 for the fastest).
+    pub relative: f64,
+    pub rows: usize,
+    pub weak: bool,
+    pub security_notes: Vec<&'static str>,
+}
+
+/// Table 5: the no-tunnel baseline against the tunnels.
+#[derive(Debug, Clone, Serialize)]
+pub struct BaselineComparison {
+    pub engine: Engine,
+    pub payload: Payload,
+    pub payload_bytes: usize,
+    pub baseline_mb_per_s: f64,
+    pub fastest_tunnel: String,
+    pub fastest_tunnel_mb_per_s: f64,
+    pub slowest_tunnel: String,
+    pub slowest_tunnel_mb_per_s: f64,
+    /// How many times faster the baseline is than the fastest tunnel.
+    pub baseline_over_fastest: f64,
+}
+
+/// A finished (or interrupted) tunnel run, ready to export.
+#[derive(Debug, Clone, Serialize)]
+pub struct TunnelReport {
+    pub tool_version: String,
+    pub run_id: Option<i64>,
+    pub complete: bool,
+    pub baseline: Option<String>,
+    pub host: HostInfo,
+    pub libraries: Vec<LibraryInfo>,
+    pub compression_effect: Vec<CompressionEffect>,
+    pub ciphers: Vec<Normalised>,
+    pub digests: Vec<Normalised>,
+    pub baselines: Vec<BaselineComparison>,
+    pub rows: Vec<TunnelRow>,
+}
+
+fn summarize_by(samples: &[TunnelSample], value: impl Fn(&TunnelSample) -> f64) -> Option<Summary> {
+    let values: Vec<f64> = samples
+        .iter()
+        .map(value)
+        .filter(|v| v.is_finite())
+        .collect();
+    stats::summarize(&values)
+}
+
+/// Bytes over nanoseconds is gigabytes per second; times 1000, megabytes.
+fn mb_per_s(bytes: u64, nanos: u64) -> f64 {
+    bytes as f64 / nanos.max(1) as f64 * 1000.0
+}
+
+fn row_of(cell: &TunnelCell) -> TunnelRow {
+    let scenario = &cell.scenario;
+    let mut row = TunnelRow {
+        label: scenario.label(),
+        engine: cell.engine,
+        scenario: *scenario,
+        description: scenario.describe(),
+        status: "measured",
+        reason: None,
+        sample_count: 0,
+        precise: false,
+        mb_per_s: None,
+        send_mb_per_s: None,
+        receive_mb_per_s: None,
+        send_packets_per_s: None,
+        receive_packets_per_s: None,
+        ratio_to_baseline: None,
+        weak: scenario.is_weak(),
+        security_notes: scenario.security_notes(),
+        samples: Vec::new(),
+    };
+    match &cell.outcome {
+        TunnelOutcome::Measured { samples, precise } => {
+            // OpenVPN samples move the payload each way; in process one
+            // payload passes through both ends.
+            let ways = if cell.engine == Engine::Openvpn { 2 } else { 1 };
+            row.sample_count = samples.len();
+            row.precise = *precise;
+            row.mb_per_s =
+                summarize_by(samples, |s| mb_per_s(ways * s.payload_bytes, s.total_ns()));
+            row.send_mb_per_s = summarize_by(samples, |s| mb_per_s(s.payload_bytes, s.send_ns));
+            row.receive_mb_per_s =
+                summarize_by(samples, |s| mb_per_s(s.payload_bytes, s.receive_ns));
+            if cell.engine == Engine::Inprocess {
+                row.send_packets_per_s = summarize_by(samples, |s| {
+                    s.packets as f64 / s.send_ns.max(1) as f64 * 1e9
+                });
+                row.receive_packets_per_s = summarize_by(samples, |s| {
+                    s.packets as f64 / s.receive_ns.max(1) as f64 * 1e9
+                });
+            }
+            row.samples = samples.clone();
+        }
+        TunnelOutcome::Unsupported { reason } => {
+            row.status = "unsupported";
+            row.reason = Some(reason.clone());
+        }
+        TunnelOutcome::Failed { reason } => {
+            row.status = "failed";
+            row.reason = Some(reason.clone());
+        }
+    }
+    row
+}
+
+/// The rows and the tables computed from them.
+#[derive(Debug, Clone)]
+pub struct TunnelTables {
+    pub rows: Vec<TunnelRow>,
+    pub compression_effect: Vec<CompressionEffect>,
+    pub ciphers: Vec<Normalised>,
+    pub digests: Vec<Normalised>,
+    pub baselines: Vec<BaselineComparison>,
+}
+
+/// Builds the rows and the five tables. Each row's ratio is to `baseline`
+/// (a label) of the same engine, or else to the no-tunnel row with the same
+/// payload and size.
+pub fn build(cells: &[TunnelCell], baseline: Option<&str>) -> TunnelTables {
+    let mut rows: Vec<TunnelRow> = cells.iter().map(row_of).collect();
+    let bases: Vec<Option<Summary>> = rows
+        .iter()
+        .map(|row| {
+            rows.iter()
+                .find(|base| {
+                    base.engine == row.engine
+                        && match baseline {
+                            Some(label) => base.label == label,
+                            None => {
+                                base.scenario.baseline
+                                    && base.scenario.payload == row.scenario.payload
+                                    && base.scenario.payload_bytes == row.scenario.payload_bytes
+                            }
+                        }
+                })
+                .and_then(|base| base.mb_per_s)
+        })
+        .collect();
+    for (row, base) in rows.iter_mut().zip(bases) {
+        if let (Some(value), Some(base)) = (row.mb_per_s, base) {
+            row.ratio_to_baseline = Some(stats::ratio_of_medians(&value, &base));
+        }
+    }
+    let compression = compression_effect(&rows);
+    let ciphers = normalised(&rows, |s| {
+        (s.cipher.id(), s.cipher.is_weak(), s.cipher.security_notes())
+    });
+    let digests = normalised(
+        &rows
+            .iter()
+            .filter(|r| r.scenario.cipher.mode() != crate::tunnel::CipherMode::Aead)
+            .cloned()
+            .collect::<Vec<_>>(),
+        |s| (s.digest.id(), s.digest.is_weak(), s.digest.security_notes()),
+    );
+    let baselines = baseline_comparison(&rows);
+    TunnelTables {
+        rows,
+        compression_effect: compression,
+        ciphers,
+        digests,
+        baselines,
+    }
+}
+
+fn median_of(row: &TunnelRow) -> Option<f64> {
+    row.mb_per_s.map(|s| s.median)
+}
+
+fn tunnel_rows(rows: &[TunnelRow]) -> impl Iterator<Item = &TunnelRow> {
+    rows.iter()
+        .filter(|r| !r.scenario.baseline && r.mb_per_s.is_some())
+}
+
+fn compression_effect(rows: &[TunnelRow]) -> Vec<CompressionEffect> {
+    let mut groups: BTreeMap<(Engine, Payload, usize, Compression), Vec<f64>> = BTreeMap::new();
+    for row in tunnel_rows(rows).filter(|r| r.scenario.compression != Compression::None) {
+        let plain = tunnel_rows(rows).find(|p| {
+            p.engine == row.engine
+                && p.scenario
+                    == TunnelScenario {
+                        compression: Compression::None,
+                        ..row.scenario
+                    }
+        });
+        if let (Some(plain), Some(value)) = (plain.and_then(median_of), median_of(row)) {
+            let s = &row.scenario;
+            groups
+                .entry((row.engine, s.payload, s.payload_bytes, s.compression))
+                .or_default()
+                .push(value / plain);
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|((engine, payload, payload_bytes, compression), ratios)| {
+            Some(CompressionEffect {
+                engine,
+                payload,
+                payload_bytes,
+                compression,
+                pairs: ratios.len(),
+                ratio: stats::summarize(&ratios)?,
+            })
+        })
+        .collect()
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    stats::quantile_sorted(values, 0.5)
+}
+
+fn normalised(
+    rows: &[TunnelRow],
+    key: impl Fn(&TunnelScenario) -> (&'static str, bool, Vec<&'static str>),
+) -> Vec<Normalised> {
+    let mut out = Vec::new();
+    let engines: Vec<Engine> = Engine::ALL
+        .iter()
+        .copied()
+        .filter(|e| rows.iter().any(|r| r.engine == *e))
+        .collect();
+    for engine in engines {
+        let measured: Vec<&TunnelRow> = tunnel_rows(rows).filter(|r| r.engine == engine).collect();
+        // Uncompressed rows isolate the cryptography; use all if there are none.
+        let uncompressed: Vec<&TunnelRow> = measured
+            .iter()
+            .copied()
+            .filter(|r| r.scenario.compression == Compression::None)
+            .collect();
+        let pool = if uncompressed.is_empty() {
+            measured
+        } else {
+            uncompressed
+        };
+        let mut names: Vec<&'static str> = Vec::new();
+        let mut groups: BTreeMap<&'static str, (Vec<&TunnelRow>, bool, Vec<&'static str>)> =
+            BTreeMap::new();
+        for row in pool {
+            let (name, weak, notes) = key(&row.scenario);
+            if !names.contains(&name) {
+                names.push(name);
+            }
+            groups
+                .entry(name)
+                .or_insert((Vec::new(), weak, notes))
+                .0
+                .push(row);
+        }
+        let mut entries: Vec<Normalised> = names
+            .into_iter()
+            .map(|name| {
+                let (group, weak, notes) = &groups[name];
+                let pick = |f: fn(&TunnelRow) -> Option<Summary>| {
+                    median(
+                        &mut group
+                            .iter()
+                            .filter_map(|r| f(r).map(|s| s.median))
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                Normalised {
+                    engine,
+                    name,
+                    mb_per_s: pick(|r| r.mb_per_s),
+                    send_mb_per_s: pick(|r| r.send_mb_per_s),
+                    receive_mb_per_s: pick(|r| r.receive_mb_per_s),
+                    relative: 0.0,
+                    rows: group.len(),
+                    weak: *weak,
+                    security_notes: notes.clone(),
+                }
+            })
+            .collect();
+        let fastest = entries.iter().map(|e| e.mb_per_s).fold(0.0, f64::max);
+        for entry in &mut entries {
+            entry.relative = entry.mb_per_s / fastest;
+        }
+        entries.sort_by(|a, b| b.mb_per_s.total_cmp(&a.mb_per_s));
+        out.extend(entries);
+    }
+    out
+}
+
+fn baseline_comparison(rows: &[TunnelRow]) -> Vec<BaselineComparison> {
+    let mut out = Vec::new();
+    for base in rows.iter().filter(|r| r.scenario.baseline) {
+        let Some(base_value) = median_of(base) else {
+            continue;
+        };
+        let tunnels: Vec<&TunnelRow> = tunnel_rows(rows)
+            .filter(|r| {
+                r.engine == base.engine
+                    && r.scenario.payload == base.scenario.payload
+                    && r.scenario.payload_bytes == base.scenario.payload_bytes
+            })
+            .collect();
+        let by_speed = |a: &&&TunnelRow, b: &&&TunnelRow| {
+            median_of(a)
+                .unwrap_or(0.0)
+                .total_cmp(&median_of(b).unwrap_or(0.0))
+        };
+        let (Some(fastest), Some(slowest)) = (
+            tunnels.iter().max_by(by_speed),
+            tunnels.iter().min_by(by_speed),
+        ) else {
+            continue;
+        };
+        let fastest_value = median_of(fastest).unwrap_or(f64::NAN);
+        out.push(BaselineComparison {
+            engine: base.engine,
+            payload: base.scenario.payload,
+            payload_bytes: base.scenario.payload_bytes,
+            baseline_mb_per_s: base_value,
+            fastest_tunnel: fastest.description.clone(),
+            fastest_tunnel_mb_per_s: fastest_value,
+            slowest_tunnel: slowest.description.clone(),
+            slowest_tunnel_mb_per_s: median_of(slowest).unwrap_or(f64::NAN),
+            baseline_over_fastest: base_value / fastest_value,
+        });
+    }
+    out
+}
+
+/// Renders a tunnel report in one format.
+pub fn render(report: &TunnelReport, format: Format) -> Result<String> {
+    Ok(match format {
+        Format::Table => text::render(report, Style::Terminal),
+        Format::Markdown => text::render(report, Style::Markdown),
+        Format::Csv => csv::render(report),
+        Format::Json => serde_json::to_string_pretty(report)? + "\n",
+    })
+}
+
+/// Writes a tunnel report to a file in one format.
+pub fn export(report: &TunnelReport, format: Format, path: &Path) -> Result<()> {
+    let text = render(report, format)?;
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tunnel::{Cipher, Digest};
+
+    fn cell(cipher: Cipher, compression: Compression, send_ns: u64) -> TunnelCell {
+        TunnelCell {
+            engine: Engine::Inprocess,
+            scenario: TunnelScenario {
+                baseline: cipher == Cipher::None,
+                cipher,
+                digest: if cipher == Cipher::None {
+                    Digest::None
+                } else {
+                    Digest::Sha1
+                },
+                compression,
+                payload: Payload::Zero,
+                payload_bytes: 1000,
+            },
+            outcome: TunnelOutcome::Measured {
+                samples: vec![
+                    TunnelSample {
+                        packets: 1,
+                        payload_bytes: 1000,
+                        send_ns,
+                        receive_ns: send_ns,
+                    };
+                    3
+                ],
+                precise: true,
+            },
+        }
+    }
+
+    #[test]
+    fn the_tables_normalise_and_compare() {
+        let cells = vec![
+            cell(Cipher::None, Compression::None, 100),
+            cell(Cipher::Aes128Cbc, Compression::None, 1000),
+            cell(Cipher::Aes128Cbc, Compression::Lz4, 500),
+            cell(Cipher::BfCbc, Compression::None, 2000),
+        ];
+        let TunnelTables {
+            rows,
+            compression_effect: compression,
+            ciphers,
+            digests,
+            baselines,
+        } = build(&cells, None);
+        // 1000 bytes over 2000 ns = 500 MB/s.
+        assert!((rows[1].mb_per_s.unwrap().median - 500.0).abs() < 1e-9);
+        assert!((rows[1].ratio_to_baseline.unwrap().value - 0.1).abs() < 1e-9);
+        assert_eq!(compression.len(), 1);
+        assert!((compression[0].ratio.median - 2.0).abs() < 1e-9);
+        assert_eq!(ciphers[0].name, "aes-128-cbc");
+        assert!((ciphers[1].relative - 0.5).abs() < 1e-9);
+        assert_eq!(digests.len(), 1);
+        // The fastest tunnel is the compressed one: 1000 MB/s against 5000.
+        assert!((baselines[0].baseline_over_fastest - 5.0).abs() < 1e-9);
+    }
+}
