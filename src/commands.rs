@@ -465,6 +465,7 @@ pub fn list() -> String {
             .join(", ")
     ));
     out.push_str("cost presets (tlslab cost --preset NAME):\n  rsa-vs-ecdsa   TLS 1.2 RSA key transport, ECDHE-RSA and ECDHE-ECDSA on OpenSSL, per-side model and capacity\n\n");
+    out.push_str("tunnel presets (tlslab tunnel --preset NAME):\n  openvpn-classic  16 CBC ciphers x 25 digest names x LZ4 on/off x random/zero payloads, 1400-byte packets, five tables\n\n");
     out.push_str("presets (tlslab handshake --preset NAME):\n");
     for preset in Preset::ALL {
         out.push_str(&format!("  {:<14} {}\n", preset.id(), preset.description()));
