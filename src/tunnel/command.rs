@@ -263,7 +263,9 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
     let mut libraries = vec![LibraryInfo {
         backend: "inprocess".to_string(),
         library: "OpenSSL".to_string(),
-        version: openssl::version::version().to_string(),
+        version: openssl::version::version()
+            .trim_start_matches("OpenSSL ")
+            .to_string(),
     }];
     if let Some(version) = &openvpn_version {
         libraries.push(LibraryInfo {
