@@ -2,7 +2,7 @@
 //! drawer, two styles, as the handshake table shares `markup`).
 
 use super::{median_of, TunnelReport, TunnelRow};
-use crate::report::markup::Style;
+use crate::report::markup::{grid, Style};
 use crate::scenario::names::Named;
 use crate::tunnel::Engine;
 
@@ -15,62 +15,6 @@ fn format_rate(value: f64) -> String {
     } else {
         format!("{value:.2}")
     }
-}
-
-fn width(text: &str) -> usize {
-    text.chars().count()
-}
-
-/// Draws one grid; numeric columns are right-aligned.
-fn grid(headers: &[&str], numeric: &[bool], rows: &[Vec<String>], style: Style) -> String {
-    let widths: Vec<usize> = (0..headers.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| width(&r[i]))
-                .chain([width(headers[i])])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |values: &[String]| -> String {
-        let padded: Vec<String> = values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let fill = " ".repeat(widths[i].saturating_sub(width(v)));
-                if numeric[i] {
-                    format!("{fill}{v}")
-                } else {
-                    format!("{v}{fill}")
-                }
-            })
-            .collect();
-        match style {
-            Style::Terminal => padded.join("  ").trim_end().to_string(),
-            Style::Markdown => format!("| {} |", padded.join(" | ")),
-        }
-    };
-    let mut out = line(&headers.iter().map(|h| h.to_string()).collect::<Vec<_>>());
-    out.push('\n');
-    let rule: Vec<String> = widths
-        .iter()
-        .enumerate()
-        .map(|(i, w)| match style {
-            Style::Terminal => "─".repeat(*w),
-            Style::Markdown if numeric[i] => format!("{}:", "-".repeat(w.saturating_sub(1).max(2))),
-            Style::Markdown => "-".repeat((*w).max(3)),
-        })
-        .collect();
-    out.push_str(&match style {
-        Style::Terminal => rule.join("  "),
-        Style::Markdown => format!("| {} |", rule.join(" | ")),
-    });
-    out.push('\n');
-    for row in rows {
-        out.push_str(&line(row));
-        out.push('\n');
-    }
-    out
 }
 
 fn heading(text: &str, style: Style) -> String {
