@@ -182,18 +182,29 @@ pub(crate) fn check_exports(exports: &ExportArgs) -> Result<()> {
     Ok(())
 }
 
-fn write_exports(report: &Report, exports: &ExportArgs) -> Result<()> {
-    let targets = [
-        (&exports.export_json, Format::Json),
-        (&exports.export_csv, Format::Csv),
-        (&exports.export_markdown, Format::Markdown),
-    ];
-    for (path, format) in targets {
-        if let Some(path) = path {
-            report::export(report, format, path)?;
+impl ExportArgs {
+    /// Writes each export asked for, with the text `render` gives for its format.
+    pub(crate) fn write_each(
+        &self,
+        mut render: impl FnMut(Format) -> Result<String>,
+    ) -> Result<()> {
+        let targets = [
+            (&self.export_json, Format::Json),
+            (&self.export_csv, Format::Csv),
+            (&self.export_markdown, Format::Markdown),
+        ];
+        for (path, format) in targets {
+            if let Some(path) = path {
+                std::fs::write(path, render(format)?)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
         }
+        Ok(())
     }
-    Ok(())
+}
+
+fn write_exports(report: &Report, exports: &ExportArgs) -> Result<()> {
+    exports.write_each(|format| report::render(report, format))
 }
 
 /// The flag Ctrl-C sets; the handler is installed once per process.

@@ -21,6 +21,7 @@ use crate::commands::{
 use crate::host::HostInfo;
 use crate::measure::{sample_cell, CellOutcome, CellResult, SamplingOptions};
 use crate::report::markup::{format_us, grid, Style};
+use crate::report::Format;
 use crate::scenario::names::{serialize_by_id, Named};
 use crate::scenario::{
     parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Resumption, TlsVersion,
@@ -306,22 +307,20 @@ pub fn run(args: &CostArgs) -> Result<i32> {
             .map(|((backend, row), ns)| (format!("{backend}/{}", row.label()), *ns))
             .collect(),
     };
-    if let Some(path) = &args.exports.export_json {
-        std::fs::write(path, serde_json::to_string_pretty(&export)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if let Some(path) = &args.exports.export_markdown {
-        let mut text = render_model(&results, Style::Markdown);
-        if args.breakdown {
-            text.push('\n');
-            text.push_str(&render_breakdown(&results, Style::Markdown));
-        }
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if let Some(path) = &args.exports.export_csv {
-        std::fs::write(path, render_csv(&results))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
+    args.exports.write_each(|format| {
+        Ok(match format {
+            Format::Json => serde_json::to_string_pretty(&export)? + "\n",
+            Format::Csv => render_csv(&results),
+            _ => {
+                let mut text = render_model(&results, Style::Markdown);
+                if args.breakdown {
+                    text.push('\n');
+                    text.push_str(&render_breakdown(&results, Style::Markdown));
+                }
+                text
+            }
+        })
+    })?;
     if let Some(path) = store.path() {
         eprintln!("results stored as run {run_id} in {}", path.display());
     }

@@ -8,9 +8,7 @@ pub mod tunnel;
 
 pub(crate) use csv::quote as csv_quote;
 
-use std::path::Path;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::backend::{LibraryInfo, Negotiated};
@@ -159,10 +157,4 @@ pub fn render(report: &Report, format: Format) -> Result<String> {
         Format::Csv => csv::render(report),
         Format::Json => serde_json::to_string_pretty(report)? + "\n",
     })
-}
-
-/// Writes a report to a file in one format.
-pub fn export(report: &Report, format: Format, path: &Path) -> Result<()> {
-    let text = render(report, format)?;
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -16,6 +16,7 @@ use crate::host::HostInfo;
 use crate::measure::SamplingOptions;
 use crate::report::markup::Style;
 use crate::report::speed::{build_rows, render, render_csv, SpeedReportRow};
+use crate::report::Format;
 use crate::scenario::{parse_list, Named};
 use crate::store::RunInfo;
 
@@ -204,18 +205,13 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
         libraries: &libraries,
         rows: &report_rows,
     };
-    if let Some(path) = &args.exports.export_json {
-        std::fs::write(path, serde_json::to_string_pretty(&export)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if let Some(path) = &args.exports.export_csv {
-        std::fs::write(path, render_csv(&report_rows))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if let Some(path) = &args.exports.export_markdown {
-        std::fs::write(path, render(&report_rows, Style::Markdown))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
+    args.exports.write_each(|format| {
+        Ok(match format {
+            Format::Json => serde_json::to_string_pretty(&export)? + "\n",
+            Format::Csv => render_csv(&report_rows),
+            _ => render(&report_rows, Style::Markdown),
+        })
+    })?;
     if let Some(path) = store.path() {
         eprintln!("results stored as run {run_id} in {}", path.display());
     }

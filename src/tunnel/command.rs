@@ -390,17 +390,7 @@ fn build_report(
 }
 
 fn write_exports(report: &TunnelReport, exports: &ExportArgs) -> Result<()> {
-    let targets = [
-        (&exports.export_json, Format::Json),
-        (&exports.export_csv, Format::Csv),
-        (&exports.export_markdown, Format::Markdown),
-    ];
-    for (path, format) in targets {
-        if let Some(path) = path {
-            tunnel_report::export(report, format, path)?;
-        }
-    }
-    Ok(())
+    exports.write_each(|format| tunnel_report::render(report, format))
 }
 
 /// Shows a stored tunnel run again (for `tlslab report`).

@@ -4,9 +4,8 @@
 //! baseline), as a terminal table, Markdown, CSV or JSON.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::markup::Style;
@@ -407,12 +406,6 @@ pub fn render(report: &TunnelReport, format: Format) -> Result<String> {
         Format::Csv => csv::render(report),
         Format::Json => serde_json::to_string_pretty(report)? + "\n",
     })
-}
-
-/// Writes a tunnel report to a file in one format.
-pub fn export(report: &TunnelReport, format: Format, path: &Path) -> Result<()> {
-    let text = render(report, format)?;
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]
