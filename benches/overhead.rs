@@ -17,8 +17,9 @@ use openssl::ssl::{SslOptions, SslSessionCacheMode, SslStream, SslVerifyMode, Ss
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use tlslab::backend::backend_by_id;
 use tlslab::certs::{CertCache, Credentials, SERVER_NAME};
-use tlslab::measure::{sample_cell, SamplingOptions};
+use tlslab::measure::{self, SamplingOptions};
 use tlslab::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use tlslab::workload::handshake::HandshakeProbe;
 
 /// A byte pipe with one buffer per direction, shared by both ends.
 #[derive(Default)]
@@ -265,27 +266,32 @@ fn main() {
                     Box::new(move || rustls_plain_handshake(&c, &s))
                 }
             };
-            let mut handshaker = backend.handshaker(&scenario, &credentials).unwrap();
+            let (mut probe, _) =
+                HandshakeProbe::prepare(backend.as_ref(), &scenario, &certs).unwrap();
+            // The sampler as the commands use it, for a fixed count.
             let options = SamplingOptions {
-                precision: 0.0,
-                max_time: Duration::ZERO,
-                min_samples: handshakes,
+                runs: Some(handshakes),
                 warmup: Duration::ZERO,
+                slice: Duration::ZERO,
+                ..SamplingOptions::default()
             };
             let never = AtomicBool::new(false);
-            let check_signature = backend.capabilities().reports_signature_scheme;
+            let sampled = |probe: &mut HandshakeProbe| {
+                let run = measure::sample(
+                    vec![probe.probe()],
+                    None,
+                    &options,
+                    &never,
+                    &mut measure::Quietly,
+                )
+                .unwrap();
+                assert_eq!(run.outcomes[0].samples().len(), handshakes, "{backend_id}");
+            };
             // Warm both up.
             for _ in 0..50 {
                 plain();
             }
-            sample_cell(
-                handshaker.as_mut(),
-                &scenario,
-                check_signature,
-                &options,
-                &never,
-            )
-            .unwrap();
+            sampled(&mut probe);
 
             let (mut plain_rates, mut tlslab_rates) = (Vec::new(), Vec::new());
             for round in 0..rounds {
@@ -298,20 +304,10 @@ fn main() {
                         }
                         plain_rates.push(handshakes as f64 / start.elapsed().as_secs_f64());
                     } else {
-                        let outcome = sample_cell(
-                            handshaker.as_mut(),
-                            &scenario,
-                            check_signature,
-                            &options,
-                            &never,
-                        )
-                        .unwrap();
+                        sampled(&mut probe);
                         let elapsed = start.elapsed().as_secs_f64();
-                        let tlslab::measure::CellOutcome::Measured { samples, .. } = outcome else {
-                            panic!("{backend_id}: {outcome:?}");
-                        };
-                        // sample_cell always runs two warm-up handshakes first.
-                        tlslab_rates.push((samples.len() + 2) as f64 / elapsed);
+                        // The sampler always runs one warm-up handshake first.
+                        tlslab_rates.push((handshakes + 1) as f64 / elapsed);
                     }
                 }
             }

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use openssl::cipher::Cipher;
 use openssl::cipher_ctx::CipherCtx;
-use tlslab::measure::SamplingOptions;
-use tlslab::tunnel::sampler::{sample_inprocess, TunnelOutcome};
-use tlslab::tunnel::{Compression, Digest, Payload, TunnelScenario};
+use tlslab::measure::{self, SamplingOptions};
+use tlslab::scenario::tunnel::{Compression, Digest, Payload, TunnelScenario};
+use tlslab::workload::tunnel::InprocessProbe;
 
 const PACKET_BYTES: usize = 1400;
 const ROUNDS: usize = 15;
@@ -22,19 +22,28 @@ const ROUND_TIME: Duration = Duration::from_millis(300);
 /// MB/s of the tunnel row: payload over sender + receiver time, per sample.
 fn tunnel_round(scenario: &TunnelScenario) -> f64 {
     let options = SamplingOptions {
-        precision: 0.0,
+        precision: 1e-9,
         max_time: ROUND_TIME,
         min_samples: 10,
         warmup: Duration::from_millis(20),
+        slice: Duration::ZERO,
+        ..SamplingOptions::default()
     };
-    let outcome =
-        sample_inprocess(scenario, &options, &AtomicBool::new(false)).expect("not interrupted");
-    let TunnelOutcome::Measured { samples, .. } = outcome else {
-        panic!("the AES-128-GCM row did not run: {outcome:?}");
+    let Ok(mut probe) = InprocessProbe::prepare(scenario) else {
+        panic!("the AES-128-GCM row did not run");
     };
-    let mut rates: Vec<f64> = samples
+    let run = measure::sample(
+        vec![probe.probe()],
+        None,
+        &options,
+        &AtomicBool::new(false),
+        &mut measure::Quietly,
+    )
+    .expect("sampled");
+    let mut rates: Vec<f64> = run.outcomes[0]
+        .samples()
         .iter()
-        .map(|s| s.payload_bytes as f64 / s.total_ns() as f64 * 1000.0)
+        .map(|s| s.value.payload_bytes as f64 / s.value.total_ns() as f64 * 1000.0)
         .collect();
     median(&mut rates)
 }
@@ -87,7 +96,7 @@ fn median(values: &mut [f64]) -> f64 {
 fn main() {
     let scenario = TunnelScenario {
         baseline: false,
-        cipher: tlslab::tunnel::Cipher::Aes128Gcm,
+        cipher: tlslab::scenario::tunnel::Cipher::Aes128Gcm,
         digest: Digest::None,
         compression: Compression::None,
         payload: Payload::Random,

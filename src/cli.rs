@@ -1,4 +1,6 @@
-//! The command line: one subcommand per capability.
+//! The command line: one subcommand per capability. Only clap types live
+//! here; this file imports nothing else of the crate, and `app` turns these
+//! options into runs.
 
 use std::path::PathBuf;
 
@@ -30,7 +32,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Measure a VPN data channel per cipher, digest, compression, payload
     /// and packet size: in process, or through a real OpenVPN tunnel.
-    Tunnel(Box<crate::tunnel::command::TunnelArgs>),
+    Tunnel(Box<TunnelArgs>),
 }
 
 /// Whether handshakes authenticate the client too.
@@ -46,7 +48,9 @@ pub enum MutualArg {
   tlslab handshake --preset kex-matrix
   tlslab handshake --tls 1.3 --group x25519,p256,x25519mlkem768 --cert rsa2048,ecdsa_p256,ed25519,mldsa65
   tlslab handshake --backend all --tls 1.2,1.3 --group x25519 --cert ecdsa_p256 --resumption off,ticket,psk
-  tlslab list   (every valid name)")]
+  tlslab list   (every valid name)
+
+Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2")]
 pub struct HandshakeArgs {
     /// A named matrix: kex-matrix, tls13-matrix, post-quantum. Axis options override its axes.
     #[arg(long, value_name = "NAME")]
@@ -64,21 +68,8 @@ pub struct HandshakeArgs {
     #[arg(long, value_enum, value_name = "MODE")]
     pub mutual: Option<MutualArg>,
 
-    /// Sample until the 95% confidence interval of the median is within ± this (e.g. 1%, 0.5%).
-    #[arg(long, value_name = "PERCENT", default_value = "1%")]
-    pub precision: String,
-
-    /// Time budget per cell, in seconds, once the minimum samples are taken.
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
-    pub max_time: f64,
-
-    /// Fewest samples per cell.
-    #[arg(long, value_name = "N", default_value_t = 10)]
-    pub min_samples: usize,
-
-    /// Warm-up per cell before sampling, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
-    pub warmup: f64,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
 
     /// The row other rows are compared with, by label (see the JSON export or
     /// `tlslab report`). [default: the preset's baseline, or the first row]
@@ -104,7 +95,10 @@ pub struct HandshakeArgs {
 #[command(after_help = "Examples:
   tlslab speed --algorithm rsa2048,ecdsa_p256,ecdh_p256
   tlslab speed --backend openssl --algorithm aes128gcm,chacha20poly1305 --size 16,1024,16384
-  tlslab speed --algorithm aes128gcm,sha256 --cpu-features native,generic")]
+  tlslab speed --algorithm aes128gcm,sha256 --cpu-features native,generic
+
+Sampling defaults: --precision 2% --max-time 0.5 --min-samples 5 --warmup 0.05
+(each sample is a batch of operations lasting about 2 ms)")]
 pub struct SpeedArgs {
     /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, or all. [default: all]
     #[arg(long, value_name = "LIST", default_value = "all")]
@@ -123,21 +117,8 @@ pub struct SpeedArgs {
     #[arg(long, value_name = "LIST", default_value = "native")]
     pub cpu_features: String,
 
-    /// Sample until the 95% confidence interval of the median is within ± this.
-    #[arg(long, value_name = "PERCENT", default_value = "2%")]
-    pub precision: String,
-
-    /// Time budget per row, in seconds, once the minimum samples are taken.
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.5)]
-    pub max_time: f64,
-
-    /// Fewest samples per row (each sample is a batch of about 2 ms).
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    pub min_samples: usize,
-
-    /// Warm-up per row, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.05)]
-    pub warmup: f64,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
 
     #[command(flatten)]
     pub database: DatabaseArgs,
@@ -158,7 +139,9 @@ pub struct SpeedArgs {
 #[command(after_help = "Examples:
   tlslab cost --preset rsa-vs-ecdsa
   tlslab cost --breakdown                      (TLS 1.3 X25519 with ECDSA P-256 and RSA-2048)
-  tlslab cost --breakdown --backend rustls-aws-lc --tls 1.3 --group x25519mlkem768 --cert mldsa65")]
+  tlslab cost --breakdown --backend rustls-aws-lc --tls 1.3 --group x25519mlkem768 --cert mldsa65
+
+Sampling defaults: --precision 2% --max-time 2 --min-samples 20 --warmup 0.2")]
 pub struct CostArgs {
     /// A named study: rsa-vs-ecdsa (TLS 1.2 RSA, ECDHE-RSA, ECDHE-ECDSA on OpenSSL). Axis options override it.
     #[arg(long, value_name = "NAME")]
@@ -176,21 +159,8 @@ pub struct CostArgs {
     #[command(flatten)]
     pub axes: AxisArgs,
 
-    /// Precision target for the handshake and primitive medians.
-    #[arg(long, value_name = "PERCENT", default_value = "2%")]
-    pub precision: String,
-
-    /// Time budget per handshake cell, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
-    pub max_time: f64,
-
-    /// Fewest samples per cell.
-    #[arg(long, value_name = "N", default_value_t = 20)]
-    pub min_samples: usize,
-
-    /// Warm-up per cell, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.2)]
-    pub warmup: f64,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
 
     #[command(flatten)]
     pub database: DatabaseArgs,
@@ -239,6 +209,48 @@ pub struct AxisArgs {
     pub chain_depth: Option<u8>,
 }
 
+/// How long and how precisely to sample. Every cell is warmed up, then all
+/// cells are sampled in interleaved rounds (one short batch of each per
+/// round, in a shuffled order) so that a change in the machine's speed hits
+/// every cell alike; ratios come from same-round pairs.
+#[derive(Debug, Args)]
+pub struct SamplingArgs {
+    /// Stop a cell once the 95% interval of its median (and of its ratio to
+    /// the baseline row, when there is one) is within ± this, e.g. 1% or 0.5%.
+    /// [default: per command, see above]
+    #[arg(long, value_name = "PERCENT", allow_negative_numbers = true)]
+    pub precision: Option<String>,
+
+    /// Time budget per cell, in seconds of its own sampling, once it has its
+    /// minimum samples. [default: per command]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub max_time: Option<f64>,
+
+    /// Time budget for the whole run, in seconds (warm-up included): every
+    /// cell still sampling then stops with what it has. [default: none]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub max_total_time: Option<f64>,
+
+    /// Fewest samples per cell before precision or time may stop it. [default: per command]
+    #[arg(long, value_name = "N")]
+    pub min_samples: Option<usize>,
+
+    /// Take exactly N samples per cell, one per round, whatever the
+    /// precision (as in the classic 10-run studies; overrides the stop rules).
+    #[arg(long, value_name = "N")]
+    pub runs: Option<usize>,
+
+    /// Warm-up per cell before sampling, in seconds (at least one unrecorded
+    /// sample is always taken). [default: per command]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub warmup: Option<f64>,
+
+    /// Seed of the shuffled round order (recorded with the run; set it to
+    /// repeat an order). [default: from the clock]
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
 /// Where results are stored.
 #[derive(Debug, Args)]
 pub struct DatabaseArgs {
@@ -283,4 +295,78 @@ pub struct ReportArgs {
 
     #[command(flatten)]
     pub exports: ExportArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab tunnel --preset openvpn-classic
+  tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc --digest sha256 --compression none,lz4 --payload random,text
+  tlslab tunnel --cipher bf-cbc --digest sha1 --size 64,512,1400,8000
+  tlslab tunnel --engine inprocess,openvpn --cipher aes-128-cbc,bf-cbc --digest sha1   (as root, with openvpn installed)
+
+Sampling defaults: --precision 1% --max-time 1 --min-samples 10 --warmup 0.1;
+with --preset openvpn-classic: 2%, 0.4, 20 and 0.02 (each sample is a batch of
+packets lasting about 1 ms). In-process rows interleave; OpenVPN rows are
+sampled one tunnel at a time.")]
+pub struct TunnelArgs {
+    /// A named matrix: openvpn-classic (16 CBC ciphers x 25 digest names x
+    /// compression off/lz4 x random/zero payloads). Axis options override its axes.
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+
+    /// Ciphers: none, bf-cbc, cast5-cbc, des-cbc, desx-cbc, des-ede-cbc,
+    /// des-ede3-cbc, rc2-cbc, rc2-40-cbc, rc2-64-cbc, seed-cbc,
+    /// camellia-128/192/256-cbc, aes-128/192/256-cbc, aes-128-gcm,
+    /// aes-256-gcm, chacha20-poly1305. [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305,aes-128-cbc,bf-cbc]
+    #[arg(long, value_name = "LIST")]
+    pub cipher: Option<String>,
+
+    /// HMAC digests (ignored by AEAD ciphers): none, md4, md5, sha0, sha1,
+    /// ripemd160, sha224, sha256, sha384, sha512, whirlpool, sha3-256,
+    /// blake2b-512, and OpenVPN's aliases (RSA-SHA1, DSA...). [default: sha256]
+    #[arg(long, value_name = "LIST")]
+    pub digest: Option<String>,
+
+    /// Compression: none, lz4, lzo (with the `lzo` cargo feature). [default: none]
+    #[arg(long, value_name = "LIST")]
+    pub compression: Option<String>,
+
+    /// Payloads: random, zero, text (HTML-like). [default: random]
+    #[arg(long, value_name = "LIST")]
+    pub payload: Option<String>,
+
+    /// Payload bytes per packet; a list is a size sweep. [default: 1400]
+    #[arg(long, value_name = "LIST")]
+    pub size: Option<String>,
+
+    /// Engines: inprocess (both ends in this process), openvpn (a real
+    /// OpenVPN static-key tunnel between network namespaces; root only).
+    #[arg(long, value_name = "LIST", default_value = "inprocess")]
+    pub engine: String,
+
+    /// Bytes each OpenVPN transfer carries each way, in megabytes (10^6 bytes).
+    #[arg(long, value_name = "MB", default_value_t = 16.0)]
+    pub transfer_mb: f64,
+
+    /// Leave out the no-tunnel baseline row.
+    #[arg(long)]
+    pub no_baseline_row: bool,
+
+    /// The row other rows are compared with, by label
+    /// (e.g. tunnel_aes-128-cbc_sha1_none_random_1400). [default: the no-tunnel row]
+    #[arg(long, value_name = "LABEL")]
+    pub baseline: Option<String>,
+
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+
+    /// Do not print the progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
 }

@@ -1,21 +1,21 @@
 //! tlslab: a laboratory for the cost of cryptography in secure transports.
 //!
 //! The library holds everything; the binary only parses the command line and
-//! calls [`commands`].
+//! calls [`app::run`].
 
+pub mod app;
 pub mod backend;
 pub mod certs;
 pub mod cli;
-pub mod commands;
-pub mod cost;
 pub mod host;
 pub mod measure;
+pub mod model;
 pub mod report;
 pub mod scenario;
-pub mod speed;
 pub mod stats;
 pub mod store;
-pub mod tunnel;
+pub mod transport;
+pub mod workload;
 
 /// Versions of the libraries this binary was built with (from Cargo.lock).
 pub mod build_info {

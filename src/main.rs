@@ -4,11 +4,11 @@ use clap::Parser;
 
 fn main() {
     let cli = tlslab::cli::Cli::parse();
-    match tlslab::commands::run(cli) {
+    match tlslab::app::run(cli) {
         Ok(code) => std::process::exit(code),
         Err(error) => {
             eprintln!("error: {error:#}");
-            std::process::exit(tlslab::commands::exit_code(&error));
+            std::process::exit(tlslab::app::exit_code(&error));
         }
     }
 }

@@ -2,10 +2,17 @@
 //! (matrix -> sampling -> statistics -> store -> exports) without noise. It
 //! performs no cryptography and is never listed as a backend.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use anyhow::Result;
 
-use super::{Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated};
+use super::{
+    Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated, PreparedOperation,
+    PrimitiveBackend, SideTime, Unsupported,
+};
 use crate::certs::Credentials;
+use crate::scenario::speed::SpeedRow;
 use crate::scenario::{
     Aead, CertKind, Group, HandshakeScenario, KxKind, Named, Resumption, TlsVersion,
 };
@@ -17,6 +24,39 @@ pub struct MockBackend {
     capabilities: Capabilities,
     /// If set, every handshake reports this group instead of the one asked for.
     pub wrong_group: Option<Group>,
+    /// If set, a machine whose speed changes during the run (see [`Drift`]).
+    pub drift: Option<Arc<Drift>>,
+}
+
+/// A deterministic change of the machine's speed, shared by every
+/// handshaker of a mock backend: the handshakes are counted, and every
+/// handshake in the second half of each stretch of `stretch` handshakes
+/// takes `factor` times as long.
+#[derive(Debug)]
+pub struct Drift {
+    pub stretch: u64,
+    pub factor: u64,
+    count: AtomicU64,
+}
+
+impl Drift {
+    pub fn new(stretch: u64, factor: u64) -> Self {
+        Self {
+            stretch,
+            factor,
+            count: AtomicU64::new(0),
+        }
+    }
+
+    /// The slowdown of the next handshake.
+    fn next_factor(&self) -> u64 {
+        let count = self.count.fetch_add(1, Ordering::Relaxed);
+        if count % self.stretch >= self.stretch / 2 {
+            self.factor
+        } else {
+            1
+        }
+    }
 }
 
 impl Default for MockBackend {
@@ -44,11 +84,21 @@ impl Default for MockBackend {
                 reports_signature_scheme: true,
             },
             wrong_group: None,
+            drift: None,
         }
     }
 }
 
 impl MockBackend {
+    /// A mock on a machine that slows down by `factor` for half of every
+    /// stretch of `stretch` handshakes (across all its cells).
+    pub fn drifting(stretch: u64, factor: u64) -> Self {
+        Self {
+            drift: Some(Arc::new(Drift::new(stretch, factor))),
+            ..Self::default()
+        }
+    }
+
     /// A mock whose handshakes all report `group`, whatever was asked for.
     pub fn negotiating_group(group: Group) -> Self {
         Self {
@@ -75,6 +125,10 @@ impl Backend for MockBackend {
         &self.capabilities
     }
 
+    fn primitives(&self) -> Box<dyn PrimitiveBackend> {
+        Box::new(MockPrimitives)
+    }
+
     fn handshaker(
         &self,
         scenario: &HandshakeScenario,
@@ -83,6 +137,7 @@ impl Backend for MockBackend {
         Ok(Box::new(MockHandshaker {
             scenario: *scenario,
             wrong_group: self.wrong_group,
+            drift: self.drift.clone(),
             count: 0,
         }))
     }
@@ -91,6 +146,7 @@ impl Backend for MockBackend {
 struct MockHandshaker {
     scenario: HandshakeScenario,
     wrong_group: Option<Group>,
+    drift: Option<Arc<Drift>>,
     count: u64,
 }
 
@@ -117,12 +173,20 @@ impl Handshaker for MockHandshaker {
         let (client, server) = mock_cost_ns(scenario);
         // A small deterministic spread, so statistics have something to do.
         let jitter = (self.count * 7919) % 11 * 100;
+        let slow = self.drift.as_ref().map_or(1, |d| d.next_factor());
+        let (client, server) = (client * slow, server * slow);
         let group = self.wrong_group.unwrap_or(scenario.group);
         let resumed = scenario.resumption.is_on();
         let signed = !resumed && group != Group::RsaKeyTransport;
         Ok(HandshakeSample {
-            client_ns: client + jitter,
-            server_ns: server + jitter,
+            client: SideTime {
+                wall_ns: client + jitter,
+                cpu_ns: client + jitter,
+            },
+            server: SideTime {
+                wall_ns: server + jitter,
+                cpu_ns: server + jitter,
+            },
             wall_ns: client + server + 2 * jitter + 1_000,
             negotiated: Negotiated {
                 version: scenario.version.protocol_name().to_string(),
@@ -134,5 +198,25 @@ impl Handshaker for MockHandshaker {
                 resumed,
             },
         })
+    }
+}
+
+/// Primitives that do a little fixed work, for testing the speed pipeline.
+struct MockPrimitives;
+
+impl PrimitiveBackend for MockPrimitives {
+    fn id(&self) -> &'static str {
+        "mock"
+    }
+
+    fn prepare(&self, row: &SpeedRow) -> Result<PreparedOperation, Unsupported> {
+        if row.primitive.group() == Some(Group::X448) {
+            return Err(Unsupported::new("mock has no X448"));
+        }
+        let work = 50 + row.size_bytes.unwrap_or(0) as u64 / 16;
+        Ok(Box::new(move || {
+            std::hint::black_box((0..work).fold(0u64, |a, b| a.wrapping_mul(31) ^ b));
+            Ok(())
+        }))
     }
 }

@@ -1,11 +1,11 @@
-//! TLS libraries behind one small trait. Each backend declares what it
-//! supports as data ([`Capabilities`]) and builds a [`Handshaker`] for a
-//! scenario; the handshaker drives client and server over memory buffers and
-//! times each side.
+//! TLS libraries behind small traits, and the one registry of backends.
+//! Each backend declares what it supports as data ([`Capabilities`]), builds
+//! a [`Handshaker`] for a scenario (client and server over memory buffers,
+//! each side timed) and offers its primitives ([`PrimitiveBackend`]) for
+//! `speed` and the cost model. All of a library's code lives in its folder.
 
 pub mod mock;
 pub mod openssl;
-mod pipe;
 pub mod rustls;
 
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::certs::Credentials;
+use crate::scenario::speed::SpeedRow;
 use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
 
 /// The name and version of the library a backend drives.
@@ -100,14 +101,55 @@ pub struct Negotiated {
     pub resumed: bool,
 }
 
+/// Time one side spent inside its library's calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SideTime {
+    /// Wall-clock time inside the calls.
+    pub wall_ns: u64,
+    /// The thread's CPU time inside the calls (`CLOCK_THREAD_CPUTIME_ID`):
+    /// the wall time less any time the thread was not running.
+    pub cpu_ns: u64,
+}
+
+/// The calling thread's CPU time, in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec; the thread CPU clock always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+/// A running measurement of one side's call: wall and thread CPU time.
+pub struct Stopwatch {
+    wall: std::time::Instant,
+    cpu_ns: u64,
+}
+
+impl Stopwatch {
+    pub fn start() -> Self {
+        Self {
+            cpu_ns: thread_cpu_ns(),
+            wall: std::time::Instant::now(),
+        }
+    }
+
+    /// Adds the time since `start` to a side's total.
+    pub fn add_to(self, side: &mut SideTime) {
+        side.wall_ns += self.wall.elapsed().as_nanos() as u64;
+        side.cpu_ns += thread_cpu_ns().saturating_sub(self.cpu_ns);
+    }
+}
+
 /// The time each side of one handshake spent and what it negotiated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandshakeSample {
-    /// Time inside the client library's calls (client and server run on one
-    /// thread, so this is the client's CPU time).
-    pub client_ns: u64,
+    /// Time inside the client library's calls.
+    pub client: SideTime,
     /// Time inside the server library's calls.
-    pub server_ns: u64,
+    pub server: SideTime,
     /// Time from creating the client connection to both sides being done.
     pub wall_ns: u64,
     pub negotiated: Negotiated,
@@ -140,49 +182,134 @@ pub trait Backend: Send + Sync {
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
         self.capabilities().unsupported_reason(self.id(), scenario)
     }
+
+    /// The library's primitives, measured by `speed` and charged by the cost model.
+    fn primitives(&self) -> Box<dyn PrimitiveBackend>;
+
+    /// This backend with every crypto call counted and timed (the counted
+    /// breakdown), if the library allows it.
+    fn instrumented(&self) -> Option<Arc<dyn Backend>> {
+        None
+    }
+}
+
+/// A prepared operation: keys and buffers are made, each call does the work once.
+pub type PreparedOperation = Box<dyn FnMut() -> Result<()>>;
+
+/// A library whose primitives can be measured.
+pub trait PrimitiveBackend {
+    fn id(&self) -> &'static str;
+
+    /// Prepares one row, or says why this library cannot do it.
+    fn prepare(&self, row: &SpeedRow) -> Result<PreparedOperation, Unsupported>;
+}
+
+/// Why a backend cannot measure a row (or failed to set it up).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unsupported(pub String);
+
+impl Unsupported {
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self(reason.into())
+    }
+}
+
+impl From<anyhow::Error> for Unsupported {
+    fn from(error: anyhow::Error) -> Self {
+        Self(format!("{error:#}"))
+    }
+}
+
+/// The one registry: every backend, its id and the other names it answers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendId {
+    Openssl,
+    RustlsAwsLc,
+    RustlsRing,
+    /// Deterministic fake timings for testing the pipeline; never listed.
+    Mock,
+}
+
+impl Named for BackendId {
+    const KIND: &'static str = "backend";
+    const ALL: &'static [Self] = &[
+        BackendId::Openssl,
+        BackendId::RustlsAwsLc,
+        BackendId::RustlsRing,
+        BackendId::Mock,
+    ];
+
+    fn id(self) -> &'static str {
+        match self {
+            BackendId::Openssl => "openssl",
+            BackendId::RustlsAwsLc => "rustls-aws-lc",
+            BackendId::RustlsRing => "rustls-ring",
+            BackendId::Mock => "mock",
+        }
+    }
+
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            BackendId::Openssl => &["ossl"],
+            BackendId::RustlsAwsLc => &["rustls-aws-lc-rs", "aws-lc-rs", "aws-lc", "rustls"],
+            BackendId::RustlsRing => &["ring"],
+            BackendId::Mock => &[],
+        }
+    }
+}
+
+impl BackendId {
+    /// The backend itself.
+    pub fn open(self) -> Arc<dyn Backend> {
+        match self {
+            BackendId::Openssl => Arc::new(openssl::OpensslBackend::new()),
+            BackendId::RustlsAwsLc => Arc::new(rustls::RustlsBackend::aws_lc_rs()),
+            BackendId::RustlsRing => Arc::new(rustls::RustlsBackend::ring()),
+            BackendId::Mock => Arc::new(mock::MockBackend::default()),
+        }
+    }
 }
 
 /// The ids of the real backends, in the order they are listed.
 pub const BACKEND_IDS: &[&str] = &["openssl", "rustls-aws-lc", "rustls-ring"];
 
-/// The backend with this id. `mock` is accepted for testing the pipeline but
-/// is never listed.
+/// The backend with this id or alias. `mock` is accepted for testing the
+/// pipeline but is never listed.
 pub fn backend_by_id(id: &str) -> Result<Arc<dyn Backend>, crate::scenario::UnknownName> {
-    match id.trim().to_ascii_lowercase().as_str() {
-        "openssl" => Ok(Arc::new(openssl::OpensslBackend::new())),
-        "rustls-aws-lc" | "rustls-aws-lc-rs" | "aws-lc-rs" => {
-            Ok(Arc::new(rustls::RustlsBackend::aws_lc_rs()))
-        }
-        "rustls-ring" | "ring" => Ok(Arc::new(rustls::RustlsBackend::ring())),
-        "mock" => Ok(Arc::new(mock::MockBackend::default())),
-        _ => Err(crate::scenario::UnknownName {
-            kind: "backend",
-            given: id.trim().to_string(),
-            valid: BACKEND_IDS.to_vec(),
-        }),
-    }
+    let found: BackendId = crate::scenario::parse_name(id).map_err(|mut error| {
+        error.valid = BACKEND_IDS.to_vec();
+        error
+    })?;
+    Ok(found.open())
 }
 
 /// Parses a comma-separated backend list; `all` means every real backend.
+/// Repeats (`all,openssl`, `ring,rustls-ring`) count once.
 pub fn backends_from_list(
     list: &str,
 ) -> Result<Vec<Arc<dyn Backend>>, crate::scenario::UnknownName> {
-    let mut ids: Vec<&str> = Vec::new();
-    for id in list.split(',').map(str::trim).filter(|id| !id.is_empty()) {
-        if id.eq_ignore_ascii_case("all") {
-            ids.extend(BACKEND_IDS);
+    let mut ids: Vec<BackendId> = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|id| !id.is_empty()) {
+        let found: Vec<BackendId> = if name.eq_ignore_ascii_case("all") {
+            BackendId::ALL
+                .iter()
+                .copied()
+                .filter(|id| *id != BackendId::Mock)
+                .collect()
         } else {
-            ids.push(id);
+            vec![crate::scenario::parse_name(name).map_err(|mut error| {
+                error.valid = BACKEND_IDS.to_vec();
+                error
+            })?]
+        };
+        for id in found {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
         }
     }
-    let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
-    for id in ids {
-        let backend = backend_by_id(id)?;
-        if !backends.iter().any(|b| b.id() == backend.id()) {
-            backends.push(backend);
-        }
-    }
-    Ok(backends)
+    Ok(ids.into_iter().map(BackendId::open).collect())
 }
 
 /// Maps a library's group name to our id, keeping unknown names as they are.
@@ -192,12 +319,12 @@ pub(crate) fn canonical_group(name: &str) -> String {
         .unwrap_or_else(|_| name.to_string())
 }
 
-/// The time an expression takes, added to `total_ns`.
+/// The wall and CPU time an expression takes, added to a [`SideTime`].
 macro_rules! timed {
-    ($total_ns:expr, $body:expr) => {{
-        let start = std::time::Instant::now();
+    ($side:expr, $body:expr) => {{
+        let stopwatch = $crate::backend::Stopwatch::start();
         let value = $body;
-        $total_ns += start.elapsed().as_nanos() as u64;
+        stopwatch.add_to(&mut $side);
         value
     }};
 }

@@ -1,33 +1,46 @@
-//! Runners: warm-up, the sampling loop that stops when the median is precise
-//! enough or the time budget is spent, and the matrix runner that turns every
-//! (scenario, backend) pair into a finished cell, reporting progress and
-//! handing each cell to the caller as soon as it is done.
+//! The one sampler every command uses. It is generic over what one sample
+//! does (a handshake, a batch of primitive operations, a batch of tunnel
+//! packets): after a warm-up per cell, it samples in interleaved rounds —
+//! each round takes one short batch from every cell still sampling, in a
+//! fresh shuffled order — so a slowdown of the machine hits all cells alike
+//! and a ratio between two cells can be taken from same-round pairs.
+//!
+//! A cell stops when its median (and, with a baseline, its ratio to the
+//! baseline) is precise enough, when its own time budget is spent, or when a
+//! fixed count of samples (`runs`) is reached; the run stops when every cell
+//! has stopped, when its total budget is spent, or on Ctrl-C.
 
 pub mod verify;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, Handshaker, Negotiated};
-use crate::certs::CertCache;
-use crate::scenario::HandshakeScenario;
 use crate::stats;
 
-/// When to stop sampling a cell.
+/// When to stop sampling, and how to interleave.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct SamplingOptions {
-    /// Stop once the 95% interval of the median wall time is within ± this
-    /// fraction of the median (0.01 = 1%).
+    /// Stop a cell once the 95% interval of its median (and of its ratio to
+    /// the baseline, when there is one) is within ± this fraction (0.01 = 1%).
     pub precision: f64,
-    /// Stop once this much time went into a cell's samples (after `min_samples`).
+    /// Stop a cell once this much time went into its own samples (and it has
+    /// `min_samples`).
     pub max_time: Duration,
-    /// Never stop with fewer samples.
+    /// Stop the whole run after this long, warm-up included.
+    pub max_total_time: Option<Duration>,
+    /// Never stop a cell for precision or time with fewer samples.
     pub min_samples: usize,
-    /// Handshakes before sampling, not recorded (at least two).
+    /// A fixed count: exactly this many samples per cell, one per round,
+    /// whatever the precision (as hyperfine's `--runs`).
+    pub runs: Option<usize>,
+    /// Warm-up per cell before sampling (not recorded); at least one sample.
     pub warmup: Duration,
+    /// Seeds the shuffled order of the rounds (recorded with the run).
+    pub seed: u64,
+    /// About how long one cell's batch in one round lasts.
+    pub slice: Duration,
 }
 
 impl Default for SamplingOptions {
@@ -35,27 +48,41 @@ impl Default for SamplingOptions {
         Self {
             precision: 0.01,
             max_time: Duration::from_secs(5),
+            max_total_time: None,
             min_samples: 10,
+            runs: None,
             warmup: Duration::from_millis(200),
+            seed: 1,
+            slice: Duration::from_millis(3),
         }
     }
 }
 
-/// One measured handshake.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Sample {
-    pub wall_ns: u64,
-    pub client_ns: u64,
-    pub server_ns: u64,
+/// A sample's cost: the figure precision and ratios are about (time per
+/// handshake, per operation or per byte; lower is better).
+pub trait Sampled: Copy {
+    fn cost(&self) -> f64;
 }
 
-/// What happened to one cell of the matrix.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One sample and the round it was taken in.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Timed<S> {
+    pub round: u32,
+    #[serde(flatten)]
+    pub value: S,
+}
+
+/// (round, cost) of each sample, for the statistics of pairs and drift.
+pub fn costs<S: Sampled>(samples: &[Timed<S>]) -> Vec<(u32, f64)> {
+    samples.iter().map(|t| (t.round, t.value.cost())).collect()
+}
+
+/// What happened to one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
-pub enum CellOutcome {
+pub enum Outcome<S> {
     Measured {
-        negotiated: Negotiated,
-        samples: Vec<Sample>,
+        samples: Vec<Timed<S>>,
         /// True if and only if sampling stopped because the precision was reached.
         precise: bool,
     },
@@ -67,210 +94,462 @@ pub enum CellOutcome {
     },
 }
 
-/// One (scenario, backend) pair and its outcome.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CellResult {
-    pub backend: String,
-    pub scenario: HandshakeScenario,
-    pub outcome: CellOutcome,
+impl<S> Outcome<S> {
+    pub fn samples(&self) -> &[Timed<S>] {
+        match self {
+            Outcome::Measured { samples, .. } => samples,
+            _ => &[],
+        }
+    }
+
+    /// "measured", "unsupported" or "failed".
+    pub fn status(&self) -> &'static str {
+        match self {
+            Outcome::Measured { .. } => "measured",
+            Outcome::Unsupported { .. } => "unsupported",
+            Outcome::Failed { .. } => "failed",
+        }
+    }
+
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Outcome::Measured { .. } => None,
+            Outcome::Unsupported { reason } | Outcome::Failed { reason } => Some(reason),
+        }
+    }
+
+    pub fn precise(&self) -> bool {
+        matches!(self, Outcome::Measured { precise: true, .. })
+    }
 }
 
-impl CellResult {
-    pub fn samples(&self) -> &[Sample] {
-        match &self.outcome {
-            CellOutcome::Measured { samples, .. } => samples,
-            _ => &[],
+/// What one cell does per sample; an error fails the cell with its reason.
+pub type Probe<'a, S> = Box<dyn FnMut() -> Result<S, String> + 'a>;
+
+/// When a round started, from the start of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Round {
+    pub index: u32,
+    pub offset_ns: u64,
+}
+
+/// How a sampled run ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SampledRun<S> {
+    /// One outcome per probe, in the order the probes were given.
+    pub outcomes: Vec<Outcome<S>>,
+    pub rounds: Vec<Round>,
+    /// Ctrl-C stopped the run; cells under way keep what they sampled.
+    pub interrupted: bool,
+    /// The total budget stopped the run.
+    pub out_of_time: bool,
+}
+
+/// Told about progress as the run goes, and handed each cell as it finishes.
+pub trait Observer<S> {
+    /// A cell stopped sampling (or failed); store it now. An error stops the run.
+    fn cell_finished(&mut self, index: usize, outcome: &Outcome<S>) -> anyhow::Result<()>;
+    /// A round ended: `active` cells still sample, `finished` have stopped.
+    fn round_finished(&mut self, _round: u32, _active: usize, _finished: usize) {}
+}
+
+/// An observer that keeps nothing.
+pub struct Quietly;
+
+impl<S> Observer<S> for Quietly {
+    fn cell_finished(&mut self, _: usize, _: &Outcome<S>) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// A small, seedable generator for the round order (SplitMix64): the order
+/// only has to be unpredictable to the machine's rhythms, and repeatable.
+#[derive(Debug, Clone)]
+pub struct Shuffler(u64);
+
+impl Shuffler {
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Shuffles in place (Fisher-Yates).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = (self.next() % (i as u64 + 1)) as usize;
+            items.swap(i, j);
         }
     }
 }
 
-/// The run was interrupted (Ctrl-C); the cell under way is dropped.
+/// A seed from the clock, for runs that do not set one.
+pub fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    nanos ^ u64::from(std::process::id()).rotate_left(32)
+}
+
+struct CellState<'a, S> {
+    probe: Probe<'a, S>,
+    samples: Vec<Timed<S>>,
+    /// Samples per round.
+    batch: usize,
+    /// Time spent in this cell's samples.
+    spent: Duration,
+    active: bool,
+}
+
+/// Samples every probe in interleaved rounds until each is precise or out
+/// of time. `baseline` is the index of the cell ratios are taken against:
+/// a cell is only precise once its ratio to it is, and the baseline samples
+/// as long as any other cell does.
+pub fn sample<S: Sampled>(
+    probes: Vec<Probe<'_, S>>,
+    baseline: Option<usize>,
+    options: &SamplingOptions,
+    interrupt: &AtomicBool,
+    observer: &mut dyn Observer<S>,
+) -> anyhow::Result<SampledRun<S>> {
+    let start = Instant::now();
+    let total_spent = || {
+        options
+            .max_total_time
+            .is_some_and(|budget| start.elapsed() >= budget)
+    };
+    let count = probes.len();
+    let mut outcomes: Vec<Option<Outcome<S>>> = (0..count).map(|_| None).collect();
+    let mut cells: Vec<CellState<S>> = probes
+        .into_iter()
+        .map(|probe| CellState {
+            probe,
+            samples: Vec::new(),
+            batch: 1,
+            spent: Duration::ZERO,
+            active: true,
+        })
+        .collect();
+    let mut run = SampledRun {
+        outcomes: Vec::new(),
+        rounds: Vec::new(),
+        interrupted: false,
+        out_of_time: false,
+    };
+
+    // Warm-up, which also sizes each cell's batch to about one slice.
+    for index in 0..count {
+        if interrupt.load(Ordering::Relaxed) || total_spent() {
+            break;
+        }
+        let cell = &mut cells[index];
+        let warm = Instant::now();
+        let mut calls = 0u32;
+        let mut failure = None;
+        while calls == 0 || warm.elapsed() < options.warmup {
+            if let Err(reason) = (cell.probe)() {
+                failure = Some(reason);
+                break;
+            }
+            calls += 1;
+            if interrupt.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        if let Some(reason) = failure {
+            cell.active = false;
+            let outcome = Outcome::Failed { reason };
+            observer.cell_finished(index, &outcome)?;
+            outcomes[index] = Some(outcome);
+            continue;
+        }
+        let per_call = warm.elapsed() / calls.max(1);
+        cell.batch = if options.runs.is_some() {
+            1
+        } else {
+            (options.slice.as_nanos() / per_call.as_nanos().max(1)).clamp(1, 10_000) as usize
+        };
+    }
+
+    let mut shuffler = Shuffler::new(options.seed);
+    let mut order: Vec<usize> = Vec::with_capacity(count);
+    let mut round: u32 = 0;
+    loop {
+        if interrupt.load(Ordering::Relaxed) {
+            run.interrupted = true;
+            break;
+        }
+        if total_spent() {
+            run.out_of_time = true;
+            break;
+        }
+        order.clear();
+        order.extend((0..count).filter(|&i| cells[i].active));
+        if order.is_empty() {
+            break;
+        }
+        shuffler.shuffle(&mut order);
+        run.rounds.push(Round {
+            index: round,
+            offset_ns: start.elapsed().as_nanos() as u64,
+        });
+        for &index in &order {
+            if interrupt.load(Ordering::Relaxed) {
+                break;
+            }
+            let cell = &mut cells[index];
+            let began = Instant::now();
+            for _ in 0..cell.batch {
+                match (cell.probe)() {
+                    Ok(value) => cell.samples.push(Timed { round, value }),
+                    Err(reason) => {
+                        cell.active = false;
+                        let outcome = Outcome::Failed { reason };
+                        observer.cell_finished(index, &outcome)?;
+                        outcomes[index] = Some(outcome);
+                        break;
+                    }
+                }
+            }
+            cell.spent += began.elapsed();
+        }
+        // Which cells are done after this round.
+        let baseline_costs = baseline
+            .filter(|&b| cells[b].active || outcomes[b].is_none())
+            .map(|b| stats::round_medians(&costs(&cells[b].samples)));
+        let others_active = |cells: &[CellState<S>]| {
+            cells
+                .iter()
+                .enumerate()
+                .any(|(i, c)| c.active && Some(i) != baseline)
+        };
+        for index in 0..count {
+            if !cells[index].active {
+                continue;
+            }
+            let is_baseline = Some(index) == baseline;
+            let cell = &cells[index];
+            let n = cell.samples.len();
+            let precise = || {
+                let values: Vec<f64> = cell.samples.iter().map(|t| t.value.cost()).collect();
+                if stats::median_precision(&values) > options.precision {
+                    return false;
+                }
+                match (&baseline_costs, is_baseline) {
+                    (Some(base), false) => {
+                        stats::paired_ratio(&stats::round_medians(&costs(&cell.samples)), base)
+                            .is_some_and(|r| r.precision() <= options.precision)
+                    }
+                    _ => true,
+                }
+            };
+            let done = match options.runs {
+                Some(runs) => n >= runs,
+                None => {
+                    let enough = n >= options.min_samples.max(1);
+                    let out_of_time = cell.spent >= options.max_time;
+                    enough && (out_of_time || precise())
+                }
+            };
+            // The baseline pairs with every other cell: it goes on while they do.
+            if done && !(is_baseline && options.runs.is_none() && others_active(&cells)) {
+                let outcome = Outcome::Measured {
+                    precise: precise(),
+                    samples: std::mem::take(&mut cells[index].samples),
+                };
+                cells[index].active = false;
+                observer.cell_finished(index, &outcome)?;
+                outcomes[index] = Some(outcome);
+            }
+        }
+        let active = cells.iter().filter(|c| c.active).count();
+        observer.round_finished(round, active, count - active);
+        round += 1;
+    }
+
+    // Cells still sampling when the run stopped keep what they have.
+    for index in 0..count {
+        if outcomes[index].is_some() {
+            continue;
+        }
+        let cell = &mut cells[index];
+        let values: Vec<f64> = cell.samples.iter().map(|t| t.value.cost()).collect();
+        let outcome = if cell.samples.is_empty() {
+            Outcome::Failed {
+                reason: if run.interrupted {
+                    "interrupted before its first sample".to_string()
+                } else {
+                    "the run's time budget ran out before its first sample".to_string()
+                },
+            }
+        } else {
+            Outcome::Measured {
+                precise: stats::median_precision(&values) <= options.precision,
+                samples: std::mem::take(&mut cell.samples),
+            }
+        };
+        observer.cell_finished(index, &outcome)?;
+        outcomes[index] = Some(outcome);
+    }
+    run.outcomes = outcomes
+        .into_iter()
+        .map(|o| o.expect("every cell has an outcome"))
+        .collect();
+    Ok(run)
+}
+
+/// The run was interrupted (Ctrl-C).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("interrupted")]
 pub struct Interrupted;
 
-/// Samples one scenario on a prepared handshaker.
-pub fn sample_cell(
-    handshaker: &mut dyn Handshaker,
-    scenario: &HandshakeScenario,
-    check_signature: bool,
-    options: &SamplingOptions,
-    interrupt: &AtomicBool,
-) -> Result<CellOutcome, Interrupted> {
-    let failed = |reason: String| Ok(CellOutcome::Failed { reason });
-    let mut one = || -> Result<crate::backend::HandshakeSample, String> {
-        let sample = handshaker.handshake().map_err(|e| format!("{e:#}"))?;
-        verify::check(scenario, &sample.negotiated, check_signature).map_err(|e| e.to_string())?;
-        Ok(sample)
-    };
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    let warmup_start = Instant::now();
-    let mut warmups = 0;
-    while warmups < 2 || warmup_start.elapsed() < options.warmup {
-        if interrupt.load(Ordering::Relaxed) {
-            return Err(Interrupted);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct Cost(f64);
+
+    impl Sampled for Cost {
+        fn cost(&self) -> f64 {
+            self.0
         }
-        if let Err(reason) = one() {
-            return failed(reason);
-        }
-        warmups += 1;
     }
 
-    let mut samples = Vec::new();
-    let mut walls = Vec::new();
-    let mut negotiated = None;
-    let mut next_check = options.min_samples.max(2);
-    let start = Instant::now();
-    let precise = loop {
-        if interrupt.load(Ordering::Relaxed) {
-            return Err(Interrupted);
+    fn options() -> SamplingOptions {
+        SamplingOptions {
+            precision: 0.01,
+            max_time: Duration::from_secs(5),
+            max_total_time: None,
+            min_samples: 6,
+            runs: None,
+            warmup: Duration::ZERO,
+            seed: 7,
+            slice: Duration::ZERO,
         }
-        let sample = match one() {
-            Ok(sample) => sample,
-            Err(reason) => return failed(reason),
+    }
+
+    #[test]
+    fn rounds_interleave_every_active_cell() {
+        let probes: Vec<Probe<Cost>> = (0..3)
+            .map(|i| Box::new(move || Ok(Cost(10.0 + i as f64))) as Probe<Cost>)
+            .collect();
+        let run = sample(
+            probes,
+            None,
+            &options(),
+            &AtomicBool::new(false),
+            &mut Quietly,
+        )
+        .unwrap();
+        assert!(!run.interrupted);
+        for outcome in &run.outcomes {
+            let rounds: Vec<u32> = outcome.samples().iter().map(|t| t.round).collect();
+            // Constant costs are precise as soon as six samples give a 95% interval.
+            assert_eq!(rounds, vec![0, 1, 2, 3, 4, 5]);
+            assert!(outcome.precise());
+        }
+        assert_eq!(run.rounds.len(), 6);
+    }
+
+    #[test]
+    fn a_fixed_count_takes_one_sample_per_round() {
+        let probes: Vec<Probe<Cost>> = vec![Box::new(|| Ok(Cost(1.0))), Box::new(|| Ok(Cost(2.0)))];
+        let options = SamplingOptions {
+            runs: Some(4),
+            slice: Duration::from_secs(1),
+            ..options()
         };
-        samples.push(Sample {
-            wall_ns: sample.wall_ns,
-            client_ns: sample.client_ns,
-            server_ns: sample.server_ns,
-        });
-        walls.push(sample.wall_ns as f64);
-        negotiated.get_or_insert(sample.negotiated);
-        let count = samples.len();
-        if count < options.min_samples.max(1) {
-            continue;
-        }
-        if count >= next_check {
-            // Checked at growing intervals so the check stays cheap.
-            next_check = count + (count / 10).max(10);
-            if stats::median_precision(&walls) <= options.precision {
-                break true;
-            }
-        }
-        if start.elapsed() >= options.max_time {
-            break stats::median_precision(&walls) <= options.precision;
-        }
-    };
-    Ok(CellOutcome::Measured {
-        negotiated: negotiated.expect("at least one sample"),
-        samples,
-        precise,
-    })
-}
+        let run = sample(
+            probes,
+            Some(0),
+            &options,
+            &AtomicBool::new(false),
+            &mut Quietly,
+        )
+        .unwrap();
+        assert!(run.outcomes.iter().all(|o| o.samples().len() == 4));
+    }
 
-/// Progress of a matrix run, for a progress bar or a log.
-pub trait Progress {
-    /// A cell is about to start; `done` cells of `total` are finished.
-    fn cell_started(
-        &mut self,
-        done: usize,
-        total: usize,
-        backend: &str,
-        scenario: &HandshakeScenario,
-    );
-    /// A cell finished.
-    fn cell_finished(&mut self, done: usize, total: usize, cell: &CellResult);
-}
-
-/// Progress that goes nowhere.
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn cell_started(&mut self, _: usize, _: usize, _: &str, _: &HandshakeScenario) {}
-    fn cell_finished(&mut self, _: usize, _: usize, _: &CellResult) {}
-}
-
-/// How a matrix run ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MatrixRun {
-    pub cells: Vec<CellResult>,
-    pub interrupted: bool,
-}
-
-/// Runs every scenario on every backend, scenario by scenario. Each finished
-/// cell goes to `on_cell` at once (to be stored); an error from `on_cell`
-/// stops the run. On interrupt, the cell under way is dropped and every
-/// finished cell is kept.
-pub fn run_matrix(
-    scenarios: &[HandshakeScenario],
-    backends: &[Arc<dyn Backend>],
-    certs: &CertCache,
-    options: &SamplingOptions,
-    progress: &mut dyn Progress,
-    interrupt: &AtomicBool,
-    on_cell: &mut dyn FnMut(&CellResult) -> anyhow::Result<()>,
-) -> anyhow::Result<MatrixRun> {
-    let total = scenarios.len() * backends.len();
-    let mut cells = Vec::with_capacity(total);
-    for scenario in scenarios {
-        for backend in backends {
-            if interrupt.load(Ordering::Relaxed) {
-                return Ok(MatrixRun {
-                    cells,
-                    interrupted: true,
-                });
-            }
-            progress.cell_started(cells.len(), total, backend.id(), scenario);
-            let outcome = match measure_one(backend.as_ref(), scenario, certs, options, interrupt) {
-                Ok(outcome) => outcome,
-                Err(Interrupted) => {
-                    return Ok(MatrixRun {
-                        cells,
-                        interrupted: true,
-                    })
+    #[test]
+    fn a_failing_probe_fails_its_cell_only() {
+        let mut calls = 0;
+        let probes: Vec<Probe<Cost>> = vec![
+            Box::new(move || {
+                calls += 1;
+                if calls > 3 {
+                    Err("broke".to_string())
+                } else {
+                    Ok(Cost(1.0))
                 }
-            };
-            let cell = CellResult {
-                backend: backend.id().to_string(),
-                scenario: *scenario,
-                outcome,
-            };
-            on_cell(&cell)?;
-            cells.push(cell);
-            progress.cell_finished(cells.len(), total, cells.last().expect("just pushed"));
-        }
+            }),
+            Box::new(|| Ok(Cost(2.0))),
+        ];
+        let run = sample(
+            probes,
+            None,
+            &options(),
+            &AtomicBool::new(false),
+            &mut Quietly,
+        )
+        .unwrap();
+        assert_eq!(
+            run.outcomes[0],
+            Outcome::Failed {
+                reason: "broke".into()
+            }
+        );
+        assert!(run.outcomes[1].precise());
     }
-    Ok(MatrixRun {
-        cells,
-        interrupted: false,
-    })
-}
 
-fn measure_one(
-    backend: &dyn Backend,
-    scenario: &HandshakeScenario,
-    certs: &CertCache,
-    options: &SamplingOptions,
-    interrupt: &AtomicBool,
-) -> Result<CellOutcome, Interrupted> {
-    if let Some(reason) = scenario.protocol_conflict() {
-        return Ok(CellOutcome::Unsupported { reason });
+    #[test]
+    fn the_baseline_samples_while_others_do() {
+        // Cell 1 is noisy, so it needs many rounds; the baseline (cell 0)
+        // must be sampled in every one of them.
+        let mut tick = 0u64;
+        let probes: Vec<Probe<Cost>> = vec![
+            Box::new(|| Ok(Cost(100.0))),
+            Box::new(move || {
+                tick += 1;
+                Ok(Cost(200.0 + (tick * 7919 % 13) as f64))
+            }),
+        ];
+        let options = SamplingOptions {
+            precision: 0.02,
+            ..options()
+        };
+        let run = sample(
+            probes,
+            Some(0),
+            &options,
+            &AtomicBool::new(false),
+            &mut Quietly,
+        )
+        .unwrap();
+        let rounds =
+            |i: usize| -> Vec<u32> { run.outcomes[i].samples().iter().map(|t| t.round).collect() };
+        assert!(rounds(1).len() > 6);
+        assert!(rounds(1).iter().all(|r| rounds(0).contains(r)));
     }
-    if let Some(reason) = backend.unsupported_reason(scenario) {
-        return Ok(CellOutcome::Unsupported { reason });
+
+    #[test]
+    fn shuffles_are_repeatable_and_vary() {
+        let mut a = Shuffler::new(3);
+        let mut b = Shuffler::new(3);
+        let mut x: Vec<u32> = (0..20).collect();
+        let mut y = x.clone();
+        a.shuffle(&mut x);
+        b.shuffle(&mut y);
+        assert_eq!(x, y);
+        let before = x.clone();
+        a.shuffle(&mut x);
+        assert_ne!(x, before);
     }
-    let credentials = match certs.get(scenario.cert, scenario.chain_depth) {
-        Ok(credentials) => credentials,
-        Err(error) => {
-            return Ok(CellOutcome::Failed {
-                reason: format!("{error:#}"),
-            })
-        }
-    };
-    let mut handshaker = match backend.handshaker(scenario, &credentials) {
-        Ok(handshaker) => handshaker,
-        Err(error) => {
-            return Ok(CellOutcome::Failed {
-                reason: format!("{error:#}"),
-            })
-        }
-    };
-    let check_signature = backend.capabilities().reports_signature_scheme;
-    sample_cell(
-        handshaker.as_mut(),
-        scenario,
-        check_signature,
-        options,
-        interrupt,
-    )
 }

@@ -1,143 +1,67 @@
-//! Turning cells into a report (statistics per row, ratios to a baseline) and
-//! the exporters: terminal table, Markdown, CSV and JSON.
+//! Reports: one view per capability turns stored cells into a neutral
+//! [`Document`] (tables of text cells, a record table with every field, and
+//! JSON data with the raw samples), and one [`Exporter`] per format draws
+//! any document. A new capability writes a view, never its own CSV,
+//! Markdown or JSON code.
 
+pub mod cost;
 mod csv;
+pub mod handshake;
 pub mod markup;
 pub mod speed;
 pub mod tunnel;
 
-pub(crate) use csv::quote as csv_quote;
-
 use anyhow::Result;
-use serde::Serialize;
 
-use crate::backend::{LibraryInfo, Negotiated};
+use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
-use crate::measure::{CellOutcome, CellResult, Sample};
-use crate::scenario::HandshakeScenario;
-use crate::stats::{self, Ratio, Summary};
+use crate::stats::Drift;
 
-/// One row of a report: a cell with its statistics.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    pub label: String,
-    pub scenario: HandshakeScenario,
-    pub backend: String,
-    pub description: String,
-    /// "measured", "unsupported" or "failed".
-    pub status: &'static str,
-    pub reason: Option<String>,
-    pub negotiated: Option<Negotiated>,
-    pub sample_count: usize,
-    /// True if and only if the median reached the requested precision.
-    pub precise: bool,
-    /// Handshakes per second on one core: 1 / mean wall time.
-    pub handshakes_per_second: Option<f64>,
-    /// Wall time per handshake, microseconds.
-    pub wall_us: Option<Summary>,
-    /// Client time per handshake, microseconds.
-    pub client_us: Option<Summary>,
-    /// Server time per handshake, microseconds.
-    pub server_us: Option<Summary>,
-    /// Median wall time relative to the baseline row.
-    pub ratio_to_baseline: Option<Ratio>,
-    pub weak: bool,
-    pub security_notes: Vec<&'static str>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub samples: Vec<Sample>,
+/// A table of text cells with a header row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    /// Drawn above the table (a heading in Markdown).
+    pub title: Option<String>,
+    pub headers: Vec<String>,
+    /// Right-aligned columns (numbers).
+    pub numeric: Vec<bool>,
+    pub rows: Vec<Vec<String>>,
+    /// Said instead of the table when it has no rows.
+    pub empty: Option<String>,
+    /// Lines under the table (what a column means, how an interval was obtained).
+    pub notes: Vec<String>,
 }
 
-/// A finished (or interrupted) run, ready to export.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub tool_version: String,
-    pub run_id: Option<i64>,
-    pub complete: bool,
-    pub baseline: Option<String>,
-    pub host: HostInfo,
-    pub libraries: Vec<LibraryInfo>,
-    pub rows: Vec<Row>,
-}
-
-fn micros(samples: &[Sample], pick: fn(&Sample) -> u64) -> Option<Summary> {
-    let values: Vec<f64> = samples.iter().map(|s| pick(s) as f64 / 1000.0).collect();
-    stats::summarize(&values)
-}
-
-/// Builds report rows. The ratio of each row is to the baseline row of the
-/// same backend if it has one, else to the first backend's baseline row.
-pub fn build_rows(cells: &[CellResult], baseline: Option<&str>) -> Vec<Row> {
-    let mut rows: Vec<Row> = cells.iter().map(row_of).collect();
-    if let Some(baseline) = baseline {
-        let find = |backend: Option<&str>| {
-            rows.iter()
-                .find(|r| {
-                    r.label == baseline
-                        && backend.is_none_or(|b| r.backend == b)
-                        && r.wall_us.is_some()
-                })
-                .and_then(|r| r.wall_us)
-        };
-        let fallback = find(None);
-        let bases: Vec<Option<Summary>> = rows
-            .iter()
-            .map(|row| find(Some(&row.backend)).or(fallback))
-            .collect();
-        for (row, base) in rows.iter_mut().zip(bases) {
-            if let (Some(wall), Some(base)) = (row.wall_us, base) {
-                row.ratio_to_baseline = Some(stats::ratio_of_medians(&wall, &base));
-            }
+impl Table {
+    /// A table with these columns; `numeric` marks the right-aligned ones.
+    pub fn new(headers: &[&str], numeric: &[bool]) -> Self {
+        assert_eq!(headers.len(), numeric.len(), "one alignment per column");
+        Self {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            numeric: numeric.to_vec(),
+            ..Self::default()
         }
     }
-    rows
+
+    pub fn titled(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
 }
 
-fn row_of(cell: &CellResult) -> Row {
-    let scenario = &cell.scenario;
-    let mut row = Row {
-        label: scenario.label(),
-        scenario: *scenario,
-        backend: cell.backend.clone(),
-        description: scenario.describe(),
-        status: "measured",
-        reason: None,
-        negotiated: None,
-        sample_count: 0,
-        precise: false,
-        handshakes_per_second: None,
-        wall_us: None,
-        client_us: None,
-        server_us: None,
-        ratio_to_baseline: None,
-        weak: scenario.is_weak(),
-        security_notes: scenario.security_notes(),
-        samples: Vec::new(),
-    };
-    match &cell.outcome {
-        CellOutcome::Measured {
-            negotiated,
-            samples,
-            precise,
-        } => {
-            row.negotiated = Some(negotiated.clone());
-            row.sample_count = samples.len();
-            row.precise = *precise;
-            row.wall_us = micros(samples, |s| s.wall_ns);
-            row.client_us = micros(samples, |s| s.client_ns);
-            row.server_us = micros(samples, |s| s.server_ns);
-            row.handshakes_per_second = row.wall_us.map(|w| 1e6 / w.mean);
-            row.samples = samples.clone();
-        }
-        CellOutcome::Unsupported { reason } => {
-            row.status = "unsupported";
-            row.reason = Some(reason.clone());
-        }
-        CellOutcome::Failed { reason } => {
-            row.status = "failed";
-            row.reason = Some(reason.clone());
-        }
-    }
-    row
+/// What a view hands the exporters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// One line on the host and the libraries, drawn first.
+    pub heading: String,
+    /// The tables a person reads (terminal and Markdown).
+    pub tables: Vec<Table>,
+    /// One line per row with every field (CSV).
+    pub records: Table,
+    /// Every row with its statistics and raw samples (JSON).
+    pub data: serde_json::Value,
+    /// Lines after every table (drift, an incomplete run).
+    pub footer: Vec<String>,
 }
 
 /// The output formats.
@@ -149,12 +73,164 @@ pub enum Format {
     Json,
 }
 
-/// Renders a report in one format.
-pub fn render(report: &Report, format: Format) -> Result<String> {
-    Ok(match format {
-        Format::Table => markup::render(report, markup::Style::Terminal),
-        Format::Markdown => markup::render(report, markup::Style::Markdown),
-        Format::Csv => csv::render(report),
-        Format::Json => serde_json::to_string_pretty(report)? + "\n",
+/// Draws a document in one format.
+pub trait Exporter {
+    fn export(&self, document: &Document) -> Result<String>;
+}
+
+/// Aligned text for a terminal, or Markdown: one layout, two styles.
+struct Markup(markup::Style);
+
+impl Exporter for Markup {
+    fn export(&self, document: &Document) -> Result<String> {
+        let style = self.0;
+        let mut out = match style {
+            markup::Style::Terminal => format!("{}\n", document.heading),
+            markup::Style::Markdown => format!("Host: {}\n", document.heading),
+        };
+        for table in &document.tables {
+            match (&table.title, style) {
+                (Some(title), markup::Style::Terminal) => out.push_str(&format!("\n{title}\n\n")),
+                (Some(title), markup::Style::Markdown) => {
+                    out.push_str(&format!("\n## {title}\n\n"))
+                }
+                (None, _) => out.push('\n'),
+            }
+            if table.rows.is_empty() {
+                if let Some(empty) = &table.empty {
+                    out.push_str(&format!("({empty})\n"));
+                    continue;
+                }
+            }
+            let headers: Vec<&str> = table.headers.iter().map(String::as_str).collect();
+            out.push_str(&markup::grid(&headers, &table.numeric, &table.rows, style));
+            if !table.notes.is_empty() {
+                out.push('\n');
+                for note in &table.notes {
+                    out.push_str(note);
+                    out.push('\n');
+                }
+            }
+        }
+        if !document.footer.is_empty() {
+            out.push('\n');
+            for line in &document.footer {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The record table as CSV.
+struct Csv;
+
+impl Exporter for Csv {
+    fn export(&self, document: &Document) -> Result<String> {
+        let line = |fields: &[String]| -> String {
+            let quoted: Vec<String> = fields.iter().map(|f| csv::quote(f)).collect();
+            quoted.join(",") + "\n"
+        };
+        let mut out = line(&document.records.headers);
+        for row in &document.records.rows {
+            out.push_str(&line(row));
+        }
+        Ok(out)
+    }
+}
+
+/// The data as pretty JSON.
+struct Json;
+
+impl Exporter for Json {
+    fn export(&self, document: &Document) -> Result<String> {
+        Ok(serde_json::to_string_pretty(&document.data)? + "\n")
+    }
+}
+
+/// The exporter of a format.
+pub fn exporter(format: Format) -> Box<dyn Exporter> {
+    match format {
+        Format::Table => Box::new(Markup(markup::Style::Terminal)),
+        Format::Markdown => Box::new(Markup(markup::Style::Markdown)),
+        Format::Csv => Box::new(Csv),
+        Format::Json => Box::new(Json),
+    }
+}
+
+impl Document {
+    pub fn render(&self, format: Format) -> Result<String> {
+        exporter(format).export(self)
+    }
+}
+
+/// The heading line: the host and each backend's library.
+pub fn heading(host: &HostInfo, libraries: &[LibraryInfo]) -> String {
+    let libraries: Vec<String> = libraries
+        .iter()
+        .map(|l| format!("{}: {} {}", l.backend, l.library, l.version))
+        .collect();
+    format!(
+        "{} ({} cores); {}",
+        host.cpu_model,
+        host.cores,
+        libraries.join("; ")
+    )
+}
+
+/// What the run's drift and completeness say, for the footer.
+pub fn run_notes(drift: Option<&Drift>, precision: Option<f64>, complete: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(drift) = drift {
+        lines.push(format!(
+            "Machine speed during the run: per-round speed index (each cell's cost over its own median, median over the cells) from {:.3} to {:.3} (10th-90th percentile), {:.3} to {:.3} overall, over {} rounds.",
+            drift.p10, drift.p90, drift.min, drift.max, drift.rounds
+        ));
+        if let Some(precision) = precision {
+            if drift.spread() > precision {
+                lines.push(format!(
+                    "warning: the machine's speed moved by {:.1}% during the run, more than the requested precision ({:.1}%): medians of cells taken at different times would not be comparable to that precision; the ratios above come from same-round pairs, which cancel a shared move.",
+                    drift.spread() * 100.0,
+                    precision * 100.0
+                ));
+            }
+        }
+    }
+    if !complete {
+        lines.push("This run is incomplete: it was interrupted; the rows above are every cell it had, cells still sampling with the samples they had.".to_string());
+    }
+    lines
+}
+
+/// The provenance every JSON export starts with.
+pub fn provenance_json(
+    run_id: Option<i64>,
+    complete: bool,
+    host: &HostInfo,
+    libraries: &[LibraryInfo],
+    seed: Option<u64>,
+    drift: Option<&Drift>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "tool_version": crate::TOOL_VERSION,
+        "run_id": run_id,
+        "complete": complete,
+        "host": host,
+        "libraries": libraries,
+        "seed": seed,
+        "drift": drift,
     })
+}
+
+/// Merges the provenance and a view's own fields into one JSON object.
+pub fn json_with(
+    mut provenance: serde_json::Value,
+    fields: serde_json::Value,
+) -> serde_json::Value {
+    if let (Some(target), serde_json::Value::Object(source)) = (provenance.as_object_mut(), fields)
+    {
+        target.extend(source);
+    }
+    provenance
 }

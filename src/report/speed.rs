@@ -3,10 +3,15 @@
 
 use serde::Serialize;
 
-use super::markup::{format_us, grid, Style};
+use super::markup::format_us;
+use super::{Document, Table};
+use crate::backend::LibraryInfo;
+use crate::host::HostInfo;
+use crate::measure::{self, Outcome, Timed};
+use crate::scenario::speed::SpeedRow;
 use crate::scenario::Named;
-use crate::speed::{SpeedCell, SpeedOutcome, SpeedRow};
 use crate::stats::{self, Summary};
+use crate::workload::speed::{SpeedCell, SpeedSample};
 
 /// One speed row with its statistics.
 #[derive(Debug, Clone, Serialize)]
@@ -23,8 +28,10 @@ pub struct SpeedReportRow {
     /// Megabytes (10^6 bytes) per second, for symmetric rows (from the median).
     pub megabytes_per_second: Option<f64>,
     pub precise: bool,
+    /// Operations per sample.
+    pub batch: u64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub samples_ns_per_op: Vec<f64>,
+    pub samples: Vec<Timed<SpeedSample>>,
 }
 
 pub fn build_rows(cells: &[SpeedCell]) -> Vec<SpeedReportRow> {
@@ -41,26 +48,26 @@ pub fn build_rows(cells: &[SpeedCell]) -> Vec<SpeedReportRow> {
                 ops_per_second: None,
                 megabytes_per_second: None,
                 precise: false,
-                samples_ns_per_op: Vec::new(),
+                batch: cell.batch,
+                samples: Vec::new(),
             };
             match &cell.outcome {
-                SpeedOutcome::Measured {
-                    ns_per_op, precise, ..
-                } => {
-                    let summary = stats::summarize(ns_per_op);
+                Outcome::Measured { samples, precise } => {
+                    let ns_per_op: Vec<f64> = samples.iter().map(|s| s.value.ns_per_op).collect();
+                    let summary = stats::summarize(&ns_per_op);
                     row.ops_per_second = summary.map(|s| 1e9 / s.median);
                     row.megabytes_per_second = summary
                         .zip(cell.row.size_bytes)
                         .map(|(s, size)| size as f64 * 1e3 / s.median);
                     row.ns_per_op = summary;
                     row.precise = *precise;
-                    row.samples_ns_per_op = ns_per_op.clone();
+                    row.samples = samples.clone();
                 }
-                SpeedOutcome::Unsupported { reason } => {
+                Outcome::Unsupported { reason } => {
                     row.status = "unsupported";
                     row.reason = Some(reason.clone());
                 }
-                SpeedOutcome::Failed { reason } => {
+                Outcome::Failed { reason } => {
                     row.status = "failed";
                     row.reason = Some(reason.clone());
                 }
@@ -70,8 +77,8 @@ pub fn build_rows(cells: &[SpeedCell]) -> Vec<SpeedReportRow> {
         .collect()
 }
 
-/// The speed table, as text or Markdown.
-pub fn render(rows: &[SpeedReportRow], style: Style) -> String {
+/// The speed table.
+fn table(rows: &[SpeedReportRow]) -> Table {
     let headers = [
         "backend",
         "algorithm",
@@ -129,14 +136,23 @@ pub fn render(rows: &[SpeedReportRow], style: Style) -> String {
             ]
         })
         .collect();
-    grid(&headers, &numeric, &lines, style)
+    let mut table = Table::new(&headers, &numeric);
+    table.rows = lines;
+    table
+        .notes
+        .push("Each sample is a batch of operations lasting about 2 ms; rows are sampled in interleaved rounds.".to_string());
+    table
 }
 
-/// One CSV line per row.
-pub fn render_csv(rows: &[SpeedReportRow]) -> String {
-    let mut out = String::from(
-        "label,backend,primitive,operation,size_bytes,status,reason,samples,precise,ops_per_second,megabytes_per_second,ns_per_op_mean,ns_per_op_median,ns_per_op_stdev,ns_per_op_min,ns_per_op_max,ns_per_op_median_ci_low,ns_per_op_median_ci_high\n",
-    );
+/// One line per row with every statistic.
+fn records(rows: &[SpeedReportRow]) -> Table {
+    let mut table = Table {
+        headers: "label,backend,primitive,operation,size_bytes,status,reason,samples,precise,ops_per_second,megabytes_per_second,ns_per_op_mean,ns_per_op_median,ns_per_op_stdev,ns_per_op_min,ns_per_op_max,ns_per_op_median_ci_low,ns_per_op_median_ci_high"
+            .split(',')
+            .map(String::from)
+            .collect(),
+        ..Table::default()
+    };
     let number = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
     for row in rows {
         let s = row.ns_per_op;
@@ -163,9 +179,35 @@ pub fn render_csv(rows: &[SpeedReportRow]) -> String {
             number(s.map(|s| s.median_ci95.low)),
             number(s.map(|s| s.median_ci95.high)),
         ];
-        let quoted: Vec<String> = fields.iter().map(|f| super::csv::quote(f)).collect();
-        out.push_str(&quoted.join(","));
-        out.push('\n');
+        table.rows.push(fields.to_vec());
     }
-    out
+    table
+}
+
+/// A speed run as a document.
+pub fn document(
+    cells: &[SpeedCell],
+    run_id: Option<i64>,
+    complete: bool,
+    host: &HostInfo,
+    libraries: &[LibraryInfo],
+    seed: Option<u64>,
+) -> Document {
+    let rows = build_rows(cells);
+    let per_cell: Vec<Vec<(u32, f64)>> = cells
+        .iter()
+        .filter(|c| !c.outcome.samples().is_empty())
+        .map(|c| stats::round_medians(&measure::costs(c.outcome.samples())))
+        .collect();
+    let drift = stats::drift(&per_cell);
+    Document {
+        heading: super::heading(host, libraries),
+        tables: vec![table(&rows)],
+        records: records(&rows),
+        data: super::json_with(
+            super::provenance_json(run_id, complete, host, libraries, seed, drift.as_ref()),
+            serde_json::json!({ "rows": rows }),
+        ),
+        footer: super::run_notes(drift.as_ref(), None, complete),
+    }
 }

@@ -6,6 +6,9 @@
 pub mod axes;
 pub mod names;
 pub mod presets;
+pub mod speed;
+pub mod tunnel;
+pub mod tunnel_axes;
 
 use serde::Serialize;
 

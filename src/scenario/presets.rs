@@ -1,7 +1,8 @@
-//! Named matrices that reproduce the reference studies with one command.
+//! Named matrices that reproduce the reference studies with one command,
+//! for every command, as data: `tlslab list` reads them from [`all`].
 
 use super::axes::{Aead, CertKind, Group, Resumption, TlsVersion};
-use super::names::Named;
+use super::names::{serialize_by_id, Named};
 use super::{HandshakeMatrix, HandshakeScenario, DEFAULT_CHAIN_DEPTH};
 
 /// A named handshake matrix with its default backends and baseline row.
@@ -105,6 +106,102 @@ impl Preset {
         }
         baseline
     }
+}
+
+/// Named cost studies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CostPreset {
+    /// `openssl speed rsa2048 ecdsap256 ecdhp256` turned into a per-side
+    /// model: TLS 1.2 RSA key transport, ECDHE-RSA and ECDHE-ECDSA, the
+    /// client verifying an intermediate and a leaf certificate.
+    RsaVsEcdsa,
+}
+
+serialize_by_id!(CostPreset);
+
+impl Named for CostPreset {
+    const KIND: &'static str = "cost preset";
+    const ALL: &'static [Self] = &[CostPreset::RsaVsEcdsa];
+
+    fn id(self) -> &'static str {
+        "rsa-vs-ecdsa"
+    }
+}
+
+impl CostPreset {
+    pub fn description(self) -> &'static str {
+        "TLS 1.2 RSA key transport, ECDHE-RSA and ECDHE-ECDSA on OpenSSL, per-side model and capacity"
+    }
+
+    pub fn matrix(self) -> HandshakeMatrix {
+        HandshakeMatrix {
+            versions: vec![TlsVersion::Tls12],
+            groups: vec![Group::RsaKeyTransport, Group::P256],
+            certs: vec![CertKind::Rsa2048, CertKind::EcdsaP256],
+            aeads: vec![Aead::Aes128Gcm],
+            resumptions: vec![Resumption::Off],
+            mutual: vec![false],
+            chain_depth: DEFAULT_CHAIN_DEPTH,
+        }
+    }
+}
+
+/// A named tunnel matrix with its sampling defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TunnelPreset {
+    OpenvpnClassic,
+}
+
+serialize_by_id!(TunnelPreset);
+
+impl Named for TunnelPreset {
+    const KIND: &'static str = "tunnel preset";
+    const ALL: &'static [Self] = &[TunnelPreset::OpenvpnClassic];
+
+    fn id(self) -> &'static str {
+        "openvpn-classic"
+    }
+
+    fn aliases(self) -> &'static [&'static str] {
+        &["classic"]
+    }
+}
+
+impl TunnelPreset {
+    pub fn description(self) -> &'static str {
+        "16 CBC ciphers x 25 digest names x LZ4 on/off x random/zero payloads, 1400-byte packets, five tables"
+    }
+}
+
+/// One preset of one command, for `tlslab list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PresetEntry {
+    pub command: &'static str,
+    pub id: &'static str,
+    pub description: &'static str,
+}
+
+/// Every preset of every command.
+pub fn all() -> Vec<PresetEntry> {
+    let mut entries: Vec<PresetEntry> = Preset::ALL
+        .iter()
+        .map(|p| PresetEntry {
+            command: "handshake",
+            id: p.id(),
+            description: p.description(),
+        })
+        .collect();
+    entries.extend(CostPreset::ALL.iter().map(|p| PresetEntry {
+        command: "cost",
+        id: p.id(),
+        description: p.description(),
+    }));
+    entries.extend(TunnelPreset::ALL.iter().map(|p| PresetEntry {
+        command: "tunnel",
+        id: p.id(),
+        description: p.description(),
+    }));
+    entries
 }
 
 #[cfg(test)]

@@ -42,8 +42,12 @@ pub struct Summary {
     pub p99: f64,
     /// 95% confidence interval of the mean (Student's t).
     pub mean_ci95: Interval,
-    /// 95% confidence interval of the median (order statistics, distribution-free).
+    /// Confidence interval of the median (order statistics, distribution-free):
+    /// 95% where the sample allows it, else `[min, max]` with its lower coverage.
     pub median_ci95: Interval,
+    /// The real coverage of `median_ci95` (0.95 or more from six samples on;
+    /// 0.9375 at five, 0.875 at four...).
+    pub median_ci_coverage: f64,
 }
 
 /// Summarises samples; `None` for an empty series.
@@ -57,6 +61,7 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
     let mean = sorted.iter().sum::<f64>() / count as f64;
     let stdev = sample_stdev(&sorted, mean);
     let half_width = t_critical_95(count.saturating_sub(1)) * stdev / (count as f64).sqrt();
+    let median_ci = median_ci_sorted(&sorted);
     Some(Summary {
         count,
         mean,
@@ -69,7 +74,8 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
             low: mean - half_width,
             high: mean + half_width,
         },
-        median_ci95: median_ci95_sorted(&sorted),
+        median_ci95: median_ci.interval,
+        median_ci_coverage: median_ci.coverage,
     })
 }
 
@@ -102,34 +108,221 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     sorted[below] + (sorted[above] - sorted[below]) * fraction
 }
 
-/// A distribution-free 95% confidence interval of the median: the order
-/// statistics at ranks n/2 ∓ 1.96·√n/2 (normal approximation of the binomial).
-pub fn median_ci95_sorted(sorted: &[f64]) -> Interval {
+/// An interval of the median from order statistics, with its real coverage.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MedianInterval {
+    pub interval: Interval,
+    /// The probability that the interval holds the true median (exact,
+    /// from the binomial distribution; no assumption about the samples).
+    pub coverage: f64,
+}
+
+/// The coverage of `[X(k), X(n+1-k)]` for the median: P(k <= B <= n-k)
+/// with B ~ Binomial(n, 1/2), computed in log space so large n stay exact.
+fn order_statistic_coverage(n: usize, k: usize) -> f64 {
+    if k == 0 || 2 * k > n {
+        return 0.0;
+    }
+    // P(B <= k - 1), summed term by term: C(n, i) / 2^n.
+    let mut log_term = -(n as f64) * std::f64::consts::LN_2; // i = 0
+    let mut tail = log_term.exp();
+    for i in 1..k {
+        log_term += ((n - i + 1) as f64).ln() - (i as f64).ln();
+        tail += log_term.exp();
+    }
+    (1.0 - 2.0 * tail).max(0.0)
+}
+
+/// A distribution-free confidence interval of the median: the order
+/// statistics `X(k)` and `X(n+1-k)` with the largest `k` whose exact
+/// binomial coverage is at least 95%. Below six samples no pair reaches
+/// 95%: the interval is then `[min, max]` and its coverage says how much it
+/// holds (93.75% at five samples).
+pub fn median_ci_sorted(sorted: &[f64]) -> MedianInterval {
     let n = sorted.len();
     if n < 2 {
-        return Interval {
-            low: sorted.first().copied().unwrap_or(f64::NAN),
-            high: sorted.first().copied().unwrap_or(f64::NAN),
+        let only = sorted.first().copied().unwrap_or(f64::NAN);
+        return MedianInterval {
+            interval: Interval {
+                low: only,
+                high: only,
+            },
+            coverage: 0.0,
         };
     }
-    let spread = Z95 * (n as f64).sqrt() / 2.0;
-    let centre = n as f64 / 2.0;
-    // 1-based ranks, clamped to the sample.
-    let low_rank = ((centre - spread).floor() as i64).clamp(1, n as i64) as usize;
-    let high_rank = ((centre + spread).ceil() as i64 + 1).clamp(1, n as i64) as usize;
-    Interval {
-        low: sorted[low_rank - 1],
-        high: sorted[high_rank - 1],
+    // Start near the normal approximation and step to the exact rank.
+    let guess = (n as f64 / 2.0 - Z95 * (n as f64).sqrt() / 2.0).floor() as i64;
+    let mut k = guess.clamp(1, (n / 2) as i64) as usize;
+    while k > 1 && order_statistic_coverage(n, k) < 0.95 {
+        k -= 1;
+    }
+    while 2 * (k + 1) <= n && order_statistic_coverage(n, k + 1) >= 0.95 {
+        k += 1;
+    }
+    MedianInterval {
+        interval: Interval {
+            low: sorted[k - 1],
+            high: sorted[n - k],
+        },
+        coverage: order_statistic_coverage(n, k),
     }
 }
 
+/// The 95% interval of the median of sorted samples (see [`median_ci_sorted`]).
+pub fn median_ci95_sorted(sorted: &[f64]) -> Interval {
+    median_ci_sorted(sorted).interval
+}
+
 /// Half the width of the median's 95% interval relative to the median; what
-/// `--precision` is compared with.
+/// `--precision` is compared with. Infinite while the sample is too small
+/// for a 95% interval (fewer than six values).
 pub fn median_precision(samples: &[f64]) -> f64 {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
     let median = quantile_sorted(&sorted, 0.5);
-    median_ci95_sorted(&sorted).relative_half_width(median)
+    let ci = median_ci_sorted(&sorted);
+    if ci.coverage < 0.95 {
+        return f64::INFINITY;
+    }
+    ci.interval.relative_half_width(median)
+}
+
+/// The median of unsorted values; `None` for none.
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Some(quantile_sorted(&sorted, 0.5))
+}
+
+/// One value per round: the median of a cell's samples taken in each round,
+/// in round order. `samples` are (round, value) pairs in any order.
+pub fn round_medians(samples: &[(u32, f64)]) -> Vec<(u32, f64)> {
+    let mut by_round: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
+    for &(round, value) in samples {
+        by_round.entry(round).or_default().push(value);
+    }
+    by_round
+        .into_iter()
+        .filter_map(|(round, values)| median(&values).map(|m| (round, m)))
+        .collect()
+}
+
+/// A ratio of one cell to another estimated from same-round pairs: the
+/// median of the per-round ratios, with the order-statistic interval of
+/// that median.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PairedRatio {
+    pub value: f64,
+    pub ci95: Interval,
+    /// The real coverage of `ci95` (below 0.95 with fewer than six pairs).
+    pub coverage: f64,
+    /// How many rounds both cells were sampled in.
+    pub pairs: usize,
+}
+
+impl PairedRatio {
+    /// Half the interval's width relative to the ratio; infinite while
+    /// there are too few pairs for a 95% interval.
+    pub fn precision(&self) -> f64 {
+        if self.coverage < 0.95 {
+            f64::INFINITY
+        } else {
+            self.ci95.relative_half_width(self.value)
+        }
+    }
+
+    /// The inverse ratio (denominator over numerator), its interval flipped.
+    pub fn inverse(&self) -> Self {
+        Self {
+            value: 1.0 / self.value,
+            ci95: Interval {
+                low: 1.0 / self.ci95.high,
+                high: 1.0 / self.ci95.low,
+            },
+            ..*self
+        }
+    }
+}
+
+/// The ratio numerator / denominator from per-round values (as
+/// [`round_medians`] gives them): one ratio per round both have, then their
+/// median and its interval. `None` without a common round.
+pub fn paired_ratio(numerator: &[(u32, f64)], denominator: &[(u32, f64)]) -> Option<PairedRatio> {
+    let mut ratios = Vec::new();
+    let mut j = 0;
+    for &(round, value) in numerator {
+        while j < denominator.len() && denominator[j].0 < round {
+            j += 1;
+        }
+        if j < denominator.len() && denominator[j].0 == round && denominator[j].1 > 0.0 {
+            ratios.push(value / denominator[j].1);
+        }
+    }
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let ci = median_ci_sorted(&ratios);
+    Some(PairedRatio {
+        value: quantile_sorted(&ratios, 0.5),
+        ci95: ci.interval,
+        coverage: ci.coverage,
+        pairs: ratios.len(),
+    })
+}
+
+/// How far the machine's speed moved during a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Drift {
+    /// Rounds the index rests on.
+    pub rounds: usize,
+    /// The per-round speed index (cost relative to each cell's own median,
+    /// median over the cells sampled that round; 1.0 = the run's typical
+    /// speed, 1.2 = everything took 20% longer): its 10th and 90th percentiles.
+    pub p10: f64,
+    pub p90: f64,
+    /// Its lowest and highest value.
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Drift {
+    /// The 10th-90th percentile range of the speed index, relative (0.05 = 5%).
+    pub fn spread(&self) -> f64 {
+        self.p90 - self.p10
+    }
+}
+
+/// The machine's drift from every cell's per-round values (as
+/// [`round_medians`] gives them): in each round, each cell's value over its
+/// own median, and the median of those over the cells. `None` with fewer
+/// than two rounds.
+pub fn drift(cells: &[Vec<(u32, f64)>]) -> Option<Drift> {
+    let mut by_round: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
+    for cell in cells {
+        let values: Vec<f64> = cell.iter().map(|(_, v)| *v).collect();
+        let Some(typical) = median(&values).filter(|m| *m > 0.0) else {
+            continue;
+        };
+        for &(round, value) in cell {
+            by_round.entry(round).or_default().push(value / typical);
+        }
+    }
+    let mut index: Vec<f64> = by_round.values().filter_map(|v| median(v)).collect();
+    if index.len() < 2 {
+        return None;
+    }
+    index.sort_by(f64::total_cmp);
+    Some(Drift {
+        rounds: index.len(),
+        p10: quantile_sorted(&index, 0.1),
+        p90: quantile_sorted(&index, 0.9),
+        min: index[0],
+        max: index[index.len() - 1],
+    })
 }
 
 /// A ratio of two medians with an approximate 95% interval.
@@ -220,6 +413,59 @@ mod tests {
         let r = ratio_of_medians(&a, &b);
         assert!(close(r.value, 2.0));
         assert!(close(r.ci95.low, 2.0) && close(r.ci95.high, 2.0));
+    }
+
+    #[test]
+    fn small_samples_say_their_real_coverage() {
+        // Five samples: [min, max] holds the median with 1 - 2/32 = 93.75%.
+        let five = median_ci_sorted(&[1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert!(close(five.coverage, 0.9375), "{five:?}");
+        assert!(close(five.interval.low, 1.0) && close(five.interval.high, 5.0));
+        assert_eq!(median_precision(&[5.0; 5]), f64::INFINITY);
+        // Six samples reach 96.9% with [min, max].
+        let six = median_ci_sorted(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert!(close(six.coverage, 1.0 - 2.0 / 64.0), "{six:?}");
+        assert_eq!(median_precision(&[5.0; 6]), 0.0);
+        // n = 20: ranks 6 and 15 (coverage 95.86%, checked with R's pbinom).
+        let sorted: Vec<f64> = (1..=20).map(f64::from).collect();
+        let twenty = median_ci_sorted(&sorted);
+        assert!(close(twenty.interval.low, 6.0) && close(twenty.interval.high, 15.0));
+        assert!((twenty.coverage - 0.958_610_5).abs() < 1e-6, "{twenty:?}");
+    }
+
+    #[test]
+    fn paired_ratios_cancel_a_shared_slowdown() {
+        // The machine is twice as slow in rounds 3..6; both cells feel it.
+        let slow = |round: u32| if (3..6).contains(&round) { 2.0 } else { 1.0 };
+        let a: Vec<(u32, f64)> = (0..10).map(|r| (r, 300.0 * slow(r))).collect();
+        let b: Vec<(u32, f64)> = (0..10).map(|r| (r, 100.0 * slow(r))).collect();
+        let ratio = paired_ratio(&a, &b).unwrap();
+        assert!(close(ratio.value, 3.0));
+        assert!(close(ratio.ci95.low, 3.0) && close(ratio.ci95.high, 3.0));
+        assert_eq!(ratio.pairs, 10);
+        // Rounds only one cell has do not pair.
+        let partial = paired_ratio(&a[..4], &b[2..]).unwrap();
+        assert_eq!(partial.pairs, 2);
+        assert_eq!(partial.precision(), f64::INFINITY);
+        let inverse = ratio.inverse();
+        assert!(close(inverse.value, 1.0 / 3.0));
+    }
+
+    #[test]
+    fn round_medians_and_drift() {
+        let samples = [(0, 5.0), (0, 1.0), (0, 3.0), (2, 10.0)];
+        assert_eq!(round_medians(&samples), vec![(0, 3.0), (2, 10.0)]);
+        // Two cells, the machine 50% slower in the last of four rounds.
+        let cell = |base: f64| -> Vec<(u32, f64)> {
+            (0..4)
+                .map(|r| (r, if r == 3 { base * 1.5 } else { base }))
+                .collect()
+        };
+        let drift = drift(&[cell(100.0), cell(7.0)]).unwrap();
+        assert_eq!(drift.rounds, 4);
+        assert!(close(drift.min, 1.0) && close(drift.max, 1.5), "{drift:?}");
+        assert!(drift.spread() > 0.1);
+        assert!(super::drift(&[vec![(0, 1.0)]]).is_none());
     }
 
     #[test]

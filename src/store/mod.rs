@@ -1,10 +1,15 @@
 //! The SQLite store: runs, hosts, library versions, scenarios, cells with
-//! their negotiated parameters, and every raw sample. Each finished cell is
-//! committed on its own, so an interrupted run keeps what it finished; a run
-//! is `incomplete` until it is marked `complete` at its end.
+//! their negotiated parameters, every raw sample with its round, and when
+//! each round started. Each finished cell is committed on its own, so an
+//! interrupted run keeps what it finished; a run is `incomplete` until it is
+//! marked `complete` at its end. The layout and its migrations are in
+//! [`schema`].
 
+mod schema;
 mod speed;
 mod tunnel;
+
+pub use schema::SCHEMA_VERSION;
 
 use std::path::{Path, PathBuf};
 
@@ -13,77 +18,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::backend::{LibraryInfo, Negotiated};
 use crate::host::HostInfo;
-use crate::measure::{CellOutcome, CellResult, Sample};
+use crate::measure::{Outcome, Round, Timed};
 use crate::scenario::{parse_name, HandshakeScenario, Named};
-
-const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS hosts (
-    id INTEGER PRIMARY KEY,
-    hostname TEXT NOT NULL,
-    cpu_model TEXT NOT NULL,
-    cpu_flags TEXT NOT NULL,
-    cores INTEGER NOT NULL,
-    kernel TEXT NOT NULL,
-    os TEXT NOT NULL,
-    UNIQUE (hostname, cpu_model, cpu_flags, cores, kernel, os)
-);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-    finished_at TEXT,
-    status TEXT NOT NULL CHECK (status IN ('incomplete', 'complete')),
-    kind TEXT NOT NULL,
-    tool_version TEXT NOT NULL,
-    command_line TEXT NOT NULL,
-    options_json TEXT NOT NULL,
-    host_id INTEGER NOT NULL REFERENCES hosts (id)
-);
-CREATE TABLE IF NOT EXISTS libraries (
-    run_id INTEGER NOT NULL REFERENCES runs (id),
-    backend TEXT NOT NULL,
-    library TEXT NOT NULL,
-    version TEXT NOT NULL,
-    PRIMARY KEY (run_id, backend)
-);
-CREATE TABLE IF NOT EXISTS scenarios (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    tls_version TEXT NOT NULL,
-    kx_group TEXT NOT NULL,
-    cert TEXT NOT NULL,
-    aead TEXT NOT NULL,
-    resumption TEXT NOT NULL,
-    mutual INTEGER NOT NULL,
-    chain_depth INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS cells (
-    id INTEGER PRIMARY KEY,
-    run_id INTEGER NOT NULL REFERENCES runs (id),
-    scenario_id TEXT NOT NULL REFERENCES scenarios (id),
-    backend TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
-    reason TEXT,
-    negotiated_version TEXT,
-    negotiated_suite TEXT,
-    negotiated_group TEXT,
-    negotiated_signature TEXT,
-    resumed INTEGER,
-    precise INTEGER,
-    weak INTEGER NOT NULL,
-    security_notes TEXT NOT NULL,
-    sample_count INTEGER NOT NULL,
-    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-    UNIQUE (run_id, scenario_id, backend)
-);
-CREATE TABLE IF NOT EXISTS samples (
-    cell_id INTEGER NOT NULL REFERENCES cells (id),
-    seq INTEGER NOT NULL,
-    wall_ns INTEGER NOT NULL,
-    client_ns INTEGER NOT NULL,
-    server_ns INTEGER NOT NULL,
-    PRIMARY KEY (cell_id, seq)
-) WITHOUT ROWID;
-"#;
+use crate::workload::handshake::{CellResult, Sample};
 
 /// What describes a run before it starts.
 #[derive(Debug, Clone)]
@@ -126,7 +63,9 @@ impl Store {
             .join("tlslab.sqlite")
     }
 
-    /// Opens (creating if needed) a database and checks that it can be written.
+    /// Opens (creating if needed) a database, brings its schema up to date
+    /// and checks that it can be written. Refuses a file that is not a
+    /// tlslab database, or that a newer tlslab wrote.
     pub fn open(path: &Path) -> Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
@@ -134,9 +73,7 @@ impl Store {
         }
         let connection = Connection::open(path)
             .with_context(|| format!("cannot open the database {}", path.display()))?;
-        let store = Self::prepare(connection, Some(path.to_path_buf()))
-            .with_context(|| format!("cannot write to the database {}", path.display()))?;
-        Ok(store)
+        Self::prepare(connection, Some(path.to_path_buf()))
     }
 
     /// A database in memory (for tests and `--no-db`).
@@ -144,14 +81,18 @@ impl Store {
         Self::prepare(Connection::open_in_memory()?, None)
     }
 
-    fn prepare(connection: Connection, path: Option<PathBuf>) -> Result<Self> {
+    fn prepare(mut connection: Connection, path: Option<PathBuf>) -> Result<Self> {
+        let name = match &path {
+            Some(path) => path.display().to_string(),
+            None => "(in memory)".to_string(),
+        };
         connection.busy_timeout(std::time::Duration::from_secs(5))?;
+        schema::bring_up_to_date(&mut connection, &name)?;
         connection.execute_batch("PRAGMA foreign_keys = ON;")?;
-        connection.execute_batch(SCHEMA)?;
-        connection.execute_batch(speed::SCHEMA)?;
-        connection.execute_batch(tunnel::SCHEMA)?;
         // Proves the file is writable now, before anything is measured.
-        connection.execute_batch("BEGIN IMMEDIATE; COMMIT;")?;
+        connection
+            .execute_batch("BEGIN IMMEDIATE; COMMIT;")
+            .with_context(|| format!("cannot write to the database {name}"))?;
         Ok(Self { connection, path })
     }
 
@@ -230,17 +171,7 @@ impl Store {
                 s.chain_depth
             ],
         )?;
-        let (status, reason, negotiated, precise) = match &cell.outcome {
-            CellOutcome::Measured {
-                negotiated,
-                precise,
-                ..
-            } => ("measured", None, Some(negotiated), Some(*precise)),
-            CellOutcome::Unsupported { reason } => {
-                ("unsupported", Some(reason.as_str()), None, None)
-            }
-            CellOutcome::Failed { reason } => ("failed", Some(reason.as_str()), None, None),
-        };
+        let negotiated = cell.negotiated.as_ref();
         tx.execute(
             "INSERT INTO cells (run_id, scenario_id, backend, status, reason, negotiated_version,
              negotiated_suite, negotiated_group, negotiated_signature, resumed, precise, weak,
@@ -250,14 +181,14 @@ impl Store {
                 run_id,
                 label,
                 cell.backend,
-                status,
-                reason,
+                cell.outcome.status(),
+                cell.outcome.reason(),
                 negotiated.map(|n| n.version.as_str()),
                 negotiated.map(|n| n.suite.as_str()),
                 negotiated.and_then(|n| n.group.as_deref()),
                 negotiated.and_then(|n| n.signature.as_deref()),
                 negotiated.map(|n| n.resumed),
-                precise,
+                precise_column(&cell.outcome),
                 s.is_weak(),
                 s.security_notes().join("; "),
                 cell.samples().len() as i64,
@@ -266,15 +197,19 @@ impl Store {
         let cell_id = tx.last_insert_rowid();
         {
             let mut insert = tx.prepare(
-                "INSERT INTO samples (cell_id, seq, wall_ns, client_ns, server_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO samples (cell_id, seq, round, wall_ns, client_ns, server_ns,
+                 client_cpu_ns, server_cpu_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?;
-            for (seq, sample) in cell.samples().iter().enumerate() {
+            for (seq, Timed { round, value }) in cell.samples().iter().enumerate() {
                 insert.execute(params![
                     cell_id,
                     seq as i64,
-                    sample.wall_ns as i64,
-                    sample.client_ns as i64,
-                    sample.server_ns as i64
+                    round,
+                    value.wall_ns as i64,
+                    value.client_ns as i64,
+                    value.server_ns as i64,
+                    value.client_cpu_ns as i64,
+                    value.server_cpu_ns as i64
                 ])?;
             }
         }
@@ -291,6 +226,43 @@ impl Store {
         Ok(())
     }
 
+    /// Records when each round of a run started. Saving a round again
+    /// replaces it, so this may be called more than once for a run (after
+    /// each batch of rounds, or once at the end).
+    pub fn save_rounds(&mut self, run_id: i64, rounds: &[Round]) -> Result<()> {
+        let tx = self.connection.transaction()?;
+        {
+            let mut insert = tx.prepare(
+                "INSERT OR REPLACE INTO rounds (run_id, round, offset_ns) VALUES (?1, ?2, ?3)",
+            )?;
+            for round in rounds {
+                insert
+                    .execute(params![run_id, round.index, round.offset_ns as i64])
+                    .with_context(|| format!("cannot save the rounds of run {run_id}"))?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// When each round of a run started, in round order: offsets from the
+    /// start of sampling, a moment after the run's `started_at`. Empty for a
+    /// run stored before rounds were kept.
+    pub fn load_rounds(&self, run_id: i64) -> Result<Vec<Round>> {
+        let mut statement = self
+            .connection
+            .prepare("SELECT round, offset_ns FROM rounds WHERE run_id = ?1 ORDER BY round")?;
+        let rounds = statement
+            .query_map([run_id], |row| {
+                Ok(Round {
+                    index: row.get(0)?,
+                    offset_ns: row.get::<_, i64>(1)? as u64,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rounds)
+    }
+
     /// The id of the most recent run, if any.
     pub fn latest_run_id(&self) -> Result<Option<i64>> {
         Ok(self
@@ -298,6 +270,16 @@ impl Store {
             .query_row("SELECT max(id) FROM runs", [], |row| row.get(0))
             .optional()?
             .flatten())
+    }
+
+    /// The kind of a run ("handshake", "speed", "tunnel"...), if the run exists.
+    pub fn run_kind(&self, run_id: i64) -> Result<Option<String>> {
+        Ok(self
+            .connection
+            .query_row("SELECT kind FROM runs WHERE id = ?1", [run_id], |row| {
+                row.get(0)
+            })
+            .optional()?)
     }
 
     /// Reads a run back with every cell and sample.
@@ -386,8 +368,13 @@ impl Store {
                 chain_depth: row.get(16)?,
             })
         })?;
+        // Samples from schema version 0 have no CPU times: they read as the
+        // wall-clock time inside the calls (which includes the CPU time), so
+        // old runs still show a number rather than zero.
         let mut samples_query = self.connection.prepare(
-            "SELECT wall_ns, client_ns, server_ns FROM samples WHERE cell_id = ?1 ORDER BY seq",
+            "SELECT round, wall_ns, client_ns, server_ns, coalesce(client_cpu_ns, client_ns),
+                    coalesce(server_cpu_ns, server_ns)
+             FROM samples WHERE cell_id = ?1 ORDER BY seq",
         )?;
         let mut cells = Vec::new();
         for row in rows {
@@ -402,39 +389,34 @@ impl Store {
                 mutual: row.mutual,
                 chain_depth: row.chain_depth,
             };
-            let outcome = match row.status.as_str() {
-                "measured" => {
-                    let samples = samples_query
-                        .query_map([row.cell_id], |r| {
-                            Ok(Sample {
-                                wall_ns: r.get::<_, i64>(0)? as u64,
-                                client_ns: r.get::<_, i64>(1)? as u64,
-                                server_ns: r.get::<_, i64>(2)? as u64,
-                            })
-                        })?
-                        .collect::<Result<Vec<_>, _>>()?;
-                    CellOutcome::Measured {
-                        negotiated: Negotiated {
-                            version: row.version.unwrap_or_default(),
-                            suite: row.suite.unwrap_or_default(),
-                            group: row.group,
-                            signature: row.signature,
-                            resumed: row.resumed.unwrap_or(false),
-                        },
-                        samples,
-                        precise: row.precise.unwrap_or(false),
-                    }
-                }
-                "unsupported" => CellOutcome::Unsupported {
-                    reason: row.reason.unwrap_or_default(),
-                },
-                _ => CellOutcome::Failed {
-                    reason: row.reason.unwrap_or_default(),
-                },
-            };
+            let outcome = outcome_from_columns(&row.status, row.reason, row.precise, || {
+                Ok(samples_query
+                    .query_map([row.cell_id], |r| {
+                        Ok(Timed {
+                            round: r.get(0)?,
+                            value: Sample {
+                                wall_ns: r.get::<_, i64>(1)? as u64,
+                                client_ns: r.get::<_, i64>(2)? as u64,
+                                server_ns: r.get::<_, i64>(3)? as u64,
+                                client_cpu_ns: r.get::<_, i64>(4)? as u64,
+                                server_cpu_ns: r.get::<_, i64>(5)? as u64,
+                            },
+                        })
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?)
+            })?;
+            // Stored whenever the cell had one (in practice, measured cells).
+            let negotiated = row.version.map(|version| Negotiated {
+                version,
+                suite: row.suite.unwrap_or_default(),
+                group: row.group,
+                signature: row.signature,
+                resumed: row.resumed.unwrap_or(false),
+            });
             cells.push(CellResult {
                 backend: row.backend,
                 scenario,
+                negotiated,
                 outcome,
             });
         }
@@ -442,6 +424,38 @@ impl Store {
     }
 }
 
+/// The `precise` column of a cell: set for measured cells only.
+fn precise_column<S>(outcome: &Outcome<S>) -> Option<bool> {
+    match outcome {
+        Outcome::Measured { precise, .. } => Some(*precise),
+        Outcome::Unsupported { .. } | Outcome::Failed { .. } => None,
+    }
+}
+
+/// Rebuilds a cell's outcome from its `status`, `reason` and `precise`
+/// columns; `samples` reads a measured cell's samples.
+fn outcome_from_columns<S>(
+    status: &str,
+    reason: Option<String>,
+    precise: Option<bool>,
+    samples: impl FnOnce() -> Result<Vec<Timed<S>>>,
+) -> Result<Outcome<S>> {
+    Ok(match status {
+        "measured" => Outcome::Measured {
+            samples: samples()?,
+            precise: precise.unwrap_or(false),
+        },
+        "unsupported" => Outcome::Unsupported {
+            reason: reason.unwrap_or_default(),
+        },
+        "failed" => Outcome::Failed {
+            reason: reason.unwrap_or_default(),
+        },
+        other => bail!("a cell has the unknown status '{other}'"),
+    })
+}
+
+/// One row of `cells` joined with its scenario.
 struct StoredCellRow {
     cell_id: i64,
     backend: String,
@@ -478,36 +492,54 @@ mod tests {
         }
     }
 
+    fn scenario() -> HandshakeScenario {
+        HandshakeScenario {
+            version: TlsVersion::Tls13,
+            group: Group::X25519Mlkem768,
+            cert: CertKind::MlDsa65,
+            aead: Aead::Chacha20Poly1305,
+            resumption: Resumption::Psk,
+            mutual: true,
+            chain_depth: 4,
+        }
+    }
+
+    fn negotiated() -> Negotiated {
+        Negotiated {
+            version: "TLSv1.3".into(),
+            suite: "TLS_CHACHA20_POLY1305_SHA256".into(),
+            group: Some("x25519mlkem768".into()),
+            signature: None,
+            resumed: true,
+        }
+    }
+
     fn measured_cell() -> CellResult {
         CellResult {
             backend: "mock".into(),
-            scenario: HandshakeScenario {
-                version: TlsVersion::Tls13,
-                group: Group::X25519Mlkem768,
-                cert: CertKind::MlDsa65,
-                aead: Aead::Chacha20Poly1305,
-                resumption: Resumption::Psk,
-                mutual: true,
-                chain_depth: 4,
-            },
-            outcome: CellOutcome::Measured {
-                negotiated: Negotiated {
-                    version: "TLSv1.3".into(),
-                    suite: "TLS_CHACHA20_POLY1305_SHA256".into(),
-                    group: Some("x25519mlkem768".into()),
-                    signature: None,
-                    resumed: true,
-                },
+            scenario: scenario(),
+            negotiated: Some(negotiated()),
+            outcome: Outcome::Measured {
                 samples: vec![
-                    Sample {
-                        wall_ns: 10,
-                        client_ns: 4,
-                        server_ns: 5,
+                    Timed {
+                        round: 0,
+                        value: Sample {
+                            wall_ns: 10,
+                            client_ns: 4,
+                            server_ns: 5,
+                            client_cpu_ns: 3,
+                            server_cpu_ns: 2,
+                        },
                     },
-                    Sample {
-                        wall_ns: 12,
-                        client_ns: 5,
-                        server_ns: 6,
+                    Timed {
+                        round: 2,
+                        value: Sample {
+                            wall_ns: 12,
+                            client_ns: 5,
+                            server_ns: 6,
+                            client_cpu_ns: 4,
+                            server_cpu_ns: 6,
+                        },
                     },
                 ],
                 precise: false,
@@ -515,26 +547,286 @@ mod tests {
         }
     }
 
+    fn user_version(path: &Path) -> i64 {
+        Connection::open(path)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap()
+    }
+
+    fn tables(path: &Path) -> Vec<String> {
+        let connection = Connection::open(path).unwrap();
+        let mut statement = connection
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap();
+        let names = statement
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<Vec<String>, _>>()
+            .unwrap();
+        names
+    }
+
     #[test]
     fn a_run_round_trips() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store.begin_run(&run_info()).unwrap();
         let measured = measured_cell();
-        let mut unsupported = measured_cell();
-        unsupported.scenario.group = Group::X448;
-        unsupported.outcome = CellOutcome::Unsupported {
-            reason: "no X448".into(),
+        let unsupported = CellResult {
+            scenario: HandshakeScenario {
+                group: Group::X448,
+                ..scenario()
+            },
+            negotiated: None,
+            outcome: Outcome::Unsupported {
+                reason: "no X448".into(),
+            },
+            ..measured_cell()
+        };
+        let failed = CellResult {
+            backend: "other".into(),
+            negotiated: None,
+            outcome: Outcome::Failed {
+                reason: "broke in round 3".into(),
+            },
+            ..measured_cell()
         };
         store.save_cell(run, &measured).unwrap();
         store.save_cell(run, &unsupported).unwrap();
+        store.save_cell(run, &failed).unwrap();
 
         let loaded = store.load_run(run).unwrap();
         assert_eq!(loaded.status, "incomplete");
-        assert_eq!(loaded.cells, vec![measured, unsupported]);
+        assert_eq!(loaded.kind, "handshake");
+        assert_eq!(loaded.cells, vec![measured, unsupported, failed]);
         assert_eq!(loaded.libraries, run_info().libraries);
         store.finish_run(run, true).unwrap();
         assert_eq!(store.load_run(run).unwrap().status, "complete");
         assert_eq!(store.latest_run_id().unwrap(), Some(run));
+        assert_eq!(store.run_kind(run).unwrap().as_deref(), Some("handshake"));
+        assert_eq!(store.run_kind(run + 1).unwrap(), None);
+    }
+
+    #[test]
+    fn rounds_round_trip_and_saving_again_replaces() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.begin_run(&run_info()).unwrap();
+        let other = store.begin_run(&run_info()).unwrap();
+        let round = |index, offset_ns| Round { index, offset_ns };
+        store
+            .save_rounds(
+                run,
+                &[
+                    round(0, 1_000),
+                    round(1, 2_000_000),
+                    round(2, 5_000_000_000),
+                ],
+            )
+            .unwrap();
+        store.save_rounds(other, &[round(0, 7)]).unwrap();
+        // Saved again at the end of the run: round 2 is replaced, 3 is new.
+        store
+            .save_rounds(run, &[round(2, 5_000_000_001), round(3, 9_000_000_000)])
+            .unwrap();
+        assert_eq!(
+            store.load_rounds(run).unwrap(),
+            vec![
+                round(0, 1_000),
+                round(1, 2_000_000),
+                round(2, 5_000_000_001),
+                round(3, 9_000_000_000)
+            ]
+        );
+        assert_eq!(store.load_rounds(other).unwrap(), vec![round(0, 7)]);
+        assert_eq!(store.load_rounds(other + 1).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn rounds_of_a_missing_run_are_refused() {
+        let mut store = Store::open_in_memory().unwrap();
+        let round = Round {
+            index: 0,
+            offset_ns: 1,
+        };
+        assert!(store.save_rounds(42, &[round]).is_err());
+    }
+
+    #[test]
+    fn a_new_file_gets_the_latest_schema_and_keeps_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested").join("tlslab.sqlite");
+        let run = {
+            let mut store = Store::open(&path).unwrap();
+            assert_eq!(store.path(), Some(path.as_path()));
+            let run = store.begin_run(&run_info()).unwrap();
+            store.save_cell(run, &measured_cell()).unwrap();
+            run
+        };
+        assert_eq!(user_version(&path), SCHEMA_VERSION);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.load_run(run).unwrap().cells, vec![measured_cell()]);
+    }
+
+    #[test]
+    fn an_empty_file_gets_the_latest_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.sqlite");
+        std::fs::write(&path, "").unwrap();
+        Store::open(&path).unwrap();
+        assert_eq!(user_version(&path), SCHEMA_VERSION);
+        assert!(tables(&path).contains(&"rounds".to_string()));
+    }
+
+    #[test]
+    fn a_version_0_database_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let cell = measured_cell();
+        let s = &cell.scenario;
+        {
+            // Written the way the first tlslab wrote it: no user_version.
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(schema::VERSION_0).unwrap();
+            old.execute(
+                "INSERT INTO hosts (hostname, cpu_model, cpu_flags, cores, kernel, os)
+                 VALUES ('old', 'cpu', 'aes', 4, '6.1', 'linux')",
+                [],
+            )
+            .unwrap();
+            old.execute(
+                "INSERT INTO runs (status, kind, tool_version, command_line, options_json, host_id)
+                 VALUES ('complete', 'handshake', '0.1', 'tlslab handshake', '{}', 1)",
+                [],
+            )
+            .unwrap();
+            old.execute(
+                "INSERT INTO scenarios
+                 (id, kind, tls_version, kx_group, cert, aead, resumption, mutual, chain_depth)
+                 VALUES (?1, 'handshake', ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    s.label(),
+                    s.version.id(),
+                    s.group.id(),
+                    s.cert.id(),
+                    s.aead.id(),
+                    s.resumption.id(),
+                    s.mutual,
+                    s.chain_depth
+                ],
+            )
+            .unwrap();
+            old.execute(
+                "INSERT INTO cells (run_id, scenario_id, backend, status, reason, negotiated_version,
+                 negotiated_suite, negotiated_group, negotiated_signature, resumed, precise, weak,
+                 security_notes, sample_count)
+                 VALUES (1, ?1, 'mock', 'measured', NULL, 'TLSv1.3', 'TLS_CHACHA20_POLY1305_SHA256',
+                 'x25519mlkem768', NULL, 1, 1, 0, '', 1)",
+                [s.label()],
+            )
+            .unwrap();
+            old.execute(
+                "INSERT INTO samples (cell_id, seq, wall_ns, client_ns, server_ns)
+                 VALUES (1, 0, 10, 4, 5)",
+                [],
+            )
+            .unwrap();
+        }
+        assert_eq!(user_version(&path), 0);
+
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(user_version(&path), SCHEMA_VERSION);
+        let run = store.load_run(1).unwrap();
+        assert_eq!(run.status, "complete");
+        assert_eq!(run.host.hostname, "old");
+        assert_eq!(
+            run.cells,
+            vec![CellResult {
+                backend: "mock".into(),
+                scenario: *s,
+                negotiated: Some(negotiated()),
+                outcome: Outcome::Measured {
+                    samples: vec![Timed {
+                        round: 0,
+                        // No CPU times then: they read as the in-call times.
+                        value: Sample {
+                            wall_ns: 10,
+                            client_ns: 4,
+                            server_ns: 5,
+                            client_cpu_ns: 4,
+                            server_cpu_ns: 5,
+                        },
+                    }],
+                    precise: true,
+                },
+            }]
+        );
+        assert_eq!(store.load_rounds(1).unwrap(), vec![]);
+
+        // The migrated file takes new runs with every new column.
+        let new_run = store.begin_run(&run_info()).unwrap();
+        store.save_cell(new_run, &measured_cell()).unwrap();
+        let rounds = [Round {
+            index: 0,
+            offset_ns: 30,
+        }];
+        store.save_rounds(new_run, &rounds).unwrap();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(
+            store.load_run(new_run).unwrap().cells,
+            vec![measured_cell()]
+        );
+        assert_eq!(store.load_rounds(new_run).unwrap(), rounds);
+    }
+
+    #[test]
+    fn a_database_from_a_newer_tlslab_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("future.sqlite");
+        drop(Store::open(&path).unwrap());
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
+        let error = Store::open(&path).err().expect("must fail");
+        let expected = format!(
+            "the database {} was written by a newer tlslab (schema version 99; \
+             this tlslab knows up to {SCHEMA_VERSION})",
+            path.display()
+        );
+        assert!(format!("{error:#}").contains(&expected), "{error:#}");
+        assert_eq!(user_version(&path), 99);
+    }
+
+    #[test]
+    fn a_text_file_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.csv");
+        let text = "backend,scenario,median_ns\nrustls,handshake_1.3_x25519,81234\n";
+        std::fs::write(&path, text).unwrap();
+        let error = Store::open(&path).err().expect("must fail");
+        let expected = format!("{} is not a tlslab database (not SQLite)", path.display());
+        assert!(format!("{error:#}").contains(&expected), "{error:#}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    }
+
+    #[test]
+    fn a_database_from_another_tool_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("other.sqlite");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE foo (x INTEGER);")
+            .unwrap();
+        let error = Store::open(&path).err().expect("must fail");
+        let message = format!("{error:#}");
+        assert!(
+            message.contains(&format!("{} is not a tlslab database", path.display())),
+            "{message}"
+        );
+        assert!(message.contains("foo"), "{message}");
+        assert_eq!(tables(&path), vec!["foo".to_string()]);
+        assert_eq!(user_version(&path), 0);
     }
 
     #[test]

@@ -1,9 +1,7 @@
 //! The same real-handshake tests for every backend (tiny sample counts).
 
-use std::sync::atomic::AtomicBool;
-
-use tlslab::backend::Backend;
-use tlslab::measure::{sample_cell, CellOutcome};
+use tlslab::backend::{Backend, HandshakeSample};
+use tlslab::measure::verify;
 use tlslab::scenario::{
     Aead, CertKind, Group, HandshakeScenario, KxKind, Named, Resumption, TlsVersion,
     DEFAULT_CHAIN_DEPTH,
@@ -23,26 +21,31 @@ pub fn scenario(version: TlsVersion, group: Group, cert: CertKind) -> HandshakeS
     }
 }
 
-/// Runs a few handshakes of `built_for` and checks them against `checked_as`.
+/// Runs three handshakes of `built_for` and checks each against
+/// `checked_as`, as every sample is checked; a mismatch is the error.
 pub fn measure_as(
     backend: &dyn Backend,
     built_for: &HandshakeScenario,
     checked_as: &HandshakeScenario,
-) -> CellOutcome {
+) -> Result<Vec<HandshakeSample>, String> {
     let credentials = util::certs()
         .get(built_for.cert, built_for.chain_depth)
         .expect("certificates");
     let mut handshaker = backend
         .handshaker(built_for, &credentials)
         .unwrap_or_else(|e| panic!("{} {}: {e:#}", backend.id(), built_for.label()));
-    sample_cell(
-        handshaker.as_mut(),
-        checked_as,
-        backend.capabilities().reports_signature_scheme,
-        &util::tiny_sampling(),
-        &AtomicBool::new(false),
-    )
-    .expect("not interrupted")
+    (0..3)
+        .map(|_| {
+            let sample = handshaker.handshake().map_err(|e| format!("{e:#}"))?;
+            verify::check(
+                checked_as,
+                &sample.negotiated,
+                backend.capabilities().reports_signature_scheme,
+            )
+            .map_err(|e| e.to_string())?;
+            Ok(sample)
+        })
+        .collect()
 }
 
 /// Asserts that a scenario runs, verifies, and that each sample's sides fit in its wall time.
@@ -54,27 +57,29 @@ pub fn assert_measured(backend: &dyn Backend, scenario: &HandshakeScenario) {
         scenario.label()
     );
     match measure_as(backend, scenario, scenario) {
-        CellOutcome::Measured {
-            samples,
-            negotiated,
-            ..
-        } => {
-            assert!(
-                samples.len() >= 3,
-                "{}: {} samples",
-                scenario.label(),
-                samples.len()
-            );
+        Ok(samples) => {
             for sample in &samples {
-                assert!(sample.client_ns > 0 && sample.server_ns > 0, "{sample:?}");
+                let (client, server) = (sample.client, sample.server);
+                assert!(client.wall_ns > 0 && server.wall_ns > 0, "{sample:?}");
+                assert!(client.cpu_ns > 0 && server.cpu_ns > 0, "{sample:?}");
                 assert!(
-                    sample.wall_ns >= sample.client_ns + sample.server_ns,
+                    sample.wall_ns >= client.wall_ns + server.wall_ns,
                     "{sample:?}"
                 );
+                // The thread cannot run much longer than the call lasted
+                // (two clocks, read apart, with their own granularity).
+                assert!(
+                    client.cpu_ns <= client.wall_ns * 11 / 10 + 200_000,
+                    "{sample:?}"
+                );
+                assert!(
+                    server.cpu_ns <= server.wall_ns * 11 / 10 + 200_000,
+                    "{sample:?}"
+                );
+                assert_eq!(sample.negotiated.resumed, scenario.resumption.is_on());
             }
-            assert_eq!(negotiated.resumed, scenario.resumption.is_on());
         }
-        other => panic!("{} {}: {other:?}", backend.id(), scenario.label()),
+        Err(reason) => panic!("{} {}: {reason}", backend.id(), scenario.label()),
     }
 }
 
@@ -186,10 +191,10 @@ macro_rules! backend_tests {
                 let built = scenario(TlsVersion::Tls13, Group::P256, CertKind::EcdsaP256);
                 let asked = scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
                 match measure_as(backend().as_ref(), &built, &asked) {
-                    CellOutcome::Failed { reason } => {
+                    Err(reason) => {
                         assert_eq!(reason, "wrong group: asked for x25519, negotiated p256")
                     }
-                    other => panic!("a mismatch was counted: {other:?}"),
+                    Ok(samples) => panic!("a mismatch was counted: {samples:?}"),
                 }
             }
 
@@ -199,10 +204,8 @@ macro_rules! backend_tests {
                 let built = scenario(TlsVersion::Tls13, Group::X25519, CertKind::Rsa2048);
                 let asked = scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
                 match measure_as(backend().as_ref(), &built, &asked) {
-                    CellOutcome::Failed { reason } => {
-                        assert!(reason.starts_with("wrong"), "{reason}")
-                    }
-                    other => panic!("a mismatch was counted: {other:?}"),
+                    Err(reason) => assert!(reason.starts_with("wrong"), "{reason}"),
+                    Ok(samples) => panic!("a mismatch was counted: {samples:?}"),
                 }
             }
         }

@@ -1,16 +1,21 @@
-//! The whole pipeline on the mock backend: matrix -> sampling -> statistics
-//! -> store -> exports, with deterministic timings.
+//! The whole pipeline on the mock backend: matrix -> interleaved sampling
+//! -> statistics -> store -> every exporter, with deterministic timings; and
+//! the reason for interleaving: a machine whose speed drifts.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tlslab::backend::mock::MockBackend;
 use tlslab::backend::Backend;
 use tlslab::host::HostInfo;
-use tlslab::measure::{run_matrix, CellOutcome, CellResult, NoProgress, Progress};
-use tlslab::report::{self, Format, Report};
+use tlslab::measure::{self, Outcome, SamplingOptions};
+use tlslab::report::handshake::{build_rows, HandshakeReport};
+use tlslab::report::Format;
 use tlslab::scenario::{parse_list, HandshakeMatrix, HandshakeScenario, Resumption};
+use tlslab::stats;
 use tlslab::store::{RunInfo, Store};
+use tlslab::workload::handshake::{run_matrix, CellResult, HandshakeProbe, MatrixObserver};
 
 use crate::util;
 
@@ -37,15 +42,52 @@ fn run_info(backend: &dyn Backend) -> RunInfo {
     }
 }
 
-fn report(cells: &[CellResult], baseline: &str) -> Report {
-    Report {
-        tool_version: "test".into(),
+/// A fixed count of samples, so the mock's timings make a fixed output.
+fn fixed_runs(runs: usize) -> SamplingOptions {
+    SamplingOptions {
+        runs: Some(runs),
+        warmup: Duration::ZERO,
+        slice: Duration::ZERO,
+        seed: 11,
+        ..SamplingOptions::default()
+    }
+}
+
+struct Saving<'a> {
+    store: &'a mut Store,
+    run_id: i64,
+    /// Raise the interrupt flag once this many rounds finished.
+    stop_after_rounds: Option<(u32, &'a AtomicBool)>,
+}
+
+impl MatrixObserver for Saving<'_> {
+    fn cell_finished(&mut self, cell: &CellResult) -> anyhow::Result<()> {
+        self.store.save_cell(self.run_id, cell)
+    }
+
+    fn round_finished(&mut self, round: u32, _: usize, _: usize) {
+        if let Some((after, flag)) = self.stop_after_rounds {
+            if round + 1 >= after {
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+fn report<'a>(
+    cells: &'a [CellResult],
+    baseline: &'a str,
+    host: &'a HostInfo,
+) -> HandshakeReport<'a> {
+    HandshakeReport {
         run_id: None,
         complete: true,
-        baseline: Some(baseline.into()),
-        host: HostInfo::current(),
-        libraries: vec![],
-        rows: report::build_rows(cells, Some(baseline)),
+        baseline: Some(baseline),
+        host,
+        libraries: &[],
+        seed: Some(11),
+        precision: Some(0.01),
+        cells,
     }
 }
 
@@ -55,36 +97,32 @@ fn mock_matrix_to_store_to_exports() {
     let mut store = Store::open_in_memory().unwrap();
     let run_id = store.begin_run(&run_info(backend.as_ref())).unwrap();
     let scenarios = matrix().expand();
+    let baseline = "handshake_1.2_rsa_rsa2048_aes128gcm";
     let run = run_matrix(
         &scenarios,
         &[Arc::clone(&backend)],
         util::certs(),
-        &util::tiny_sampling(),
-        &mut NoProgress,
+        &fixed_runs(6),
+        Some(baseline),
         &AtomicBool::new(false),
-        &mut |cell| store.save_cell(run_id, cell),
+        &mut Saving {
+            store: &mut store,
+            run_id,
+            stop_after_rounds: None,
+        },
     )
     .unwrap();
+    store.save_rounds(run_id, &run.rounds).unwrap();
     store.finish_run(run_id, !run.interrupted).unwrap();
     assert!(!run.interrupted);
     assert_eq!(run.cells.len(), 12);
+    assert_eq!(run.rounds.len(), 6);
 
-    let statuses: Vec<(String, &str)> = run
+    let measured: Vec<String> = run
         .cells
         .iter()
-        .map(|c| {
-            let status = match &c.outcome {
-                CellOutcome::Measured { .. } => "measured",
-                CellOutcome::Unsupported { .. } => "unsupported",
-                CellOutcome::Failed { .. } => "failed",
-            };
-            (c.scenario.label(), status)
-        })
-        .collect();
-    let measured: Vec<&str> = statuses
-        .iter()
-        .filter(|(_, s)| *s == "measured")
-        .map(|(l, _)| l.as_str())
+        .filter(|c| c.outcome.status() == "measured")
+        .map(|c| c.scenario.label())
         .collect();
     assert_eq!(
         measured,
@@ -96,7 +134,7 @@ fn mock_matrix_to_store_to_exports() {
             "handshake_1.3_x25519_ecdsa_p256_aes128gcm",
         ]
     );
-    assert!(statuses.iter().all(|(_, s)| *s != "failed"), "{statuses:?}");
+    assert!(run.cells.iter().all(|c| c.outcome.status() != "failed"));
     let x448 = run
         .cells
         .iter()
@@ -104,19 +142,31 @@ fn mock_matrix_to_store_to_exports() {
         .unwrap();
     assert_eq!(
         x448.outcome,
-        CellOutcome::Unsupported {
+        Outcome::Unsupported {
             reason: "mock has no x448 key exchange in TLS 1.3".into()
         }
     );
+    // Every measured cell has one sample in each of the six rounds.
+    for cell in run.cells.iter().filter(|c| !c.samples().is_empty()) {
+        let rounds: Vec<u32> = cell.samples().iter().map(|s| s.round).collect();
+        assert_eq!(rounds, vec![0, 1, 2, 3, 4, 5]);
+    }
 
-    // The store gives back exactly what was run.
+    // The store gives back exactly what was run, in matrix order.
     let stored = store.load_run(run_id).unwrap();
     assert_eq!(stored.status, "complete");
-    assert_eq!(stored.cells, run.cells);
+    let mut expected = run.cells.clone();
+    let mut got = stored.cells.clone();
+    let key = |c: &CellResult| c.scenario.label();
+    expected.sort_by_key(key);
+    got.sort_by_key(key);
+    assert_eq!(got, expected);
+    assert_eq!(store.load_rounds(run_id).unwrap(), run.rounds);
 
     // Deterministic timings give a deterministic CSV: compare with the snapshot.
-    let baseline = "handshake_1.2_rsa_rsa2048_aes128gcm";
-    let csv = report::render(&report(&stored.cells, baseline), Format::Csv).unwrap();
+    let host = HostInfo::current();
+    let document = report(&run.cells, baseline, &host).document();
+    let csv = document.render(Format::Csv).unwrap();
     let snapshot_path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/integration/snapshots/mock_pipeline.csv"
@@ -128,7 +178,7 @@ fn mock_matrix_to_store_to_exports() {
     assert_eq!(csv, expected, "CSV export differs from the snapshot");
 
     // The baseline row has ratio 1; the others their mock cost ratio.
-    let rows = report::build_rows(&stored.cells, Some(baseline));
+    let rows = build_rows(&run.cells, Some(baseline));
     let ratio = |label: &str| {
         rows.iter()
             .find(|r| r.label == label)
@@ -139,70 +189,47 @@ fn mock_matrix_to_store_to_exports() {
     assert_eq!(ratio(baseline), 1.0);
     assert!(ratio("handshake_1.3_x25519_ecdsa_p256_aes128gcm") < 1.0);
 
-    let json: serde_json::Value = serde_json::from_str(
-        &report::render(&report(&stored.cells, baseline), Format::Json).unwrap(),
-    )
-    .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&document.render(Format::Json).unwrap()).unwrap();
     let json_rows = json["rows"].as_array().unwrap();
     assert_eq!(json_rows.len(), 12);
     assert_eq!(
         json_rows[0]["scenario"]["label"],
         "handshake_1.2_rsa_rsa2048_aes128gcm"
     );
-    assert_eq!(json_rows[0]["samples"].as_array().unwrap().len(), 3);
+    assert_eq!(json_rows[0]["samples"].as_array().unwrap().len(), 6);
+    assert_eq!(json_rows[0]["samples"][0]["round"], 0);
+    assert_eq!(json["seed"], 11);
 
-    let markdown = report::render(&report(&stored.cells, baseline), Format::Markdown).unwrap();
+    let markdown = document.render(Format::Markdown).unwrap();
     let table_lines = markdown.lines().filter(|l| l.starts_with('|')).count();
     assert_eq!(table_lines, 2 + 12, "{markdown}");
     assert!(markdown.contains("| mock "), "{markdown}");
+    let table = document.render(Format::Table).unwrap();
+    assert!(table.contains("same-round ratios"), "{table}");
 }
 
 #[test]
 fn a_wrong_group_fails_the_cell() {
-    let backend: Arc<dyn Backend> = Arc::new(MockBackend::negotiating_group(
-        tlslab::scenario::Group::P256,
-    ));
-    let scenarios: Vec<HandshakeScenario> = matrix()
+    let backend = MockBackend::negotiating_group(tlslab::scenario::Group::P256);
+    let scenario: HandshakeScenario = matrix()
         .expand()
         .into_iter()
-        .filter(|s| s.label() == "handshake_1.3_x25519_ecdsa_p256_aes128gcm")
-        .collect();
-    let run = run_matrix(
-        &scenarios,
-        &[backend],
-        util::certs(),
-        &util::tiny_sampling(),
-        &mut NoProgress,
-        &AtomicBool::new(false),
-        &mut |_| Ok(()),
-    )
-    .unwrap();
-    assert_eq!(
-        run.cells[0].outcome,
-        CellOutcome::Failed {
-            reason: "wrong group: asked for x25519, negotiated p256".into()
-        }
-    );
-}
-
-/// Stops the run (as Ctrl-C does) once a number of cells finished.
-struct InterruptAfter<'a> {
-    cells: usize,
-    flag: &'a AtomicBool,
-}
-
-impl Progress for InterruptAfter<'_> {
-    fn cell_started(&mut self, _: usize, _: usize, _: &str, _: &HandshakeScenario) {}
-
-    fn cell_finished(&mut self, done: usize, _: usize, _: &CellResult) {
-        if done >= self.cells {
-            self.flag.store(true, Ordering::SeqCst);
-        }
+        .find(|s| s.label() == "handshake_1.3_x25519_ecdsa_p256_aes128gcm")
+        .unwrap();
+    match HandshakeProbe::prepare(&backend, &scenario, util::certs()) {
+        Err(outcome) => assert_eq!(
+            outcome,
+            Outcome::Failed {
+                reason: "wrong group: asked for x25519, negotiated p256".into()
+            }
+        ),
+        Ok(_) => panic!("a mismatch was accepted"),
     }
 }
 
 #[test]
-fn an_interrupted_run_keeps_finished_cells() {
+fn an_interrupted_run_keeps_every_cell_it_had() {
     let backend: Arc<dyn Backend> = Arc::new(MockBackend::default());
     let mut store = Store::open_in_memory().unwrap();
     let run_id = store.begin_run(&run_info(backend.as_ref())).unwrap();
@@ -211,19 +238,127 @@ fn an_interrupted_run_keeps_finished_cells() {
         &matrix().expand(),
         &[backend],
         util::certs(),
-        &util::tiny_sampling(),
-        &mut InterruptAfter {
-            cells: 2,
-            flag: &flag,
-        },
+        &fixed_runs(50),
+        None,
         &flag,
-        &mut |cell| store.save_cell(run_id, cell),
+        &mut Saving {
+            store: &mut store,
+            run_id,
+            stop_after_rounds: Some((3, &flag)),
+        },
     )
     .unwrap();
     store.finish_run(run_id, !run.interrupted).unwrap();
     assert!(run.interrupted);
-    assert_eq!(run.cells.len(), 2);
+    assert_eq!(run.rounds.len(), 3);
+    // Cells under way keep their three samples; none is lost or invented.
+    for cell in run
+        .cells
+        .iter()
+        .filter(|c| c.outcome.status() == "measured")
+    {
+        assert_eq!(cell.samples().len(), 3, "{}", cell.scenario.label());
+        assert!(!cell.outcome.precise());
+    }
     let stored = store.load_run(run_id).unwrap();
     assert_eq!(stored.status, "incomplete");
-    assert_eq!(stored.cells, run.cells);
+    assert_eq!(stored.cells.len(), 12);
+}
+
+/// The true cost ratio of two mock rows (their fixed costs, no drift).
+fn true_ratio(cells: &[CellResult], label: &str, baseline: &str) -> f64 {
+    let typical = |label: &str| {
+        let cell = cells.iter().find(|c| c.scenario.label() == label).unwrap();
+        cell.samples()
+            .iter()
+            .map(|s| s.value.wall_ns)
+            .min()
+            .unwrap() as f64
+    };
+    typical(label) / typical(baseline)
+}
+
+/// Issue 7: on a machine whose speed changes in the middle of a run,
+/// interleaved rounds keep every ratio to the baseline inside its interval,
+/// while measuring one cell after another (as before) puts them off.
+#[test]
+fn interleaving_keeps_ratios_right_on_a_drifting_machine() {
+    let scenarios = matrix().expand();
+    let baseline = "handshake_1.2_rsa_rsa2048_aes128gcm";
+    let options = fixed_runs(40);
+
+    // Interleaved: the machine is twice as slow for 40 handshakes out of
+    // every 80 (across all cells), the mock's costs otherwise fixed.
+    let drifting: Arc<dyn Backend> = Arc::new(MockBackend::drifting(80, 2));
+    let mut store = Store::open_in_memory().unwrap();
+    let run_id = store.begin_run(&run_info(drifting.as_ref())).unwrap();
+    let run = run_matrix(
+        &scenarios,
+        &[drifting],
+        util::certs(),
+        &options,
+        Some(baseline),
+        &AtomicBool::new(false),
+        &mut Saving {
+            store: &mut store,
+            run_id,
+            stop_after_rounds: None,
+        },
+    )
+    .unwrap();
+    let rows = build_rows(&run.cells, Some(baseline));
+    let drift = tlslab::report::handshake::drift(&run.cells).unwrap();
+    assert!(drift.max / drift.min > 1.5, "the drift is seen: {drift:?}");
+    for row in rows.iter().filter(|r| r.sample_count > 0) {
+        let truth = true_ratio(&run.cells, &row.label, baseline);
+        let ratio = row.ratio_to_baseline.unwrap();
+        // The mock adds up to 1 µs of jitter per handshake (under 1%): the
+        // interval is allowed that much slack around the jitter-free truth.
+        assert!(
+            ratio.ci95.low * 0.99 <= truth && truth <= ratio.ci95.high * 1.01,
+            "{}: true ratio {truth} outside {ratio:?}",
+            row.label
+        );
+        assert!(
+            (ratio.value / truth - 1.0).abs() < 0.02,
+            "{}: {ratio:?}",
+            row.label
+        );
+    }
+
+    // One cell after another on the same kind of machine: each cell is
+    // sampled alone, so some see the slow stretch and others do not.
+    let drifting = MockBackend::drifting(80, 2);
+    let mut medians = Vec::new();
+    for scenario in &scenarios {
+        let Ok((mut probe, _)) = HandshakeProbe::prepare(&drifting, scenario, util::certs()) else {
+            continue;
+        };
+        let run = measure::sample(
+            vec![probe.probe()],
+            None,
+            &options,
+            &AtomicBool::new(false),
+            &mut measure::Quietly,
+        )
+        .unwrap();
+        let walls: Vec<f64> = run.outcomes[0]
+            .samples()
+            .iter()
+            .map(|s| s.value.wall_ns as f64)
+            .collect();
+        medians.push((scenario.label(), stats::median(&walls).unwrap()));
+    }
+    let base = medians.iter().find(|(l, _)| l == baseline).unwrap().1;
+    let off = medians
+        .iter()
+        .filter(|(label, median)| {
+            let truth = true_ratio(&run.cells, label, baseline);
+            (median / base / truth - 1.0).abs() > 0.2
+        })
+        .count();
+    assert!(
+        off >= 1,
+        "sequential medians should be thrown off by the drift: {medians:?}"
+    );
 }

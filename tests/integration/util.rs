@@ -5,7 +5,6 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use tlslab::certs::CertCache;
-use tlslab::measure::SamplingOptions;
 
 /// One certificate cache for the whole test binary, kept between runs under
 /// Cargo's target directory so chains are generated once.
@@ -16,16 +15,6 @@ pub fn certs() -> &'static CertCache {
 
 pub fn cert_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("certs")
-}
-
-/// Sampling for tests: a handful of handshakes, no precision target.
-pub fn tiny_sampling() -> SamplingOptions {
-    SamplingOptions {
-        precision: 0.5,
-        max_time: std::time::Duration::ZERO,
-        min_samples: 3,
-        warmup: std::time::Duration::ZERO,
-    }
 }
 
 /// The output of a finished command, shown in full when an assertion fails.

@@ -1,19 +1,12 @@
-//! CSV export of a tunnel run: one line per row with every statistic.
+//! The tunnel's record table: one line per row with every statistic (CSV).
 
 use super::TunnelReport;
+use crate::report::Table;
 use crate::scenario::names::Named;
 use crate::stats::Summary;
 
-fn quote(field: &str) -> String {
-    if field.contains([',', '"', '\n']) {
-        format!("\"{}\"", field.replace('"', "\"\""))
-    } else {
-        field.to_string()
-    }
-}
-
 /// One line per row with every statistic.
-pub fn render(report: &TunnelReport) -> String {
+pub fn records(report: &TunnelReport) -> Table {
     let series = [
         "mb_per_s",
         "send_mb_per_s",
@@ -53,7 +46,10 @@ pub fn render(report: &TunnelReport) -> String {
         }
     }
     header.extend(["ratio_to_baseline", "weak", "security_notes"].map(String::from));
-    let mut out = header.join(",") + "\n";
+    let mut table = Table {
+        headers: header,
+        ..Table::default()
+    };
     let number = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
     for row in &report.rows {
         let s = &row.scenario;
@@ -61,7 +57,7 @@ pub fn render(report: &TunnelReport) -> String {
             row.label.clone(),
             row.engine.id().to_string(),
             row.status.to_string(),
-            quote(row.reason.as_deref().unwrap_or("")),
+            row.reason.clone().unwrap_or_default(),
             s.baseline.to_string(),
             s.cipher.id().to_string(),
             s.digest.id().to_string(),
@@ -91,9 +87,8 @@ pub fn render(report: &TunnelReport) -> String {
         }
         fields.push(number(row.ratio_to_baseline.map(|r| r.value)));
         fields.push(row.weak.to_string());
-        fields.push(quote(&row.security_notes.join("; ")));
-        out.push_str(&fields.join(","));
-        out.push('\n');
+        fields.push(row.security_notes.join("; "));
+        table.rows.push(fields);
     }
-    out
+    table
 }

@@ -5,20 +5,19 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
 use serde::Serialize;
 
-use super::markup::Style;
-use super::Format;
+use super::Document;
 
 mod csv;
 mod text;
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
+use crate::measure::{self, Outcome, Timed};
 use crate::scenario::names::Named;
-use crate::stats::{self, Ratio, Summary};
-use crate::tunnel::sampler::{TunnelCell, TunnelOutcome, TunnelSample};
-use crate::tunnel::{Compression, Engine, Payload, TunnelScenario};
+use crate::scenario::tunnel::{Compression, Engine, Payload, TunnelScenario};
+use crate::stats::{self, Drift, PairedRatio, Summary};
+use crate::workload::tunnel::{TunnelCell, TunnelSample};
 
 /// One row: a cell with its statistics. Throughput is payload megabytes
 /// (10^6 bytes) per second.
@@ -42,12 +41,15 @@ pub struct TunnelRow {
     pub receive_mb_per_s: Option<Summary>,
     pub send_packets_per_s: Option<Summary>,
     pub receive_packets_per_s: Option<Summary>,
-    /// Median throughput relative to the baseline row (same engine).
-    pub ratio_to_baseline: Option<Ratio>,
+    /// Throughput relative to the baseline row (same engine), from same-round pairs.
+    pub ratio_to_baseline: Option<PairedRatio>,
     pub weak: bool,
     pub security_notes: Vec<&'static str>,
+    /// Per round, the median cost in ns per payload byte (for paired ratios).
+    #[serde(skip)]
+    pub round_costs: Vec<(u32, f64)>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub samples: Vec<TunnelSample>,
+    pub samples: Vec<Timed<TunnelSample>>,
 }
 
 /// Table 1: compressed against uncompressed throughput of the same cipher
@@ -71,7 +73,8 @@ pub struct Normalised {
     pub mb_per_s: f64,
     pub send_mb_per_s: f64,
     pub receive_mb_per_s: f64,
-    /// `mb_per_s` over the fastest algorithm's (1.0 for the fastest).
+    /// Throughput over the fastest algorithm's (1.0 for the fastest): the
+    /// median over rounds of the same-round ratio of the group medians.
     pub relative: f64,
     pub rows: usize,
     pub weak: bool,
@@ -107,12 +110,17 @@ pub struct TunnelReport {
     pub digests: Vec<Normalised>,
     pub baselines: Vec<BaselineComparison>,
     pub rows: Vec<TunnelRow>,
+    pub seed: Option<u64>,
+    pub drift: Option<Drift>,
 }
 
-fn summarize_by(samples: &[TunnelSample], value: impl Fn(&TunnelSample) -> f64) -> Option<Summary> {
+fn summarize_by(
+    samples: &[Timed<TunnelSample>],
+    value: impl Fn(&TunnelSample) -> f64,
+) -> Option<Summary> {
     let values: Vec<f64> = samples
         .iter()
-        .map(value)
+        .map(|s| value(&s.value))
         .filter(|v| v.is_finite())
         .collect();
     stats::summarize(&values)
@@ -142,10 +150,11 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
         ratio_to_baseline: None,
         weak: scenario.is_weak(),
         security_notes: scenario.security_notes(),
+        round_costs: stats::round_medians(&measure::costs(cell.samples())),
         samples: Vec::new(),
     };
     match &cell.outcome {
-        TunnelOutcome::Measured { samples, precise } => {
+        Outcome::Measured { samples, precise } => {
             // OpenVPN samples move the payload each way; in process one
             // payload passes through both ends.
             let ways = if cell.engine == Engine::Openvpn { 2 } else { 1 };
@@ -166,11 +175,11 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
             }
             row.samples = samples.clone();
         }
-        TunnelOutcome::Unsupported { reason } => {
+        Outcome::Unsupported { reason } => {
             row.status = "unsupported";
             row.reason = Some(reason.clone());
         }
-        TunnelOutcome::Failed { reason } => {
+        Outcome::Failed { reason } => {
             row.status = "failed";
             row.reason = Some(reason.clone());
         }
@@ -193,7 +202,7 @@ pub struct TunnelTables {
 /// payload and size.
 pub fn build(cells: &[TunnelCell], baseline: Option<&str>) -> TunnelTables {
     let mut rows: Vec<TunnelRow> = cells.iter().map(row_of).collect();
-    let bases: Vec<Option<Summary>> = rows
+    let bases: Vec<Option<Vec<(u32, f64)>>> = rows
         .iter()
         .map(|row| {
             rows.iter()
@@ -208,12 +217,15 @@ pub fn build(cells: &[TunnelCell], baseline: Option<&str>) -> TunnelTables {
                             }
                         }
                 })
-                .and_then(|base| base.mb_per_s)
+                .filter(|base| base.mb_per_s.is_some())
+                .map(|base| base.round_costs.clone())
         })
         .collect();
     for (row, base) in rows.iter_mut().zip(bases) {
-        if let (Some(value), Some(base)) = (row.mb_per_s, base) {
-            row.ratio_to_baseline = Some(stats::ratio_of_medians(&value, &base));
+        if let (true, Some(base)) = (row.mb_per_s.is_some(), base) {
+            // Costs are time per byte: throughput's ratio is the inverse.
+            row.ratio_to_baseline =
+                stats::paired_ratio(&row.round_costs, &base).map(|r| r.inverse());
         }
     }
     let compression = compression_effect(&rows);
@@ -223,7 +235,7 @@ pub fn build(cells: &[TunnelCell], baseline: Option<&str>) -> TunnelTables {
     let digests = normalised(
         &rows
             .iter()
-            .filter(|r| r.scenario.cipher.mode() != crate::tunnel::CipherMode::Aead)
+            .filter(|r| r.scenario.cipher.mode() != crate::scenario::tunnel::CipherMode::Aead)
             .cloned()
             .collect::<Vec<_>>(),
         |s| (s.digest.id(), s.digest.is_weak(), s.digest.security_notes()),
@@ -348,9 +360,30 @@ fn normalised(
                 }
             })
             .collect();
-        let fastest = entries.iter().map(|e| e.mb_per_s).fold(0.0, f64::max);
+        // Per round, each algorithm's median throughput over its rows; the
+        // relative figure is the median over rounds of its same-round ratio
+        // to the fastest algorithm.
+        let per_round = |name: &str| -> Vec<(u32, f64)> {
+            let mut by_round: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+            for row in &groups[name].0 {
+                for &(round, cost) in &row.round_costs {
+                    by_round.entry(round).or_default().push(1.0 / cost);
+                }
+            }
+            by_round
+                .into_iter()
+                .filter_map(|(round, values)| stats::median(&values).map(|m| (round, m)))
+                .collect()
+        };
+        let fastest = entries
+            .iter()
+            .max_by(|a, b| a.mb_per_s.total_cmp(&b.mb_per_s))
+            .map(|e| per_round(e.name))
+            .unwrap_or_default();
         for entry in &mut entries {
-            entry.relative = entry.mb_per_s / fastest;
+            entry.relative = stats::paired_ratio(&per_round(entry.name), &fastest)
+                .map(|r| r.value)
+                .unwrap_or(f64::NAN);
         }
         entries.sort_by(|a, b| b.mb_per_s.total_cmp(&a.mb_per_s));
         out.extend(entries);
@@ -398,20 +431,47 @@ fn baseline_comparison(rows: &[TunnelRow]) -> Vec<BaselineComparison> {
     out
 }
 
-/// Renders a tunnel report in one format.
-pub fn render(report: &TunnelReport, format: Format) -> Result<String> {
-    Ok(match format {
-        Format::Table => text::render(report, Style::Terminal),
-        Format::Markdown => text::render(report, Style::Markdown),
-        Format::Csv => csv::render(report),
-        Format::Json => serde_json::to_string_pretty(report)? + "\n",
-    })
+impl TunnelReport {
+    /// The report as a document for any exporter.
+    pub fn document(&self) -> Document {
+        let mut data = serde_json::to_value(self).unwrap_or_default();
+        if let Some(object) = data.as_object_mut() {
+            object.insert(
+                "provenance".to_string(),
+                super::provenance_json(
+                    self.run_id,
+                    self.complete,
+                    &self.host,
+                    &self.libraries,
+                    self.seed,
+                    self.drift.as_ref(),
+                ),
+            );
+        }
+        Document {
+            heading: super::heading(&self.host, &self.libraries),
+            tables: text::tables(self),
+            records: csv::records(self),
+            data,
+            footer: super::run_notes(self.drift.as_ref(), None, self.complete),
+        }
+    }
+}
+
+/// The drift of the machine over a tunnel run, from every measured cell.
+pub fn drift(cells: &[TunnelCell]) -> Option<Drift> {
+    let per_cell: Vec<Vec<(u32, f64)>> = cells
+        .iter()
+        .filter(|c| !c.samples().is_empty())
+        .map(|c| stats::round_medians(&measure::costs(c.samples())))
+        .collect();
+    stats::drift(&per_cell)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tunnel::{Cipher, Digest};
+    use crate::scenario::tunnel::{Cipher, Digest};
 
     fn cell(cipher: Cipher, compression: Compression, send_ns: u64) -> TunnelCell {
         TunnelCell {
@@ -428,16 +488,18 @@ mod tests {
                 payload: Payload::Zero,
                 payload_bytes: 1000,
             },
-            outcome: TunnelOutcome::Measured {
-                samples: vec![
-                    TunnelSample {
-                        packets: 1,
-                        payload_bytes: 1000,
-                        send_ns,
-                        receive_ns: send_ns,
-                    };
-                    3
-                ],
+            outcome: Outcome::Measured {
+                samples: (0..3)
+                    .map(|round| Timed {
+                        round,
+                        value: TunnelSample {
+                            packets: 1,
+                            payload_bytes: 1000,
+                            send_ns,
+                            receive_ns: send_ns,
+                        },
+                    })
+                    .collect(),
                 precise: true,
             },
         }

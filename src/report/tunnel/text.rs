@@ -1,10 +1,9 @@
-//! The five tables drawn as a terminal table or Markdown (one grid
-//! drawer, two styles, as the handshake table shares `markup`).
+//! The five tables of the classic study as neutral tables.
 
 use super::{median_of, TunnelReport, TunnelRow};
-use crate::report::markup::{grid, Style};
+use crate::report::Table;
 use crate::scenario::names::Named;
-use crate::tunnel::Engine;
+use crate::scenario::tunnel::Engine;
 
 /// Throughput with a precision that suits its size.
 fn format_rate(value: f64) -> String {
@@ -17,13 +16,6 @@ fn format_rate(value: f64) -> String {
     }
 }
 
-fn heading(text: &str, style: Style) -> String {
-    match style {
-        Style::Terminal => format!("\n{text}\n\n"),
-        Style::Markdown => format!("\n## {text}\n\n"),
-    }
-}
-
 fn notes_of(weak: bool, notes: &[&'static str]) -> String {
     let mut all: Vec<&str> = Vec::new();
     if weak {
@@ -33,29 +25,9 @@ fn notes_of(weak: bool, notes: &[&'static str]) -> String {
     all.join("; ")
 }
 
-/// Draws the five tables.
-pub fn render(report: &TunnelReport, style: Style) -> String {
-    let libraries: Vec<String> = report
-        .libraries
-        .iter()
-        .map(|l| format!("{}: {} {}", l.backend, l.library, l.version))
-        .collect();
-    let mut out = format!(
-        "{}{} ({} cores); {}\n",
-        if style == Style::Markdown {
-            "Host: "
-        } else {
-            ""
-        },
-        report.host.cpu_model,
-        report.host.cores,
-        libraries.join("; ")
-    );
-
-    out.push_str(&heading(
-        "1. Effect of compression (throughput with compression / without, same cipher and digest)",
-        style,
-    ));
+/// The five tables.
+pub fn tables(report: &TunnelReport) -> Vec<Table> {
+    let mut tables = Vec::new();
     let rows: Vec<Vec<String>> = report
         .compression_effect
         .iter()
@@ -73,26 +45,26 @@ pub fn render(report: &TunnelReport, style: Style) -> String {
             ]
         })
         .collect();
-    if rows.is_empty() {
-        out.push_str("(no compressed and uncompressed pairs measured)\n");
-    } else {
-        out.push_str(&grid(
-            &[
-                "engine",
-                "payload",
-                "compression",
-                "pairs",
-                "avg",
-                "stdev",
-                "median",
-                "min",
-                "max",
-            ],
-            &[false, false, false, true, true, true, true, true, true],
-            &rows,
-            style,
-        ));
-    }
+    let mut table = Table::new(
+        &[
+            "engine",
+            "payload",
+            "compression",
+            "pairs",
+            "avg",
+            "stdev",
+            "median",
+            "min",
+            "max",
+        ],
+        &[false, false, false, true, true, true, true, true, true],
+    )
+    .titled(
+        "1. Effect of compression (throughput with compression / without, same cipher and digest)",
+    );
+    table.rows = rows;
+    table.empty = Some("no compressed and uncompressed pairs measured".to_string());
+    tables.push(table);
 
     for (title, table) in [
         (
@@ -104,7 +76,6 @@ pub fn render(report: &TunnelReport, style: Style) -> String {
             &report.digests,
         ),
     ] {
-        out.push_str(&heading(title, style));
         let rows: Vec<Vec<String>> = table
             .iter()
             .map(|n| {
@@ -120,34 +91,27 @@ pub fn render(report: &TunnelReport, style: Style) -> String {
                 ]
             })
             .collect();
-        if rows.is_empty() {
-            out.push_str("(nothing measured)\n");
-        } else {
-            out.push_str(&grid(
-                &[
-                    "engine",
-                    "name",
-                    "× fastest",
-                    "MB/s",
-                    "send MB/s",
-                    "receive MB/s",
-                    "rows",
-                    "security",
-                ],
-                &[false, false, true, true, true, true, true, false],
-                &rows,
-                style,
-            ));
-        }
+        let mut drawn = Table::new(
+            &[
+                "engine",
+                "name",
+                "× fastest",
+                "MB/s",
+                "send MB/s",
+                "receive MB/s",
+                "rows",
+                "security",
+            ],
+            &[false, false, true, true, true, true, true, false],
+        )
+        .titled(title);
+        drawn.rows = rows;
+        drawn.empty = Some("nothing measured".to_string());
+        drawn.notes.push("× fastest: the median over rounds of the same-round ratio of this algorithm's throughput (median over its rows) to the fastest algorithm's.".to_string());
+        tables.push(drawn);
     }
 
-    out.push_str(&heading(
-        "4. Ranking of every combination (fastest first)",
-        style,
-    ));
-    out.push_str(&ranking(report, style));
-
-    out.push_str(&heading("5. No tunnel against the tunnels", style));
+    tables.push(ranking(report));
     let rows: Vec<Vec<String>> = report
         .baselines
         .iter()
@@ -170,42 +134,34 @@ pub fn render(report: &TunnelReport, style: Style) -> String {
             ]
         })
         .collect();
-    if rows.is_empty() {
-        out.push_str("(no baseline row measured; it is added unless --no-baseline-row)\n");
-    } else {
-        out.push_str(&grid(
-            &[
-                "engine",
-                "payload",
-                "no tunnel MB/s",
-                "fastest tunnel (MB/s)",
-                "slowest tunnel (MB/s)",
-                "no tunnel × fastest",
-            ],
-            &[false, false, true, false, false, true],
-            &rows,
-            style,
-        ));
-    }
-    out.push_str(
-        "\nMB/s: payload megabytes per second. In process: one core doing both ends \
-         (send = compress, encrypt, authenticate; receive = verify, decrypt, decompress, check).\n\
-         OpenVPN: a transfer through the tunnel between two network namespaces (send = A to B, receive = B to A).\n",
-    );
-    if let Some(baseline) = &report.baseline {
-        out.push_str(&format!(
-            "× baseline: median MB/s relative to {baseline}.\n"
-        ));
-    }
-    if !report.complete {
-        out.push_str("\nThis run is incomplete: it was interrupted; the rows above are every cell it finished.\n");
-    }
-    out
+    let mut table = Table::new(
+        &[
+            "engine",
+            "payload",
+            "no tunnel MB/s",
+            "fastest tunnel (MB/s)",
+            "slowest tunnel (MB/s)",
+            "no tunnel × fastest",
+        ],
+        &[false, false, true, false, false, true],
+    )
+    .titled("5. No tunnel against the tunnels");
+    table.rows = rows;
+    table.empty =
+        Some("no baseline row measured; it is added unless --no-baseline-row".to_string());
+    table.notes.push("MB/s: payload megabytes per second. In process: one core doing both ends (send = compress, encrypt, authenticate; receive = verify, decrypt, decompress, check).".to_string());
+    table.notes.push("OpenVPN: a transfer through the tunnel between two network namespaces (send = A to B, receive = B to A).".to_string());
+    table.notes.push(format!(
+        "× baseline: throughput relative to {}, the median of same-round ratios; in-process rows are sampled in interleaved rounds, OpenVPN rows one tunnel at a time.",
+        report.baseline.as_deref().unwrap_or("the no-tunnel row of the same payload")
+    ));
+    tables.push(table);
+    tables
 }
 
 /// Table 4: the first engine's rows by throughput, with the other engine's
 /// figure for the same row beside it; then rows that were not measured.
-fn ranking(report: &TunnelReport, style: Style) -> String {
+fn ranking(report: &TunnelReport) -> Table {
     let primary = report.rows.first().map(|r| r.engine);
     let other: Option<Engine> = report
         .rows
@@ -293,7 +249,9 @@ fn ranking(report: &TunnelReport, style: Style) -> String {
     }
     headers.push("notes");
     numeric.push(false);
-    let mut out = grid(&headers, &numeric, &rows, style);
+    let mut table =
+        Table::new(&headers, &numeric).titled("4. Ranking of every combination (fastest first)");
+    table.rows = rows;
     let unmeasured: Vec<String> = report
         .rows
         .iter()
@@ -309,10 +267,10 @@ fn ranking(report: &TunnelReport, style: Style) -> String {
         })
         .collect();
     if !unmeasured.is_empty() {
-        out.push_str("\nNot measured:\n");
+        table.notes.push("Not measured:".to_string());
         for line in unmeasured {
-            out.push_str(&format!("  {line}\n"));
+            table.notes.push(format!("  {line}"));
         }
     }
-    out
+    table
 }

@@ -15,11 +15,11 @@ use openssl::pkey_ctx::PkeyCtx;
 use openssl::rsa::Padding;
 use openssl::sign::{Signer, Verifier};
 
-use super::{
-    pattern, Operation, PreparedOperation, Primitive, PrimitiveBackend, SpeedRow, Unsupported,
-};
-use super::{Family, SIGNED_MESSAGE_BYTES};
+use crate::backend::{PreparedOperation, PrimitiveBackend, Unsupported};
 use crate::certs;
+use crate::scenario::speed::{
+    pattern, Family, Operation, Primitive, SpeedRow, SIGNED_MESSAGE_BYTES,
+};
 use crate::scenario::Named;
 
 extern "C" {
@@ -441,14 +441,65 @@ fn digest(primitive: Primitive) -> MessageDigest {
     }
 }
 
+/// An HMAC context keyed once and re-initialised for every message, as a
+/// TLS stack keeps its keyed contexts (and as `openssl speed -hmac` does).
+struct KeyedHmac(*mut openssl_sys::HMAC_CTX);
+
+impl KeyedHmac {
+    fn new(md: MessageDigest, key: &[u8]) -> Result<Self> {
+        // SAFETY: a fresh context, keyed with a buffer that outlives the call.
+        unsafe {
+            let ctx = openssl_sys::HMAC_CTX_new();
+            if ctx.is_null() {
+                bail!("HMAC_CTX_new failed");
+            }
+            let hmac = Self(ctx);
+            if openssl_sys::HMAC_Init_ex(
+                ctx,
+                key.as_ptr().cast(),
+                key.len() as _,
+                md.as_ptr(),
+                ptr::null_mut(),
+            ) != 1
+            {
+                bail!("HMAC_Init_ex failed");
+            }
+            Ok(hmac)
+        }
+    }
+
+    /// One MAC over `data` with the key set at creation.
+    fn mac(&mut self, data: &[u8], out: &mut [u8; 64]) -> Result<()> {
+        let mut length: std::ffi::c_uint = 0;
+        // SAFETY: a null key and digest keep the context's key (OpenSSL's
+        // documented re-initialisation); `out` holds any digest's output.
+        unsafe {
+            if openssl_sys::HMAC_Init_ex(self.0, ptr::null(), 0, ptr::null(), ptr::null_mut()) != 1
+                || openssl_sys::HMAC_Update(self.0, data.as_ptr(), data.len()) != 1
+                || openssl_sys::HMAC_Final(self.0, out.as_mut_ptr(), &mut length) != 1
+            {
+                bail!("HMAC failed");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for KeyedHmac {
+    fn drop(&mut self) {
+        // SAFETY: the context was made by HMAC_CTX_new and is freed once.
+        unsafe { openssl_sys::HMAC_CTX_free(self.0) }
+    }
+}
+
 fn mac(primitive: Primitive, size: usize) -> Result<PreparedOperation, Unsupported> {
     let md = digest(primitive);
-    let key = PKey::hmac(&pattern(md.size())).map_err(anyhow::Error::from)?;
+    let mut hmac = KeyedHmac::new(md, &pattern(md.size()))?;
     let data = pattern(size);
+    let mut out = [0u8; 64];
     Ok(Box::new(move || {
-        let mut signer = Signer::new(md, &key)?;
-        signer.update(&data)?;
-        std::hint::black_box(signer.sign_to_vec()?);
+        hmac.mac(&data, &mut out)?;
+        std::hint::black_box(&out);
         Ok(())
     }))
 }

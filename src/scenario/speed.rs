@@ -1,22 +1,10 @@
-//! `tlslab speed`: the rate of each cryptographic primitive a handshake or a
-//! record layer uses, per backend, with the core engine's statistics. One
-//! row is (primitive, operation, buffer size); each sample times a batch of
-//! operations sized to last about a millisecond and stores the time per
-//! operation.
+//! The rows of `tlslab speed`: each cryptographic primitive a handshake or
+//! a record layer uses, its operations, and the buffer sizes of symmetric
+//! rows. One row is (primitive, operation, buffer size).
 
-pub mod command;
-pub mod openssl;
-pub mod rustls;
-
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
-
-use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::measure::{Interrupted, SamplingOptions};
 use crate::scenario::names::{deserialize_by_id, serialize_by_id, Named};
-use crate::stats;
 
 /// A cryptographic primitive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -358,156 +346,6 @@ pub fn expand(primitives: &[Primitive], sizes: &[usize]) -> Vec<SpeedRow> {
     rows
 }
 
-/// A prepared operation: keys and buffers are made, each call does the work once.
-pub type PreparedOperation = Box<dyn FnMut() -> Result<()>>;
-
-/// A library whose primitives can be measured.
-pub trait PrimitiveBackend {
-    fn id(&self) -> &'static str;
-
-    /// Prepares one row, or says why this library cannot do it.
-    fn prepare(&self, row: &SpeedRow) -> Result<PreparedOperation, Unsupported>;
-}
-
-/// Why a backend cannot measure a row (or failed to set it up).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unsupported(pub String);
-
-impl Unsupported {
-    pub fn new(reason: impl Into<String>) -> Self {
-        Self(reason.into())
-    }
-}
-
-impl From<anyhow::Error> for Unsupported {
-    fn from(error: anyhow::Error) -> Self {
-        Self(format!("{error:#}"))
-    }
-}
-
-/// The real backends for `speed`.
-pub fn backend_by_id(id: &str) -> Result<Box<dyn PrimitiveBackend>, crate::scenario::UnknownName> {
-    match id.trim().to_ascii_lowercase().as_str() {
-        "openssl" => Ok(Box::new(openssl::OpensslPrimitives)),
-        "rustls-aws-lc" => Ok(Box::new(rustls::RustlsPrimitives::aws_lc_rs())),
-        "rustls-ring" => Ok(Box::new(rustls::RustlsPrimitives::ring())),
-        _ => Err(crate::scenario::UnknownName {
-            kind: "backend",
-            given: id.trim().to_string(),
-            valid: crate::backend::BACKEND_IDS.to_vec(),
-        }),
-    }
-}
-
-/// The outcome of one speed row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum SpeedOutcome {
-    Measured {
-        /// Time per operation of each sample, in nanoseconds.
-        ns_per_op: Vec<f64>,
-        /// Operations per sample.
-        batch: u64,
-        precise: bool,
-    },
-    Unsupported {
-        reason: String,
-    },
-    Failed {
-        reason: String,
-    },
-}
-
-/// A speed row on one backend, with its outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SpeedCell {
-    pub backend: String,
-    pub row: SpeedRow,
-    pub outcome: SpeedOutcome,
-}
-
-/// How long one sample should take.
-const SAMPLE_TARGET: Duration = Duration::from_millis(2);
-
-/// Samples one prepared operation: calibrate a batch size, warm up, then
-/// sample batches until the median time per operation is precise enough.
-pub fn sample_operation(
-    operation: &mut dyn FnMut() -> Result<()>,
-    options: &SamplingOptions,
-    interrupt: &AtomicBool,
-) -> Result<Result<SpeedOutcome, Interrupted>> {
-    // Calibration: double the batch until one takes a fair share of the target.
-    let mut batch: u64 = 1;
-    loop {
-        let start = Instant::now();
-        for _ in 0..batch {
-            operation()?;
-        }
-        let elapsed = start.elapsed();
-        if elapsed >= SAMPLE_TARGET / 4 || batch >= 1 << 20 {
-            let per_op = elapsed.as_secs_f64() / batch as f64;
-            batch = ((SAMPLE_TARGET.as_secs_f64() / per_op.max(1e-9)) as u64).clamp(1, 1 << 22);
-            break;
-        }
-        batch *= 2;
-    }
-    let warmup_start = Instant::now();
-    while warmup_start.elapsed() < options.warmup {
-        operation()?;
-    }
-    let mut ns_per_op = Vec::new();
-    let mut next_check = options.min_samples.max(2);
-    let start = Instant::now();
-    let precise = loop {
-        if interrupt.load(Ordering::Relaxed) {
-            return Ok(Err(Interrupted));
-        }
-        let sample_start = Instant::now();
-        for _ in 0..batch {
-            operation()?;
-        }
-        ns_per_op.push(sample_start.elapsed().as_nanos() as f64 / batch as f64);
-        let count = ns_per_op.len();
-        if count < options.min_samples.max(1) {
-            continue;
-        }
-        if count >= next_check {
-            next_check = count + (count / 10).max(5);
-            if stats::median_precision(&ns_per_op) <= options.precision {
-                break true;
-            }
-        }
-        if start.elapsed() >= options.max_time {
-            break stats::median_precision(&ns_per_op) <= options.precision;
-        }
-    };
-    Ok(Ok(SpeedOutcome::Measured {
-        ns_per_op,
-        batch,
-        precise,
-    }))
-}
-
-/// Measures one row on one backend.
-pub fn measure_row(
-    backend: &dyn PrimitiveBackend,
-    row: &SpeedRow,
-    options: &SamplingOptions,
-    interrupt: &AtomicBool,
-) -> Result<SpeedOutcome, Interrupted> {
-    let mut operation = match backend.prepare(row) {
-        Ok(operation) => operation,
-        Err(Unsupported(reason)) => return Ok(SpeedOutcome::Unsupported { reason }),
-    };
-    match sample_operation(&mut operation, options, interrupt) {
-        Ok(outcome) => outcome,
-        Err(error) => Ok(SpeedOutcome::Failed {
-            reason: format!("{error:#}"),
-        }),
-    }
-}
-
 /// Fills a buffer with a repeatable, non-trivial pattern.
 pub fn pattern(size: usize) -> Vec<u8> {
     (0..size)
@@ -532,37 +370,5 @@ mod tests {
                 "speed_aes128gcm_encrypt_1024",
             ]
         );
-    }
-
-    #[test]
-    fn sampling_stops_at_precision() {
-        let mut calls = 0u64;
-        let mut work = || {
-            calls += 1;
-            std::hint::black_box((0..200).sum::<u64>());
-            Ok(())
-        };
-        let options = SamplingOptions {
-            precision: 0.5,
-            max_time: Duration::from_secs(5),
-            min_samples: 5,
-            warmup: Duration::ZERO,
-        };
-        let outcome = sample_operation(&mut work, &options, &AtomicBool::new(false))
-            .unwrap()
-            .unwrap();
-        match outcome {
-            SpeedOutcome::Measured {
-                ns_per_op,
-                batch,
-                precise,
-            } => {
-                assert!(precise);
-                assert!(ns_per_op.len() >= 5);
-                assert!(batch > 1);
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(calls > 5);
     }
 }

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::sampler::{sample_until, TunnelOutcome, TunnelSample};
-use super::{CipherMode, Compression, Digest, Payload, TunnelScenario};
-use crate::measure::{Interrupted, SamplingOptions};
+use super::tunnel::{TunnelOutcome, TunnelSample};
+use crate::measure::{self, Interrupted, Outcome, SamplingOptions};
+use crate::scenario::tunnel::{CipherMode, Compression, Digest, Payload, TunnelScenario};
 
 const LINK_A: Ipv4Addr = Ipv4Addr::new(10, 231, 0, 1);
 const LINK_B: Ipv4Addr = Ipv4Addr::new(10, 231, 0, 2);
@@ -180,7 +180,7 @@ impl Lab {
             );
         }
         if let Some(reason) = unsupported_reason(scenario) {
-            return Ok(TunnelOutcome::Unsupported { reason });
+            return Ok(Outcome::Unsupported { reason });
         }
         let tunnel = match self.start_tunnel(scenario, interrupt) {
             Ok(tunnel) => tunnel,
@@ -192,9 +192,9 @@ impl Lab {
                 let reason = format!("{error:#}");
                 return Ok(
                     if reason.contains("not supported") || reason.contains("Unsupported") {
-                        TunnelOutcome::Unsupported { reason }
+                        Outcome::Unsupported { reason }
                     } else {
-                        TunnelOutcome::Failed { reason }
+                        Outcome::Failed { reason }
                     },
                 );
             }
@@ -223,7 +223,9 @@ impl Lab {
         options: &SamplingOptions,
         interrupt: &AtomicBool,
     ) -> Result<TunnelOutcome, Interrupted> {
-        let outcome = sample_until(options, 1, interrupt, || {
+        // One tunnel at a time: an OpenVPN row is sampled on its own, not
+        // interleaved with the others (each needs its own tunnel up).
+        let probe = Box::new(|| {
             let forward = transfer(
                 (&self.namespace_a, address_a),
                 (&self.namespace_b, address_b),
@@ -249,12 +251,12 @@ impl Lab {
                 receive_ns: backward.as_nanos() as u64,
             })
         });
-        match outcome {
-            Ok(TunnelOutcome::Failed { .. }) if interrupt.load(Ordering::Relaxed) => {
-                Err(Interrupted)
-            }
-            other => other,
+        let run = measure::sample(vec![probe], None, options, interrupt, &mut measure::Quietly)
+            .map_err(|_| Interrupted)?;
+        if run.interrupted {
+            return Err(Interrupted);
         }
+        Ok(run.outcomes.into_iter().next().expect("one cell"))
     }
 
     fn start_tunnel(&self, scenario: &TunnelScenario, interrupt: &AtomicBool) -> Result<Tunnel> {

@@ -21,7 +21,7 @@ use openssl::cipher_ctx::CipherCtx;
 use openssl::md::{Md, MdRef};
 use openssl::md_ctx::MdCtx;
 
-use super::{CipherMode, Compression, TunnelScenario};
+use crate::scenario::tunnel::{CipherMode, Compression, TunnelScenario};
 
 /// Why a packet was rejected by the receiver.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -491,7 +491,7 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tunnel::{Cipher, Digest, Payload};
+    use crate::scenario::tunnel::{Cipher, Digest, Payload};
 
     fn scenario(cipher: Cipher, digest: Digest, compression: Compression) -> TunnelScenario {
         TunnelScenario {

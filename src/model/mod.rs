@@ -1,24 +1,21 @@
-//! `tlslab cost`: what a handshake should cost each side from counted
-//! operations times measured primitive costs, beside what it does cost, and
-//! where the time goes.
+//! The cost model and the breakdown: what a handshake should cost each side
+//! from counted operations ([`counts`]) times measured primitive costs,
+//! beside what it does cost, and where the time goes.
 
-pub mod command;
-pub mod instrument;
-pub mod model;
+pub mod counts;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
 
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::backend::rustls::instrument::{self, Category, CountedOp, Side};
 use crate::backend::Backend;
 use crate::certs::Credentials;
 use crate::measure::SamplingOptions;
+use crate::scenario::speed::SpeedRow;
 use crate::scenario::HandshakeScenario;
-use crate::speed::SpeedRow;
-use instrument::{Category, CountedOp, Side};
 
 /// One counted operation of a side, with the cost charged for it.
 #[derive(Debug, Clone, Serialize)]
@@ -94,10 +91,10 @@ pub fn model_side(
     measured_ns: Option<f64>,
 ) -> SideCost {
     let mut modelled_ns = 0.0;
-    let operations = model::operation_counts(scenario, side)
+    let operations = counts::operation_counts(scenario, side)
         .into_iter()
         .map(|(operation, count)| {
-            let charged = model::cost_row(scenario, side, operation);
+            let charged = counts::cost_row(scenario, side, operation);
             let ns_each = charged
                 .as_ref()
                 .and_then(|(row, factor)| primitive_ns.get(row).map(|ns| ns * factor));
@@ -163,37 +160,48 @@ impl Breakdown {
 pub type OpsPerHandshake = BTreeMap<(Side, CountedOp), f64>;
 
 /// Counted breakdown: real handshakes on an instrumented rustls backend,
-/// averaged per handshake. Also returns the operation counts per handshake.
+/// sampled as every cell is, averaged per handshake. Also returns the
+/// operation counts per handshake and the mean wall time of a whole
+/// handshake (both sides and the harness), an independent check on the
+/// sides' totals.
 pub fn counted_breakdown(
     backend: &dyn Backend,
     scenario: &HandshakeScenario,
     credentials: &Credentials,
     options: &SamplingOptions,
     interrupt: &AtomicBool,
-) -> Result<(Vec<Breakdown>, OpsPerHandshake)> {
+) -> Result<(Vec<Breakdown>, OpsPerHandshake, f64)> {
     let mut handshaker = backend.handshaker(scenario, credentials)?;
-    let warmup = Instant::now();
-    while warmup.elapsed() < options.warmup || warmup.elapsed().is_zero() {
-        handshaker.handshake()?;
-        if options.warmup.is_zero() {
-            break;
-        }
-    }
     instrument::take_tally();
-    let (mut client_ns, mut server_ns, mut handshakes) = (0u64, 0u64, 0usize);
-    let start = Instant::now();
-    while handshakes < options.min_samples.max(1) || start.elapsed() < options.max_time {
-        if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
-            break;
-        }
-        let sample = handshaker.handshake()?;
-        crate::measure::verify::check(scenario, &sample.negotiated, true)?;
-        client_ns += sample.client_ns;
-        server_ns += sample.server_ns;
+    let (mut client_ns, mut server_ns, mut wall_ns, mut handshakes) = (0u64, 0u64, 0u64, 0usize);
+    let probe: crate::measure::Probe<crate::workload::handshake::Sample> = Box::new(|| {
+        let sample = handshaker.handshake().map_err(|e| format!("{e:#}"))?;
+        crate::measure::verify::check(scenario, &sample.negotiated, true)
+            .map_err(|e| e.to_string())?;
+        client_ns += sample.client.wall_ns;
+        server_ns += sample.server.wall_ns;
+        wall_ns += sample.wall_ns;
         handshakes += 1;
+        Ok(crate::workload::handshake::Sample {
+            wall_ns: sample.wall_ns,
+            client_ns: sample.client.wall_ns,
+            server_ns: sample.server.wall_ns,
+            client_cpu_ns: sample.client.cpu_ns,
+            server_cpu_ns: sample.server.cpu_ns,
+        })
+    });
+    let run = crate::measure::sample(
+        vec![probe],
+        None,
+        options,
+        interrupt,
+        &mut crate::measure::Quietly,
+    )?;
+    if let Some(reason) = run.outcomes[0].reason() {
+        anyhow::bail!("{reason}");
     }
     let tally = instrument::take_tally();
-    let n = handshakes as f64;
+    let n = handshakes.max(1) as f64;
     let per_side = |side: Side, total: u64| {
         let categories = Category::ALL
             .iter()
@@ -217,6 +225,7 @@ pub fn counted_breakdown(
             per_side(Side::Server, server_ns),
         ],
         ops,
+        wall_ns as f64 / n,
     ))
 }
 

@@ -11,10 +11,10 @@
 //! server's handshake signature and one signature per chain element below
 //! the trust anchor.
 
-use crate::cost::instrument::{CountedOp, Side};
+use crate::backend::rustls::instrument::{CountedOp, Side};
+use crate::scenario::speed::{Operation, Primitive, SpeedRow};
 use crate::scenario::Named;
 use crate::scenario::{Group, HandshakeScenario, Resumption, TlsVersion};
-use crate::speed::{Operation, Primitive, SpeedRow};
 
 /// How many times a side performs each counted operation in one handshake.
 pub fn operation_counts(scenario: &HandshakeScenario, side: Side) -> Vec<(CountedOp, u64)> {

@@ -1,24 +1,35 @@
-//! The `tlslab speed` command: rows x backends (x CPU feature sets), stored
-//! cell by cell, reported like `openssl speed`.
+//! `tlslab speed`: rows x backends (x CPU feature sets), every row sampled
+//! in interleaved rounds, stored as it finishes, reported like `openssl speed`.
 
 use std::process::Command as Process;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
 
-use super::{expand, measure_row, Primitive, SpeedCell, SpeedOutcome, SpeedRow, DEFAULT_SIZES};
-use crate::cli::SpeedArgs;
-use crate::commands::{
-    check_exports, interrupt_flag, open_store, seconds, usage, Bar, EXIT_INTERRUPTED,
+use super::session::{
+    check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
+    EXIT_INTERRUPTED,
 };
+use crate::backend::{backends_from_list, Backend};
+use crate::cli::SpeedArgs;
 use crate::host::HostInfo;
-use crate::measure::SamplingOptions;
-use crate::report::markup::Style;
-use crate::report::speed::{build_rows, render, render_csv, SpeedReportRow};
+use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::Format;
+use crate::scenario::speed::{expand, Primitive, SpeedRow, DEFAULT_SIZES};
 use crate::scenario::{parse_list, Named};
-use crate::store::RunInfo;
+use crate::store::Store;
+use crate::workload::speed::{PreparedRow, SpeedCell};
+
+/// Sampling defaults of `speed`.
+pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
+    precision: "2%",
+    max_time_s: 0.5,
+    min_samples: 5,
+    warmup_s: 0.05,
+    // Each sample is already a batch of about 2 ms.
+    slice: Duration::ZERO,
+};
 
 /// The environment that clears OpenSSL's and aws-lc's CPU capability vector,
 /// so they fall back to their generic code.
@@ -53,23 +64,6 @@ fn cpu_feature_list(list: &str) -> Result<Vec<CpuFeatures>> {
     Ok(sets)
 }
 
-fn backend_ids(list: &str) -> Result<Vec<&'static str>> {
-    let mut ids = Vec::new();
-    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        if name.eq_ignore_ascii_case("all") {
-            ids.extend(crate::backend::BACKEND_IDS);
-            continue;
-        }
-        let backend = super::backend_by_id(name).map_err(usage)?;
-        ids.push(backend.id());
-    }
-    ids.dedup();
-    if ids.is_empty() {
-        return Err(usage("the backend list is empty"));
-    }
-    Ok(ids)
-}
-
 fn sizes(list: &str) -> Result<Vec<usize>> {
     let mut sizes = Vec::new();
     for text in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -89,16 +83,6 @@ fn sizes(list: &str) -> Result<Vec<usize>> {
     Ok(sizes)
 }
 
-#[derive(Serialize)]
-struct SpeedExport<'a> {
-    tool_version: &'a str,
-    run_id: Option<i64>,
-    complete: bool,
-    host: &'a HostInfo,
-    libraries: &'a [crate::backend::LibraryInfo],
-    rows: &'a [SpeedReportRow],
-}
-
 pub fn run(args: &SpeedArgs) -> Result<i32> {
     let primitives: Vec<Primitive> = if args.algorithm.trim().eq_ignore_ascii_case("all") {
         Primitive::ALL.to_vec()
@@ -114,79 +98,48 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
     if rows.is_empty() {
         return Err(usage("no algorithm to measure"));
     }
-    let backends = backend_ids(&args.backend)?;
+    let backends: Vec<std::sync::Arc<dyn Backend>> =
+        backends_from_list(&args.backend).map_err(usage)?;
+    if backends.is_empty() {
+        return Err(usage("the backend list is empty"));
+    }
+    let backend_ids: Vec<&'static str> = backends.iter().map(|b| b.id()).collect();
     let feature_sets = cpu_feature_list(&args.cpu_features)?;
-    let options = SamplingOptions {
-        precision: crate::commands::parse_precision(&args.precision)?,
-        max_time: seconds("max-time", args.max_time)?,
-        min_samples: args.min_samples.max(2),
-        warmup: seconds("warmup", args.warmup)?,
-    };
+    let options = args.sampling.options(DEFAULTS)?;
     check_exports(&args.exports)?;
     let mut store = open_store(&args.database)?;
     let host = HostInfo::current();
-    let libraries: Vec<_> = backends
-        .iter()
-        .map(|id| {
-            crate::backend::backend_by_id(id)
-                .expect("known backend")
-                .library()
-        })
-        .collect();
-    let run_id = store.begin_run(&RunInfo {
-        kind: "speed".to_string(),
-        tool_version: crate::TOOL_VERSION.to_string(),
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
-        options_json: serde_json::json!({
-            "backends": backends,
+    let libraries: Vec<_> = backends.iter().map(|b| b.library()).collect();
+    let run_id = store.begin_run(&run_info(
+        "speed",
+        serde_json::json!({
+            "backends": backend_ids,
             "algorithms": primitives.iter().map(|p| p.id()).collect::<Vec<_>>(),
             "sizes": sizes,
             "cpu_features": args.cpu_features,
             "sampling": options,
         })
         .to_string(),
-        host: host.clone(),
-        libraries: libraries.clone(),
-    })?;
+        &host,
+        &libraries,
+    ))?;
 
-    let interrupt = interrupt_flag();
     let mut cells: Vec<SpeedCell> = Vec::new();
     let mut interrupted = false;
     if feature_sets.contains(&CpuFeatures::Native) {
-        let bar = Bar::new(
-            rows.len() * backends.len(),
-            args.quiet || args.emit_cells.is_some(),
-        );
-        'rows: for row in &rows {
-            for id in &backends {
-                let backend = super::backend_by_id(id).expect("known backend");
-                bar.0.set_message(format!("{id} {}", row.label()));
-                let outcome = match measure_row(backend.as_ref(), row, &options, &interrupt) {
-                    Ok(outcome) => outcome,
-                    Err(_) => {
-                        interrupted = true;
-                        break 'rows;
-                    }
-                };
-                let cell = SpeedCell {
-                    backend: id.to_string(),
-                    row: *row,
-                    outcome,
-                };
-                store.save_speed_cell(run_id, &cell)?;
-                cells.push(cell);
-                bar.0.inc(1);
-            }
-        }
-        bar.0.finish_and_clear();
+        let quiet = args.quiet || args.emit_cells.is_some();
+        let (native, stopped) =
+            measure_rows(&backends, &rows, &options, quiet, &mut store, run_id)?;
+        cells.extend(native);
+        interrupted = stopped;
     }
     if !interrupted && feature_sets.contains(&CpuFeatures::Generic) {
-        let generic = generic_cells(args, &backends, &rows)?;
+        let generic = generic_cells(args, &backend_ids, &rows)?;
         for cell in generic {
             store.save_speed_cell(run_id, &cell)?;
             cells.push(cell);
         }
-        interrupted = interrupt.load(Ordering::SeqCst);
+        interrupted = interrupt_flag().load(Ordering::SeqCst);
     }
     store.finish_run(run_id, !interrupted)?;
 
@@ -195,31 +148,82 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         return Ok(if interrupted { EXIT_INTERRUPTED } else { 0 });
     }
-    let report_rows = build_rows(&cells);
-    print!("{}", render(&report_rows, Style::Terminal));
-    let export = SpeedExport {
-        tool_version: crate::TOOL_VERSION,
-        run_id: store.path().map(|_| run_id),
-        complete: !interrupted,
-        host: &host,
-        libraries: &libraries,
-        rows: &report_rows,
-    };
-    args.exports.write_each(|format| {
-        Ok(match format {
-            Format::Json => serde_json::to_string_pretty(&export)? + "\n",
-            Format::Csv => render_csv(&report_rows),
-            _ => render(&report_rows, Style::Markdown),
-        })
-    })?;
-    if let Some(path) = store.path() {
-        eprintln!("results stored as run {run_id} in {}", path.display());
+    let document = crate::report::speed::document(
+        &cells,
+        store.path().map(|_| run_id),
+        !interrupted,
+        &host,
+        &libraries,
+        Some(options.seed),
+    );
+    print!("{}", document.render(Format::Table)?);
+    args.exports.write(&document)?;
+    let failed = cells
+        .iter()
+        .filter(|c| c.outcome.status() == "failed")
+        .count();
+    Ok(finish(&store, run_id, interrupted, cells.len(), failed))
+}
+
+/// Prepares and samples every row on every backend in interleaved rounds;
+/// each cell is stored as it finishes. Returns the cells and whether Ctrl-C
+/// stopped the run.
+fn measure_rows(
+    backends: &[std::sync::Arc<dyn Backend>],
+    rows: &[SpeedRow],
+    options: &SamplingOptions,
+    quiet: bool,
+    store: &mut Store,
+    run_id: i64,
+) -> Result<(Vec<SpeedCell>, bool)> {
+    let mut cells: Vec<SpeedCell> = Vec::new();
+    let mut prepared: Vec<PreparedRow> = Vec::new();
+    let mut prepared_cell: Vec<usize> = Vec::new();
+    let primitives: Vec<_> = backends.iter().map(|b| b.primitives()).collect();
+    for row in rows {
+        for (backend, library) in backends.iter().zip(&primitives) {
+            let mut cell = SpeedCell {
+                backend: backend.id().to_string(),
+                row: *row,
+                batch: 0,
+                outcome: Outcome::Measured {
+                    samples: Vec::new(),
+                    precise: false,
+                },
+            };
+            match PreparedRow::new(library.as_ref(), row) {
+                Ok(ready) => {
+                    cell.batch = ready.batch;
+                    prepared_cell.push(cells.len());
+                    prepared.push(ready);
+                }
+                Err(unsupported) => {
+                    cell.outcome = Outcome::Unsupported {
+                        reason: unsupported.0,
+                    };
+                    store.save_speed_cell(run_id, &cell)?;
+                }
+            }
+            cells.push(cell);
+        }
     }
-    if interrupted {
-        eprintln!("interrupted: {} finished rows kept", cells.len());
-        return Ok(EXIT_INTERRUPTED);
+    let interrupt = interrupt_flag();
+    let mut bar = Bar::new(prepared.len(), quiet);
+    let run = measure::sample(
+        prepared.iter_mut().map(PreparedRow::probe).collect(),
+        None,
+        options,
+        &interrupt,
+        &mut bar,
+    )?;
+    bar.0.finish_and_clear();
+    for (index, outcome) in run.outcomes.into_iter().enumerate() {
+        let cell = &mut cells[prepared_cell[index]];
+        cell.outcome = outcome;
+        store.save_speed_cell(run_id, cell)?;
     }
-    Ok(0)
+    store.save_rounds(run_id, &run.rounds)?;
+    Ok((cells, run.interrupted))
 }
 
 /// Measures the rows again in a child process whose libraries see no CPU
@@ -242,11 +246,25 @@ fn generic_cells(
             .args(["speed", "--no-db", "-q", "--cpu-features", "native"])
             .args(["--backend", &maskable.join(",")])
             .args(["--algorithm", &args.algorithm])
-            .args(["--size", &args.size])
-            .args(["--precision", &args.precision])
-            .args(["--max-time", &args.max_time.to_string()])
-            .args(["--min-samples", &args.min_samples.to_string()])
-            .args(["--warmup", &args.warmup.to_string()])
+            .args(["--size", &args.size]);
+        let sampling = &args.sampling;
+        for (flag, value) in [
+            ("--precision", sampling.precision.clone()),
+            ("--max-time", sampling.max_time.map(|v| v.to_string())),
+            (
+                "--max-total-time",
+                sampling.max_total_time.map(|v| v.to_string()),
+            ),
+            ("--min-samples", sampling.min_samples.map(|v| v.to_string())),
+            ("--runs", sampling.runs.map(|v| v.to_string())),
+            ("--warmup", sampling.warmup.map(|v| v.to_string())),
+            ("--seed", sampling.seed.map(|v| v.to_string())),
+        ] {
+            if let Some(value) = value {
+                child.args([flag, &value]);
+            }
+        }
+        child
             .arg("--emit-cells")
             .arg(&output_file)
             .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1);
@@ -269,7 +287,8 @@ fn generic_cells(
             cells.push(SpeedCell {
                 backend: "rustls-ring (generic)".to_string(),
                 row: *row,
-                outcome: SpeedOutcome::Unsupported {
+                batch: 0,
+                outcome: Outcome::Unsupported {
                     reason: "ring has no switch to turn its CPU features off".to_string(),
                 },
             });

@@ -1,5 +1,10 @@
 //! The OpenSSL backend, through the `openssl` crate (a vendored OpenSSL 3.6
-//! by default, the host's with `--no-default-features`).
+//! by default, the host's with `--no-default-features`): TLS handshakes
+//! here, its primitives in [`primitives`], the tunnel's data channel on its
+//! EVP ciphers in [`data_channel`]. All OpenSSL code of tlslab is in this folder.
+
+pub mod data_channel;
+pub mod primitives;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
@@ -16,10 +21,10 @@ use openssl::ssl::{
 use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::X509;
 
-use super::pipe::{Pipe, PipeEnd};
 use super::{timed, Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated};
 use crate::certs::{openssl_supports_key, CertChain, Credentials, SERVER_NAME};
 use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use crate::transport::memory::{Pipe, PipeEnd};
 
 /// `SSL_CTRL_GET_PEER_SIGNATURE_NAME` (OpenSSL 3.5+): the server's signature scheme.
 const SSL_CTRL_GET_PEER_SIGNATURE_NAME: c_int = 141;
@@ -126,6 +131,10 @@ impl Backend for OpensslBackend {
 
     fn capabilities(&self) -> &Capabilities {
         self.capabilities
+    }
+
+    fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
+        Box::new(primitives::OpensslPrimitives)
     }
 
     fn handshaker(
@@ -308,22 +317,22 @@ const MAX_ROUNDS: usize = 32;
 impl Handshaker for OpensslHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
         let pipe = Pipe::default();
-        let mut client_ns = 0u64;
-        let mut server_ns = 0u64;
+        let mut client_time = crate::backend::SideTime::default();
+        let mut server_time = crate::backend::SideTime::default();
         let start = std::time::Instant::now();
 
-        let mut client = timed!(client_ns, self.new_client(&pipe))?;
-        let mut server = timed!(server_ns, self.new_server(&pipe))?;
+        let mut client = timed!(client_time, self.new_client(&pipe))?;
+        let mut server = timed!(server_time, self.new_server(&pipe))?;
         let (mut client_done, mut server_done) = (false, false);
         let mut rounds = 0;
         loop {
             let client_turn = rounds == 0 || pipe.pending_for_client();
             if client_turn {
-                timed!(client_ns, step(&mut client, &mut client_done)).context("client")?;
+                timed!(client_time, step(&mut client, &mut client_done)).context("client")?;
             }
             let server_turn = pipe.pending_for_server();
             if server_turn {
-                timed!(server_ns, step(&mut server, &mut server_done)).context("server")?;
+                timed!(server_time, step(&mut server, &mut server_done)).context("server")?;
             }
             if client_done
                 && server_done
@@ -349,8 +358,8 @@ impl Handshaker for OpensslHandshaker {
             self.session = client.ssl().session().map(|s| s.to_owned());
         }
         Ok(HandshakeSample {
-            client_ns,
-            server_ns,
+            client: client_time,
+            server: server_time,
             wall_ns,
             negotiated,
         })
@@ -482,4 +491,14 @@ fn peer_signature_name(ssl: &openssl::ssl::SslRef) -> Option<String> {
         );
         (found > 0 && !name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
     }
+}
+
+/// Loads OpenSSL's legacy provider (Blowfish, CAST5, DES, RC2, SEED, MD4,
+/// Whirlpool) next to the default one, once per process. Returns true if and
+/// only if the legacy provider is available.
+pub fn load_legacy_provider() -> bool {
+    static LEGACY: OnceLock<Option<openssl::provider::Provider>> = OnceLock::new();
+    LEGACY
+        .get_or_init(|| openssl::provider::Provider::try_load(None, "legacy", true).ok())
+        .is_some()
 }

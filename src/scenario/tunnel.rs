@@ -1,20 +1,13 @@
-//! `tlslab tunnel`: the cost of a VPN data channel per cipher, digest,
-//! compression, payload and packet size. Owns the tunnel scenario and its
-//! matrix; the packet pipeline is in [`channel`], the samplers in
-//! [`sampler`], the real OpenVPN engine in [`openvpn`], the command in
-//! [`command`].
-
-pub mod algorithms;
-pub mod channel;
-pub mod command;
-pub mod openvpn;
-pub mod sampler;
-
-use std::sync::OnceLock;
+//! The rows of `tlslab tunnel`: a VPN data channel per cipher, digest,
+//! compression, payload and packet size, the engine that runs them, and the
+//! matrix. The packet pipeline is in `backend::openssl::data_channel`, what
+//! one sample does in `workload::tunnel` and `workload::openvpn`.
 
 use serde::Serialize;
 
-pub use algorithms::{Cipher, CipherMode, Compression, Digest, Payload, CLASSIC_DIGEST_NAMES};
+pub use super::tunnel_axes::{
+    Cipher, CipherMode, Compression, Digest, Payload, CLASSIC_DIGEST_NAMES,
+};
 
 use crate::scenario::names::{serialize_by_id, Named};
 
@@ -126,7 +119,7 @@ impl TunnelScenario {
         if let Some(reason) = self.compression.unsupported_reason() {
             return Some(reason.to_string());
         }
-        load_legacy_provider();
+        crate::backend::openssl::load_legacy_provider();
         if let Some(name) = self.cipher.openssl_name() {
             if openssl::cipher::Cipher::fetch(None, name, None).is_err() {
                 return Some(format!("this OpenSSL build has no cipher {name}"));
@@ -271,16 +264,6 @@ impl TunnelMatrix {
 
 /// The largest payload per packet (an OpenVPN packet fits in 64 KiB).
 pub const MAX_PAYLOAD_BYTES: usize = 60_000;
-
-/// Loads OpenSSL's legacy provider (Blowfish, CAST5, DES, RC2, SEED, MD4,
-/// Whirlpool) next to the default one, once per process. Returns true if and
-/// only if the legacy provider is available.
-pub fn load_legacy_provider() -> bool {
-    static LEGACY: OnceLock<Option<openssl::provider::Provider>> = OnceLock::new();
-    LEGACY
-        .get_or_init(|| openssl::provider::Provider::try_load(None, "legacy", true).ok())
-        .is_some()
-}
 
 #[cfg(test)]
 mod tests {

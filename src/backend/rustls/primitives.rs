@@ -10,8 +10,10 @@ use rustls::crypto::{CryptoProvider, SupportedKxGroup};
 use rustls::{ContentType, ProtocolVersion, SignatureScheme, SupportedCipherSuite};
 use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer, SignatureVerificationAlgorithm};
 
-use super::{pattern, Family, Operation, PreparedOperation, Primitive, PrimitiveBackend};
-use super::{SpeedRow, Unsupported, SIGNED_MESSAGE_BYTES};
+use crate::backend::{PreparedOperation, PrimitiveBackend, Unsupported};
+use crate::scenario::speed::{
+    pattern, Family, Operation, Primitive, SpeedRow, SIGNED_MESSAGE_BYTES,
+};
 use crate::scenario::{CertKind, Named};
 
 /// rustls with one crypto provider as a source of primitives.

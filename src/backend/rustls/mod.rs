@@ -1,6 +1,11 @@
 //! The rustls backends: rustls 0.23 with the aws-lc-rs or the ring crypto
 //! provider. Each configuration is restricted to exactly the scenario's
-//! version, suite and group.
+//! version, suite and group. The providers' primitives are in
+//! [`primitives`], the counting provider wrapper in [`instrument`]: all of
+//! tlslab's rustls code is in this folder.
+
+pub mod instrument;
+pub mod primitives;
 
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
@@ -19,11 +24,11 @@ use rustls::{
 };
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 
-use super::pipe::Pipe;
 use super::{timed, Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated};
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
-use crate::cost::instrument::{self, Side};
 use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use crate::transport::memory::{Pipe, PipeEnd};
+use instrument::Side;
 
 /// Which crypto provider rustls runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,6 +199,17 @@ impl Backend for RustlsBackend {
         &self.capabilities
     }
 
+    fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
+        Box::new(match self.provider {
+            Provider::AwsLcRs => primitives::RustlsPrimitives::aws_lc_rs(),
+            Provider::Ring => primitives::RustlsPrimitives::ring(),
+        })
+    }
+
+    fn instrumented(&self) -> Option<Arc<dyn Backend>> {
+        Some(Arc::new(Self::new(self.provider).instrumented()))
+    }
+
     fn handshaker(
         &self,
         scenario: &HandshakeScenario,
@@ -208,7 +224,7 @@ impl Backend for RustlsBackend {
         provider.kx_groups = vec![group];
         provider.cipher_suites = vec![suite(&provider, scenario)?];
         if self.instrumented {
-            provider = crate::cost::instrument::instrument(provider);
+            provider = instrument::instrument(provider);
         }
         let provider = Arc::new(provider);
         let versions: &[&SupportedProtocolVersion] = match scenario.version {
@@ -440,7 +456,7 @@ const MAX_ROUNDS: usize = 32;
 /// Feeds what the peer sent into a connection and writes out its answer.
 fn pump<Data>(
     connection: &mut rustls::ConnectionCommon<Data>,
-    end: &mut super::pipe::PipeEnd,
+    end: &mut PipeEnd,
     has_input: bool,
 ) -> Result<()> {
     if has_input {
@@ -459,29 +475,30 @@ impl Handshaker for RustlsHandshaker {
         let pipe = Pipe::default();
         let mut client_end = pipe.client_end();
         let mut server_end = pipe.server_end();
-        let mut client_ns = 0u64;
-        let mut server_ns = 0u64;
+        let mut client_time = crate::backend::SideTime::default();
+        let mut server_time = crate::backend::SideTime::default();
         let start = std::time::Instant::now();
 
         instrument::set_side(Side::Client);
         let mut client = timed!(
-            client_ns,
+            client_time,
             ClientConnection::new(Arc::clone(&self.client), self.server_name.clone())
         )?;
         instrument::set_side(Side::Server);
-        let mut server = timed!(server_ns, ServerConnection::new(Arc::clone(&self.server)))?;
+        let mut server = timed!(server_time, ServerConnection::new(Arc::clone(&self.server)))?;
         let mut rounds = 0;
         loop {
             let client_turn = rounds == 0 || pipe.pending_for_client();
             if client_turn {
                 let input = pipe.pending_for_client();
                 instrument::set_side(Side::Client);
-                timed!(client_ns, pump(&mut *client, &mut client_end, input)).context("client")?;
+                timed!(client_time, pump(&mut *client, &mut client_end, input))
+                    .context("client")?;
             }
             let server_turn = pipe.pending_for_server();
             if server_turn {
                 instrument::set_side(Side::Server);
-                timed!(server_ns, pump(&mut *server, &mut server_end, true)).context("server")?;
+                timed!(server_time, pump(&mut *server, &mut server_end, true)).context("server")?;
             }
             if !client.is_handshaking()
                 && !server.is_handshaking()
@@ -520,8 +537,8 @@ impl Handshaker for RustlsHandshaker {
             bail!("the handshake needed a HelloRetryRequest (an extra round trip)");
         }
         Ok(HandshakeSample {
-            client_ns,
-            server_ns,
+            client: client_time,
+            server: server_time,
             wall_ns,
             negotiated,
         })

@@ -1,0 +1,384 @@
+//! `tlslab cost`: the handshakes of the matrix sampled in interleaved rounds,
+//! the primitives the model needs sampled the same way, the model beside the
+//! measurement, and with `--breakdown` where each side's time goes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::session::{
+    check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
+};
+use crate::backend::rustls::instrument::Side;
+use crate::backend::{backends_from_list, Backend};
+use crate::certs::CertCache;
+use crate::cli::CostArgs;
+use crate::host::HostInfo;
+use crate::measure::{self, Outcome, SamplingOptions};
+use crate::model::{counted_breakdown, counts, model_side, modelled_breakdown, Breakdown};
+use crate::report::cost::ScenarioCost;
+use crate::report::{Document, Format};
+use crate::scenario::presets::CostPreset;
+use crate::scenario::speed::SpeedRow;
+use crate::scenario::{
+    parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Named, Resumption,
+    TlsVersion, DEFAULT_CHAIN_DEPTH,
+};
+use crate::stats;
+use crate::store::{Store, StoredRun};
+use crate::workload::handshake::{run_matrix, CellResult, MatrixObserver};
+use crate::workload::speed::{PreparedRow, SpeedCell};
+
+/// Sampling defaults of `cost`.
+pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
+    precision: "2%",
+    max_time_s: 2.0,
+    min_samples: 20,
+    warmup_s: 0.2,
+    slice: Duration::from_millis(3),
+};
+
+fn matrix(args: &CostArgs, preset: Option<CostPreset>) -> Result<HandshakeMatrix> {
+    let matrix = match preset {
+        Some(preset) => preset.matrix(),
+        None => HandshakeMatrix {
+            versions: vec![TlsVersion::Tls13],
+            groups: vec![Group::X25519],
+            certs: vec![CertKind::EcdsaP256, CertKind::Rsa2048],
+            aeads: vec![Aead::Aes128Gcm],
+            resumptions: vec![Resumption::Off],
+            mutual: vec![false],
+            chain_depth: DEFAULT_CHAIN_DEPTH,
+        },
+    };
+    let matrix = args.axes.apply(matrix)?;
+    matrix.validate().map_err(usage)?;
+    Ok(matrix)
+}
+
+/// Stores handshake cells as they finish.
+struct Storing<'a> {
+    store: &'a mut Store,
+    run_id: i64,
+    bar: &'a Bar,
+}
+
+impl MatrixObserver for Storing<'_> {
+    fn cell_finished(&mut self, cell: &CellResult) -> Result<()> {
+        self.store
+            .save_cell(self.run_id, cell)
+            .context("saving a finished cell")
+    }
+
+    fn round_finished(&mut self, round: u32, finished: usize, _total: usize) {
+        self.bar.round(round, finished);
+    }
+}
+
+pub fn run(args: &CostArgs) -> Result<i32> {
+    let preset = args
+        .preset
+        .as_deref()
+        .map(parse_name::<CostPreset>)
+        .transpose()
+        .map_err(usage)?;
+    let matrix = matrix(args, preset)?;
+    let default_backends = match preset {
+        Some(CostPreset::RsaVsEcdsa) => "openssl",
+        None => "openssl,rustls-aws-lc",
+    };
+    let backends: Vec<Arc<dyn Backend>> =
+        backends_from_list(args.backend.as_deref().unwrap_or(default_backends)).map_err(usage)?;
+    let options = args.sampling.options(DEFAULTS)?;
+    let primitive_options = SamplingOptions {
+        max_time: options.max_time.min(Duration::from_millis(500)),
+        min_samples: options.min_samples.min(6),
+        warmup: Duration::from_millis(20),
+        slice: Duration::ZERO,
+        ..options
+    };
+    check_exports(&args.exports)?;
+    let mut store = open_store(&args.database)?;
+    let host = HostInfo::current();
+    let libraries: Vec<_> = backends.iter().map(|b| b.library()).collect();
+    let run_id = store.begin_run(&run_info(
+        "cost",
+        serde_json::json!({
+            "preset": preset.map(Named::id),
+            "backends": backends.iter().map(|b| b.id()).collect::<Vec<_>>(),
+            "matrix": matrix,
+            "sampling": options,
+            "breakdown": args.breakdown,
+        })
+        .to_string(),
+        &host,
+        &libraries,
+    ))?;
+
+    let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
+    let interrupt = interrupt_flag();
+    let scenarios = matrix.expand();
+    let bar = Bar::new(scenarios.len() * backends.len(), args.quiet);
+    let handshakes = run_matrix(
+        &scenarios,
+        &backends,
+        &certs,
+        &options,
+        None,
+        &interrupt,
+        &mut Storing {
+            store: &mut store,
+            run_id,
+            bar: &bar,
+        },
+    )?;
+    bar.0.finish_and_clear();
+    store.save_rounds(run_id, &handshakes.rounds)?;
+    let mut interrupted = handshakes.interrupted;
+
+    let primitive_ns = if interrupted {
+        BTreeMap::new()
+    } else {
+        let (costs, stopped) = primitive_costs(
+            &handshakes.cells,
+            &backends,
+            &primitive_options,
+            &interrupt,
+            &mut store,
+            run_id,
+        )?;
+        interrupted = stopped;
+        costs
+    };
+
+    let mut results = Vec::new();
+    for cell in &handshakes.cells {
+        let backend = backends
+            .iter()
+            .find(|b| b.id() == cell.backend)
+            .expect("cells come from these backends");
+        let mut result = scenario_cost(cell, backend.as_ref(), &primitive_ns);
+        if args.breakdown && result.reason.is_none() && !interrupted {
+            let credentials = certs.get(cell.scenario.cert, cell.scenario.chain_depth)?;
+            result.breakdown = breakdown(
+                backend.as_ref(),
+                &cell.scenario,
+                &credentials,
+                &options,
+                &interrupt,
+                &result,
+            )?;
+        }
+        results.push(result);
+    }
+    store.finish_run(run_id, !interrupted)?;
+
+    let document = crate::report::cost::document(
+        &results,
+        args.breakdown,
+        store.path().map(|_| run_id),
+        !interrupted,
+        &host,
+        &libraries,
+        serde_json::to_value(
+            primitive_ns
+                .iter()
+                .map(|((backend, row), ns)| (format!("{backend}/{}", row.label()), *ns))
+                .collect::<BTreeMap<String, f64>>(),
+        )?,
+    );
+    print!("{}", document.render(Format::Table)?);
+    args.exports.write(&document)?;
+    let failed = handshakes
+        .cells
+        .iter()
+        .filter(|c| c.outcome.status() == "failed")
+        .count();
+    Ok(finish(
+        &store,
+        run_id,
+        interrupted,
+        handshakes.cells.len(),
+        failed,
+    ))
+}
+
+/// Median nanoseconds per operation, by backend id and primitive row.
+type PrimitiveCosts = BTreeMap<(String, SpeedRow), f64>;
+
+/// The median time per operation of every primitive row the model charges
+/// the measured cells with, per backend, sampled in interleaved rounds.
+fn primitive_costs(
+    cells: &[CellResult],
+    backends: &[Arc<dyn Backend>],
+    options: &SamplingOptions,
+    interrupt: &AtomicBool,
+    store: &mut Store,
+    run_id: i64,
+) -> Result<(PrimitiveCosts, bool)> {
+    let mut wanted: Vec<(String, SpeedRow)> = Vec::new();
+    for cell in cells.iter().filter(|c| !c.samples().is_empty()) {
+        for side in [Side::Client, Side::Server] {
+            for (operation, _) in counts::operation_counts(&cell.scenario, side) {
+                if let Some((row, _)) = counts::cost_row(&cell.scenario, side, operation) {
+                    let key = (cell.backend.clone(), row);
+                    if !wanted.contains(&key) {
+                        wanted.push(key);
+                    }
+                }
+            }
+        }
+    }
+    let mut speed_cells = Vec::new();
+    let mut prepared = Vec::new();
+    let mut prepared_cell = Vec::new();
+    for (backend_id, row) in &wanted {
+        let backend = backends
+            .iter()
+            .find(|b| b.id() == backend_id)
+            .expect("a backend of this run");
+        let mut cell = SpeedCell {
+            backend: backend_id.clone(),
+            row: *row,
+            batch: 0,
+            outcome: Outcome::Measured {
+                samples: Vec::new(),
+                precise: false,
+            },
+        };
+        match PreparedRow::new(backend.primitives().as_ref(), row) {
+            Ok(ready) => {
+                cell.batch = ready.batch;
+                prepared_cell.push(speed_cells.len());
+                prepared.push(ready);
+            }
+            Err(unsupported) => {
+                cell.outcome = Outcome::Unsupported {
+                    reason: unsupported.0,
+                }
+            }
+        }
+        speed_cells.push(cell);
+    }
+    let run = measure::sample(
+        prepared.iter_mut().map(PreparedRow::probe).collect(),
+        None,
+        options,
+        interrupt,
+        &mut measure::Quietly,
+    )?;
+    for (index, outcome) in run.outcomes.into_iter().enumerate() {
+        speed_cells[prepared_cell[index]].outcome = outcome;
+    }
+    let mut costs = BTreeMap::new();
+    for cell in &speed_cells {
+        store.save_speed_cell(run_id, cell)?;
+        let values: Vec<f64> = cell
+            .outcome
+            .samples()
+            .iter()
+            .map(|s| s.value.ns_per_op)
+            .collect();
+        if let Some(median) = stats::median(&values) {
+            costs.insert((cell.backend.clone(), cell.row), median);
+        }
+    }
+    Ok((costs, run.interrupted))
+}
+
+/// The model beside the measurement for one cell.
+fn scenario_cost(
+    cell: &CellResult,
+    backend: &dyn Backend,
+    primitive_ns: &BTreeMap<(String, SpeedRow), f64>,
+) -> ScenarioCost {
+    let scenario = &cell.scenario;
+    let mut result = ScenarioCost {
+        label: scenario.label(),
+        backend: backend.id().to_string(),
+        description: scenario.describe(),
+        reason: cell
+            .outcome
+            .reason()
+            .map(|reason| format!("{}: {reason}", cell.outcome.status())),
+        sides: Vec::new(),
+        capacity_per_core: None,
+        modelled_capacity_per_core: None,
+        breakdown: Vec::new(),
+    };
+    if cell.outcome.status() == "unsupported" {
+        return result;
+    }
+    let measured = |pick: fn(&crate::workload::handshake::Sample) -> u64| -> Option<f64> {
+        let values: Vec<f64> = cell
+            .samples()
+            .iter()
+            .map(|s| pick(&s.value) as f64)
+            .collect();
+        stats::median(&values)
+    };
+    let costs: BTreeMap<SpeedRow, f64> = primitive_ns
+        .iter()
+        .filter(|((id, _), _)| id == backend.id())
+        .map(|((_, row), ns)| (*row, *ns))
+        .collect();
+    let client = model_side(scenario, Side::Client, &costs, measured(|s| s.client_ns));
+    let server = model_side(scenario, Side::Server, &costs, measured(|s| s.server_ns));
+    result.capacity_per_core = server.measured_ns.map(|ns| 1e9 / ns);
+    result.modelled_capacity_per_core =
+        (server.modelled_ns > 0.0).then(|| 1e9 / server.modelled_ns);
+    result.sides = vec![client, server];
+    result
+}
+
+/// Counted for a library that can count (an instrumented twin of the
+/// backend), modelled otherwise.
+fn breakdown(
+    backend: &dyn Backend,
+    scenario: &HandshakeScenario,
+    credentials: &crate::certs::Credentials,
+    options: &SamplingOptions,
+    interrupt: &AtomicBool,
+    result: &ScenarioCost,
+) -> Result<Vec<Breakdown>> {
+    match backend.instrumented() {
+        Some(instrumented) => Ok(counted_breakdown(
+            instrumented.as_ref(),
+            scenario,
+            credentials,
+            options,
+            interrupt,
+        )?
+        .0),
+        None => Ok(result.sides.iter().filter_map(modelled_breakdown).collect()),
+    }
+}
+
+/// A stored cost run: its handshakes and the primitive costs it measured
+/// (the model is recomputed only when the command runs).
+pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document> {
+    let mut document = crate::report::handshake::HandshakeReport {
+        run_id: Some(run.id),
+        complete: run.status == "complete",
+        baseline: None,
+        host: &run.host,
+        libraries: &run.libraries,
+        seed: None,
+        precision: None,
+        cells: &run.cells,
+    }
+    .document();
+    let speed = crate::report::speed::document(
+        &store.load_speed_cells(run.id)?,
+        Some(run.id),
+        run.status == "complete",
+        &run.host,
+        &run.libraries,
+        None,
+    );
+    document.tables.extend(speed.tables);
+    Ok(document)
+}

@@ -1,0 +1,238 @@
+//! `tlslab handshake`: the matrix from a preset and the axis options, every
+//! cell sampled in interleaved rounds, stored as it finishes, reported with
+//! ratios to the baseline row from same-round pairs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::session::{
+    check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
+};
+use crate::backend::{backends_from_list, Backend};
+use crate::certs::CertCache;
+use crate::cli::{AxisArgs, HandshakeArgs, MutualArg};
+use crate::host::HostInfo;
+use crate::measure::SamplingOptions;
+use crate::report::handshake::HandshakeReport;
+use crate::report::Format;
+use crate::scenario::presets::Preset;
+use crate::scenario::{
+    parse_list, parse_name, Aead, CertKind, Group, HandshakeMatrix, Named, Resumption, TlsVersion,
+    DEFAULT_CHAIN_DEPTH,
+};
+use crate::store::Store;
+use crate::workload::handshake::{run_matrix, CellResult, MatrixObserver};
+
+/// Sampling defaults of `handshake`.
+pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
+    precision: "1%",
+    max_time_s: 5.0,
+    min_samples: 10,
+    warmup_s: 0.2,
+    slice: Duration::from_millis(3),
+};
+
+/// The options of a handshake run, as stored with the run.
+#[derive(Debug, Serialize)]
+struct StoredOptions<'a> {
+    preset: Option<&'static str>,
+    backends: Vec<&'static str>,
+    matrix: &'a HandshakeMatrix,
+    sampling: &'a SamplingOptions,
+    baseline: Option<&'a str>,
+}
+
+fn default_matrix() -> HandshakeMatrix {
+    HandshakeMatrix {
+        versions: vec![TlsVersion::Tls13],
+        groups: vec![Group::X25519],
+        certs: vec![CertKind::Rsa2048, CertKind::EcdsaP256],
+        aeads: vec![Aead::Aes128Gcm],
+        resumptions: vec![Resumption::Off],
+        mutual: vec![false],
+        chain_depth: DEFAULT_CHAIN_DEPTH,
+    }
+}
+
+impl AxisArgs {
+    /// The matrix with every axis given on the command line replaced.
+    pub(crate) fn apply(&self, mut matrix: HandshakeMatrix) -> Result<HandshakeMatrix> {
+        if let Some(list) = &self.tls {
+            matrix.versions = parse_list(list).map_err(usage)?;
+        }
+        if let Some(list) = &self.group {
+            matrix.groups = parse_list(list).map_err(usage)?;
+        }
+        if let Some(list) = &self.cert {
+            matrix.certs = parse_list(list).map_err(usage)?;
+        }
+        if let Some(list) = &self.suite {
+            matrix.aeads = parse_list(list).map_err(usage)?;
+        }
+        if let Some(list) = &self.resumption {
+            matrix.resumptions = parse_list(list).map_err(usage)?;
+        }
+        if let Some(depth) = self.chain_depth {
+            matrix.chain_depth = depth;
+        }
+        Ok(matrix)
+    }
+}
+
+/// Builds the matrix from a preset and the axis options that override it.
+fn matrix_from(args: &HandshakeArgs, preset: Option<Preset>) -> Result<HandshakeMatrix> {
+    let mut matrix = args
+        .axes
+        .apply(preset.map(Preset::matrix).unwrap_or_else(default_matrix))?;
+    if let Some(mutual) = args.mutual {
+        matrix.mutual = match mutual {
+            MutualArg::Off => vec![false],
+            MutualArg::On => vec![true],
+            MutualArg::Both => vec![false, true],
+        };
+    }
+    matrix.validate().map_err(usage)?;
+    Ok(matrix)
+}
+
+/// Stores each cell as it finishes and keeps the progress bar moving.
+struct Storing<'a> {
+    store: &'a mut Store,
+    run_id: i64,
+    bar: &'a Bar,
+}
+
+impl MatrixObserver for Storing<'_> {
+    fn cell_finished(&mut self, cell: &CellResult) -> Result<()> {
+        if let Some(reason) = cell
+            .outcome
+            .reason()
+            .filter(|_| cell.outcome.status() == "failed")
+        {
+            self.bar.println(&format!(
+                "failed: {} {}: {reason}",
+                cell.backend,
+                cell.scenario.label()
+            ));
+        }
+        self.store
+            .save_cell(self.run_id, cell)
+            .context("saving a finished cell")
+    }
+
+    fn round_finished(&mut self, round: u32, finished: usize, _total: usize) {
+        self.bar.round(round, finished);
+    }
+}
+
+pub fn run(args: &HandshakeArgs) -> Result<i32> {
+    let preset = args
+        .preset
+        .as_deref()
+        .map(parse_name::<Preset>)
+        .transpose()
+        .map_err(usage)?;
+    let matrix = matrix_from(args, preset)?;
+    let backend_list = args.backend.clone().unwrap_or_else(|| {
+        preset
+            .map(|p| p.default_backends().join(","))
+            .unwrap_or_else(|| "all".to_string())
+    });
+    let backends: Vec<Arc<dyn Backend>> = backends_from_list(&backend_list).map_err(usage)?;
+    if backends.is_empty() {
+        return Err(usage("the backend list is empty"));
+    }
+    let scenarios = matrix.expand();
+    let baseline = match &args.baseline {
+        Some(label) => {
+            if !scenarios.iter().any(|s| s.label() == *label) {
+                let labels: Vec<String> = scenarios.iter().map(|s| s.label()).collect();
+                return Err(usage(format!(
+                    "the baseline '{label}' is not a row of this matrix; rows: {}",
+                    labels.join(", ")
+                )));
+            }
+            Some(label.clone())
+        }
+        None => preset
+            .map(|p| p.baseline().label())
+            .filter(|label| scenarios.iter().any(|s| s.label() == *label)),
+    };
+    let sampling = args.sampling.options(DEFAULTS)?;
+    check_exports(&args.exports)?;
+    let mut store = open_store(&args.database)?;
+
+    let host = HostInfo::current();
+    let libraries: Vec<_> = backends.iter().map(|b| b.library()).collect();
+    let options = StoredOptions {
+        preset: preset.map(Named::id),
+        backends: backends.iter().map(|b| b.id()).collect(),
+        matrix: &matrix,
+        sampling: &sampling,
+        baseline: baseline.as_deref(),
+    };
+    let run_id = store.begin_run(&run_info(
+        "handshake",
+        serde_json::to_string(&options)?,
+        &host,
+        &libraries,
+    ))?;
+
+    let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
+    let interrupt = interrupt_flag();
+    let bar = Bar::new(scenarios.len() * backends.len(), args.quiet);
+    let run = run_matrix(
+        &scenarios,
+        &backends,
+        &certs,
+        &sampling,
+        baseline.as_deref(),
+        &interrupt,
+        &mut Storing {
+            store: &mut store,
+            run_id,
+            bar: &bar,
+        },
+    )?;
+    bar.0.finish_and_clear();
+    store.save_rounds(run_id, &run.rounds)?;
+    store.finish_run(run_id, !run.interrupted)?;
+
+    let baseline = baseline.or_else(|| first_measured_label(&run.cells));
+    let document = HandshakeReport {
+        run_id: store.path().map(|_| run_id),
+        complete: !run.interrupted,
+        baseline: baseline.as_deref(),
+        host: &host,
+        libraries: &libraries,
+        seed: Some(sampling.seed),
+        precision: Some(sampling.precision),
+        cells: &run.cells,
+    }
+    .document();
+    print!("{}", document.render(Format::Table)?);
+    args.exports.write(&document)?;
+    let failed = run
+        .cells
+        .iter()
+        .filter(|c| c.outcome.status() == "failed")
+        .count();
+    Ok(finish(
+        &store,
+        run_id,
+        run.interrupted,
+        run.cells.len(),
+        failed,
+    ))
+}
+
+/// The first row with samples: the default baseline.
+pub(crate) fn first_measured_label(cells: &[CellResult]) -> Option<String> {
+    cells
+        .iter()
+        .find(|c| !c.samples().is_empty())
+        .map(|c| c.scenario.label())
+}

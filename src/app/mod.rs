@@ -1,0 +1,32 @@
+//! The commands, one file each: options -> plan -> run -> export. What they
+//! share (store, provenance, Ctrl-C, progress, exports, exit codes) is in
+//! [`session`]. Nothing below `app` imports it.
+
+pub mod cost;
+pub mod handshake;
+pub mod list;
+pub mod report;
+pub mod session;
+pub mod speed;
+pub mod tunnel;
+
+use anyhow::Result;
+
+use crate::cli::{Cli, Command};
+
+pub use session::{exit_code, UsageError, EXIT_INTERRUPTED};
+
+/// Runs a parsed command line and returns the exit code.
+pub fn run(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Handshake(args) => handshake::run(&args),
+        Command::Speed(args) => speed::run(&args),
+        Command::Cost(args) => cost::run(&args),
+        Command::List => {
+            print!("{}", list::text());
+            Ok(0)
+        }
+        Command::Report(args) => report::run(&args),
+        Command::Tunnel(args) => tunnel::run(&args),
+    }
+}

@@ -1,0 +1,284 @@
+//! What every command shares: usage errors and exit codes, the sampling
+//! options with each command's defaults, the store and the run's
+//! provenance, Ctrl-C, the progress bar and the export files.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::backend::LibraryInfo;
+use crate::cli::{DatabaseArgs, ExportArgs, SamplingArgs};
+use crate::host::HostInfo;
+use crate::measure::{fresh_seed, SamplingOptions};
+use crate::report::{Document, Format};
+use crate::store::{RunInfo, Store};
+
+/// The exit code of a run stopped by Ctrl-C (128 + SIGINT).
+pub const EXIT_INTERRUPTED: i32 = 130;
+/// The exit code of a run in which a cell failed (a verification mismatch,
+/// a handshake error): the figures of the other cells are still reported.
+pub const EXIT_CELL_FAILED: i32 = 1;
+/// The exit code of bad options.
+pub const EXIT_USAGE: i32 = 2;
+
+/// An error in the command line: exit code 2, reported before anything runs.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub(crate) fn usage(error: impl std::fmt::Display) -> anyhow::Error {
+    UsageError(error.to_string()).into()
+}
+
+/// The exit code for an error: 2 for bad options, 1 for everything else
+/// (a store that cannot be opened or written, a failed child process...).
+pub fn exit_code(error: &anyhow::Error) -> i32 {
+    if error.downcast_ref::<UsageError>().is_some() {
+        EXIT_USAGE
+    } else {
+        1
+    }
+}
+
+/// Parses "1%", "0.5%" or "1" (percent) into a fraction.
+pub(crate) fn parse_precision(text: &str) -> Result<f64> {
+    let number = text.trim().trim_end_matches('%').trim();
+    let percent: f64 = number.parse().map_err(|_| {
+        usage(format!(
+            "--precision must be a percentage such as 1% or 0.5%, got '{text}'"
+        ))
+    })?;
+    if !(percent > 0.0 && percent < 100.0) {
+        return Err(usage(format!(
+            "--precision must be more than 0% and less than 100%, got '{text}'"
+        )));
+    }
+    Ok(percent / 100.0)
+}
+
+/// A number of seconds from the command line: zero allowed only where `zero_ok`.
+pub(crate) fn seconds(name: &str, value: f64, zero_ok: bool) -> Result<Duration> {
+    if !value.is_finite() || value < 0.0 || (value == 0.0 && !zero_ok) {
+        let rule = if zero_ok {
+            "zero or more"
+        } else {
+            "more than zero"
+        };
+        return Err(usage(format!(
+            "--{name} must be a number of seconds, {rule}, got {value}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(value))
+}
+
+/// A command's sampling defaults, used where the options say nothing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SamplingDefaults {
+    pub precision: &'static str,
+    pub max_time_s: f64,
+    pub min_samples: usize,
+    pub warmup_s: f64,
+    /// About how long one cell's batch in one round lasts.
+    pub slice: Duration,
+}
+
+impl SamplingArgs {
+    /// The sampling options, each from the command line or the defaults.
+    pub(crate) fn options(&self, defaults: SamplingDefaults) -> Result<SamplingOptions> {
+        let max_total_time = self
+            .max_total_time
+            .map(|s| seconds("max-total-time", s, false))
+            .transpose()?;
+        if self.runs == Some(0) {
+            return Err(usage("--runs must be at least 1"));
+        }
+        Ok(SamplingOptions {
+            precision: parse_precision(self.precision.as_deref().unwrap_or(defaults.precision))?,
+            // Zero means "the minimum samples and no more".
+            max_time: seconds(
+                "max-time",
+                self.max_time.unwrap_or(defaults.max_time_s),
+                true,
+            )?,
+            max_total_time,
+            min_samples: self.min_samples.unwrap_or(defaults.min_samples).max(1),
+            runs: self.runs,
+            warmup: seconds("warmup", self.warmup.unwrap_or(defaults.warmup_s), true)?,
+            seed: self.seed.unwrap_or_else(fresh_seed),
+            slice: defaults.slice,
+        })
+    }
+}
+
+/// Opens the store the options name. A store that cannot be opened (a
+/// corrupt file, a full disk, another tool's database) is an error of the
+/// run, exit code 1, not a usage error.
+pub(crate) fn open_store(database: &DatabaseArgs) -> Result<Store> {
+    if database.no_db {
+        return Store::open_in_memory();
+    }
+    let path = database.db.clone().unwrap_or_else(Store::default_path);
+    Store::open(&path)
+}
+
+/// Checks, before anything runs, that each export file can be created.
+pub(crate) fn check_exports(exports: &ExportArgs) -> Result<()> {
+    for path in [
+        &exports.export_json,
+        &exports.export_csv,
+        &exports.export_markdown,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            return Err(usage(format!(
+                "cannot write {}: the directory {} does not exist",
+                path.display(),
+                parent.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl ExportArgs {
+    /// Writes each export asked for from one document.
+    pub(crate) fn write(&self, document: &Document) -> Result<()> {
+        let targets = [
+            (&self.export_json, Format::Json),
+            (&self.export_csv, Format::Csv),
+            (&self.export_markdown, Format::Markdown),
+        ];
+        for (path, format) in targets {
+            if let Some(path) = path {
+                std::fs::write(path, document.render(format)?)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The flag Ctrl-C sets; the handler is installed once per process.
+pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    let flag = FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let for_handler = Arc::clone(&flag);
+        // Without a handler Ctrl-C still stops the run; only the report is lost.
+        let _ = ctrlc::set_handler(move || for_handler.store(true, Ordering::SeqCst));
+        flag
+    });
+    flag.store(false, Ordering::SeqCst);
+    Arc::clone(flag)
+}
+
+/// For tests: `TLSLAB_TEST_SIGINT_AFTER_ROUNDS=N` makes the process send
+/// itself SIGINT when round N has finished, so Ctrl-C is tested at a known
+/// point of a run instead of after a guessed sleep.
+fn sigint_after_round(round: u32) {
+    static AFTER: OnceLock<Option<u32>> = OnceLock::new();
+    let after = AFTER.get_or_init(|| {
+        std::env::var("TLSLAB_TEST_SIGINT_AFTER_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    });
+    if *after == Some(round + 1) {
+        // SAFETY: raising a signal this process handles (the Ctrl-C handler).
+        unsafe { libc::raise(libc::SIGINT) };
+    }
+}
+
+/// A progress bar with ETA on standard error, hidden when not on a terminal.
+pub(crate) struct Bar(pub(crate) ProgressBar);
+
+impl Bar {
+    pub(crate) fn new(total: usize, quiet: bool) -> Self {
+        let target = if quiet || !std::io::stderr().is_terminal() {
+            ProgressDrawTarget::hidden()
+        } else {
+            ProgressDrawTarget::stderr()
+        };
+        let bar = ProgressBar::with_draw_target(Some(total as u64), target);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30.cyan/blue}] {pos}/{len} cells done {wide_msg}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        Self(bar)
+    }
+
+    /// A round of the interleaved sampler finished.
+    pub(crate) fn round(&self, round: u32, finished: usize) {
+        self.0.set_position(finished as u64);
+        self.0.set_message(format!("round {}", round + 1));
+        sigint_after_round(round);
+    }
+
+    /// Prints a line above the bar.
+    pub(crate) fn println(&self, line: &str) {
+        self.0.suspend(|| eprintln!("{line}"));
+    }
+}
+
+impl<S> crate::measure::Observer<S> for Bar {
+    fn cell_finished(&mut self, _: usize, _: &crate::measure::Outcome<S>) -> Result<()> {
+        Ok(())
+    }
+
+    fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
+        self.round(round, finished);
+    }
+}
+
+/// The run's record before it starts: kind, command line, options, host and libraries.
+pub(crate) fn run_info(
+    kind: &str,
+    options_json: String,
+    host: &HostInfo,
+    libraries: &[LibraryInfo],
+) -> RunInfo {
+    RunInfo {
+        kind: kind.to_string(),
+        tool_version: crate::TOOL_VERSION.to_string(),
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        options_json,
+        host: host.clone(),
+        libraries: libraries.to_vec(),
+    }
+}
+
+/// Says where the run was stored and how it ended, and returns the exit
+/// code: 130 when interrupted, 1 when a cell failed, else 0.
+pub(crate) fn finish(
+    store: &Store,
+    run_id: i64,
+    interrupted: bool,
+    finished_cells: usize,
+    failed_cells: usize,
+) -> i32 {
+    if let Some(path) = store.path() {
+        eprintln!("results stored as run {run_id} in {}", path.display());
+    }
+    if interrupted {
+        eprintln!("interrupted: {finished_cells} cells kept (cells still sampling keep the samples they had)");
+        return EXIT_INTERRUPTED;
+    }
+    if failed_cells > 0 {
+        eprintln!("{failed_cells} cell(s) failed (see the notes); exit status {EXIT_CELL_FAILED}");
+        return EXIT_CELL_FAILED;
+    }
+    0
+}

@@ -1,0 +1,412 @@
+//! The handshake view: per row the handshakes per second, each side's CPU
+//! time, the wall time with the interval of its median, and the ratio to
+//! the baseline row taken from same-round pairs.
+
+use serde::Serialize;
+
+use super::markup::format_us;
+use super::{Document, Table};
+use crate::backend::{LibraryInfo, Negotiated};
+use crate::host::HostInfo;
+use crate::measure::{self, Timed};
+use crate::scenario::{HandshakeScenario, KxKind, SignatureFamily};
+use crate::stats::{self, Drift, PairedRatio, Summary};
+use crate::workload::handshake::{CellResult, Sample};
+
+/// One row of a report: a cell with its statistics.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub label: String,
+    pub scenario: HandshakeScenario,
+    pub backend: String,
+    pub description: String,
+    /// "measured", "unsupported" or "failed".
+    pub status: &'static str,
+    pub reason: Option<String>,
+    pub negotiated: Option<Negotiated>,
+    pub sample_count: usize,
+    /// Rounds the samples were taken in.
+    pub rounds: usize,
+    /// True if and only if sampling stopped because the precision was reached.
+    pub precise: bool,
+    /// Handshakes per second on one core: 1 / mean wall time.
+    pub handshakes_per_second: Option<f64>,
+    /// Wall time per handshake, microseconds.
+    pub wall_us: Option<Summary>,
+    /// The client thread's CPU time inside its calls, microseconds.
+    pub client_cpu_us: Option<Summary>,
+    /// The server thread's CPU time inside its calls, microseconds.
+    pub server_cpu_us: Option<Summary>,
+    /// Wall-clock time inside the client's calls, microseconds.
+    pub client_call_us: Option<Summary>,
+    /// Wall-clock time inside the server's calls, microseconds.
+    pub server_call_us: Option<Summary>,
+    /// Wall time relative to the baseline row, from same-round pairs.
+    pub ratio_to_baseline: Option<PairedRatio>,
+    pub weak: bool,
+    pub security_notes: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<Timed<Sample>>,
+}
+
+fn micros(samples: &[Timed<Sample>], pick: fn(&Sample) -> u64) -> Option<Summary> {
+    let values: Vec<f64> = samples
+        .iter()
+        .map(|s| pick(&s.value) as f64 / 1000.0)
+        .collect();
+    stats::summarize(&values)
+}
+
+/// Builds report rows. The ratio of each row is to the baseline row of the
+/// same backend if it has one, else to the first backend's baseline row,
+/// from the rounds both were sampled in.
+pub fn build_rows(cells: &[CellResult], baseline: Option<&str>) -> Vec<Row> {
+    let mut rows: Vec<Row> = cells.iter().map(row_of).collect();
+    if let Some(baseline) = baseline {
+        let rounds = |backend: Option<&str>| {
+            cells
+                .iter()
+                .find(|c| {
+                    c.scenario.label() == baseline
+                        && backend.is_none_or(|b| c.backend == b)
+                        && !c.samples().is_empty()
+                })
+                .map(|c| stats::round_medians(&measure::costs(c.samples())))
+        };
+        let fallback = rounds(None);
+        for (row, cell) in rows.iter_mut().zip(cells) {
+            let base = rounds(Some(&cell.backend)).or_else(|| fallback.clone());
+            if let (Some(base), false) = (base, cell.samples().is_empty()) {
+                row.ratio_to_baseline = stats::paired_ratio(
+                    &stats::round_medians(&measure::costs(cell.samples())),
+                    &base,
+                );
+            }
+        }
+    }
+    rows
+}
+
+fn row_of(cell: &CellResult) -> Row {
+    let scenario = &cell.scenario;
+    let samples = cell.samples();
+    let wall_us = micros(samples, |s| s.wall_ns);
+    let mut rounds: Vec<u32> = samples.iter().map(|s| s.round).collect();
+    rounds.dedup();
+    Row {
+        label: scenario.label(),
+        scenario: *scenario,
+        backend: cell.backend.clone(),
+        description: scenario.describe(),
+        status: cell.outcome.status(),
+        reason: cell.outcome.reason().map(String::from),
+        negotiated: cell.negotiated.clone(),
+        sample_count: samples.len(),
+        rounds: rounds.len(),
+        precise: cell.outcome.precise(),
+        handshakes_per_second: wall_us.map(|w| 1e6 / w.mean),
+        wall_us,
+        client_cpu_us: micros(samples, |s| s.client_cpu_ns),
+        server_cpu_us: micros(samples, |s| s.server_cpu_ns),
+        client_call_us: micros(samples, |s| s.client_ns),
+        server_call_us: micros(samples, |s| s.server_ns),
+        ratio_to_baseline: None,
+        weak: scenario.is_weak(),
+        security_notes: scenario.security_notes(),
+        samples: samples.to_vec(),
+    }
+}
+
+/// The drift of the machine over a handshake run, from every measured cell.
+pub fn drift(cells: &[CellResult]) -> Option<Drift> {
+    let per_cell: Vec<Vec<(u32, f64)>> = cells
+        .iter()
+        .filter(|c| !c.samples().is_empty())
+        .map(|c| stats::round_medians(&measure::costs(c.samples())))
+        .collect();
+    stats::drift(&per_cell)
+}
+
+fn quantum_safe(scenario: &HandshakeScenario) -> &'static str {
+    match (
+        scenario.group.kind() == KxKind::Kem,
+        scenario.cert.family() == SignatureFamily::MlDsa,
+    ) {
+        (true, true) => "kx + signature",
+        (true, false) => "kx",
+        (false, true) => "signature",
+        (false, false) => "no",
+    }
+}
+
+fn notes(row: &Row) -> String {
+    let mut notes: Vec<String> = Vec::new();
+    if let Some(reason) = &row.reason {
+        notes.push(format!("{}: {reason}", row.status));
+    }
+    if row.weak {
+        notes.push("WEAK".to_string());
+    }
+    if row.status == "measured" && !row.precise {
+        notes.push("precision not reached".to_string());
+    }
+    if let Some(wall) = row.wall_us {
+        if wall.median_ci_coverage < 0.95 {
+            notes.push(format!(
+                "interval covers {:.1}% only (n = {})",
+                wall.median_ci_coverage * 100.0,
+                wall.count
+            ));
+        }
+    }
+    notes.extend(
+        row.security_notes
+            .iter()
+            .filter(|n| !n.contains("quantum-safe"))
+            .map(|n| n.to_string()),
+    );
+    notes.join("; ")
+}
+
+fn ratio_text(ratio: &PairedRatio) -> String {
+    let spread = ratio.ci95.relative_half_width(ratio.value) * 100.0;
+    if spread.is_finite() && ratio.coverage >= 0.95 {
+        format!("{:.2} ±{spread:.1}%", ratio.value)
+    } else {
+        format!("{:.2}", ratio.value)
+    }
+}
+
+/// The table a person reads.
+fn table(rows: &[Row], baseline: Option<&str>) -> Table {
+    let mut table = Table::new(
+        &[
+            "backend",
+            "scenario",
+            "handshakes/s",
+            "client CPU µs",
+            "server CPU µs",
+            "wall µs (median ±95% CI)",
+            "p99 µs",
+            "n",
+            "× baseline (±95% CI)",
+            "quantum-safe",
+            "notes",
+        ],
+        &[
+            false, false, true, true, true, true, true, true, true, false, false,
+        ],
+    );
+    let dash = || "—".to_string();
+    let median = |s: Option<Summary>| s.map(|s| format_us(s.median)).unwrap_or_else(dash);
+    for row in rows {
+        let wall = row.wall_us.map(|w| {
+            let spread = w.median_ci95.relative_half_width(w.median) * 100.0;
+            format!("{} ±{spread:.1}%", format_us(w.median))
+        });
+        table.rows.push(vec![
+            row.backend.clone(),
+            row.description.clone(),
+            row.handshakes_per_second
+                .map(|h| format!("{h:.0}"))
+                .unwrap_or_else(dash),
+            median(row.client_cpu_us),
+            median(row.server_cpu_us),
+            wall.unwrap_or_else(dash),
+            row.wall_us.map(|s| format_us(s.p99)).unwrap_or_else(dash),
+            if row.sample_count > 0 {
+                row.sample_count.to_string()
+            } else {
+                dash()
+            },
+            row.ratio_to_baseline
+                .as_ref()
+                .map(ratio_text)
+                .unwrap_or_else(dash),
+            quantum_safe(&row.scenario).to_string(),
+            notes(row),
+        ]);
+    }
+    table.notes.push("client/server CPU: the thread's CPU time inside each side's library calls (CLOCK_THREAD_CPUTIME_ID), median; the exports also hold the wall time inside the calls.".to_string());
+    if let Some(baseline) = baseline {
+        table.notes.push(format!(
+            "× baseline: wall time relative to {baseline}, the median of same-round ratios (rounds interleave every cell); ±: the 95% interval of that median from order statistics."
+        ));
+    }
+    table
+}
+
+/// One line per row with every statistic (CSV).
+fn records(rows: &[Row]) -> Table {
+    use crate::scenario::Named;
+    let mut headers: Vec<String> = [
+        "label",
+        "backend",
+        "status",
+        "reason",
+        "tls_version",
+        "group",
+        "cert",
+        "aead",
+        "resumption",
+        "mutual",
+        "chain_depth",
+        "negotiated_suite",
+        "negotiated_group",
+        "negotiated_signature",
+        "samples",
+        "rounds",
+        "precise",
+        "handshakes_per_second",
+    ]
+    .map(String::from)
+    .to_vec();
+    let sides = [
+        "wall",
+        "client_cpu",
+        "server_cpu",
+        "client_call",
+        "server_call",
+    ];
+    let statistics = [
+        "mean",
+        "median",
+        "stdev",
+        "min",
+        "max",
+        "p99",
+        "median_ci_low",
+        "median_ci_high",
+    ];
+    for side in sides {
+        for statistic in statistics {
+            headers.push(format!("{side}_{statistic}_us"));
+        }
+    }
+    headers.extend(
+        [
+            "ratio",
+            "ratio_ci_low",
+            "ratio_ci_high",
+            "ratio_pairs",
+            "weak",
+            "security_notes",
+        ]
+        .map(String::from),
+    );
+    let number = |value: Option<f64>| value.map(|v| format!("{v:.3}")).unwrap_or_default();
+    let mut table = Table {
+        headers,
+        ..Table::default()
+    };
+    for row in rows {
+        let negotiated = row.negotiated.as_ref();
+        let s = &row.scenario;
+        let mut fields = vec![
+            row.label.clone(),
+            row.backend.clone(),
+            row.status.to_string(),
+            row.reason.clone().unwrap_or_default(),
+            s.version.id().to_string(),
+            s.group.id().to_string(),
+            s.cert.id().to_string(),
+            s.aead.id().to_string(),
+            s.resumption.id().to_string(),
+            s.mutual.to_string(),
+            s.chain_depth.to_string(),
+            negotiated.map(|n| n.suite.clone()).unwrap_or_default(),
+            negotiated.and_then(|n| n.group.clone()).unwrap_or_default(),
+            negotiated
+                .and_then(|n| n.signature.clone())
+                .unwrap_or_default(),
+            row.sample_count.to_string(),
+            row.rounds.to_string(),
+            row.precise.to_string(),
+            number(row.handshakes_per_second),
+        ];
+        for summary in [
+            row.wall_us,
+            row.client_cpu_us,
+            row.server_cpu_us,
+            row.client_call_us,
+            row.server_call_us,
+        ] {
+            let pick = |f: fn(&Summary) -> f64| number(summary.as_ref().map(f));
+            fields.extend([
+                pick(|s| s.mean),
+                pick(|s| s.median),
+                pick(|s| s.stdev),
+                pick(|s| s.min),
+                pick(|s| s.max),
+                pick(|s| s.p99),
+                pick(|s| s.median_ci95.low),
+                pick(|s| s.median_ci95.high),
+            ]);
+        }
+        let ratio = row.ratio_to_baseline.as_ref();
+        fields.extend([
+            number(ratio.map(|r| r.value)),
+            number(ratio.map(|r| r.ci95.low)),
+            number(ratio.map(|r| r.ci95.high)),
+            ratio.map(|r| r.pairs.to_string()).unwrap_or_default(),
+            row.weak.to_string(),
+            row.security_notes.join("; "),
+        ]);
+        table.rows.push(fields);
+    }
+    table
+}
+
+/// A finished (or interrupted) handshake run, ready to export.
+pub struct HandshakeReport<'a> {
+    pub run_id: Option<i64>,
+    pub complete: bool,
+    pub baseline: Option<&'a str>,
+    pub host: &'a HostInfo,
+    pub libraries: &'a [LibraryInfo],
+    pub seed: Option<u64>,
+    pub precision: Option<f64>,
+    pub cells: &'a [CellResult],
+}
+
+impl HandshakeReport<'_> {
+    pub fn document(&self) -> Document {
+        // One order for a live run and for the same run read back from the
+        // store (which keeps cells in the order they finished): the
+        // scenario's axes in their declared order, then the backend.
+        let mut cells = self.cells.to_vec();
+        let rank = |backend: &str| {
+            crate::backend::BACKEND_IDS
+                .iter()
+                .position(|id| *id == backend)
+                .unwrap_or(usize::MAX)
+        };
+        cells.sort_by(|a, b| {
+            (a.scenario, rank(&a.backend), &a.backend).cmp(&(
+                b.scenario,
+                rank(&b.backend),
+                &b.backend,
+            ))
+        });
+        let rows = build_rows(&cells, self.baseline);
+        let drift = drift(&cells);
+        let data = super::json_with(
+            super::provenance_json(
+                self.run_id,
+                self.complete,
+                self.host,
+                self.libraries,
+                self.seed,
+                drift.as_ref(),
+            ),
+            serde_json::json!({ "baseline": self.baseline, "rows": rows }),
+        );
+        Document {
+            heading: super::heading(self.host, self.libraries),
+            tables: vec![table(&rows, self.baseline)],
+            records: records(&rows),
+            data,
+            footer: super::run_notes(drift.as_ref(), self.precision, self.complete),
+        }
+    }
+}

@@ -1,0 +1,460 @@
+//! The database's layout and its versions: the latest schema for a new file,
+//! the schema as it first landed (version 0), and the migrations that bring
+//! an older file up to date. The version is kept in `PRAGMA user_version`.
+
+use anyhow::{bail, Context, Result};
+use rusqlite::{Connection, ErrorCode, TransactionBehavior};
+
+/// The schema this tlslab writes. A database with a higher `user_version`
+/// was written by a newer tlslab and is refused.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
+/// list of SQL batches run in order, all of them in one transaction.
+const MIGRATIONS: &[&[&str]] = &[&[VERSION_0, VERSION_0_TO_1]];
+
+/// The latest schema, created directly in a new (empty) database. A
+/// migrated database ends up with the same tables and columns, in the same
+/// order (see the test `a_migrated_database_matches_a_new_one`).
+const LATEST: &str = r#"
+CREATE TABLE hosts (
+    id INTEGER PRIMARY KEY,
+    hostname TEXT NOT NULL,
+    cpu_model TEXT NOT NULL,
+    cpu_flags TEXT NOT NULL,
+    cores INTEGER NOT NULL,
+    kernel TEXT NOT NULL,
+    os TEXT NOT NULL,
+    UNIQUE (hostname, cpu_model, cpu_flags, cores, kernel, os)
+);
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    finished_at TEXT,
+    status TEXT NOT NULL CHECK (status IN ('incomplete', 'complete')),
+    kind TEXT NOT NULL,
+    tool_version TEXT NOT NULL,
+    command_line TEXT NOT NULL,
+    options_json TEXT NOT NULL,
+    host_id INTEGER NOT NULL REFERENCES hosts (id)
+);
+CREATE TABLE libraries (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    backend TEXT NOT NULL,
+    library TEXT NOT NULL,
+    version TEXT NOT NULL,
+    PRIMARY KEY (run_id, backend)
+);
+-- When each round of the interleaved sampler started, in nanoseconds from
+-- the start of sampling (a moment after the run's `started_at`).
+CREATE TABLE rounds (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    round INTEGER NOT NULL,
+    offset_ns INTEGER NOT NULL,
+    PRIMARY KEY (run_id, round)
+) WITHOUT ROWID;
+CREATE TABLE scenarios (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    tls_version TEXT NOT NULL,
+    kx_group TEXT NOT NULL,
+    cert TEXT NOT NULL,
+    aead TEXT NOT NULL,
+    resumption TEXT NOT NULL,
+    mutual INTEGER NOT NULL,
+    chain_depth INTEGER NOT NULL
+);
+CREATE TABLE cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    scenario_id TEXT NOT NULL REFERENCES scenarios (id),
+    backend TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    negotiated_version TEXT,
+    negotiated_suite TEXT,
+    negotiated_group TEXT,
+    negotiated_signature TEXT,
+    resumed INTEGER,
+    precise INTEGER,
+    weak INTEGER NOT NULL,
+    security_notes TEXT NOT NULL,
+    sample_count INTEGER NOT NULL,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, scenario_id, backend)
+);
+-- The round and CPU columns come last, where version 1 added them to
+-- version 0's table. The CPU times are NULL in rows from version 0.
+CREATE TABLE samples (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    seq INTEGER NOT NULL,
+    wall_ns INTEGER NOT NULL,
+    client_ns INTEGER NOT NULL,
+    server_ns INTEGER NOT NULL,
+    round INTEGER NOT NULL DEFAULT 0,
+    client_cpu_ns INTEGER,
+    server_cpu_ns INTEGER,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE speed_cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    row_id TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    primitive TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    size_bytes INTEGER,
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    batch INTEGER,
+    precise INTEGER,
+    sample_count INTEGER NOT NULL,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, row_id, backend)
+);
+CREATE TABLE speed_samples (
+    cell_id INTEGER NOT NULL REFERENCES speed_cells (id),
+    seq INTEGER NOT NULL,
+    ns_per_op REAL NOT NULL,
+    round INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE tunnel_scenarios (
+    id TEXT PRIMARY KEY,
+    baseline INTEGER NOT NULL,
+    cipher TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    compression TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    payload_bytes INTEGER NOT NULL
+);
+CREATE TABLE tunnel_cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    scenario_id TEXT NOT NULL REFERENCES tunnel_scenarios (id),
+    engine TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    weak INTEGER NOT NULL,
+    security_notes TEXT NOT NULL,
+    sample_count INTEGER NOT NULL,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, scenario_id, engine)
+);
+CREATE TABLE tunnel_samples (
+    cell_id INTEGER NOT NULL REFERENCES tunnel_cells (id),
+    seq INTEGER NOT NULL,
+    packets INTEGER NOT NULL,
+    payload_bytes INTEGER NOT NULL,
+    send_ns INTEGER NOT NULL,
+    receive_ns INTEGER NOT NULL,
+    round INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+"#;
+
+/// Version 0: the schema as it landed, before `user_version` was set.
+/// Every version-0 tlslab ran it on each open, so the first migration runs
+/// it too: a file made before `speed` or `tunnel` existed gets their tables
+/// as they were. Frozen: never edit it, add a migration instead.
+pub(super) const VERSION_0: &str = r#"
+CREATE TABLE IF NOT EXISTS hosts (
+    id INTEGER PRIMARY KEY,
+    hostname TEXT NOT NULL,
+    cpu_model TEXT NOT NULL,
+    cpu_flags TEXT NOT NULL,
+    cores INTEGER NOT NULL,
+    kernel TEXT NOT NULL,
+    os TEXT NOT NULL,
+    UNIQUE (hostname, cpu_model, cpu_flags, cores, kernel, os)
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    finished_at TEXT,
+    status TEXT NOT NULL CHECK (status IN ('incomplete', 'complete')),
+    kind TEXT NOT NULL,
+    tool_version TEXT NOT NULL,
+    command_line TEXT NOT NULL,
+    options_json TEXT NOT NULL,
+    host_id INTEGER NOT NULL REFERENCES hosts (id)
+);
+CREATE TABLE IF NOT EXISTS libraries (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    backend TEXT NOT NULL,
+    library TEXT NOT NULL,
+    version TEXT NOT NULL,
+    PRIMARY KEY (run_id, backend)
+);
+CREATE TABLE IF NOT EXISTS scenarios (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    tls_version TEXT NOT NULL,
+    kx_group TEXT NOT NULL,
+    cert TEXT NOT NULL,
+    aead TEXT NOT NULL,
+    resumption TEXT NOT NULL,
+    mutual INTEGER NOT NULL,
+    chain_depth INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    scenario_id TEXT NOT NULL REFERENCES scenarios (id),
+    backend TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    negotiated_version TEXT,
+    negotiated_suite TEXT,
+    negotiated_group TEXT,
+    negotiated_signature TEXT,
+    resumed INTEGER,
+    precise INTEGER,
+    weak INTEGER NOT NULL,
+    security_notes TEXT NOT NULL,
+    sample_count INTEGER NOT NULL,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, scenario_id, backend)
+);
+CREATE TABLE IF NOT EXISTS samples (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    seq INTEGER NOT NULL,
+    wall_ns INTEGER NOT NULL,
+    client_ns INTEGER NOT NULL,
+    server_ns INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS speed_cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    row_id TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    primitive TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    size_bytes INTEGER,
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    batch INTEGER,
+    precise INTEGER,
+    sample_count INTEGER NOT NULL,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, row_id, backend)
+);
+CREATE TABLE IF NOT EXISTS speed_samples (
+    cell_id INTEGER NOT NULL REFERENCES speed_cells (id),
+    seq INTEGER NOT NULL,
+    ns_per_op REAL NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS tunnel_scenarios (
+    id TEXT PRIMARY KEY,
+    baseline INTEGER NOT NULL,
+    cipher TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    compression TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    payload_bytes INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tunnel_cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    scenario_id TEXT NOT NULL REFERENCES tunnel_scenarios (id),
+    engine TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    weak INTEGER NOT NULL,
+    security_notes TEXT NOT NULL,
+    sample_count INTEGER NOT NULL,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, scenario_id, engine)
+);
+CREATE TABLE IF NOT EXISTS tunnel_samples (
+    cell_id INTEGER NOT NULL REFERENCES tunnel_cells (id),
+    seq INTEGER NOT NULL,
+    packets INTEGER NOT NULL,
+    payload_bytes INTEGER NOT NULL,
+    send_ns INTEGER NOT NULL,
+    receive_ns INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+"#;
+
+/// Version 1: every sample knows its round, the rounds' start times are
+/// kept per run, and handshake samples have each side's CPU time.
+const VERSION_0_TO_1: &str = r#"
+ALTER TABLE samples ADD COLUMN round INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE samples ADD COLUMN client_cpu_ns INTEGER;
+ALTER TABLE samples ADD COLUMN server_cpu_ns INTEGER;
+ALTER TABLE speed_samples ADD COLUMN round INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tunnel_samples ADD COLUMN round INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE rounds (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    round INTEGER NOT NULL,
+    offset_ns INTEGER NOT NULL,
+    PRIMARY KEY (run_id, round)
+) WITHOUT ROWID;
+"#;
+
+/// What a database holds before it is touched.
+struct Found {
+    /// Every table, SQLite's own excepted.
+    tables: Vec<String>,
+    /// `PRAGMA user_version`.
+    version: i64,
+}
+
+impl Found {
+    /// Reads the tables and the version; `name` names the file in errors.
+    fn read(connection: &Connection, name: &str) -> Result<Self> {
+        let tables = connection
+            .prepare(
+                "SELECT name FROM sqlite_master
+                 WHERE type = 'table' AND name NOT LIKE 'sqlite!_%' ESCAPE '!'
+                 ORDER BY name",
+            )
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| row.get(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()
+            });
+        let tables = match tables {
+            Ok(tables) => tables,
+            Err(error) if error.sqlite_error_code() == Some(ErrorCode::NotADatabase) => {
+                bail!("{name} is not a tlslab database (not SQLite)")
+            }
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot read the database {name}"))
+            }
+        };
+        let version = connection
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .with_context(|| format!("cannot read the schema version of {name}"))?;
+        Ok(Self { tables, version })
+    }
+
+    /// Refuses a database from another tool or from a newer tlslab.
+    fn check(&self, name: &str) -> Result<()> {
+        // Tables without `runs` are someone else's, whatever their version says.
+        if !self.tables.is_empty() && !self.tables.iter().any(|t| t == "runs") {
+            bail!(
+                "{name} is not a tlslab database: it has tables ({}) but no `runs` table",
+                self.tables.join(", ")
+            );
+        }
+        if self.version < 0 {
+            bail!(
+                "{name} is not a tlslab database (schema version {})",
+                self.version
+            );
+        }
+        if self.version > SCHEMA_VERSION {
+            bail!(
+                "the database {name} was written by a newer tlslab (schema version {}; \
+                 this tlslab knows up to {SCHEMA_VERSION})",
+                self.version
+            );
+        }
+        Ok(())
+    }
+
+    /// True if and only if the database has tables at the latest version.
+    fn is_current(&self) -> bool {
+        !self.tables.is_empty() && self.version == SCHEMA_VERSION
+    }
+}
+
+/// Creates the latest schema in an empty database, or migrates an older
+/// one, in one transaction; refuses a file that is not a tlslab database
+/// or is newer than this code.
+pub(super) fn bring_up_to_date(connection: &mut Connection, name: &str) -> Result<()> {
+    let found = Found::read(connection, name)?;
+    found.check(name)?;
+    if found.is_current() {
+        return Ok(());
+    }
+    // Read again under the write lock: another tlslab may have migrated the
+    // file in between.
+    let tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .with_context(|| format!("cannot write to the database {name}"))?;
+    let found = Found::read(&tx, name)?;
+    found.check(name)?;
+    if found.is_current() {
+        return Ok(());
+    }
+    if found.tables.is_empty() {
+        tx.execute_batch(LATEST)
+            .with_context(|| format!("cannot create the tables in {name}"))?;
+    } else {
+        for (from, batches) in MIGRATIONS.iter().enumerate().skip(found.version as usize) {
+            for batch in batches.iter() {
+                tx.execute_batch(batch).with_context(|| {
+                    format!(
+                        "cannot migrate the database {name} from schema version {from} to {}",
+                        from + 1
+                    )
+                })?;
+            }
+        }
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()
+        .with_context(|| format!("cannot write to the database {name}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every table's columns as SQLite describes them (name, type, not
+    /// null, default, primary key position), table by table.
+    fn layout(connection: &Connection) -> Vec<(String, Vec<String>)> {
+        let tables = Found::read(connection, "test").unwrap().tables;
+        tables
+            .into_iter()
+            .map(|table| {
+                let mut statement = connection
+                    .prepare(
+                        "SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?1)",
+                    )
+                    .unwrap();
+                let columns = statement
+                    .query_map([&table], |row| {
+                        Ok(format!(
+                            "{} {} notnull={} default={:?} pk={}",
+                            row.get::<_, String>(0)?,
+                            row.get::<_, String>(1)?,
+                            row.get::<_, i64>(2)?,
+                            row.get::<_, Option<String>>(3)?,
+                            row.get::<_, i64>(4)?
+                        ))
+                    })
+                    .unwrap()
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                    .unwrap();
+                (table, columns)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_migrated_database_matches_a_new_one() {
+        let mut new = Connection::open_in_memory().unwrap();
+        bring_up_to_date(&mut new, "new").unwrap();
+        let mut old = Connection::open_in_memory().unwrap();
+        old.execute_batch(VERSION_0).unwrap();
+        bring_up_to_date(&mut old, "old").unwrap();
+        assert_eq!(layout(&old), layout(&new));
+        assert!(layout(&new).iter().any(|(table, _)| table == "rounds"));
+    }
+
+    #[test]
+    fn every_version_below_the_latest_has_a_migration() {
+        assert_eq!(MIGRATIONS.len() as i64, SCHEMA_VERSION);
+    }
+}

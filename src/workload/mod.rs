@@ -1,0 +1,8 @@
+//! What one sample does, per capability: a verified handshake, a batch of
+//! primitive operations, a batch of tunnel packets or an OpenVPN transfer.
+//! The sampler in `measure` runs them.
+
+pub mod handshake;
+pub mod openvpn;
+pub mod speed;
+pub mod tunnel;

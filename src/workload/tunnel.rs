@@ -1,0 +1,151 @@
+//! What one tunnel sample does: in process, a batch of packets through a
+//! real data channel (both ends here, the sender's and the receiver's time
+//! apart); with OpenVPN ([`super::openvpn`]), one transfer each way.
+
+use serde::Serialize;
+
+use crate::backend::openssl::data_channel::{self, Receiver, Sender};
+use crate::measure::{Outcome, Probe, Sampled};
+use crate::scenario::tunnel::{Engine, TunnelScenario};
+use std::time::Instant;
+
+/// One sample: a batch of packets (in process) or one transfer each way (OpenVPN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TunnelSample {
+    /// Packets in the batch (in process) or 0 (OpenVPN: a byte stream).
+    pub packets: u64,
+    /// Payload bytes carried each way.
+    pub payload_bytes: u64,
+    /// In process: the sender's time to compress, encrypt and authenticate
+    /// the batch. OpenVPN: the transfer from namespace A to B.
+    pub send_ns: u64,
+    /// In process: the receiver's time to verify, decrypt, decompress and
+    /// check the batch. OpenVPN: the transfer from namespace B to A.
+    pub receive_ns: u64,
+}
+
+impl TunnelSample {
+    pub fn total_ns(&self) -> u64 {
+        self.send_ns + self.receive_ns
+    }
+}
+
+impl Sampled for TunnelSample {
+    /// Nanoseconds per payload byte (through both ends, or both ways).
+    fn cost(&self) -> f64 {
+        self.total_ns() as f64 / self.payload_bytes.max(1) as f64
+    }
+}
+
+/// The outcome of one tunnel cell.
+pub type TunnelOutcome = Outcome<TunnelSample>;
+
+/// One (scenario, engine) pair and its outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TunnelCell {
+    pub engine: Engine,
+    pub scenario: TunnelScenario,
+    pub outcome: TunnelOutcome,
+}
+
+impl TunnelCell {
+    pub fn samples(&self) -> &[crate::measure::Timed<TunnelSample>] {
+        self.outcome.samples()
+    }
+}
+
+/// How long one in-process batch should take, so timer overhead stays negligible.
+const TARGET_BATCH_NS: u64 = 1_000_000;
+/// Distinct payloads cycled through, so consecutive packets differ.
+const DISTINCT_PAYLOADS: usize = 16;
+
+/// Packets through an in-process sender and receiver, batch by batch.
+pub struct Batcher {
+    sender: Sender,
+    receiver: Receiver,
+    payloads: Vec<Vec<u8>>,
+    packets: Vec<Vec<u8>>,
+    next_payload: usize,
+}
+
+impl Batcher {
+    fn new(scenario: &TunnelScenario) -> anyhow::Result<Self> {
+        let (sender, receiver) = data_channel::pair(scenario)?;
+        Ok(Self {
+            sender,
+            receiver,
+            payloads: (0..DISTINCT_PAYLOADS)
+                .map(|i| scenario.payload.bytes(i, scenario.payload_bytes))
+                .collect(),
+            packets: Vec::new(),
+            next_payload: 0,
+        })
+    }
+
+    fn run(&mut self, batch: usize) -> Result<TunnelSample, String> {
+        self.packets.resize_with(batch, Vec::new);
+        let first = self.next_payload;
+        let start = Instant::now();
+        for (i, packet) in self.packets.iter_mut().enumerate() {
+            let payload = &self.payloads[(first + i) % DISTINCT_PAYLOADS];
+            self.sender
+                .seal(payload, packet)
+                .map_err(|e| format!("sending: {e:#}"))?;
+        }
+        let sent = Instant::now();
+        for (i, packet) in self.packets.iter().enumerate() {
+            self.receiver
+                .open(packet)
+                .map_err(|e| format!("receiving: {e}"))?;
+            let expected = &self.payloads[(first + i) % DISTINCT_PAYLOADS];
+            if self.receiver.payload() != expected.as_slice() {
+                return Err("the received payload differs from the one sent".to_string());
+            }
+        }
+        let received = Instant::now();
+        self.next_payload = (first + batch) % DISTINCT_PAYLOADS;
+        Ok(TunnelSample {
+            packets: batch as u64,
+            payload_bytes: (batch * self.payloads[0].len()) as u64,
+            send_ns: (sent - start).as_nanos() as u64,
+            receive_ns: (received - sent).as_nanos() as u64,
+        })
+    }
+}
+
+/// An in-process cell ready to sample: its channel and a batch size.
+pub struct InprocessProbe {
+    batcher: Batcher,
+    batch: usize,
+}
+
+impl InprocessProbe {
+    /// Builds the channel and sizes the batch so one sample takes about
+    /// `TARGET_BATCH_NS`; or the outcome that says why it cannot run.
+    pub fn prepare(scenario: &TunnelScenario) -> Result<Self, TunnelOutcome> {
+        if let Some(reason) = scenario.unsupported_reason() {
+            return Err(Outcome::Unsupported { reason });
+        }
+        let mut batcher = Batcher::new(scenario).map_err(|error| Outcome::Failed {
+            reason: format!("{error:#}"),
+        })?;
+        let probe = batcher
+            .run(8)
+            .map_err(|reason| Outcome::Failed { reason })?;
+        let per_packet_ns = (probe.total_ns() / 8).max(1);
+        let batch = (TARGET_BATCH_NS / per_packet_ns).clamp(4, 4096) as usize;
+        Ok(Self { batcher, batch })
+    }
+
+    pub fn probe(&mut self) -> Probe<'_, TunnelSample> {
+        Box::new(move || self.batcher.run(self.batch))
+    }
+}
+
+/// Sends `count` packets of a scenario through a fresh channel and checks
+/// every payload comes back intact; for tests and `--check`.
+pub fn round_trip(scenario: &TunnelScenario, count: usize) -> anyhow::Result<()> {
+    let mut batcher = Batcher::new(scenario)?;
+    batcher.run(count).map_err(anyhow::Error::msg)?;
+    Ok(())
+}
