@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::session::{
     check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
@@ -29,7 +29,7 @@ use crate::scenario::{
 };
 use crate::stats;
 use crate::store::{Store, StoredRun};
-use crate::workload::handshake::{run_matrix, CellResult, MatrixObserver};
+use crate::workload::handshake::{run_matrix, CellResult};
 use crate::workload::speed::{PreparedRow, SpeedCell};
 
 /// Sampling defaults of `cost`.
@@ -57,25 +57,6 @@ fn matrix(args: &CostArgs, preset: Option<CostPreset>) -> Result<HandshakeMatrix
     let matrix = args.axes.apply(matrix)?;
     matrix.validate().map_err(usage)?;
     Ok(matrix)
-}
-
-/// Stores handshake cells as they finish.
-struct Storing<'a> {
-    store: &'a mut Store,
-    run_id: i64,
-    bar: &'a Bar,
-}
-
-impl MatrixObserver for Storing<'_> {
-    fn cell_finished(&mut self, cell: &CellResult) -> Result<()> {
-        self.store
-            .save_cell(self.run_id, cell)
-            .context("saving a finished cell")
-    }
-
-    fn round_finished(&mut self, round: u32, finished: usize, _total: usize) {
-        self.bar.round(round, finished);
-    }
 }
 
 pub fn run(args: &CostArgs) -> Result<i32> {
@@ -129,7 +110,7 @@ pub fn run(args: &CostArgs) -> Result<i32> {
         &options,
         None,
         &interrupt,
-        &mut Storing {
+        &mut super::handshake::Storing {
             store: &mut store,
             run_id,
             bar: &bar,

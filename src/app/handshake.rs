@@ -98,11 +98,12 @@ fn matrix_from(args: &HandshakeArgs, preset: Option<Preset>) -> Result<Handshake
     Ok(matrix)
 }
 
-/// Stores each cell as it finishes and keeps the progress bar moving.
-struct Storing<'a> {
-    store: &'a mut Store,
-    run_id: i64,
-    bar: &'a Bar,
+/// Stores each cell as it finishes, says which failed, and keeps the
+/// progress bar moving (for `handshake` and `cost`).
+pub(crate) struct Storing<'a> {
+    pub store: &'a mut Store,
+    pub run_id: i64,
+    pub bar: &'a Bar,
 }
 
 impl MatrixObserver for Storing<'_> {

@@ -169,9 +169,11 @@ impl ExportArgs {
     }
 }
 
+/// The flag Ctrl-C sets, once its handler is installed.
+static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
 /// The flag Ctrl-C sets; the handler is installed once per process.
 pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
-    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
     let flag = FLAG.get_or_init(|| {
         let flag = Arc::new(AtomicBool::new(false));
         let for_handler = Arc::clone(&flag);
@@ -196,6 +198,14 @@ fn sigint_after_round(round: u32) {
     if *after == Some(round + 1) {
         // SAFETY: raising a signal this process handles (the Ctrl-C handler).
         unsafe { libc::raise(libc::SIGINT) };
+        // The handler runs on its own thread: wait until it has set the
+        // flag, so the run stops exactly after this round.
+        let started = std::time::Instant::now();
+        while FLAG.get().is_some_and(|f| !f.load(Ordering::SeqCst))
+            && started.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
 
