@@ -279,7 +279,7 @@ fn main() {
             let sampled = |probe: &mut HandshakeProbe| {
                 let run = measure::sample(
                     vec![probe.probe()],
-                    None,
+                    tlslab::measure::Pairing::None,
                     &options,
                     &never,
                     &mut measure::Quietly,

@@ -34,7 +34,7 @@ fn tunnel_round(scenario: &TunnelScenario) -> f64 {
     };
     let run = measure::sample(
         vec![probe.probe()],
-        None,
+        tlslab::measure::Pairing::None,
         &options,
         &AtomicBool::new(false),
         &mut measure::Quietly,

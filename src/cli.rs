@@ -50,7 +50,8 @@ pub enum MutualArg {
   tlslab handshake --backend all --tls 1.2,1.3 --group x25519 --cert ecdsa_p256 --resumption off,ticket,psk
   tlslab list   (every valid name)
 
-Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2")]
+Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2;
+with --preset also --max-total-time 24")]
 pub struct HandshakeArgs {
     /// A named matrix: kex-matrix, tls13-matrix, post-quantum. Axis options override its axes.
     #[arg(long, value_name = "NAME")]
@@ -305,8 +306,9 @@ pub struct ReportArgs {
   tlslab tunnel --engine inprocess,openvpn --cipher aes-128-cbc,bf-cbc --digest sha1   (as root, with openvpn installed)
 
 Sampling defaults: --precision 1% --max-time 1 --min-samples 10 --warmup 0.1;
-with --preset openvpn-classic: 2%, 0.4, 20 and 0.02 (each sample is a batch of
-packets lasting about 1 ms). In-process rows interleave; OpenVPN rows are
+with --preset openvpn-classic: 2%, 0.4, 20 and 0.02, and --max-total-time 50
+(each sample is a batch of packets lasting about 1 ms). In-process rows
+interleave, timed by the thread's CPU clock; OpenVPN rows are
 sampled one tunnel at a time.")]
 pub struct TunnelArgs {
     /// A named matrix: openvpn-classic (16 CBC ciphers x 25 digest names x

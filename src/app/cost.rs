@@ -38,6 +38,7 @@ pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
     max_time_s: 2.0,
     min_samples: 20,
     warmup_s: 0.2,
+    max_total_s: None,
     slice: Duration::from_millis(3),
 };
 
@@ -246,7 +247,7 @@ fn primitive_costs(
     }
     let run = measure::sample(
         prepared.iter_mut().map(PreparedRow::probe).collect(),
-        None,
+        measure::Pairing::None,
         options,
         interrupt,
         &mut measure::Quietly,

@@ -32,8 +32,14 @@ pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
     max_time_s: 5.0,
     min_samples: 10,
     warmup_s: 0.2,
+    max_total_s: None,
     slice: Duration::from_millis(3),
 };
+
+/// The whole-run budget of a preset, in seconds: twice what kex-matrix
+/// takes on a quiet 2-core machine, so a busy machine still gets a run
+/// that ends (its rows say whether they reached the precision).
+pub(crate) const PRESET_BUDGET_S: f64 = 24.0;
 
 /// The options of a handshake run, as stored with the run.
 #[derive(Debug, Serialize)]
@@ -162,7 +168,14 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
             .map(|p| p.baseline().label())
             .filter(|label| scenarios.iter().any(|s| s.label() == *label)),
     };
-    let sampling = args.sampling.options(DEFAULTS)?;
+    let defaults = match preset {
+        Some(_) => SamplingDefaults {
+            max_total_s: Some(PRESET_BUDGET_S),
+            ..DEFAULTS
+        },
+        None => DEFAULTS,
+    };
+    let sampling = args.sampling.options(defaults)?;
     check_exports(&args.exports)?;
     let mut store = open_store(&args.database)?;
 

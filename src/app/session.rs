@@ -83,6 +83,8 @@ pub(crate) struct SamplingDefaults {
     pub max_time_s: f64,
     pub min_samples: usize,
     pub warmup_s: f64,
+    /// The whole run's budget, in seconds (`--max-total-time`), if any.
+    pub max_total_s: Option<f64>,
     /// About how long one cell's batch in one round lasts.
     pub slice: Duration,
 }
@@ -92,6 +94,7 @@ impl SamplingArgs {
     pub(crate) fn options(&self, defaults: SamplingDefaults) -> Result<SamplingOptions> {
         let max_total_time = self
             .max_total_time
+            .or(defaults.max_total_s)
             .map(|s| seconds("max-total-time", s, false))
             .transpose()?;
         if self.runs == Some(0) {

@@ -28,6 +28,7 @@ pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
     min_samples: 5,
     warmup_s: 0.05,
     // Each sample is already a batch of about 2 ms.
+    max_total_s: None,
     slice: Duration::ZERO,
 };
 
@@ -211,7 +212,7 @@ fn measure_rows(
     let mut bar = Bar::new(prepared.len(), quiet);
     let run = measure::sample(
         prepared.iter_mut().map(PreparedRow::probe).collect(),
-        None,
+        measure::Pairing::None,
         options,
         &interrupt,
         &mut bar,

@@ -92,6 +92,11 @@ fn matrix_from(args: &TunnelArgs, preset: Option<TunnelPreset>) -> Result<Tunnel
     Ok(matrix)
 }
 
+/// The whole-run budget of a tunnel preset, in seconds: twice what the
+/// classic preset takes on a quiet 2-core machine, so a busy machine gets
+/// a run that ends (its rows say whether they reached the precision).
+pub(crate) const PRESET_BUDGET_S: f64 = 50.0;
+
 /// Sampling defaults of `tunnel`, and of its classic preset.
 fn defaults(preset: Option<TunnelPreset>) -> SamplingDefaults {
     let slice = Duration::ZERO; // each sample is already a batch of about 1 ms
@@ -101,6 +106,7 @@ fn defaults(preset: Option<TunnelPreset>) -> SamplingDefaults {
             max_time_s: 0.4,
             min_samples: 20,
             warmup_s: 0.02,
+            max_total_s: Some(PRESET_BUDGET_S),
             slice,
         },
         None => SamplingDefaults {
@@ -108,6 +114,7 @@ fn defaults(preset: Option<TunnelPreset>) -> SamplingDefaults {
             max_time_s: 1.0,
             min_samples: 10,
             warmup_s: 0.1,
+            max_total_s: None,
             slice,
         },
     }
@@ -294,7 +301,7 @@ fn sample_inprocess(
     let interrupt = interrupt_flag();
     let run = measure::sample(
         probes.iter_mut().map(InprocessProbe::probe).collect(),
-        None,
+        measure::Pairing::None,
         sampling,
         &interrupt,
         &mut Storing {

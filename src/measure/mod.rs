@@ -208,13 +208,37 @@ struct CellState<'a, S> {
     active: bool,
 }
 
+/// Which cell each cell's ratio is taken against, if any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Pairing {
+    /// No ratios: each cell stops on its own median.
+    #[default]
+    None,
+    /// Every cell against this one.
+    One(usize),
+    /// Per cell, its baseline (a cell that is its own baseline has none).
+    PerCell(Vec<Option<usize>>),
+}
+
+impl Pairing {
+    /// The baseline of cell `index`, never the cell itself.
+    pub fn baseline_of(&self, index: usize) -> Option<usize> {
+        match self {
+            Pairing::None => None,
+            Pairing::One(b) => Some(*b),
+            Pairing::PerCell(bases) => bases.get(index).copied().flatten(),
+        }
+        .filter(|&b| b != index)
+    }
+}
+
 /// Samples every probe in interleaved rounds until each is precise or out
-/// of time. `baseline` is the index of the cell ratios are taken against:
-/// a cell is only precise once its ratio to it is, and the baseline samples
-/// as long as any other cell does.
+/// of time. `pairing` says which cell each cell's ratio is taken against: a
+/// cell is only precise once its ratio to its baseline is, and a baseline
+/// samples as long as any cell paired with it does.
 pub fn sample<S: Sampled>(
     probes: Vec<Probe<'_, S>>,
-    baseline: Option<usize>,
+    pairing: Pairing,
     options: &SamplingOptions,
     interrupt: &AtomicBool,
     observer: &mut dyn Observer<S>,
@@ -278,6 +302,18 @@ pub fn sample<S: Sampled>(
         };
     }
 
+    // Which cells are done is checked baselines last, so that a baseline
+    // stops in the round its last paired cell stops.
+    let mut is_baseline = vec![false; count];
+    for index in 0..count {
+        if let Some(base) = pairing.baseline_of(index) {
+            is_baseline[base] = true;
+        }
+    }
+    let (bases, mut check_order): (Vec<usize>, Vec<usize>) =
+        (0..count).partition(|&i| is_baseline[i]);
+    check_order.extend(bases);
+
     let mut shuffler = Shuffler::new(options.seed);
     let mut order: Vec<usize> = Vec::with_capacity(count);
     let mut round: u32 = 0;
@@ -320,21 +356,24 @@ pub fn sample<S: Sampled>(
             }
             cell.spent += began.elapsed();
         }
-        // Which cells are done after this round.
-        let baseline_costs = baseline
-            .filter(|&b| cells[b].active || outcomes[b].is_none())
-            .map(|b| stats::round_medians(&costs(&cells[b].samples)));
-        let others_active = |cells: &[CellState<S>]| {
-            cells
-                .iter()
-                .enumerate()
-                .any(|(i, c)| c.active && Some(i) != baseline)
+        // Which cells are done after this round. The baselines' round
+        // medians, while they still sample (a finished baseline's samples
+        // have gone to its outcome and pair no longer).
+        let baseline_costs: Vec<Option<Vec<(u32, f64)>>> = (0..count)
+            .map(|index| {
+                pairing
+                    .baseline_of(index)
+                    .filter(|&b| cells[b].active)
+                    .map(|b| stats::round_medians(&costs(&cells[b].samples)))
+            })
+            .collect();
+        let paired_active = |cells: &[CellState<S>], base: usize| {
+            (0..count).any(|i| cells[i].active && pairing.baseline_of(i) == Some(base))
         };
-        for index in 0..count {
+        for &index in &check_order {
             if !cells[index].active {
                 continue;
             }
-            let is_baseline = Some(index) == baseline;
             let cell = &cells[index];
             let n = cell.samples.len();
             let precise = || {
@@ -342,12 +381,12 @@ pub fn sample<S: Sampled>(
                 if stats::median_precision(&values) > options.precision {
                     return false;
                 }
-                match (&baseline_costs, is_baseline) {
-                    (Some(base), false) => {
+                match &baseline_costs[index] {
+                    Some(base) => {
                         stats::paired_ratio(&stats::round_medians(&costs(&cell.samples)), base)
                             .is_some_and(|r| r.precision() <= options.precision)
                     }
-                    _ => true,
+                    None => true,
                 }
             };
             let done = match options.runs {
@@ -358,8 +397,10 @@ pub fn sample<S: Sampled>(
                     enough && (out_of_time || precise())
                 }
             };
-            // The baseline pairs with every other cell: it goes on while they do.
-            if done && !(is_baseline && options.runs.is_none() && others_active(&cells)) {
+            // A baseline pairs with its cells: it goes on while they do.
+            if done
+                && !(is_baseline[index] && options.runs.is_none() && paired_active(&cells, index))
+            {
                 let outcome = Outcome::Measured {
                     precise: precise(),
                     samples: std::mem::take(&mut cells[index].samples),
@@ -443,7 +484,7 @@ mod tests {
             .collect();
         let run = sample(
             probes,
-            None,
+            Pairing::None,
             &options(),
             &AtomicBool::new(false),
             &mut Quietly,
@@ -469,7 +510,7 @@ mod tests {
         };
         let run = sample(
             probes,
-            Some(0),
+            Pairing::One(0),
             &options,
             &AtomicBool::new(false),
             &mut Quietly,
@@ -494,7 +535,7 @@ mod tests {
         ];
         let run = sample(
             probes,
-            None,
+            Pairing::None,
             &options(),
             &AtomicBool::new(false),
             &mut Quietly,
@@ -527,7 +568,7 @@ mod tests {
         };
         let run = sample(
             probes,
-            Some(0),
+            Pairing::One(0),
             &options,
             &AtomicBool::new(false),
             &mut Quietly,
@@ -537,6 +578,41 @@ mod tests {
             |i: usize| -> Vec<u32> { run.outcomes[i].samples().iter().map(|t| t.round).collect() };
         assert!(rounds(1).len() > 6);
         assert!(rounds(1).iter().all(|r| rounds(0).contains(r)));
+    }
+
+    #[test]
+    fn each_cell_pairs_with_its_own_baseline() {
+        // Two backends, each with a baseline (cells 0 and 2); cell 3 is
+        // noisy and needs many rounds. Its baseline follows it; the other
+        // baseline stops with its own quiet cell.
+        let mut tick = 0u64;
+        let probes: Vec<Probe<Cost>> = vec![
+            Box::new(|| Ok(Cost(100.0))),
+            Box::new(|| Ok(Cost(150.0))),
+            Box::new(|| Ok(Cost(100.0))),
+            Box::new(move || {
+                tick += 1;
+                Ok(Cost(200.0 + (tick * 7919 % 13) as f64))
+            }),
+        ];
+        let options = SamplingOptions {
+            precision: 0.02,
+            ..options()
+        };
+        let run = sample(
+            probes,
+            Pairing::PerCell(vec![None, Some(0), None, Some(2)]),
+            &options,
+            &AtomicBool::new(false),
+            &mut Quietly,
+        )
+        .unwrap();
+        let rounds =
+            |i: usize| -> Vec<u32> { run.outcomes[i].samples().iter().map(|t| t.round).collect() };
+        assert!(rounds(3).len() > 6);
+        assert!(rounds(3).iter().all(|r| rounds(2).contains(r)));
+        assert_eq!(rounds(0).len(), 6);
+        assert_eq!(rounds(1).len(), 6);
     }
 
     #[test]

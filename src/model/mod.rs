@@ -192,7 +192,7 @@ pub fn counted_breakdown(
     });
     let run = crate::measure::sample(
         vec![probe],
-        None,
+        crate::measure::Pairing::None,
         options,
         interrupt,
         &mut crate::measure::Quietly,

@@ -41,7 +41,8 @@ pub struct Row {
     pub client_call_us: Option<Summary>,
     /// Wall-clock time inside the server's calls, microseconds.
     pub server_call_us: Option<Summary>,
-    /// Wall time relative to the baseline row, from same-round pairs.
+    /// CPU time (client + server) relative to the baseline row, from
+    /// same-round pairs.
     pub ratio_to_baseline: Option<PairedRatio>,
     pub weak: bool,
     pub security_notes: Vec<&'static str>,
@@ -230,7 +231,7 @@ fn table(rows: &[Row], baseline: Option<&str>) -> Table {
     table.notes.push("client/server CPU: the thread's CPU time inside each side's library calls (CLOCK_THREAD_CPUTIME_ID), median; the exports also hold the wall time inside the calls.".to_string());
     if let Some(baseline) = baseline {
         table.notes.push(format!(
-            "× baseline: wall time relative to {baseline}, the median of same-round ratios (rounds interleave every cell); ±: the 95% interval of that median from order statistics."
+            "× baseline: CPU time (client + server) relative to {baseline}, the median of same-round ratios (rounds interleave every cell); ±: the 95% interval of that median from order statistics."
         ));
     }
     table

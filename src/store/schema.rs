@@ -7,11 +7,11 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
-const MIGRATIONS: &[&[&str]] = &[&[VERSION_0, VERSION_0_TO_1]];
+const MIGRATIONS: &[&[&str]] = &[&[VERSION_0, VERSION_0_TO_1], &[VERSION_1_TO_2]];
 
 /// The latest schema, created directly in a new (empty) database. A
 /// migrated database ends up with the same tables and columns, in the same
@@ -150,6 +150,8 @@ CREATE TABLE tunnel_samples (
     send_ns INTEGER NOT NULL,
     receive_ns INTEGER NOT NULL,
     round INTEGER NOT NULL DEFAULT 0,
+    send_cpu_ns INTEGER,
+    receive_cpu_ns INTEGER,
     PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
 "#;
@@ -297,6 +299,13 @@ CREATE TABLE rounds (
     offset_ns INTEGER NOT NULL,
     PRIMARY KEY (run_id, round)
 ) WITHOUT ROWID;
+"#;
+
+/// Version 2: in-process tunnel samples have the thread's CPU time of each
+/// end (NULL in older rows: read back as their wall time).
+const VERSION_1_TO_2: &str = r#"
+ALTER TABLE tunnel_samples ADD COLUMN send_cpu_ns INTEGER;
+ALTER TABLE tunnel_samples ADD COLUMN receive_cpu_ns INTEGER;
 "#;
 
 /// What a database holds before it is touched.

@@ -50,7 +50,7 @@ impl Store {
         {
             let mut insert = tx.prepare(
                 "INSERT INTO tunnel_samples (cell_id, seq, round, packets, payload_bytes, send_ns,
-                 receive_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 receive_ns, send_cpu_ns, receive_cpu_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
             for (seq, Timed { round, value }) in cell.samples().iter().enumerate() {
                 insert.execute(params![
@@ -60,7 +60,9 @@ impl Store {
                     value.packets as i64,
                     value.payload_bytes as i64,
                     value.send_ns as i64,
-                    value.receive_ns as i64
+                    value.receive_ns as i64,
+                    value.send_cpu_ns as i64,
+                    value.receive_cpu_ns as i64
                 ])?;
             }
         }
@@ -87,7 +89,8 @@ impl Store {
             })?
             .collect::<Result<Vec<_>, _>>()?;
         let mut samples_query = self.connection.prepare(
-            "SELECT round, packets, payload_bytes, send_ns, receive_ns FROM tunnel_samples
+            "SELECT round, packets, payload_bytes, send_ns, receive_ns, send_cpu_ns, receive_cpu_ns
+             FROM tunnel_samples
              WHERE cell_id = ?1 ORDER BY seq",
         )?;
         let mut cells = Vec::with_capacity(rows.len());
@@ -97,13 +100,22 @@ impl Store {
             let outcome = outcome_from_columns(&status, reason, precise, || {
                 Ok(samples_query
                     .query_map([cell_id], |r| {
+                        let send_ns = r.get::<_, i64>(3)? as u64;
+                        let receive_ns = r.get::<_, i64>(4)? as u64;
                         Ok(Timed {
                             round: r.get(0)?,
                             value: TunnelSample {
                                 packets: r.get::<_, i64>(1)? as u64,
                                 payload_bytes: r.get::<_, i64>(2)? as u64,
-                                send_ns: r.get::<_, i64>(3)? as u64,
-                                receive_ns: r.get::<_, i64>(4)? as u64,
+                                send_ns,
+                                receive_ns,
+                                // Written before version 2: wall time only.
+                                send_cpu_ns: r
+                                    .get::<_, Option<i64>>(5)?
+                                    .map_or(send_ns, |v| v as u64),
+                                receive_cpu_ns: r
+                                    .get::<_, Option<i64>>(6)?
+                                    .map_or(receive_ns, |v| v as u64),
                             },
                         })
                     })?
@@ -164,6 +176,8 @@ mod tests {
                             payload_bytes: 11_200,
                             send_ns: 1_000,
                             receive_ns: 900,
+                            send_cpu_ns: 990,
+                            receive_cpu_ns: 880,
                         },
                     },
                     Timed {
@@ -173,6 +187,8 @@ mod tests {
                             payload_bytes: 11_200,
                             send_ns: 1_100,
                             receive_ns: 950,
+                            send_cpu_ns: 1_050,
+                            receive_cpu_ns: 940,
                         },
                     },
                 ],
@@ -190,8 +206,23 @@ mod tests {
         store.save_tunnel_cell(run, &unsupported).unwrap();
         assert_eq!(
             store.load_tunnel_cells(run).unwrap(),
-            vec![measured, unsupported]
+            vec![measured.clone(), unsupported]
         );
         assert_eq!(store.run_kind(run).unwrap().as_deref(), Some("tunnel"));
+
+        // A sample written before version 2 has no CPU time: its wall time
+        // stands in for it.
+        store
+            .connection
+            .execute(
+                "UPDATE tunnel_samples SET send_cpu_ns = NULL, receive_cpu_ns = NULL",
+                [],
+            )
+            .unwrap();
+        let old = &store.load_tunnel_cells(run).unwrap()[0];
+        for (read, written) in old.samples().iter().zip(measured.samples()) {
+            assert_eq!(read.value.send_cpu_ns, written.value.send_ns);
+            assert_eq!(read.value.receive_cpu_ns, written.value.receive_ns);
+        }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::backend::{Backend, Handshaker, Negotiated};
-use crate::certs::CertCache;
+use crate::certs::{CertCache, Credentials};
 use crate::measure::{self, verify, Outcome, Probe, Round, Sampled, SamplingOptions};
 use crate::scenario::HandshakeScenario;
 
@@ -29,9 +29,14 @@ pub struct Sample {
     pub server_cpu_ns: u64,
 }
 
+/// A handshake's cost is the CPU time both sides spent in it. The wall
+/// time stretches whenever the thread is preempted (a shared machine, a
+/// busy neighbour), in proportion to the handshake's length, so ratios of
+/// wall times between rows move from run to run; CPU time does not count
+/// the time the thread waits.
 impl Sampled for Sample {
     fn cost(&self) -> f64 {
-        self.wall_ns as f64
+        (self.client_cpu_ns + self.server_cpu_ns) as f64
     }
 }
 
@@ -51,11 +56,30 @@ impl CellResult {
     }
 }
 
+/// How many samples one handshaker gives in a matrix before it is rebuilt.
+///
+/// A handshaker's contexts and keys sit wherever the allocator put them,
+/// and one placement can cost a few percent more than another for the
+/// life of the process (seen: one run in seven had its baseline row 8%
+/// dearer than in the others, every other row unchanged). Rebuilding the
+/// handshaker every few samples spreads each cell over many placements, so
+/// no single one decides a row or its ratio to the baseline.
+pub const SAMPLES_PER_HANDSHAKER: u32 = 16;
+
+/// What a probe needs to rebuild its handshaker.
+struct Renewal {
+    backend: Arc<dyn Backend>,
+    credentials: Arc<Credentials>,
+    every: u32,
+    since: u32,
+}
+
 /// A handshaker with the scenario it must negotiate: one call, one verified sample.
 pub struct HandshakeProbe {
     handshaker: Box<dyn Handshaker>,
     scenario: HandshakeScenario,
     check_signature: bool,
+    renewal: Option<Renewal>,
 }
 
 impl HandshakeProbe {
@@ -83,6 +107,7 @@ impl HandshakeProbe {
             handshaker,
             scenario: *scenario,
             check_signature: backend.capabilities().reports_signature_scheme,
+            renewal: None,
         };
         let negotiated = probe
             .handshake()
@@ -108,8 +133,44 @@ impl HandshakeProbe {
         ))
     }
 
+    /// Rebuilds the handshaker from `backend` and `credentials` after
+    /// every `every` samples taken through [`Self::probe`].
+    pub fn renew_every(
+        &mut self,
+        every: u32,
+        backend: Arc<dyn Backend>,
+        credentials: Arc<Credentials>,
+    ) {
+        self.renewal = Some(Renewal {
+            backend,
+            credentials,
+            every,
+            since: 0,
+        });
+    }
+
+    /// A new handshaker if one is due, warmed by one unmeasured handshake.
+    fn renew_if_due(&mut self) -> Result<(), String> {
+        let Some(renewal) = self.renewal.as_mut() else {
+            return Ok(());
+        };
+        renewal.since += 1;
+        if renewal.since <= renewal.every {
+            return Ok(());
+        }
+        renewal.since = 1;
+        self.handshaker = renewal
+            .backend
+            .handshaker(&self.scenario, &renewal.credentials)
+            .map_err(|e| format!("rebuilding the handshaker: {e:#}"))?;
+        self.handshake().map(drop)
+    }
+
     pub fn probe(&mut self) -> Probe<'_, Sample> {
-        Box::new(move || self.handshake().map(|(sample, _)| sample))
+        Box::new(move || {
+            self.renew_if_due()?;
+            self.handshake().map(|(sample, _)| sample)
+        })
     }
 }
 
@@ -160,7 +221,9 @@ pub fn run_matrix(
                 },
             };
             match prepared {
-                Ok((probe, negotiated)) => {
+                Ok((mut probe, negotiated)) => {
+                    let credentials = certs.get(scenario.cert, scenario.chain_depth)?;
+                    probe.renew_every(SAMPLES_PER_HANDSHAKER, Arc::clone(backend), credentials);
                     cell.negotiated = Some(negotiated);
                     probe_cell.push(cells.len());
                     probes.push(probe);
@@ -173,12 +236,20 @@ pub fn run_matrix(
             cells.push(cell);
         }
     }
-    // The baseline of the first backend that has it measured.
-    let baseline_probe = baseline.and_then(|label| {
+    // Each cell pairs with the baseline row of its own backend, or else
+    // with that of the first backend that has it (as the report does).
+    let baseline_of = |backend: Option<&str>| {
+        let label = baseline?;
+        probe_cell.iter().position(|&c| {
+            cells[c].scenario.label() == label && backend.is_none_or(|b| cells[c].backend == b)
+        })
+    };
+    let pairing = measure::Pairing::PerCell(
         probe_cell
             .iter()
-            .position(|&c| cells[c].scenario.label() == label)
-    });
+            .map(|&c| baseline_of(Some(&cells[c].backend)).or_else(|| baseline_of(None)))
+            .collect(),
+    );
     let total = cells.len();
     let already = total - probes.len();
     let mut relay = Relay {
@@ -190,7 +261,7 @@ pub fn run_matrix(
     };
     let sampled = measure::sample(
         probes.iter_mut().map(HandshakeProbe::probe).collect(),
-        baseline_probe,
+        pairing,
         options,
         interrupt,
         &mut relay,

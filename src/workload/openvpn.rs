@@ -249,10 +249,19 @@ impl Lab {
                 payload_bytes: transfer_bytes,
                 send_ns: forward.as_nanos() as u64,
                 receive_ns: backward.as_nanos() as u64,
+                // The tunnel's work is done by OpenVPN's processes.
+                send_cpu_ns: forward.as_nanos() as u64,
+                receive_cpu_ns: backward.as_nanos() as u64,
             })
         });
-        let run = measure::sample(vec![probe], None, options, interrupt, &mut measure::Quietly)
-            .map_err(|_| Interrupted)?;
+        let run = measure::sample(
+            vec![probe],
+            measure::Pairing::None,
+            options,
+            interrupt,
+            &mut measure::Quietly,
+        )
+        .map_err(|_| Interrupted)?;
         if run.interrupted {
             return Err(Interrupted);
         }

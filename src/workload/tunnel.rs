@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::backend::openssl::data_channel::{self, Receiver, Sender};
+use crate::backend::thread_cpu_ns;
 use crate::measure::{Outcome, Probe, Sampled};
 use crate::scenario::tunnel::{Engine, TunnelScenario};
 use std::time::Instant;
@@ -22,18 +23,31 @@ pub struct TunnelSample {
     /// In process: the receiver's time to verify, decrypt, decompress and
     /// check the batch. OpenVPN: the transfer from namespace B to A.
     pub receive_ns: u64,
+    /// In process: the thread's CPU time while sending. OpenVPN: the
+    /// transfer's wall time (the tunnel's work is in other processes).
+    pub send_cpu_ns: u64,
+    /// In process: the thread's CPU time while receiving. OpenVPN: as
+    /// `receive_ns`.
+    pub receive_cpu_ns: u64,
 }
 
 impl TunnelSample {
+    /// Wall time through both ends (or both ways).
     pub fn total_ns(&self) -> u64 {
         self.send_ns + self.receive_ns
+    }
+
+    /// CPU time through both ends (OpenVPN: wall time both ways).
+    pub fn total_cpu_ns(&self) -> u64 {
+        self.send_cpu_ns + self.receive_cpu_ns
     }
 }
 
 impl Sampled for TunnelSample {
-    /// Nanoseconds per payload byte (through both ends, or both ways).
+    /// CPU nanoseconds per payload byte (through both ends, or both ways):
+    /// unlike wall time, it does not stretch when the thread is preempted.
     fn cost(&self) -> f64 {
-        self.total_ns() as f64 / self.payload_bytes.max(1) as f64
+        self.total_cpu_ns() as f64 / self.payload_bytes.max(1) as f64
     }
 }
 
@@ -85,6 +99,7 @@ impl Batcher {
     fn run(&mut self, batch: usize) -> Result<TunnelSample, String> {
         self.packets.resize_with(batch, Vec::new);
         let first = self.next_payload;
+        let start_cpu = thread_cpu_ns();
         let start = Instant::now();
         for (i, packet) in self.packets.iter_mut().enumerate() {
             let payload = &self.payloads[(first + i) % DISTINCT_PAYLOADS];
@@ -93,6 +108,7 @@ impl Batcher {
                 .map_err(|e| format!("sending: {e:#}"))?;
         }
         let sent = Instant::now();
+        let sent_cpu = thread_cpu_ns();
         for (i, packet) in self.packets.iter().enumerate() {
             self.receiver
                 .open(packet)
@@ -103,12 +119,15 @@ impl Batcher {
             }
         }
         let received = Instant::now();
+        let received_cpu = thread_cpu_ns();
         self.next_payload = (first + batch) % DISTINCT_PAYLOADS;
         Ok(TunnelSample {
             packets: batch as u64,
             payload_bytes: (batch * self.payloads[0].len()) as u64,
             send_ns: (sent - start).as_nanos() as u64,
             receive_ns: (received - sent).as_nanos() as u64,
+            send_cpu_ns: sent_cpu.saturating_sub(start_cpu),
+            receive_cpu_ns: received_cpu.saturating_sub(sent_cpu),
         })
     }
 }

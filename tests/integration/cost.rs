@@ -220,7 +220,7 @@ fn speed_rows_are_sampled() {
     assert!(prepared.batch >= 1);
     let run = tlslab::measure::sample(
         vec![prepared.probe()],
-        None,
+        tlslab::measure::Pairing::None,
         &few_handshakes(),
         &AtomicBool::new(false),
         &mut tlslab::measure::Quietly,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tlslab::backend::mock::MockBackend;
 use tlslab::backend::Backend;
 use tlslab::host::HostInfo;
-use tlslab::measure::{self, Outcome, SamplingOptions};
+use tlslab::measure::{self, Outcome, Sampled, SamplingOptions};
 use tlslab::report::handshake::{build_rows, HandshakeReport};
 use tlslab::report::Format;
 use tlslab::scenario::{parse_list, HandshakeMatrix, HandshakeScenario, Resumption};
@@ -271,9 +271,8 @@ fn true_ratio(cells: &[CellResult], label: &str, baseline: &str) -> f64 {
         let cell = cells.iter().find(|c| c.scenario.label() == label).unwrap();
         cell.samples()
             .iter()
-            .map(|s| s.value.wall_ns)
-            .min()
-            .unwrap() as f64
+            .map(|s| s.value.cost())
+            .fold(f64::INFINITY, f64::min)
     };
     typical(label) / typical(baseline)
 }
@@ -336,18 +335,18 @@ fn interleaving_keeps_ratios_right_on_a_drifting_machine() {
         };
         let run = measure::sample(
             vec![probe.probe()],
-            None,
+            tlslab::measure::Pairing::None,
             &options,
             &AtomicBool::new(false),
             &mut measure::Quietly,
         )
         .unwrap();
-        let walls: Vec<f64> = run.outcomes[0]
+        let costs: Vec<f64> = run.outcomes[0]
             .samples()
             .iter()
-            .map(|s| s.value.wall_ns as f64)
+            .map(|s| s.value.cost())
             .collect();
-        medians.push((scenario.label(), stats::median(&walls).unwrap()));
+        medians.push((scenario.label(), stats::median(&costs).unwrap()));
     }
     let base = medians.iter().find(|(l, _)| l == baseline).unwrap().1;
     let off = medians

@@ -15,7 +15,7 @@ use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, Timed};
 use crate::scenario::names::Named;
-use crate::scenario::tunnel::{Compression, Engine, Payload, TunnelScenario};
+use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload, TunnelScenario};
 use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::tunnel::{TunnelCell, TunnelSample};
 
@@ -160,17 +160,20 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
             let ways = if cell.engine == Engine::Openvpn { 2 } else { 1 };
             row.sample_count = samples.len();
             row.precise = *precise;
-            row.mb_per_s =
-                summarize_by(samples, |s| mb_per_s(ways * s.payload_bytes, s.total_ns()));
-            row.send_mb_per_s = summarize_by(samples, |s| mb_per_s(s.payload_bytes, s.send_ns));
+            // In process, per second of the thread's CPU time; OpenVPN,
+            // per second of the transfer (its CPU fields hold wall time).
+            row.mb_per_s = summarize_by(samples, |s| {
+                mb_per_s(ways * s.payload_bytes, s.total_cpu_ns())
+            });
+            row.send_mb_per_s = summarize_by(samples, |s| mb_per_s(s.payload_bytes, s.send_cpu_ns));
             row.receive_mb_per_s =
-                summarize_by(samples, |s| mb_per_s(s.payload_bytes, s.receive_ns));
+                summarize_by(samples, |s| mb_per_s(s.payload_bytes, s.receive_cpu_ns));
             if cell.engine == Engine::Inprocess {
                 row.send_packets_per_s = summarize_by(samples, |s| {
-                    s.packets as f64 / s.send_ns.max(1) as f64 * 1e9
+                    s.packets as f64 / s.send_cpu_ns.max(1) as f64 * 1e9
                 });
                 row.receive_packets_per_s = summarize_by(samples, |s| {
-                    s.packets as f64 / s.receive_ns.max(1) as f64 * 1e9
+                    s.packets as f64 / s.receive_cpu_ns.max(1) as f64 * 1e9
                 });
             }
             row.samples = samples.clone();
@@ -229,9 +232,14 @@ pub fn build(cells: &[TunnelCell], baseline: Option<&str>) -> TunnelTables {
         }
     }
     let compression = compression_effect(&rows);
-    let ciphers = normalised(&rows, |s| {
-        (s.cipher.id(), s.cipher.is_weak(), s.cipher.security_notes())
-    });
+    let ciphers = normalised(
+        &rows,
+        |s| (s.cipher.id(), s.cipher.is_weak(), s.cipher.security_notes()),
+        |s| TunnelScenario {
+            cipher: Cipher::ALL[0],
+            ..s
+        },
+    );
     let digests = normalised(
         &rows
             .iter()
@@ -239,6 +247,10 @@ pub fn build(cells: &[TunnelCell], baseline: Option<&str>) -> TunnelTables {
             .cloned()
             .collect::<Vec<_>>(),
         |s| (s.digest.id(), s.digest.is_weak(), s.digest.security_notes()),
+        |s| TunnelScenario {
+            digest: Digest::ALL[0],
+            ..s
+        },
     );
     let baselines = baseline_comparison(&rows);
     TunnelTables {
@@ -298,9 +310,13 @@ fn median(values: &mut [f64]) -> f64 {
     stats::quantile_sorted(values, 0.5)
 }
 
+/// One table of algorithms normalised to the fastest: `key` names a row's
+/// algorithm, `neutral` erases it from a scenario (so that two rows that
+/// differ only in the algorithm compare equal).
 fn normalised(
     rows: &[TunnelRow],
     key: impl Fn(&TunnelScenario) -> (&'static str, bool, Vec<&'static str>),
+    neutral: impl Fn(TunnelScenario) -> TunnelScenario,
 ) -> Vec<Normalised> {
     let mut out = Vec::new();
     let engines: Vec<Engine> = Engine::ALL
@@ -360,30 +376,31 @@ fn normalised(
                 }
             })
             .collect();
-        // Per round, each algorithm's median throughput over its rows; the
-        // relative figure is the median over rounds of its same-round ratio
-        // to the fastest algorithm.
-        let per_round = |name: &str| -> Vec<(u32, f64)> {
-            let mut by_round: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-            for row in &groups[name].0 {
-                for &(round, cost) in &row.round_costs {
-                    by_round.entry(round).or_default().push(1.0 / cost);
-                }
-            }
-            by_round
-                .into_iter()
-                .filter_map(|(round, values)| stats::median(&values).map(|m| (round, m)))
-                .collect()
-        };
+        // Each of an algorithm's rows is compared with its partner among
+        // the fastest algorithm's rows (the same scenario but for the
+        // algorithm), from the rounds both were sampled in; the algorithm's
+        // figure is the median over those pairs. Comparing like with like
+        // matters: rows stop sampling at different rounds, so a per-round
+        // median over an algorithm's rows would mix different rows from one
+        // round to the next.
         let fastest = entries
             .iter()
             .max_by(|a, b| a.mb_per_s.total_cmp(&b.mb_per_s))
-            .map(|e| per_round(e.name))
-            .unwrap_or_default();
+            .map(|e| &groups[e.name].0);
         for entry in &mut entries {
-            entry.relative = stats::paired_ratio(&per_round(entry.name), &fastest)
-                .map(|r| r.value)
-                .unwrap_or(f64::NAN);
+            let ratios: Vec<f64> = groups[entry.name]
+                .0
+                .iter()
+                .filter_map(|row| {
+                    let partner = fastest?
+                        .iter()
+                        .find(|f| neutral(f.scenario) == neutral(row.scenario))?;
+                    // Costs are time per byte: throughput's ratio is the inverse.
+                    stats::paired_ratio(&row.round_costs, &partner.round_costs)
+                        .map(|r| r.inverse().value)
+                })
+                .collect();
+            entry.relative = stats::median(&ratios).unwrap_or(f64::NAN);
         }
         entries.sort_by(|a, b| b.mb_per_s.total_cmp(&a.mb_per_s));
         out.extend(entries);
@@ -497,6 +514,8 @@ mod tests {
                             payload_bytes: 1000,
                             send_ns,
                             receive_ns: send_ns,
+                            send_cpu_ns: send_ns,
+                            receive_cpu_ns: send_ns,
                         },
                     })
                     .collect(),

@@ -107,7 +107,7 @@ pub fn tables(report: &TunnelReport) -> Vec<Table> {
         .titled(title);
         drawn.rows = rows;
         drawn.empty = Some("nothing measured".to_string());
-        drawn.notes.push("× fastest: the median over rounds of the same-round ratio of this algorithm's throughput (median over its rows) to the fastest algorithm's.".to_string());
+        drawn.notes.push("× fastest: each of the algorithm's rows against the fastest algorithm's row with the same other settings, as the median of same-round throughput ratios; then the median over those pairs.".to_string());
         tables.push(drawn);
     }
 
@@ -149,7 +149,7 @@ pub fn tables(report: &TunnelReport) -> Vec<Table> {
     table.rows = rows;
     table.empty =
         Some("no baseline row measured; it is added unless --no-baseline-row".to_string());
-    table.notes.push("MB/s: payload megabytes per second. In process: one core doing both ends (send = compress, encrypt, authenticate; receive = verify, decrypt, decompress, check).".to_string());
+    table.notes.push("MB/s: payload megabytes per second. In process: per second of the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), one core doing both ends (send = compress, encrypt, authenticate; receive = verify, decrypt, decompress, check).".to_string());
     table.notes.push("OpenVPN: a transfer through the tunnel between two network namespaces (send = A to B, receive = B to A).".to_string());
     table.notes.push(format!(
         "× baseline: throughput relative to {}, the median of same-round ratios; in-process rows are sampled in interleaved rounds, OpenVPN rows one tunnel at a time.",
