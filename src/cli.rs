@@ -51,7 +51,8 @@ pub enum MutualArg {
   tlslab list   (every valid name)
 
 Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2;
-with --preset also --max-total-time 24")]
+with --preset also --max-total-time: kex-matrix 24, tls13-matrix 48, post-quantum 60
+(about twice their time on a quiet 2-core machine)")]
 pub struct HandshakeArgs {
     /// A named matrix: kex-matrix, tls13-matrix, post-quantum. Axis options override its axes.
     #[arg(long, value_name = "NAME")]

@@ -36,11 +36,6 @@ pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
     slice: Duration::from_millis(3),
 };
 
-/// The whole-run budget of a preset, in seconds: twice what kex-matrix
-/// takes on a quiet 2-core machine, so a busy machine still gets a run
-/// that ends (its rows say whether they reached the precision).
-pub(crate) const PRESET_BUDGET_S: f64 = 24.0;
-
 /// The options of a handshake run, as stored with the run.
 #[derive(Debug, Serialize)]
 struct StoredOptions<'a> {
@@ -169,8 +164,8 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
             .filter(|label| scenarios.iter().any(|s| s.label() == *label)),
     };
     let defaults = match preset {
-        Some(_) => SamplingDefaults {
-            max_total_s: Some(PRESET_BUDGET_S),
+        Some(preset) => SamplingDefaults {
+            max_total_s: Some(preset.budget_s()),
             ..DEFAULTS
         },
         None => DEFAULTS,

@@ -96,6 +96,19 @@ impl Preset {
         }
     }
 
+    /// The run's time budget in seconds unless `--max-total-time` says
+    /// otherwise: about twice what the preset takes on a quiet 2-core
+    /// machine, so a busy machine still gets a run that ends (its rows say
+    /// whether they reached the precision). ML-DSA signing times vary by
+    /// design (rejection sampling), so post-quantum rows need more samples.
+    pub fn budget_s(self) -> f64 {
+        match self {
+            Preset::KexMatrix => 24.0,
+            Preset::Tls13Matrix => 48.0,
+            Preset::PostQuantum => 60.0,
+        }
+    }
+
     /// The row every other row is compared with unless `--baseline` says otherwise.
     pub fn baseline(self) -> HandshakeScenario {
         let matrix = self.matrix();
