@@ -21,7 +21,9 @@ use openssl::ssl::{
 use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::X509;
 
-use super::{timed, Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated};
+use super::{
+    Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated, Turn, Turns,
+};
 use crate::certs::{openssl_supports_key, CertChain, Credentials, SERVER_NAME};
 use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
 use crate::transport::memory::{Pipe, PipeEnd};
@@ -317,22 +319,25 @@ const MAX_ROUNDS: usize = 32;
 impl Handshaker for OpensslHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
         let pipe = Pipe::default();
-        let mut client_time = crate::backend::SideTime::default();
-        let mut server_time = crate::backend::SideTime::default();
         let start = std::time::Instant::now();
+        let mut turns = Turns::start();
 
-        let mut client = timed!(client_time, self.new_client(&pipe))?;
-        let mut server = timed!(server_time, self.new_server(&pipe))?;
+        let mut client = self.new_client(&pipe)?;
+        turns.ended(Turn::Client);
+        let mut server = self.new_server(&pipe)?;
+        turns.ended(Turn::Server);
         let (mut client_done, mut server_done) = (false, false);
         let mut rounds = 0;
         loop {
             let client_turn = rounds == 0 || pipe.pending_for_client();
             if client_turn {
-                timed!(client_time, step(&mut client, &mut client_done)).context("client")?;
+                step(&mut client, &mut client_done).context("client")?;
+                turns.ended(Turn::Client);
             }
             let server_turn = pipe.pending_for_server();
             if server_turn {
-                timed!(server_time, step(&mut server, &mut server_done)).context("server")?;
+                step(&mut server, &mut server_done).context("server")?;
+                turns.ended(Turn::Server);
             }
             if client_done
                 && server_done
@@ -358,8 +363,8 @@ impl Handshaker for OpensslHandshaker {
             self.session = client.ssl().session().map(|s| s.to_owned());
         }
         Ok(HandshakeSample {
-            client: client_time,
-            server: server_time,
+            client: turns.client,
+            server: turns.server,
             wall_ns,
             negotiated,
         })

@@ -24,7 +24,9 @@ use rustls::{
 };
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 
-use super::{timed, Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated};
+use super::{
+    Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated, Turn, Turns,
+};
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
 use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
 use crate::transport::memory::{Pipe, PipeEnd};
@@ -475,30 +477,29 @@ impl Handshaker for RustlsHandshaker {
         let pipe = Pipe::default();
         let mut client_end = pipe.client_end();
         let mut server_end = pipe.server_end();
-        let mut client_time = crate::backend::SideTime::default();
-        let mut server_time = crate::backend::SideTime::default();
         let start = std::time::Instant::now();
+        let mut turns = Turns::start();
 
         instrument::set_side(Side::Client);
-        let mut client = timed!(
-            client_time,
-            ClientConnection::new(Arc::clone(&self.client), self.server_name.clone())
-        )?;
+        let mut client = ClientConnection::new(Arc::clone(&self.client), self.server_name.clone())?;
+        turns.ended(Turn::Client);
         instrument::set_side(Side::Server);
-        let mut server = timed!(server_time, ServerConnection::new(Arc::clone(&self.server)))?;
+        let mut server = ServerConnection::new(Arc::clone(&self.server))?;
+        turns.ended(Turn::Server);
         let mut rounds = 0;
         loop {
             let client_turn = rounds == 0 || pipe.pending_for_client();
             if client_turn {
                 let input = pipe.pending_for_client();
                 instrument::set_side(Side::Client);
-                timed!(client_time, pump(&mut *client, &mut client_end, input))
-                    .context("client")?;
+                pump(&mut *client, &mut client_end, input).context("client")?;
+                turns.ended(Turn::Client);
             }
             let server_turn = pipe.pending_for_server();
             if server_turn {
                 instrument::set_side(Side::Server);
-                timed!(server_time, pump(&mut *server, &mut server_end, true)).context("server")?;
+                pump(&mut *server, &mut server_end, true).context("server")?;
+                turns.ended(Turn::Server);
             }
             if !client.is_handshaking()
                 && !server.is_handshaking()
@@ -537,8 +538,8 @@ impl Handshaker for RustlsHandshaker {
             bail!("the handshake needed a HelloRetryRequest (an extra round trip)");
         }
         Ok(HandshakeSample {
-            client: client_time,
-            server: server_time,
+            client: turns.client,
+            server: turns.server,
             wall_ns,
             negotiated,
         })
