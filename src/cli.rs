@@ -46,6 +46,7 @@ pub enum MutualArg {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   tlslab handshake --preset kex-matrix
+  tlslab handshake --preset kex-matrix --server nginx   (nginx installed)
   tlslab handshake --tls 1.3 --group x25519,p256,x25519mlkem768 --cert rsa2048,ecdsa_p256,ed25519,mldsa65
   tlslab handshake --backend all --tls 1.2,1.3 --group x25519 --cert ecdsa_p256 --resumption off,ticket,psk
   tlslab list   (every valid name)
@@ -62,6 +63,12 @@ pub struct HandshakeArgs {
     /// [default: the preset's, or all]
     #[arg(long, value_name = "LIST")]
     pub backend: Option<String>,
+
+    /// The server: inprocess (client and server in one process, over memory)
+    /// or nginx (Debian's nginx started on loopback per row, tlslab's OpenSSL
+    /// as the client over TCP; the server's CPU is its worker's). [default: inprocess]
+    #[arg(long, value_name = "SERVER")]
+    pub server: Option<String>,
 
     #[command(flatten)]
     pub axes: AxisArgs,

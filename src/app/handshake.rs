@@ -25,6 +25,7 @@ use crate::scenario::{
 };
 use crate::store::Store;
 use crate::workload::handshake::{run_matrix, CellResult, MatrixObserver};
+use crate::workload::nginx::NginxBackend;
 
 /// Sampling defaults of `handshake`.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
@@ -130,6 +131,23 @@ impl MatrixObserver for Storing<'_> {
     }
 }
 
+/// Which server the client handshakes with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Server {
+    Inprocess,
+    Nginx,
+}
+
+fn parse_server(name: Option<&str>) -> Result<Server> {
+    match name.unwrap_or("inprocess") {
+        "inprocess" => Ok(Server::Inprocess),
+        "nginx" => Ok(Server::Nginx),
+        other => Err(usage(format!(
+            "unknown server '{other}'; valid servers: inprocess, nginx"
+        ))),
+    }
+}
+
 pub fn run(args: &HandshakeArgs) -> Result<i32> {
     let preset = args
         .preset
@@ -143,7 +161,19 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
             .map(|p| p.default_backends().join(","))
             .unwrap_or_else(|| "all".to_string())
     });
-    let backends: Vec<Arc<dyn Backend>> = backends_from_list(&backend_list).map_err(usage)?;
+    let backends: Vec<Arc<dyn Backend>> = match parse_server(args.server.as_deref())? {
+        Server::Inprocess => backends_from_list(&backend_list).map_err(usage)?,
+        Server::Nginx => {
+            if args.backend.as_deref().is_some_and(|b| b != "openssl") {
+                return Err(usage(
+                    "with --server nginx the client is tlslab's OpenSSL: --backend must be openssl or left out",
+                ));
+            }
+            // Every nginx it starts stops when it drops, at the end of this
+            // function whatever happens.
+            vec![Arc::new(NginxBackend::new()?)]
+        }
+    };
     if backends.is_empty() {
         return Err(usage("the backend list is empty"));
     }

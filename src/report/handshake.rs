@@ -229,6 +229,9 @@ fn table(rows: &[Row], baseline: Option<&str>) -> Table {
         ]);
     }
     table.notes.push("client/server CPU: the thread's CPU time inside each side's library calls (CLOCK_THREAD_CPUTIME_ID), median; the exports also hold the wall time inside the calls.".to_string());
+    if rows.iter().any(|r| r.backend == "nginx") {
+        table.notes.push("nginx rows: the client is tlslab's OpenSSL over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is nginx's worker process from before the connect to the connection's close (/proc/PID/schedstat), its kernel TCP work included.".to_string());
+    }
     if let Some(baseline) = baseline {
         table.notes.push(format!(
             "× baseline: CPU time (client + server) relative to {baseline}, the median of same-round ratios (rounds interleave every cell); ±: the 95% interval of that median from order statistics."

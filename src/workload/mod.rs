@@ -3,6 +3,7 @@
 //! The sampler in `measure` runs them.
 
 pub mod handshake;
+pub mod nginx;
 pub mod openvpn;
 pub mod speed;
 pub mod tunnel;

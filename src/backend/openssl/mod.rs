@@ -5,6 +5,7 @@
 
 pub mod data_channel;
 pub mod primitives;
+pub mod remote;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
@@ -54,7 +55,7 @@ impl OpensslBackend {
 
 /// The name OpenSSL's group lists use for a group; `None` for key exchanges
 /// configured otherwise (RSA transport, TLS 1.2 DHE parameters).
-fn openssl_group_name(group: Group) -> Option<&'static str> {
+pub(crate) fn openssl_group_name(group: Group) -> Option<&'static str> {
     Some(match group {
         Group::RsaKeyTransport
         | Group::Dhe1024
@@ -171,7 +172,7 @@ fn protocol(version: TlsVersion) -> SslVersion {
 }
 
 /// The OpenSSL name of the TLS 1.2 suite a scenario asks for.
-fn tls12_cipher_name(scenario: &HandshakeScenario) -> Result<&'static str> {
+pub(crate) fn tls12_cipher_name(scenario: &HandshakeScenario) -> Result<&'static str> {
     Ok(match scenario.suite_name() {
         "TLS_RSA_WITH_AES_128_GCM_SHA256" => "AES128-GCM-SHA256",
         "TLS_RSA_WITH_AES_256_GCM_SHA384" => "AES256-GCM-SHA384",
@@ -241,7 +242,7 @@ fn use_chain(ctx: &mut SslContextBuilder, chain: &CertChain) -> Result<()> {
 }
 
 /// The curve of an ECDSA certificate, as OpenSSL names it.
-fn certificate_curve(cert: CertKind) -> Option<&'static str> {
+pub(crate) fn certificate_curve(cert: CertKind) -> Option<&'static str> {
     match cert {
         CertKind::EcdsaP256 => Some("P-256"),
         CertKind::EcdsaP384 => Some("P-384"),
@@ -250,7 +251,10 @@ fn certificate_curve(cert: CertKind) -> Option<&'static str> {
     }
 }
 
-fn client_context(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<SslContext> {
+pub(crate) fn client_context(
+    scenario: &HandshakeScenario,
+    credentials: &Credentials,
+) -> Result<SslContext> {
     let mut ctx = common_context(scenario)?;
 
     ctx.set_verify(SslVerifyMode::PEER);
@@ -264,7 +268,7 @@ fn client_context(scenario: &HandshakeScenario, credentials: &Credentials) -> Re
 
 /// Finite-field parameters for TLS 1.2 DHE: RFC 2409 group 2 for 1024 bits,
 /// RFC 3526 MODP groups above, generator 2.
-fn dhe_parameters(group: Group) -> Result<Option<Dh<openssl::pkey::Params>>> {
+pub(crate) fn dhe_parameters(group: Group) -> Result<Option<Dh<openssl::pkey::Params>>> {
     let prime = match group {
         Group::Dhe1024 => BigNum::get_rfc2409_prime_1024()?,
         Group::Dhe2048 => BigNum::get_rfc3526_prime_2048()?,
@@ -411,7 +415,7 @@ fn step(stream: &mut SslStream<PipeEnd>, done: &mut bool) -> Result<()> {
 }
 
 /// What the client sees as negotiated.
-fn negotiated(ssl: &openssl::ssl::SslRef) -> Result<Negotiated> {
+pub(crate) fn negotiated(ssl: &openssl::ssl::SslRef) -> Result<Negotiated> {
     let suite = ssl
         .current_cipher()
         .and_then(|cipher| cipher.standard_name())

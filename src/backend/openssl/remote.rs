@@ -1,0 +1,91 @@
+//! tlslab's OpenSSL client against a server in another process (nginx),
+//! over TCP on loopback: one verified handshake per call, then a clean
+//! close that waits for the server to close too, so the server's work for
+//! the connection is over when the call returns.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use openssl::ssl::{ErrorCode, Ssl, SslContext};
+
+use super::{client_context, negotiated};
+use crate::backend::{thread_cpu_ns, Negotiated, SideTime};
+use crate::certs::{Credentials, SERVER_NAME};
+use crate::scenario::HandshakeScenario;
+
+/// How long a step of a remote handshake may block before it counts as hung.
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An OpenSSL client configured for one scenario, aimed at one address.
+pub struct RemoteClient {
+    context: SslContext,
+    address: SocketAddr,
+}
+
+/// One handshake with a remote server, as the client saw it.
+pub struct RemoteHandshake {
+    /// The client thread's wall and CPU time from connecting to the end of
+    /// the handshake (the TCP connect and the kernel's share included).
+    pub client: SideTime,
+    /// From connecting to the server having closed the connection.
+    pub wall_ns: u64,
+    pub negotiated: Negotiated,
+}
+
+impl RemoteClient {
+    pub fn new(
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+        address: SocketAddr,
+    ) -> Result<Self> {
+        Ok(Self {
+            context: client_context(scenario, credentials)
+                .context("configuring the OpenSSL client")?,
+            address,
+        })
+    }
+
+    /// Connects, handshakes, reads what was negotiated, sends close_notify
+    /// and waits for the server to close its side.
+    pub fn handshake(&mut self) -> Result<RemoteHandshake> {
+        let start = Instant::now();
+        let cpu_start = thread_cpu_ns();
+        let tcp = TcpStream::connect_timeout(&self.address, IO_TIMEOUT)
+            .with_context(|| format!("connecting to {}", self.address))?;
+        tcp.set_nodelay(true)?;
+        tcp.set_read_timeout(Some(IO_TIMEOUT))?;
+        tcp.set_write_timeout(Some(IO_TIMEOUT))?;
+        let mut ssl = Ssl::new(&self.context)?;
+        ssl.set_hostname(SERVER_NAME)?;
+        ssl.param_mut().set_host(SERVER_NAME)?;
+        let mut stream = ssl
+            .connect(tcp)
+            .map_err(|e| anyhow!("handshake with {} failed: {e}", self.address))?;
+        let client = SideTime {
+            wall_ns: start.elapsed().as_nanos() as u64,
+            cpu_ns: thread_cpu_ns().saturating_sub(cpu_start),
+        };
+        let negotiated = negotiated(stream.ssl())?;
+        // close_notify, then wait for the server's close (EOF or its
+        // close_notify): its work for this connection is then done.
+        let _ = stream.shutdown();
+        let mut buffer = [0u8; 256];
+        loop {
+            match stream.ssl_read(&mut buffer) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(error) if error.code() == ErrorCode::ZERO_RETURN => break,
+                Err(error) if error.code() == ErrorCode::SYSCALL => break,
+                Err(error) => return Err(anyhow!("closing the connection: {error}")),
+            }
+        }
+        let _ = stream.get_mut().read(&mut buffer);
+        Ok(RemoteHandshake {
+            client,
+            wall_ns: start.elapsed().as_nanos() as u64,
+            negotiated,
+        })
+    }
+}

@@ -1,0 +1,484 @@
+//! A real server under test: Debian's nginx, started by tlslab on loopback
+//! with a configuration generated for one handshake scenario (certificate
+//! chain, protocol, suite, groups, DH parameters, no session cache or
+//! tickets), one worker process, stopped when tlslab is done with it (on
+//! success, failure and Ctrl-C alike: the process is killed when its handle
+//! drops). tlslab's OpenSSL client handshakes with it over TCP; the
+//! server's CPU per handshake is read from its worker's scheduler
+//! statistics (`/proc/PID/schedstat`, nanoseconds on the CPU, the kernel's
+//! share of its TCP work included).
+//!
+//! [`NginxBackend`] makes this a backend of the handshake matrix: one nginx
+//! per scenario, all of them running while the interleaved sampler goes
+//! round after round.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use openssl::pkey::PKey;
+use openssl::x509::X509;
+
+use crate::backend::openssl::remote::RemoteClient;
+use crate::backend::openssl::{
+    certificate_curve, dhe_parameters, openssl_group_name, tls12_cipher_name, OpensslBackend,
+};
+use crate::backend::{
+    Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, PrimitiveBackend, SideTime,
+};
+use crate::certs::Credentials;
+use crate::scenario::{
+    Group, HandshakeScenario, KxKind, Named, Resumption, SignatureFamily, TlsVersion,
+};
+
+/// How long nginx may take to start listening.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where the nginx binary is: `TLSLAB_NGINX` if set, else the first `nginx`
+/// on the PATH or in /usr/sbin.
+pub fn nginx_binary() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TLSLAB_NGINX") {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin")])
+        .map(|dir| dir.join("nginx"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// nginx's version and the OpenSSL it runs with, from `nginx -V`
+/// ("1.22.1", "3.0.19"), or why they cannot be read.
+pub fn nginx_versions() -> Result<(String, String)> {
+    let binary = nginx_binary().context(
+        "nginx is not installed (Debian: apt-get install nginx-light; or set TLSLAB_NGINX)",
+    )?;
+    let output = Command::new(&binary)
+        .arg("-V")
+        .output()
+        .with_context(|| format!("running {} -V", binary.display()))?;
+    // nginx prints its version information on stderr.
+    let text = String::from_utf8_lossy(&output.stderr).into_owned();
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("nginx version: nginx/"))
+        .unwrap_or("unknown")
+        .trim()
+        .to_string();
+    let openssl = text
+        .split("running with OpenSSL ")
+        .nth(1)
+        .or_else(|| text.split("built with OpenSSL ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or("unknown")
+        .to_string();
+    Ok((version, openssl))
+}
+
+/// One running nginx: master and one worker, serving one scenario.
+pub struct Nginx {
+    master: Child,
+    worker: u32,
+    address: SocketAddr,
+    /// The prefix directory: configuration, certificates, logs, pid file.
+    dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// Writes the configuration for `scenario` and starts nginx on a free
+    /// loopback port; returns once its worker accepts connections.
+    pub fn start(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<Self> {
+        let binary = nginx_binary().context(
+            "nginx is not installed (Debian: apt-get install nginx-light; or set TLSLAB_NGINX)",
+        )?;
+        let dir = tempfile::Builder::new()
+            .prefix("tlslab-nginx-")
+            .tempdir()
+            .context("creating nginx's directory")?;
+        let port = free_port()?;
+        let address = SocketAddr::from(([127, 0, 0, 1], port));
+        write_files(dir.path(), scenario, credentials, address)?;
+        let mut master = Command::new(&binary)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(dir.path().join("nginx.conf"))
+            .arg("-e")
+            .arg(dir.path().join("error.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        let started = Instant::now();
+        loop {
+            if let Some(status) = master.try_wait()? {
+                bail!(
+                    "nginx exited at start ({status}): {}",
+                    error_log_tail(dir.path())
+                );
+            }
+            if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+                break;
+            }
+            if started.elapsed() > START_TIMEOUT {
+                let _ = master.kill();
+                let _ = master.wait();
+                bail!(
+                    "nginx did not listen on {address} within {}s: {}",
+                    START_TIMEOUT.as_secs(),
+                    error_log_tail(dir.path())
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let worker = match children_of(master.id()).first() {
+            Some(&worker) => worker,
+            None => {
+                let _ = master.kill();
+                let _ = master.wait();
+                bail!("nginx started without a worker process");
+            }
+        };
+        Ok(Self {
+            master,
+            worker,
+            address,
+            dir,
+        })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    pub fn master_pid(&self) -> u32 {
+        self.master.id()
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The worker's time on the CPU so far, in nanoseconds.
+    pub fn worker_cpu_ns(&self) -> Result<u64> {
+        process_cpu_ns(self.worker)
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGTERM is nginx's fast shutdown; its worker goes with it.
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.master.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.master.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.master.kill();
+        let _ = self.master.wait();
+        // SAFETY: as above, for a worker left behind.
+        unsafe { libc::kill(self.worker as libc::pid_t, libc::SIGKILL) };
+    }
+}
+
+/// A free loopback port (bound, then released for nginx to take).
+fn free_port() -> Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// The pids of a process's children, from /proc.
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut children: Vec<u32> = entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| parent_of(pid) == Some(parent))
+        .collect();
+    children.sort_unstable();
+    children
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: fields after it.
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A process's time on the CPU (its main thread), in nanoseconds, from
+/// the first field of /proc/PID/schedstat.
+pub fn process_cpu_ns(pid: u32) -> Result<u64> {
+    let path = format!("/proc/{pid}/schedstat");
+    let text = fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    text.split_whitespace()
+        .next()
+        .and_then(|field| field.parse().ok())
+        .with_context(|| format!("unreadable {path}: {text:?}"))
+}
+
+fn error_log_tail(dir: &Path) -> String {
+    let log = fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().rev().take(3).collect();
+    if lines.is_empty() {
+        "no message in its error log".to_string()
+    } else {
+        lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+    }
+}
+
+fn pem_chain(chain: &[Vec<u8>]) -> Result<Vec<u8>> {
+    let mut pem = Vec::new();
+    for der in chain {
+        pem.extend(X509::from_der(der)?.to_pem()?);
+    }
+    Ok(pem)
+}
+
+/// The configuration and the files it names.
+fn write_files(
+    dir: &Path,
+    scenario: &HandshakeScenario,
+    credentials: &Credentials,
+    address: SocketAddr,
+) -> Result<()> {
+    fs::write(
+        dir.join("chain.pem"),
+        pem_chain(&credentials.server.chain_der)?,
+    )?;
+    let key = PKey::private_key_from_pkcs8(&credentials.server.key_pkcs8_der)?;
+    fs::write(dir.join("key.pem"), key.private_key_to_pem_pkcs8()?)?;
+    fs::create_dir_all(dir.join("logs"))?;
+    let mut tls = String::new();
+    let protocol = match scenario.version {
+        TlsVersion::Tls12 => "TLSv1.2",
+        TlsVersion::Tls13 => "TLSv1.3",
+    };
+    writeln!(tls, "        ssl_protocols {protocol};")?;
+    // Weak rows are measured with the security level lowered for this
+    // server only, as in process.
+    let level = if scenario.is_weak() {
+        ":@SECLEVEL=0"
+    } else {
+        ""
+    };
+    match scenario.version {
+        TlsVersion::Tls12 => writeln!(
+            tls,
+            "        ssl_ciphers {}{level};",
+            tls12_cipher_name(scenario)?
+        )?,
+        TlsVersion::Tls13 => {
+            writeln!(tls, "        ssl_ciphers DEFAULT{level};")?;
+            writeln!(
+                tls,
+                "        ssl_conf_command Ciphersuites {};",
+                scenario.suite_name()
+            )?;
+        }
+    }
+    if let Some(name) = openssl_group_name(scenario.group) {
+        let groups = match (scenario.version, certificate_curve(scenario.cert)) {
+            // As in process: in TLS 1.2 an ECDSA certificate's curve must be listed too.
+            (TlsVersion::Tls12, Some(curve)) if curve != name => format!("{name}:{curve}"),
+            _ => name.to_string(),
+        };
+        writeln!(tls, "        ssl_ecdh_curve {groups};")?;
+    }
+    if let Some(parameters) = dhe_parameters(scenario.group)? {
+        fs::write(dir.join("dhparam.pem"), parameters.params_to_pem()?)?;
+        writeln!(tls, "        ssl_dhparam dhparam.pem;")?;
+    }
+    let config = format!(
+        "daemon off;
+master_process on;
+worker_processes 1;
+pid nginx.pid;
+error_log error.log warn;
+events {{
+    worker_connections 256;
+}}
+http {{
+    access_log off;
+    client_body_temp_path logs/body;
+    proxy_temp_path logs/proxy;
+    fastcgi_temp_path logs/fastcgi;
+    uwsgi_temp_path logs/uwsgi;
+    scgi_temp_path logs/scgi;
+    server {{
+        listen {address} ssl;
+        ssl_certificate chain.pem;
+        ssl_certificate_key key.pem;
+        ssl_session_cache off;
+        ssl_session_tickets off;
+{tls}        location / {{
+            return 200 \"tlslab\\n\";
+        }}
+    }}
+}}
+"
+    );
+    fs::write(dir.join("nginx.conf"), config)?;
+    Ok(())
+}
+
+/// The handshake matrix against nginx: the server is nginx (one per
+/// scenario, started on first use and stopped when the backend drops), the
+/// client is tlslab's OpenSSL.
+pub struct NginxBackend {
+    client: OpensslBackend,
+    capabilities: Capabilities,
+    versions: (String, String),
+    servers: Mutex<HashMap<String, Arc<Nginx>>>,
+}
+
+impl NginxBackend {
+    /// Fails with a clear message if nginx is missing.
+    pub fn new() -> Result<Self> {
+        let versions = nginx_versions()?;
+        let client = OpensslBackend::new();
+        let mut capabilities = client.capabilities().clone();
+        // What the server's OpenSSL (3.0 on Debian 12) lacks, and what tlslab
+        // does not configure on nginx yet.
+        let classical = |g: &Group| g.kind() != KxKind::Kem;
+        capabilities.groups_tls12.retain(classical);
+        capabilities.groups_tls13.retain(classical);
+        capabilities
+            .certs
+            .retain(|c| c.family() != SignatureFamily::MlDsa);
+        capabilities.resumptions = vec![Resumption::Off];
+        capabilities.mutual = false;
+        Ok(Self {
+            client,
+            capabilities,
+            versions,
+            servers: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Every nginx this backend has running: (master pid, directory).
+    pub fn running(&self) -> Vec<(u32, PathBuf)> {
+        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+        servers
+            .values()
+            .map(|s| (s.master_pid(), s.dir().to_path_buf()))
+            .collect()
+    }
+
+    fn server_for(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Arc<Nginx>> {
+        let key = format!("{}/{}", scenario.label(), credentials.kind.id());
+        let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(server) = servers.get(&key) {
+            return Ok(Arc::clone(server));
+        }
+        let server = Arc::new(Nginx::start(scenario, credentials)?);
+        servers.insert(key, Arc::clone(&server));
+        Ok(server)
+    }
+}
+
+impl Backend for NginxBackend {
+    fn id(&self) -> &'static str {
+        "nginx"
+    }
+
+    fn library(&self) -> LibraryInfo {
+        static DESCRIPTION: OnceLock<String> = OnceLock::new();
+        let client = self.client.library();
+        LibraryInfo {
+            backend: self.id().to_string(),
+            library: "nginx".to_string(),
+            version: DESCRIPTION
+                .get_or_init(|| {
+                    format!(
+                        "{} on OpenSSL {}, client OpenSSL {}",
+                        self.versions.0, self.versions.1, client.version
+                    )
+                })
+                .clone(),
+        }
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
+    fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
+        if scenario.resumption != Resumption::Off {
+            return Some("resumption against nginx is not measured yet".to_string());
+        }
+        if scenario.mutual {
+            return Some("mutual TLS against nginx is not measured yet".to_string());
+        }
+        if scenario.group.kind() == KxKind::Kem {
+            return Some(format!(
+                "nginx's OpenSSL {} has no {} key exchange",
+                self.versions.1,
+                scenario.group.id()
+            ));
+        }
+        if scenario.cert.family() == SignatureFamily::MlDsa {
+            return Some(format!(
+                "nginx's OpenSSL {} cannot use {} certificates",
+                self.versions.1,
+                scenario.cert.id()
+            ));
+        }
+        self.capabilities.unsupported_reason(self.id(), scenario)
+    }
+
+    fn handshaker(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Box<dyn Handshaker>> {
+        let server = self.server_for(scenario, credentials)?;
+        let client = RemoteClient::new(scenario, credentials, server.address())?;
+        Ok(Box::new(NginxHandshaker { client, server }))
+    }
+
+    fn primitives(&self) -> Box<dyn PrimitiveBackend> {
+        self.client.primitives()
+    }
+}
+
+struct NginxHandshaker {
+    client: RemoteClient,
+    server: Arc<Nginx>,
+}
+
+impl Handshaker for NginxHandshaker {
+    /// The client's side as timed in its thread; the server's side as the
+    /// worker's time on the CPU from before the connect to after nginx
+    /// closed the connection (its wall time inside calls is not known:
+    /// both fields hold the CPU time).
+    fn handshake(&mut self) -> Result<HandshakeSample> {
+        let before = self.server.worker_cpu_ns()?;
+        let done = self.client.handshake()?;
+        let server_ns = self.server.worker_cpu_ns()?.saturating_sub(before);
+        Ok(HandshakeSample {
+            client: done.client,
+            server: SideTime {
+                wall_ns: server_ns,
+                cpu_ns: server_ns,
+            },
+            wall_ns: done.wall_ns,
+            negotiated: done.negotiated,
+        })
+    }
+}

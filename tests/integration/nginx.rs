@@ -1,0 +1,157 @@
+//! Handshakes against a real nginx (Debian's package; required in CI): the
+//! rows are verified and measured on both sides, and every nginx tlslab
+//! started is gone when it exits, also after Ctrl-C.
+
+use std::process::Command;
+use std::sync::Mutex;
+
+use tlslab::workload::nginx::nginx_binary;
+
+use crate::util::{cert_dir, tlslab};
+
+/// The tests that look for leftover nginx processes run one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Skips (or, in CI, fails) when nginx is not installed.
+fn nginx_present() -> bool {
+    if nginx_binary().is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run the nginx tests, but nginx is not installed"
+    );
+    eprintln!("skipped: nginx is not installed (apt-get install nginx-light)");
+    false
+}
+
+/// nginx processes started by tlslab (their prefix is a tlslab-nginx- directory).
+fn our_nginx_processes() -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("nginx") && cmdline.contains("tlslab-nginx-") {
+            found.push(cmdline);
+        }
+    }
+    found
+}
+
+#[test]
+fn the_matrix_runs_against_nginx_and_stops_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !nginx_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("nginx.json");
+    tlslab(&[
+        "handshake",
+        "--server",
+        "nginx",
+        "--tls",
+        "1.2,1.3",
+        "--group",
+        "x25519,dhe2048",
+        "--cert",
+        "ecdsa_p256,rsa2048",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--no-db",
+        "-q",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = run["rows"].as_array().unwrap();
+    let row = |label: &str| {
+        rows.iter()
+            .find(|r| r["label"] == label)
+            .unwrap_or_else(|| panic!("no row {label}"))
+    };
+    for label in [
+        "handshake_1.2_x25519_ecdsa_p256_aes128gcm",
+        "handshake_1.2_dhe2048_rsa2048_aes128gcm",
+        "handshake_1.3_x25519_rsa2048_aes128gcm",
+    ] {
+        let measured = row(label);
+        assert_eq!(measured["status"], "measured", "{measured}");
+        assert_eq!(measured["backend"], "nginx");
+        assert_eq!(measured["sample_count"], 3);
+        assert!(measured["server_cpu_us"]["median"].as_f64().unwrap() > 0.0);
+        assert!(measured["client_cpu_us"]["median"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(
+        row("handshake_1.2_x25519_ecdsa_p256_aes128gcm")["negotiated"]["suite"],
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"
+    );
+    assert_eq!(
+        row("handshake_1.2_dhe2048_ecdsa_p256_aes128gcm")["status"],
+        "unsupported"
+    );
+    assert!(run["libraries"][0]["version"]
+        .as_str()
+        .unwrap()
+        .contains("on OpenSSL"));
+    assert_eq!(our_nginx_processes(), Vec::<String>::new());
+}
+
+#[test]
+fn ctrl_c_stops_every_nginx() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !nginx_present() {
+        return;
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args([
+            "handshake",
+            "--server",
+            "nginx",
+            "--tls",
+            "1.3",
+            "--group",
+            "x25519,p256",
+            "--cert",
+            "ecdsa_p256",
+            "--runs",
+            "50",
+            "--warmup",
+            "0",
+            "--no-db",
+            "-q",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+        ])
+        .env("TLSLAB_TEST_SIGINT_AFTER_ROUNDS", "2")
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(our_nginx_processes(), Vec::<String>::new());
+}
+
+#[test]
+fn bad_server_options_are_usage_errors() {
+    let run = tlslab(&["handshake", "--server", "apache"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr().contains("inprocess, nginx"),
+        "{}",
+        run.stderr()
+    );
+    let run = tlslab(&["handshake", "--server", "nginx", "--backend", "rustls-ring"]);
+    run.expect_code(2);
+    assert!(run.stderr().contains("--backend"), "{}", run.stderr());
+}
