@@ -30,6 +30,10 @@ pub enum Command {
     List,
     /// Show a stored run again, as a table or an export.
     Report(ReportArgs),
+    /// Load an HTTPS server (nginx, started on loopback, or one you run) at
+    /// a planned request rate; latency percentiles per phase from each
+    /// request's due time, the server's CPU per request and where it goes.
+    Load(Box<LoadArgs>),
     /// Measure a VPN data channel per cipher, digest, compression, payload
     /// and packet size: in process, or through a real OpenVPN tunnel.
     Tunnel(Box<TunnelArgs>),
@@ -377,6 +381,77 @@ pub struct TunnelArgs {
     pub exports: ExportArgs,
 
     /// Do not print the progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab load --preset apache-study          (nginx installed; perf for the profile)
+  tlslab load --rate 200 --duration 10 --size 50k
+  tlslab load --rate 2000 --mode keepalive --clients 32 --tls 1.3 --group x25519 --cert ecdsa_p256
+  tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (a loopback server you run)
+
+Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64.
+Requests are due at evenly spaced times whatever the server does; each
+latency counts from the moment its request was due (queueing included).")]
+pub struct LoadArgs {
+    /// A named study: apache-study. Options given beside it override it.
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+
+    /// One value per axis: the connection's protocol, group, certificate and suite.
+    #[command(flatten)]
+    pub axes: AxisArgs,
+
+    /// Requests per second once the ramp is over.
+    #[arg(long, value_name = "REQ/S", allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+
+    /// Seconds over which the rate rises linearly from zero.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub ramp: Option<f64>,
+
+    /// Seconds of the whole run, ramp included.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub duration: Option<f64>,
+
+    /// Page size: bytes, or with k/m (10^3, 10^6), e.g. 50k.
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<String>,
+
+    /// new (a new connection and full handshake per request) or keepalive
+    /// (each client keeps its connection).
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
+
+    /// Client threads (a due request waits for a free one, and that wait counts).
+    #[arg(long, value_name = "N")]
+    pub clients: Option<usize>,
+
+    /// At most this many requests, whatever rate and duration say. [default: 1000000]
+    #[arg(long, value_name = "N")]
+    pub max_requests: Option<usize>,
+
+    /// A server you run, HOST:PORT on loopback, instead of nginx: client-side
+    /// figures only (its CPU is not known to tlslab). It must serve
+    /// /page_SIZE with the generated content and trust tlslab's test chain.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub target: Option<String>,
+
+    /// Profile nginx's worker with perf during the run (per shared object).
+    /// [default: on with --preset, else off]
+    #[arg(long)]
+    pub perf: bool,
+
+    /// Where generated certificate chains are cached. [default: the user's cache directory]
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+
+    /// Do not print progress.
     #[arg(long, short)]
     pub quiet: bool,
 }

@@ -5,6 +5,7 @@
 pub mod cost;
 pub mod handshake;
 pub mod list;
+pub mod load;
 pub mod report;
 pub mod session;
 pub mod speed;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Report(args) => report::run(&args),
+        Command::Load(args) => load::run(&args),
         Command::Tunnel(args) => tunnel::run(&args),
     }
 }

@@ -7,6 +7,7 @@
 pub mod cost;
 mod csv;
 pub mod handshake;
+pub mod load;
 pub mod markup;
 pub mod speed;
 pub mod tunnel;

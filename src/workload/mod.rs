@@ -3,7 +3,9 @@
 //! The sampler in `measure` runs them.
 
 pub mod handshake;
+pub mod load;
 pub mod nginx;
 pub mod openvpn;
+pub mod perf;
 pub mod speed;
 pub mod tunnel;

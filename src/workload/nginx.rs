@@ -81,6 +81,19 @@ pub fn nginx_versions() -> Result<(String, String)> {
     Ok((version, openssl))
 }
 
+/// What nginx serves besides the handshake: generated pages of given
+/// sizes at `/page_SIZE` (bytes cycling through the alphabet, so a client
+/// can check them), over connections kept open for many requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Site {
+    pub page_sizes: Vec<usize>,
+}
+
+/// The content of a generated page: `size` bytes of a repeating pattern.
+pub fn page_bytes(size: usize) -> Vec<u8> {
+    (0..size).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
 /// One running nginx: master and one worker, serving one scenario.
 pub struct Nginx {
     master: Child,
@@ -94,6 +107,15 @@ impl Nginx {
     /// Writes the configuration for `scenario` and starts nginx on a free
     /// loopback port; returns once its worker accepts connections.
     pub fn start(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<Self> {
+        Self::serving(scenario, credentials, &Site::default())
+    }
+
+    /// As [`Nginx::start`], serving `site`'s pages as well.
+    pub fn serving(
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+        site: &Site,
+    ) -> Result<Self> {
         let binary = nginx_binary().context(
             "nginx is not installed (Debian: apt-get install nginx-light; or set TLSLAB_NGINX)",
         )?;
@@ -103,7 +125,7 @@ impl Nginx {
             .context("creating nginx's directory")?;
         let port = free_port()?;
         let address = SocketAddr::from(([127, 0, 0, 1], port));
-        write_files(dir.path(), scenario, credentials, address)?;
+        write_files(dir.path(), scenario, credentials, address, site)?;
         let mut master = Command::new(&binary)
             .arg("-p")
             .arg(dir.path())
@@ -164,6 +186,10 @@ impl Nginx {
 
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    pub fn worker_pid(&self) -> u32 {
+        self.worker
     }
 
     /// The worker's time on the CPU so far, in nanoseconds.
@@ -252,7 +278,15 @@ fn write_files(
     scenario: &HandshakeScenario,
     credentials: &Credentials,
     address: SocketAddr,
+    site: &Site,
 ) -> Result<()> {
+    fs::create_dir_all(dir.join("www"))?;
+    for &size in &site.page_sizes {
+        fs::write(
+            dir.join("www").join(format!("page_{size}")),
+            page_bytes(size),
+        )?;
+    }
     fs::write(
         dir.join("chain.pem"),
         pem_chain(&credentials.server.chain_der)?,
@@ -311,6 +345,8 @@ events {{
 }}
 http {{
     access_log off;
+    keepalive_requests 1000000;
+    keepalive_timeout 60s;
     client_body_temp_path logs/body;
     proxy_temp_path logs/proxy;
     fastcgi_temp_path logs/fastcgi;
@@ -322,7 +358,8 @@ http {{
         ssl_certificate_key key.pem;
         ssl_session_cache off;
         ssl_session_tickets off;
-{tls}        location / {{
+{tls}        root www;
+        location = / {{
             return 200 \"tlslab\\n\";
         }}
     }}

@@ -4,6 +4,7 @@
 mod backends;
 mod cli;
 mod cost;
+mod load;
 mod nginx;
 mod pipeline;
 mod tunnel;

@@ -3,14 +3,10 @@
 //! started is gone when it exits, also after Ctrl-C.
 
 use std::process::Command;
-use std::sync::Mutex;
 
 use tlslab::workload::nginx::nginx_binary;
 
-use crate::util::{cert_dir, tlslab};
-
-/// The tests that look for leftover nginx processes run one at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+use crate::util::{cert_dir, nginx_lock, tlslab};
 
 /// Skips (or, in CI, fails) when nginx is not installed.
 fn nginx_present() -> bool {
@@ -42,7 +38,7 @@ fn our_nginx_processes() -> Vec<String> {
 
 #[test]
 fn the_matrix_runs_against_nginx_and_stops_it() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = nginx_lock();
     if !nginx_present() {
         return;
     }
@@ -106,7 +102,7 @@ fn the_matrix_runs_against_nginx_and_stops_it() {
 
 #[test]
 fn ctrl_c_stops_every_nginx() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = nginx_lock();
     if !nginx_present() {
         return;
     }

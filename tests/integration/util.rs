@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use tlslab::certs::CertCache;
 
@@ -61,4 +61,11 @@ pub fn tlslab(args: &[&str]) -> Run {
         output,
         command: format!("tlslab {}", args.join(" ")),
     }
+}
+
+/// Tests that start nginx run one at a time: some check that no nginx of
+/// tlslab's is left running afterwards.
+pub fn nginx_lock() -> MutexGuard<'static, ()> {
+    static NGINX: Mutex<()> = Mutex::new(());
+    NGINX.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use openssl::ssl::{ErrorCode, Ssl, SslContext};
+use openssl::ssl::{ErrorCode, Ssl, SslContext, SslStream};
 
 use super::{client_context, negotiated};
 use crate::backend::{thread_cpu_ns, Negotiated, SideTime};
@@ -34,7 +34,29 @@ pub struct RemoteHandshake {
     pub negotiated: Negotiated,
 }
 
+/// A client connection over `tcp`, handshaken and verified against the
+/// test chain's host name, with `timeout` on every read and write.
+pub fn connect_tls(
+    context: &SslContext,
+    tcp: TcpStream,
+    timeout: Duration,
+) -> Result<SslStream<TcpStream>> {
+    tcp.set_nodelay(true)?;
+    tcp.set_read_timeout(Some(timeout))?;
+    tcp.set_write_timeout(Some(timeout))?;
+    let mut ssl = Ssl::new(context)?;
+    ssl.set_hostname(SERVER_NAME)?;
+    ssl.param_mut().set_host(SERVER_NAME)?;
+    ssl.connect(tcp)
+        .map_err(|e| anyhow!("TLS handshake failed: {e}"))
+}
+
 impl RemoteClient {
+    /// The client's context, for other workloads that connect alike.
+    pub fn context(&self) -> &SslContext {
+        &self.context
+    }
+
     pub fn new(
         scenario: &HandshakeScenario,
         credentials: &Credentials,

@@ -1,0 +1,254 @@
+//! The load view: offered against achieved rate, latency percentiles per
+//! phase (from each request's due time), errors by kind, each side's CPU
+//! per request, and where the server's CPU went.
+
+use serde_json::json;
+
+use super::{Document, Table};
+use crate::workload::load::{percentiles, LoadResult, Plan, PERCENTILES};
+
+/// Everything a load run reports.
+pub struct LoadReport<'a> {
+    pub heading: String,
+    /// The scenario in words ("TLS 1.2 RSA key transport RSA-2048 aes128gcm").
+    pub scenario: String,
+    /// "nginx 1.22.1 on OpenSSL 3.0.19" or "HOST:PORT (your server)".
+    pub server: String,
+    pub plan: &'a Plan,
+    pub result: &'a LoadResult,
+    /// The server's CPU during the run, nanoseconds (None: not known).
+    pub server_cpu_ns: Option<u64>,
+    /// perf's shares per shared object, or why there are none.
+    pub profile: Result<Vec<(String, f64)>, String>,
+}
+
+fn ms(micros: u64) -> String {
+    let ms = micros as f64 / 1000.0;
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else if ms >= 10.0 {
+        format!("{ms:.1}")
+    } else {
+        format!("{ms:.2}")
+    }
+}
+
+impl LoadReport<'_> {
+    pub fn document(&self) -> Document {
+        let result = self.result;
+        let plan = self.plan;
+        let mut summary = Table::new(&["measure", "value"], &[false, true]).titled(format!(
+            "Load: {} against {}, {} connections",
+            self.scenario,
+            self.server,
+            plan.mode.id()
+        ));
+        let per_request = |ns: u64| {
+            if result.answered == 0 {
+                "—".to_string()
+            } else {
+                format!("{:.0}", ns as f64 / 1000.0 / result.answered as f64)
+            }
+        };
+        let rows: Vec<(&str, String)> = vec![
+            (
+                "offered rate (req/s)",
+                format!(
+                    "{:.0} after a {:.0} s ramp",
+                    plan.rate,
+                    plan.ramp.as_secs_f64()
+                ),
+            ),
+            (
+                "achieved rate (answers/s)",
+                format!("{:.1}", result.achieved_rate()),
+            ),
+            (
+                "requests due / sent",
+                format!("{} / {}", result.offered, result.sent),
+            ),
+            (
+                "answered / errors",
+                format!(
+                    "{} / {}",
+                    result.answered,
+                    result.errors.iter().map(|(_, n)| n).sum::<usize>()
+                ),
+            ),
+            (
+                "payload checked (MB)",
+                format!("{:.2}", result.bytes as f64 / 1e6),
+            ),
+            (
+                "duration (s)",
+                format!("{:.2}", result.elapsed.as_secs_f64()),
+            ),
+            (
+                "client CPU per request (µs)",
+                per_request(result.client_cpu_ns),
+            ),
+            (
+                "server CPU per request (µs)",
+                self.server_cpu_ns
+                    .map(per_request)
+                    .unwrap_or_else(|| "not known (your server)".to_string()),
+            ),
+        ];
+        for (name, value) in rows {
+            summary.rows.push(vec![name.to_string(), value]);
+        }
+
+        let mut headers = vec!["phase".to_string(), "n".to_string()];
+        headers.extend(PERCENTILES.iter().map(|p| match p {
+            p if *p >= 100.0 => "max ms".to_string(),
+            p => format!("p{p} ms"),
+        }));
+        let mut latency = Table {
+            title: Some("Latency per phase".to_string()),
+            numeric: vec![false]
+                .into_iter()
+                .chain(std::iter::repeat_n(true, headers.len() - 1))
+                .collect(),
+            headers,
+            ..Table::default()
+        };
+        let phases = [
+            ("TCP connect", &result.latencies.connect),
+            ("TLS handshake", &result.latencies.handshake),
+            ("first byte", &result.latencies.first_byte),
+            ("transfer", &result.latencies.transfer),
+            ("service (start to end)", &result.latencies.service),
+            ("total (due to end)", &result.latencies.total),
+        ];
+        for (name, histogram) in phases {
+            let mut row = vec![name.to_string(), histogram.len().to_string()];
+            match percentiles(histogram) {
+                Some(values) => row.extend(values.into_iter().map(ms)),
+                None => row.extend(PERCENTILES.iter().map(|_| "—".to_string())),
+            }
+            latency.rows.push(row);
+        }
+        latency.notes.push(
+            "total: from the moment the request was due to its last byte, so a request that waited for a client thread or a stalled server counts its wait (no coordinated omission); service: from when a client thread started it. Percentiles from HDR histograms (3 significant digits).".to_string(),
+        );
+        if plan.mode.id() == "keepalive" {
+            latency.notes.push(
+                "keepalive: connect and handshake happen once per client thread.".to_string(),
+            );
+        }
+
+        let mut errors = Table::new(&["error", "count", "first message"], &[false, true, false])
+            .titled("Errors");
+        errors.empty = Some("Errors: none.".to_string());
+        for (kind, count) in &result.errors {
+            let message = result
+                .first_error
+                .iter()
+                .find(|(k, _)| k == kind)
+                .map(|(_, m)| m.clone())
+                .unwrap_or_default();
+            errors.rows.push(vec![
+                kind.describe().to_string(),
+                count.to_string(),
+                message,
+            ]);
+        }
+
+        let mut profile = Table::new(
+            &[
+                "shared object",
+                "share of samples",
+                "share outside the kernel",
+            ],
+            &[false, true, true],
+        )
+        .titled("Where the server's CPU went (perf, per shared object)");
+        match &self.profile {
+            Ok(shares) => {
+                let is_kernel = |dso: &str| dso.starts_with("[kernel");
+                let user: f64 = shares
+                    .iter()
+                    .filter(|(d, _)| !is_kernel(d))
+                    .map(|(_, s)| s)
+                    .sum();
+                for (dso, share) in shares.iter().filter(|(_, s)| *s >= 0.1) {
+                    let outside = if is_kernel(dso) || user <= 0.0 {
+                        "—".to_string()
+                    } else {
+                        format!("{:.1}%", share / user * 100.0)
+                    };
+                    profile
+                        .rows
+                        .push(vec![dso.clone(), format!("{share:.1}%"), outside]);
+                }
+                profile.notes.push("perf record -e cpu-clock on the server's worker process during the whole run; a stripped library (Debian's libcrypto) counts as a whole. Outside the kernel: the share of the process's user-space samples, as a profile of the program alone reports it.".to_string());
+            }
+            Err(reason) => {
+                profile.empty = Some(format!("No profile: {reason}"));
+            }
+        }
+
+        let mut records = Table::new(
+            &[
+                "phase", "count", "p50_us", "p90_us", "p99_us", "p999_us", "max_us",
+            ],
+            &[false, true, true, true, true, true, true],
+        );
+        for (name, histogram) in phases {
+            let mut row = vec![name.to_string(), histogram.len().to_string()];
+            match percentiles(histogram) {
+                Some(values) => row.extend(values.into_iter().map(|v| v.to_string())),
+                None => row.extend(PERCENTILES.iter().map(|_| String::new())),
+            }
+            records.rows.push(row);
+        }
+
+        let latencies: serde_json::Value = phases
+            .iter()
+            .map(|(name, histogram)| {
+                (
+                    name.to_string(),
+                    json!({
+                        "count": histogram.len(),
+                        "percentiles_us": percentiles(histogram).map(|values| {
+                            PERCENTILES.iter().zip(values).map(|(p, v)| json!({"percentile": p, "us": v})).collect::<Vec<_>>()
+                        }),
+                    }),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        let data = json!({
+            "scenario": self.scenario,
+            "server": self.server,
+            "plan": plan,
+            "offered": result.offered,
+            "sent": result.sent,
+            "answered": result.answered,
+            "errors": result.errors.iter().map(|(k, n)| json!({"kind": k, "count": n})).collect::<Vec<_>>(),
+            "achieved_rate": result.achieved_rate(),
+            "answers_per_second": result.per_second,
+            "payload_bytes_checked": result.bytes,
+            "elapsed_s": result.elapsed.as_secs_f64(),
+            "client_cpu_ns": result.client_cpu_ns,
+            "server_cpu_ns": self.server_cpu_ns,
+            "latencies": latencies,
+            "profile": match &self.profile {
+                Ok(shares) => json!(shares.iter().map(|(d, s)| json!({"dso": d, "percent": s})).collect::<Vec<_>>()),
+                Err(reason) => json!({"unavailable": reason}),
+            },
+            "interrupted": result.interrupted,
+        });
+        let mut footer = Vec::new();
+        if result.interrupted {
+            footer.push("interrupted: the requests that finished are reported".to_string());
+        }
+        Document {
+            heading: self.heading.clone(),
+            tables: vec![summary, latency, errors, profile],
+            records,
+            data,
+            footer,
+        }
+    }
+}

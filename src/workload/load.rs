@@ -1,0 +1,540 @@
+//! An open-model HTTPS load generator: requests are due at planned times
+//! (a constant rate, after an optional linear ramp from zero), whatever the
+//! server does, and each request's latency is timed from the moment it was
+//! due, not from when a client thread got round to it. A server that stalls
+//! therefore shows its queueing in the latencies instead of slowing the
+//! load down and hiding it (coordinated omission). Each request's phases
+//! are timed apart (TCP connect, TLS handshake, time to first byte,
+//! transfer), its body is checked byte for byte, and its errors are
+//! counted by kind. A run is bounded in time and in requests and stops by
+//! itself.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+use hdrhistogram::Histogram;
+use openssl::ssl::{SslContext, SslStream};
+use serde::Serialize;
+
+use crate::backend::openssl::remote::connect_tls;
+use crate::backend::thread_cpu_ns;
+
+/// How long one step of a request (connect, read, write) may block.
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How connections are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Mode {
+    /// A new TCP connection and full handshake for every request.
+    NewConnection,
+    /// Each client thread keeps one connection open for its requests.
+    KeepAlive,
+}
+
+impl Mode {
+    pub fn id(self) -> &'static str {
+        match self {
+            Mode::NewConnection => "new",
+            Mode::KeepAlive => "keepalive",
+        }
+    }
+}
+
+/// What to offer and how.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// Requests per second once the ramp is over.
+    pub rate: f64,
+    /// The rate rises linearly from zero over this long.
+    pub ramp: Duration,
+    /// The whole run, ramp included: no request is due after it.
+    pub duration: Duration,
+    /// The path requested, and the body it must return.
+    pub path: String,
+    #[serde(skip)]
+    pub body: Vec<u8>,
+    pub mode: Mode,
+    /// Client threads; a request waits for a free one (and that wait
+    /// counts in its latency).
+    pub clients: usize,
+    /// A bound on requests, whatever the rate and duration say.
+    pub max_requests: usize,
+}
+
+/// The planned start of each request, as offsets from the start of the run.
+pub fn schedule(
+    rate: f64,
+    ramp: Duration,
+    duration: Duration,
+    max_requests: usize,
+) -> Vec<Duration> {
+    let mut due = Vec::new();
+    if rate <= 0.0 {
+        return due;
+    }
+    let ramp_s = ramp.as_secs_f64().min(duration.as_secs_f64());
+    // Requests offered during the ramp: the area under the rate, rate * ramp / 2.
+    let during_ramp = rate * ramp_s / 2.0;
+    for i in 0..max_requests {
+        let n = i as f64;
+        let at = if n < during_ramp {
+            // n = rate * t^2 / (2 * ramp)  =>  t = sqrt(2 * ramp * n / rate)
+            (2.0 * ramp_s * n / rate).sqrt()
+        } else {
+            ramp_s + (n - during_ramp) / rate
+        };
+        if at >= duration.as_secs_f64() {
+            break;
+        }
+        due.push(Duration::from_secs_f64(at));
+    }
+    due
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum ErrorKind {
+    Connect,
+    Handshake,
+    Timeout,
+    Status,
+    Body,
+    Io,
+}
+
+impl ErrorKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "TCP connect failed",
+            ErrorKind::Handshake => "TLS handshake failed",
+            ErrorKind::Timeout => "timed out",
+            ErrorKind::Status => "HTTP status not 200",
+            ErrorKind::Body => "wrong or short body",
+            ErrorKind::Io => "read or write failed",
+        }
+    }
+}
+
+/// Latencies in microseconds, per phase.
+pub struct Latencies {
+    pub connect: Histogram<u64>,
+    pub handshake: Histogram<u64>,
+    pub first_byte: Histogram<u64>,
+    pub transfer: Histogram<u64>,
+    /// From the moment the request was due to its last byte.
+    pub total: Histogram<u64>,
+    /// From the moment a client thread started it to its last byte.
+    pub service: Histogram<u64>,
+}
+
+impl Latencies {
+    fn new() -> Self {
+        // 1 µs to 10 minutes at 3 significant digits.
+        let histogram = || Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds");
+        Self {
+            connect: histogram(),
+            handshake: histogram(),
+            first_byte: histogram(),
+            transfer: histogram(),
+            total: histogram(),
+            service: histogram(),
+        }
+    }
+
+    fn add(&mut self, other: &Latencies) {
+        for (mine, theirs) in [
+            (&mut self.connect, &other.connect),
+            (&mut self.handshake, &other.handshake),
+            (&mut self.first_byte, &other.first_byte),
+            (&mut self.transfer, &other.transfer),
+            (&mut self.total, &other.total),
+            (&mut self.service, &other.service),
+        ] {
+            mine.add(theirs).expect("same bounds");
+        }
+    }
+}
+
+/// What a run did.
+pub struct LoadResult {
+    /// Requests that were due (offered).
+    pub offered: usize,
+    /// Requests started (offered minus those never started, e.g. after Ctrl-C).
+    pub sent: usize,
+    pub answered: usize,
+    pub errors: Vec<(ErrorKind, usize)>,
+    /// The first message of each kind of error, for the report.
+    pub first_error: Vec<(ErrorKind, String)>,
+    pub latencies: Latencies,
+    /// Payload bytes received and checked.
+    pub bytes: u64,
+    /// From the first request due to the last one finished.
+    pub elapsed: Duration,
+    /// The client threads' CPU time, all together.
+    pub client_cpu_ns: u64,
+    /// Answers per second of the run, second by second.
+    pub per_second: Vec<usize>,
+    pub interrupted: bool,
+}
+
+impl LoadResult {
+    pub fn achieved_rate(&self) -> f64 {
+        self.answered as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// A client's TLS setup: the context and where to connect.
+#[derive(Clone)]
+pub struct Endpoint {
+    pub context: SslContext,
+    pub address: SocketAddr,
+}
+
+/// One request's record.
+struct Done {
+    second: usize,
+    result: std::result::Result<u64, (ErrorKind, String)>,
+}
+
+/// Runs the plan against `endpoint`: a dispatcher releases each request at
+/// its due time to a pool of client threads. Stops when every due request
+/// is done, or early (keeping what finished) when `interrupt` is set.
+pub fn run(plan: &Plan, endpoint: &Endpoint, interrupt: &AtomicBool) -> Result<LoadResult> {
+    let due = schedule(plan.rate, plan.ramp, plan.duration, plan.max_requests);
+    let offered = due.len();
+    let (jobs, queue) = mpsc::channel::<(Instant, usize)>();
+    let queue = Arc::new(Mutex::new(queue));
+    let (finished, records) = mpsc::channel::<Done>();
+    let start = Instant::now() + Duration::from_millis(20);
+    let mut threads = Vec::new();
+    for _ in 0..plan.clients.max(1) {
+        let queue = Arc::clone(&queue);
+        let finished = finished.clone();
+        let endpoint = endpoint.clone();
+        let plan = plan.clone();
+        threads.push(std::thread::spawn(move || {
+            client_thread(&plan, &endpoint, &queue, &finished, start)
+        }));
+    }
+    drop(finished);
+    // The dispatcher: each request is released at its due time.
+    let mut sent = 0;
+    for offset in &due {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        let at = start + *offset;
+        let now = Instant::now();
+        if at > now {
+            std::thread::sleep(at - now);
+        }
+        if jobs.send((at, sent)).is_err() {
+            break;
+        }
+        sent += 1;
+    }
+    drop(jobs);
+    let mut latencies = Latencies::new();
+    let mut client_cpu_ns = 0;
+    for thread in threads {
+        let (mine, cpu) = thread
+            .join()
+            .map_err(|_| anyhow!("a client thread panicked"))?;
+        latencies.add(&mine);
+        client_cpu_ns += cpu;
+    }
+    let elapsed = start.elapsed();
+    let mut answered = 0;
+    let mut bytes = 0;
+    let mut errors: std::collections::BTreeMap<ErrorKind, usize> = Default::default();
+    let mut first_error: std::collections::BTreeMap<ErrorKind, String> = Default::default();
+    let mut per_second = vec![0usize; elapsed.as_secs() as usize + 1];
+    for done in records.try_iter() {
+        match done.result {
+            Ok(body) => {
+                answered += 1;
+                bytes += body;
+                if let Some(count) = per_second.get_mut(done.second) {
+                    *count += 1;
+                }
+            }
+            Err((kind, message)) => {
+                *errors.entry(kind).or_default() += 1;
+                first_error.entry(kind).or_insert(message);
+            }
+        }
+    }
+    Ok(LoadResult {
+        offered,
+        sent,
+        answered,
+        errors: errors.into_iter().collect(),
+        first_error: first_error.into_iter().collect(),
+        latencies,
+        bytes,
+        elapsed,
+        client_cpu_ns,
+        per_second,
+        interrupted: interrupt.load(Ordering::Relaxed),
+    })
+}
+
+/// Takes due requests until the dispatcher is done; returns the thread's
+/// latencies and CPU time.
+fn client_thread(
+    plan: &Plan,
+    endpoint: &Endpoint,
+    queue: &Mutex<mpsc::Receiver<(Instant, usize)>>,
+    finished: &mpsc::Sender<Done>,
+    start: Instant,
+) -> (Latencies, u64) {
+    let cpu_start = thread_cpu_ns();
+    let mut latencies = Latencies::new();
+    let mut kept: Option<SslStream<TcpStream>> = None;
+    loop {
+        let job = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
+        let Ok((due, _index)) = job else {
+            break;
+        };
+        let began = Instant::now();
+        let result = request(plan, endpoint, &mut kept, &mut latencies);
+        let end = Instant::now();
+        if result.is_ok() {
+            let _ = latencies.total.record(micros(end - due));
+            let _ = latencies.service.record(micros(end - began));
+        } else {
+            // A failed connection is not reused.
+            kept = None;
+        }
+        let _ = finished.send(Done {
+            second: end.saturating_duration_since(start).as_secs() as usize,
+            result,
+        });
+    }
+    (latencies, thread_cpu_ns().saturating_sub(cpu_start))
+}
+
+fn micros(duration: Duration) -> u64 {
+    (duration.as_micros() as u64).max(1)
+}
+
+/// One request: a connection if there is none to reuse, then the request,
+/// the answer's headers and its body, checked.
+fn request(
+    plan: &Plan,
+    endpoint: &Endpoint,
+    kept: &mut Option<SslStream<TcpStream>>,
+    latencies: &mut Latencies,
+) -> std::result::Result<u64, (ErrorKind, String)> {
+    let keep = plan.mode == Mode::KeepAlive;
+    let mut stream = match kept.take() {
+        Some(stream) => stream,
+        None => {
+            let begun = Instant::now();
+            let tcp = TcpStream::connect_timeout(&endpoint.address, IO_TIMEOUT)
+                .map_err(|e| (kind_of(&e, ErrorKind::Connect), format!("connect: {e}")))?;
+            let connected = Instant::now();
+            let _ = latencies.connect.record(micros(connected - begun));
+            let stream = connect_tls(&endpoint.context, tcp, IO_TIMEOUT)
+                .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
+            let _ = latencies.handshake.record(micros(connected.elapsed()));
+            stream
+        }
+    };
+    let sent = Instant::now();
+    let connection = if keep { "keep-alive" } else { "close" };
+    let head = format!(
+        "GET {} HTTP/1.1\r\nHost: tlslab.test\r\nConnection: {connection}\r\n\r\n",
+        plan.path
+    );
+    stream.write_all(head.as_bytes()).map_err(|e| {
+        (
+            kind_of(&e, ErrorKind::Io),
+            format!("writing the request: {e}"),
+        )
+    })?;
+    let (status, length, mut body) = read_head(&mut stream)?;
+    let first_byte = Instant::now();
+    let _ = latencies.first_byte.record(micros(first_byte - sent));
+    if status != 200 {
+        return Err((ErrorKind::Status, format!("HTTP status {status}")));
+    }
+    if length != plan.body.len() {
+        return Err((
+            ErrorKind::Body,
+            format!("Content-Length {length}, expected {}", plan.body.len()),
+        ));
+    }
+    let mut chunk = [0u8; 16 * 1024];
+    while body.len() < length {
+        let n = stream
+            .read(&mut chunk)
+            .map_err(|e| (kind_of(&e, ErrorKind::Io), format!("reading the body: {e}")))?;
+        if n == 0 {
+            return Err((
+                ErrorKind::Body,
+                format!("body ended after {} bytes", body.len()),
+            ));
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    if body[..length] != plan.body[..] {
+        return Err((
+            ErrorKind::Body,
+            "the body differs from the page".to_string(),
+        ));
+    }
+    let _ = latencies.transfer.record(micros(first_byte.elapsed()));
+    if keep {
+        *kept = Some(stream);
+    } else {
+        let _ = stream.shutdown();
+    }
+    Ok(length as u64)
+}
+
+/// Reads the status line and headers; returns the status, the
+/// Content-Length and any body bytes read past the headers.
+fn read_head(
+    stream: &mut SslStream<TcpStream>,
+) -> std::result::Result<(u16, usize, Vec<u8>), (ErrorKind, String)> {
+    let mut buffer = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        if buffer.len() > 64 * 1024 {
+            return Err((ErrorKind::Io, "response headers over 64 KiB".to_string()));
+        }
+        let n = stream.read(&mut chunk).map_err(|e| {
+            (
+                kind_of(&e, ErrorKind::Io),
+                format!("reading the response: {e}"),
+            )
+        })?;
+        if n == 0 {
+            return Err((
+                ErrorKind::Io,
+                "connection closed before the response".to_string(),
+            ));
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..end]).into_owned();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| (ErrorKind::Io, format!("unreadable status line: {head:.60}")))?;
+    let length = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())
+                .flatten()
+        })
+        .unwrap_or(0);
+    Ok((status, length, buffer[end + 4..].to_vec()))
+}
+
+fn kind_of(error: &std::io::Error, otherwise: ErrorKind) -> ErrorKind {
+    match error.kind() {
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => ErrorKind::Timeout,
+        _ => otherwise,
+    }
+}
+
+/// The percentiles reported for each phase.
+pub const PERCENTILES: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 100.0];
+
+/// A histogram's percentiles in microseconds (None when it is empty).
+pub fn percentiles(histogram: &Histogram<u64>) -> Option<Vec<u64>> {
+    (!histogram.is_empty()).then(|| {
+        PERCENTILES
+            .iter()
+            .map(|&p| histogram.value_at_percentile(p))
+            .collect()
+    })
+}
+
+/// Checks a plan before anything starts.
+pub fn validate(plan: &Plan) -> Result<()> {
+    if !(plan.rate.is_finite() && plan.rate > 0.0) {
+        anyhow::bail!("--rate must be a positive number of requests per second");
+    }
+    if plan.ramp > plan.duration {
+        anyhow::bail!(
+            "--ramp ({:.1} s) is longer than --duration ({:.1} s)",
+            plan.ramp.as_secs_f64(),
+            plan.duration.as_secs_f64()
+        );
+    }
+    if plan.clients == 0 {
+        anyhow::bail!("--clients must be at least 1");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_constant_rate_is_evenly_spaced() {
+        let due = schedule(10.0, Duration::ZERO, Duration::from_secs(2), 1000);
+        assert_eq!(due.len(), 20);
+        assert_eq!(due[1], Duration::from_millis(100));
+        assert_eq!(due[19], Duration::from_millis(1900));
+    }
+
+    #[test]
+    fn a_ramp_offers_half_as_many_requests_during_it() {
+        let due = schedule(
+            100.0,
+            Duration::from_secs(2),
+            Duration::from_secs(4),
+            100_000,
+        );
+        let during = due.iter().filter(|d| d.as_secs_f64() < 2.0).count();
+        assert!((99..=101).contains(&during), "{during}");
+        assert!((299..=301).contains(&due.len()), "{}", due.len());
+        // The gaps shrink during the ramp.
+        assert!(due[2] - due[1] > due[90] - due[89]);
+    }
+
+    #[test]
+    fn the_bound_on_requests_holds() {
+        assert_eq!(
+            schedule(1e6, Duration::ZERO, Duration::from_secs(60), 50).len(),
+            50
+        );
+    }
+
+    #[test]
+    fn bad_plans_are_refused() {
+        let plan = Plan {
+            rate: 0.0,
+            ramp: Duration::ZERO,
+            duration: Duration::from_secs(1),
+            path: "/".into(),
+            body: Vec::new(),
+            mode: Mode::NewConnection,
+            clients: 1,
+            max_requests: 10,
+        };
+        assert!(validate(&plan).is_err());
+        let plan = Plan {
+            rate: 10.0,
+            ramp: Duration::from_secs(5),
+            ..plan
+        };
+        assert!(validate(&plan).unwrap_err().to_string().contains("--ramp"));
+    }
+}

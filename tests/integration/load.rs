@@ -1,0 +1,196 @@
+//! `tlslab load` on loopback at tiny rates: against nginx (counts add up,
+//! bodies are checked, the offered rate is honoured, nginx is stopped), and
+//! against a server that stalls on purpose, whose queueing must show in the
+//! latencies counted from each request's due time.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use openssl::pkey::PKey;
+use openssl::ssl::{SslAcceptor, SslMethod};
+use openssl::x509::X509;
+use tlslab::scenario::CertKind;
+use tlslab::workload::nginx::{nginx_binary, page_bytes};
+
+use crate::util::{cert_dir, certs, nginx_lock, tlslab};
+
+fn json_of(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_small_load_on_nginx_adds_up() {
+    let _one = nginx_lock();
+    if nginx_binary().is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the load tests, but nginx is not installed"
+        );
+        eprintln!("skipped: nginx is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    tlslab(&[
+        "load",
+        "--rate",
+        "40",
+        "--duration",
+        "1",
+        "--size",
+        "20k",
+        "--clients",
+        "4",
+        "-q",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let run = json_of(&json);
+    assert_eq!(run["offered"], 40);
+    assert_eq!(run["sent"], 40);
+    assert_eq!(run["answered"], 40);
+    assert_eq!(run["errors"].as_array().unwrap().len(), 0);
+    assert_eq!(run["payload_bytes_checked"], 40 * 20_000);
+    let rate = run["achieved_rate"].as_f64().unwrap();
+    assert!((25.0..=45.0).contains(&rate), "achieved {rate} req/s of 40");
+    assert!(run["server_cpu_ns"].as_u64().unwrap() > 0);
+    assert_eq!(run["latencies"]["TLS handshake"]["count"], 40);
+}
+
+/// A TLS server on tlslab's test chain that answers `/page_SIZE` and
+/// sleeps `stall` before answering request number `stall_at`.
+fn stalling_server(size: usize, stall_at: usize, stall: Duration) -> (u16, Arc<AtomicBool>) {
+    let credentials = certs().get(CertKind::EcdsaP256, 3).unwrap();
+    let mut acceptor = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).unwrap();
+    let chain = &credentials.server.chain_der;
+    acceptor
+        .set_certificate(&X509::from_der(&chain[0]).unwrap())
+        .unwrap();
+    for der in &chain[1..] {
+        acceptor
+            .add_extra_chain_cert(X509::from_der(der).unwrap())
+            .unwrap();
+    }
+    acceptor
+        .set_private_key(&PKey::private_key_from_pkcs8(&credentials.server.key_pkcs8_der).unwrap())
+        .unwrap();
+    let acceptor = Arc::new(acceptor.build());
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::clone(&stop);
+    let served = Arc::new(AtomicUsize::new(0));
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        while !stopping.load(Ordering::Relaxed) {
+            let Ok((tcp, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            };
+            tcp.set_nonblocking(false).unwrap();
+            let Ok(mut tls) = acceptor.accept(tcp) else {
+                continue;
+            };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && tls.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            if served.fetch_add(1, Ordering::Relaxed) == stall_at {
+                std::thread::sleep(stall);
+            }
+            let body = page_bytes(size);
+            let _ = tls.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+            let _ = tls.write_all(&body);
+            let _ = tls.shutdown();
+        }
+    });
+    (port, stop)
+}
+
+#[test]
+fn a_stalling_server_shows_its_queue_in_the_latencies() {
+    let stall = Duration::from_millis(400);
+    let (port, stop) = stalling_server(1000, 5, stall);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stall.json");
+    // One client, 50 requests/s: the stall delays the ~20 requests due
+    // during it, which a closed-loop tool would simply not send.
+    let target = format!("127.0.0.1:{port}");
+    tlslab(&[
+        "load",
+        "--target",
+        &target,
+        "--rate",
+        "50",
+        "--duration",
+        "1",
+        "--size",
+        "1000",
+        "--clients",
+        "1",
+        "-q",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    stop.store(true, Ordering::Relaxed);
+    let run = json_of(&json);
+    assert_eq!(run["answered"], 50);
+    let percentile = |phase: &str, p: f64| -> f64 {
+        run["latencies"][phase]["percentiles_us"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["percentile"].as_f64() == Some(p))
+            .unwrap()["us"]
+            .as_f64()
+            .unwrap()
+    };
+    // The stalled request itself takes the stall.
+    assert!(percentile("service (start to end)", 100.0) >= 390_000.0);
+    // Only one request was slow to serve, but many waited behind it: the
+    // latency from the due time sees them, the service time does not.
+    assert!(percentile("service (start to end)", 90.0) < 100_000.0);
+    assert!(
+        percentile("total (due to end)", 90.0) > 100_000.0,
+        "{}",
+        run["latencies"]
+    );
+    assert!(run["server_cpu_ns"].is_null());
+}
+
+#[test]
+fn bad_load_options_are_usage_errors() {
+    for (args, expected) in [
+        (vec!["load", "--rate", "0"], "--rate"),
+        (vec!["load", "--ramp", "20", "--duration", "10"], "--ramp"),
+        (vec!["load", "--size", "big"], "--size"),
+        (vec!["load", "--mode", "pipelined"], "new, keepalive"),
+        (vec!["load", "--target", "192.0.2.1:443"], "loopback"),
+        (vec!["load", "--cert", "rsa2048,ecdsa_p256"], "one scenario"),
+        (vec!["load", "--preset", "apache"], "apache-study"),
+    ] {
+        let run = tlslab(&args);
+        run.expect_code(2);
+        assert!(
+            run.stderr().contains(expected),
+            "{args:?}: {}",
+            run.stderr()
+        );
+    }
+}
