@@ -60,8 +60,15 @@ impl LoadReport<'_> {
                 ),
             ),
             (
-                "achieved rate (answers/s)",
+                "achieved rate, whole run (answers/s)",
                 format!("{:.1}", result.achieved_rate()),
+            ),
+            (
+                "achieved rate after the ramp (answers/s)",
+                result
+                    .steady_rate(plan)
+                    .map(|r| format!("{r:.1}"))
+                    .unwrap_or_else(|| "—".to_string()),
             ),
             (
                 "requests due / sent",
@@ -227,6 +234,7 @@ impl LoadReport<'_> {
             "answered": result.answered,
             "errors": result.errors.iter().map(|(k, n)| json!({"kind": k, "count": n})).collect::<Vec<_>>(),
             "achieved_rate": result.achieved_rate(),
+            "steady_rate": result.steady_rate(plan),
             "answers_per_second": result.per_second,
             "payload_bytes_checked": result.bytes,
             "elapsed_s": result.elapsed.as_secs_f64(),

@@ -183,8 +183,19 @@ pub struct LoadResult {
 }
 
 impl LoadResult {
+    /// Answers per second over the whole run, the ramp included.
     pub fn achieved_rate(&self) -> f64 {
         self.answered as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Answers per second in the whole seconds after the ramp and before
+    /// the end of the plan (None if there is no such second).
+    pub fn steady_rate(&self, plan: &Plan) -> Option<f64> {
+        let first = plan.ramp.as_secs_f64().ceil() as usize;
+        let last = (plan.duration.as_secs_f64().floor() as usize).min(self.per_second.len());
+        (last > first).then(|| {
+            self.per_second[first..last].iter().sum::<usize>() as f64 / (last - first) as f64
+        })
     }
 }
 

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -280,7 +281,12 @@ fn write_files(
     address: SocketAddr,
     site: &Site,
 ) -> Result<()> {
+    // nginx's worker runs as nobody when tlslab runs as root: it must be
+    // able to reach the pages (the key is read by the master, before).
     fs::create_dir_all(dir.join("www"))?;
+    for path in [dir.to_path_buf(), dir.join("www")] {
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755))?;
+    }
     for &size in &site.page_sizes {
         fs::write(
             dir.join("www").join(format!("page_{size}")),

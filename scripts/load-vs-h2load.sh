@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# tlslab load and h2load side by side, alternating, against one nginx on
+# loopback (TLS 1.3, X25519, ECDSA P-256, AES-128-GCM, 1000-byte page, one
+# worker): new connection per request at an offered rate beyond what the
+# machine can do, then keep-alive as fast as possible. Prints each run's
+# achieved requests per second.
+#
+# Usage: scripts/load-vs-h2load.sh [SECONDS] [ROUNDS]   (nginx and h2load
+# installed: apt-get install nginx-light nghttp2-client; run from the repository)
+set -euo pipefail
+seconds="${1:-10}"
+rounds="${2:-2}"
+cd "$(dirname "$0")/.."
+tlslab=${TLSLAB:-target/release/tlslab}
+[ -x "$tlslab" ] || cargo build --release --quiet
+certs="${XDG_CACHE_HOME:-$HOME/.cache}/tlslab/certs/ecdsa_p256_depth3"
+if [ ! -f "$certs/server.pem" ]; then
+  "$tlslab" handshake --tls 1.3 --group x25519 --cert ecdsa_p256 --runs 1 --warmup 0 --no-db -q >/dev/null
+fi
+
+dir=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$dir/www" "$dir/logs"
+chmod 755 "$dir" "$dir/www"   # the worker runs as nobody
+python3 -c 'import sys; sys.stdout.buffer.write(bytes(97 + i % 26 for i in range(1000)))' >"$dir/www/page_1000"
+cat >"$dir/nginx.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid nginx.pid;
+error_log error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    client_body_temp_path logs/body; proxy_temp_path logs/proxy;
+    fastcgi_temp_path logs/fastcgi; uwsgi_temp_path logs/uwsgi; scgi_temp_path logs/scgi;
+    server {
+        listen 127.0.0.1:$port ssl;
+        ssl_certificate $certs/server.pem;
+        ssl_certificate_key $certs/server.key;
+        ssl_protocols TLSv1.3;
+        ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
+        ssl_ecdh_curve X25519;
+        ssl_session_cache off;
+        ssl_session_tickets off;
+        root www;
+    }
+}
+CONF
+nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
+nginx_pid=$!
+trap 'kill $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
+for _ in $(seq 50); do
+  (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break
+  sleep 0.1
+done
+
+url="https://127.0.0.1:$port/page_1000"
+offered=4000
+for round in $(seq "$rounds"); do
+  echo "== round $round: new connection per request, $offered req/s offered, ${seconds}s"
+  n=$((offered * seconds))
+  printf 'tlslab: '
+  "$tlslab" load --target "127.0.0.1:$port" --tls 1.3 --group x25519 --cert ecdsa_p256 \
+    --size 1000 --rate "$offered" --duration "$seconds" --clients 64 --max-requests "$n" -q --export-json "$dir/t.json" \
+    | grep -E 'achieved rate, whole run' | awk '{print $NF " req/s"}'
+  printf 'h2load: '
+  h2load --h1 -n "$n" -c "$n" -r "$offered" -t 2 "$url" 2>/dev/null \
+    | grep -E '^finished in' | sed 's/.*, \([0-9.]*\) req\/s.*/\1 req\/s/'
+  echo "== round $round: keep-alive, 32 connections, ${seconds}s"
+  printf 'tlslab: '
+  "$tlslab" load --target "127.0.0.1:$port" --tls 1.3 --group x25519 --cert ecdsa_p256 \
+    --size 1000 --rate 100000 --duration "$seconds" --mode keepalive --clients 32 -q \
+    | grep -E 'achieved rate, whole run' | awk '{print $NF " req/s"}'
+  printf 'h2load: '
+  h2load --h1 -c 32 -t 2 --duration="$seconds" "$url" 2>/dev/null \
+    | grep -E '^finished in' | sed 's/.*, \([0-9.]*\) req\/s.*/\1 req\/s/'
+done
