@@ -5,5 +5,6 @@ mod backends;
 mod cli;
 mod cost;
 mod pipeline;
+mod plots;
 mod tunnel;
 mod util;

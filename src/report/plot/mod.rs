@@ -124,3 +124,104 @@ pub fn write_dir(dir: &Path, prefix: &str, figures: &[Figure]) -> Result<Vec<Pat
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text of every `<text>` element of an SVG document.
+    pub(crate) fn svg_texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|element| {
+                let body = &element[element.find('>')? + 1..];
+                Some(body[..body.find("</text>")?].trim().to_string())
+            })
+            .collect()
+    }
+
+    /// How many `<rect>` elements are filled with this colour.
+    fn rects_filled(svg: &str, colour: &str) -> usize {
+        svg.split("<rect")
+            .skip(1)
+            .filter(|r| r[..r.find('>').unwrap_or(r.len())].contains(&format!("fill=\"{colour}\"")))
+            .count()
+    }
+
+    fn figure() -> Figure {
+        Figure {
+            id: "test_cpu".to_string(),
+            title: "Handshake CPU time per side".to_string(),
+            axis: "CPU time per handshake (µs)".to_string(),
+            series: vec!["client CPU".to_string(), "server CPU".to_string()],
+            layout: Layout::Grouped,
+            bars: vec![
+                Bar {
+                    intervals: vec![Some((90.0, 110.0)), Some((180.0, 220.0))],
+                    ..Bar::new("ECDHE X25519", vec![Some(100.0), Some(200.0)])
+                },
+                Bar {
+                    weak: true,
+                    ..Bar::new("DHE-1024", vec![Some(300.0), Some(900.0)])
+                },
+                Bar::missing("ECDHE X448", 2, "unsupported: no x448"),
+            ],
+            reference: None,
+            notes: vec!["Bars: medians.".to_string()],
+        }
+    }
+
+    #[test]
+    fn the_svg_holds_one_bar_per_value_and_every_label() {
+        let svg = svg(&figure()).unwrap();
+        // Two measured rows per series, and the legend's swatch.
+        assert_eq!(rects_filled(&svg, "#1F77B4"), 3, "{svg}");
+        assert_eq!(rects_filled(&svg, "#FF7F0E"), 3, "{svg}");
+        let texts = svg_texts(&svg);
+        for expected in [
+            "Handshake CPU time per side",
+            "CPU time per handshake (µs)",
+            "client CPU",
+            "server CPU",
+            "ECDHE X25519",
+            "WEAK  DHE-1024",
+            "ECDHE X448",
+            "unsupported: no x448",
+            "900.0",
+            WEAK_NOTE,
+        ] {
+            assert!(
+                texts.iter().any(|t| t == expected),
+                "no text '{expected}' in {texts:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_stacked_bar_adds_its_series() {
+        let mut figure = figure();
+        figure.layout = Layout::Stacked;
+        figure.bars.truncate(1);
+        let svg = svg(&figure).unwrap();
+        assert!(svg_texts(&svg).iter().any(|t| t == "300.0"), "{svg}");
+    }
+
+    #[test]
+    fn the_png_is_drawn_with_the_embedded_font() {
+        let dir = tempfile::tempdir().unwrap();
+        let written = write_dir(dir.path(), "run1_", &[figure()]).unwrap();
+        assert_eq!(written.len(), 2);
+        let png = std::fs::read(dir.path().join("run1_test_cpu.png")).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        // Text drawn: the PNG holds far more than a blank page would.
+        assert!(png.len() > 10_000, "{} bytes", png.len());
+    }
+
+    #[test]
+    fn a_figure_without_values_is_not_written() {
+        let mut figure = figure();
+        figure.bars = vec![Bar::missing("x", 2, "unsupported")];
+        let dir = tempfile::tempdir().unwrap();
+        assert!(write_dir(dir.path(), "", &[figure]).unwrap().is_empty());
+    }
+}

@@ -12,12 +12,21 @@ fn normalised(id: &str, title: &str, what: &str, entries: &[Normalised]) -> Opti
     let one_engine = entries.windows(2).all(|w| w[0].engine == w[1].engine);
     let bars = entries
         .iter()
-        .map(|n| Bar {
-            weak: n.weak,
-            ..Bar::new(
-                super::row_label(n.engine.id(), n.name, one_engine),
-                vec![Some(n.relative).filter(|r| r.is_finite())],
-            )
+        .map(|n| {
+            let label = super::row_label(n.engine.id(), n.name, one_engine);
+            let bar = if n.relative.is_finite() {
+                Bar::new(label, vec![Some(n.relative)])
+            } else {
+                Bar::missing(
+                    label,
+                    1,
+                    format!(
+                        "no row with the fastest {what}'s other settings to compare with ({:.1} MB/s)",
+                        n.mb_per_s
+                    ),
+                )
+            };
+            Bar { weak: n.weak, ..bar }
         })
         .collect();
     Some(Figure {
