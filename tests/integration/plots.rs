@@ -102,7 +102,12 @@ fn handshake_charts_hold_every_row_and_report_redraws_them() {
         "{texts:?}"
     );
     let ratio = svg_texts(&read(&live.join("handshake_ratio.svg")));
-    assert!(ratio.iter().any(|t| t == "baseline = 1"), "{ratio:?}");
+    assert!(
+        ratio
+            .iter()
+            .any(|t| t == "The vertical line marks baseline = 1."),
+        "{ratio:?}"
+    );
     assert!(
         ratio.iter().any(|t| t == "1.00"),
         "the baseline's own bar: {ratio:?}"

@@ -113,6 +113,9 @@ fn row_px(figure: &Figure) -> u32 {
 
 fn notes(figure: &Figure) -> Vec<String> {
     let mut notes = figure.notes.clone();
+    if let Some((_, label)) = &figure.reference {
+        notes.push(format!("The vertical line marks {label}."));
+    }
     if figure.bars.iter().any(|b| b.weak) {
         notes.push(WEAK_NOTE.to_string());
     }
@@ -398,17 +401,10 @@ fn draw_on<DB: DrawingBackend>(figure: &Figure, root: DrawingArea<DB, Shift>) ->
             start += 7;
         }
     }
-    if let Some((x, label)) = &figure.reference {
+    if let Some((x, _)) = &figure.reference {
         let line = ShapeStyle::from(&RGBColor(90, 90, 90)).stroke_width(1);
         chart
             .draw_series([PathElement::new(vec![(*x, 0.0), (*x, rows as f64)], line)])
-            .map_err(error)?;
-        chart
-            .draw_series([Text::new(
-                label.clone(),
-                (*x + x_max * 0.005, rows as f64 - 0.02),
-                text_style(11.0, RGBColor(90, 90, 90), Pos::new(HPos::Left, VPos::Top)),
-            )])
             .map_err(error)?;
     }
     root.present().map_err(error)?;
