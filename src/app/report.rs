@@ -230,6 +230,16 @@ fn section<'a>(store: &Store, run: &StoredRun, document: &'a Document) -> Result
             ("Every CPU flag".to_string(), host.cpu_flags.clone()),
             ("The run's stored options".to_string(), options),
         ],
+        stored_samples: run
+            .cells
+            .iter()
+            .map(|c| {
+                (
+                    format!("{} · {}", c.backend, c.scenario.label()),
+                    c.samples().len(),
+                )
+            })
+            .collect(),
         document,
     })
 }

@@ -212,8 +212,8 @@ fn chromium() -> PathBuf {
 
 /// Runs headless Chromium on a local file with every host name unresolvable
 /// and a dead proxy, so nothing can leave the machine.
-fn headless(file: &Path, what: &[&str]) -> std::process::Output {
-    let url = format!("file://{}", file.display());
+fn headless(file: &Path, fragment: &str, what: &[&str]) -> std::process::Output {
+    let url = format!("file://{}{fragment}", file.display());
     let profile = tempfile::tempdir().unwrap();
     Command::new(chromium())
         .args([
@@ -270,7 +270,7 @@ fn the_html_report_renders_in_chromium_without_any_request() {
         assert!(html.contains(expected), "no '{expected}' in the report");
     }
 
-    let dom = headless(&html_path, &["--dump-dom"]);
+    let dom = headless(&html_path, "", &["--dump-dom"]);
     let dom_text = String::from_utf8_lossy(&dom.stdout);
     let root = dom_text
         .lines()
@@ -294,11 +294,26 @@ fn the_html_report_renders_in_chromium_without_any_request() {
     }
     assert!(dom_text.contains("<svg"), "no chart in the rendered page");
 
+    // Clicking a numeric header sorts the table's rows by that column: the
+    // page clicks the first one itself when opened at #check-sort (the four
+    // measured rows of run 1; unmeasured rows have no number and go last).
+    let sorted = headless(&html_path, "#check-sort", &["--dump-dom"]);
+    let sorted = String::from_utf8_lossy(&sorted.stdout);
+    assert!(
+        sorted.contains("data-sorted=\"true:4\""),
+        "{}",
+        sorted
+            .lines()
+            .find(|l| l.starts_with("<html"))
+            .unwrap_or("no page")
+    );
+
     // A screenshot, kept as the test's artefact.
     let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
     let _ = std::fs::remove_file(&shot);
     let taken = headless(
         &html_path,
+        "",
         &[
             "--hide-scrollbars",
             "--window-size=1280,2000",
