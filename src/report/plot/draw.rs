@@ -252,6 +252,7 @@ fn draw_on<DB: DrawingBackend>(figure: &Figure, root: DrawingArea<DB, Shift>) ->
         .x_label_formatter(&|x| tick(*x, x_max))
         .label_style((FAMILY, 12))
         .axis_desc_style((FAMILY, 14))
+        .max_light_lines(4)
         .light_line_style(RGBColor(235, 235, 235))
         .bold_line_style(RGBColor(215, 215, 215))
         .draw()
