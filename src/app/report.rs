@@ -213,7 +213,8 @@ fn section<'a>(store: &Store, run: &StoredRun, document: &'a Document) -> Result
                 d.rounds,
                 d.spread() * 100.0
             ),
-            None => "not measured for this kind of run".to_string(),
+            None => "not recorded (too few rounds, or a kind of run that does not measure it)"
+                .to_string(),
         },
     ));
     let options = serde_json::from_str::<serde_json::Value>(&run.options_json)
