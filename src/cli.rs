@@ -290,13 +290,27 @@ pub struct ExportArgs {
     /// Write the table as Markdown.
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
+
+    /// Draw the run's charts into this directory (created if missing), each
+    /// as SVG and PNG.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab report                                  (the latest run, as a table)
+  tlslab report --run 3 --plot charts/           (run 3's charts as SVG and PNG)
+  tlslab report --run 3,4,7 --html report.html   (three runs in one self-contained page)")]
 pub struct ReportArgs {
-    /// The run to show. [default: the latest]
-    #[arg(long, value_name = "ID")]
-    pub run: Option<i64>,
+    /// The runs to show, comma-separated. [default: the latest]
+    #[arg(long, value_name = "ID,...", value_delimiter = ',')]
+    pub run: Vec<i64>,
+
+    /// Write one self-contained HTML page with the runs' provenance, tables,
+    /// charts, security notes and sample counts (it fetches nothing when opened).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 
     /// The row other rows are compared with, by label. [default: the run's]
     #[arg(long, value_name = "LABEL")]

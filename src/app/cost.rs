@@ -362,5 +362,6 @@ pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document
         None,
     );
     document.tables.extend(speed.tables);
+    document.figures.extend(speed.figures);
     Ok(document)
 }

@@ -1,13 +1,15 @@
-//! `tlslab report`: a stored run shown again, as a table or an export, by
-//! the same view that printed it.
+//! `tlslab report`: stored runs shown again, as a table, an export or charts,
+//! by the same view that printed them; several runs in one HTML page.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
-use super::session::{check_exports, usage};
+use super::session::{check_exports, check_output, usage};
 use crate::cli::ReportArgs;
 use crate::report::handshake::HandshakeReport;
-use crate::report::Format;
-use crate::store::Store;
+use crate::report::html::{self, RunSection};
+use crate::report::{Document, Format};
+use crate::stats::Drift;
+use crate::store::{Store, StoredRun};
 
 /// What a run's stored options say about its sampling.
 struct StoredSampling {
@@ -36,41 +38,95 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         return Err(usage(format!("there is no database at {}", path.display())));
     }
     check_exports(&args.exports)?;
+    if let Some(html) = &args.html {
+        check_output(html)?;
+    }
+    let several = args.run.len() > 1;
+    let exports = &args.exports;
+    if several
+        && [
+            &exports.export_json,
+            &exports.export_csv,
+            &exports.export_markdown,
+        ]
+        .iter()
+        .any(|p| p.is_some())
+    {
+        return Err(usage(
+            "--export-json, --export-csv and --export-markdown take one run; --html and --plot take several",
+        ));
+    }
     let store = Store::open(&path)?;
-    let run_id = match args.run {
-        Some(id) => id,
-        None => store
+    let run_ids = if args.run.is_empty() {
+        vec![store
             .latest_run_id()?
-            .ok_or_else(|| usage(format!("the database {} holds no run", path.display())))?,
+            .ok_or_else(|| usage(format!("the database {} holds no run", path.display())))?]
+    } else {
+        args.run.clone()
     };
-    let Some(kind) = store.run_kind(run_id)? else {
-        return Err(usage(format!(
-            "there is no run {run_id} in {}",
-            path.display()
-        )));
-    };
-    let run = store.load_run(run_id)?;
+    // Every run is checked before anything is printed or written.
+    for run_id in &run_ids {
+        if store.run_kind(*run_id)?.is_none() {
+            return Err(usage(format!(
+                "there is no run {run_id} in {}",
+                path.display()
+            )));
+        }
+    }
+    let mut shown = Vec::new();
+    for (i, run_id) in run_ids.iter().enumerate() {
+        let run = store.load_run(*run_id)?;
+        let document = stored_document(&store, &run, args.baseline.clone())?;
+        if i > 0 {
+            println!();
+        }
+        println!(
+            "{} run {} started {} ({})\n",
+            run.kind, run.id, run.started_at, run.status
+        );
+        print!("{}", document.render(Format::Table)?);
+        if several {
+            exports.write_plots(&document, &format!("run{}_", run.id))?;
+        } else {
+            exports.write(&document)?;
+        }
+        shown.push((run, document));
+    }
+    if let Some(html) = &args.html {
+        let sections: Vec<RunSection> = shown
+            .iter()
+            .map(|(run, document)| section(&store, run, document))
+            .collect::<Result<_>>()?;
+        let ids: Vec<String> = run_ids.iter().map(|id| id.to_string()).collect();
+        let title = format!(
+            "tlslab report: run{} {}",
+            if several { "s" } else { "" },
+            ids.join(", ")
+        );
+        std::fs::write(html, html::page(&title, &sections)?)
+            .with_context(|| format!("cannot write {}", html.display()))?;
+        eprintln!("HTML report written to {}", html.display());
+    }
+    Ok(0)
+}
+
+/// A stored run as a document, by the view of its kind.
+fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> Result<Document> {
     let sampling = stored_sampling(&run.options_json);
-    println!(
-        "{} run {} started {} ({})\n",
-        run.kind, run.id, run.started_at, run.status
-    );
     let complete = run.status == "complete";
-    let document = match kind.as_str() {
-        "tunnel" => super::tunnel::stored_document(&store, &run, args.baseline.clone())?,
+    Ok(match run.kind.as_str() {
+        "tunnel" => super::tunnel::stored_document(store, run, baseline)?,
         "speed" => crate::report::speed::document(
-            &store.load_speed_cells(run_id)?,
-            Some(run_id),
+            &store.load_speed_cells(run.id)?,
+            Some(run.id),
             complete,
             &run.host,
             &run.libraries,
             sampling.seed,
         ),
-        "cost" => super::cost::stored_document(&store, &run)?,
+        "cost" => super::cost::stored_document(store, run)?,
         _ => {
-            let baseline = args
-                .baseline
-                .clone()
+            let baseline = baseline
                 .or(sampling.baseline)
                 .or_else(|| super::handshake::first_measured_label(&run.cells));
             HandshakeReport {
@@ -85,8 +141,106 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
             }
             .document()
         }
-    };
-    print!("{}", document.render(Format::Table)?);
-    args.exports.write(&document)?;
-    Ok(0)
+    })
+}
+
+/// A run's part of the HTML report: its provenance beside its document.
+fn section<'a>(store: &Store, run: &StoredRun, document: &'a Document) -> Result<RunSection<'a>> {
+    let command = store.load_run_command(run.id)?;
+    let sampling = stored_sampling(&run.options_json);
+    let host = &run.host;
+    let drift = document
+        .data
+        .get("drift")
+        .or_else(|| document.data.pointer("/provenance/drift"))
+        .and_then(|d| {
+            let number = |key: &str| d.get(key).and_then(|v| v.as_f64());
+            Some(Drift {
+                rounds: d.get("rounds")?.as_u64()? as usize,
+                p10: number("p10")?,
+                p90: number("p90")?,
+                min: number("min")?,
+                max: number("max")?,
+            })
+        });
+    let mut provenance = vec![
+        ("run".to_string(), format!("{} ({})", run.id, run.kind)),
+        ("status".to_string(), run.status.clone()),
+        ("started".to_string(), run.started_at.clone()),
+    ];
+    if let Some(command) = &command {
+        if let Some(finished) = &command.finished_at {
+            provenance.push(("finished".to_string(), finished.clone()));
+        }
+        provenance.push(("tool version".to_string(), command.tool_version.clone()));
+        provenance.push(("command line".to_string(), command.command_line.clone()));
+    }
+    provenance.extend([
+        ("host".to_string(), host.hostname.clone()),
+        (
+            "CPU".to_string(),
+            format!("{} ({} cores)", host.cpu_model, host.cores),
+        ),
+        (
+            "CPU crypto flags".to_string(),
+            host.crypto_flags().join(" "),
+        ),
+        ("kernel".to_string(), host.kernel.clone()),
+        ("OS".to_string(), host.os.clone()),
+    ]);
+    for library in &run.libraries {
+        provenance.push((
+            format!("library ({})", library.backend),
+            format!("{} {}", library.library, library.version),
+        ));
+    }
+    provenance.push((
+        "seed".to_string(),
+        sampling
+            .seed
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "not recorded".to_string()),
+    ));
+    provenance.push((
+        "drift during the run".to_string(),
+        match drift {
+            Some(d) => format!(
+                "per-round speed index {:.3} to {:.3} (10th-90th percentile), {:.3} to {:.3} overall, over {} rounds: a spread of {:.1}%",
+                d.p10,
+                d.p90,
+                d.min,
+                d.max,
+                d.rounds,
+                d.spread() * 100.0
+            ),
+            None => "not recorded (too few rounds, or a kind of run that does not measure it)"
+                .to_string(),
+        },
+    ));
+    let options = serde_json::from_str::<serde_json::Value>(&run.options_json)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| run.options_json.clone());
+    Ok(RunSection {
+        anchor: format!("run-{}", run.id),
+        title: format!(
+            "Run {}: {}, started {} ({})",
+            run.id, run.kind, run.started_at, run.status
+        ),
+        provenance,
+        details: vec![
+            ("Every CPU flag".to_string(), host.cpu_flags.clone()),
+            ("The run's stored options".to_string(), options),
+        ],
+        stored_samples: run
+            .cells
+            .iter()
+            .map(|c| {
+                (
+                    format!("{} · {}", c.backend, c.scenario.label()),
+                    c.samples().len(),
+                )
+            })
+            .collect(),
+        document,
+    })
 }

@@ -129,7 +129,25 @@ pub(crate) fn open_store(database: &DatabaseArgs) -> Result<Store> {
     Store::open(&path)
 }
 
-/// Checks, before anything runs, that each export file can be created.
+/// Checks, before anything runs, that an output file can be created: its
+/// directory exists.
+pub(crate) fn check_output(path: &Path) -> Result<()> {
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(usage(format!(
+            "cannot write {}: the directory {} does not exist",
+            path.display(),
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks, before anything runs, that each export file can be created and
+/// that the plot directory is a directory or can be made one.
 pub(crate) fn check_exports(exports: &ExportArgs) -> Result<()> {
     for path in [
         &exports.export_json,
@@ -139,16 +157,17 @@ pub(crate) fn check_exports(exports: &ExportArgs) -> Result<()> {
     .into_iter()
     .flatten()
     {
-        let parent = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if !parent.is_dir() {
+        check_output(path)?;
+    }
+    if let Some(dir) = &exports.plot {
+        if dir.exists() && !dir.is_dir() {
             return Err(usage(format!(
-                "cannot write {}: the directory {} does not exist",
-                path.display(),
-                parent.display()
+                "--plot takes a directory, and {} is a file",
+                dir.display()
             )));
+        }
+        if !dir.exists() {
+            check_output(dir)?;
         }
     }
     Ok(())
@@ -167,6 +186,16 @@ impl ExportArgs {
                 std::fs::write(path, document.render(format)?)
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
+        }
+        self.write_plots(document, "")
+    }
+
+    /// Draws the document's charts into the plot directory, if one was
+    /// named, each file's name starting with `prefix`.
+    pub(crate) fn write_plots(&self, document: &Document, prefix: &str) -> Result<()> {
+        if let Some(dir) = &self.plot {
+            let written = crate::report::plot::write_dir(dir, prefix, &document.figures)?;
+            eprintln!("{} chart files written to {}", written.len(), dir.display());
         }
         Ok(())
     }

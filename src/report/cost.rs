@@ -196,5 +196,6 @@ pub fn document(
             serde_json::json!({ "scenarios": results, "primitive_costs_ns": primitive_costs_ns }),
         ),
         footer: super::run_notes(None, None, complete),
+        figures: super::plot::cost_figures(results),
     }
 }

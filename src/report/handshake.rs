@@ -411,6 +411,7 @@ impl HandshakeReport<'_> {
             records: records(&rows),
             data,
             footer: super::run_notes(drift.as_ref(), self.precision, self.complete),
+            figures: super::plot::handshake_figures(&rows, self.baseline),
         }
     }
 }

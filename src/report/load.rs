@@ -257,6 +257,7 @@ impl LoadReport<'_> {
             records,
             data,
             footer,
+            figures: Vec::new(),
         }
     }
 }

@@ -8,7 +8,9 @@ pub mod cost;
 mod csv;
 pub mod handshake;
 pub mod load;
+pub mod html;
 pub mod markup;
+pub mod plot;
 pub mod speed;
 pub mod tunnel;
 
@@ -63,6 +65,8 @@ pub struct Document {
     pub data: serde_json::Value,
     /// Lines after every table (drift, an incomplete run).
     pub footer: Vec<String>,
+    /// The charts (`--plot DIR`, the HTML report).
+    pub figures: Vec<plot::Figure>,
 }
 
 /// The output formats.

@@ -209,5 +209,6 @@ pub fn document(
             serde_json::json!({ "rows": rows }),
         ),
         footer: super::run_notes(drift.as_ref(), None, complete),
+        figures: super::plot::speed_figures(&rows),
     }
 }

@@ -5,10 +5,12 @@
 //! marked `complete` at its end. The layout and its migrations are in
 //! [`schema`].
 
+mod provenance;
 mod schema;
 mod speed;
 mod tunnel;
 
+pub use provenance::RunCommand;
 pub use schema::SCHEMA_VERSION;
 
 use std::path::{Path, PathBuf};

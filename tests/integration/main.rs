@@ -7,5 +7,6 @@ mod cost;
 mod load;
 mod nginx;
 mod pipeline;
+mod plots;
 mod tunnel;
 mod util;

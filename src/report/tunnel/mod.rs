@@ -471,6 +471,7 @@ impl TunnelReport {
             records: csv::records(self),
             data,
             footer: super::run_notes(self.drift.as_ref(), None, self.complete),
+            figures: super::plot::tunnel_figures(&self.rows, &self.ciphers, &self.digests),
         }
     }
 }

@@ -1,0 +1,430 @@
+//! Draws a [`Figure`] with plotters, as SVG text or a PNG file. The text
+//! of a PNG is drawn with DejaVu Sans, embedded in the binary; an SVG names
+//! a sans-serif family and leaves the glyphs to the viewer.
+
+use std::path::Path;
+use std::sync::Once;
+
+use anyhow::{anyhow, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{Figure, Layout, WEAK_NOTE};
+
+/// DejaVu Sans (Bitstream Vera licence; see assets/fonts/LICENSE-DejaVu.txt).
+static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+const FAMILY: &str = "sans-serif";
+
+/// Registers the embedded font once: plotters then needs no system font.
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The font is compiled in: failing to parse it is a build defect.
+        if plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_err() {
+            panic!("the embedded font does not parse");
+        }
+    });
+}
+
+/// Chart width in pixels.
+const WIDTH_PX: u32 = 1100;
+const TITLE_PX: u32 = 30;
+const LEGEND_PX: u32 = 24;
+const NOTE_LINE_PX: u32 = 17;
+const AXIS_PX: u32 = 50;
+/// Longest row label drawn, in characters (longer ones end in "…").
+const LABEL_CHARS: usize = 72;
+
+/// Colours of the series, in order (Tableau 10).
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+    RGBColor(214, 39, 40),
+];
+const WEAK_RED: RGBColor = RGBColor(200, 0, 0);
+
+fn colour(series: usize) -> RGBColor {
+    PALETTE[series % PALETTE.len()]
+}
+
+fn error(e: impl std::fmt::Debug) -> anyhow::Error {
+    anyhow!("drawing a chart: {e:?}")
+}
+
+fn shorten(label: &str) -> String {
+    if label.chars().count() <= LABEL_CHARS {
+        label.to_string()
+    } else {
+        let kept: String = label.chars().take(LABEL_CHARS - 1).collect();
+        format!("{kept}…")
+    }
+}
+
+fn row_label(figure: &Figure, index: usize) -> String {
+    let bar = &figure.bars[index];
+    let label = shorten(&bar.label);
+    if bar.weak {
+        format!("WEAK  {label}")
+    } else {
+        label
+    }
+}
+
+/// A value with a precision that suits its size.
+pub(crate) fn format_value(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude >= 1000.0 {
+        format!("{value:.0}")
+    } else if magnitude >= 100.0 {
+        format!("{value:.1}")
+    } else if magnitude >= 1.0 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+/// A tick of an axis that ends at `x_max`, with as many decimals as its step needs.
+fn tick(value: f64, x_max: f64) -> String {
+    if x_max >= 20.0 {
+        format!("{value:.0}")
+    } else if x_max >= 2.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+/// Rows drawn per bar: a grouped row gives each series its own band.
+fn row_px(figure: &Figure) -> u32 {
+    match figure.layout {
+        Layout::Grouped => (8 + 13 * figure.series.len() as u32).max(22),
+        Layout::Stacked => 24,
+    }
+}
+
+fn notes(figure: &Figure) -> Vec<String> {
+    let mut notes = figure.notes.clone();
+    if let Some((_, label)) = &figure.reference {
+        notes.push(format!("The vertical line marks {label}."));
+    }
+    if figure.bars.iter().any(|b| b.weak) {
+        notes.push(WEAK_NOTE.to_string());
+    }
+    notes
+}
+
+fn size(figure: &Figure) -> (u32, u32) {
+    let legend = if figure.series.len() > 1 {
+        LEGEND_PX
+    } else {
+        0
+    };
+    let height = TITLE_PX
+        + legend
+        + 20
+        + row_px(figure) * figure.bars.len().max(1) as u32
+        + AXIS_PX
+        + NOTE_LINE_PX * notes(figure).len() as u32
+        + 10;
+    (WIDTH_PX, height)
+}
+
+/// The largest value (or interval end, or stack) to fit on the axis.
+fn x_max(figure: &Figure) -> f64 {
+    let mut max: f64 = figure.reference.as_ref().map_or(0.0, |r| r.0);
+    for bar in &figure.bars {
+        let values = bar.values.iter().flatten().filter(|v| v.is_finite());
+        match figure.layout {
+            Layout::Grouped => {
+                for value in values {
+                    max = max.max(*value);
+                }
+                for (_, high) in bar.intervals.iter().flatten() {
+                    if high.is_finite() {
+                        max = max.max(*high);
+                    }
+                }
+            }
+            Layout::Stacked => max = max.max(values.sum()),
+        }
+    }
+    if max > 0.0 {
+        // Room for the value written after the longest bar.
+        max * 1.18
+    } else {
+        1.0
+    }
+}
+
+fn text_style(size: f64, colour: RGBColor, pos: Pos) -> TextStyle<'static> {
+    TextStyle {
+        font: (FAMILY, size).into_font(),
+        color: colour.to_backend_color(),
+        pos,
+    }
+}
+
+/// Draws the figure on an area of `size(figure)`.
+fn draw_on<DB: DrawingBackend>(figure: &Figure, root: DrawingArea<DB, Shift>) -> Result<()> {
+    register_font();
+    root.fill(&WHITE).map_err(error)?;
+    let (_, height) = size(figure);
+    let notes = notes(figure);
+    let notes_px = NOTE_LINE_PX * notes.len() as u32 + 10;
+    let legend_px = if figure.series.len() > 1 {
+        LEGEND_PX
+    } else {
+        0
+    };
+    let (head, rest) = root.split_vertically(TITLE_PX + legend_px);
+    let (body, foot) = rest.split_vertically(height - TITLE_PX - legend_px - notes_px);
+
+    let left = Pos::new(HPos::Left, VPos::Center);
+    head.draw(&Text::new(
+        figure.title.clone(),
+        (12, 16),
+        text_style(17.0, BLACK, left),
+    ))
+    .map_err(error)?;
+    if figure.series.len() > 1 {
+        let mut x = 12;
+        for (i, name) in figure.series.iter().enumerate() {
+            let y = TITLE_PX as i32 + 10;
+            head.draw(&Rectangle::new(
+                [(x, y - 6), (x + 14, y + 6)],
+                colour(i).filled(),
+            ))
+            .map_err(error)?;
+            head.draw(&Text::new(
+                name.clone(),
+                (x + 20, y),
+                text_style(13.0, BLACK, left),
+            ))
+            .map_err(error)?;
+            x += 40 + 8 * name.chars().count() as i32;
+        }
+    }
+    for (i, line) in notes.iter().enumerate() {
+        foot.draw(&Text::new(
+            line.clone(),
+            (12, 8 + (i as u32 * NOTE_LINE_PX) as i32),
+            text_style(12.0, RGBColor(60, 60, 60), left),
+        ))
+        .map_err(error)?;
+    }
+
+    let rows = figure.bars.len().max(1);
+    let labels: Vec<String> = (0..figure.bars.len())
+        .map(|i| row_label(figure, i))
+        .collect();
+    let label_px = labels
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(8, LABEL_CHARS) as u32
+        * 7
+        + 16;
+    let x_max = x_max(figure);
+    // Row i (from the top) is centred on y = rows - i - 0.5.
+    let mut chart = ChartBuilder::on(&body)
+        .margin_left(8)
+        .margin_right(24)
+        .margin_top(6)
+        .x_label_area_size(AXIS_PX)
+        .y_label_area_size(label_px)
+        .build_cartesian_2d(0f64..x_max, 0f64..rows as f64)
+        .map_err(error)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_desc(figure.axis.clone())
+        .x_label_formatter(&|x| tick(*x, x_max))
+        .label_style((FAMILY, 12))
+        .axis_desc_style((FAMILY, 14))
+        .max_light_lines(4)
+        .light_line_style(RGBColor(235, 235, 235))
+        .bold_line_style(RGBColor(215, 215, 215))
+        .draw()
+        .map_err(error)?;
+
+    // Row labels, right-aligned against the y axis.
+    let (body_x, body_y) = body.get_base_pixel();
+    let label_style = text_style(12.0, BLACK, Pos::new(HPos::Right, VPos::Center));
+    let weak_label_style = text_style(12.0, WEAK_RED, Pos::new(HPos::Right, VPos::Center));
+    for (i, label) in labels.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(0.0, (rows - i) as f64 - 0.5));
+        let style = if figure.bars[i].weak {
+            &weak_label_style
+        } else {
+            &label_style
+        };
+        body.draw(&Text::new(
+            label.clone(),
+            (x - body_x - 6, y - body_y),
+            style.clone(),
+        ))
+        .map_err(error)?;
+    }
+
+    let series = figure.series.len().max(1);
+    let value_style = text_style(11.0, RGBColor(40, 40, 40), left);
+    let mut weak_boxes: Vec<((f64, f64), (f64, f64))> = Vec::new();
+    for (i, bar) in figure.bars.iter().enumerate() {
+        let top = (rows - i) as f64 - 0.12;
+        let bottom = (rows - i - 1) as f64 + 0.12;
+        let centre = (top + bottom) / 2.0;
+        if let Some(reason) = &bar.missing {
+            chart
+                .draw_series([Text::new(
+                    shorten(reason),
+                    (x_max * 0.005, centre),
+                    text_style(12.0, RGBColor(120, 120, 120), left),
+                )])
+                .map_err(error)?;
+            continue;
+        }
+        let edge = ShapeStyle::from(&WEAK_RED).stroke_width(2);
+        match figure.layout {
+            Layout::Grouped => {
+                let band = (top - bottom) / series as f64;
+                for (s, value) in bar.values.iter().enumerate() {
+                    let Some(value) = value.filter(|v| v.is_finite()) else {
+                        continue;
+                    };
+                    let high = top - band * s as f64;
+                    let low = high - band * 0.9;
+                    let middle = (high + low) / 2.0;
+                    let fill = if bar.weak {
+                        colour(s).mix(0.45).filled()
+                    } else {
+                        colour(s).filled()
+                    };
+                    chart
+                        .draw_series([Rectangle::new([(0.0, low), (value, high)], fill)])
+                        .map_err(error)?;
+                    if bar.weak {
+                        chart
+                            .draw_series([Rectangle::new([(0.0, low), (value, high)], edge)])
+                            .map_err(error)?;
+                        weak_boxes.push(((0.0, low), (value, high)));
+                    }
+                    let mut end = value;
+                    if let Some((from, to)) = bar.intervals.get(s).copied().flatten() {
+                        if from.is_finite() && to.is_finite() {
+                            let cap = band * 0.25;
+                            let whisker = ShapeStyle::from(&BLACK).stroke_width(1);
+                            chart
+                                .draw_series([
+                                    PathElement::new(vec![(from, middle), (to, middle)], whisker),
+                                    PathElement::new(
+                                        vec![(from, middle - cap), (from, middle + cap)],
+                                        whisker,
+                                    ),
+                                    PathElement::new(
+                                        vec![(to, middle - cap), (to, middle + cap)],
+                                        whisker,
+                                    ),
+                                ])
+                                .map_err(error)?;
+                            end = end.max(to);
+                        }
+                    }
+                    chart
+                        .draw_series([Text::new(
+                            format_value(value),
+                            (end + x_max * 0.008, middle),
+                            value_style.clone(),
+                        )])
+                        .map_err(error)?;
+                }
+            }
+            Layout::Stacked => {
+                let mut start = 0.0;
+                for (s, value) in bar.values.iter().enumerate() {
+                    let Some(value) = value.filter(|v| v.is_finite() && *v > 0.0) else {
+                        continue;
+                    };
+                    chart
+                        .draw_series([Rectangle::new(
+                            [(start, bottom), (start + value, top)],
+                            colour(s).filled(),
+                        )])
+                        .map_err(error)?;
+                    start += value;
+                }
+                if bar.weak {
+                    chart
+                        .draw_series([Rectangle::new([(0.0, bottom), (start, top)], edge)])
+                        .map_err(error)?;
+                    weak_boxes.push(((0.0, bottom), (start, top)));
+                }
+                chart
+                    .draw_series([Text::new(
+                        format_value(start),
+                        (start + x_max * 0.008, centre),
+                        value_style.clone(),
+                    )])
+                    .map_err(error)?;
+            }
+        }
+    }
+    // Weak bars are hatched too, so they stand out without colour.
+    let area = chart.plotting_area().strip_coord_spec();
+    let (base_x, base_y) = chart.plotting_area().get_base_pixel();
+    for (corner_a, corner_b) in weak_boxes {
+        let (x0, y1) = chart.backend_coord(&corner_a);
+        let (x1, y0) = chart.backend_coord(&corner_b);
+        let (x0, x1, y0, y1) = (x0 - base_x, x1 - base_x, y0 - base_y, y1 - base_y);
+        let height = y1 - y0;
+        let mut start = x0 - height;
+        while start < x1 {
+            // The 45° line from (start, y1) up to (start + height, y0), clipped to the box.
+            let t_from = (x0 - start).max(0);
+            let t_to = (x1 - start).min(height);
+            if t_from < t_to {
+                area.draw(&PathElement::new(
+                    vec![(start + t_from, y1 - t_from), (start + t_to, y1 - t_to)],
+                    ShapeStyle::from(&WEAK_RED.mix(0.7)).stroke_width(1),
+                ))
+                .map_err(error)?;
+            }
+            start += 7;
+        }
+    }
+    if let Some((x, _)) = &figure.reference {
+        let line = ShapeStyle::from(&RGBColor(90, 90, 90)).stroke_width(1);
+        chart
+            .draw_series([PathElement::new(vec![(*x, 0.0), (*x, rows as f64)], line)])
+            .map_err(error)?;
+    }
+    root.present().map_err(error)?;
+    Ok(())
+}
+
+/// The figure as an SVG document.
+pub fn svg(figure: &Figure) -> Result<String> {
+    let mut out = String::new();
+    {
+        let backend = SVGBackend::with_string(&mut out, size(figure));
+        draw_on(figure, backend.into_drawing_area())?;
+    }
+    Ok(out)
+}
+
+/// The figure as a PNG file.
+pub fn png(figure: &Figure, path: &Path) -> Result<()> {
+    let backend = BitMapBackend::new(path, size(figure));
+    draw_on(figure, backend.into_drawing_area())
+        .map_err(|e| e.context(format!("cannot write {}", path.display())))
+}
