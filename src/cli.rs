@@ -84,6 +84,9 @@ pub struct HandshakeArgs {
     #[command(flatten)]
     pub exports: ExportArgs,
 
+    #[command(flatten)]
+    pub display: DisplayArgs,
+
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]
     pub cert_dir: Option<PathBuf>,
@@ -128,6 +131,9 @@ pub struct SpeedArgs {
     #[command(flatten)]
     pub exports: ExportArgs,
 
+    #[command(flatten)]
+    pub display: DisplayArgs,
+
     /// Do not print the progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -169,6 +175,9 @@ pub struct CostArgs {
 
     #[command(flatten)]
     pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
 
     /// Where generated certificate chains are cached.
     #[arg(long, value_name = "DIR")]
@@ -265,6 +274,16 @@ pub struct DatabaseArgs {
     pub no_db: bool,
 }
 
+/// How the table is drawn on standard output.
+#[derive(Debug, Args)]
+pub struct DisplayArgs {
+    /// Draw every column on one line, whatever the terminal's width. By
+    /// default the table fits the terminal (or COLUMNS when set); piped
+    /// output without COLUMNS keeps every column, as --wide.
+    #[arg(long)]
+    pub wide: bool,
+}
+
 /// Files to export results to.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -297,6 +316,9 @@ pub struct ReportArgs {
 
     #[command(flatten)]
     pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }
 
 #[derive(Debug, Args)]
@@ -368,6 +390,9 @@ pub struct TunnelArgs {
 
     #[command(flatten)]
     pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
 
     /// Do not print the progress bar.
     #[arg(long, short)]

@@ -6,7 +6,6 @@ use anyhow::Result;
 use super::session::{check_exports, usage};
 use crate::cli::ReportArgs;
 use crate::report::handshake::HandshakeReport;
-use crate::report::Format;
 use crate::store::Store;
 
 /// What a run's stored options say about its sampling.
@@ -86,7 +85,7 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
             .document()
         }
     };
-    print!("{}", document.render(Format::Table)?);
+    args.display.print(&document)?;
     args.exports.write(&document)?;
     Ok(0)
 }

@@ -5,5 +5,6 @@ mod backends;
 mod cli;
 mod cost;
 mod pipeline;
+mod tables;
 mod tunnel;
 mod util;
