@@ -28,8 +28,12 @@ pub enum Command {
     Cost(Box<CostArgs>),
     /// List the backends, their library versions and what each supports, and the presets.
     List,
-    /// Show a stored run again, as a table or an export.
+    /// Show a stored run again, as a table or an export; --list lists the stored runs.
     Report(ReportArgs),
+    /// Compare two stored runs of one kind row by row: both medians, their
+    /// ratio with a 95% interval and a verdict; exit status 1 when a row is
+    /// slower beyond --threshold.
+    Compare(CompareArgs),
     /// Measure a VPN data channel per cipher, digest, compression, payload
     /// and packet size: in process, or through a real OpenVPN tunnel.
     Tunnel(Box<TunnelArgs>),
@@ -302,6 +306,10 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
+    /// List the stored runs, one line each (id, date, kind, host, status).
+    #[arg(long, conflicts_with_all = ["run", "baseline"])]
+    pub list: bool,
+
     /// The run to show. [default: the latest]
     #[arg(long, value_name = "ID")]
     pub run: Option<i64>,
@@ -309,6 +317,43 @@ pub struct ReportArgs {
     /// The row other rows are compared with, by label. [default: the run's]
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
+
+    /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab compare 3 7                       (run 7 against run 3, both in the default database)
+  tlslab compare 3 7 --threshold 2%        (exit status 1 if a row is over 2% slower)
+  tlslab compare 3 other.sqlite:1          (a run of another database)
+  tlslab report --list                     (the stored runs)
+
+Kinds: handshake, speed and tunnel runs (cost runs are not compared).
+Rows match on backend and scenario; when none match and each run has
+one backend, on the scenario alone (a run per library).
+Exit status: 0 no row slower beyond the threshold, 1 some row is,
+2 bad options (a missing run, runs of two kinds).")]
+pub struct CompareArgs {
+    /// The reference run: an id in --db, or FILE:ID for a run in another database.
+    #[arg(value_name = "A")]
+    pub a: String,
+
+    /// The run compared with A (ID or FILE:ID).
+    #[arg(value_name = "B")]
+    pub b: String,
+
+    /// A row fails (exit status 1) when B is significantly slower than A
+    /// and its median is more than this much slower, e.g. 5% or 0.5%.
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub threshold: String,
 
     /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]
     #[arg(long, value_name = "PATH")]

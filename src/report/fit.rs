@@ -187,15 +187,31 @@ pub fn fitted(table: &Table, width: usize) -> String {
         dropped.push(table.headers[shown.remove(position)].clone());
     }
 
-    while total(&widths, &shown) > width {
-        let Some(&widest) = shown
-            .iter()
-            .filter(|&&c| !table.numeric[c] && widths[c] > MIN_TEXT_WIDTH)
-            .max_by_key(|&&c| widths[c])
-        else {
-            break;
-        };
-        widths[widest] -= 1;
+    // Text columns narrow first down to their longest word (cells wrap at
+    // spaces), and only then further (words break).
+    let longest_cell_word = |c: usize| {
+        rows.iter()
+            .map(|r| longest_word(&r[c]))
+            .chain([longest_word(&table.headers[c])])
+            .max()
+            .unwrap_or(0)
+    };
+    for floor in [
+        (0..columns)
+            .map(|c| longest_cell_word(c).max(MIN_TEXT_WIDTH))
+            .collect::<Vec<_>>(),
+        vec![MIN_TEXT_WIDTH; columns],
+    ] {
+        while total(&widths, &shown) > width {
+            let Some(&widest) = shown
+                .iter()
+                .filter(|&&c| !table.numeric[c] && widths[c] > floor[c])
+                .max_by_key(|&&c| widths[c])
+            else {
+                break;
+            };
+            widths[widest] -= 1;
+        }
     }
 
     let mut out = String::new();

@@ -4,6 +4,7 @@
 //! any document. A new capability writes a view, never its own CSV,
 //! Markdown or JSON code.
 
+pub mod compare;
 pub mod cost;
 mod csv;
 pub mod fit;
@@ -141,18 +142,20 @@ struct Markup {
 }
 
 impl Markup {
-    /// A line of prose: wrapped to the width when there is one.
-    fn prose(&self, out: &mut String, line: &str) {
-        match self.width {
-            Some(width) => {
-                for wrapped in fit::wrap_line(line, width) {
-                    out.push_str(&wrapped);
+    /// Lines of prose: each wrapped to the width when there is one.
+    fn prose(&self, out: &mut String, text: &str) {
+        for line in text.lines() {
+            match self.width {
+                Some(width) => {
+                    for wrapped in fit::wrap_line(line, width) {
+                        out.push_str(&wrapped);
+                        out.push('\n');
+                    }
+                }
+                None => {
+                    out.push_str(line);
                     out.push('\n');
                 }
-            }
-            None => {
-                out.push_str(line);
-                out.push('\n');
             }
         }
     }

@@ -3,6 +3,7 @@
 
 mod backends;
 mod cli;
+mod compare;
 mod cost;
 mod pipeline;
 mod tables;

@@ -17,10 +17,10 @@ fn format_rate(value: f64) -> String {
 }
 
 /// The scenario's axes as short columns: their headers.
-const AXIS_HEADERS: [&str; 5] = ["cipher", "digest", "compression", "payload", "bytes"];
+pub(crate) const AXIS_HEADERS: [&str; 5] = ["cipher", "digest", "compression", "payload", "bytes"];
 
 /// The scenario's axes as short cells, one per [`AXIS_HEADERS`].
-fn axis_cells(scenario: &TunnelScenario) -> Vec<String> {
+pub(crate) fn axis_cells(scenario: &TunnelScenario) -> Vec<String> {
     let (cipher, digest, compression) = if scenario.baseline {
         ("(no tunnel)".to_string(), "—".to_string(), "—".to_string())
     } else {
