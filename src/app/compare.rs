@@ -18,7 +18,7 @@ use crate::store::Store;
 fn parse_threshold(text: &str) -> Result<f64> {
     let number = text.trim().trim_end_matches('%').trim();
     match number.parse::<f64>() {
-        Ok(percent) if (0.0..1000.0).contains(&percent) => Ok(percent / 100.0),
+        Ok(percent) if percent.is_finite() && percent >= 0.0 => Ok(percent / 100.0),
         _ => Err(usage(format!(
             "--threshold must be a percentage such as 5% or 0.5%, from 0% up, got '{text}'"
         ))),
@@ -56,6 +56,7 @@ fn kind_of(name: &str) -> Result<Kind> {
             unit: "CPU µs",
             cost: "both sides' CPU time per handshake (client + server)",
             scale: 1e-3,
+            backend_header: "backend",
             axis_headers: crate::report::handshake::AXIS_HEADERS.to_vec(),
         },
         "speed" => Kind {
@@ -63,6 +64,7 @@ fn kind_of(name: &str) -> Result<Kind> {
             unit: "µs/op",
             cost: "the time per operation",
             scale: 1e-3,
+            backend_header: "backend",
             axis_headers: vec!["algorithm", "operation", "bytes"],
         },
         "tunnel" => Kind {
@@ -70,6 +72,7 @@ fn kind_of(name: &str) -> Result<Kind> {
             unit: "CPU ns/byte",
             cost: "the CPU time per payload byte through both ends (in process) or the transfer's time per byte (OpenVPN)",
             scale: 1.0,
+            backend_header: "engine",
             axis_headers: crate::report::tunnel::AXIS_HEADERS.to_vec(),
         },
         other => {

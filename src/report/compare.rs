@@ -40,6 +40,8 @@ pub struct Kind {
     pub cost: &'static str,
     /// The drawn figure per unit of cost (1e-3 for nanoseconds drawn as µs).
     pub scale: f64,
+    /// What the backend column is called ("backend", "engine").
+    pub backend_header: &'static str,
     pub axis_headers: Vec<&'static str>,
 }
 
@@ -264,7 +266,7 @@ impl Comparison {
     fn shared_table(&self) -> Table {
         let unit = self.kind.unit;
         let (a_header, b_header) = (format!("A {unit}"), format!("B {unit}"));
-        let mut headers: Vec<&str> = vec!["backend"];
+        let mut headers: Vec<&str> = vec![self.kind.backend_header];
         headers.extend(self.kind.axis_headers.iter().copied());
         headers.extend([
             a_header.as_str(),
@@ -350,7 +352,7 @@ impl Comparison {
     }
 
     fn lone_table(&self) -> Table {
-        let mut headers: Vec<&str> = vec!["run", "backend"];
+        let mut headers: Vec<&str> = vec!["run", self.kind.backend_header];
         headers.extend(self.kind.axis_headers.iter().copied());
         headers.push("status");
         let mut numeric = vec![true];

@@ -4,7 +4,8 @@
 //! 1. an axis column with the same value in every row is said once above
 //!    the table ("Every row: TLS 1.3, suite aes128gcm");
 //! 2. notes become numbered footnotes under the table, one per distinct
-//!    text, shared by every row that has it (short ones such as "WEAK" stay);
+//!    text, shared by every row that has it (short ones such as "WEAK"
+//!    stay); a notes column without a note goes;
 //! 3. headers wrap onto several lines at their spaces;
 //! 4. columns drop out by priority, the highest number first (0 never
 //!    drops), and the table says which;
@@ -154,6 +155,11 @@ pub fn fitted(table: &Table, width: usize) -> String {
             }
         });
     }
+
+    // A notes column with no note in any row says nothing.
+    shown.retain(|&c| {
+        table.kind_of(c) != ColumnKind::Notes || rows.iter().any(|r| !r[c].is_empty())
+    });
 
     let mut footnotes = Vec::new();
     for row in &mut rows {

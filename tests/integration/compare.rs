@@ -230,3 +230,63 @@ fn report_list_shows_each_run_on_one_line_within_80_columns() {
         assert!(line.contains(kind) && line.contains("complete"), "{line}");
     }
 }
+
+/// Speed and tunnel runs compare too, on their own rows and units (real
+/// timings here: the threshold is set so high that the gate cannot fail).
+#[test]
+fn speed_and_tunnel_runs_compare_row_by_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db = db.to_str().unwrap();
+    for _ in 0..2 {
+        tlslab(&[
+            "speed",
+            "--backend",
+            "mock",
+            "--algorithm",
+            "rsa2048,aes128gcm",
+            "--size",
+            "1024",
+            "--max-time",
+            "0",
+            "--min-samples",
+            "8",
+            "--warmup",
+            "0",
+            "--db",
+            db,
+        ])
+        .expect_code(0);
+    }
+    for cipher in ["aes-128-gcm,bf-cbc", "aes-128-gcm"] {
+        tlslab(&[
+            "tunnel", "--cipher", cipher, "--digest", "sha1", "--runs", "8", "--warmup", "0",
+            "--db", db,
+        ])
+        .expect_code(0);
+    }
+    let speed = tlslab(&["compare", "1", "2", "--db", db, "--threshold", "1000%"]);
+    speed.expect_code(0);
+    let out = speed.stdout();
+    assert!(out.contains("Comparing speed runs"), "{out}");
+    for row in [&["rsa2048", "sign"][..], &["aes128gcm", "encrypt", "1024"]] {
+        assert!(has_row(&out, row), "{row:?}:\n{out}");
+    }
+    let tunnel = tlslab(&["compare", "3", "4", "--db", db, "--threshold", "1000%"]);
+    tunnel.expect_code(0);
+    let out = tunnel.stdout();
+    assert!(
+        has_row(&out, &["engine", "cipher", "digest", "A CPU ns/byte"]),
+        "{out}"
+    );
+    assert!(
+        has_row(&out, &["inprocess", "aes-128-gcm", "none", "none"]),
+        "{out}"
+    );
+    assert!(has_row(&out, &["inprocess", "(no tunnel)"]), "{out}");
+    // bf-cbc is in run 3 only.
+    assert!(
+        has_row(&out, &["3", "inprocess", "bf-cbc", "sha1", "measured"]),
+        "{out}"
+    );
+}
