@@ -118,10 +118,11 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
     };
     let run = store.load_run(run_id)?;
     let sampling = stored_sampling(&run.options_json);
-    println!(
-        "{} run {} started {} ({})\n",
+    args.display.print_line(&format!(
+        "{} run {} started {} ({})",
         run.kind, run.id, run.started_at, run.status
-    );
+    ));
+    println!();
     let complete = run.status == "complete";
     let document = match kind.as_str() {
         "tunnel" => super::tunnel::stored_document(&store, &run, args.baseline.clone())?,

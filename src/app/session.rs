@@ -209,6 +209,16 @@ impl DisplayArgs {
         print!("{}", document.render_terminal(table_width(self.wide))?);
         Ok(())
     }
+
+    /// Prints a line of prose, wrapped as the table beside it is.
+    pub(crate) fn print_line(&self, line: &str) {
+        match table_width(self.wide) {
+            Some(width) => crate::report::fit::wrap_line(line, width)
+                .iter()
+                .for_each(|wrapped| println!("{wrapped}")),
+            None => println!("{line}"),
+        }
+    }
 }
 
 /// The flag Ctrl-C sets, once its handler is installed.

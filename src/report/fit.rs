@@ -55,7 +55,7 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
 }
 
 /// A line of prose wrapped to `width`; its leading spaces, or a leading
-/// footnote number such as "[3] ", indent the lines that follow.
+/// footnote number such as `[3] `, indent the lines that follow.
 pub fn wrap_line(line: &str, width: usize) -> Vec<String> {
     if text_width(line) <= width {
         return vec![line.to_string()];
