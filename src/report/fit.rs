@@ -8,7 +8,8 @@
 //!    stay); a notes column without a note goes;
 //! 3. headers wrap onto several lines at their spaces;
 //! 4. columns drop out by priority, the highest number first (0 never
-//!    drops), and the table says which;
+//!    drops), and the table says which; a text column that fits when
+//!    wrapped to 24 characters or more wraps instead;
 //! 5. text columns narrow and their cells wrap over several lines;
 //! 6. as a last resort a line still too long is cut with "…".
 //!
@@ -21,6 +22,8 @@ use super::{ColumnKind, Table};
 const GAP: usize = 2;
 /// A note this short stays in its cell ("WEAK"); longer ones become footnotes.
 const INLINE_NOTE_CHARS: usize = 8;
+/// The narrowest a droppable text column is wrapped to rather than dropped.
+const WRAPPED_TEXT_WIDTH: usize = 24;
 /// The narrowest a text column is made before lines are cut.
 const MIN_TEXT_WIDTH: usize = 6;
 
@@ -179,6 +182,15 @@ pub fn fitted(table: &Table, width: usize) -> String {
             .collect();
     }
 
+    // A text column about to drop stays, wrapped, when narrowing it to no
+    // less than WRAPPED_TEXT_WIDTH characters is enough.
+    let longest_cell_word = |c: usize| {
+        rows.iter()
+            .map(|r| longest_word(&r[c]))
+            .chain([longest_word(&table.headers[c])])
+            .max()
+            .unwrap_or(0)
+    };
     let mut dropped = Vec::new();
     while total(&widths, &shown) > width {
         let Some(position) = shown
@@ -190,18 +202,17 @@ pub fn fitted(table: &Table, width: usize) -> String {
         else {
             break;
         };
+        let column = shown[position];
+        let narrowed = widths[column].saturating_sub(total(&widths, &shown) - width);
+        if !table.numeric[column] && narrowed >= WRAPPED_TEXT_WIDTH.max(longest_cell_word(column)) {
+            widths[column] = narrowed;
+            break;
+        }
         dropped.push(table.headers[shown.remove(position)].clone());
     }
 
     // Text columns narrow first down to their longest word (cells wrap at
     // spaces), and only then further (words break).
-    let longest_cell_word = |c: usize| {
-        rows.iter()
-            .map(|r| longest_word(&r[c]))
-            .chain([longest_word(&table.headers[c])])
-            .max()
-            .unwrap_or(0)
-    };
     for floor in [
         (0..columns)
             .map(|c| longest_cell_word(c).max(MIN_TEXT_WIDTH))
@@ -368,5 +379,25 @@ mod tests {
         }
         let out = fitted(&sample(), 50);
         assert!(out.contains("Not shown at 50 columns: p99 µs"), "{out}");
+    }
+
+    #[test]
+    fn a_long_text_column_wraps_where_it_can_and_drops_where_it_cannot() {
+        let mut table =
+            Table::new(&["name", "operations", "µs"], &[false, false, true]).priorities(&[0, 1, 0]);
+        table.rows.push(vec![
+            "server".into(),
+            "1 key exchange, 1 sign, 3 HKDF-Extract + 18 HKDF-Expand + 2 HMAC".into(),
+            "245".into(),
+        ]);
+        let wrapped = fitted(&table, 50);
+        assert!(!wrapped.contains("Not shown"), "{wrapped}");
+        assert!(wrapped.contains("HKDF-Extract"), "{wrapped}");
+        assert!(wrapped.lines().all(|l| text_width(l) <= 50), "{wrapped}");
+        let dropped = fitted(&table, 30);
+        assert!(
+            dropped.contains("Not shown at 30 columns:\noperations (--wide"),
+            "{dropped}"
+        );
     }
 }
