@@ -28,12 +28,16 @@ pub enum Command {
     Cost(Box<CostArgs>),
     /// List the backends, their library versions and what each supports, and the presets.
     List,
-    /// Show a stored run again, as a table or an export.
+    /// Show a stored run again, as a table or an export; --list lists the stored runs.
     Report(ReportArgs),
     /// Load an HTTPS server (nginx, started on loopback, or one you run) at
     /// a planned request rate; latency percentiles per phase from each
     /// request's due time, the server's CPU per request and where it goes.
     Load(Box<LoadArgs>),
+    /// Compare two stored runs of one kind row by row: both medians, their
+    /// ratio with a 95% interval and a verdict; exit status 1 when a row is
+    /// slower beyond --threshold.
+    Compare(CompareArgs),
     /// Measure a VPN data channel per cipher, digest, compression, payload
     /// and packet size: in process, or through a real OpenVPN tunnel.
     Tunnel(Box<TunnelArgs>),
@@ -95,6 +99,9 @@ pub struct HandshakeArgs {
     #[command(flatten)]
     pub exports: ExportArgs,
 
+    #[command(flatten)]
+    pub display: DisplayArgs,
+
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]
     pub cert_dir: Option<PathBuf>,
@@ -139,6 +146,9 @@ pub struct SpeedArgs {
     #[command(flatten)]
     pub exports: ExportArgs,
 
+    #[command(flatten)]
+    pub display: DisplayArgs,
+
     /// Do not print the progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -180,6 +190,9 @@ pub struct CostArgs {
 
     #[command(flatten)]
     pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
 
     /// Where generated certificate chains are cached.
     #[arg(long, value_name = "DIR")]
@@ -276,6 +289,16 @@ pub struct DatabaseArgs {
     pub no_db: bool,
 }
 
+/// How the table is drawn on standard output.
+#[derive(Debug, Args)]
+pub struct DisplayArgs {
+    /// Draw every column on one line, whatever the terminal's width. By
+    /// default the table fits the terminal (or COLUMNS when set); piped
+    /// output without COLUMNS keeps every column, as --wide.
+    #[arg(long)]
+    pub wide: bool,
+}
+
 /// Files to export results to.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -303,6 +326,10 @@ pub struct ExportArgs {
   tlslab report --run 3 --plot charts/           (run 3's charts as SVG and PNG)
   tlslab report --run 3,4,7 --html report.html   (three runs in one self-contained page)")]
 pub struct ReportArgs {
+    /// List the stored runs, one line each (id, date, kind, host, status).
+    #[arg(long, conflicts_with_all = ["run", "baseline"])]
+    pub list: bool,
+
     /// The runs to show, comma-separated. [default: the latest]
     #[arg(long, value_name = "ID,...", value_delimiter = ',')]
     pub run: Vec<i64>,
@@ -322,6 +349,46 @@ pub struct ReportArgs {
 
     #[command(flatten)]
     pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab compare 3 7                       (run 7 against run 3, both in the default database)
+  tlslab compare 3 7 --threshold 2%        (exit status 1 if a row is over 2% slower)
+  tlslab compare 3 other.sqlite:1          (a run of another database)
+  tlslab report --list                     (the stored runs)
+
+Kinds: handshake, speed and tunnel runs (cost runs are not compared).
+Rows match on backend and scenario; when none match and each run has
+one backend, on the scenario alone (a run per library).
+Exit status: 0 no row slower beyond the threshold, 1 some row is,
+2 bad options (a missing run, runs of two kinds).")]
+pub struct CompareArgs {
+    /// The reference run: an id in --db, or FILE:ID for a run in another database.
+    #[arg(value_name = "A")]
+    pub a: String,
+
+    /// The run compared with A (ID or FILE:ID).
+    #[arg(value_name = "B")]
+    pub b: String,
+
+    /// A row fails (exit status 1) when B is significantly slower than A
+    /// and its median is more than this much slower, e.g. 5% or 0.5%.
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub threshold: String,
+
+    /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }
 
 #[derive(Debug, Args)]
@@ -394,6 +461,9 @@ pub struct TunnelArgs {
     #[command(flatten)]
     pub exports: ExportArgs,
 
+    #[command(flatten)]
+    pub display: DisplayArgs,
+
     /// Do not print the progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -464,6 +534,9 @@ pub struct LoadArgs {
 
     #[command(flatten)]
     pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
 
     /// Do not print progress.
     #[arg(long, short)]

@@ -20,7 +20,7 @@ use crate::host::HostInfo;
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::model::{counted_breakdown, counts, model_side, modelled_breakdown, Breakdown};
 use crate::report::cost::ScenarioCost;
-use crate::report::{Document, Format};
+use crate::report::Document;
 use crate::scenario::presets::CostPreset;
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::{
@@ -172,7 +172,7 @@ pub fn run(args: &CostArgs) -> Result<i32> {
                 .collect::<BTreeMap<String, f64>>(),
         )?,
     );
-    print!("{}", document.render(Format::Table)?);
+    args.display.print(&document)?;
     args.exports.write(&document)?;
     let failed = handshakes
         .cells
@@ -280,6 +280,7 @@ fn scenario_cost(
     let scenario = &cell.scenario;
     let mut result = ScenarioCost {
         label: scenario.label(),
+        scenario: *scenario,
         backend: backend.id().to_string(),
         description: scenario.describe(),
         reason: cell

@@ -17,7 +17,6 @@ use crate::cli::{AxisArgs, HandshakeArgs, MutualArg};
 use crate::host::HostInfo;
 use crate::measure::SamplingOptions;
 use crate::report::handshake::HandshakeReport;
-use crate::report::Format;
 use crate::scenario::presets::Preset;
 use crate::scenario::{
     parse_list, parse_name, Aead, CertKind, Group, HandshakeMatrix, Named, Resumption, TlsVersion,
@@ -252,7 +251,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         cells: &run.cells,
     }
     .document();
-    print!("{}", document.render(Format::Table)?);
+    args.display.print(&document)?;
     args.exports.write(&document)?;
     let failed = run
         .cells

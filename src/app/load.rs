@@ -15,8 +15,8 @@ use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::LoadArgs;
 use crate::host::HostInfo;
+use crate::report::heading;
 use crate::report::load::LoadReport;
-use crate::report::{heading, Format};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
 use crate::scenario::{parse_name, HandshakeMatrix, DEFAULT_CHAIN_DEPTH};
 use crate::workload::load::{self, Endpoint, Mode, Plan};
@@ -227,7 +227,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         profile,
     };
     let document = report.document();
-    print!("{}", document.render(Format::Table)?);
+    args.display.print(&document)?;
     args.exports.write(&document)?;
     if result.interrupted {
         return Ok(EXIT_INTERRUPTED);

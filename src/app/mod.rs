@@ -2,6 +2,7 @@
 //! share (store, provenance, Ctrl-C, progress, exports, exit codes) is in
 //! [`session`]. Nothing below `app` imports it.
 
+pub mod compare;
 pub mod cost;
 pub mod handshake;
 pub mod list;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         }
         Command::Report(args) => report::run(&args),
         Command::Load(args) => load::run(&args),
+        Command::Compare(args) => compare::run(&args),
         Command::Tunnel(args) => tunnel::run(&args),
     }
 }

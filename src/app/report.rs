@@ -7,7 +7,7 @@ use super::session::{check_exports, check_output, usage};
 use crate::cli::ReportArgs;
 use crate::report::handshake::HandshakeReport;
 use crate::report::html::{self, RunSection};
-use crate::report::{Document, Format};
+use crate::report::{Document, Table};
 use crate::stats::Drift;
 use crate::store::{Store, StoredRun};
 
@@ -30,6 +30,68 @@ fn stored_sampling(options_json: &str) -> StoredSampling {
             .pointer("/sampling/precision")
             .and_then(|p| p.as_f64()),
     }
+}
+
+/// The stored runs, one line each: id, date, kind, host and status.
+fn list_document(store: &Store, path: &std::path::Path) -> Result<Document> {
+    let runs = store.list_runs()?;
+    let mut table = Table::new(
+        &["id", "started (UTC)", "kind", "host", "status", "command"],
+        &[true, false, false, false, false, false],
+    )
+    .priorities(&[0, 0, 0, 0, 0, 1]);
+    table.empty = Some("no run stored yet".to_string());
+    let mut records = Table::new(
+        &["id", "started_at", "kind", "host", "status", "command_line"],
+        &[true, false, false, false, false, false],
+    );
+    for run in &runs {
+        // "2026-11-22T12:41:37.123Z" reads as "2026-11-22 12:41".
+        let started: String = run
+            .started_at
+            .replacen('T', " ", 1)
+            .chars()
+            .take(16)
+            .collect();
+        table.rows.push(vec![
+            run.id.to_string(),
+            started,
+            run.kind.clone(),
+            run.hostname.clone(),
+            run.status.clone(),
+            run.command_line.clone(),
+        ]);
+        records.rows.push(vec![
+            run.id.to_string(),
+            run.started_at.clone(),
+            run.kind.clone(),
+            run.hostname.clone(),
+            run.status.clone(),
+            run.command_line.clone(),
+        ]);
+    }
+    let data = serde_json::json!({
+        "database": path.display().to_string(),
+        "runs": runs.iter().map(|run| serde_json::json!({
+            "id": run.id,
+            "started_at": run.started_at,
+            "kind": run.kind,
+            "host": run.hostname,
+            "status": run.status,
+            "command_line": run.command_line,
+        })).collect::<Vec<_>>(),
+    });
+    Ok(Document {
+        heading: format!("Runs stored in {}", path.display()),
+        tables: vec![table],
+        records,
+        data,
+        footer: vec![
+            "Show one with `tlslab report --run ID`; compare two with `tlslab compare A B`."
+                .to_string(),
+        ],
+        figures: Vec::new(),
+    })
 }
 
 pub fn run(args: &ReportArgs) -> Result<i32> {
@@ -57,6 +119,12 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         ));
     }
     let store = Store::open(&path)?;
+    if args.list {
+        let document = list_document(&store, &path)?;
+        args.display.print(&document)?;
+        args.exports.write(&document)?;
+        return Ok(0);
+    }
     let run_ids = if args.run.is_empty() {
         vec![store
             .latest_run_id()?
@@ -80,11 +148,12 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         if i > 0 {
             println!();
         }
-        println!(
-            "{} run {} started {} ({})\n",
+        args.display.print_line(&format!(
+            "{} run {} started {} ({})",
             run.kind, run.id, run.started_at, run.status
-        );
-        print!("{}", document.render(Format::Table)?);
+        ));
+        println!();
+        args.display.print(&document)?;
         if several {
             exports.write_plots(&document, &format!("run{}_", run.id))?;
         } else {

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::backend::LibraryInfo;
-use crate::cli::{DatabaseArgs, ExportArgs, SamplingArgs};
+use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs, SamplingArgs};
 use crate::host::HostInfo;
 use crate::measure::{fresh_seed, SamplingOptions};
 use crate::report::{Document, Format};
@@ -198,6 +198,55 @@ impl ExportArgs {
             eprintln!("{} chart files written to {}", written.len(), dir.display());
         }
         Ok(())
+    }
+}
+
+/// The width a terminal table is fitted to, or `None` for every column on
+/// one line. `--wide` gives `None`; else `COLUMNS` when set to a positive
+/// number (so `COLUMNS=80 tlslab ... | less` fits too); else, when standard
+/// output is a terminal, the terminal's width (80 if it cannot be read);
+/// else (piped or redirected) `None`, so a file keeps every field.
+pub(crate) fn table_width(wide: bool) -> Option<usize> {
+    if wide {
+        return None;
+    }
+    if let Some(columns) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0)
+    {
+        return Some(columns);
+    }
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    Some(terminal_columns().unwrap_or(80))
+}
+
+/// The terminal's width in columns, from the TIOCGWINSZ ioctl on standard output.
+fn terminal_columns() -> Option<usize> {
+    // SAFETY: an all-zero winsize is a valid value of this plain C struct.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ writes one winsize into the struct passed, which we own.
+    let status = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+    (status == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+impl DisplayArgs {
+    /// Prints the document's terminal table, fitted as [`table_width`] says.
+    pub(crate) fn print(&self, document: &Document) -> Result<()> {
+        print!("{}", document.render_terminal(table_width(self.wide))?);
+        Ok(())
+    }
+
+    /// Prints a line of prose, wrapped as the table beside it is.
+    pub(crate) fn print_line(&self, line: &str) {
+        match table_width(self.wide) {
+            Some(width) => crate::report::fit::wrap_line(line, width)
+                .iter()
+                .for_each(|wrapped| println!("{wrapped}")),
+            None => println!("{line}"),
+        }
     }
 }
 

@@ -15,7 +15,6 @@ use crate::backend::{backends_from_list, Backend};
 use crate::cli::SpeedArgs;
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, SamplingOptions};
-use crate::report::Format;
 use crate::scenario::speed::{expand, Primitive, SpeedRow, DEFAULT_SIZES};
 use crate::scenario::{parse_list, Named};
 use crate::store::Store;
@@ -157,7 +156,7 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
         &libraries,
         Some(options.seed),
     );
-    print!("{}", document.render(Format::Table)?);
+    args.display.print(&document)?;
     args.exports.write(&document)?;
     let failed = cells
         .iter()

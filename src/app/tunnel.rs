@@ -16,7 +16,7 @@ use crate::cli::TunnelArgs;
 use crate::host::HostInfo;
 use crate::measure::{self, Interrupted, Outcome, SamplingOptions};
 use crate::report::tunnel::{self as tunnel_report, TunnelReport};
-use crate::report::{Document, Format};
+use crate::report::Document;
 use crate::scenario::names::{parse_list, parse_name};
 use crate::scenario::presets::TunnelPreset;
 use crate::scenario::tunnel::{
@@ -226,7 +226,7 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
         Some(sampling.seed),
     );
     let document = report.document();
-    print!("{}", document.render(Format::Table)?);
+    args.display.print(&document)?;
     args.exports.write(&document)?;
     let failed = cells
         .iter()

@@ -4,16 +4,20 @@
 use serde::Serialize;
 
 use super::markup::format_us;
-use super::{Document, Table};
+use super::{ColumnKind, Document, Table};
 use crate::backend::rustls::instrument::{Category, Side};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::model::{Breakdown, SideCost};
+use crate::scenario::HandshakeScenario;
+
+use super::handshake::{axis_cells, AXIS_HEADERS};
 
 /// One scenario on one backend: the model beside the measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScenarioCost {
     pub label: String,
+    pub scenario: HandshakeScenario,
     pub backend: String,
     pub description: String,
     /// Set when the scenario could not be measured.
@@ -35,24 +39,32 @@ fn side_name(side: Side) -> &'static str {
 
 /// The model beside the measurement, one line per side.
 fn model_table(results: &[ScenarioCost]) -> Table {
-    let headers = [
-        "backend",
-        "scenario",
+    let mut headers = vec!["backend"];
+    headers.extend(AXIS_HEADERS);
+    headers.extend([
         "side",
         "operations per handshake",
         "modelled µs",
         "measured µs",
         "explained",
         "capacity/core",
-    ];
-    let numeric = [false, false, false, false, true, true, true, true];
+    ]);
+    let axes = AXIS_HEADERS.len();
+    let mut numeric = vec![false; 1 + axes];
+    numeric.extend([false, false, true, true, true, true]);
+    let mut priority = vec![0; 1 + axes];
+    priority.extend([0, 2, 0, 0, 1, 1]);
+    let leading = |result: &ScenarioCost| {
+        let mut cells = vec![result.backend.clone()];
+        cells.extend(axis_cells(&result.scenario));
+        cells
+    };
     let mut rows = Vec::new();
     for result in results {
         if let Some(reason) = &result.reason {
             if result.sides.is_empty() {
-                rows.push(vec![
-                    result.backend.clone(),
-                    result.description.clone(),
+                let mut row = leading(result);
+                row.extend([
                     "—".into(),
                     reason.clone(),
                     String::new(),
@@ -60,6 +72,7 @@ fn model_table(results: &[ScenarioCost]) -> Table {
                     String::new(),
                     String::new(),
                 ]);
+                rows.push(row);
                 continue;
             }
         }
@@ -71,9 +84,8 @@ fn model_table(results: &[ScenarioCost]) -> Table {
                     .unwrap_or_default(),
                 Side::Client => String::new(),
             };
-            rows.push(vec![
-                result.backend.clone(),
-                result.description.clone(),
+            let mut row = leading(result);
+            row.extend([
                 side_name(side.side).to_string(),
                 side.summary(),
                 format_us(side.modelled_ns / 1000.0),
@@ -85,9 +97,12 @@ fn model_table(results: &[ScenarioCost]) -> Table {
                     .unwrap_or_default(),
                 capacity,
             ]);
+            rows.push(row);
         }
     }
-    let mut table = Table::new(&headers, &numeric);
+    let mut table = Table::new(&headers, &numeric)
+        .priorities(&priority)
+        .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis);
     table.rows = rows;
     table.notes.push("modelled: counted operations x primitive costs measured now on this machine (tlslab speed);".to_string());
     table.notes.push("measured: median time inside each side's library calls in real handshakes; capacity: 1 / measured server time.".to_string());
@@ -96,10 +111,13 @@ fn model_table(results: &[ScenarioCost]) -> Table {
 
 /// Where each side's time goes, in µs and share of the total.
 fn breakdown_table(results: &[ScenarioCost]) -> Table {
-    let mut headers = vec!["backend", "scenario", "side", "method"];
+    let mut headers = vec!["backend"];
+    headers.extend(AXIS_HEADERS);
+    headers.extend(["side", "method"]);
+    let axes = AXIS_HEADERS.len();
     headers.extend(Category::ALL.iter().map(|c| c.name()));
     headers.extend(["other", "total µs"]);
-    let mut numeric = vec![false; 4];
+    let mut numeric = vec![false; 3 + axes];
     numeric.extend(vec![true; Category::ALL.len() + 2]);
     let mut rows = Vec::new();
     for result in results {
@@ -115,19 +133,28 @@ fn breakdown_table(results: &[ScenarioCost]) -> Table {
                     )
                 }
             };
-            let mut row = vec![
-                result.backend.clone(),
-                result.description.clone(),
-                side_name(b.side).to_string(),
-                b.method.to_string(),
-            ];
+            let mut row = vec![result.backend.clone()];
+            row.extend(axis_cells(&result.scenario));
+            row.extend([side_name(b.side).to_string(), b.method.to_string()]);
             row.extend(b.categories.iter().map(|(_, ns)| share(*ns)));
             row.push(share(b.other_ns));
             row.push(format_us(b.total_ns / 1000.0));
             rows.push(row);
         }
     }
-    let mut table = Table::new(&headers, &numeric).titled("Where each side's time goes");
+    // Public-key categories and the total stay; the small ones go first.
+    let mut priority = vec![0; 2 + axes];
+    priority.push(2);
+    priority.extend(Category::ALL.iter().map(|c| match c {
+        Category::KeyExchange | Category::Signing | Category::Verification => 0,
+        Category::HashingAndKdf | Category::Certificates => 1,
+        Category::RecordProtection | Category::Random => 2,
+    }));
+    priority.extend([1, 0]);
+    let mut table = Table::new(&headers, &numeric)
+        .titled("Where each side's time goes")
+        .priorities(&priority)
+        .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis);
     table.rows = rows;
     table.notes.push("counted: every crypto provider call timed inside real handshakes (rustls; the counting adds its own small cost to the total);".to_string());
     table.notes.push("modelled: counted operations x primitive costs, the rest of the measured time as other (OpenSSL).".to_string());

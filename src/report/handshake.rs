@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::markup::format_us;
-use super::{Document, Table};
+use super::{ColumnKind, Document, Table};
 use crate::backend::{LibraryInfo, Negotiated};
 use crate::host::HostInfo;
 use crate::measure::{self, Timed};
@@ -178,26 +178,53 @@ fn ratio_text(ratio: &PairedRatio) -> String {
     }
 }
 
-/// The table a person reads.
+/// The scenario's axes as short columns (so that a table fits a terminal
+/// and a constant axis is said once): their headers.
+pub(crate) const AXIS_HEADERS: [&str; 7] =
+    ["TLS", "kx", "cert", "suite", "resume", "mTLS", "chain"];
+
+/// The scenario's axes as short cells, one per [`AXIS_HEADERS`].
+pub(crate) fn axis_cells(scenario: &HandshakeScenario) -> Vec<String> {
+    use crate::scenario::Named;
+    vec![
+        scenario.version.id().to_string(),
+        scenario.group.display(),
+        scenario.cert.display().to_string(),
+        scenario.aead.id().to_string(),
+        scenario.resumption.id().to_string(),
+        if scenario.mutual { "yes" } else { "no" }.to_string(),
+        scenario.chain_depth.to_string(),
+    ]
+}
+
+/// The table a person reads. Narrow terminals drop first p99 and the
+/// sample count, then handshakes/s, then the CPU columns; the backend,
+/// scenario, wall time, ratio and notes always stay.
 fn table(rows: &[Row], baseline: Option<&str>) -> Table {
-    let mut table = Table::new(
-        &[
-            "backend",
-            "scenario",
-            "handshakes/s",
-            "client CPU µs",
-            "server CPU µs",
-            "wall µs (median ±95% CI)",
-            "p99 µs",
-            "n",
-            "× baseline (±95% CI)",
-            "quantum-safe",
-            "notes",
-        ],
-        &[
-            false, false, true, true, true, true, true, true, true, false, false,
-        ],
-    );
+    let mut headers = vec!["backend"];
+    headers.extend(AXIS_HEADERS);
+    headers.extend([
+        "handshakes/s",
+        "client CPU µs",
+        "server CPU µs",
+        "wall µs (median ±95% CI)",
+        "p99 µs",
+        "n",
+        "× baseline (±95% CI)",
+        "quantum-safe",
+        "notes",
+    ]);
+    let mut numeric = vec![false; 1 + AXIS_HEADERS.len()];
+    numeric.extend([true, true, true, true, true, true, true, false, false]);
+    let mut priority = vec![0; 1 + AXIS_HEADERS.len()];
+    priority.extend([3, 2, 2, 0, 5, 4, 0, 1, 0]);
+    // Quantum safety follows from the axes: said once when every row shares it.
+    let mut axes: Vec<usize> = (0..=AXIS_HEADERS.len()).collect();
+    axes.push(headers.len() - 2);
+    let mut table = Table::new(&headers, &numeric)
+        .priorities(&priority)
+        .mark(&axes, ColumnKind::Axis)
+        .mark(&[headers.len() - 1], ColumnKind::Notes);
     let dash = || "—".to_string();
     let median = |s: Option<Summary>| s.map(|s| format_us(s.median)).unwrap_or_else(dash);
     for row in rows {
@@ -205,9 +232,9 @@ fn table(rows: &[Row], baseline: Option<&str>) -> Table {
             let spread = w.median_ci95.relative_half_width(w.median) * 100.0;
             format!("{} ±{spread:.1}%", format_us(w.median))
         });
-        table.rows.push(vec![
-            row.backend.clone(),
-            row.description.clone(),
+        let mut cells = vec![row.backend.clone()];
+        cells.extend(axis_cells(&row.scenario));
+        cells.extend([
             row.handshakes_per_second
                 .map(|h| format!("{h:.0}"))
                 .unwrap_or_else(dash),
@@ -227,6 +254,7 @@ fn table(rows: &[Row], baseline: Option<&str>) -> Table {
             quantum_safe(&row.scenario).to_string(),
             notes(row),
         ]);
+        table.rows.push(cells);
     }
     table.notes.push("client/server CPU: the thread's CPU time inside each side's library calls (CLOCK_THREAD_CPUTIME_ID), median; the exports also hold the wall time inside the calls.".to_string());
     if rows.iter().any(|r| r.backend == "nginx") {

@@ -19,11 +19,11 @@ pub fn format_us(value: f64) -> String {
     }
 }
 
-fn width(text: &str) -> usize {
+pub(crate) fn width(text: &str) -> usize {
     text.chars().count()
 }
 
-fn pad(text: &str, to: usize, right: bool) -> String {
+pub(crate) fn pad(text: &str, to: usize, right: bool) -> String {
     let fill = " ".repeat(to.saturating_sub(width(text)));
     if right {
         format!("{fill}{text}")

@@ -4,11 +4,13 @@
 //! any document. A new capability writes a view, never its own CSV,
 //! Markdown or JSON code.
 
+pub mod compare;
 pub mod cost;
 mod csv;
+pub mod fit;
 pub mod handshake;
-pub mod load;
 pub mod html;
+pub mod load;
 pub mod markup;
 pub mod plot;
 pub mod speed;
@@ -33,6 +35,27 @@ pub struct Table {
     pub empty: Option<String>,
     /// Lines under the table (what a column means, how an interval was obtained).
     pub notes: Vec<String>,
+    /// Per column, which goes first when the table is wider than the
+    /// terminal: 0 never drops, then the highest number drops first.
+    /// Empty means every column is 0.
+    pub priority: Vec<u8>,
+    /// Per column, its part in fitting (see [`ColumnKind`]). Empty means
+    /// every column is a value.
+    pub kinds: Vec<ColumnKind>,
+}
+
+/// What a column is, for fitting a table to the terminal's width.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// A figure or a name, drawn as it is.
+    #[default]
+    Value,
+    /// One axis of the scenario (TLS version, group, cipher...): when every
+    /// row has the same value the column is said once above the table.
+    Axis,
+    /// Notes separated by "; ": long ones become numbered footnotes under
+    /// the table, one per distinct text, shared by every row that has it.
+    Notes,
 }
 
 impl Table {
@@ -42,8 +65,40 @@ impl Table {
         Self {
             headers: headers.iter().map(|h| h.to_string()).collect(),
             numeric: numeric.to_vec(),
+            priority: vec![0; headers.len()],
+            kinds: vec![ColumnKind::Value; headers.len()],
             ..Self::default()
         }
+    }
+
+    /// Sets each column's priority (see [`Table::priority`]).
+    pub fn priorities(mut self, priority: &[u8]) -> Self {
+        assert_eq!(
+            priority.len(),
+            self.headers.len(),
+            "one priority per column"
+        );
+        self.priority = priority.to_vec();
+        self
+    }
+
+    /// Marks the columns at these indices as `kind`.
+    pub fn mark(mut self, columns: &[usize], kind: ColumnKind) -> Self {
+        self.kinds.resize(self.headers.len(), ColumnKind::Value);
+        for &column in columns {
+            self.kinds[column] = kind;
+        }
+        self
+    }
+
+    /// The priority of column `i` (0 when unset).
+    pub fn priority_of(&self, i: usize) -> u8 {
+        self.priority.get(i).copied().unwrap_or(0)
+    }
+
+    /// The kind of column `i` ([`ColumnKind::Value`] when unset).
+    pub fn kind_of(&self, i: usize) -> ColumnKind {
+        self.kinds.get(i).copied().unwrap_or_default()
     }
 
     pub fn titled(mut self, title: impl Into<String>) -> Self {
@@ -83,19 +138,49 @@ pub trait Exporter {
     fn export(&self, document: &Document) -> Result<String>;
 }
 
-/// Aligned text for a terminal, or Markdown: one layout, two styles.
-struct Markup(markup::Style);
+/// Aligned text for a terminal, or Markdown: one layout, two styles. A
+/// terminal table with a width is fitted to it (see [`fit`]); without one
+/// every column is drawn on one line.
+struct Markup {
+    style: markup::Style,
+    width: Option<usize>,
+}
+
+impl Markup {
+    /// Lines of prose: each wrapped to the width when there is one.
+    fn prose(&self, out: &mut String, text: &str) {
+        for line in text.lines() {
+            match self.width {
+                Some(width) => {
+                    for wrapped in fit::wrap_line(line, width) {
+                        out.push_str(&wrapped);
+                        out.push('\n');
+                    }
+                }
+                None => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+}
 
 impl Exporter for Markup {
     fn export(&self, document: &Document) -> Result<String> {
-        let style = self.0;
-        let mut out = match style {
-            markup::Style::Terminal => format!("{}\n", document.heading),
-            markup::Style::Markdown => format!("Host: {}\n", document.heading),
-        };
+        let style = self.style;
+        let mut out = String::new();
+        match style {
+            markup::Style::Terminal => self.prose(&mut out, &document.heading),
+            markup::Style::Markdown => out.push_str(&format!("Host: {}\n", document.heading)),
+        }
         for table in &document.tables {
             match (&table.title, style) {
-                (Some(title), markup::Style::Terminal) => out.push_str(&format!("\n{title}\n\n")),
+                (Some(title), markup::Style::Terminal) => {
+                    out.push('\n');
+                    self.prose(&mut out, title);
+                    out.push('\n');
+                }
                 (Some(title), markup::Style::Markdown) => {
                     out.push_str(&format!("\n## {title}\n\n"))
                 }
@@ -103,9 +188,13 @@ impl Exporter for Markup {
             }
             if table.rows.is_empty() {
                 if let Some(empty) = &table.empty {
-                    out.push_str(&format!("({empty})\n"));
+                    self.prose(&mut out, &format!("({empty})"));
                     continue;
                 }
+            }
+            if let (Some(width), markup::Style::Terminal) = (self.width, style) {
+                out.push_str(&fit::fitted(table, width));
+                continue;
             }
             let headers: Vec<&str> = table.headers.iter().map(String::as_str).collect();
             out.push_str(&markup::grid(&headers, &table.numeric, &table.rows, style));
@@ -120,8 +209,7 @@ impl Exporter for Markup {
         if !document.footer.is_empty() {
             out.push('\n');
             for line in &document.footer {
-                out.push_str(line);
-                out.push('\n');
+                self.prose(&mut out, line);
             }
         }
         Ok(out)
@@ -157,8 +245,14 @@ impl Exporter for Json {
 /// The exporter of a format.
 pub fn exporter(format: Format) -> Box<dyn Exporter> {
     match format {
-        Format::Table => Box::new(Markup(markup::Style::Terminal)),
-        Format::Markdown => Box::new(Markup(markup::Style::Markdown)),
+        Format::Table => Box::new(Markup {
+            style: markup::Style::Terminal,
+            width: None,
+        }),
+        Format::Markdown => Box::new(Markup {
+            style: markup::Style::Markdown,
+            width: None,
+        }),
         Format::Csv => Box::new(Csv),
         Format::Json => Box::new(Json),
     }
@@ -167,6 +261,16 @@ pub fn exporter(format: Format) -> Box<dyn Exporter> {
 impl Document {
     pub fn render(&self, format: Format) -> Result<String> {
         exporter(format).export(self)
+    }
+
+    /// The terminal table fitted to `width` columns; `None` draws every
+    /// column on one line (as [`Format::Table`]).
+    pub fn render_terminal(&self, width: Option<usize>) -> Result<String> {
+        Markup {
+            style: markup::Style::Terminal,
+            width,
+        }
+        .export(self)
     }
 }
 

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::markup::format_us;
-use super::{Document, Table};
+use super::{ColumnKind, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, Timed};
@@ -136,7 +136,10 @@ fn table(rows: &[SpeedReportRow]) -> Table {
             ]
         })
         .collect();
-    let mut table = Table::new(&headers, &numeric);
+    let mut table = Table::new(&headers, &numeric)
+        .priorities(&[0, 0, 0, 0, 0, 1, 0, 2, 3, 0])
+        .mark(&[0], ColumnKind::Axis)
+        .mark(&[9], ColumnKind::Notes);
     table.rows = lines;
     table
         .notes

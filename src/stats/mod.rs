@@ -139,6 +139,11 @@ fn order_statistic_coverage(n: usize, k: usize) -> f64 {
 /// 95%: the interval is then `[min, max]` and its coverage says how much it
 /// holds (93.75% at five samples).
 pub fn median_ci_sorted(sorted: &[f64]) -> MedianInterval {
+    median_ci_sorted_at(sorted, 0.95)
+}
+
+/// As [`median_ci_sorted`], at another level of confidence (such as 0.975).
+pub fn median_ci_sorted_at(sorted: &[f64], level: f64) -> MedianInterval {
     let n = sorted.len();
     if n < 2 {
         let only = sorted.first().copied().unwrap_or(f64::NAN);
@@ -153,10 +158,10 @@ pub fn median_ci_sorted(sorted: &[f64]) -> MedianInterval {
     // Start near the normal approximation and step to the exact rank.
     let guess = (n as f64 / 2.0 - Z95 * (n as f64).sqrt() / 2.0).floor() as i64;
     let mut k = guess.clamp(1, (n / 2) as i64) as usize;
-    while k > 1 && order_statistic_coverage(n, k) < 0.95 {
+    while k > 1 && order_statistic_coverage(n, k) < level {
         k -= 1;
     }
-    while 2 * (k + 1) <= n && order_statistic_coverage(n, k + 1) >= 0.95 {
+    while 2 * (k + 1) <= n && order_statistic_coverage(n, k + 1) >= level {
         k += 1;
     }
     MedianInterval {
@@ -166,6 +171,56 @@ pub fn median_ci_sorted(sorted: &[f64]) -> MedianInterval {
         },
         coverage: order_statistic_coverage(n, k),
     }
+}
+
+/// The ratio of the medians of two independent samples (two runs, which
+/// share no rounds to pair), `numerator / denominator`, with a 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MedianRatio {
+    pub value: f64,
+    pub ci95: Interval,
+    /// A lower bound of the probability that the interval holds the true
+    /// ratio; under 0.95 when a side has fewer than seven samples.
+    pub coverage: f64,
+    pub numerator_median: f64,
+    pub denominator_median: f64,
+    pub numerator_count: usize,
+    pub denominator_count: usize,
+}
+
+/// The ratio of two samples' medians with a conservative, distribution-free
+/// 95% interval: each median's exact order-statistic interval at 97.5%,
+/// combined as `[low_n / high_d, high_n / low_d]`. Both intervals hold at
+/// once with probability at least 95% (Bonferroni), whatever the
+/// distributions, so the ratio's interval holds at least as often. `None`
+/// when a side has no samples or a non-positive value.
+pub fn median_ratio(numerator: &[f64], denominator: &[f64]) -> Option<MedianRatio> {
+    let sorted = |values: &[f64]| {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted
+    };
+    let (top, bottom) = (sorted(numerator), sorted(denominator));
+    if top.is_empty() || bottom.is_empty() || top[0] <= 0.0 || bottom[0] <= 0.0 {
+        return None;
+    }
+    let (top_ci, bottom_ci) = (
+        median_ci_sorted_at(&top, 0.975),
+        median_ci_sorted_at(&bottom, 0.975),
+    );
+    let (top_median, bottom_median) = (quantile_sorted(&top, 0.5), quantile_sorted(&bottom, 0.5));
+    Some(MedianRatio {
+        value: top_median / bottom_median,
+        ci95: Interval {
+            low: top_ci.interval.low / bottom_ci.interval.high,
+            high: top_ci.interval.high / bottom_ci.interval.low,
+        },
+        coverage: (top_ci.coverage + bottom_ci.coverage - 1.0).max(0.0),
+        numerator_median: top_median,
+        denominator_median: bottom_median,
+        numerator_count: top.len(),
+        denominator_count: bottom.len(),
+    })
 }
 
 /// The 95% interval of the median of sorted samples (see [`median_ci_sorted`]).
@@ -474,5 +529,29 @@ mod tests {
         assert_eq!(s.stdev, 0.0);
         assert!(s.mean_ci95.low.is_nan() || s.mean_ci95.low.is_infinite());
         assert!(summarize(&[]).is_none());
+    }
+
+    #[test]
+    fn median_ratio_holds_a_known_slowdown_and_no_difference() {
+        let base: Vec<f64> = (0..40).map(|i| 100.0 + (i % 7) as f64).collect();
+        let slower: Vec<f64> = base.iter().map(|v| v * 1.2).collect();
+        let ratio = median_ratio(&slower, &base).unwrap();
+        assert!((ratio.value - 1.2).abs() < 1e-9);
+        assert!(ratio.ci95.low > 1.0 && ratio.ci95.high > 1.2, "{ratio:?}");
+        assert!(ratio.coverage >= 0.95);
+        let same = median_ratio(&base, &base).unwrap();
+        assert!(same.ci95.low < 1.0 && same.ci95.high > 1.0, "{same:?}");
+        // Six samples cannot reach 97.5% on each side.
+        assert!(median_ratio(&base[..6], &base[..6]).unwrap().coverage < 0.95);
+        assert!(median_ratio(&[], &base).is_none());
+    }
+
+    #[test]
+    fn the_interval_at_a_higher_level_is_no_narrower() {
+        let values: Vec<f64> = (0..50).map(f64::from).collect();
+        let at95 = median_ci_sorted_at(&values, 0.95);
+        let at975 = median_ci_sorted_at(&values, 0.975);
+        assert_eq!(at95, median_ci_sorted(&values));
+        assert!(at975.coverage >= 0.975 && at975.interval.low <= at95.interval.low);
     }
 }

@@ -50,6 +50,19 @@ pub struct StoredRun {
     pub cells: Vec<CellResult>,
 }
 
+/// One stored run, as `tlslab report --list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunListing {
+    pub id: i64,
+    pub started_at: String,
+    /// "handshake", "speed", "cost", "tunnel"...
+    pub kind: String,
+    /// "incomplete" or "complete".
+    pub status: String,
+    pub hostname: String,
+    pub command_line: String,
+}
+
 /// An open result database.
 pub struct Store {
     connection: Connection,
@@ -272,6 +285,27 @@ impl Store {
             .query_row("SELECT max(id) FROM runs", [], |row| row.get(0))
             .optional()?
             .flatten())
+    }
+
+    /// Every stored run, oldest first.
+    pub fn list_runs(&self) -> Result<Vec<RunListing>> {
+        let mut statement = self.connection.prepare(
+            "SELECT r.id, r.started_at, r.kind, r.status, h.hostname, r.command_line
+             FROM runs r JOIN hosts h ON h.id = r.host_id ORDER BY r.id",
+        )?;
+        let runs = statement
+            .query_map([], |row| {
+                Ok(RunListing {
+                    id: row.get(0)?,
+                    started_at: row.get(1)?,
+                    kind: row.get(2)?,
+                    status: row.get(3)?,
+                    hostname: row.get(4)?,
+                    command_line: row.get(5)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(runs)
     }
 
     /// The kind of a run ("handshake", "speed", "tunnel"...), if the run exists.

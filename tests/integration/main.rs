@@ -3,10 +3,12 @@
 
 mod backends;
 mod cli;
+mod compare;
 mod cost;
 mod load;
 mod nginx;
 mod pipeline;
 mod plots;
+mod tables;
 mod tunnel;
 mod util;

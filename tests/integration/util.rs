@@ -51,12 +51,20 @@ impl Run {
     }
 }
 
-/// Runs the tlslab binary with arguments.
+/// Runs the tlslab binary with arguments; its output is piped and
+/// `COLUMNS` unset, so tables keep every column on one line.
 pub fn tlslab(args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
-        .args(args)
-        .output()
-        .expect("the tlslab binary runs");
+    tlslab_at(args, None)
+}
+
+/// Runs the tlslab binary with `COLUMNS` set to `columns` (or unset).
+pub fn tlslab_at(args: &[&str], columns: Option<usize>) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tlslab"));
+    command.args(args).env_remove("COLUMNS");
+    if let Some(columns) = columns {
+        command.env("COLUMNS", columns.to_string());
+    }
+    let output = command.output().expect("the tlslab binary runs");
     Run {
         output,
         command: format!("tlslab {}", args.join(" ")),
@@ -68,4 +76,19 @@ pub fn tlslab(args: &[&str]) -> Run {
 pub fn nginx_lock() -> MutexGuard<'static, ()> {
     static NGINX: Mutex<()> = Mutex::new(());
     NGINX.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Returns true if and only if some line of `text` holds every one of
+/// `fields`, in this order (a table row with these cells).
+pub fn has_row(text: &str, fields: &[&str]) -> bool {
+    text.lines().any(|line| {
+        let mut rest = line;
+        fields.iter().all(|field| match rest.find(field) {
+            Some(at) => {
+                rest = &rest[at + field.len()..];
+                true
+            }
+            None => false,
+        })
+    })
 }

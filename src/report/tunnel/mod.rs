@@ -18,6 +18,7 @@ use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload, TunnelScenario};
 use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::tunnel::{TunnelCell, TunnelSample};
+pub(crate) use text::{axis_cells, AXIS_HEADERS};
 
 /// One row: a cell with its statistics. Throughput is payload megabytes
 /// (10^6 bytes) per second.

@@ -1,9 +1,9 @@
 //! The five tables of the classic study as neutral tables.
 
 use super::{median_of, TunnelReport, TunnelRow};
-use crate::report::Table;
+use crate::report::{ColumnKind, Table};
 use crate::scenario::names::Named;
-use crate::scenario::tunnel::Engine;
+use crate::scenario::tunnel::{Engine, TunnelScenario};
 
 /// Throughput with a precision that suits its size.
 fn format_rate(value: f64) -> String {
@@ -14,6 +14,29 @@ fn format_rate(value: f64) -> String {
     } else {
         format!("{value:.2}")
     }
+}
+
+/// The scenario's axes as short columns: their headers.
+pub(crate) const AXIS_HEADERS: [&str; 5] = ["cipher", "digest", "compression", "payload", "bytes"];
+
+/// The scenario's axes as short cells, one per [`AXIS_HEADERS`].
+pub(crate) fn axis_cells(scenario: &TunnelScenario) -> Vec<String> {
+    let (cipher, digest, compression) = if scenario.baseline {
+        ("(no tunnel)".to_string(), "—".to_string(), "—".to_string())
+    } else {
+        (
+            scenario.cipher.id().to_string(),
+            scenario.digest.id().to_string(),
+            scenario.compression.id().to_string(),
+        )
+    };
+    vec![
+        cipher,
+        digest,
+        compression,
+        scenario.payload.id().to_string(),
+        scenario.payload_bytes.to_string(),
+    ]
 }
 
 fn notes_of(weak: bool, notes: &[&'static str]) -> String {
@@ -59,6 +82,8 @@ pub fn tables(report: &TunnelReport) -> Vec<Table> {
         ],
         &[false, false, false, true, true, true, true, true, true],
     )
+    .priorities(&[0, 0, 0, 2, 1, 2, 0, 1, 1])
+    .mark(&[0], ColumnKind::Axis)
     .titled(
         "1. Effect of compression (throughput with compression / without, same cipher and digest)",
     );
@@ -104,6 +129,9 @@ pub fn tables(report: &TunnelReport) -> Vec<Table> {
             ],
             &[false, false, true, true, true, true, true, false],
         )
+        .priorities(&[0, 0, 0, 0, 1, 1, 2, 0])
+        .mark(&[0], ColumnKind::Axis)
+        .mark(&[7], ColumnKind::Notes)
         .titled(title);
         drawn.rows = rows;
         drawn.empty = Some("nothing measured".to_string());
@@ -145,6 +173,7 @@ pub fn tables(report: &TunnelReport) -> Vec<Table> {
         ],
         &[false, false, true, false, false, true],
     )
+    .mark(&[0], ColumnKind::Axis)
     .titled("5. No tunnel against the tunnels");
     table.rows = rows;
     table.empty =
@@ -188,10 +217,9 @@ fn ranking(report: &TunnelReport) -> Table {
             notes.push("precision not reached in time".to_string());
         }
         notes.push(notes_of(row.weak, &row.security_notes));
-        let mut cells = vec![
-            (rank + 1).to_string(),
-            row.engine.id().to_string(),
-            row.description.clone(),
+        let mut cells = vec![(rank + 1).to_string(), row.engine.id().to_string()];
+        cells.extend(axis_cells(&row.scenario));
+        cells.extend([
             format!("{} ±{spread:.1}%", format_rate(total.median)),
             row.send_mb_per_s
                 .map(|s| format_rate(s.median))
@@ -206,7 +234,7 @@ fn ranking(report: &TunnelReport) -> Table {
             row.ratio_to_baseline
                 .map(|r| format!("{:.3}", r.value))
                 .unwrap_or_else(dash),
-        ];
+        ]);
         if let Some(other) = other {
             let twin = report
                 .rows
@@ -231,26 +259,37 @@ fn ranking(report: &TunnelReport) -> Table {
         rows.push(cells);
     }
     let other_header = other.map(|e| format!("{} MB/s (× baseline)", e.id()));
-    let mut headers = vec![
-        "rank",
-        "engine",
-        "scenario",
+    let mut headers = vec!["rank", "engine"];
+    headers.extend(AXIS_HEADERS);
+    headers.extend([
         "MB/s (median ±95% CI)",
         "send MB/s",
         "receive MB/s",
         "send packets/s",
         "n",
         "× baseline",
-    ];
-    let mut numeric = vec![true, false, false, true, true, true, true, true, true];
+    ]);
+    let mut numeric = vec![true, false];
+    numeric.extend([false; AXIS_HEADERS.len()]);
+    numeric.extend([true, true, true, true, true, true]);
+    let mut priority = vec![0; 2 + AXIS_HEADERS.len()];
+    priority.extend([0, 1, 1, 3, 2, 0]);
     if let Some(header) = &other_header {
         headers.push(header);
         numeric.push(true);
+        priority.push(1);
     }
     headers.push("notes");
     numeric.push(false);
-    let mut table =
-        Table::new(&headers, &numeric).titled("4. Ranking of every combination (fastest first)");
+    priority.push(0);
+    let mut table = Table::new(&headers, &numeric)
+        .priorities(&priority)
+        .mark(
+            &(1..2 + AXIS_HEADERS.len()).collect::<Vec<_>>(),
+            ColumnKind::Axis,
+        )
+        .mark(&[headers.len() - 1], ColumnKind::Notes)
+        .titled("4. Ranking of every combination (fastest first)");
     table.rows = rows;
     let unmeasured: Vec<String> = report
         .rows

@@ -1,0 +1,464 @@
+//! The compare view: two stored runs of one kind row by row on the rows
+//! they share (both medians, their ratio with a 95% interval and a
+//! verdict), and apart the rows only one run has.
+//!
+//! Two runs share no rounds, so the same-round pairs the other views use
+//! for ratios do not exist here: the ratio of the two medians gets the
+//! conservative interval of [`stats::median_ratio`] (an unpaired,
+//! distribution-free interval), and the verdict follows from it.
+
+use serde::Serialize;
+
+use super::markup::format_us;
+use super::{ColumnKind, Document, Table};
+use crate::backend::LibraryInfo;
+use crate::host::HostInfo;
+use crate::stats::{self, MedianRatio};
+
+/// One row of a stored run, reduced to what a comparison needs.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub backend: String,
+    /// The scenario's stable label.
+    pub label: String,
+    /// The scenario as short cells, one per [`Kind::axis_headers`].
+    pub axes: Vec<String>,
+    /// "measured", "unsupported" or "failed".
+    pub status: String,
+    pub reason: Option<String>,
+    /// Each sample's cost (time per handshake, operation or byte; lower is better).
+    pub costs: Vec<f64>,
+}
+
+/// What the rows of a run kind measure and how they read.
+#[derive(Debug, Clone)]
+pub struct Kind {
+    pub name: &'static str,
+    /// The cost's unit as drawn, e.g. "CPU µs".
+    pub unit: &'static str,
+    /// What one sample's cost is, for the notes.
+    pub cost: &'static str,
+    /// The drawn figure per unit of cost (1e-3 for nanoseconds drawn as µs).
+    pub scale: f64,
+    /// What the backend column is called ("backend", "engine").
+    pub backend_header: &'static str,
+    pub axis_headers: Vec<&'static str>,
+}
+
+/// A stored run ready to compare.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub id: i64,
+    pub started_at: String,
+    pub status: String,
+    pub host: HostInfo,
+    pub libraries: Vec<LibraryInfo>,
+    pub cells: Vec<Cell>,
+}
+
+/// What the comparison says of one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The whole interval of B / A is below 1.
+    Faster,
+    /// The whole interval of B / A is above 1.
+    Slower,
+    /// The interval holds 1.
+    NoSignificantDifference,
+    /// A side has too few samples for a 95% interval (fewer than seven).
+    TooFewSamples,
+    /// A side was not measured (unsupported or failed).
+    NotCompared,
+}
+
+impl Verdict {
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoSignificantDifference => "no significant difference",
+            Verdict::TooFewSamples => "too few samples",
+            Verdict::NotCompared => "not compared",
+        }
+    }
+}
+
+/// A row both runs have.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComparedRow {
+    pub backend_a: String,
+    pub backend_b: String,
+    pub label: String,
+    #[serde(skip)]
+    pub axes: Vec<String>,
+    pub status_a: String,
+    pub status_b: String,
+    pub reason: Option<String>,
+    /// B's median cost over A's (above 1: B is slower).
+    pub ratio: Option<MedianRatio>,
+    pub verdict: Verdict,
+    /// True if and only if B is significantly slower and its ratio exceeds
+    /// 1 + the threshold: the row fails the gate.
+    pub beyond_threshold: bool,
+}
+
+/// A row one run has and the other does not.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoneRow {
+    pub run_id: i64,
+    pub backend: String,
+    pub label: String,
+    #[serde(skip)]
+    pub axes: Vec<String>,
+    pub status: String,
+}
+
+/// Two runs compared.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub kind: Kind,
+    pub a: Run,
+    pub b: Run,
+    pub threshold: f64,
+    /// True when rows were matched by scenario alone, across two backends.
+    pub across_backends: bool,
+    pub rows: Vec<ComparedRow>,
+    pub lone: Vec<LoneRow>,
+}
+
+/// The backends of a run, in order of first appearance.
+fn backends(run: &Run) -> Vec<&str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for cell in &run.cells {
+        if !seen.contains(&cell.backend.as_str()) {
+            seen.push(&cell.backend);
+        }
+    }
+    seen
+}
+
+/// The verdict of a ratio: significant only when the interval, of at least
+/// 95% coverage, excludes 1.
+fn verdict_of(ratio: &MedianRatio) -> Verdict {
+    if ratio.coverage < 0.95 {
+        Verdict::TooFewSamples
+    } else if ratio.ci95.low > 1.0 {
+        Verdict::Slower
+    } else if ratio.ci95.high < 1.0 {
+        Verdict::Faster
+    } else {
+        Verdict::NoSignificantDifference
+    }
+}
+
+/// Compares run B with run A row by row. Rows match on backend and
+/// scenario; when none match that way and each run has one backend (a run
+/// per library), they match on the scenario alone.
+pub fn compare(kind: Kind, a: Run, b: Run, threshold: f64) -> Comparison {
+    let same_row = |x: &Cell, y: &Cell| x.backend == y.backend && x.label == y.label;
+    let shares_any = a
+        .cells
+        .iter()
+        .any(|x| b.cells.iter().any(|y| same_row(x, y)));
+    let across_backends = !shares_any && backends(&a).len() == 1 && backends(&b).len() == 1;
+    let matches = |x: &Cell, y: &Cell| {
+        if across_backends {
+            x.label == y.label
+        } else {
+            same_row(x, y)
+        }
+    };
+    let mut rows = Vec::new();
+    let mut lone = Vec::new();
+    for x in &a.cells {
+        let Some(y) = b.cells.iter().find(|y| matches(x, y)) else {
+            lone.push(LoneRow {
+                run_id: a.id,
+                backend: x.backend.clone(),
+                label: x.label.clone(),
+                axes: x.axes.clone(),
+                status: x.status.clone(),
+            });
+            continue;
+        };
+        let ratio = stats::median_ratio(&y.costs, &x.costs);
+        let verdict = ratio.as_ref().map_or(Verdict::NotCompared, verdict_of);
+        let why = |c: &Cell| {
+            let reason = c.reason.as_deref().map(|r| format!(": {r}"));
+            format!("{}{}", c.status, reason.unwrap_or_default())
+        };
+        let reason: Vec<String> =
+            if x.status != "measured" && (&x.status, &x.reason) == (&y.status, &y.reason) {
+                vec![why(x)]
+            } else {
+                [(a.id, x), (b.id, y)]
+                    .iter()
+                    .filter(|(_, c)| c.status != "measured")
+                    .map(|(id, c)| format!("run {id}: {}", why(c)))
+                    .collect()
+            };
+        rows.push(ComparedRow {
+            backend_a: x.backend.clone(),
+            backend_b: y.backend.clone(),
+            label: x.label.clone(),
+            axes: x.axes.clone(),
+            status_a: x.status.clone(),
+            status_b: y.status.clone(),
+            reason: (!reason.is_empty()).then(|| reason.join("; ")),
+            beyond_threshold: verdict == Verdict::Slower
+                && ratio.is_some_and(|r| r.value > 1.0 + threshold),
+            ratio,
+            verdict,
+        });
+    }
+    for y in &b.cells {
+        if !a.cells.iter().any(|x| matches(x, y)) {
+            lone.push(LoneRow {
+                run_id: b.id,
+                backend: y.backend.clone(),
+                label: y.label.clone(),
+                axes: y.axes.clone(),
+                status: y.status.clone(),
+            });
+        }
+    }
+    Comparison {
+        kind,
+        a,
+        b,
+        threshold,
+        across_backends,
+        rows,
+        lone,
+    }
+}
+
+/// One line on a run: its id, date, host and libraries.
+fn describe_run(name: &str, run: &Run) -> String {
+    let libraries: Vec<String> = run
+        .libraries
+        .iter()
+        .map(|l| format!("{}: {} {}", l.backend, l.library, l.version))
+        .collect();
+    format!(
+        "{name}: run {} started {} ({}) on {} ({}, {} cores); {}",
+        run.id,
+        run.started_at,
+        run.status,
+        run.host.hostname,
+        run.host.cpu_model,
+        run.host.cores,
+        libraries.join("; ")
+    )
+}
+
+impl Comparison {
+    /// The rows in which B is significantly slower beyond the threshold.
+    pub fn slower_beyond_threshold(&self) -> usize {
+        self.rows.iter().filter(|r| r.beyond_threshold).count()
+    }
+
+    fn percent(&self) -> String {
+        format!("{}%", self.threshold * 100.0)
+    }
+
+    fn shared_table(&self) -> Table {
+        let unit = self.kind.unit;
+        let (a_header, b_header) = (format!("A {unit}"), format!("B {unit}"));
+        let mut headers: Vec<&str> = vec![self.kind.backend_header];
+        headers.extend(self.kind.axis_headers.iter().copied());
+        headers.extend([
+            a_header.as_str(),
+            b_header.as_str(),
+            "B/A",
+            "B/A 95% CI",
+            "n A/B",
+            "verdict",
+            "notes",
+        ]);
+        let axes = self.kind.axis_headers.len();
+        let mut numeric = vec![false; 1 + axes];
+        numeric.extend([true, true, true, true, true, false, false]);
+        let mut priority = vec![0; 1 + axes];
+        priority.extend([0, 0, 0, 0, 1, 0, 0]);
+        let mut table = Table::new(&headers, &numeric)
+            .titled(format!(
+                "Rows both runs have: B (run {}) against A (run {})",
+                self.b.id, self.a.id
+            ))
+            .priorities(&priority)
+            .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis)
+            .mark(&[headers.len() - 1], ColumnKind::Notes);
+        let dash = || "—".to_string();
+        let figure = |value: f64| format_us(value * self.kind.scale);
+        for row in &self.rows {
+            let backend = if row.backend_a == row.backend_b {
+                row.backend_a.clone()
+            } else {
+                format!("{} / {}", row.backend_a, row.backend_b)
+            };
+            let mut cells = vec![backend];
+            cells.extend(row.axes.iter().cloned());
+            let ratio = row.ratio.as_ref();
+            let mut verdict = row.verdict.text().to_string();
+            if row.beyond_threshold {
+                verdict = format!("SLOWER > {}", self.percent());
+            }
+            cells.extend([
+                ratio
+                    .map(|r| figure(r.denominator_median))
+                    .unwrap_or_else(dash),
+                ratio
+                    .map(|r| figure(r.numerator_median))
+                    .unwrap_or_else(dash),
+                ratio
+                    .map(|r| format!("{:.3}", r.value))
+                    .unwrap_or_else(dash),
+                ratio
+                    .map(|r| format!("{:.3}–{:.3}", r.ci95.low, r.ci95.high))
+                    .unwrap_or_else(dash),
+                ratio
+                    .map(|r| format!("{}/{}", r.denominator_count, r.numerator_count))
+                    .unwrap_or_else(dash),
+                verdict,
+                row.reason.clone().unwrap_or_default(),
+            ]);
+            table.rows.push(cells);
+        }
+        table.empty = Some("the runs share no row".to_string());
+        table.notes.push(format!(
+            "A, B: the median of each run's samples, in {}; a sample's cost is {}. B/A: B's median over A's (above 1: B is slower).",
+            self.kind.unit,
+            self.kind.cost
+        ));
+        table.notes.push(
+            "Test: ratio of medians with a distribution-free 95% interval for two unpaired runs: each median's exact order-statistic interval at 97.5% (binomial), combined as [low B / high A, high B / low A], which holds with probability at least 95% (Bonferroni). Slower or faster when the interval excludes 1; seven samples per run at least.".to_string(),
+        );
+        table.notes.push(format!(
+            "Gate (--threshold {}): a row fails when it is significantly slower and B/A exceeds {:.3}; the exit status is then 1.",
+            self.percent(),
+            1.0 + self.threshold
+        ));
+        table.notes.push("The runs were taken at different times, perhaps on different machines: a change of the machine's speed between them moves every row alike (within a run, ratios come from same-round pairs; across runs they cannot).".to_string());
+        if self.across_backends {
+            table.notes.push(format!(
+                "Rows matched by scenario across backends: {} (A) and {} (B).",
+                backends(&self.a).join(", "),
+                backends(&self.b).join(", ")
+            ));
+        }
+        table
+    }
+
+    fn lone_table(&self) -> Table {
+        let mut headers: Vec<&str> = vec!["run", self.kind.backend_header];
+        headers.extend(self.kind.axis_headers.iter().copied());
+        headers.push("status");
+        let mut numeric = vec![true];
+        numeric.extend(vec![false; headers.len() - 1]);
+        let mut table = Table::new(&headers, &numeric).titled("Rows only one run has");
+        table = table.mark(
+            &(1..headers.len() - 1).collect::<Vec<_>>(),
+            ColumnKind::Axis,
+        );
+        for row in &self.lone {
+            let mut cells = vec![row.run_id.to_string(), row.backend.clone()];
+            cells.extend(row.axes.iter().cloned());
+            cells.push(row.status.clone());
+            table.rows.push(cells);
+        }
+        table
+    }
+
+    /// One line per shared row with every figure (CSV).
+    fn records(&self) -> Table {
+        let mut table = Table {
+            headers: "label,backend_a,backend_b,status_a,status_b,median_a,median_b,samples_a,samples_b,ratio,ratio_ci_low,ratio_ci_high,coverage,verdict,beyond_threshold,reason"
+                .split(',')
+                .map(String::from)
+                .collect(),
+            ..Table::default()
+        };
+        let number = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
+        for row in &self.rows {
+            let r = row.ratio.as_ref();
+            table.rows.push(vec![
+                row.label.clone(),
+                row.backend_a.clone(),
+                row.backend_b.clone(),
+                row.status_a.clone(),
+                row.status_b.clone(),
+                number(r.map(|r| r.denominator_median)),
+                number(r.map(|r| r.numerator_median)),
+                r.map(|r| r.denominator_count.to_string())
+                    .unwrap_or_default(),
+                r.map(|r| r.numerator_count.to_string()).unwrap_or_default(),
+                number(r.map(|r| r.value)),
+                number(r.map(|r| r.ci95.low)),
+                number(r.map(|r| r.ci95.high)),
+                number(r.map(|r| r.coverage)),
+                row.verdict.text().to_string(),
+                row.beyond_threshold.to_string(),
+                row.reason.clone().unwrap_or_default(),
+            ]);
+        }
+        table
+    }
+
+    pub fn document(&self) -> Document {
+        let mut tables = vec![self.shared_table()];
+        if !self.lone.is_empty() {
+            tables.push(self.lone_table());
+        }
+        let failing = self.slower_beyond_threshold();
+        let footer = vec![if failing > 0 {
+            format!(
+                "{failing} row(s) of run {} significantly slower than run {} by more than {}: exit status 1.",
+                self.b.id,
+                self.a.id,
+                self.percent()
+            )
+        } else {
+            format!(
+                "No row of run {} is significantly slower than run {} by more than {}.",
+                self.b.id,
+                self.a.id,
+                self.percent()
+            )
+        }];
+        let run_json = |run: &Run| {
+            serde_json::json!({
+                "run_id": run.id,
+                "started_at": run.started_at,
+                "status": run.status,
+                "host": run.host,
+                "libraries": run.libraries,
+            })
+        };
+        Document {
+            heading: format!(
+                "Comparing {} runs\n{}\n{}",
+                self.kind.name,
+                describe_run("A", &self.a),
+                describe_run("B", &self.b)
+            ),
+            tables,
+            figures: Vec::new(),
+            records: self.records(),
+            data: serde_json::json!({
+                "tool_version": crate::TOOL_VERSION,
+                "kind": self.kind.name,
+                "a": run_json(&self.a),
+                "b": run_json(&self.b),
+                "threshold": self.threshold,
+                "test": "ratio of medians; 95% interval from each median's exact 97.5% order-statistic interval (Bonferroni)",
+                "matched_across_backends": self.across_backends,
+                "rows": self.rows,
+                "only_in_one_run": self.lone,
+                "slower_beyond_threshold": failing,
+            }),
+            footer,
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! Fitting a terminal table to a width. Each step keeps every figure a
+//! person needs and moves the rest where it still reads:
+//!
+//! 1. an axis column with the same value in every row is said once above
+//!    the table ("Every row: TLS 1.3, suite aes128gcm");
+//! 2. notes become numbered footnotes under the table, one per distinct
+//!    text, shared by every row that has it (short ones such as "WEAK"
+//!    stay); a notes column without a note goes;
+//! 3. headers wrap onto several lines at their spaces;
+//! 4. columns drop out by priority, the highest number first (0 never
+//!    drops), and the table says which; a text column that fits when
+//!    wrapped to 24 characters or more wraps instead;
+//! 5. text columns narrow and their cells wrap over several lines;
+//! 6. as a last resort a line still too long is cut with "…".
+//!
+//! Markdown, CSV, JSON and a table without a width keep every field.
+
+use super::markup::{pad, width as text_width};
+use super::{ColumnKind, Table};
+
+/// Spaces between two columns.
+const GAP: usize = 2;
+/// A note this short stays in its cell ("WEAK"); longer ones become footnotes.
+const INLINE_NOTE_CHARS: usize = 8;
+/// The narrowest a droppable text column is wrapped to rather than dropped.
+const WRAPPED_TEXT_WIDTH: usize = 24;
+/// The narrowest a text column is made before lines are cut.
+const MIN_TEXT_WIDTH: usize = 6;
+
+/// Splits text into lines of at most `width` characters at its spaces;
+/// a word longer than the width is broken.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let mut word: Vec<char> = word.chars().collect();
+        while word.len() > width {
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            lines.push(word.drain(..width).collect());
+        }
+        let word: String = word.into_iter().collect();
+        if line.is_empty() {
+            line = word;
+        } else if text_width(&line) + 1 + text_width(&word) <= width {
+            line.push(' ');
+            line.push_str(&word);
+        } else {
+            lines.push(std::mem::replace(&mut line, word));
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// A line of prose wrapped to `width`; its leading spaces, or a leading
+/// footnote number such as `[3] `, indent the lines that follow.
+pub fn wrap_line(line: &str, width: usize) -> Vec<String> {
+    if text_width(line) <= width {
+        return vec![line.to_string()];
+    }
+    let body = line.trim_start();
+    let mut indent = text_width(line) - text_width(body);
+    if body.starts_with('[') {
+        if let Some(end) = body.find("] ") {
+            indent += text_width(&body[..end + 2]);
+        }
+    }
+    let indent = indent.min(width / 2);
+    let (first, rest) = line.split_at(
+        line.char_indices()
+            .nth(indent)
+            .map_or(line.len(), |(i, _)| i),
+    );
+    wrap(rest, width - indent)
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| {
+            if i == 0 {
+                format!("{first}{text}")
+            } else {
+                format!("{}{text}", " ".repeat(indent))
+            }
+        })
+        .collect()
+}
+
+/// A notes cell with its long notes replaced by footnote numbers, adding
+/// each new text to `footnotes`.
+fn footnoted(cell: &str, footnotes: &mut Vec<String>) -> String {
+    let mut inline: Vec<&str> = Vec::new();
+    let mut numbers: Vec<usize> = Vec::new();
+    for note in cell.split("; ").map(str::trim).filter(|n| !n.is_empty()) {
+        if text_width(note) <= INLINE_NOTE_CHARS {
+            inline.push(note);
+            continue;
+        }
+        let number = match footnotes.iter().position(|f| f == note) {
+            Some(i) => i + 1,
+            None => {
+                footnotes.push(note.to_string());
+                footnotes.len()
+            }
+        };
+        if !numbers.contains(&number) {
+            numbers.push(number);
+        }
+    }
+    numbers.sort_unstable();
+    let mut cell = inline.join(" ");
+    if !numbers.is_empty() {
+        let numbers: Vec<String> = numbers.iter().map(usize::to_string).collect();
+        if !cell.is_empty() {
+            cell.push(' ');
+        }
+        cell.push_str(&format!("[{}]", numbers.join(",")));
+    }
+    cell
+}
+
+/// The width of a set of columns drawn side by side.
+fn total(widths: &[usize], shown: &[usize]) -> usize {
+    let sum: usize = shown.iter().map(|&c| widths[c]).sum();
+    sum + GAP * shown.len().saturating_sub(1)
+}
+
+/// A line cut to `width` characters, ending in "…" when cut.
+fn cut(line: String, width: usize) -> String {
+    if text_width(&line) <= width {
+        return line;
+    }
+    let mut kept: String = line.chars().take(width.saturating_sub(1)).collect();
+    kept.push('…');
+    kept
+}
+
+/// The table drawn within `width` columns: what is said once above it, the
+/// grid, the footnotes, what was left out and the table's notes.
+pub fn fitted(table: &Table, width: usize) -> String {
+    let columns = table.headers.len();
+    let mut rows = table.rows.clone();
+    let mut shown: Vec<usize> = (0..columns).collect();
+
+    let mut every_row = Vec::new();
+    if rows.len() >= 2 {
+        shown.retain(|&c| {
+            let first = &rows[0][c];
+            let constant = rows.iter().all(|r| &r[c] == first);
+            if table.kind_of(c) == ColumnKind::Axis && constant {
+                every_row.push(format!("{} {first}", table.headers[c]));
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    // A notes column with no note in any row says nothing.
+    shown.retain(|&c| {
+        table.kind_of(c) != ColumnKind::Notes || rows.iter().any(|r| !r[c].is_empty())
+    });
+
+    let mut footnotes = Vec::new();
+    for row in &mut rows {
+        for c in (0..columns).filter(|&c| table.kind_of(c) == ColumnKind::Notes) {
+            row[c] = footnoted(&row[c], &mut footnotes);
+        }
+    }
+
+    let cell_width = |c: usize| rows.iter().map(|r| text_width(&r[c])).max().unwrap_or(0);
+    let longest_word = |text: &str| text.split(' ').map(text_width).max().unwrap_or(0);
+    let mut widths: Vec<usize> = (0..columns)
+        .map(|c| cell_width(c).max(text_width(&table.headers[c])))
+        .collect();
+    if total(&widths, &shown) > width {
+        widths = (0..columns)
+            .map(|c| cell_width(c).max(longest_word(&table.headers[c])))
+            .collect();
+    }
+
+    // A text column about to drop stays, wrapped, when narrowing it to no
+    // less than WRAPPED_TEXT_WIDTH characters is enough.
+    let longest_cell_word = |c: usize| {
+        rows.iter()
+            .map(|r| longest_word(&r[c]))
+            .chain([longest_word(&table.headers[c])])
+            .max()
+            .unwrap_or(0)
+    };
+    let mut dropped = Vec::new();
+    while total(&widths, &shown) > width {
+        let Some(position) = shown
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| table.priority_of(c) > 0)
+            .max_by_key(|(position, &c)| (table.priority_of(c), *position))
+            .map(|(position, _)| position)
+        else {
+            break;
+        };
+        let column = shown[position];
+        let narrowed = widths[column].saturating_sub(total(&widths, &shown) - width);
+        if !table.numeric[column] && narrowed >= WRAPPED_TEXT_WIDTH.max(longest_cell_word(column)) {
+            widths[column] = narrowed;
+            break;
+        }
+        dropped.push(table.headers[shown.remove(position)].clone());
+    }
+
+    // Text columns narrow first down to their longest word (cells wrap at
+    // spaces), and only then further (words break).
+    for floor in [
+        (0..columns)
+            .map(|c| longest_cell_word(c).max(MIN_TEXT_WIDTH))
+            .collect::<Vec<_>>(),
+        vec![MIN_TEXT_WIDTH; columns],
+    ] {
+        while total(&widths, &shown) > width {
+            let Some(&widest) = shown
+                .iter()
+                .filter(|&&c| !table.numeric[c] && widths[c] > floor[c])
+                .max_by_key(|&&c| widths[c])
+            else {
+                break;
+            };
+            widths[widest] -= 1;
+        }
+    }
+
+    let mut out = String::new();
+    if !every_row.is_empty() {
+        for line in wrap_line(&format!("Every row: {}.", every_row.join(", ")), width) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    let draw = |cells: &[String], out: &mut String| {
+        let wrapped: Vec<Vec<String>> = shown
+            .iter()
+            .zip(cells)
+            .map(|(&c, cell)| wrap(cell, widths[c]))
+            .collect();
+        let height = wrapped.iter().map(Vec::len).max().unwrap_or(1);
+        for line in 0..height {
+            let parts: Vec<String> = shown
+                .iter()
+                .zip(&wrapped)
+                .map(|(&c, lines)| {
+                    let text = lines.get(line).map(String::as_str).unwrap_or("");
+                    pad(text, widths[c], table.numeric[c])
+                })
+                .collect();
+            let line = parts.join(&" ".repeat(GAP)).trim_end().to_string();
+            out.push_str(&cut(line, width));
+            out.push('\n');
+        }
+    };
+    let headers: Vec<String> = shown.iter().map(|&c| table.headers[c].clone()).collect();
+    draw(&headers, &mut out);
+    let rule: Vec<String> = shown.iter().map(|&c| "─".repeat(widths[c])).collect();
+    out.push_str(&cut(rule.join(&" ".repeat(GAP)), width));
+    out.push('\n');
+    for row in &rows {
+        let cells: Vec<String> = shown.iter().map(|&c| row[c].clone()).collect();
+        draw(&cells, &mut out);
+    }
+
+    let mut below: Vec<String> = footnotes
+        .iter()
+        .enumerate()
+        .map(|(i, text)| format!("[{}] {text}", i + 1))
+        .collect();
+    if !dropped.is_empty() {
+        below.push(format!(
+            "Not shown at {width} columns: {} (--wide or an export shows every column).",
+            dropped.join(", ")
+        ));
+    }
+    below.extend(table.notes.iter().cloned());
+    if !below.is_empty() {
+        out.push('\n');
+        for line in below {
+            for wrapped in wrap_line(&line, width) {
+                out.push_str(&cut(wrapped, width));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Table {
+        let mut table = Table::new(
+            &[
+                "backend",
+                "TLS",
+                "group",
+                "wall µs (median ±95% CI)",
+                "p99 µs",
+                "notes",
+            ],
+            &[false, false, false, true, true, false],
+        )
+        .priorities(&[0, 0, 0, 0, 1, 0])
+        .mark(&[1, 2], ColumnKind::Axis)
+        .mark(&[5], ColumnKind::Notes);
+        for (group, notes) in [
+            ("X25519", "precision not reached"),
+            (
+                "DHE-1024",
+                "WEAK; precision not reached; 1024-bit DH: about 80-bit security (Logjam), weak",
+            ),
+            ("P-256", ""),
+        ] {
+            table.rows.push(vec![
+                "rustls-aws-lc".into(),
+                "1.2".into(),
+                group.into(),
+                "1117 ±0.0%".into(),
+                "1200".into(),
+                notes.into(),
+            ]);
+        }
+        table.notes.push("A note under the table that is long enough to need wrapping at a narrow width, as the real ones are.".into());
+        table
+    }
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_breaks_long_words() {
+        assert_eq!(wrap("one two three", 7), ["one two", "three"]);
+        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("", 4), [""]);
+        assert_eq!(
+            wrap_line("[12] a footnote that wraps", 14),
+            ["[12] a", "     footnote", "     that", "     wraps"]
+        );
+    }
+
+    #[test]
+    fn a_wide_enough_table_keeps_every_column_and_folds_constant_axes() {
+        let out = fitted(&sample(), 200);
+        assert!(out.starts_with("Every row: TLS 1.2.\n"), "{out}");
+        assert!(out.contains("p99 µs"), "{out}");
+        assert!(!out.contains("Not shown"), "{out}");
+    }
+
+    #[test]
+    fn notes_become_shared_numbered_footnotes() {
+        let out = fitted(&sample(), 200);
+        // Two rows share "precision not reached": one footnote.
+        assert_eq!(out.matches("precision not reached").count(), 1, "{out}");
+        assert!(out.contains("[1] precision not reached"), "{out}");
+        assert!(out.contains("[2] 1024-bit DH"), "{out}");
+        assert!(out.contains("WEAK [1,2]"), "{out}");
+    }
+
+    #[test]
+    fn narrow_tables_drop_by_priority_then_wrap_and_never_pass_the_width() {
+        for width in [30, 40, 50, 80] {
+            let out = fitted(&sample(), width);
+            for line in out.lines() {
+                assert!(text_width(line) <= width, "{width}: {line:?}\n{out}");
+            }
+            if width < 50 {
+                continue; // narrower than the key columns: wrapped and cut, still within the width
+            }
+            for key in ["rustls-aws-lc", "DHE-1024", "X25519", "P-256", "WEAK [1,2]"] {
+                assert!(out.contains(key), "{width}: {key}\n{out}");
+            }
+        }
+        let out = fitted(&sample(), 50);
+        assert!(out.contains("Not shown at 50 columns: p99 µs"), "{out}");
+    }
+
+    #[test]
+    fn a_long_text_column_wraps_where_it_can_and_drops_where_it_cannot() {
+        let mut table =
+            Table::new(&["name", "operations", "µs"], &[false, false, true]).priorities(&[0, 1, 0]);
+        table.rows.push(vec![
+            "server".into(),
+            "1 key exchange, 1 sign, 3 HKDF-Extract + 18 HKDF-Expand + 2 HMAC".into(),
+            "245".into(),
+        ]);
+        let wrapped = fitted(&table, 50);
+        assert!(!wrapped.contains("Not shown"), "{wrapped}");
+        assert!(wrapped.contains("HKDF-Extract"), "{wrapped}");
+        assert!(wrapped.lines().all(|l| text_width(l) <= 50), "{wrapped}");
+        let dropped = fitted(&table, 30);
+        assert!(
+            dropped.contains("Not shown at 30 columns:\noperations (--wide"),
+            "{dropped}"
+        );
+    }
+}
