@@ -248,6 +248,7 @@ fn main() {
                 resumption: Resumption::Off,
                 mutual: false,
                 chain_depth: 3,
+                mtu_bytes: None,
             };
             let credentials = certs.get(cert, 3).unwrap();
             let mut plain: Box<dyn FnMut()> = match backend_id {

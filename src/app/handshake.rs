@@ -21,7 +21,7 @@ use crate::report::Format;
 use crate::scenario::presets::Preset;
 use crate::scenario::{
     parse_list, parse_name, Aead, CertKind, Group, HandshakeMatrix, Named, Resumption, TlsVersion,
-    DEFAULT_CHAIN_DEPTH,
+    DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::store::Store;
 use crate::workload::handshake::{run_matrix, CellResult, MatrixObserver};
@@ -55,6 +55,7 @@ fn default_matrix() -> HandshakeMatrix {
         resumptions: vec![Resumption::Off],
         mutual: vec![false],
         chain_depth: DEFAULT_CHAIN_DEPTH,
+        mtu_bytes: DEFAULT_MTU_BYTES,
     }
 }
 
@@ -78,6 +79,9 @@ impl AxisArgs {
         }
         if let Some(depth) = self.chain_depth {
             matrix.chain_depth = depth;
+        }
+        if let Some(mtu_bytes) = self.mtu {
+            matrix.mtu_bytes = mtu_bytes;
         }
         Ok(matrix)
     }

@@ -4,7 +4,7 @@ use tlslab::backend::{Backend, HandshakeSample};
 use tlslab::measure::verify;
 use tlslab::scenario::{
     Aead, CertKind, Group, HandshakeScenario, KxKind, Named, Resumption, TlsVersion,
-    DEFAULT_CHAIN_DEPTH,
+    DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 
 use crate::util;
@@ -18,6 +18,7 @@ pub fn scenario(version: TlsVersion, group: Group, cert: CertKind) -> HandshakeS
         resumption: Resumption::Off,
         mutual: false,
         chain_depth: DEFAULT_CHAIN_DEPTH,
+        mtu_bytes: HandshakeScenario::mtu_for(version, DEFAULT_MTU_BYTES),
     }
 }
 
