@@ -4,6 +4,7 @@
 mod backends;
 mod cli;
 mod cost;
+mod dtls;
 mod pipeline;
 mod tunnel;
 mod util;

@@ -142,7 +142,7 @@ impl Backend for OpensslBackend {
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
         self.capabilities
             .unsupported_reason(self.id(), scenario)
-            .or_else(|| scenario.mtu_bytes.and_then(dtls::mtu_refusal))
+            .or_else(|| dtls::unsupported_reason(scenario))
     }
 
     fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
