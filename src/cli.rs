@@ -48,7 +48,7 @@ pub enum MutualArg {
   tlslab handshake --preset kex-matrix
   tlslab handshake --tls 1.3 --group x25519,p256,x25519mlkem768 --cert rsa2048,ecdsa_p256,ed25519,mldsa65
   tlslab handshake --backend all --tls 1.2,1.3 --group x25519 --cert ecdsa_p256 --resumption off,ticket,psk
-  tlslab handshake --preset dtls-study
+  tlslab handshake --preset dtls-study --cpu-features native,generic
   tlslab handshake --backend openssl --tls 1.2,dtls1.2 --group p256 --cert ecdsa_p256 --mtu 576
   tlslab list   (every valid name)
 
@@ -71,6 +71,12 @@ pub struct HandshakeArgs {
     /// Mutual TLS: the client presents a certificate too. [default: off]
     #[arg(long, value_enum, value_name = "MODE")]
     pub mutual: Option<MutualArg>,
+
+    /// With hardware acceleration (native) and without it (generic: the
+    /// matrix again in a child process with OpenSSL's and aws-lc's CPU
+    /// capability mask cleared; its rows are "<backend> (generic)").
+    #[arg(long, value_name = "LIST", default_value = "native")]
+    pub cpu_features: String,
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
