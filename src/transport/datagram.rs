@@ -3,7 +3,8 @@
 //! boundaries (one write is one datagram, one read takes one whole
 //! datagram) and enforces an MTU: a datagram larger than the MTU is refused
 //! with an error, as a path that does not fragment would drop it, so a DTLS
-//! library must fragment its handshake messages itself.
+//! library must fragment its handshake messages itself. For tests it can
+//! also lose or reorder one datagram ([`Fault`]).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -16,6 +17,18 @@ use std::rc::Rc;
 struct Direction {
     in_flight: VecDeque<Vec<u8>>,
     trace: Option<Vec<Vec<u8>>>,
+    /// A datagram held back to be delivered after the next one.
+    held: Option<Vec<u8>>,
+}
+
+/// One thing the network does wrong, to the datagram with this index
+/// (counted from 0 over both directions, in the order they were sent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The datagram is never delivered.
+    Lose(usize),
+    /// The datagram arrives after the next one sent the same way.
+    Reorder(usize),
 }
 
 #[derive(Debug)]
@@ -23,6 +36,8 @@ struct Channel {
     mtu_bytes: usize,
     to_server: Direction,
     to_client: Direction,
+    fault: Option<Fault>,
+    sent: usize,
 }
 
 /// Both directions of a datagram channel with one MTU.
@@ -39,8 +54,16 @@ impl DatagramPipe {
                 mtu_bytes: usize::from(mtu_bytes),
                 to_server: Direction::default(),
                 to_client: Direction::default(),
+                fault: None,
+                sent: 0,
             })),
         }
+    }
+
+    /// This channel, doing `fault` to one datagram.
+    pub fn with_fault(self, fault: Fault) -> Self {
+        self.channel.borrow_mut().fault = Some(fault);
+        self
     }
 
     /// A channel that also keeps a copy of every datagram sent (for tests
@@ -149,14 +172,24 @@ impl Write for DatagramEnd {
                 ),
             ));
         }
+        let index = channel.sent;
+        channel.sent += 1;
+        let fault = channel.fault;
         let outgoing = if self.is_client {
             &mut channel.to_server
         } else {
             &mut channel.to_client
         };
-        outgoing.in_flight.push_back(datagram.to_vec());
         if let Some(trace) = &mut outgoing.trace {
             trace.push(datagram.to_vec());
+        }
+        match fault {
+            Some(Fault::Lose(lost)) if lost == index => {}
+            Some(Fault::Reorder(late)) if late == index => outgoing.held = Some(datagram.to_vec()),
+            _ => {
+                outgoing.in_flight.push_back(datagram.to_vec());
+                outgoing.in_flight.extend(outgoing.held.take());
+            }
         }
         Ok(datagram.len())
     }
@@ -191,6 +224,33 @@ mod tests {
             vec![b"first".to_vec(), b"second".to_vec()]
         );
         assert!(pipe.sent_by_server().is_empty());
+    }
+
+    #[test]
+    fn faults_lose_or_reorder_one_datagram() {
+        let read_all = |pipe: &DatagramPipe| {
+            let mut server = pipe.server_end();
+            let mut buffer = [0u8; 8];
+            let mut got = Vec::new();
+            while let Ok(n) = server.read(&mut buffer) {
+                got.push(buffer[..n].to_vec());
+            }
+            got
+        };
+        for (fault, expected) in [
+            (Fault::Lose(1), vec![b"a".to_vec(), b"c".to_vec()]),
+            (
+                Fault::Reorder(0),
+                vec![b"b".to_vec(), b"a".to_vec(), b"c".to_vec()],
+            ),
+        ] {
+            let pipe = DatagramPipe::new(8).with_fault(fault);
+            let mut client = pipe.client_end();
+            for datagram in [b"a", b"b", b"c"] {
+                client.write_all(datagram).unwrap();
+            }
+            assert_eq!(read_all(&pipe), expected, "{fault:?}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use tlslab::backend::openssl::dtls::{trace_handshake, HELLO_VERIFY_REQUEST};
 use tlslab::backend::{backend_by_id, Backend};
 use tlslab::scenario::{Aead, CertKind, Group, Named, Resumption, TlsVersion};
+use tlslab::transport::datagram::Fault;
 
 use crate::backends::{assert_measured, scenario};
 use crate::util::{self, tlslab};
@@ -68,7 +69,7 @@ fn every_suite_resumption_mode_and_mutual_auth() {
 fn the_server_does_the_cookie_exchange() {
     let s = scenario(TlsVersion::Dtls12, Group::P256, CertKind::EcdsaP256);
     let credentials = util::certs().get(s.cert, s.chain_depth).unwrap();
-    let trace = trace_handshake(&s, &credentials).unwrap();
+    let trace = trace_handshake(&s, &credentials, None).unwrap();
     assert_eq!(trace.negotiated.version, "DTLSv1.2");
     let server = trace.server_handshake_types();
     assert_eq!(server.first(), Some(&HELLO_VERIFY_REQUEST), "{server:?}");
@@ -91,7 +92,7 @@ fn handshake_messages_are_fragmented_to_the_mtu() {
     let mut s = scenario(TlsVersion::Dtls12, Group::P256, CertKind::Rsa4096);
     s.mtu_bytes = Some(300);
     let credentials = util::certs().get(s.cert, s.chain_depth).unwrap();
-    let trace = trace_handshake(&s, &credentials).unwrap();
+    let trace = trace_handshake(&s, &credentials, None).unwrap();
     let sizes: Vec<usize> = trace.server_datagrams.iter().map(Vec::len).collect();
     assert!(sizes.iter().all(|size| *size <= 300), "{sizes:?}");
     // A chain of three RSA-4096 certificates is well over 3 kB.
@@ -213,4 +214,26 @@ fn bad_names_and_suites_the_protocol_cannot_carry() {
         !dtls_row.contains("unsupported") && !dtls_row.contains("failed"),
         "{out}"
     );
+}
+
+/// A reordered fragment of the server's certificate flight is put back in
+/// order; a lost HelloVerifyRequest stops the handshake with a reason
+/// rather than a hang (DTLS would resend after a second; a measurement does
+/// not wait).
+#[test]
+fn a_reordered_datagram_is_absorbed_and_a_lost_one_is_a_clear_failure() {
+    let mut s = scenario(TlsVersion::Dtls12, Group::P256, CertKind::Rsa2048);
+    s.mtu_bytes = Some(300);
+    let credentials = util::certs().get(s.cert, s.chain_depth).unwrap();
+    // 0: ClientHello, 1: HelloVerifyRequest, 2: ClientHello with the
+    // cookie, 3..: the server's flight in fragments.
+    let trace = trace_handshake(&s, &credentials, Some(Fault::Reorder(4))).unwrap();
+    assert_eq!(trace.negotiated.version, "DTLSv1.2");
+    let started = std::time::Instant::now();
+    let error = trace_handshake(&s, &credentials, Some(Fault::Lose(1))).unwrap_err();
+    assert!(
+        format!("{error:#}").contains("neither side has anything to read"),
+        "{error:#}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
 }

@@ -17,7 +17,7 @@ use super::OpensslHandshaker;
 use crate::backend::Negotiated;
 use crate::certs::Credentials;
 use crate::scenario::{HandshakeScenario, SignatureFamily};
-use crate::transport::datagram::DatagramPipe;
+use crate::transport::datagram::{DatagramPipe, Fault};
 
 /// The handshake message type of a HelloVerifyRequest (RFC 6347).
 pub const HELLO_VERIFY_REQUEST: u8 = 3;
@@ -162,16 +162,21 @@ impl DtlsTrace {
 }
 
 /// Runs one OpenSSL DTLS handshake of `scenario` (after the full one, for
-/// resumed scenarios) over a channel that keeps every datagram.
+/// resumed scenarios) over a channel that keeps every datagram, and does
+/// `fault` to one of them if given.
 pub fn trace_handshake(
     scenario: &HandshakeScenario,
     credentials: &Credentials,
+    fault: Option<Fault>,
 ) -> Result<DtlsTrace> {
     let Some(mtu_bytes) = scenario.mtu_bytes else {
         bail!("{} is not a DTLS scenario", scenario.label());
     };
     let mut handshaker = OpensslHandshaker::new(scenario, credentials)?;
-    let pipe = DatagramPipe::traced(mtu_bytes);
+    let mut pipe = DatagramPipe::traced(mtu_bytes);
+    if let Some(fault) = fault {
+        pipe = pipe.with_fault(fault);
+    }
     let sample = handshaker.handshake_over(&pipe)?;
     Ok(DtlsTrace {
         negotiated: sample.negotiated,

@@ -410,7 +410,13 @@ impl OpensslHandshaker {
                 break;
             }
             rounds += 1;
-            if (!client_turn && !server_turn) || rounds > MAX_ROUNDS {
+            if !client_turn && !server_turn {
+                // Over datagrams this is a lost packet: DTLS would resend
+                // its flight when its timer (1 s) fires; a measurement does
+                // not wait for it.
+                bail!("handshake stalled after {rounds} rounds: neither side has anything to read");
+            }
+            if rounds > MAX_ROUNDS {
                 bail!("handshake stalled after {rounds} rounds");
             }
         }
