@@ -2,7 +2,8 @@
 //! costs? For each backend and scenario this compares, in alternating rounds
 //! on the same machine, tlslab's handshakes per second (runner, per-side
 //! timers, verification, sample bookkeeping) with a plain loop that drives
-//! the same library's handshake with no timing or bookkeeping at all.
+//! the same library's handshake with no timing or bookkeeping at all: TLS
+//! 1.3 on every backend, and DTLS 1.2 on OpenSSL over a datagram wire.
 //!
 //! Run: `cargo bench --bench overhead` (optionally `-- ROUNDS HANDSHAKES`).
 
@@ -146,6 +147,159 @@ fn openssl_plain_handshake(client_ctx: &SslContext, server_ctx: &SslContext) {
     server.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
 }
 
+/// A datagram wire: one queue of whole datagrams per direction, each at most
+/// `mtu` bytes.
+struct Datagrams {
+    to_server: VecDeque<Vec<u8>>,
+    to_client: VecDeque<Vec<u8>>,
+    mtu: usize,
+}
+
+struct DatagramEnd {
+    wire: std::rc::Rc<std::cell::RefCell<Datagrams>>,
+    client: bool,
+}
+
+impl Read for DatagramEnd {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let mut wire = self.wire.borrow_mut();
+        let queue = if self.client {
+            &mut wire.to_client
+        } else {
+            &mut wire.to_server
+        };
+        let datagram = queue.pop_front().ok_or(io::ErrorKind::WouldBlock)?;
+        out[..datagram.len()].copy_from_slice(&datagram);
+        Ok(datagram.len())
+    }
+}
+
+impl Write for DatagramEnd {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let mut wire = self.wire.borrow_mut();
+        assert!(data.len() <= wire.mtu, "a datagram over the MTU");
+        let queue = if self.client {
+            &mut wire.to_server
+        } else {
+            &mut wire.to_client
+        };
+        queue.push_back(data.to_vec());
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+const DTLS_MTU: u16 = 1400;
+
+/// OpenSSL contexts for a full DTLS 1.2 ECDHE P-256 handshake with
+/// AES-128-GCM, the server requiring a cookie (HMAC-SHA256).
+fn openssl_dtls_contexts(credentials: &Credentials, cert: CertKind) -> (SslContext, SslContext) {
+    let cipher = if cert == CertKind::Rsa2048 {
+        "ECDHE-RSA-AES128-GCM-SHA256"
+    } else {
+        "ECDHE-ECDSA-AES128-GCM-SHA256"
+    };
+    let common = || {
+        let mut ctx = SslContextBuilder::new(SslMethod::dtls()).unwrap();
+        ctx.set_min_proto_version(Some(SslVersion::DTLS1_2))
+            .unwrap();
+        ctx.set_max_proto_version(Some(SslVersion::DTLS1_2))
+            .unwrap();
+        ctx.set_cipher_list(cipher).unwrap();
+        ctx.set_groups_list("P-256").unwrap();
+        ctx.set_options(SslOptions::NO_QUERY_MTU);
+        ctx
+    };
+    let mut client = common();
+    let mut store = openssl::x509::store::X509StoreBuilder::new().unwrap();
+    store
+        .add_cert(openssl::x509::X509::from_der(&credentials.root_der).unwrap())
+        .unwrap();
+    client.set_cert_store(store.build());
+    client.set_verify(SslVerifyMode::PEER);
+    client.set_session_cache_mode(SslSessionCacheMode::OFF);
+
+    let mut server = common();
+    let chain = &credentials.server.chain_der;
+    server
+        .set_certificate(&openssl::x509::X509::from_der(&chain[0]).unwrap())
+        .unwrap();
+    for der in &chain[1..] {
+        server
+            .add_extra_chain_cert(openssl::x509::X509::from_der(der).unwrap())
+            .unwrap();
+    }
+    let key =
+        openssl::pkey::PKey::private_key_from_pkcs8(&credentials.server.key_pkcs8_der).unwrap();
+    server.set_private_key(&key).unwrap();
+    server.set_session_cache_mode(SslSessionCacheMode::OFF);
+    server.set_options(SslOptions::NO_TICKET | SslOptions::COOKIE_EXCHANGE);
+    let secret = Arc::new(openssl::pkey::PKey::hmac(b"0123456789abcdef0123456789abcdef").unwrap());
+    let cookie = move |secret: &openssl::pkey::PKey<openssl::pkey::Private>| {
+        let mut signer =
+            openssl::sign::Signer::new(openssl::hash::MessageDigest::sha256(), secret).unwrap();
+        signer.update(b"peer").unwrap();
+        signer.sign_to_vec().unwrap()
+    };
+    let generating = Arc::clone(&secret);
+    server.set_cookie_generate_cb(move |_, out| {
+        let value = cookie(&generating);
+        out[..value.len()].copy_from_slice(&value);
+        Ok(value.len())
+    });
+    server.set_cookie_verify_cb(move |_, given| cookie(&secret) == given);
+    (client.build(), server.build())
+}
+
+fn openssl_plain_dtls_handshake(client_ctx: &SslContext, server_ctx: &SslContext) {
+    let wire = std::rc::Rc::new(std::cell::RefCell::new(Datagrams {
+        to_server: VecDeque::new(),
+        to_client: VecDeque::new(),
+        mtu: DTLS_MTU.into(),
+    }));
+    let stream = |ctx: &SslContext, client: bool| {
+        let mut ssl = Ssl::new(ctx).unwrap();
+        if client {
+            ssl.set_connect_state();
+            ssl.set_hostname(SERVER_NAME).unwrap();
+            ssl.param_mut().set_host(SERVER_NAME).unwrap();
+        } else {
+            ssl.set_accept_state();
+        }
+        let end = DatagramEnd {
+            wire: wire.clone(),
+            client,
+        };
+        let stream = SslStream::new(ssl, end).unwrap();
+        use foreign_types::ForeignTypeRef;
+        // SAFETY: a live DTLS connection with its BIO set.
+        assert!(unsafe { openssl_sys::SSL_set_mtu(stream.ssl().as_ptr(), DTLS_MTU.into()) } > 0);
+        stream
+    };
+    let mut client = stream(client_ctx, true);
+    let mut server = stream(server_ctx, false);
+    let (mut client_done, mut server_done) = (false, false);
+    while !(client_done && server_done) {
+        for (stream, done) in [
+            (&mut client, &mut client_done),
+            (&mut server, &mut server_done),
+        ] {
+            if !*done {
+                match stream.do_handshake() {
+                    Ok(()) => *done = true,
+                    Err(e) if e.code() == ErrorCode::WANT_READ => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+    }
+    client.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
+    server.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
+}
+
 /// rustls configurations as tlslab builds them for a full TLS 1.3 handshake.
 fn rustls_configs(
     provider: rustls::crypto::CryptoProvider,
@@ -237,20 +391,30 @@ fn main() {
         "{:<14} {:<12} {:>14} {:>14} {:>7}",
         "backend", "certificate", "plain hs/s", "tlslab hs/s", "ratio"
     );
-    for backend_id in ["openssl", "rustls-aws-lc", "rustls-ring"] {
-        let backend = backend_by_id(backend_id).unwrap();
+    for backend_id in ["openssl", "rustls-aws-lc", "rustls-ring", "openssl-dtls"] {
+        let backend = backend_by_id(backend_id.trim_end_matches("-dtls")).unwrap();
         for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
+            let dtls = backend_id == "openssl-dtls";
             let scenario = HandshakeScenario {
-                version: TlsVersion::Tls13,
-                group: Group::X25519,
+                version: if dtls {
+                    TlsVersion::Dtls12
+                } else {
+                    TlsVersion::Tls13
+                },
+                group: if dtls { Group::P256 } else { Group::X25519 },
                 cert,
                 aead: Aead::Aes128Gcm,
                 resumption: Resumption::Off,
                 mutual: false,
                 chain_depth: 3,
+                mtu_bytes: dtls.then_some(DTLS_MTU),
             };
             let credentials = certs.get(cert, 3).unwrap();
             let mut plain: Box<dyn FnMut()> = match backend_id {
+                "openssl-dtls" => {
+                    let (c, s) = openssl_dtls_contexts(&credentials, cert);
+                    Box::new(move || openssl_plain_dtls_handshake(&c, &s))
+                }
                 "openssl" => {
                     let (c, s) = openssl_contexts(&credentials);
                     Box::new(move || openssl_plain_handshake(&c, &s))

@@ -57,13 +57,15 @@ pub enum MutualArg {
   tlslab handshake --preset kex-matrix --server nginx   (nginx installed)
   tlslab handshake --tls 1.3 --group x25519,p256,x25519mlkem768 --cert rsa2048,ecdsa_p256,ed25519,mldsa65
   tlslab handshake --backend all --tls 1.2,1.3 --group x25519 --cert ecdsa_p256 --resumption off,ticket,psk
+  tlslab handshake --preset dtls-study --cpu-features native,generic
+  tlslab handshake --backend openssl --tls 1.2,dtls1.2 --group p256 --cert ecdsa_p256 --mtu 576
   tlslab list   (every valid name)
 
 Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2;
-with --preset also --max-total-time: kex-matrix 24, tls13-matrix 48, post-quantum 60
+with --preset also --max-total-time: kex-matrix 24, tls13-matrix 48, post-quantum 60, dtls-study 30
 (about twice their time on a quiet 2-core machine)")]
 pub struct HandshakeArgs {
-    /// A named matrix: kex-matrix, tls13-matrix, post-quantum. Axis options override its axes.
+    /// A named matrix: kex-matrix, tls13-matrix, post-quantum, dtls-study. Axis options override its axes.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
 
@@ -84,6 +86,12 @@ pub struct HandshakeArgs {
     /// Mutual TLS: the client presents a certificate too. [default: off]
     #[arg(long, value_enum, value_name = "MODE")]
     pub mutual: Option<MutualArg>,
+
+    /// With hardware acceleration (native) and without it (generic: the
+    /// matrix again in a child process with OpenSSL's and aws-lc's CPU
+    /// capability mask cleared; its rows are "<backend> (generic)").
+    #[arg(long, value_name = "LIST", default_value = "native")]
+    pub cpu_features: String,
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -206,7 +214,8 @@ pub struct CostArgs {
 /// The axes of a handshake matrix; each overrides the preset's.
 #[derive(Debug, Args)]
 pub struct AxisArgs {
-    /// Protocol versions: 1.2, 1.3. [default: 1.3]
+    /// Protocol versions: 1.2, 1.3, dtls1.2 (DTLS over an in-memory datagram
+    /// channel; OpenSSL only). [default: 1.3]
     #[arg(long, value_name = "LIST")]
     pub tls: Option<String>,
 
@@ -221,8 +230,10 @@ pub struct AxisArgs {
     #[arg(long, value_name = "LIST")]
     pub cert: Option<String>,
 
-    /// Bulk ciphers: aes128gcm, aes256gcm, chacha20poly1305 (the rest of a
-    /// TLS 1.2 suite follows from group and certificate). [default: aes128gcm]
+    /// Bulk ciphers: aes128gcm, aes256gcm, chacha20poly1305, and for
+    /// (D)TLS 1.2 aes128cbc_sha, aes256cbc_sha, aes128cbc_sha256,
+    /// aes256cbc_sha256 (RSA, DHE), aes256cbc_sha384 (ECDHE); the rest of a
+    /// 1.2 suite follows from group and certificate. [default: aes128gcm]
     #[arg(long, value_name = "LIST")]
     pub suite: Option<String>,
 
@@ -233,6 +244,11 @@ pub struct AxisArgs {
     /// Certificates in the chain, root to leaf inclusive (3 = root, intermediate, leaf).
     #[arg(long, value_name = "N")]
     pub chain_depth: Option<u8>,
+
+    /// DTLS rows: the largest datagram either side may send, in bytes of UDP
+    /// payload; bigger handshake messages are fragmented. [default: 1400]
+    #[arg(long, value_name = "BYTES")]
+    pub mtu: Option<u16>,
 }
 
 /// How long and how precisely to sample. Every cell is warmed up, then all

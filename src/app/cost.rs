@@ -25,7 +25,7 @@ use crate::scenario::presets::CostPreset;
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::{
     parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Named, Resumption,
-    TlsVersion, DEFAULT_CHAIN_DEPTH,
+    TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::stats;
 use crate::store::{Store, StoredRun};
@@ -53,6 +53,7 @@ fn matrix(args: &CostArgs, preset: Option<CostPreset>) -> Result<HandshakeMatrix
             resumptions: vec![Resumption::Off],
             mutual: vec![false],
             chain_depth: DEFAULT_CHAIN_DEPTH,
+            mtu_bytes: DEFAULT_MTU_BYTES,
         },
     };
     let matrix = args.axes.apply(matrix)?;

@@ -1,29 +1,33 @@
 //! `tlslab handshake`: the matrix from a preset and the axis options, every
 //! cell sampled in interleaved rounds, stored as it finishes, reported with
-//! ratios to the baseline row from same-round pairs.
+//! ratios to the baseline row from same-round pairs; with `--cpu-features
+//! generic`, the matrix again in a child process whose libraries see no CPU
+//! features, its rows beside the native ones.
 
+use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use super::session::{
     check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
 };
+use super::speed::{cpu_feature_list, CpuFeatures, GENERIC_CPU_ENV};
 use crate::backend::{backends_from_list, Backend};
 use crate::certs::CertCache;
 use crate::cli::{AxisArgs, HandshakeArgs, MutualArg};
 use crate::host::HostInfo;
-use crate::measure::SamplingOptions;
+use crate::measure::{Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
 use crate::scenario::presets::Preset;
 use crate::scenario::{
     parse_list, parse_name, Aead, CertKind, Group, HandshakeMatrix, Named, Resumption, TlsVersion,
-    DEFAULT_CHAIN_DEPTH,
+    DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::store::Store;
-use crate::workload::handshake::{run_matrix, CellResult, MatrixObserver};
+use crate::workload::handshake::{run_matrix, CellResult, MatrixObserver, MatrixRun};
 use crate::workload::nginx::NginxBackend;
 
 /// Sampling defaults of `handshake`.
@@ -44,6 +48,7 @@ struct StoredOptions<'a> {
     matrix: &'a HandshakeMatrix,
     sampling: &'a SamplingOptions,
     baseline: Option<&'a str>,
+    cpu_features: &'a str,
 }
 
 fn default_matrix() -> HandshakeMatrix {
@@ -55,6 +60,7 @@ fn default_matrix() -> HandshakeMatrix {
         resumptions: vec![Resumption::Off],
         mutual: vec![false],
         chain_depth: DEFAULT_CHAIN_DEPTH,
+        mtu_bytes: DEFAULT_MTU_BYTES,
     }
 }
 
@@ -78,6 +84,9 @@ impl AxisArgs {
         }
         if let Some(depth) = self.chain_depth {
             matrix.chain_depth = depth;
+        }
+        if let Some(mtu_bytes) = self.mtu {
+            matrix.mtu_bytes = mtu_bytes;
         }
         Ok(matrix)
     }
@@ -200,6 +209,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         None => DEFAULTS,
     };
     let sampling = args.sampling.options(defaults)?;
+    let feature_sets = cpu_feature_list(&args.cpu_features)?;
     check_exports(&args.exports)?;
     let mut store = open_store(&args.database)?;
 
@@ -211,6 +221,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         matrix: &matrix,
         sampling: &sampling,
         baseline: baseline.as_deref(),
+        cpu_features: &args.cpu_features,
     };
     let run_id = store.begin_run(&run_info(
         "handshake",
@@ -222,20 +233,37 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
     let interrupt = interrupt_flag();
     let bar = Bar::new(scenarios.len() * backends.len(), args.quiet);
-    let run = run_matrix(
-        &scenarios,
-        &backends,
-        &certs,
-        &sampling,
-        baseline.as_deref(),
-        &interrupt,
-        &mut Storing {
-            store: &mut store,
-            run_id,
-            bar: &bar,
-        },
-    )?;
+    let mut run = if feature_sets.contains(&CpuFeatures::Native) {
+        run_matrix(
+            &scenarios,
+            &backends,
+            &certs,
+            &sampling,
+            baseline.as_deref(),
+            &interrupt,
+            &mut Storing {
+                store: &mut store,
+                run_id,
+                bar: &bar,
+            },
+        )?
+    } else {
+        MatrixRun {
+            cells: Vec::new(),
+            rounds: Vec::new(),
+            interrupted: false,
+            out_of_time: false,
+        }
+    };
     bar.0.finish_and_clear();
+    if !run.interrupted && feature_sets.contains(&CpuFeatures::Generic) {
+        let backend_ids: Vec<&str> = backends.iter().map(|b| b.id()).collect();
+        for cell in generic_cells(args, &backend_ids, &scenarios)? {
+            store.save_cell(run_id, &cell)?;
+            run.cells.push(cell);
+        }
+        run.interrupted = interrupt.load(std::sync::atomic::Ordering::SeqCst);
+    }
     store.save_rounds(run_id, &run.rounds)?;
     store.finish_run(run_id, !run.interrupted)?;
 
@@ -273,4 +301,103 @@ pub(crate) fn first_measured_label(cells: &[CellResult]) -> Option<String> {
         .iter()
         .find(|c| !c.samples().is_empty())
         .map(|c| c.scenario.label())
+}
+
+/// The matrix again in a child process whose libraries see no CPU features
+/// (OpenSSL's and aws-lc's capability mask cleared), stored by the child in
+/// a scratch database and read back; its rows are "<backend> (generic)".
+/// ring cannot be told to ignore the CPU's features, so its rows say so.
+/// The child samples after the parent, so a ratio between a native and a
+/// generic row is not from same-round pairs; each backend's rows are.
+fn generic_cells(
+    args: &HandshakeArgs,
+    backends: &[&str],
+    scenarios: &[crate::scenario::HandshakeScenario],
+) -> Result<Vec<CellResult>> {
+    let maskable: Vec<&str> = backends
+        .iter()
+        .copied()
+        .filter(|id| *id != "rustls-ring")
+        .collect();
+    let mut cells = Vec::new();
+    if !maskable.is_empty() {
+        let scratch = tempfile::tempdir().context("making a scratch directory")?;
+        let database = scratch.path().join("generic.sqlite");
+        let mut child = Process::new(std::env::current_exe()?);
+        child
+            .args(["handshake", "-q", "--cpu-features", "native"])
+            .args(["--backend", &maskable.join(",")])
+            .arg("--db")
+            .arg(&database);
+        let axes = &args.axes;
+        let sampling = &args.sampling;
+        let mutual = args.mutual.map(|mutual| {
+            match mutual {
+                MutualArg::Off => "off",
+                MutualArg::On => "on",
+                MutualArg::Both => "both",
+            }
+            .to_string()
+        });
+        for (flag, value) in [
+            ("--preset", args.preset.clone()),
+            ("--tls", axes.tls.clone()),
+            ("--group", axes.group.clone()),
+            ("--cert", axes.cert.clone()),
+            ("--suite", axes.suite.clone()),
+            ("--resumption", axes.resumption.clone()),
+            ("--chain-depth", axes.chain_depth.map(|v| v.to_string())),
+            ("--mtu", axes.mtu.map(|v| v.to_string())),
+            ("--mutual", mutual),
+            ("--baseline", args.baseline.clone()),
+            ("--precision", sampling.precision.clone()),
+            ("--max-time", sampling.max_time.map(|v| v.to_string())),
+            (
+                "--max-total-time",
+                sampling.max_total_time.map(|v| v.to_string()),
+            ),
+            ("--min-samples", sampling.min_samples.map(|v| v.to_string())),
+            ("--runs", sampling.runs.map(|v| v.to_string())),
+            ("--warmup", sampling.warmup.map(|v| v.to_string())),
+            ("--seed", sampling.seed.map(|v| v.to_string())),
+        ] {
+            if let Some(value) = value {
+                child.args([flag, &value]);
+            }
+        }
+        if let Some(dir) = &args.cert_dir {
+            child.arg("--cert-dir").arg(dir);
+        }
+        let output = child
+            .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1)
+            .stdin(Stdio::null())
+            .output()
+            .context("starting the generic-CPU child process")?;
+        let stored = Store::open(&database).ok().and_then(|store| {
+            let run_id = store.latest_run_id().ok()??;
+            store.load_run(run_id).ok()
+        });
+        let Some(stored) = stored else {
+            bail!(
+                "the generic-CPU child process failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        };
+        cells.extend(stored.cells.into_iter().map(|mut cell| {
+            cell.backend = format!("{} (generic)", cell.backend);
+            cell
+        }));
+    }
+    if backends.contains(&"rustls-ring") {
+        cells.extend(scenarios.iter().map(|scenario| CellResult {
+            backend: "rustls-ring (generic)".to_string(),
+            scenario: *scenario,
+            negotiated: None,
+            outcome: Outcome::Unsupported {
+                reason: "ring has no switch to turn its CPU features off".to_string(),
+            },
+        }));
+    }
+    Ok(cells)
 }

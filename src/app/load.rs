@@ -18,7 +18,7 @@ use crate::host::HostInfo;
 use crate::report::heading;
 use crate::report::load::LoadReport;
 use crate::scenario::presets::{LoadPreset, LoadSettings};
-use crate::scenario::{parse_name, HandshakeMatrix, DEFAULT_CHAIN_DEPTH};
+use crate::scenario::{parse_name, HandshakeMatrix, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES};
 use crate::workload::load::{self, Endpoint, Mode, Plan};
 use crate::workload::nginx::{page_bytes, Nginx, NginxBackend, Site};
 use crate::workload::perf;
@@ -89,6 +89,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         resumptions: vec![crate::scenario::Resumption::Off],
         mutual: vec![false],
         chain_depth: DEFAULT_CHAIN_DEPTH,
+        mtu_bytes: DEFAULT_MTU_BYTES,
     };
     matrix = args.axes.apply(matrix)?;
     matrix.validate().map_err(usage)?;
@@ -101,6 +102,11 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     };
     if let Some(reason) = scenario.protocol_conflict() {
         return Err(usage(reason));
+    }
+    if scenario.version.is_datagram() {
+        return Err(usage(
+            "load speaks HTTP/1.1 over TLS on TCP; DTLS is measured by handshake (--tls dtls1.2)",
+        ));
     }
     let setting = |value: Option<f64>, from: fn(&LoadSettings) -> f64, default: f64| {
         value.or(defaults.as_ref().map(from)).unwrap_or(default)

@@ -33,16 +33,16 @@ pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
 
 /// The environment that clears OpenSSL's and aws-lc's CPU capability vector,
 /// so they fall back to their generic code.
-const GENERIC_CPU_ENV: (&str, &str) = ("OPENSSL_ia32cap", "0x0:0x0");
+pub(crate) const GENERIC_CPU_ENV: (&str, &str) = ("OPENSSL_ia32cap", "0x0:0x0");
 
 /// A set of CPU features to measure with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CpuFeatures {
+pub(crate) enum CpuFeatures {
     Native,
     Generic,
 }
 
-fn cpu_feature_list(list: &str) -> Result<Vec<CpuFeatures>> {
+pub(crate) fn cpu_feature_list(list: &str) -> Result<Vec<CpuFeatures>> {
     let mut sets = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let set = match name {

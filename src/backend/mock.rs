@@ -191,7 +191,7 @@ impl Handshaker for MockHandshaker {
             negotiated: Negotiated {
                 version: scenario.version.protocol_name().to_string(),
                 suite: scenario.suite_name().to_string(),
-                group: (!(resumed && scenario.version == TlsVersion::Tls12))
+                group: (!(resumed && scenario.version.tls_rules() == TlsVersion::Tls12))
                     .then(|| group.id().to_string()),
                 signature: signed
                     .then(|| scenario.cert.acceptable_schemes(scenario.version)[0].to_string()),

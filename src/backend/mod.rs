@@ -29,7 +29,7 @@ pub struct LibraryInfo {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Capabilities {
     pub versions: Vec<TlsVersion>,
-    /// Key exchanges usable with TLS 1.2 (including RSA key transport).
+    /// Key exchanges usable with TLS 1.2 and DTLS 1.2 (including RSA key transport).
     pub groups_tls12: Vec<Group>,
     /// Key exchange groups usable with TLS 1.3.
     pub groups_tls13: Vec<Group>,
@@ -51,17 +51,22 @@ impl Capabilities {
     ) -> Option<String> {
         let version = scenario.version;
         if !self.versions.contains(&version) {
+            if version.is_datagram() {
+                return Some(format!(
+                    "{backend} has no DTLS (the library implements TLS over streams only)"
+                ));
+            }
             return Some(format!("{backend} does not support TLS {}", version.id()));
         }
-        let groups = match version {
-            TlsVersion::Tls12 => &self.groups_tls12,
+        let groups = match version.tls_rules() {
             TlsVersion::Tls13 => &self.groups_tls13,
+            _ => &self.groups_tls12,
         };
         if !groups.contains(&scenario.group) {
             return Some(format!(
-                "{backend} has no {} key exchange in TLS {}",
+                "{backend} has no {} key exchange in {}",
                 scenario.group.id(),
-                version.id()
+                version.display()
             ));
         }
         if !self.certs.contains(&scenario.cert) {
@@ -89,7 +94,7 @@ impl Capabilities {
 /// What one handshake negotiated, as reported by the client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Negotiated {
-    /// "TLSv1.2" or "TLSv1.3".
+    /// "TLSv1.2", "TLSv1.3" or "DTLSv1.2".
     pub version: String,
     /// The IANA name of the suite.
     pub suite: String,

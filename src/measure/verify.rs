@@ -30,9 +30,9 @@ fn or_none(value: &Option<String>) -> String {
 }
 
 /// The group id a handshake of this scenario must report, `None` where the
-/// handshake has no key exchange (TLS 1.2 resumption).
+/// handshake has no key exchange (TLS 1.2 and DTLS 1.2 resumption).
 pub fn expected_group(scenario: &HandshakeScenario) -> Option<&'static str> {
-    if scenario.version == TlsVersion::Tls12 && scenario.resumption.is_on() {
+    if scenario.version.tls_rules() == TlsVersion::Tls12 && scenario.resumption.is_on() {
         None
     } else {
         Some(scenario.group.id())
@@ -117,6 +117,7 @@ mod tests {
             resumption: Resumption::Off,
             mutual: false,
             chain_depth: 3,
+            mtu_bytes: None,
         }
     }
 

@@ -155,6 +155,7 @@ mod tests {
             resumption: Resumption::Off,
             mutual: false,
             chain_depth: 3,
+            mtu_bytes: None,
         }
     }
 

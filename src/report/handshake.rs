@@ -1,6 +1,9 @@
 //! The handshake view: per row the handshakes per second, each side's CPU
 //! time, the wall time with the interval of its median, and the ratio to
-//! the baseline row taken from same-round pairs.
+//! the baseline row taken from same-round pairs; and, when a run has both,
+//! TLS 1.2 rows beside their DTLS 1.2 twins ([`tls_vs_dtls`]).
+
+pub mod tls_vs_dtls;
 
 use serde::Serialize;
 
@@ -422,6 +425,7 @@ impl HandshakeReport<'_> {
         });
         let rows = build_rows(&cells, self.baseline);
         let drift = drift(&cells);
+        let dtls_pairs = tls_vs_dtls::pairs(&cells);
         let data = super::json_with(
             super::provenance_json(
                 self.run_id,
@@ -431,11 +435,17 @@ impl HandshakeReport<'_> {
                 self.seed,
                 drift.as_ref(),
             ),
-            serde_json::json!({ "baseline": self.baseline, "rows": rows }),
+            serde_json::json!({
+                "baseline": self.baseline,
+                "rows": rows,
+                "tls_vs_dtls": dtls_pairs,
+            }),
         );
+        let mut tables = vec![table(&rows, self.baseline)];
+        tables.extend(tls_vs_dtls::table(&dtls_pairs, &cells));
         Document {
             heading: super::heading(self.host, self.libraries),
-            tables: vec![table(&rows, self.baseline)],
+            tables,
             records: records(&rows),
             data,
             footer: super::run_notes(drift.as_ref(), self.precision, self.complete),

@@ -1,26 +1,30 @@
-//! The typed axes of a handshake scenario: protocol version, key exchange
-//! group, certificate key type, bulk cipher (AEAD) and resumption mode, each
-//! with its stable id and its security notes.
+//! The typed axes of a handshake scenario: protocol version (TLS or DTLS),
+//! key exchange group, certificate key type, bulk cipher of the suite and
+//! resumption mode, each with its stable id and its security notes.
 
 use super::names::{serialize_by_id, Named};
 
 serialize_by_id!(TlsVersion, Group, CertKind, Aead, Resumption);
 
-/// A TLS protocol version.
+/// A protocol version: TLS over a byte stream, or DTLS over datagrams.
+/// DTLS 1.2 is TLS 1.2's handshake made to survive datagrams (RFC 6347):
+/// every rule of TLS 1.2 about groups, suites and resumption applies to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TlsVersion {
     Tls12,
     Tls13,
+    Dtls12,
 }
 
 impl Named for TlsVersion {
     const KIND: &'static str = "TLS version";
-    const ALL: &'static [Self] = &[TlsVersion::Tls12, TlsVersion::Tls13];
+    const ALL: &'static [Self] = &[TlsVersion::Tls12, TlsVersion::Tls13, TlsVersion::Dtls12];
 
     fn id(self) -> &'static str {
         match self {
             TlsVersion::Tls12 => "1.2",
             TlsVersion::Tls13 => "1.3",
+            TlsVersion::Dtls12 => "dtls1.2",
         }
     }
 
@@ -28,17 +32,42 @@ impl Named for TlsVersion {
         match self {
             TlsVersion::Tls12 => &["tls1.2", "tls12", "12"],
             TlsVersion::Tls13 => &["tls1.3", "tls13", "13"],
+            TlsVersion::Dtls12 => &["dtls12", "dtls"],
         }
     }
 }
 
 impl TlsVersion {
-    /// The name as the protocol spells it ("TLSv1.2").
+    /// The name as the protocol spells it ("TLSv1.2", "DTLSv1.2").
     pub fn protocol_name(self) -> &'static str {
         match self {
             TlsVersion::Tls12 => "TLSv1.2",
             TlsVersion::Tls13 => "TLSv1.3",
+            TlsVersion::Dtls12 => "DTLSv1.2",
         }
+    }
+
+    /// The name for tables ("TLS 1.2", "DTLS 1.2").
+    pub fn display(self) -> &'static str {
+        match self {
+            TlsVersion::Tls12 => "TLS 1.2",
+            TlsVersion::Tls13 => "TLS 1.3",
+            TlsVersion::Dtls12 => "DTLS 1.2",
+        }
+    }
+
+    /// The TLS version whose handshake rules this version follows: DTLS 1.2
+    /// has the groups, suites, signatures and resumption modes of TLS 1.2.
+    pub fn tls_rules(self) -> TlsVersion {
+        match self {
+            TlsVersion::Dtls12 => TlsVersion::Tls12,
+            tls => tls,
+        }
+    }
+
+    /// True if and only if the version runs over datagrams (DTLS).
+    pub fn is_datagram(self) -> bool {
+        self == TlsVersion::Dtls12
     }
 }
 
@@ -199,9 +228,9 @@ impl Group {
         }
     }
 
-    /// True if and only if the group can be used with this protocol version.
+    /// Why the group cannot be used with this protocol version, if it cannot.
     pub fn protocol_conflict(self, version: TlsVersion) -> Option<&'static str> {
-        match (version, self) {
+        match (version.tls_rules(), self) {
             (TlsVersion::Tls13, Group::RsaKeyTransport) => {
                 Some("TLS 1.3 has no RSA key transport (every key exchange is ephemeral)")
             }
@@ -386,7 +415,7 @@ impl CertKind {
             "ecdsa_secp384r1_sha384",
             "ecdsa_secp521r1_sha512",
         ];
-        match (self.family(), version) {
+        match (self.family(), version.tls_rules()) {
             (SignatureFamily::Rsa, TlsVersion::Tls12) => RSA,
             (SignatureFamily::Rsa, TlsVersion::Tls13) => RSA13,
             (SignatureFamily::Ecdsa, TlsVersion::Tls12) => ECDSA12,
@@ -414,23 +443,48 @@ impl CertKind {
 }
 
 /// The bulk cipher of the suite (the key exchange and authentication parts of
-/// a TLS 1.2 suite follow from the group and the certificate).
+/// a TLS 1.2 suite follow from the group and the certificate): an AEAD, or
+/// AES-CBC with an HMAC (TLS 1.2 and DTLS 1.2 only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Aead {
     Aes128Gcm,
     Aes256Gcm,
     Chacha20Poly1305,
+    /// AES-128-CBC with HMAC-SHA1 (`..._WITH_AES_128_CBC_SHA`).
+    Aes128CbcSha,
+    /// AES-256-CBC with HMAC-SHA1 (`..._WITH_AES_256_CBC_SHA`).
+    Aes256CbcSha,
+    /// AES-128-CBC with HMAC-SHA256 (`..._WITH_AES_128_CBC_SHA256`).
+    Aes128CbcSha256,
+    /// AES-256-CBC with HMAC-SHA256: RSA key transport and DHE only.
+    Aes256CbcSha256,
+    /// AES-256-CBC with HMAC-SHA384: ECDHE only.
+    Aes256CbcSha384,
 }
 
 impl Named for Aead {
     const KIND: &'static str = "suite";
-    const ALL: &'static [Self] = &[Aead::Aes128Gcm, Aead::Aes256Gcm, Aead::Chacha20Poly1305];
+    const ALL: &'static [Self] = &[
+        Aead::Aes128Gcm,
+        Aead::Aes256Gcm,
+        Aead::Chacha20Poly1305,
+        Aead::Aes128CbcSha,
+        Aead::Aes256CbcSha,
+        Aead::Aes128CbcSha256,
+        Aead::Aes256CbcSha256,
+        Aead::Aes256CbcSha384,
+    ];
 
     fn id(self) -> &'static str {
         match self {
             Aead::Aes128Gcm => "aes128gcm",
             Aead::Aes256Gcm => "aes256gcm",
             Aead::Chacha20Poly1305 => "chacha20poly1305",
+            Aead::Aes128CbcSha => "aes128cbc_sha",
+            Aead::Aes256CbcSha => "aes256cbc_sha",
+            Aead::Aes128CbcSha256 => "aes128cbc_sha256",
+            Aead::Aes256CbcSha256 => "aes256cbc_sha256",
+            Aead::Aes256CbcSha384 => "aes256cbc_sha384",
         }
     }
 
@@ -443,7 +497,40 @@ impl Named for Aead {
                 "chacha20-poly1305",
                 "TLS_CHACHA20_POLY1305_SHA256",
             ],
+            Aead::Aes128CbcSha => &["aes-128-cbc-sha", "aes128cbc_sha1", "aes128-sha"],
+            Aead::Aes256CbcSha => &["aes-256-cbc-sha", "aes256cbc_sha1", "aes256-sha"],
+            Aead::Aes128CbcSha256 => &["aes-128-cbc-sha256", "aes128-sha256"],
+            Aead::Aes256CbcSha256 => &["aes-256-cbc-sha256", "aes256-sha256"],
+            Aead::Aes256CbcSha384 => &["aes-256-cbc-sha384", "aes256-sha384"],
         }
+    }
+}
+
+impl Aead {
+    /// True if and only if the cipher is an AEAD (not CBC with an HMAC).
+    pub fn is_aead(self) -> bool {
+        matches!(
+            self,
+            Aead::Aes128Gcm | Aead::Aes256Gcm | Aead::Chacha20Poly1305
+        )
+    }
+
+    /// Why the cipher cannot be used with this protocol version, if it cannot.
+    pub fn protocol_conflict(self, version: TlsVersion) -> Option<&'static str> {
+        (version.tls_rules() == TlsVersion::Tls13 && !self.is_aead())
+            .then_some("TLS 1.3 has AEAD suites only (no CBC with HMAC)")
+    }
+
+    /// Known weaknesses, shown beside the figures.
+    pub fn security_notes(self) -> Vec<&'static str> {
+        let mut notes = Vec::new();
+        if !self.is_aead() {
+            notes.push("CBC + HMAC: MAC-then-encrypt unless encrypt-then-MAC is negotiated (padding oracles, Lucky 13)");
+        }
+        if matches!(self, Aead::Aes128CbcSha | Aead::Aes256CbcSha) {
+            notes.push("HMAC-SHA1 (still sound as a MAC; SHA-1 deprecated)");
+        }
+        notes
     }
 }
 
@@ -488,7 +575,7 @@ impl Named for Resumption {
 impl Resumption {
     /// Why this resumption mode cannot be used with a protocol version.
     pub fn protocol_conflict(self, version: TlsVersion) -> Option<&'static str> {
-        match (self, version) {
+        match (self, version.tls_rules()) {
             (Resumption::Psk, TlsVersion::Tls12) => {
                 Some("PSK resumption is TLS 1.3; TLS 1.2 resumes with session_id or ticket")
             }

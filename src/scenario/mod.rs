@@ -1,6 +1,6 @@
 //! What to measure: a handshake scenario is one point of the matrix (version,
 //! group, certificate, cipher, resumption, mutual authentication, chain
-//! depth). This module owns the stable scenario ids, the protocol rules that
+//! depth, and for DTLS the datagram MTU). This module owns the stable scenario ids, the protocol rules that
 //! make a combination meaningless, matrix expansion and presets.
 
 pub mod axes;
@@ -18,6 +18,14 @@ pub use names::{parse_list, parse_name, Named, UnknownName};
 /// The number of certificates in the default chain: root -> intermediate -> leaf.
 pub const DEFAULT_CHAIN_DEPTH: u8 = 3;
 
+/// The largest datagram a DTLS handshake may send unless `--mtu` says
+/// otherwise, in bytes of UDP payload: an Ethernet path (1500) less IP and
+/// UDP headers with room for a tunnel.
+pub const DEFAULT_MTU_BYTES: u16 = 1400;
+
+/// The largest UDP payload over IPv4: the upper bound of `--mtu`.
+pub const MAX_MTU_BYTES: u16 = 65_507;
+
 /// One handshake configuration to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HandshakeScenario {
@@ -29,9 +37,30 @@ pub struct HandshakeScenario {
     pub mutual: bool,
     /// Certificates from root to leaf inclusive (2 = root signs the leaf).
     pub chain_depth: u8,
+    /// The largest datagram either side may send, in bytes (UDP payload):
+    /// `Some` for DTLS, `None` for TLS over a byte stream.
+    pub mtu_bytes: Option<u16>,
 }
 
 impl HandshakeScenario {
+    /// The datagram MTU for a version: the given one for DTLS, none for TLS.
+    pub fn mtu_for(version: TlsVersion, mtu_bytes: u16) -> Option<u16> {
+        version.is_datagram().then_some(mtu_bytes)
+    }
+
+    /// The MTU a stored label names (`_mtu1200`), or the default for a DTLS
+    /// label without one; `None` for TLS. The store keeps the MTU in the
+    /// label only (the scenario id), so this is how it comes back.
+    pub fn mtu_from_label(version: TlsVersion, label: &str) -> Option<u16> {
+        if !version.is_datagram() {
+            return None;
+        }
+        let given = label
+            .rsplit_once("_mtu")
+            .and_then(|(_, digits)| digits.parse::<u16>().ok());
+        Some(given.unwrap_or(DEFAULT_MTU_BYTES))
+    }
+
     /// The stable snake_case id, the key of this scenario in the database and exports.
     pub fn label(&self) -> String {
         let mut label = format!(
@@ -51,6 +80,9 @@ impl HandshakeScenario {
         if self.chain_depth != DEFAULT_CHAIN_DEPTH {
             label.push_str(&format!("_chain{}", self.chain_depth));
         }
+        if let Some(mtu) = self.mtu_bytes.filter(|mtu| *mtu != DEFAULT_MTU_BYTES) {
+            label.push_str(&format!("_mtu{mtu}"));
+        }
         label
     }
 
@@ -62,6 +94,10 @@ impl HandshakeScenario {
         if let Some(reason) = self.resumption.protocol_conflict(self.version) {
             return Some(reason.to_string());
         }
+        if let Some(reason) = self.aead.protocol_conflict(self.version) {
+            return Some(reason.to_string());
+        }
+        let tls12 = self.version.tls_rules() == TlsVersion::Tls12;
         let family = self.cert.family();
         if self.group == Group::RsaKeyTransport && family != SignatureFamily::Rsa {
             return Some("RSA key transport needs an RSA certificate".to_string());
@@ -71,56 +107,84 @@ impl HandshakeScenario {
                 "TLS 1.2 defines no ChaCha20-Poly1305 suite with RSA key transport".into(),
             );
         }
-        if self.version == TlsVersion::Tls12
-            && self.group.ffdh_bits().is_some()
-            && family != SignatureFamily::Rsa
-        {
+        if tls12 && self.group.ffdh_bits().is_some() && family != SignatureFamily::Rsa {
             return Some(
                 "TLS 1.2 defines DHE suites only with RSA authentication (no DHE-ECDSA)".into(),
             );
         }
-        if self.version == TlsVersion::Tls12 && family == SignatureFamily::MlDsa {
+        if tls12 && family == SignatureFamily::MlDsa {
             return Some("ML-DSA signatures are defined for TLS 1.3 only".into());
+        }
+        let ecdhe = self.group.kind() == KxKind::Ecdh;
+        if ecdhe && self.aead == Aead::Aes256CbcSha256 {
+            return Some(
+                "TLS 1.2 defines ECDHE AES-256-CBC with SHA-384, not SHA-256 (use aes256cbc_sha384)"
+                    .into(),
+            );
+        }
+        if !ecdhe && self.aead == Aead::Aes256CbcSha384 {
+            return Some(
+                "TLS 1.2 defines AES-256-CBC with SHA-384 only for ECDHE (use aes256cbc_sha256)"
+                    .into(),
+            );
         }
         None
     }
 
     /// The IANA name of the cipher suite this scenario must negotiate.
     pub fn suite_name(&self) -> &'static str {
-        match self.version {
-            TlsVersion::Tls13 => match self.aead {
-                Aead::Aes128Gcm => "TLS_AES_128_GCM_SHA256",
+        if self.version.tls_rules() == TlsVersion::Tls13 {
+            return match self.aead {
                 Aead::Aes256Gcm => "TLS_AES_256_GCM_SHA384",
                 Aead::Chacha20Poly1305 => "TLS_CHACHA20_POLY1305_SHA256",
+                // CBC has no TLS 1.3 suite (a protocol conflict); the name
+                // is never negotiated.
+                _ => "TLS_AES_128_GCM_SHA256",
+            };
+        }
+        let ecdsa = self.cert.family() != SignatureFamily::Rsa;
+        match (self.group.kind(), ecdsa, self.aead) {
+            (KxKind::RsaKeyTransport, _, aead) => match aead {
+                Aead::Aes128Gcm => "TLS_RSA_WITH_AES_128_GCM_SHA256",
+                Aead::Aes128CbcSha => "TLS_RSA_WITH_AES_128_CBC_SHA",
+                Aead::Aes256CbcSha => "TLS_RSA_WITH_AES_256_CBC_SHA",
+                Aead::Aes128CbcSha256 => "TLS_RSA_WITH_AES_128_CBC_SHA256",
+                Aead::Aes256CbcSha256 | Aead::Aes256CbcSha384 => "TLS_RSA_WITH_AES_256_CBC_SHA256",
+                _ => "TLS_RSA_WITH_AES_256_GCM_SHA384",
             },
-            TlsVersion::Tls12 => {
-                let ecdsa = self.cert.family() != SignatureFamily::Rsa;
-                match (self.group.kind(), ecdsa, self.aead) {
-                    (KxKind::RsaKeyTransport, _, Aead::Aes128Gcm) => {
-                        "TLS_RSA_WITH_AES_128_GCM_SHA256"
-                    }
-                    (KxKind::RsaKeyTransport, _, _) => "TLS_RSA_WITH_AES_256_GCM_SHA384",
-                    (KxKind::Ffdh { .. }, _, Aead::Aes128Gcm) => {
-                        "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256"
-                    }
-                    (KxKind::Ffdh { .. }, _, Aead::Aes256Gcm) => {
-                        "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384"
-                    }
-                    (KxKind::Ffdh { .. }, _, Aead::Chacha20Poly1305) => {
-                        "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256"
-                    }
-                    (_, false, Aead::Aes128Gcm) => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-                    (_, false, Aead::Aes256Gcm) => "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-                    (_, false, Aead::Chacha20Poly1305) => {
-                        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"
-                    }
-                    (_, true, Aead::Aes128Gcm) => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-                    (_, true, Aead::Aes256Gcm) => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-                    (_, true, Aead::Chacha20Poly1305) => {
-                        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"
-                    }
+            (KxKind::Ffdh { .. }, _, aead) => match aead {
+                Aead::Aes128Gcm => "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
+                Aead::Aes256Gcm => "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384",
+                Aead::Chacha20Poly1305 => "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+                Aead::Aes128CbcSha => "TLS_DHE_RSA_WITH_AES_128_CBC_SHA",
+                Aead::Aes256CbcSha => "TLS_DHE_RSA_WITH_AES_256_CBC_SHA",
+                Aead::Aes128CbcSha256 => "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256",
+                Aead::Aes256CbcSha256 | Aead::Aes256CbcSha384 => {
+                    "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256"
                 }
-            }
+            },
+            (_, false, aead) => match aead {
+                Aead::Aes128Gcm => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                Aead::Aes256Gcm => "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+                Aead::Chacha20Poly1305 => "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+                Aead::Aes128CbcSha => "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+                Aead::Aes256CbcSha => "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+                Aead::Aes128CbcSha256 => "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+                Aead::Aes256CbcSha256 | Aead::Aes256CbcSha384 => {
+                    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384"
+                }
+            },
+            (_, true, aead) => match aead {
+                Aead::Aes128Gcm => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+                Aead::Aes256Gcm => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+                Aead::Chacha20Poly1305 => "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+                Aead::Aes128CbcSha => "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+                Aead::Aes256CbcSha => "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+                Aead::Aes128CbcSha256 => "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
+                Aead::Aes256CbcSha256 | Aead::Aes256CbcSha384 => {
+                    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384"
+                }
+            },
         }
     }
 
@@ -128,6 +192,7 @@ impl HandshakeScenario {
     pub fn security_notes(&self) -> Vec<&'static str> {
         let mut notes = self.group.security_notes();
         notes.extend(self.cert.security_notes());
+        notes.extend(self.aead.security_notes());
         notes
     }
 
@@ -140,8 +205,8 @@ impl HandshakeScenario {
     /// A readable one-line description for tables.
     pub fn describe(&self) -> String {
         let mut text = format!(
-            "TLS {} {} {} {}",
-            self.version.id(),
+            "{} {} {} {}",
+            self.version.display(),
             self.group.display(),
             self.cert.display(),
             self.aead.id()
@@ -155,6 +220,9 @@ impl HandshakeScenario {
         if self.chain_depth != DEFAULT_CHAIN_DEPTH {
             text.push_str(&format!(" chain={}", self.chain_depth));
         }
+        if let Some(mtu) = self.mtu_bytes.filter(|mtu| *mtu != DEFAULT_MTU_BYTES) {
+            text.push_str(&format!(" mtu={mtu}"));
+        }
         text
     }
 }
@@ -162,7 +230,7 @@ impl HandshakeScenario {
 impl Serialize for HandshakeScenario {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut s = serializer.serialize_struct("HandshakeScenario", 8)?;
+        let mut s = serializer.serialize_struct("HandshakeScenario", 9)?;
         s.serialize_field("label", &self.label())?;
         s.serialize_field("tls_version", self.version.id())?;
         s.serialize_field("group", self.group.id())?;
@@ -171,6 +239,7 @@ impl Serialize for HandshakeScenario {
         s.serialize_field("resumption", self.resumption.id())?;
         s.serialize_field("mutual", &self.mutual)?;
         s.serialize_field("chain_depth", &self.chain_depth)?;
+        s.serialize_field("mtu_bytes", &self.mtu_bytes)?;
         s.end()
     }
 }
@@ -185,6 +254,8 @@ pub struct HandshakeMatrix {
     pub resumptions: Vec<Resumption>,
     pub mutual: Vec<bool>,
     pub chain_depth: u8,
+    /// The datagram MTU of DTLS rows, in bytes (TLS rows have none).
+    pub mtu_bytes: u16,
 }
 
 /// An error in the options that make up a matrix.
@@ -198,6 +269,10 @@ pub enum MatrixError {
     Contradiction(String),
     #[error("chain depth must be between 2 and 8, got {0}")]
     ChainDepth(u8),
+    #[error(
+        "the MTU must be between 1 and {MAX_MTU_BYTES} bytes (the largest UDP payload), got {0}"
+    )]
+    Mtu(u16),
 }
 
 impl HandshakeMatrix {
@@ -218,6 +293,7 @@ impl HandshakeMatrix {
                                     resumption,
                                     mutual,
                                     chain_depth: self.chain_depth,
+                                    mtu_bytes: HandshakeScenario::mtu_for(version, self.mtu_bytes),
                                 });
                             }
                         }
@@ -246,6 +322,9 @@ impl HandshakeMatrix {
         }
         if !(2..=8).contains(&self.chain_depth) {
             return Err(MatrixError::ChainDepth(self.chain_depth));
+        }
+        if !(1..=MAX_MTU_BYTES).contains(&self.mtu_bytes) {
+            return Err(MatrixError::Mtu(self.mtu_bytes));
         }
         for &group in &self.groups {
             let conflicts: Vec<&str> = self
@@ -314,6 +393,7 @@ mod tests {
             resumptions: vec![Resumption::Off],
             mutual: vec![false],
             chain_depth: DEFAULT_CHAIN_DEPTH,
+            mtu_bytes: DEFAULT_MTU_BYTES,
         }
     }
 
@@ -332,6 +412,76 @@ mod tests {
             resumed.label(),
             "handshake_1.3_x25519_ecdsa_p256_aes128gcm_resume_psk_mutual_chain4"
         );
+    }
+
+    #[test]
+    fn dtls_labels_are_distinct_and_carry_a_non_default_mtu() {
+        let mut m = matrix("1.2,dtls1.2", "p256", "rsa2048");
+        let labels: Vec<_> = m.expand().iter().map(|s| s.label()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                "handshake_1.2_p256_rsa2048_aes128gcm",
+                "handshake_dtls1.2_p256_rsa2048_aes128gcm"
+            ]
+        );
+        m.mtu_bytes = 576;
+        let rows = m.expand();
+        assert_eq!(rows[0].mtu_bytes, None, "TLS rows have no MTU");
+        assert_eq!(
+            rows[1].label(),
+            "handshake_dtls1.2_p256_rsa2048_aes128gcm_mtu576"
+        );
+        let version = rows[1].version;
+        assert_eq!(
+            HandshakeScenario::mtu_from_label(version, &rows[1].label()),
+            Some(576)
+        );
+        assert_eq!(
+            HandshakeScenario::mtu_from_label(version, &labels[1]),
+            Some(DEFAULT_MTU_BYTES)
+        );
+        m.mtu_bytes = 0;
+        assert!(m.validate().unwrap_err().to_string().contains("MTU"));
+    }
+
+    #[test]
+    fn dtls12_follows_tls12_rules() {
+        let rows = matrix("dtls1.2", "dhe2048,ffdhe2048,p256", "rsa2048,ecdsa_p256").expand();
+        let measurable: Vec<_> = rows
+            .iter()
+            .filter(|s| s.protocol_conflict().is_none())
+            .map(|s| s.suite_name())
+            .collect();
+        assert_eq!(
+            measurable,
+            vec![
+                "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
+                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+            ]
+        );
+    }
+
+    #[test]
+    fn cbc_suites_are_tls12_only() {
+        let mut m = matrix("1.2,1.3", "x25519", "rsa2048");
+        m.aeads = parse_list("aes128cbc_sha256,aes256cbc_sha384").unwrap();
+        m.validate().unwrap();
+        let rows = m.expand();
+        let conflicts: Vec<_> = rows.iter().map(|s| s.protocol_conflict()).collect();
+        assert_eq!(conflicts[0], None);
+        assert_eq!(
+            rows[1].suite_name(),
+            "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384"
+        );
+        assert!(conflicts[2]
+            .as_deref()
+            .unwrap()
+            .contains("AEAD suites only"));
+        let mut dhe = rows[1];
+        dhe.group = Group::Dhe2048;
+        assert!(dhe.protocol_conflict().unwrap().contains("only for ECDHE"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::axes::{Aead, CertKind, Group, Resumption, TlsVersion};
 use super::names::{serialize_by_id, Named};
-use super::{HandshakeMatrix, HandshakeScenario, DEFAULT_CHAIN_DEPTH};
+use super::{HandshakeMatrix, HandshakeScenario, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES};
 
 /// A named handshake matrix with its default backends and baseline row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,17 +18,26 @@ pub enum Preset {
     /// The post-quantum migration: classical against ML-KEM key exchange and
     /// ML-DSA certificates in TLS 1.3.
     PostQuantum,
+    /// The DTLS 1.2 handshake study: FFDH-2048 with RSA-2048, ECDH P-256
+    /// with RSA-2048 and with ECDSA P-256, AES-128-GCM, each side's CPU.
+    DtlsStudy,
 }
 
 impl Named for Preset {
     const KIND: &'static str = "preset";
-    const ALL: &'static [Self] = &[Preset::KexMatrix, Preset::Tls13Matrix, Preset::PostQuantum];
+    const ALL: &'static [Self] = &[
+        Preset::KexMatrix,
+        Preset::Tls13Matrix,
+        Preset::PostQuantum,
+        Preset::DtlsStudy,
+    ];
 
     fn id(self) -> &'static str {
         match self {
             Preset::KexMatrix => "kex-matrix",
             Preset::Tls13Matrix => "tls13-matrix",
             Preset::PostQuantum => "post-quantum",
+            Preset::DtlsStudy => "dtls-study",
         }
     }
 }
@@ -39,6 +48,7 @@ impl Preset {
             Preset::KexMatrix => "TLS 1.2 AES-128-GCM: RSA key transport, DHE-1024..4096, ECDHE P-256/P-384/P-521/X25519/X448, each with RSA-2048 and ECDSA P-256 certificates",
             Preset::Tls13Matrix => "TLS 1.3: X25519, P-256, P-384, X25519MLKEM768, ffdhe2048 with RSA-2048, ECDSA P-256 and Ed25519 certificates",
             Preset::PostQuantum => "TLS 1.3: X25519 vs X25519MLKEM768 vs ML-KEM-768, ECDSA P-256 vs ML-DSA-44/65 certificates",
+            Preset::DtlsStudy => "DTLS 1.2 AES-128-GCM, 1400-byte MTU: DHE-2048 with RSA-2048, ECDHE P-256 with RSA-2048 and ECDSA P-256 (add --tls 1.2,dtls1.2 for the price of DTLS)",
         }
     }
 
@@ -76,6 +86,13 @@ impl Preset {
                 vec![Group::X25519, Group::X25519Mlkem768, Group::Mlkem768],
                 vec![CertKind::EcdsaP256, CertKind::MlDsa44, CertKind::MlDsa65],
             ),
+            // DHE with an ECDSA certificate is no TLS 1.2 suite: that row
+            // says so, the other three are the study's.
+            Preset::DtlsStudy => (
+                vec![TlsVersion::Dtls12],
+                vec![Group::Dhe2048, Group::P256],
+                vec![CertKind::Rsa2048, CertKind::EcdsaP256],
+            ),
         };
         HandshakeMatrix {
             versions,
@@ -85,13 +102,14 @@ impl Preset {
             resumptions: vec![Resumption::Off],
             mutual: vec![false],
             chain_depth: DEFAULT_CHAIN_DEPTH,
+            mtu_bytes: DEFAULT_MTU_BYTES,
         }
     }
 
     /// The backend ids the preset runs on unless `--backend` says otherwise.
     pub fn default_backends(self) -> &'static [&'static str] {
         match self {
-            Preset::KexMatrix => &["openssl"],
+            Preset::KexMatrix | Preset::DtlsStudy => &["openssl"],
             Preset::Tls13Matrix | Preset::PostQuantum => &["openssl", "rustls-aws-lc"],
         }
     }
@@ -106,6 +124,7 @@ impl Preset {
             Preset::KexMatrix => 24.0,
             Preset::Tls13Matrix => 48.0,
             Preset::PostQuantum => 60.0,
+            Preset::DtlsStudy => 30.0,
         }
     }
 
@@ -155,6 +174,7 @@ impl CostPreset {
             resumptions: vec![Resumption::Off],
             mutual: vec![false],
             chain_depth: DEFAULT_CHAIN_DEPTH,
+            mtu_bytes: DEFAULT_MTU_BYTES,
         }
     }
 }
@@ -233,6 +253,7 @@ impl LoadPreset {
                 resumption: Resumption::Off,
                 mutual: false,
                 chain_depth: DEFAULT_CHAIN_DEPTH,
+                mtu_bytes: None,
             },
             rate: 500.0,
             ramp_s: 15.0,
@@ -297,6 +318,25 @@ mod tests {
             Preset::KexMatrix.baseline().label(),
             "handshake_1.2_rsa_rsa2048_aes128gcm"
         );
+    }
+
+    #[test]
+    fn dtls_study_has_the_three_rows_and_the_ffdh_baseline() {
+        let rows = Preset::DtlsStudy.matrix().expand();
+        let measurable: Vec<_> = rows
+            .iter()
+            .filter(|s| s.protocol_conflict().is_none())
+            .map(|s| s.label())
+            .collect();
+        assert_eq!(
+            measurable,
+            vec![
+                "handshake_dtls1.2_dhe2048_rsa2048_aes128gcm",
+                "handshake_dtls1.2_p256_rsa2048_aes128gcm",
+                "handshake_dtls1.2_p256_ecdsa_p256_aes128gcm",
+            ]
+        );
+        assert_eq!(Preset::DtlsStudy.baseline().label(), measurable[0]);
     }
 
     #[test]

@@ -377,7 +377,8 @@ impl Store {
         let mut statement = self.connection.prepare(
             "SELECT c.id, c.backend, c.status, c.reason, c.negotiated_version, c.negotiated_suite,
                     c.negotiated_group, c.negotiated_signature, c.resumed, c.precise,
-                    s.tls_version, s.kx_group, s.cert, s.aead, s.resumption, s.mutual, s.chain_depth
+                    s.tls_version, s.kx_group, s.cert, s.aead, s.resumption, s.mutual, s.chain_depth,
+                    s.id
              FROM cells c JOIN scenarios s ON s.id = c.scenario_id
              WHERE c.run_id = ?1 ORDER BY c.id",
         )?;
@@ -402,6 +403,7 @@ impl Store {
                 ],
                 mutual: row.get(15)?,
                 chain_depth: row.get(16)?,
+                label: row.get(17)?,
             })
         })?;
         // Samples from schema version 0 have no CPU times: they read as the
@@ -416,14 +418,16 @@ impl Store {
         for row in rows {
             let row = row?;
             let [version, group, cert, aead, resumption] = &row.axes;
+            let version = parse_name(version)?;
             let scenario = HandshakeScenario {
-                version: parse_name(version)?,
+                version,
                 group: parse_name(group)?,
                 cert: parse_name(cert)?,
                 aead: parse_name(aead)?,
                 resumption: parse_name(resumption)?,
                 mutual: row.mutual,
                 chain_depth: row.chain_depth,
+                mtu_bytes: HandshakeScenario::mtu_from_label(version, &row.label),
             };
             let outcome = outcome_from_columns(&row.status, row.reason, row.precise, || {
                 Ok(samples_query
@@ -506,6 +510,8 @@ struct StoredCellRow {
     axes: [String; 5],
     mutual: bool,
     chain_depth: u8,
+    /// The scenario id: it carries a DTLS row's MTU, which has no column.
+    label: String,
 }
 
 #[cfg(test)]
@@ -537,6 +543,7 @@ mod tests {
             resumption: Resumption::Psk,
             mutual: true,
             chain_depth: 4,
+            mtu_bytes: None,
         }
     }
 
@@ -641,6 +648,33 @@ mod tests {
         assert_eq!(store.latest_run_id().unwrap(), Some(run));
         assert_eq!(store.run_kind(run).unwrap().as_deref(), Some("handshake"));
         assert_eq!(store.run_kind(run + 1).unwrap(), None);
+    }
+
+    #[test]
+    fn dtls_rows_round_trip_with_their_mtu() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.begin_run(&run_info()).unwrap();
+        let dtls = |mtu_bytes| HandshakeScenario {
+            version: TlsVersion::Dtls12,
+            group: Group::Dhe2048,
+            cert: CertKind::Rsa2048,
+            aead: Aead::Aes128CbcSha,
+            resumption: Resumption::Ticket,
+            mutual: false,
+            chain_depth: 3,
+            mtu_bytes: Some(mtu_bytes),
+        };
+        let cells: Vec<CellResult> = [crate::scenario::DEFAULT_MTU_BYTES, 576]
+            .into_iter()
+            .map(|mtu| CellResult {
+                scenario: dtls(mtu),
+                ..measured_cell()
+            })
+            .collect();
+        for cell in &cells {
+            store.save_cell(run, cell).unwrap();
+        }
+        assert_eq!(store.load_run(run).unwrap().cells, cells);
     }
 
     #[test]

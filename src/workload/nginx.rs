@@ -304,6 +304,7 @@ fn write_files(
     let protocol = match scenario.version {
         TlsVersion::Tls12 => "TLSv1.2",
         TlsVersion::Tls13 => "TLSv1.3",
+        TlsVersion::Dtls12 => bail!("nginx serves TLS over TCP, not DTLS"),
     };
     writeln!(tls, "        ssl_protocols {protocol};")?;
     // Weak rows are measured with the security level lowered for this
@@ -314,7 +315,7 @@ fn write_files(
         ""
     };
     match scenario.version {
-        TlsVersion::Tls12 => writeln!(
+        TlsVersion::Tls12 | TlsVersion::Dtls12 => writeln!(
             tls,
             "        ssl_ciphers {}{level};",
             tls12_cipher_name(scenario)?
@@ -462,6 +463,9 @@ impl Backend for NginxBackend {
     }
 
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
+        if scenario.version.is_datagram() {
+            return Some("nginx serves TLS over TCP, not DTLS".to_string());
+        }
         if scenario.resumption != Resumption::Off {
             return Some("resumption against nginx is not measured yet".to_string());
         }

@@ -269,3 +269,52 @@ fn ctrl_c_keeps_finished_cells() {
         );
     }
 }
+
+/// `--cpu-features native,generic` runs the matrix again in a child process
+/// and shows its rows beside the native ones.
+#[test]
+fn handshake_generic_cpu_rows_sit_beside_native_ones() {
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "-q",
+        "--backend",
+        "mock,rustls-ring",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--runs",
+        "2",
+        "--cpu-features",
+        "native,generic",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let out = run.stdout();
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|line| line.contains("TLS 1.3 ECDHE X25519"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    assert!(
+        rows.iter().any(|row| row.starts_with("mock (generic)")),
+        "{out}"
+    );
+    assert!(
+        out.contains("ring has no switch to turn its CPU features off"),
+        "{out}"
+    );
+
+    let run = tlslab(&["handshake", "--no-db", "--cpu-features", "fast"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr()
+            .contains("valid CPU feature sets: native, generic"),
+        "{}",
+        run.stderr()
+    );
+}

@@ -5,6 +5,7 @@ mod backends;
 mod cli;
 mod compare;
 mod cost;
+mod dtls;
 mod load;
 mod nginx;
 mod pipeline;

@@ -28,6 +28,7 @@ fn matrix() -> HandshakeMatrix {
         resumptions: vec![Resumption::Off],
         mutual: vec![false],
         chain_depth: 3,
+        mtu_bytes: tlslab::scenario::DEFAULT_MTU_BYTES,
     }
 }
 

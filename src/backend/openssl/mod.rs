@@ -1,9 +1,11 @@
 //! The OpenSSL backend, through the `openssl` crate (a vendored OpenSSL 3.6
 //! by default, the host's with `--no-default-features`): TLS handshakes
-//! here, its primitives in [`primitives`], the tunnel's data channel on its
-//! EVP ciphers in [`data_channel`]. All OpenSSL code of tlslab is in this folder.
+//! here, what DTLS adds to them (cookies, MTU) in [`dtls`], its primitives
+//! in [`primitives`], the tunnel's data channel on its EVP ciphers in
+//! [`data_channel`]. All OpenSSL code of tlslab is in this folder.
 
 pub mod data_channel;
+pub mod dtls;
 pub mod primitives;
 pub mod remote;
 
@@ -27,7 +29,9 @@ use super::{
 };
 use crate::certs::{openssl_supports_key, CertChain, Credentials, SERVER_NAME};
 use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
-use crate::transport::memory::{Pipe, PipeEnd};
+use crate::transport::datagram::DatagramPipe;
+use crate::transport::memory::Pipe;
+use crate::transport::Duplex;
 
 /// `SSL_CTRL_GET_PEER_SIGNATURE_NAME` (OpenSSL 3.5+): the server's signature scheme.
 const SSL_CTRL_GET_PEER_SIGNATURE_NAME: c_int = 141;
@@ -102,7 +106,7 @@ fn probe_capabilities() -> Capabilities {
         .collect();
     openssl::error::ErrorStack::get(); // drop errors left by failed probes
     Capabilities {
-        versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+        versions: vec![TlsVersion::Tls12, TlsVersion::Tls13, TlsVersion::Dtls12],
         groups_tls12,
         groups_tls13,
         certs: CertKind::ALL
@@ -136,6 +140,12 @@ impl Backend for OpensslBackend {
         self.capabilities
     }
 
+    fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
+        self.capabilities
+            .unsupported_reason(self.id(), scenario)
+            .or_else(|| dtls::unsupported_reason(scenario))
+    }
+
     fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
         Box::new(primitives::OpensslPrimitives)
     }
@@ -145,22 +155,7 @@ impl Backend for OpensslBackend {
         scenario: &HandshakeScenario,
         credentials: &Credentials,
     ) -> Result<Box<dyn Handshaker>> {
-        let mut handshaker = OpensslHandshaker {
-            client: client_context(scenario, credentials)
-                .context("configuring the OpenSSL client")?,
-            server: server_context(scenario, credentials)
-                .context("configuring the OpenSSL server")?,
-            resume: scenario.resumption.is_on(),
-            session: None,
-        };
-        if handshaker.resume {
-            // The first, full handshake gives the client a session to resume.
-            handshaker.handshake()?;
-            if handshaker.session.is_none() {
-                bail!("the full handshake left no session to resume");
-            }
-        }
-        Ok(Box::new(handshaker))
+        Ok(Box::new(OpensslHandshaker::new(scenario, credentials)?))
     }
 }
 
@@ -168,10 +163,19 @@ fn protocol(version: TlsVersion) -> SslVersion {
     match version {
         TlsVersion::Tls12 => SslVersion::TLS1_2,
         TlsVersion::Tls13 => SslVersion::TLS1_3,
+        TlsVersion::Dtls12 => SslVersion::DTLS1_2,
     }
 }
 
-/// The OpenSSL name of the TLS 1.2 suite a scenario asks for.
+fn method(version: TlsVersion) -> SslMethod {
+    if version.is_datagram() {
+        SslMethod::dtls()
+    } else {
+        SslMethod::tls()
+    }
+}
+
+/// The OpenSSL name of the TLS 1.2 (or DTLS 1.2) suite a scenario asks for.
 pub(crate) fn tls12_cipher_name(scenario: &HandshakeScenario) -> Result<&'static str> {
     Ok(match scenario.suite_name() {
         "TLS_RSA_WITH_AES_128_GCM_SHA256" => "AES128-GCM-SHA256",
@@ -185,21 +189,40 @@ pub(crate) fn tls12_cipher_name(scenario: &HandshakeScenario) -> Result<&'static
         "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256" => "ECDHE-ECDSA-AES128-GCM-SHA256",
         "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384" => "ECDHE-ECDSA-AES256-GCM-SHA384",
         "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256" => "ECDHE-ECDSA-CHACHA20-POLY1305",
+        "TLS_RSA_WITH_AES_128_CBC_SHA" => "AES128-SHA",
+        "TLS_RSA_WITH_AES_256_CBC_SHA" => "AES256-SHA",
+        "TLS_RSA_WITH_AES_128_CBC_SHA256" => "AES128-SHA256",
+        "TLS_RSA_WITH_AES_256_CBC_SHA256" => "AES256-SHA256",
+        "TLS_DHE_RSA_WITH_AES_128_CBC_SHA" => "DHE-RSA-AES128-SHA",
+        "TLS_DHE_RSA_WITH_AES_256_CBC_SHA" => "DHE-RSA-AES256-SHA",
+        "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256" => "DHE-RSA-AES128-SHA256",
+        "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256" => "DHE-RSA-AES256-SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA" => "ECDHE-RSA-AES128-SHA",
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA" => "ECDHE-RSA-AES256-SHA",
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256" => "ECDHE-RSA-AES128-SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384" => "ECDHE-RSA-AES256-SHA384",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA" => "ECDHE-ECDSA-AES128-SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA" => "ECDHE-ECDSA-AES256-SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256" => "ECDHE-ECDSA-AES128-SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384" => "ECDHE-ECDSA-AES256-SHA384",
         other => bail!("no OpenSSL name for suite {other}"),
     })
 }
 
 /// The settings both sides share: version, suite, group, security level.
 fn common_context(scenario: &HandshakeScenario) -> Result<SslContextBuilder> {
-    let mut ctx = SslContextBuilder::new(SslMethod::tls())?;
+    let mut ctx = SslContextBuilder::new(method(scenario.version))?;
     ctx.set_min_proto_version(Some(protocol(scenario.version)))?;
     ctx.set_max_proto_version(Some(protocol(scenario.version)))?;
-    match scenario.version {
-        TlsVersion::Tls12 => ctx.set_cipher_list(tls12_cipher_name(scenario)?)?,
+    match scenario.version.tls_rules() {
         TlsVersion::Tls13 => ctx.set_ciphersuites(scenario.suite_name())?,
+        _ => ctx.set_cipher_list(tls12_cipher_name(scenario)?)?,
     }
     if let Some(name) = openssl_group_name(scenario.group) {
-        match (scenario.version, certificate_curve(scenario.cert)) {
+        match (
+            scenario.version.tls_rules(),
+            certificate_curve(scenario.cert),
+        ) {
             // In TLS 1.2 a peer may only use an ECDSA certificate on a curve
             // the other side lists (RFC 4492), so both sides list the
             // certificate's curve after the scenario's group; the server
@@ -210,6 +233,10 @@ fn common_context(scenario: &HandshakeScenario) -> Result<SslContextBuilder> {
             }
             _ => ctx.set_groups_list(name)?,
         }
+    }
+    if scenario.version.is_datagram() {
+        // The MTU is set on each connection; the channel is not asked.
+        ctx.set_options(SslOptions::NO_QUERY_MTU);
     }
     if scenario.is_weak() {
         // Measured and flagged as weak rather than refused: only this row's
@@ -307,6 +334,9 @@ fn server_context(scenario: &HandshakeScenario, credentials: &Credentials) -> Re
         ctx.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
         ctx.set_cert_store(trust_store(credentials)?);
     }
+    if scenario.version.is_datagram() {
+        dtls::require_cookies(&mut ctx)?;
+    }
     Ok(ctx.build())
 }
 
@@ -315,6 +345,8 @@ struct OpensslHandshaker {
     server: SslContext,
     resume: bool,
     session: Option<SslSession>,
+    /// The datagram MTU for DTLS; `None` runs TLS over the byte pipe.
+    mtu_bytes: Option<u16>,
 }
 
 /// The most message flights a handshake may take before it counts as stalled.
@@ -322,13 +354,44 @@ const MAX_ROUNDS: usize = 32;
 
 impl Handshaker for OpensslHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
-        let pipe = Pipe::default();
+        match self.mtu_bytes {
+            None => self.handshake_over(&Pipe::default()),
+            Some(mtu_bytes) => self.handshake_over(&DatagramPipe::new(mtu_bytes)),
+        }
+    }
+}
+
+impl OpensslHandshaker {
+    /// Client and server contexts for a scenario; for resumed scenarios the
+    /// first, full handshake is done, so the client has a session to resume.
+    fn new(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<Self> {
+        let mut handshaker = OpensslHandshaker {
+            client: client_context(scenario, credentials)
+                .context("configuring the OpenSSL client")?,
+            server: server_context(scenario, credentials)
+                .context("configuring the OpenSSL server")?,
+            resume: scenario.resumption.is_on(),
+            session: None,
+            mtu_bytes: scenario.mtu_bytes,
+        };
+        if handshaker.resume {
+            handshaker.handshake()?;
+            if handshaker.session.is_none() {
+                bail!("the full handshake left no session to resume");
+            }
+        }
+        Ok(handshaker)
+    }
+
+    /// One handshake over `pipe`: TLS over the byte pipe, DTLS over the
+    /// datagram channel (the contexts decide which).
+    fn handshake_over<P: Duplex>(&mut self, pipe: &P) -> Result<HandshakeSample> {
         let start = std::time::Instant::now();
         let mut turns = Turns::start();
 
-        let mut client = self.new_client(&pipe)?;
+        let mut client = self.new_client(pipe)?;
         turns.ended(Turn::Client);
-        let mut server = self.new_server(&pipe)?;
+        let mut server = self.new_server(pipe)?;
         turns.ended(Turn::Server);
         let (mut client_done, mut server_done) = (false, false);
         let mut rounds = 0;
@@ -351,7 +414,13 @@ impl Handshaker for OpensslHandshaker {
                 break;
             }
             rounds += 1;
-            if (!client_turn && !server_turn) || rounds > MAX_ROUNDS {
+            if !client_turn && !server_turn {
+                // Over datagrams this is a lost packet: DTLS would resend
+                // its flight when its timer (1 s) fires; a measurement does
+                // not wait for it.
+                bail!("handshake stalled after {rounds} rounds: neither side has anything to read");
+            }
+            if rounds > MAX_ROUNDS {
                 bail!("handshake stalled after {rounds} rounds");
             }
         }
@@ -373,10 +442,8 @@ impl Handshaker for OpensslHandshaker {
             negotiated,
         })
     }
-}
 
-impl OpensslHandshaker {
-    fn new_client(&self, pipe: &Pipe) -> Result<SslStream<PipeEnd>> {
+    fn new_client<P: Duplex>(&self, pipe: &P) -> Result<SslStream<P::End>> {
         let mut ssl = Ssl::new(&self.client)?;
         ssl.set_connect_state();
         ssl.set_hostname(SERVER_NAME)?;
@@ -385,19 +452,31 @@ impl OpensslHandshaker {
             // SAFETY: the session was made by a client of this same context.
             unsafe { ssl.set_session(session)? };
         }
-        Ok(SslStream::new(ssl, pipe.client_end())?)
+        self.open(ssl, pipe.client_end())
     }
 
-    fn new_server(&self, pipe: &Pipe) -> Result<SslStream<PipeEnd>> {
+    fn new_server<P: Duplex>(&self, pipe: &P) -> Result<SslStream<P::End>> {
         let mut ssl = Ssl::new(&self.server)?;
         ssl.set_accept_state();
-        Ok(SslStream::new(ssl, pipe.server_end())?)
+        self.open(ssl, pipe.server_end())
+    }
+
+    /// The connection over its end of the pipe, held to the MTU for DTLS.
+    fn open<S: std::io::Read + std::io::Write>(&self, ssl: Ssl, end: S) -> Result<SslStream<S>> {
+        let stream = SslStream::new(ssl, end)?;
+        if let Some(mtu_bytes) = self.mtu_bytes {
+            dtls::set_mtu(stream.ssl(), mtu_bytes)?;
+        }
+        Ok(stream)
     }
 }
 
 /// Advances one side: the handshake until it is done, then post-handshake
 /// messages (session tickets).
-fn step(stream: &mut SslStream<PipeEnd>, done: &mut bool) -> Result<()> {
+fn step<S: std::io::Read + std::io::Write>(
+    stream: &mut SslStream<S>,
+    done: &mut bool,
+) -> Result<()> {
     if !*done {
         match stream.do_handshake() {
             Ok(()) => *done = true,
@@ -432,7 +511,7 @@ pub(crate) fn negotiated(ssl: &openssl::ssl::SslRef) -> Result<Negotiated> {
 }
 
 fn negotiated_group(ssl: &openssl::ssl::SslRef, resumed: bool) -> Option<String> {
-    let is_tls12 = ssl.version_str() == "TLSv1.2";
+    let is_tls12 = matches!(ssl.version_str(), "TLSv1.2" | "DTLSv1.2");
     if is_tls12 && resumed {
         return None;
     }
