@@ -67,6 +67,7 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
             sampling.seed,
         ),
         "cost" => super::cost::stored_document(&store, &run)?,
+        "bulk" => super::bulk::stored_document(&store, &run)?,
         _ => {
             let baseline = args
                 .baseline

@@ -4,6 +4,7 @@
 //! make a combination meaningless, matrix expansion and presets.
 
 pub mod axes;
+pub mod bulk;
 pub mod names;
 pub mod presets;
 pub mod speed;

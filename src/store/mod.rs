@@ -5,6 +5,7 @@
 //! marked `complete` at its end. The layout and its migrations are in
 //! [`schema`].
 
+mod bulk;
 mod schema;
 mod speed;
 mod tunnel;

@@ -22,7 +22,8 @@ use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::X509;
 
 use super::{
-    Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated, Turn, Turns,
+    Backend, BulkPair, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated, Turn,
+    Turns,
 };
 use crate::certs::{openssl_supports_key, CertChain, Credentials, SERVER_NAME};
 use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
@@ -160,6 +161,75 @@ impl Backend for OpensslBackend {
             }
         }
         Ok(Box::new(handshaker))
+    }
+
+    fn bulk_pair(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Box<dyn BulkPair>> {
+        let mut handshaker = OpensslHandshaker {
+            client: client_context(scenario, credentials)
+                .context("configuring the OpenSSL client")?,
+            server: server_context(scenario, credentials)
+                .context("configuring the OpenSSL server")?,
+            resume: false,
+            session: None,
+        };
+        let Established {
+            pipe,
+            client,
+            server,
+            ..
+        } = handshaker.establish()?;
+        Ok(Box::new(OpensslBulkPair {
+            negotiated: negotiated(client.ssl())?,
+            pipe,
+            client,
+            server,
+        }))
+    }
+}
+
+/// An established OpenSSL client and server over the memory pipe: the
+/// client writes, the server reads.
+struct OpensslBulkPair {
+    negotiated: Negotiated,
+    pipe: Pipe,
+    client: SslStream<PipeEnd>,
+    server: SslStream<PipeEnd>,
+}
+
+impl BulkPair for OpensslBulkPair {
+    fn negotiated(&self) -> Option<&Negotiated> {
+        Some(&self.negotiated)
+    }
+
+    fn send(&mut self, data: &[u8]) -> Result<()> {
+        let mut written = 0;
+        while written < data.len() {
+            written += self
+                .client
+                .ssl_write(&data[written..])
+                .map_err(|error| anyhow!("SSL_write failed: {error}"))?;
+        }
+        Ok(())
+    }
+
+    fn receive(&mut self, out: &mut [u8]) -> Result<usize> {
+        let mut filled = 0;
+        // Records on the pipe, or plaintext of a record read but not yet handed out.
+        while filled < out.len()
+            && (self.pipe.pending_for_server() || self.server.ssl().pending() > 0)
+        {
+            match self.server.ssl_read(&mut out[filled..]) {
+                Ok(0) => bail!("the connection was closed"),
+                Ok(read) => filled += read,
+                Err(error) if error.code() == ErrorCode::WANT_READ => break,
+                Err(error) => bail!("SSL_read failed: {error}"),
+            }
+        }
+        Ok(filled)
     }
 }
 
@@ -316,8 +386,45 @@ struct OpensslHandshaker {
 /// The most message flights a handshake may take before it counts as stalled.
 const MAX_ROUNDS: usize = 32;
 
+/// A client and a server whose handshake is done, and what it cost each side.
+struct Established {
+    pipe: Pipe,
+    client: SslStream<PipeEnd>,
+    server: SslStream<PipeEnd>,
+    turns: Turns,
+    wall_ns: u64,
+}
+
 impl Handshaker for OpensslHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
+        let Established {
+            mut client,
+            mut server,
+            turns,
+            wall_ns,
+            ..
+        } = self.establish()?;
+        let negotiated = negotiated(client.ssl())?;
+        // Closed as after close_notify: OpenSSL drops the session of a
+        // connection freed without a shutdown, which would defeat resumption.
+        for stream in [&mut client, &mut server] {
+            stream.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
+        }
+        if self.resume {
+            self.session = client.ssl().session().map(|s| s.to_owned());
+        }
+        Ok(HandshakeSample {
+            client: turns.client,
+            server: turns.server,
+            wall_ns,
+            negotiated,
+        })
+    }
+}
+
+impl OpensslHandshaker {
+    /// Runs one handshake, each side's turns timed, and keeps both ends.
+    fn establish(&mut self) -> Result<Established> {
         let pipe = Pipe::default();
         let start = std::time::Instant::now();
         let mut turns = Turns::start();
@@ -352,26 +459,15 @@ impl Handshaker for OpensslHandshaker {
             }
         }
         let wall_ns = start.elapsed().as_nanos() as u64;
-
-        let negotiated = negotiated(client.ssl())?;
-        // Closed as after close_notify: OpenSSL drops the session of a
-        // connection freed without a shutdown, which would defeat resumption.
-        for stream in [&mut client, &mut server] {
-            stream.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
-        }
-        if self.resume {
-            self.session = client.ssl().session().map(|s| s.to_owned());
-        }
-        Ok(HandshakeSample {
-            client: turns.client,
-            server: turns.server,
+        Ok(Established {
+            pipe,
+            client,
+            server,
+            turns,
             wall_ns,
-            negotiated,
         })
     }
-}
 
-impl OpensslHandshaker {
     fn new_client(&self, pipe: &Pipe) -> Result<SslStream<PipeEnd>> {
         let mut ssl = Ssl::new(&self.client)?;
         ssl.set_connect_state();
