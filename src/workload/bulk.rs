@@ -183,6 +183,11 @@ impl BulkProbe {
         };
         let negotiated = pair.negotiated().cloned();
         let sizing = Sizing::new(scenario.write_bytes, sample_bytes);
+        Ok((Self::with_pair(pair, sizing), negotiated))
+    }
+
+    /// A probe over any established pair.
+    pub fn with_pair(pair: Box<dyn BulkPair>, sizing: Sizing) -> Self {
         let mut payload = vec![0u8; sizing.chunk_bytes];
         // Arbitrary bytes (an LCG), so no pattern of the data helps anyone.
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
@@ -192,14 +197,13 @@ impl BulkProbe {
                 .wrapping_add(1_442_695_040_888_963_407);
             *byte = (state >> 56) as u8;
         }
-        let probe = Self {
+        Self {
             pair,
             sizing,
             payload,
             received: vec![0u8; sizing.chunk_bytes],
             counter: 0,
-        };
-        Ok((probe, negotiated))
+        }
     }
 
     pub fn sizing(&self) -> Sizing {
@@ -315,6 +319,53 @@ mod tests {
         let huge = Sizing::new(1 << 20, None);
         assert_eq!(huge.chunk_bytes, 1 << 20);
         assert_eq!(huge.sample_bytes(), 4 << 20);
+    }
+
+    /// A pair that corrupts one byte of the `nth` write, or loses it.
+    struct Broken {
+        inner: PlainPair,
+        writes: usize,
+        nth: usize,
+        lose: bool,
+    }
+
+    impl BulkPair for Broken {
+        fn negotiated(&self) -> Option<&Negotiated> {
+            None
+        }
+
+        fn send(&mut self, data: &[u8]) -> anyhow::Result<()> {
+            self.writes += 1;
+            if self.writes != self.nth {
+                return self.inner.send(data);
+            }
+            if self.lose {
+                return Ok(());
+            }
+            let mut copy = data.to_vec();
+            *copy.last_mut().unwrap() ^= 1;
+            self.inner.send(&copy)
+        }
+
+        fn receive(&mut self, out: &mut [u8]) -> anyhow::Result<usize> {
+            self.inner.receive(out)
+        }
+    }
+
+    #[test]
+    fn a_broken_channel_fails_its_row() {
+        for (lose, expected) in [(false, "differs"), (true, "got 9900 of the 10000")] {
+            let pair = Broken {
+                inner: PlainPair::new(),
+                writes: 0,
+                nth: 150,
+                lose,
+            };
+            let mut probe = BulkProbe::with_pair(Box::new(pair), Sizing::new(100, Some(10_000)));
+            probe.run().unwrap();
+            let error = probe.run().unwrap_err();
+            assert!(error.contains(expected), "{error}");
+        }
     }
 
     #[test]
