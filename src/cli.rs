@@ -127,7 +127,8 @@ pub struct BulkArgs {
     #[arg(long, value_name = "LIST")]
     pub tls: Option<String>,
 
-    /// Suites (bulk ciphers): aes128gcm, aes256gcm, chacha20poly1305.
+    /// Suites (bulk ciphers): aes128gcm, aes256gcm, chacha20poly1305,
+    /// aes128cbc_sha256 (AES-128-CBC with HMAC-SHA256: TLS 1.2, OpenSSL).
     /// [default: aes128gcm,aes256gcm,chacha20poly1305]
     #[arg(long, value_name = "LIST")]
     pub suite: Option<String>,
@@ -267,8 +268,9 @@ pub struct AxisArgs {
     #[arg(long, value_name = "LIST")]
     pub cert: Option<String>,
 
-    /// Bulk ciphers: aes128gcm, aes256gcm, chacha20poly1305 (the rest of a
-    /// TLS 1.2 suite follows from group and certificate). [default: aes128gcm]
+    /// Bulk ciphers: aes128gcm, aes256gcm, chacha20poly1305, aes128cbc_sha256
+    /// (TLS 1.2; the rest of a TLS 1.2 suite follows from group and
+    /// certificate). [default: aes128gcm]
     #[arg(long, value_name = "LIST")]
     pub suite: Option<String>,
 

@@ -175,6 +175,9 @@ fn table(rows: &[BulkRow]) -> Table {
         if row.status == "measured" && !row.precise {
             notes.push("precision not reached".to_string());
         }
+        if let Channel::Tls { aead, .. } = row.scenario.channel {
+            notes.extend(aead.security_notes().into_iter().map(String::from));
+        }
         table.rows.push(vec![
             row.backend.clone(),
             match row.scenario.channel {

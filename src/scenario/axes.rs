@@ -414,23 +414,32 @@ impl CertKind {
 }
 
 /// The bulk cipher of the suite (the key exchange and authentication parts of
-/// a TLS 1.2 suite follow from the group and the certificate).
+/// a TLS 1.2 suite follow from the group and the certificate): an AEAD, or
+/// (TLS 1.2 only) AES-CBC with HMAC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Aead {
     Aes128Gcm,
     Aes256Gcm,
     Chacha20Poly1305,
+    /// AES-128-CBC with HMAC-SHA256 (TLS 1.2 `..._WITH_AES_128_CBC_SHA256`).
+    Aes128CbcSha256,
 }
 
 impl Named for Aead {
     const KIND: &'static str = "suite";
-    const ALL: &'static [Self] = &[Aead::Aes128Gcm, Aead::Aes256Gcm, Aead::Chacha20Poly1305];
+    const ALL: &'static [Self] = &[
+        Aead::Aes128Gcm,
+        Aead::Aes256Gcm,
+        Aead::Chacha20Poly1305,
+        Aead::Aes128CbcSha256,
+    ];
 
     fn id(self) -> &'static str {
         match self {
             Aead::Aes128Gcm => "aes128gcm",
             Aead::Aes256Gcm => "aes256gcm",
             Aead::Chacha20Poly1305 => "chacha20poly1305",
+            Aead::Aes128CbcSha256 => "aes128cbc_sha256",
         }
     }
 
@@ -443,6 +452,25 @@ impl Named for Aead {
                 "chacha20-poly1305",
                 "TLS_CHACHA20_POLY1305_SHA256",
             ],
+            Aead::Aes128CbcSha256 => &["aes-128-cbc-sha256", "aes128-sha256", "aes128cbc"],
+        }
+    }
+}
+
+impl Aead {
+    /// True if and only if the suite is an AEAD (every TLS 1.3 suite is).
+    pub fn is_aead(self) -> bool {
+        self != Aead::Aes128CbcSha256
+    }
+
+    /// Known weaknesses, shown beside the figures.
+    pub fn security_notes(self) -> Vec<&'static str> {
+        if self.is_aead() {
+            vec![]
+        } else {
+            vec![
+                "CBC+HMAC: no AEAD, a history of padding oracles (Lucky13) unless encrypt-then-MAC",
+            ]
         }
     }
 }

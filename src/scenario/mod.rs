@@ -67,6 +67,9 @@ impl HandshakeScenario {
         if self.group == Group::RsaKeyTransport && family != SignatureFamily::Rsa {
             return Some("RSA key transport needs an RSA certificate".to_string());
         }
+        if self.version == TlsVersion::Tls13 && !self.aead.is_aead() {
+            return Some("TLS 1.3 has AEAD suites only (no CBC)".into());
+        }
         if self.group == Group::RsaKeyTransport && self.aead == Aead::Chacha20Poly1305 {
             return Some(
                 "TLS 1.2 defines no ChaCha20-Poly1305 suite with RSA key transport".into(),
@@ -93,10 +96,20 @@ impl HandshakeScenario {
                 Aead::Aes128Gcm => "TLS_AES_128_GCM_SHA256",
                 Aead::Aes256Gcm => "TLS_AES_256_GCM_SHA384",
                 Aead::Chacha20Poly1305 => "TLS_CHACHA20_POLY1305_SHA256",
+                // A protocol conflict: TLS 1.3 has no such suite.
+                Aead::Aes128CbcSha256 => "none",
             },
             TlsVersion::Tls12 => {
                 let ecdsa = self.cert.family() != SignatureFamily::Rsa;
                 match (self.group.kind(), ecdsa, self.aead) {
+                    (KxKind::RsaKeyTransport, _, Aead::Aes128CbcSha256) => {
+                        "TLS_RSA_WITH_AES_128_CBC_SHA256"
+                    }
+                    (KxKind::Ffdh { .. }, _, Aead::Aes128CbcSha256) => {
+                        "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256"
+                    }
+                    (_, false, Aead::Aes128CbcSha256) => "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+                    (_, true, Aead::Aes128CbcSha256) => "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
                     (KxKind::RsaKeyTransport, _, Aead::Aes128Gcm) => {
                         "TLS_RSA_WITH_AES_128_GCM_SHA256"
                     }
@@ -129,6 +142,7 @@ impl HandshakeScenario {
     pub fn security_notes(&self) -> Vec<&'static str> {
         let mut notes = self.group.security_notes();
         notes.extend(self.cert.security_notes());
+        notes.extend(self.aead.security_notes());
         notes
     }
 
