@@ -106,8 +106,9 @@ pub struct HandshakeArgs {
 
 Each row: a TLS connection (X25519 key exchange, ECDSA P-256 certificate;
 the handshake is not counted) sends a fixed amount of data per sample
-(about 2048 writes, 16 KiB to 4 MiB) from the client to the server; each
-side's calls are timed by the thread's CPU clock and every byte is checked.
+(sized by a first sample to about 2 ms of CPU, 16 KiB to 4 MiB) from the
+client to the server; each side's calls are timed by the thread's CPU clock
+and every byte is checked.
 Per write size a no-crypto row moves the same writes through the same pipe.
 
 Sampling defaults: --precision 2% --max-time 1 --min-samples 10 --warmup 0.05
@@ -137,8 +138,8 @@ pub struct BulkArgs {
     #[arg(long, value_name = "LIST")]
     pub size: Option<String>,
 
-    /// Application bytes per sample, the same for every row of a size.
-    /// [default: about 2048 writes, from 16 KiB to 4 MiB]
+    /// Application bytes per sample, for every row. [default: per row, about
+    /// 2 ms of both sides' CPU time, from 16 KiB to 4 MiB]
     #[arg(long, value_name = "BYTES")]
     pub bytes_per_sample: Option<usize>,
 

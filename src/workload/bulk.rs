@@ -26,9 +26,11 @@ pub const CHUNK_BYTES: usize = 256 * 1024;
 /// Bounds of the data per sample, whatever the write size.
 pub const MIN_SAMPLE_BYTES: usize = 16 * 1024;
 pub const MAX_SAMPLE_BYTES: usize = 4 * 1024 * 1024;
-/// Writes per sample aimed at: enough for small writes to last about a
-/// millisecond or two, where a write costs about a microsecond.
+/// Writes in the first, sizing sample: enough for small writes to last
+/// about a millisecond or two, where a write costs about a microsecond.
 const WRITES_PER_SAMPLE: usize = 2048;
+/// How long a sample of both sides' CPU time should last, in nanoseconds.
+const TARGET_SAMPLE_NS: f64 = 2e6;
 
 /// One sample: a fixed amount of data from the sender to the receiver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -98,7 +100,7 @@ pub struct Sizing {
 }
 
 impl Sizing {
-    /// The default amount per sample for a write size: about
+    /// The amount of a first sample for a write size: about
     /// [`WRITES_PER_SAMPLE`] writes, within the bounds; or `sample_bytes`.
     pub fn new(write_bytes: usize, sample_bytes: Option<usize>) -> Self {
         let wanted = sample_bytes.unwrap_or_else(|| {
@@ -182,8 +184,21 @@ impl BulkProbe {
             }
         };
         let negotiated = pair.negotiated().cloned();
-        let sizing = Sizing::new(scenario.write_bytes, sample_bytes);
-        Ok((Self::with_pair(pair, sizing), negotiated))
+        let write_bytes = scenario.write_bytes;
+        let mut probe = Self::with_pair(pair, Sizing::new(write_bytes, sample_bytes));
+        // One unrecorded sample proves the channel carries data, and (unless
+        // the amount is given) sizes the row's samples to last about
+        // TARGET_SAMPLE_NS: a CBC row costs several times an AES-GCM row.
+        let first = probe.run().map_err(|reason| Outcome::Failed { reason })?;
+        if sample_bytes.is_none() {
+            let wanted = (TARGET_SAMPLE_NS / first.cost().max(1e-3)) as usize;
+            let sizing = Sizing::new(
+                write_bytes,
+                Some(wanted.clamp(MIN_SAMPLE_BYTES, MAX_SAMPLE_BYTES)),
+            );
+            probe = Self::with_pair(probe.pair, sizing);
+        }
+        Ok((probe, negotiated))
     }
 
     /// A probe over any established pair.
