@@ -43,6 +43,7 @@ pub struct BulkRow {
     /// 1 - 1 / ratio_to_plain: the part of the row's cost that the
     /// cryptography (and the library's record layer) adds.
     pub crypto_share: Option<f64>,
+    pub security_notes: Vec<&'static str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<Timed<BulkSample>>,
 }
@@ -105,6 +106,7 @@ pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
                 }),
                 crypto_share: ratio.as_ref().map(|r| 1.0 - 1.0 / r.value),
                 ratio_to_plain: ratio,
+                security_notes: cell.scenario.security_notes(),
                 samples: samples.to_vec(),
             }
         })
@@ -175,8 +177,8 @@ fn table(rows: &[BulkRow]) -> Table {
         if row.status == "measured" && !row.precise {
             notes.push("precision not reached".to_string());
         }
-        if let Channel::Tls { aead, .. } = row.scenario.channel {
-            notes.extend(aead.security_notes().into_iter().map(String::from));
+        if row.status != "unsupported" && row.scenario.channel != Channel::Plain {
+            notes.extend(row.security_notes.iter().map(|n| n.to_string()));
         }
         table.rows.push(vec![
             row.backend.clone(),
@@ -254,6 +256,7 @@ fn records(rows: &[BulkRow]) -> Table {
             "ratio_ci_high",
             "ratio_pairs",
             "crypto_share",
+            "security_notes",
         ]
         .map(String::from),
     );
@@ -303,6 +306,7 @@ fn records(rows: &[BulkRow]) -> Table {
             number(ratio.map(|r| r.ci95.high)),
             ratio.map(|r| r.pairs.to_string()).unwrap_or_default(),
             number(row.crypto_share),
+            row.security_notes.join("; "),
         ]);
         table.rows.push(fields);
     }

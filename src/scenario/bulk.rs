@@ -105,6 +105,14 @@ impl BulkScenario {
         }
     }
 
+    /// Known weaknesses of the row's protection, shown beside the figures.
+    pub fn security_notes(&self) -> Vec<&'static str> {
+        match self.channel {
+            Channel::Plain => vec!["no protection (the baseline)"],
+            Channel::Tls { aead, .. } => aead.security_notes(),
+        }
+    }
+
     /// A readable one-line description for tables.
     pub fn describe(&self) -> String {
         match self.channel {

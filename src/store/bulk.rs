@@ -26,8 +26,9 @@ impl Store {
         let negotiated = cell.negotiated.as_ref();
         tx.execute(
             "INSERT INTO bulk_cells (run_id, scenario_id, backend, status, reason,
-             negotiated_version, negotiated_suite, sample_bytes, precise, sample_count)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+             negotiated_version, negotiated_suite, sample_bytes, precise, security_notes,
+             sample_count)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 run_id,
                 label,
@@ -38,6 +39,7 @@ impl Store {
                 negotiated.map(|n| n.suite.as_str()),
                 cell.sample_bytes as i64,
                 precise_column(&cell.outcome),
+                s.security_notes().join("; "),
                 cell.samples().len() as i64
             ],
         )?;

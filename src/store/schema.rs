@@ -177,6 +177,7 @@ CREATE TABLE bulk_cells (
     negotiated_suite TEXT,
     sample_bytes INTEGER NOT NULL,
     precise INTEGER,
+    security_notes TEXT NOT NULL,
     sample_count INTEGER NOT NULL,
     finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
     UNIQUE (run_id, scenario_id, backend)
@@ -367,6 +368,7 @@ CREATE TABLE bulk_cells (
     negotiated_suite TEXT,
     sample_bytes INTEGER NOT NULL,
     precise INTEGER,
+    security_notes TEXT NOT NULL,
     sample_count INTEGER NOT NULL,
     finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
     UNIQUE (run_id, scenario_id, backend)
