@@ -184,9 +184,7 @@ fn table(rows: &[BulkRow]) -> Table {
             row.backend.clone(),
             match row.scenario.channel {
                 Channel::Plain => "no crypto".to_string(),
-                Channel::Tls { version, .. } => {
-                    format!("TLS {}", crate::scenario::Named::id(version))
-                }
+                Channel::Tls { version, .. } => version.protocol_name().to_string(),
             },
             row.scenario.suite_id().to_string(),
             row.scenario.write_bytes.to_string(),

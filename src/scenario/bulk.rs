@@ -23,7 +23,8 @@ pub enum Channel {
     /// No cryptography: the same writes through the same pipe with the same
     /// copies, framed as records; the baseline the crypto share is taken from.
     Plain,
-    /// A TLS connection of this version and suite.
+    /// A connection of this protocol version (TLS; DTLS once the version
+    /// axis has it) and suite.
     Tls { version: TlsVersion, aead: Aead },
 }
 
