@@ -22,7 +22,7 @@ use crate::report::{Document, Format};
 use crate::scenario::bulk::{parse_sizes, BulkMatrix, BulkPreset, BulkScenario};
 use crate::scenario::{parse_list, parse_name, Aead, TlsVersion};
 use crate::store::{Store, StoredRun};
-use crate::workload::bulk::{BulkCell, BulkProbe, BulkSample, PLAIN_BACKEND};
+use crate::workload::bulk::{BulkCell, BulkProbe, BulkSample, PLAIN_BACKEND, SAMPLES_PER_PAIR};
 
 /// Sampling defaults of `bulk`: each sample is already a batch of writes
 /// lasting about 1-3 ms.
@@ -196,7 +196,15 @@ fn sample_matrix(
                 certs,
                 bytes_per_sample,
             ) {
-                Ok((probe, negotiated)) => {
+                Ok((mut probe, negotiated)) => {
+                    if let Some(backend) = backend {
+                        probe.renew_every(
+                            SAMPLES_PER_PAIR,
+                            Arc::clone(backend),
+                            scenario,
+                            certs,
+                        )?;
+                    }
                     cell.negotiated = negotiated;
                     cell.sample_bytes = probe.sizing().sample_bytes() as u64;
                     probe_cell.push(cells.len());

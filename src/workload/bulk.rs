@@ -11,15 +11,17 @@
 //! The content check and the stamping of the next chunk happen between
 //! the timed stretches and are charged to neither side.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::backend::plain::PlainPair;
 use crate::backend::{thread_cpu_ns, Backend, BulkPair, Negotiated, Unsupported};
-use crate::certs::CertCache;
+use crate::certs::{CertCache, Credentials};
 use crate::measure::{verify, Outcome, Probe, Sampled, Timed};
 use crate::scenario::bulk::BulkScenario;
+use crate::scenario::HandshakeScenario;
 
 /// The most bytes the sender writes before the receiver reads them back.
 pub const CHUNK_BYTES: usize = 256 * 1024;
@@ -121,9 +123,26 @@ impl Sizing {
     }
 }
 
+/// How many samples one pair gives before it is replaced by a fresh one
+/// (a new, uncounted handshake). Long runs of small records would
+/// otherwise reach a suite's record limit, where a library updates its
+/// keys (TLS 1.3) or closes the connection (TLS 1.2); and, as with
+/// handshakers, a row is spread over many placements of its buffers.
+pub const SAMPLES_PER_PAIR: u32 = 256;
+
+/// What a probe needs to replace its pair.
+struct Renewal {
+    backend: Arc<dyn Backend>,
+    handshake: HandshakeScenario,
+    credentials: Arc<Credentials>,
+    every: u32,
+    since: u32,
+}
+
 /// An established pair ready to sample: one call, one checked sample.
 pub struct BulkProbe {
     pair: Box<dyn BulkPair>,
+    renewal: Option<Renewal>,
     sizing: Sizing,
     /// What the sender writes in a chunk; each write starts with a counter.
     payload: Vec<u8>,
@@ -214,11 +233,50 @@ impl BulkProbe {
         }
         Self {
             pair,
+            renewal: None,
             sizing,
             payload,
             received: vec![0u8; sizing.chunk_bytes],
             counter: 0,
         }
+    }
+
+    /// Replaces the pair with a fresh one from `backend` after every
+    /// `every` samples taken through [`Self::probe`] (protected rows only).
+    pub fn renew_every(
+        &mut self,
+        every: u32,
+        backend: Arc<dyn Backend>,
+        scenario: &BulkScenario,
+        certs: &CertCache,
+    ) -> anyhow::Result<()> {
+        if let Some(handshake) = scenario.handshake() {
+            self.renewal = Some(Renewal {
+                credentials: certs.get(handshake.cert, handshake.chain_depth)?,
+                backend,
+                handshake,
+                every,
+                since: 0,
+            });
+        }
+        Ok(())
+    }
+
+    /// A new pair if one is due.
+    fn renew_if_due(&mut self) -> Result<(), String> {
+        let Some(renewal) = self.renewal.as_mut() else {
+            return Ok(());
+        };
+        renewal.since += 1;
+        if renewal.since <= renewal.every {
+            return Ok(());
+        }
+        renewal.since = 1;
+        self.pair = renewal
+            .backend
+            .bulk_pair(&renewal.handshake, &renewal.credentials)
+            .map_err(|e| format!("rebuilding the pair: {e:#}"))?;
+        Ok(())
     }
 
     pub fn sizing(&self) -> Sizing {
@@ -312,7 +370,10 @@ impl BulkProbe {
     }
 
     pub fn probe(&mut self) -> Probe<'_, BulkSample> {
-        Box::new(move || self.run())
+        Box::new(move || {
+            self.renew_if_due()?;
+            self.run()
+        })
     }
 }
 

@@ -221,6 +221,22 @@ fn cbc_rows_run_on_openssl_and_say_why_elsewhere() {
     );
 }
 
+/// A probe replaces its pair (a new handshake) every few samples and goes on.
+#[test]
+fn renewing_the_pair_between_samples_keeps_sampling() {
+    let backend = tlslab::backend::backend_by_id("rustls-aws-lc").unwrap();
+    let scenario = tls(TlsVersion::Tls12, Aead::Aes128Gcm, 256);
+    let (mut probe, _) =
+        BulkProbe::prepare(Some(backend.as_ref()), &scenario, util::certs(), Some(8192)).unwrap();
+    probe
+        .renew_every(2, Arc::clone(&backend), &scenario, util::certs())
+        .unwrap();
+    let mut sample = probe.probe();
+    for _ in 0..5 {
+        assert_eq!(sample().unwrap().bytes, 8192);
+    }
+}
+
 #[test]
 fn the_plain_row_carries_checked_data() {
     for sample in sample_row(None, &BulkScenario::plain(64), 64 * 100, 2).unwrap() {
