@@ -2,6 +2,7 @@
 //! share (store, provenance, Ctrl-C, progress, exports, exit codes) is in
 //! [`session`]. Nothing below `app` imports it.
 
+pub mod bulk;
 pub mod compare;
 pub mod cost;
 pub mod handshake;
@@ -22,6 +23,7 @@ pub use session::{exit_code, UsageError, EXIT_INTERRUPTED};
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Handshake(args) => handshake::run(&args),
+        Command::Bulk(args) => bulk::run(&args),
         Command::Speed(args) => speed::run(&args),
         Command::Cost(args) => cost::run(&args),
         Command::List => {

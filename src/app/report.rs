@@ -194,6 +194,7 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
             sampling.seed,
         ),
         "cost" => super::cost::stored_document(store, run)?,
+        "bulk" => super::bulk::stored_document(store, run)?,
         _ => {
             let baseline = baseline
                 .or(sampling.baseline)

@@ -1,11 +1,13 @@
 //! TLS libraries behind small traits, and the one registry of backends.
 //! Each backend declares what it supports as data ([`Capabilities`]), builds
 //! a [`Handshaker`] for a scenario (client and server over memory buffers,
-//! each side timed) and offers its primitives ([`PrimitiveBackend`]) for
-//! `speed` and the cost model. All of a library's code lives in its folder.
+//! each side timed), hands out an established [`BulkPair`] for `bulk`, and
+//! offers its primitives ([`PrimitiveBackend`]) for `speed` and the cost
+//! model. All of a library's code lives in its folder.
 
 pub mod mock;
 pub mod openssl;
+pub mod plain;
 pub mod rustls;
 
 use std::sync::Arc;
@@ -188,6 +190,34 @@ pub trait Handshaker {
     fn handshake(&mut self) -> Result<HandshakeSample>;
 }
 
+/// An established connection pair, client and server in this thread over
+/// an in-memory transport, that carries application data from the sender
+/// (the client) to the receiver (the server). Its handshake is done before
+/// the pair is handed out and is never counted. `bulk` times each side's
+/// calls and checks every byte that comes out; a datagram (DTLS) pair fits
+/// the same three calls.
+pub trait BulkPair {
+    /// What the handshake negotiated, as the client reports it (`None` for
+    /// a pair without a handshake).
+    fn negotiated(&self) -> Option<&Negotiated>;
+
+    /// The sender protects `data` as one application write and puts every
+    /// record it makes on the transport.
+    fn send(&mut self, data: &[u8]) -> Result<()>;
+
+    /// The receiver takes records off the transport and writes their
+    /// plaintext into `out` until `out` is full or the transport is empty;
+    /// returns the bytes written (0: nothing was waiting).
+    fn receive(&mut self, out: &mut [u8]) -> Result<usize>;
+
+    /// Fixed CPU nanoseconds per byte charged to the sender and to the
+    /// receiver instead of reading the clocks: only the mock backend's fake
+    /// has them, so pipeline tests get deterministic figures.
+    fn fixed_ns_per_byte(&self) -> Option<(f64, f64)> {
+        None
+    }
+}
+
 /// A TLS library that can run handshake scenarios.
 pub trait Backend: Send + Sync {
     /// The stable id used on the command line and in the database ("openssl").
@@ -208,6 +238,17 @@ pub trait Backend: Send + Sync {
     /// Why this backend cannot run a scenario, or `None` if it can.
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
         self.capabilities().unsupported_reason(self.id(), scenario)
+    }
+
+    /// A client and a server of this scenario that have completed their
+    /// handshake, ready to carry application data. A backend that cannot
+    /// carry data says so with an [`Unsupported`] error.
+    fn bulk_pair(
+        &self,
+        _scenario: &HandshakeScenario,
+        _credentials: &Credentials,
+    ) -> Result<Box<dyn BulkPair>> {
+        Err(Unsupported::new(format!("{} cannot carry application data", self.id())).into())
     }
 
     /// The library's primitives, measured by `speed` and charged by the cost model.

@@ -4,6 +4,7 @@
 //! any document. A new capability writes a view, never its own CSV,
 //! Markdown or JSON code.
 
+pub mod bulk;
 pub mod compare;
 pub mod cost;
 mod csv;

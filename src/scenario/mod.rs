@@ -4,6 +4,7 @@
 //! make a combination meaningless, matrix expansion and presets.
 
 pub mod axes;
+pub mod bulk;
 pub mod names;
 pub mod presets;
 pub mod speed;
@@ -101,6 +102,9 @@ impl HandshakeScenario {
         let family = self.cert.family();
         if self.group == Group::RsaKeyTransport && family != SignatureFamily::Rsa {
             return Some("RSA key transport needs an RSA certificate".to_string());
+        }
+        if self.version == TlsVersion::Tls13 && !self.aead.is_aead() {
+            return Some("TLS 1.3 has AEAD suites only (no CBC)".into());
         }
         if self.group == Group::RsaKeyTransport && self.aead == Aead::Chacha20Poly1305 {
             return Some(

@@ -297,6 +297,11 @@ pub fn all() -> Vec<PresetEntry> {
         id: p.id(),
         description: p.description(),
     }));
+    entries.extend(super::bulk::BulkPreset::ALL.iter().map(|p| PresetEntry {
+        command: "bulk",
+        id: p.id(),
+        description: p.description(),
+    }));
     entries
 }
 

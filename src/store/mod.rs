@@ -5,6 +5,7 @@
 //! marked `complete` at its end. The layout and its migrations are in
 //! [`schema`].
 
+mod bulk;
 mod provenance;
 mod schema;
 mod speed;

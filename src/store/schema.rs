@@ -7,11 +7,15 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
-const MIGRATIONS: &[&[&str]] = &[&[VERSION_0, VERSION_0_TO_1], &[VERSION_1_TO_2]];
+const MIGRATIONS: &[&[&str]] = &[
+    &[VERSION_0, VERSION_0_TO_1],
+    &[VERSION_1_TO_2],
+    &[VERSION_2_TO_3],
+];
 
 /// The latest schema, created directly in a new (empty) database. A
 /// migrated database ends up with the same tables and columns, in the same
@@ -152,6 +156,42 @@ CREATE TABLE tunnel_samples (
     round INTEGER NOT NULL DEFAULT 0,
     send_cpu_ns INTEGER,
     receive_cpu_ns INTEGER,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+-- Version 3: `tlslab bulk`; the no-crypto rows have tls_version and
+-- suite 'none' and the backend 'none'.
+CREATE TABLE bulk_scenarios (
+    id TEXT PRIMARY KEY,
+    tls_version TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    write_bytes INTEGER NOT NULL
+);
+CREATE TABLE bulk_cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    scenario_id TEXT NOT NULL REFERENCES bulk_scenarios (id),
+    backend TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    negotiated_version TEXT,
+    negotiated_suite TEXT,
+    sample_bytes INTEGER NOT NULL,
+    precise INTEGER,
+    security_notes TEXT NOT NULL,
+    sample_count INTEGER NOT NULL,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, scenario_id, backend)
+);
+CREATE TABLE bulk_samples (
+    cell_id INTEGER NOT NULL REFERENCES bulk_cells (id),
+    seq INTEGER NOT NULL,
+    round INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    writes INTEGER NOT NULL,
+    sender_ns INTEGER NOT NULL,
+    receiver_ns INTEGER NOT NULL,
+    sender_cpu_ns INTEGER NOT NULL,
+    receiver_cpu_ns INTEGER NOT NULL,
     PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
 "#;
@@ -306,6 +346,45 @@ CREATE TABLE rounds (
 const VERSION_1_TO_2: &str = r#"
 ALTER TABLE tunnel_samples ADD COLUMN send_cpu_ns INTEGER;
 ALTER TABLE tunnel_samples ADD COLUMN receive_cpu_ns INTEGER;
+"#;
+
+/// Version 3: `tlslab bulk` rows, their cells per backend and every sample
+/// with each side's time.
+const VERSION_2_TO_3: &str = r#"
+CREATE TABLE bulk_scenarios (
+    id TEXT PRIMARY KEY,
+    tls_version TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    write_bytes INTEGER NOT NULL
+);
+CREATE TABLE bulk_cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    scenario_id TEXT NOT NULL REFERENCES bulk_scenarios (id),
+    backend TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    negotiated_version TEXT,
+    negotiated_suite TEXT,
+    sample_bytes INTEGER NOT NULL,
+    precise INTEGER,
+    security_notes TEXT NOT NULL,
+    sample_count INTEGER NOT NULL,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, scenario_id, backend)
+);
+CREATE TABLE bulk_samples (
+    cell_id INTEGER NOT NULL REFERENCES bulk_cells (id),
+    seq INTEGER NOT NULL,
+    round INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    writes INTEGER NOT NULL,
+    sender_ns INTEGER NOT NULL,
+    receiver_ns INTEGER NOT NULL,
+    sender_cpu_ns INTEGER NOT NULL,
+    receiver_cpu_ns INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
 "#;
 
 /// What a database holds before it is touched.

@@ -1,7 +1,9 @@
 //! What one sample does, per capability: a verified handshake, a batch of
+//! application data through an established pair, a batch of
 //! primitive operations, a batch of tunnel packets or an OpenVPN transfer.
 //! The sampler in `measure` runs them.
 
+pub mod bulk;
 pub mod handshake;
 pub mod load;
 pub mod nginx;

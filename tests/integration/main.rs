@@ -2,6 +2,7 @@
 //! the pipeline on the mock backend, the store, and the command line.
 
 mod backends;
+mod bulk;
 mod cli;
 mod compare;
 mod cost;

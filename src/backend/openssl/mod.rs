@@ -25,12 +25,13 @@ use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::X509;
 
 use super::{
-    Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated, Turn, Turns,
+    Backend, BulkPair, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated, Turn,
+    Turns,
 };
 use crate::certs::{openssl_supports_key, CertChain, Credentials, SERVER_NAME};
 use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
 use crate::transport::datagram::DatagramPipe;
-use crate::transport::memory::Pipe;
+use crate::transport::memory::{Pipe, PipeEnd};
 use crate::transport::Duplex;
 
 /// `SSL_CTRL_GET_PEER_SIGNATURE_NAME` (OpenSSL 3.5+): the server's signature scheme.
@@ -156,6 +157,67 @@ impl Backend for OpensslBackend {
         credentials: &Credentials,
     ) -> Result<Box<dyn Handshaker>> {
         Ok(Box::new(OpensslHandshaker::new(scenario, credentials)?))
+    }
+
+    fn bulk_pair(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Box<dyn BulkPair>> {
+        if scenario.version.is_datagram() {
+            bail!("application data over DTLS is not measured yet");
+        }
+        let mut handshaker = OpensslHandshaker::new(scenario, credentials)?;
+        let pipe = Pipe::default();
+        let Established { client, server, .. } = handshaker.establish_over(&pipe)?;
+        Ok(Box::new(OpensslBulkPair {
+            negotiated: negotiated(client.ssl())?,
+            pipe,
+            client,
+            server,
+        }))
+    }
+}
+
+/// An established OpenSSL client and server over the memory pipe: the
+/// client writes, the server reads.
+struct OpensslBulkPair {
+    negotiated: Negotiated,
+    pipe: Pipe,
+    client: SslStream<PipeEnd>,
+    server: SslStream<PipeEnd>,
+}
+
+impl BulkPair for OpensslBulkPair {
+    fn negotiated(&self) -> Option<&Negotiated> {
+        Some(&self.negotiated)
+    }
+
+    fn send(&mut self, data: &[u8]) -> Result<()> {
+        let mut written = 0;
+        while written < data.len() {
+            written += self
+                .client
+                .ssl_write(&data[written..])
+                .map_err(|error| anyhow!("SSL_write failed: {error}"))?;
+        }
+        Ok(())
+    }
+
+    fn receive(&mut self, out: &mut [u8]) -> Result<usize> {
+        let mut filled = 0;
+        // Records on the pipe, or plaintext of a record read but not yet handed out.
+        while filled < out.len()
+            && (self.pipe.pending_for_server() || self.server.ssl().pending() > 0)
+        {
+            match self.server.ssl_read(&mut out[filled..]) {
+                Ok(0) => bail!("the connection was closed"),
+                Ok(read) => filled += read,
+                Err(error) if error.code() == ErrorCode::WANT_READ => break,
+                Err(error) => bail!("SSL_read failed: {error}"),
+            }
+        }
+        Ok(filled)
     }
 }
 
@@ -352,6 +414,14 @@ struct OpensslHandshaker {
 /// The most message flights a handshake may take before it counts as stalled.
 const MAX_ROUNDS: usize = 32;
 
+/// A client and a server whose handshake is done, and what it cost each side.
+struct Established<E> {
+    client: SslStream<E>,
+    server: SslStream<E>,
+    turns: Turns,
+    wall_ns: u64,
+}
+
 impl Handshaker for OpensslHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
         match self.mtu_bytes {
@@ -386,6 +456,32 @@ impl OpensslHandshaker {
     /// One handshake over `pipe`: TLS over the byte pipe, DTLS over the
     /// datagram channel (the contexts decide which).
     fn handshake_over<P: Duplex>(&mut self, pipe: &P) -> Result<HandshakeSample> {
+        let Established {
+            mut client,
+            mut server,
+            turns,
+            wall_ns,
+        } = self.establish_over(pipe)?;
+        let negotiated = negotiated(client.ssl())?;
+        // Closed as after close_notify: OpenSSL drops the session of a
+        // connection freed without a shutdown, which would defeat resumption.
+        for stream in [&mut client, &mut server] {
+            stream.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
+        }
+        if self.resume {
+            self.session = client.ssl().session().map(|s| s.to_owned());
+        }
+        Ok(HandshakeSample {
+            client: turns.client,
+            server: turns.server,
+            wall_ns,
+            negotiated,
+        })
+    }
+
+    /// Runs one handshake over `pipe`, each side's turns timed, and keeps
+    /// both ends (for application data after it).
+    fn establish_over<P: Duplex>(&mut self, pipe: &P) -> Result<Established<P::End>> {
         let start = std::time::Instant::now();
         let mut turns = Turns::start();
 
@@ -424,22 +520,11 @@ impl OpensslHandshaker {
                 bail!("handshake stalled after {rounds} rounds");
             }
         }
-        let wall_ns = start.elapsed().as_nanos() as u64;
-
-        let negotiated = negotiated(client.ssl())?;
-        // Closed as after close_notify: OpenSSL drops the session of a
-        // connection freed without a shutdown, which would defeat resumption.
-        for stream in [&mut client, &mut server] {
-            stream.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
-        }
-        if self.resume {
-            self.session = client.ssl().session().map(|s| s.to_owned());
-        }
-        Ok(HandshakeSample {
-            client: turns.client,
-            server: turns.server,
-            wall_ns,
-            negotiated,
+        Ok(Established {
+            client,
+            server,
+            turns,
+            wall_ns: start.elapsed().as_nanos() as u64,
         })
     }
 

@@ -7,6 +7,7 @@
 pub mod instrument;
 pub mod primitives;
 
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 
@@ -25,7 +26,8 @@ use rustls::{
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 
 use super::{
-    Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated, Turn, Turns,
+    Backend, BulkPair, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated, Turn,
+    Turns,
 };
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
 use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
@@ -218,6 +220,40 @@ impl Backend for RustlsBackend {
         scenario: &HandshakeScenario,
         credentials: &Credentials,
     ) -> Result<Box<dyn Handshaker>> {
+        let mut handshaker = self.configure(scenario, credentials)?;
+        if scenario.resumption.is_on() {
+            // The first, full handshake fills the client's session store.
+            handshaker.handshake()?;
+        }
+        Ok(Box::new(handshaker))
+    }
+
+    fn bulk_pair(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Box<dyn BulkPair>> {
+        let mut handshaker = self.configure(scenario, credentials)?;
+        let established = handshaker.establish()?;
+        let negotiated = handshaker.negotiated(&established.client);
+        Ok(Box::new(RustlsBulkPair {
+            negotiated,
+            pipe: established.pipe,
+            client: established.client,
+            server: established.server,
+            client_end: established.client_end,
+            server_end: established.server_end,
+        }))
+    }
+}
+
+impl RustlsBackend {
+    /// The client and server configurations of a scenario.
+    fn configure(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<RustlsHandshaker> {
         let mut provider = base_provider(self.provider);
         let group = all_kx_groups(self.provider)
             .iter()
@@ -301,17 +337,12 @@ impl Backend for RustlsBackend {
             }
         }
 
-        let mut handshaker = RustlsHandshaker {
+        Ok(RustlsHandshaker {
             client: Arc::new(client),
             server: Arc::new(server),
             server_name: ServerName::try_from(SERVER_NAME)?,
             server_scheme,
-        };
-        if scenario.resumption.is_on() {
-            // The first, full handshake fills the client's session store.
-            handshaker.handshake()?;
-        }
-        Ok(Box::new(handshaker))
+        })
     }
 }
 
@@ -474,8 +505,20 @@ fn pump<Data>(
     Ok(())
 }
 
-impl Handshaker for RustlsHandshaker {
-    fn handshake(&mut self) -> Result<HandshakeSample> {
+/// A client and a server whose handshake is done, and what it cost each side.
+struct Established {
+    pipe: Pipe,
+    client_end: PipeEnd,
+    server_end: PipeEnd,
+    client: ClientConnection,
+    server: ServerConnection,
+    turns: Turns,
+    wall_ns: u64,
+}
+
+impl RustlsHandshaker {
+    /// Runs one handshake, each side's turns timed, and keeps both ends.
+    fn establish(&mut self) -> Result<Established> {
         let pipe = Pipe::default();
         let mut client_end = pipe.client_end();
         let mut server_end = pipe.server_end();
@@ -516,15 +559,26 @@ impl Handshaker for RustlsHandshaker {
             }
         }
         let wall_ns = start.elapsed().as_nanos() as u64;
+        Ok(Established {
+            pipe,
+            client_end,
+            server_end,
+            client,
+            server,
+            turns,
+            wall_ns,
+        })
+    }
 
+    /// What the client sees as negotiated.
+    fn negotiated(&self, client: &ClientConnection) -> Negotiated {
         let version = match client.protocol_version() {
             Some(ProtocolVersion::TLSv1_2) => "TLSv1.2".to_string(),
             Some(ProtocolVersion::TLSv1_3) => "TLSv1.3".to_string(),
             other => format!("{other:?}"),
         };
-        let resumed = client.handshake_kind() == Some(HandshakeKind::Resumed);
         let scheme = self.server_scheme.swap(0, Ordering::Relaxed);
-        let negotiated = Negotiated {
+        Negotiated {
             version,
             suite: client
                 .negotiated_cipher_suite()
@@ -534,8 +588,20 @@ impl Handshaker for RustlsHandshaker {
                 .negotiated_key_exchange_group()
                 .map(|g| super::canonical_group(&format!("{:?}", g.name()))),
             signature: (scheme != 0).then(|| scheme_name(SignatureScheme::from(scheme))),
-            resumed,
-        };
+            resumed: client.handshake_kind() == Some(HandshakeKind::Resumed),
+        }
+    }
+}
+
+impl Handshaker for RustlsHandshaker {
+    fn handshake(&mut self) -> Result<HandshakeSample> {
+        let Established {
+            client,
+            turns,
+            wall_ns,
+            ..
+        } = self.establish()?;
+        let negotiated = self.negotiated(&client);
         if client.handshake_kind() == Some(HandshakeKind::FullWithHelloRetryRequest) {
             bail!("the handshake needed a HelloRetryRequest (an extra round trip)");
         }
@@ -545,5 +611,58 @@ impl Handshaker for RustlsHandshaker {
             wall_ns,
             negotiated,
         })
+    }
+}
+
+/// An established rustls client and server over the memory pipe: the
+/// client writes, the server reads.
+struct RustlsBulkPair {
+    negotiated: Negotiated,
+    pipe: Pipe,
+    client_end: PipeEnd,
+    server_end: PipeEnd,
+    client: ClientConnection,
+    server: ServerConnection,
+}
+
+impl BulkPair for RustlsBulkPair {
+    fn negotiated(&self) -> Option<&Negotiated> {
+        Some(&self.negotiated)
+    }
+
+    fn send(&mut self, data: &[u8]) -> Result<()> {
+        let mut written = 0;
+        while written < data.len() {
+            let accepted = self.client.writer().write(&data[written..])?;
+            while self.client.wants_write() {
+                self.client.write_tls(&mut self.client_end)?;
+            }
+            if accepted == 0 {
+                bail!("the client accepts no more application data");
+            }
+            written += accepted;
+        }
+        Ok(())
+    }
+
+    fn receive(&mut self, out: &mut [u8]) -> Result<usize> {
+        let mut filled = 0;
+        loop {
+            // Hand out what is decrypted before reading more: rustls
+            // refuses to buffer more than a little received plaintext.
+            while filled < out.len() {
+                match self.server.reader().read(&mut out[filled..]) {
+                    Ok(0) => bail!("the connection was closed"),
+                    Ok(read) => filled += read,
+                    Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            if filled == out.len() || !self.pipe.pending_for_server() {
+                return Ok(filled);
+            }
+            self.server.read_tls(&mut self.server_end)?;
+            self.server.process_new_packets()?;
+        }
     }
 }

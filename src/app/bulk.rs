@@ -1,0 +1,307 @@
+//! `tlslab bulk`: the matrix of channels (version, suite) per backend and
+//! write size, plus a no-crypto row per size; every cell sampled in
+//! interleaved rounds, each paired with the no-crypto row of its size;
+//! stored as it finishes; reported with each side's cost and the crypto share.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::session::{
+    check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
+};
+use crate::backend::{backends_from_list, Backend};
+use crate::certs::CertCache;
+use crate::cli::BulkArgs;
+use crate::host::HostInfo;
+use crate::measure::{self, Outcome, SamplingOptions};
+use crate::report::bulk::BulkReport;
+use crate::report::{Document, Format};
+use crate::scenario::bulk::{parse_sizes, BulkMatrix, BulkPreset, BulkScenario};
+use crate::scenario::{parse_list, parse_name, Aead, TlsVersion};
+use crate::store::{Store, StoredRun};
+use crate::workload::bulk::{BulkCell, BulkProbe, BulkSample, PLAIN_BACKEND, SAMPLES_PER_PAIR};
+
+/// Sampling defaults of `bulk`: each sample is already a batch of writes
+/// lasting about 1-3 ms.
+pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
+    precision: "2%",
+    max_time_s: 1.0,
+    min_samples: 10,
+    warmup_s: 0.05,
+    max_total_s: None,
+    slice: Duration::ZERO,
+};
+
+/// The options of a bulk run, as stored with the run.
+#[derive(Debug, Serialize)]
+struct StoredOptions<'a> {
+    preset: Option<BulkPreset>,
+    backends: Vec<&'static str>,
+    matrix: &'a BulkMatrix,
+    bytes_per_sample: Option<usize>,
+    sampling: &'a SamplingOptions,
+}
+
+fn default_matrix() -> BulkMatrix {
+    BulkMatrix {
+        versions: vec![TlsVersion::Tls13],
+        aeads: vec![Aead::Aes128Gcm, Aead::Aes256Gcm, Aead::Chacha20Poly1305],
+        write_sizes: vec![64, 1024, 16384],
+        with_plain: true,
+    }
+}
+
+fn matrix_from(args: &BulkArgs, preset: Option<BulkPreset>) -> Result<BulkMatrix> {
+    let mut matrix = preset
+        .map(BulkPreset::matrix)
+        .unwrap_or_else(default_matrix);
+    if let Some(list) = &args.tls {
+        matrix.versions = parse_list(list).map_err(usage)?;
+    }
+    if let Some(list) = &args.suite {
+        matrix.aeads = parse_list(list).map_err(usage)?;
+    }
+    if let Some(list) = &args.size {
+        matrix.write_sizes = parse_sizes(list).map_err(usage)?;
+    }
+    if args.no_plain_row {
+        matrix.with_plain = false;
+    }
+    matrix.validate().map_err(usage)?;
+    Ok(matrix)
+}
+
+/// Runs `tlslab bulk` and returns the exit code.
+pub fn run(args: &BulkArgs) -> Result<i32> {
+    let preset = args
+        .preset
+        .as_deref()
+        .map(parse_name::<BulkPreset>)
+        .transpose()
+        .map_err(usage)?;
+    let matrix = matrix_from(args, preset)?;
+    let backends: Vec<Arc<dyn Backend>> =
+        backends_from_list(args.backend.as_deref().unwrap_or("all")).map_err(usage)?;
+    if backends.is_empty() {
+        return Err(usage("the backend list is empty"));
+    }
+    if args.bytes_per_sample == Some(0) {
+        return Err(usage("--bytes-per-sample must be at least 1"));
+    }
+    let defaults = match preset {
+        Some(preset) => SamplingDefaults {
+            max_total_s: Some(preset.budget_s()),
+            ..DEFAULTS
+        },
+        None => DEFAULTS,
+    };
+    let sampling = args.sampling.options(defaults)?;
+    check_exports(&args.exports)?;
+    let mut store = open_store(&args.database)?;
+
+    let host = HostInfo::current();
+    let libraries: Vec<_> = backends.iter().map(|b| b.library()).collect();
+    let options = StoredOptions {
+        preset,
+        backends: backends.iter().map(|b| b.id()).collect(),
+        matrix: &matrix,
+        bytes_per_sample: args.bytes_per_sample,
+        sampling: &sampling,
+    };
+    let run_id = store.begin_run(&run_info(
+        "bulk",
+        serde_json::to_string(&options)?,
+        &host,
+        &libraries,
+    ))?;
+
+    let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
+    let scenarios = matrix.expand();
+    let plain_rows = scenarios.iter().filter(|s| s.handshake().is_none()).count();
+    let bar = Bar::new(
+        plain_rows + (scenarios.len() - plain_rows) * backends.len(),
+        args.quiet,
+    );
+    let (cells, interrupted) = sample_matrix(
+        &scenarios,
+        &backends,
+        &certs,
+        args.bytes_per_sample,
+        &sampling,
+        &mut store,
+        run_id,
+        &bar,
+    )?;
+    bar.0.finish_and_clear();
+    store.finish_run(run_id, !interrupted)?;
+
+    let document = BulkReport {
+        run_id: store.path().map(|_| run_id),
+        complete: !interrupted,
+        host: &host,
+        libraries: &libraries,
+        seed: Some(sampling.seed),
+        precision: Some(sampling.precision),
+        cells: &cells,
+    }
+    .document();
+    print!("{}", document.render(Format::Table)?);
+    args.exports.write(&document)?;
+    let failed = cells
+        .iter()
+        .filter(|c| c.outcome.status() == "failed")
+        .count();
+    Ok(finish(&store, run_id, interrupted, cells.len(), failed))
+}
+
+/// Prepares every cell (the no-crypto row of a size once, the others per
+/// backend), samples the runnable ones in interleaved rounds, each paired
+/// with the no-crypto row of its size, and stores each as it finishes.
+#[allow(clippy::too_many_arguments)]
+fn sample_matrix(
+    scenarios: &[BulkScenario],
+    backends: &[Arc<dyn Backend>],
+    certs: &CertCache,
+    bytes_per_sample: Option<usize>,
+    sampling: &SamplingOptions,
+    store: &mut Store,
+    run_id: i64,
+    bar: &Bar,
+) -> Result<(Vec<BulkCell>, bool)> {
+    let mut cells: Vec<BulkCell> = Vec::new();
+    let mut probes: Vec<BulkProbe> = Vec::new();
+    let mut probe_cell: Vec<usize> = Vec::new();
+    for scenario in scenarios {
+        let on: Vec<Option<&Arc<dyn Backend>>> = match scenario.handshake() {
+            None => vec![None],
+            Some(_) => backends.iter().map(Some).collect(),
+        };
+        for backend in on {
+            let mut cell = BulkCell {
+                backend: backend.map_or(PLAIN_BACKEND, |b| b.id()).to_string(),
+                scenario: *scenario,
+                negotiated: None,
+                sample_bytes: 0,
+                outcome: Outcome::Measured {
+                    samples: Vec::new(),
+                    precise: false,
+                },
+            };
+            match BulkProbe::prepare(
+                backend.map(|b| b.as_ref()),
+                scenario,
+                certs,
+                bytes_per_sample,
+            ) {
+                Ok((mut probe, negotiated)) => {
+                    if let Some(backend) = backend {
+                        probe.renew_every(
+                            SAMPLES_PER_PAIR,
+                            Arc::clone(backend),
+                            scenario,
+                            certs,
+                        )?;
+                    }
+                    cell.negotiated = negotiated;
+                    cell.sample_bytes = probe.sizing().sample_bytes() as u64;
+                    probe_cell.push(cells.len());
+                    probes.push(probe);
+                }
+                Err(outcome) => {
+                    cell.outcome = outcome;
+                    report_failure(bar, &cell);
+                    store
+                        .save_bulk_cell(run_id, &cell)
+                        .context("saving a finished cell")?;
+                }
+            }
+            cells.push(cell);
+        }
+    }
+    // Each protected row pairs with the no-crypto row of its write size.
+    let pairing = measure::Pairing::PerCell(
+        probe_cell
+            .iter()
+            .map(|&c| {
+                let plain = BulkScenario::plain(cells[c].scenario.write_bytes);
+                probe_cell.iter().position(|&p| cells[p].scenario == plain)
+            })
+            .collect(),
+    );
+
+    struct Storing<'a> {
+        cells: &'a mut [BulkCell],
+        probe_cell: &'a [usize],
+        store: &'a mut Store,
+        run_id: i64,
+        bar: &'a Bar,
+        already: usize,
+    }
+    impl measure::Observer<BulkSample> for Storing<'_> {
+        fn cell_finished(&mut self, index: usize, outcome: &Outcome<BulkSample>) -> Result<()> {
+            let cell = &mut self.cells[self.probe_cell[index]];
+            cell.outcome = outcome.clone();
+            report_failure(self.bar, cell);
+            self.store
+                .save_bulk_cell(self.run_id, cell)
+                .context("saving a finished cell")
+        }
+
+        fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
+            self.bar.round(round, self.already + finished);
+        }
+    }
+    let already = cells.len() - probes.len();
+    let interrupt = interrupt_flag();
+    let run = measure::sample(
+        probes.iter_mut().map(BulkProbe::probe).collect(),
+        pairing,
+        sampling,
+        &interrupt,
+        &mut Storing {
+            cells: &mut cells,
+            probe_cell: &probe_cell,
+            store,
+            run_id,
+            bar,
+            already,
+        },
+    )?;
+    store.save_rounds(run_id, &run.rounds)?;
+    Ok((cells, run.interrupted))
+}
+
+fn report_failure(bar: &Bar, cell: &BulkCell) {
+    if let Some(reason) = cell
+        .outcome
+        .reason()
+        .filter(|_| cell.outcome.status() == "failed")
+    {
+        bar.println(&format!(
+            "failed: {} {}: {reason}",
+            cell.backend,
+            cell.scenario.label()
+        ));
+    }
+}
+
+/// A stored bulk run as a document (for `tlslab report`).
+pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document> {
+    let options: serde_json::Value = serde_json::from_str(&run.options_json).unwrap_or_default();
+    let cells = store.load_bulk_cells(run.id)?;
+    Ok(BulkReport {
+        run_id: Some(run.id),
+        complete: run.status == "complete",
+        host: &run.host,
+        libraries: &run.libraries,
+        seed: options.pointer("/sampling/seed").and_then(|s| s.as_u64()),
+        precision: options
+            .pointer("/sampling/precision")
+            .and_then(|p| p.as_f64()),
+        cells: &cells,
+    }
+    .document())
+}

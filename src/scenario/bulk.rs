@@ -1,0 +1,297 @@
+//! What `tlslab bulk` measures: a row is a protected channel (protocol
+//! version and suite, after a handshake with a fixed group and certificate)
+//! or the no-crypto channel, and the size of each application write. The
+//! matrix, its stable labels and the study preset live here.
+
+use serde::Serialize;
+
+use super::axes::{Aead, CertKind, Group, Resumption, TlsVersion};
+use super::names::{parse_name, serialize_by_id, Named};
+use super::{HandshakeScenario, DEFAULT_CHAIN_DEPTH};
+
+/// The key exchange of every bulk handshake (the handshake is not counted;
+/// it only has to give the suite its keys).
+pub const BULK_GROUP: Group = Group::X25519;
+/// The certificate of every bulk handshake.
+pub const BULK_CERT: CertKind = CertKind::EcdsaP256;
+/// The largest write accepted, in bytes.
+pub const MAX_WRITE_BYTES: usize = 1 << 20;
+
+/// What protects the bytes of a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Channel {
+    /// No cryptography: the same writes through the same pipe with the same
+    /// copies, framed as records; the baseline the crypto share is taken from.
+    Plain,
+    /// A connection of this protocol version (TLS; DTLS once the version
+    /// axis has it) and suite.
+    Tls { version: TlsVersion, aead: Aead },
+}
+
+/// One row of `bulk`: a channel and the bytes of each application write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BulkScenario {
+    pub channel: Channel,
+    pub write_bytes: usize,
+}
+
+impl BulkScenario {
+    /// The no-crypto row of a write size.
+    pub fn plain(write_bytes: usize) -> Self {
+        Self {
+            channel: Channel::Plain,
+            write_bytes,
+        }
+    }
+
+    /// The stable snake_case id: `bulk_1.3_aes128gcm_16384`, `bulk_plain_16384`.
+    pub fn label(&self) -> String {
+        match self.channel {
+            Channel::Plain => format!("bulk_plain_{}", self.write_bytes),
+            Channel::Tls { version, aead } => {
+                format!("bulk_{}_{}_{}", version.id(), aead.id(), self.write_bytes)
+            }
+        }
+    }
+
+    /// The scenario a label names, if it names one.
+    pub fn from_label(label: &str) -> Option<Self> {
+        let rest = label.strip_prefix("bulk_")?;
+        let (head, size) = rest.rsplit_once('_')?;
+        let write_bytes = size.parse().ok()?;
+        let channel = if head == "plain" {
+            Channel::Plain
+        } else {
+            let (version, aead) = head.split_once('_')?;
+            Channel::Tls {
+                version: parse_name(version).ok()?,
+                aead: parse_name(aead).ok()?,
+            }
+        };
+        Some(Self {
+            channel,
+            write_bytes,
+        })
+    }
+
+    /// The handshake that sets up a protected row (`None` for the plain row).
+    pub fn handshake(&self) -> Option<HandshakeScenario> {
+        match self.channel {
+            Channel::Plain => None,
+            Channel::Tls { version, aead } => Some(HandshakeScenario {
+                version,
+                group: BULK_GROUP,
+                cert: BULK_CERT,
+                aead,
+                resumption: Resumption::Off,
+                mutual: false,
+                chain_depth: DEFAULT_CHAIN_DEPTH,
+                mtu_bytes: None,
+            }),
+        }
+    }
+
+    /// The protocol id ("1.3", or "none" for the plain row).
+    pub fn protocol_id(&self) -> &'static str {
+        match self.channel {
+            Channel::Plain => "none",
+            Channel::Tls { version, .. } => version.id(),
+        }
+    }
+
+    /// The suite id ("aes128gcm", or "none" for the plain row).
+    pub fn suite_id(&self) -> &'static str {
+        match self.channel {
+            Channel::Plain => "none",
+            Channel::Tls { aead, .. } => aead.id(),
+        }
+    }
+
+    /// Known weaknesses of the row's protection, shown beside the figures.
+    pub fn security_notes(&self) -> Vec<&'static str> {
+        match self.channel {
+            Channel::Plain => vec!["no protection (the baseline)"],
+            Channel::Tls { aead, .. } => aead.security_notes(),
+        }
+    }
+
+    /// A readable one-line description for tables.
+    pub fn describe(&self) -> String {
+        match self.channel {
+            Channel::Plain => format!("no crypto, {} B writes", self.write_bytes),
+            Channel::Tls { version, aead } => {
+                format!(
+                    "TLS {} {}, {} B writes",
+                    version.id(),
+                    aead.id(),
+                    self.write_bytes
+                )
+            }
+        }
+    }
+}
+
+impl Serialize for BulkScenario {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("BulkScenario", 5)?;
+        s.serialize_field("label", &self.label())?;
+        s.serialize_field("tls_version", self.protocol_id())?;
+        s.serialize_field("suite", self.suite_id())?;
+        s.serialize_field(
+            "suite_name",
+            &self.handshake().map(|h| h.suite_name()).unwrap_or("none"),
+        )?;
+        s.serialize_field("write_bytes", &self.write_bytes)?;
+        s.end()
+    }
+}
+
+/// The axes of a bulk matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BulkMatrix {
+    pub versions: Vec<TlsVersion>,
+    pub aeads: Vec<Aead>,
+    pub write_sizes: Vec<usize>,
+    /// Add the no-crypto row of each write size.
+    pub with_plain: bool,
+}
+
+impl BulkMatrix {
+    /// Per write size: its no-crypto row first, then every version and suite.
+    pub fn expand(&self) -> Vec<BulkScenario> {
+        let mut rows = Vec::new();
+        for &write_bytes in &self.write_sizes {
+            if self.with_plain {
+                rows.push(BulkScenario::plain(write_bytes));
+            }
+            for &version in &self.versions {
+                for &aead in &self.aeads {
+                    rows.push(BulkScenario {
+                        channel: Channel::Tls { version, aead },
+                        write_bytes,
+                    });
+                }
+            }
+        }
+        rows
+    }
+
+    /// Checks that every axis has values and every size is in range.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.versions.is_empty() {
+            return Err("the TLS version list is empty".into());
+        }
+        if self.aeads.is_empty() {
+            return Err("the suite list is empty".into());
+        }
+        if self.write_sizes.is_empty() {
+            return Err("the size list is empty".into());
+        }
+        if let Some(bad) = self
+            .write_sizes
+            .iter()
+            .find(|&&s| s == 0 || s > MAX_WRITE_BYTES)
+        {
+            return Err(format!(
+                "--size takes bytes per write from 1 to {MAX_WRITE_BYTES}, got {bad}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Parses a list of write sizes in bytes ("64,1024,16384"), dropping repeats.
+pub fn parse_sizes(list: &str) -> Result<Vec<usize>, String> {
+    let mut sizes = Vec::new();
+    for text in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let size: usize = text.parse().map_err(|_| {
+            format!("--size takes bytes per write such as 64,1024,16384, got '{text}'")
+        })?;
+        if !sizes.contains(&size) {
+            sizes.push(size);
+        }
+    }
+    Ok(sizes)
+}
+
+/// Named bulk studies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BulkPreset {
+    /// The payload half of the DTLS 1.2 study: AES-GCM, ChaCha20-Poly1305
+    /// (and AES-CBC with HMAC where the suite axis has it), over TLS 1.2
+    /// until DTLS rows join.
+    DtlsStudy,
+}
+
+serialize_by_id!(BulkPreset);
+
+impl Named for BulkPreset {
+    const KIND: &'static str = "bulk preset";
+    const ALL: &'static [Self] = &[BulkPreset::DtlsStudy];
+
+    fn id(self) -> &'static str {
+        "dtls-study"
+    }
+}
+
+impl BulkPreset {
+    pub fn description(self) -> &'static str {
+        "payload cost per side of AES-128-CBC+HMAC-SHA256 (where supported), AES-128-GCM and ChaCha20-Poly1305 over TLS 1.2, 1 KiB and 16 KiB writes"
+    }
+
+    pub fn matrix(self) -> BulkMatrix {
+        BulkMatrix {
+            versions: vec![TlsVersion::Tls12],
+            aeads: study_suites(),
+            write_sizes: vec![1024, 16384],
+            with_plain: true,
+        }
+    }
+
+    /// The run's time budget in seconds unless `--max-total-time` says otherwise.
+    pub fn budget_s(self) -> f64 {
+        40.0
+    }
+}
+
+/// The study's three ciphers, as far as the suite axis has them.
+fn study_suites() -> Vec<Aead> {
+    let mut suites: Vec<Aead> = ["aes128cbc_sha256", "aes128gcm", "chacha20poly1305"]
+        .iter()
+        .filter_map(|id| parse_name(id).ok())
+        .collect();
+    suites.dedup();
+    suites
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_round_trip() {
+        let matrix = BulkMatrix {
+            versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+            aeads: Aead::ALL.to_vec(),
+            write_sizes: vec![64, 16384],
+            with_plain: true,
+        };
+        let rows = matrix.expand();
+        assert_eq!(rows.len(), 2 * (1 + 2 * Aead::ALL.len()));
+        assert_eq!(rows[0].label(), "bulk_plain_64");
+        assert_eq!(rows[1].label(), "bulk_1.2_aes128gcm_64");
+        for row in rows {
+            assert_eq!(BulkScenario::from_label(&row.label()), Some(row));
+        }
+    }
+
+    #[test]
+    fn bad_sizes_are_refused() {
+        assert!(parse_sizes("64,abc").is_err());
+        let mut matrix = BulkPreset::DtlsStudy.matrix();
+        matrix.write_sizes = vec![0];
+        assert!(matrix.validate().unwrap_err().contains("from 1 to"));
+        BulkPreset::DtlsStudy.matrix().validate().unwrap();
+    }
+}

@@ -1,0 +1,228 @@
+//! The bulk tables: bulk scenarios, cells per backend (the no-crypto rows
+//! under the backend `none`) with what the handshake negotiated, and every
+//! raw sample with each side's time and its round. Each finished cell is
+//! committed on its own, like handshake cells.
+
+use anyhow::{Context, Result};
+use rusqlite::params;
+
+use super::{outcome_from_columns, precise_column, Store};
+use crate::backend::Negotiated;
+use crate::measure::Timed;
+use crate::scenario::bulk::BulkScenario;
+use crate::workload::bulk::{BulkCell, BulkSample};
+
+impl Store {
+    /// Commits one finished bulk cell with all its samples.
+    pub fn save_bulk_cell(&mut self, run_id: i64, cell: &BulkCell) -> Result<()> {
+        let tx = self.connection.transaction()?;
+        let s = &cell.scenario;
+        let label = s.label();
+        tx.execute(
+            "INSERT OR IGNORE INTO bulk_scenarios (id, tls_version, suite, write_bytes)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![label, s.protocol_id(), s.suite_id(), s.write_bytes as i64],
+        )?;
+        let negotiated = cell.negotiated.as_ref();
+        tx.execute(
+            "INSERT INTO bulk_cells (run_id, scenario_id, backend, status, reason,
+             negotiated_version, negotiated_suite, sample_bytes, precise, security_notes,
+             sample_count)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                run_id,
+                label,
+                cell.backend,
+                cell.outcome.status(),
+                cell.outcome.reason(),
+                negotiated.map(|n| n.version.as_str()),
+                negotiated.map(|n| n.suite.as_str()),
+                cell.sample_bytes as i64,
+                precise_column(&cell.outcome),
+                s.security_notes().join("; "),
+                cell.samples().len() as i64
+            ],
+        )?;
+        let cell_id = tx.last_insert_rowid();
+        {
+            let mut insert = tx.prepare(
+                "INSERT INTO bulk_samples (cell_id, seq, round, bytes, writes, sender_ns,
+                 receiver_ns, sender_cpu_ns, receiver_cpu_ns)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?;
+            for (seq, Timed { round, value }) in cell.samples().iter().enumerate() {
+                insert.execute(params![
+                    cell_id,
+                    seq as i64,
+                    round,
+                    value.bytes as i64,
+                    value.writes as i64,
+                    value.sender_ns as i64,
+                    value.receiver_ns as i64,
+                    value.sender_cpu_ns as i64,
+                    value.receiver_cpu_ns as i64
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Reads back every bulk cell of a run, in the order they finished.
+    pub fn load_bulk_cells(&self, run_id: i64) -> Result<Vec<BulkCell>> {
+        let mut statement = self.connection.prepare(
+            "SELECT id, scenario_id, backend, status, reason, negotiated_version,
+                    negotiated_suite, sample_bytes, precise
+             FROM bulk_cells WHERE run_id = ?1 ORDER BY id",
+        )?;
+        let rows = statement
+            .query_map([run_id], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                    row.get::<_, Option<String>>(4)?,
+                    row.get::<_, Option<String>>(5)?,
+                    row.get::<_, Option<String>>(6)?,
+                    row.get::<_, i64>(7)?,
+                    row.get::<_, Option<bool>>(8)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut samples_query = self.connection.prepare(
+            "SELECT round, bytes, writes, sender_ns, receiver_ns, sender_cpu_ns, receiver_cpu_ns
+             FROM bulk_samples WHERE cell_id = ?1 ORDER BY seq",
+        )?;
+        let mut cells = Vec::with_capacity(rows.len());
+        for (cell_id, label, backend, status, reason, version, suite, sample_bytes, precise) in rows
+        {
+            let scenario = BulkScenario::from_label(&label)
+                .with_context(|| format!("unreadable bulk scenario '{label}'"))?;
+            let outcome = outcome_from_columns(&status, reason, precise, || {
+                Ok(samples_query
+                    .query_map([cell_id], |r| {
+                        let number = |i: usize| r.get::<_, i64>(i).map(|v| v as u64);
+                        Ok(Timed {
+                            round: r.get(0)?,
+                            value: BulkSample {
+                                bytes: number(1)?,
+                                writes: number(2)?,
+                                sender_ns: number(3)?,
+                                receiver_ns: number(4)?,
+                                sender_cpu_ns: number(5)?,
+                                receiver_cpu_ns: number(6)?,
+                            },
+                        })
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?)
+            })?;
+            // Only the version and suite are kept; the handshake's group and
+            // signature are fixed for every bulk row.
+            let negotiated = version.map(|version| Negotiated {
+                version,
+                suite: suite.unwrap_or_default(),
+                group: None,
+                signature: None,
+                resumed: false,
+            });
+            cells.push(BulkCell {
+                backend,
+                scenario,
+                negotiated,
+                sample_bytes: sample_bytes as u64,
+                outcome,
+            });
+        }
+        Ok(cells)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::LibraryInfo;
+    use crate::host::HostInfo;
+    use crate::measure::Outcome;
+    use crate::scenario::bulk::Channel;
+    use crate::scenario::{Aead, TlsVersion};
+    use crate::store::RunInfo;
+
+    #[test]
+    fn bulk_cells_round_trip() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store
+            .begin_run(&RunInfo {
+                kind: "bulk".into(),
+                tool_version: "test".into(),
+                command_line: "tlslab bulk".into(),
+                options_json: "{}".into(),
+                host: HostInfo::current(),
+                libraries: vec![LibraryInfo {
+                    backend: "openssl".into(),
+                    library: "OpenSSL".into(),
+                    version: "3".into(),
+                }],
+            })
+            .unwrap();
+        let sample = |round: u32, cpu: u64| Timed {
+            round,
+            value: BulkSample {
+                bytes: 1 << 20,
+                writes: 64,
+                sender_ns: cpu + 10,
+                receiver_ns: cpu + 20,
+                sender_cpu_ns: cpu,
+                receiver_cpu_ns: cpu + 5,
+            },
+        };
+        let measured = BulkCell {
+            backend: "openssl".into(),
+            scenario: BulkScenario {
+                channel: Channel::Tls {
+                    version: TlsVersion::Tls13,
+                    aead: Aead::Chacha20Poly1305,
+                },
+                write_bytes: 16_384,
+            },
+            negotiated: Some(Negotiated {
+                version: "TLSv1.3".into(),
+                suite: "TLS_CHACHA20_POLY1305_SHA256".into(),
+                group: None,
+                signature: None,
+                resumed: false,
+            }),
+            sample_bytes: 1 << 20,
+            outcome: Outcome::Measured {
+                samples: vec![sample(0, 900_000), sample(2, 950_000)],
+                precise: true,
+            },
+        };
+        let plain = BulkCell {
+            backend: "none".into(),
+            scenario: BulkScenario::plain(64),
+            negotiated: None,
+            sample_bytes: 1 << 17,
+            outcome: Outcome::Measured {
+                samples: vec![sample(0, 100_000)],
+                precise: false,
+            },
+        };
+        let unsupported = BulkCell {
+            backend: "rustls-ring".into(),
+            negotiated: None,
+            outcome: Outcome::Unsupported {
+                reason: "no such suite".into(),
+            },
+            ..measured.clone()
+        };
+        for cell in [&measured, &plain, &unsupported] {
+            store.save_bulk_cell(run, cell).unwrap();
+        }
+        assert_eq!(
+            store.load_bulk_cells(run).unwrap(),
+            vec![measured, plain, unsupported]
+        );
+        assert_eq!(store.run_kind(run).unwrap().as_deref(), Some("bulk"));
+    }
+}
