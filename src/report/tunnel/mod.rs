@@ -393,9 +393,22 @@ fn normalised(
                 .0
                 .iter()
                 .filter_map(|row| {
-                    let partner = fastest?
+                    // The same scenario but for the algorithm; failing that
+                    // (an AEAD cipher has no digest to match a CBC row's),
+                    // the same compression and payload.
+                    let loose = |s: TunnelScenario| TunnelScenario {
+                        digest: Digest::ALL[0],
+                        ..neutral(s)
+                    };
+                    let fastest = fastest?;
+                    let partner = fastest
                         .iter()
-                        .find(|f| neutral(f.scenario) == neutral(row.scenario))?;
+                        .find(|f| neutral(f.scenario) == neutral(row.scenario))
+                        .or_else(|| {
+                            fastest
+                                .iter()
+                                .find(|f| loose(f.scenario) == loose(row.scenario))
+                        })?;
                     // Costs are time per byte: throughput's ratio is the inverse.
                     stats::paired_ratio(&row.round_costs, &partner.round_costs)
                         .map(|r| r.inverse().value)
@@ -551,5 +564,20 @@ mod tests {
         assert_eq!(digests.len(), 1);
         // The fastest tunnel is the compressed one: 1000 MB/s against 5000.
         assert!((baselines[0].baseline_over_fastest - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cbc_ciphers_compare_with_a_faster_aead_that_has_no_digest() {
+        let mut gcm = cell(Cipher::Aes128Gcm, Compression::None, 500);
+        gcm.scenario.digest = Digest::None;
+        let cells = vec![
+            gcm,
+            cell(Cipher::Aes128Cbc, Compression::None, 1000),
+            cell(Cipher::BfCbc, Compression::None, 2000),
+        ];
+        let ciphers = build(&cells, None).ciphers;
+        assert_eq!(ciphers[0].name, "aes-128-gcm");
+        assert!((ciphers[1].relative - 0.5).abs() < 1e-9, "{ciphers:?}");
+        assert!((ciphers[2].relative - 0.25).abs() < 1e-9, "{ciphers:?}");
     }
 }

@@ -135,7 +135,7 @@ pub fn tables(report: &TunnelReport) -> Vec<Table> {
         .titled(title);
         drawn.rows = rows;
         drawn.empty = Some("nothing measured".to_string());
-        drawn.notes.push("× fastest: each of the algorithm's rows against the fastest algorithm's row with the same other settings, as the median of same-round throughput ratios; then the median over those pairs.".to_string());
+        drawn.notes.push("× fastest: each of the algorithm's rows against the fastest algorithm's row with the same other settings (an AEAD has no digest: then the same compression and payload), as the median of same-round throughput ratios; then the median over those pairs.".to_string());
         tables.push(drawn);
     }
 
