@@ -343,7 +343,7 @@ impl BulkReport<'_> {
             records: records(&rows),
             data,
             footer: super::run_notes(drift.as_ref(), self.precision, self.complete),
-            figures: Vec::new(),
+            figures: super::plot::bulk_figures(&rows),
         }
     }
 }

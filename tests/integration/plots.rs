@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::util::{cert_dir, tlslab};
 
 /// The text of every `<text>` element of an SVG document.
-fn svg_texts(svg: &str) -> Vec<String> {
+pub(crate) fn svg_texts(svg: &str) -> Vec<String> {
     svg.split("<text")
         .skip(1)
         .filter_map(|element| {
@@ -20,7 +20,7 @@ fn svg_texts(svg: &str) -> Vec<String> {
 }
 
 /// How many `<rect>` elements are filled with this colour.
-fn rects_filled(svg: &str, colour: &str) -> usize {
+pub(crate) fn rects_filled(svg: &str, colour: &str) -> usize {
     svg.split("<rect")
         .skip(1)
         .filter(|r| r[..r.find('>').unwrap_or(r.len())].contains(&format!("fill=\"{colour}\"")))
@@ -376,4 +376,78 @@ fn report_refuses_missing_runs_and_unusable_paths_before_writing() {
         dir.path().join("r.json").to_str().unwrap(),
     ]);
     several.expect_code(2);
+}
+
+#[test]
+fn bulk_charts_draw_each_side_per_write_size_and_mark_cbc() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let live = dir.path().join("live");
+    let certs = cert_dir();
+    tlslab(&[
+        "bulk",
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.2",
+        "--suite",
+        "aes128gcm,aes128cbc_sha256",
+        "--size",
+        "64,1024",
+        "--bytes-per-sample",
+        "16384",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "-q",
+        "--cert-dir",
+        certs.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--plot",
+        live.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    for name in ["bulk_send", "bulk_receive"] {
+        assert!(is_png(&live.join(format!("{name}.png"))), "{name}.png");
+        let svg = read(&live.join(format!("{name}.svg")));
+        // Three rows (no crypto, GCM, CBC), a bar per write size each,
+        // plus the legend's swatches.
+        assert_eq!(rects_filled(&svg, "#1F77B4"), 3 + 1, "{svg}");
+        assert_eq!(rects_filled(&svg, "#FF7F0E"), 3 + 1, "{svg}");
+        let texts = svg_texts(&svg);
+        for expected in [
+            "64 B writes",
+            "1024 B writes",
+            "no crypto",
+            "TLS 1.2 aes128gcm",
+            "WEAK  TLS 1.2 aes128cbc_sha256",
+        ] {
+            assert!(
+                texts.iter().any(|t| t == expected),
+                "no '{expected}' in {texts:?}"
+            );
+        }
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.ends_with("MB/s (per CPU second), median")),
+            "{texts:?}"
+        );
+    }
+    // The stored run draws the same charts.
+    let again = dir.path().join("again");
+    tlslab(&[
+        "report",
+        "--db",
+        db.to_str().unwrap(),
+        "--plot",
+        again.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    assert_eq!(
+        read(&again.join("bulk_send.svg")),
+        read(&live.join("bulk_send.svg"))
+    );
 }

@@ -3,6 +3,7 @@
 //! weak), and one renderer draws any figure as SVG or PNG with the font
 //! embedded in the binary, so a chart looks the same on every host.
 
+mod bulk;
 mod cost;
 mod draw;
 mod handshake;
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+pub use bulk::figures as bulk_figures;
 pub use cost::figures as cost_figures;
 pub use draw::{png, svg};
 pub use handshake::figures as handshake_figures;
