@@ -562,6 +562,7 @@ pub struct TunnelArgs {
   tlslab load --preset apache-study          (nginx installed; perf for the profile)
   tlslab load --rate 200 --duration 10 --size 50k
   tlslab load --rate 2000 --mode keepalive --clients 32 --tls 1.3 --group x25519 --cert ecdsa_p256
+  tlslab load --rate 200 --mode resume --tls 1.2 --plot charts/   (session cache and tickets on)
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (a loopback server you run)
 
 Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64.
@@ -592,8 +593,9 @@ pub struct LoadArgs {
     #[arg(long, value_name = "BYTES")]
     pub size: Option<String>,
 
-    /// new (a new connection and full handshake per request) or keepalive
-    /// (each client keeps its connection).
+    /// new (a new connection and full handshake per request), resume (a new
+    /// connection per request resuming the client's previous session: TLS 1.3
+    /// ticket, TLS 1.2 session id) or keepalive (each client keeps its connection).
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
 
@@ -619,6 +621,9 @@ pub struct LoadArgs {
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]
     pub cert_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub database: DatabaseArgs,
 
     #[command(flatten)]
     pub exports: ExportArgs,

@@ -1,7 +1,9 @@
 //! `tlslab load`: an HTTPS server under a planned request rate. By default
 //! the server is Debian's nginx, started on loopback for the run (serving a
 //! generated page of the asked size) and stopped after it whatever happens;
-//! `--target` aims at a loopback server the user runs instead.
+//! `--target` aims at a loopback server the user runs instead. The run is
+//! stored (kind `load`) with its results when the load ends, Ctrl-C
+//! included (then marked incomplete).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,16 +11,19 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::session::{check_exports, interrupt_flag, usage, EXIT_INTERRUPTED};
+use super::session::{
+    check_exports, interrupt_flag, open_store, run_info, usage, EXIT_INTERRUPTED,
+};
 use crate::backend::openssl::client_context;
 use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::LoadArgs;
 use crate::host::HostInfo;
-use crate::report::heading;
 use crate::report::load::LoadReport;
+use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
 use crate::scenario::{parse_name, HandshakeMatrix, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES};
+use crate::store::{LoadRecord, Store, StoredRun};
 use crate::workload::load::{self, Endpoint, Mode, Plan};
 use crate::workload::nginx::{page_bytes, Nginx, NginxBackend, Site};
 use crate::workload::perf;
@@ -125,9 +130,10 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         }
         Some("new") => Mode::NewConnection,
         Some("keepalive") => Mode::KeepAlive,
+        Some("resume") => Mode::Resume,
         Some(other) => {
             return Err(usage(format!(
-                "unknown mode '{other}'; valid modes: new, keepalive"
+                "unknown mode '{other}'; valid modes: new, resume, keepalive"
             )))
         }
     };
@@ -154,6 +160,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         ));
     }
     check_exports(&args.exports)?;
+    let mut store = open_store(&args.database)?;
 
     let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
     let credentials = certs.get(scenario.cert, scenario.chain_depth)?;
@@ -182,6 +189,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
                 &credentials,
                 &Site {
                     page_sizes: vec![size],
+                    session_resumption: mode == Mode::Resume,
                 },
             )?;
             let address = nginx.address();
@@ -211,6 +219,16 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             load::schedule(plan.rate, plan.ramp, plan.duration, plan.max_requests).len()
         );
     }
+    let host = HostInfo::current();
+    let options = serde_json::json!({
+        "preset": args.preset,
+        "scenario": scenario.label(),
+        "target": target.map(|t| t.to_string()),
+        "perf": profile_wanted,
+        "page_bytes": size,
+        "plan": &plan,
+    });
+    let run_id = store.begin_run(&run_info("load", options.to_string(), &host, &libraries))?;
     let cpu_before = server.as_ref().map(Nginx::worker_cpu_ns).transpose()?;
     let result =
         load::run(&plan, &Endpoint { context, address }, &interrupt).context("running the load")?;
@@ -223,22 +241,61 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     }
     drop(server);
 
-    let report = LoadReport {
-        heading: heading(&HostInfo::current(), &libraries),
+    let record = LoadRecord {
+        scenario_id: scenario.label(),
         scenario: scenario.describe(),
         server: server_name,
-        plan: &plan,
-        result: &result,
+        plan,
+        result,
         server_cpu_ns,
         profile,
     };
-    let document = report.document();
+    store
+        .save_load(run_id, &record)
+        .context("saving the load run")?;
+    store.finish_run(run_id, !record.result.interrupted)?;
+    let document = document(&record, &heading(&host, &libraries));
     args.display.print(&document)?;
     args.exports.write(&document)?;
-    if result.interrupted {
+    if let Some(path) = store.path() {
+        eprintln!("results stored as run {run_id} in {}", path.display());
+    }
+    if record.result.interrupted {
+        eprintln!(
+            "interrupted: the {} requests that finished are kept (run marked incomplete)",
+            record.result.answered + record.result.errors.iter().map(|(_, n)| n).sum::<usize>()
+        );
         return Ok(EXIT_INTERRUPTED);
     }
-    Ok(if result.errors.is_empty() { 0 } else { 1 })
+    Ok(if record.result.errors.is_empty() {
+        0
+    } else {
+        1
+    })
+}
+
+fn document(record: &LoadRecord, heading: &str) -> Document {
+    LoadReport {
+        heading: heading.to_string(),
+        scenario: record.scenario.clone(),
+        server: record.server.clone(),
+        plan: &record.plan,
+        result: &record.result,
+        server_cpu_ns: record.server_cpu_ns,
+        profile: record.profile.clone(),
+    }
+    .document()
+}
+
+/// A stored load run as a document (for `tlslab report`).
+pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document> {
+    let record = store.load_load(run.id)?.with_context(|| {
+        format!(
+            "load run {} stored no results (it stopped before the load ended)",
+            run.id
+        )
+    })?;
+    Ok(document(&record, &heading(&run.host, &run.libraries)))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::{Document, Table};
-use crate::workload::load::{percentiles, LoadResult, Plan, PERCENTILES};
+use crate::workload::load::{percentiles, LoadResult, Mode, Plan, PERCENTILES};
 
 /// Everything a load run reports.
 pub struct LoadReport<'a> {
@@ -104,6 +104,20 @@ impl LoadReport<'_> {
         for (name, value) in rows {
             summary.rows.push(vec![name.to_string(), value]);
         }
+        let handshakes = result.latencies.handshake.len();
+        let mut footer = Vec::new();
+        if plan.mode == Mode::Resume {
+            summary.rows.push(vec![
+                "handshakes resumed / made".to_string(),
+                format!("{} / {handshakes}", result.resumed),
+            ]);
+            summary.notes.push("resume: each client thread's first connection is a full handshake; each later one offers the session (TLS 1.3 ticket, TLS 1.2 session id) of the thread's previous connection. Resumed: the server accepted it (SSL_session_reused).".to_string());
+            if result.resumed == 0 && handshakes > 0 {
+                footer.push(format!(
+                    "WARNING: resumed mode, but none of the {handshakes} handshakes resumed: every one was a full handshake (does the server keep a session cache or issue tickets?)"
+                ));
+            }
+        }
 
         let mut headers = vec!["phase".to_string(), "n".to_string()];
         headers.extend(PERCENTILES.iter().map(|p| match p {
@@ -138,7 +152,7 @@ impl LoadReport<'_> {
         latency.notes.push(
             "total: from the moment the request was due to its last byte, so a request that waited for a client thread or a stalled server counts its wait (no coordinated omission); service: from when a client thread started it. Percentiles from HDR histograms (3 significant digits).".to_string(),
         );
-        if plan.mode.id() == "keepalive" {
+        if plan.mode == Mode::KeepAlive {
             latency.notes.push(
                 "keepalive: connect and handshake happen once per client thread.".to_string(),
             );
@@ -245,9 +259,10 @@ impl LoadReport<'_> {
                 Ok(shares) => json!(shares.iter().map(|(d, s)| json!({"dso": d, "percent": s})).collect::<Vec<_>>()),
                 Err(reason) => json!({"unavailable": reason}),
             },
+            "handshakes": handshakes,
+            "resumed_handshakes": result.resumed,
             "interrupted": result.interrupted,
         });
-        let mut footer = Vec::new();
         if result.interrupted {
             footer.push("interrupted: the requests that finished are reported".to_string());
         }
@@ -257,7 +272,7 @@ impl LoadReport<'_> {
             records,
             data,
             footer,
-            figures: Vec::new(),
+            figures: super::plot::load_figures(plan, result, &phases),
         }
     }
 }

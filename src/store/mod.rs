@@ -6,11 +6,13 @@
 //! [`schema`].
 
 mod bulk;
+mod load;
 mod provenance;
 mod schema;
 mod speed;
 mod tunnel;
 
+pub use load::LoadRecord;
 pub use provenance::RunCommand;
 pub use schema::SCHEMA_VERSION;
 

@@ -7,7 +7,7 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
@@ -15,6 +15,7 @@ const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_0, VERSION_0_TO_1],
     &[VERSION_1_TO_2],
     &[VERSION_2_TO_3],
+    &[VERSION_3_TO_4],
 ];
 
 /// The latest schema, created directly in a new (empty) database. A
@@ -193,6 +194,76 @@ CREATE TABLE bulk_samples (
     sender_cpu_ns INTEGER NOT NULL,
     receiver_cpu_ns INTEGER NOT NULL,
     PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+-- Version 4: `tlslab load`: one summary per run; per phase the
+-- percentiles the report prints (microseconds; NULL when no request
+-- reached the phase) and the HDR histogram's recorded buckets (each
+-- bucket's highest equivalent value and its count), from which the report
+-- is rebuilt; answers per second; errors by kind; perf's shares.
+CREATE TABLE load_summaries (
+    run_id INTEGER PRIMARY KEY REFERENCES runs (id),
+    scenario_id TEXT NOT NULL,
+    scenario TEXT NOT NULL,
+    server TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    rate_per_s REAL NOT NULL,
+    ramp_s REAL NOT NULL,
+    duration_s REAL NOT NULL,
+    page_bytes INTEGER NOT NULL,
+    clients INTEGER NOT NULL,
+    max_requests INTEGER NOT NULL,
+    offered INTEGER NOT NULL,
+    sent INTEGER NOT NULL,
+    answered INTEGER NOT NULL,
+    errors INTEGER NOT NULL,
+    handshakes INTEGER NOT NULL,
+    resumed_handshakes INTEGER NOT NULL,
+    payload_bytes INTEGER NOT NULL,
+    elapsed_ns INTEGER NOT NULL,
+    achieved_rate_per_s REAL NOT NULL,
+    steady_rate_per_s REAL,
+    client_cpu_ns INTEGER NOT NULL,
+    server_cpu_ns INTEGER,
+    profile_unavailable TEXT,
+    interrupted INTEGER NOT NULL
+);
+CREATE TABLE load_errors (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    kind TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    first_message TEXT NOT NULL,
+    PRIMARY KEY (run_id, kind)
+) WITHOUT ROWID;
+CREATE TABLE load_phases (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    phase TEXT NOT NULL,
+    requests INTEGER NOT NULL,
+    p50_us INTEGER,
+    p90_us INTEGER,
+    p99_us INTEGER,
+    p999_us INTEGER,
+    max_us INTEGER,
+    PRIMARY KEY (run_id, phase)
+) WITHOUT ROWID;
+CREATE TABLE load_histograms (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    phase TEXT NOT NULL,
+    latency_us INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (run_id, phase, latency_us)
+) WITHOUT ROWID;
+CREATE TABLE load_seconds (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    second INTEGER NOT NULL,
+    answered INTEGER NOT NULL,
+    PRIMARY KEY (run_id, second)
+) WITHOUT ROWID;
+CREATE TABLE load_profile (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    seq INTEGER NOT NULL,
+    shared_object TEXT NOT NULL,
+    percent REAL NOT NULL,
+    PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 "#;
 
@@ -384,6 +455,75 @@ CREATE TABLE bulk_samples (
     sender_cpu_ns INTEGER NOT NULL,
     receiver_cpu_ns INTEGER NOT NULL,
     PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+"#;
+
+/// Version 4: `tlslab load` runs (see the latest schema's comment).
+const VERSION_3_TO_4: &str = r#"
+CREATE TABLE load_summaries (
+    run_id INTEGER PRIMARY KEY REFERENCES runs (id),
+    scenario_id TEXT NOT NULL,
+    scenario TEXT NOT NULL,
+    server TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    rate_per_s REAL NOT NULL,
+    ramp_s REAL NOT NULL,
+    duration_s REAL NOT NULL,
+    page_bytes INTEGER NOT NULL,
+    clients INTEGER NOT NULL,
+    max_requests INTEGER NOT NULL,
+    offered INTEGER NOT NULL,
+    sent INTEGER NOT NULL,
+    answered INTEGER NOT NULL,
+    errors INTEGER NOT NULL,
+    handshakes INTEGER NOT NULL,
+    resumed_handshakes INTEGER NOT NULL,
+    payload_bytes INTEGER NOT NULL,
+    elapsed_ns INTEGER NOT NULL,
+    achieved_rate_per_s REAL NOT NULL,
+    steady_rate_per_s REAL,
+    client_cpu_ns INTEGER NOT NULL,
+    server_cpu_ns INTEGER,
+    profile_unavailable TEXT,
+    interrupted INTEGER NOT NULL
+);
+CREATE TABLE load_errors (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    kind TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    first_message TEXT NOT NULL,
+    PRIMARY KEY (run_id, kind)
+) WITHOUT ROWID;
+CREATE TABLE load_phases (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    phase TEXT NOT NULL,
+    requests INTEGER NOT NULL,
+    p50_us INTEGER,
+    p90_us INTEGER,
+    p99_us INTEGER,
+    p999_us INTEGER,
+    max_us INTEGER,
+    PRIMARY KEY (run_id, phase)
+) WITHOUT ROWID;
+CREATE TABLE load_histograms (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    phase TEXT NOT NULL,
+    latency_us INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (run_id, phase, latency_us)
+) WITHOUT ROWID;
+CREATE TABLE load_seconds (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    second INTEGER NOT NULL,
+    answered INTEGER NOT NULL,
+    PRIMARY KEY (run_id, second)
+) WITHOUT ROWID;
+CREATE TABLE load_profile (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    seq INTEGER NOT NULL,
+    shared_object TEXT NOT NULL,
+    percent REAL NOT NULL,
+    PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 "#;
 

@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use hdrhistogram::Histogram;
-use openssl::ssl::{SslContext, SslStream};
+use openssl::ssl::{SslContext, SslSession, SslStream};
 use serde::Serialize;
 
-use crate::backend::openssl::remote::connect_tls;
+use crate::backend::openssl::remote::connect_tls_resuming;
 use crate::backend::thread_cpu_ns;
 
 /// How long one step of a request (connect, read, write) may block.
@@ -34,6 +34,10 @@ pub enum Mode {
     NewConnection,
     /// Each client thread keeps one connection open for its requests.
     KeepAlive,
+    /// A new TCP connection for every request, resuming the session (TLS
+    /// 1.3 ticket, TLS 1.2 session id) of the client thread's previous
+    /// connection; a thread's first connection is a full handshake.
+    Resume,
 }
 
 impl Mode {
@@ -41,7 +45,14 @@ impl Mode {
         match self {
             Mode::NewConnection => "new",
             Mode::KeepAlive => "keepalive",
+            Mode::Resume => "resume",
         }
+    }
+
+    pub fn from_id(id: &str) -> Option<Self> {
+        [Mode::NewConnection, Mode::KeepAlive, Mode::Resume]
+            .into_iter()
+            .find(|m| m.id() == id)
     }
 }
 
@@ -108,6 +119,31 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    pub const ALL: [ErrorKind; 6] = [
+        ErrorKind::Connect,
+        ErrorKind::Handshake,
+        ErrorKind::Timeout,
+        ErrorKind::Status,
+        ErrorKind::Body,
+        ErrorKind::Io,
+    ];
+
+    /// A stable snake_case id: the key in the store.
+    pub fn id(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Handshake => "handshake",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Status => "status",
+            ErrorKind::Body => "body",
+            ErrorKind::Io => "io",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.id() == id)
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             ErrorKind::Connect => "TCP connect failed",
@@ -132,8 +168,51 @@ pub struct Latencies {
     pub service: Histogram<u64>,
 }
 
+impl Default for Latencies {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The phases' stable ids (the keys in the store), in the order of
+/// [`Latencies::phases`].
+pub const PHASE_IDS: [&str; 6] = [
+    "connect",
+    "handshake",
+    "first_byte",
+    "transfer",
+    "service",
+    "total",
+];
+
 impl Latencies {
-    fn new() -> Self {
+    /// Each phase's histogram, in the order of [`PHASE_IDS`].
+    pub fn phases(&self) -> [&Histogram<u64>; 6] {
+        [
+            &self.connect,
+            &self.handshake,
+            &self.first_byte,
+            &self.transfer,
+            &self.service,
+            &self.total,
+        ]
+    }
+
+    /// The histogram of the phase with this id.
+    pub fn phase_mut(&mut self, id: &str) -> Option<&mut Histogram<u64>> {
+        Some(match id {
+            "connect" => &mut self.connect,
+            "handshake" => &mut self.handshake,
+            "first_byte" => &mut self.first_byte,
+            "transfer" => &mut self.transfer,
+            "service" => &mut self.service,
+            "total" => &mut self.total,
+            _ => return None,
+        })
+    }
+
+    /// Empty histograms with the generator's bounds.
+    pub fn new() -> Self {
         // 1 µs to 10 minutes at 3 significant digits.
         let histogram = || Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid bounds");
         Self {
@@ -179,6 +258,9 @@ pub struct LoadResult {
     pub client_cpu_ns: u64,
     /// Answers per second of the run, second by second.
     pub per_second: Vec<usize>,
+    /// Handshakes in which the server accepted the offered session
+    /// (resumed mode); 0 in the other modes.
+    pub resumed: usize,
     pub interrupted: bool,
 }
 
@@ -209,6 +291,8 @@ pub struct Endpoint {
 /// One request's record.
 struct Done {
     second: usize,
+    /// The request's connection resumed a session.
+    resumed: bool,
     result: std::result::Result<u64, (ErrorKind, String)>,
 }
 
@@ -261,11 +345,13 @@ pub fn run(plan: &Plan, endpoint: &Endpoint, interrupt: &AtomicBool) -> Result<L
     }
     let elapsed = start.elapsed();
     let mut answered = 0;
+    let mut resumed = 0;
     let mut bytes = 0;
     let mut errors: std::collections::BTreeMap<ErrorKind, usize> = Default::default();
     let mut first_error: std::collections::BTreeMap<ErrorKind, String> = Default::default();
     let mut per_second = vec![0usize; elapsed.as_secs() as usize + 1];
     for done in records.try_iter() {
+        resumed += usize::from(done.resumed);
         match done.result {
             Ok(body) => {
                 answered += 1;
@@ -291,6 +377,7 @@ pub fn run(plan: &Plan, endpoint: &Endpoint, interrupt: &AtomicBool) -> Result<L
         elapsed,
         client_cpu_ns,
         per_second,
+        resumed,
         interrupted: interrupt.load(Ordering::Relaxed),
     })
 }
@@ -307,13 +394,22 @@ fn client_thread(
     let cpu_start = thread_cpu_ns();
     let mut latencies = Latencies::new();
     let mut kept: Option<SslStream<TcpStream>> = None;
+    let mut session: Option<SslSession> = None;
     loop {
         let job = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
         let Ok((due, _index)) = job else {
             break;
         };
         let began = Instant::now();
-        let result = request(plan, endpoint, &mut kept, &mut latencies);
+        let mut resumed = false;
+        let result = request(
+            plan,
+            endpoint,
+            &mut kept,
+            &mut session,
+            &mut resumed,
+            &mut latencies,
+        );
         let end = Instant::now();
         if result.is_ok() {
             let _ = latencies.total.record(micros(end - due));
@@ -324,6 +420,7 @@ fn client_thread(
         }
         let _ = finished.send(Done {
             second: end.saturating_duration_since(start).as_secs() as usize,
+            resumed,
             result,
         });
     }
@@ -334,12 +431,16 @@ fn micros(duration: Duration) -> u64 {
     (duration.as_micros() as u64).max(1)
 }
 
-/// One request: a connection if there is none to reuse, then the request,
-/// the answer's headers and its body, checked.
+/// One request: a connection if there is none to reuse (offering
+/// `session` in resumed mode, and setting `resumed` if the server took
+/// it), then the request, the answer's headers and its body, checked. In
+/// resumed mode `session` becomes this connection's session.
 fn request(
     plan: &Plan,
     endpoint: &Endpoint,
     kept: &mut Option<SslStream<TcpStream>>,
+    session: &mut Option<SslSession>,
+    resumed: &mut bool,
     latencies: &mut Latencies,
 ) -> std::result::Result<u64, (ErrorKind, String)> {
     let keep = plan.mode == Mode::KeepAlive;
@@ -351,9 +452,14 @@ fn request(
                 .map_err(|e| (kind_of(&e, ErrorKind::Connect), format!("connect: {e}")))?;
             let connected = Instant::now();
             let _ = latencies.connect.record(micros(connected - begun));
-            let stream = connect_tls(&endpoint.context, tcp, IO_TIMEOUT)
+            let offered = match plan.mode {
+                Mode::Resume => session.as_deref(),
+                _ => None,
+            };
+            let stream = connect_tls_resuming(&endpoint.context, tcp, IO_TIMEOUT, offered)
                 .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
             let _ = latencies.handshake.record(micros(connected.elapsed()));
+            *resumed = stream.ssl().session_reused();
             stream
         }
     };
@@ -401,6 +507,10 @@ fn request(
         ));
     }
     let _ = latencies.transfer.record(micros(first_byte.elapsed()));
+    if plan.mode == Mode::Resume {
+        // Read after the answer: a TLS 1.3 ticket arrives after the handshake.
+        *session = stream.ssl().session().map(|s| s.to_owned());
+    }
     if keep {
         *kept = Some(stream);
     } else {

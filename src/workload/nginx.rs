@@ -1,7 +1,7 @@
 //! A real server under test: Debian's nginx, started by tlslab on loopback
 //! with a configuration generated for one handshake scenario (certificate
 //! chain, protocol, suite, groups, DH parameters, no session cache or
-//! tickets), one worker process, stopped when tlslab is done with it (on
+//! tickets unless a [`Site`] asks for them), one worker process, stopped when tlslab is done with it (on
 //! success, failure and Ctrl-C alike: the process is killed when its handle
 //! drops). tlslab's OpenSSL client handshakes with it over TCP; the
 //! server's CPU per handshake is read from its worker's scheduler
@@ -88,6 +88,9 @@ pub fn nginx_versions() -> Result<(String, String)> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Site {
     pub page_sizes: Vec<usize>,
+    /// Lets clients resume: a shared session cache (TLS 1.2 session ids)
+    /// and session tickets (TLS 1.2 and 1.3). Off, every handshake is full.
+    pub session_resumption: bool,
 }
 
 /// The content of a generated page: `size` bytes of a repeating pattern.
@@ -341,6 +344,11 @@ fn write_files(
         fs::write(dir.join("dhparam.pem"), parameters.params_to_pem()?)?;
         writeln!(tls, "        ssl_dhparam dhparam.pem;")?;
     }
+    let sessions = if site.session_resumption {
+        "        ssl_session_cache shared:tlslab:10m;\n        ssl_session_tickets on;\n"
+    } else {
+        "        ssl_session_cache off;\n        ssl_session_tickets off;\n"
+    };
     let config = format!(
         "daemon off;
 master_process on;
@@ -363,9 +371,7 @@ http {{
         listen {address} ssl;
         ssl_certificate chain.pem;
         ssl_certificate_key key.pem;
-        ssl_session_cache off;
-        ssl_session_tickets off;
-{tls}        root www;
+{sessions}{tls}        root www;
         location = / {{
             return 200 \"tlslab\\n\";
         }}

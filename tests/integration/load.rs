@@ -15,7 +15,8 @@ use openssl::x509::X509;
 use tlslab::scenario::CertKind;
 use tlslab::workload::nginx::{nginx_binary, page_bytes};
 
-use crate::util::{cert_dir, certs, nginx_lock, tlslab};
+use crate::plots::{rects_filled, svg_texts};
+use crate::util::{cert_dir, certs, has_row, nginx_lock, tlslab};
 
 fn json_of(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
@@ -34,8 +35,14 @@ fn a_small_load_on_nginx_adds_up() {
     }
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("load.json");
+    let db = dir.path().join("db.sqlite");
+    let plots = dir.path().join("plots");
     tlslab(&[
         "load",
+        "--db",
+        db.to_str().unwrap(),
+        "--plot",
+        plots.to_str().unwrap(),
         "--rate",
         "40",
         "--duration",
@@ -61,6 +68,197 @@ fn a_small_load_on_nginx_adds_up() {
     assert!((25.0..=45.0).contains(&rate), "achieved {rate} req/s of 40");
     assert!(run["server_cpu_ns"].as_u64().unwrap() > 0);
     assert_eq!(run["latencies"]["TLS handshake"]["count"], 40);
+    assert_eq!(run["resumed_handshakes"], 0);
+
+    // The latency chart: six phases, four percentiles each (and the
+    // legend's swatches); the rate chart: offered beside answered.
+    let latency = std::fs::read_to_string(plots.join("load_latency.svg")).unwrap();
+    for colour in ["#1F77B4", "#FF7F0E", "#2CA02C", "#9467BD"] {
+        assert_eq!(rects_filled(&latency, colour), 6 + 1, "{colour}: {latency}");
+    }
+    let texts = svg_texts(&latency);
+    for expected in ["TLS handshake", "total (due to end)", "p99", "latency (ms)"] {
+        assert!(
+            texts.iter().any(|t| t == expected),
+            "no '{expected}' in {texts:?}"
+        );
+    }
+    let rate = svg_texts(&std::fs::read_to_string(plots.join("load_rate.svg")).unwrap());
+    assert!(rate.iter().any(|t| t == "offered (due)"), "{rate:?}");
+    assert!(rate.iter().any(|t| t == "answered"), "{rate:?}");
+
+    // Stored: listed, shown again with the same figures, and p99 can be
+    // read by hand.
+    let db = db.to_str().unwrap();
+    let list = tlslab(&["report", "--list", "--db", db]);
+    list.expect_code(0);
+    assert!(
+        has_row(&list.stdout(), &["1", "load", "complete"]),
+        "{}",
+        list.stdout()
+    );
+    let again = dir.path().join("again.json");
+    let report = tlslab(&[
+        "report",
+        "--db",
+        db,
+        "--export-json",
+        again.to_str().unwrap(),
+    ]);
+    report.expect_code(0);
+    assert!(
+        report.stdout().contains("load run 1"),
+        "{}",
+        report.stdout()
+    );
+    assert!(
+        report.stdout().contains("Latency per phase"),
+        "{}",
+        report.stdout()
+    );
+    let stored = json_of(&again);
+    for key in [
+        "offered",
+        "answered",
+        "payload_bytes_checked",
+        "latencies",
+        "server_cpu_ns",
+    ] {
+        assert_eq!(stored[key], run[key], "{key}");
+    }
+    let connection = rusqlite::Connection::open(db).unwrap();
+    let (requests, p99_us): (i64, i64) = connection
+        .query_row(
+            "SELECT requests, p99_us FROM load_phases WHERE run_id = 1 AND phase = 'total'",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(requests, 40);
+    let percentile_99 = run["latencies"]["total (due to end)"]["percentiles_us"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["percentile"].as_f64() == Some(99.0))
+        .unwrap()["us"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(p99_us, percentile_99);
+}
+
+/// `--mode resume` against nginx with its session cache and tickets on:
+/// every connection after a client's first resumes, in TLS 1.3 (tickets)
+/// and TLS 1.2 (session ids or tickets).
+#[test]
+fn resumed_connections_resume_on_nginx() {
+    let _one = nginx_lock();
+    if nginx_binary().is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the load tests, but nginx is not installed"
+        );
+        eprintln!("skipped: nginx is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for version in ["1.3", "1.2"] {
+        let json = dir.path().join(format!("resume-{version}.json"));
+        let run = tlslab(&[
+            "load",
+            "--no-db",
+            "--mode",
+            "resume",
+            "--tls",
+            version,
+            "--rate",
+            "10",
+            "--duration",
+            "1",
+            "--size",
+            "2k",
+            "--clients",
+            "1",
+            "-q",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ]);
+        run.expect_code(0);
+        let json = json_of(&json);
+        assert_eq!(json["answered"], 10, "TLS {version}");
+        assert_eq!(json["handshakes"], 10, "TLS {version}");
+        // One client: its first handshake is full, the nine after it resume.
+        assert_eq!(json["resumed_handshakes"], 9, "TLS {version}: {json}");
+        assert!(
+            has_row(&run.stdout(), &["handshakes resumed / made", "9 / 10"]),
+            "{}",
+            run.stdout()
+        );
+        assert!(!run.stdout().contains("WARNING"), "{}", run.stdout());
+    }
+}
+
+/// Ctrl-C during a load run: the requests that finished are reported and
+/// stored, the run is marked incomplete, and the exit status is 130.
+#[test]
+fn ctrl_c_keeps_a_load_run_marked_incomplete() {
+    let (port, stop) = stalling_server(1000, usize::MAX, Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let target = format!("127.0.0.1:{port}");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args([
+            "load",
+            "--target",
+            &target,
+            "--rate",
+            "20",
+            "--duration",
+            "30",
+            "--size",
+            "1000",
+            "--clients",
+            "1",
+            "-q",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2_500));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let report = tlslab(&["report", "--db", db.to_str().unwrap()]);
+    report.expect_code(0);
+    let shown = report.stdout();
+    assert!(
+        shown.contains("load run 1") && shown.contains("(incomplete)"),
+        "{shown}"
+    );
+    assert!(shown.contains("interrupted"), "{shown}");
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let (offered, answered, interrupted): (i64, i64, bool) = connection
+        .query_row(
+            "SELECT offered, answered, interrupted FROM load_summaries WHERE run_id = 1",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .unwrap();
+    assert!(interrupted);
+    assert!(
+        answered > 0 && answered < offered,
+        "{answered} of {offered}"
+    );
 }
 
 /// A TLS server on tlslab's test chain that answers `/page_SIZE` and
@@ -131,6 +329,7 @@ fn a_stalling_server_shows_its_queue_in_the_latencies() {
     let target = format!("127.0.0.1:{port}");
     tlslab(&[
         "load",
+        "--no-db",
         "--target",
         &target,
         "--rate",
@@ -180,7 +379,10 @@ fn bad_load_options_are_usage_errors() {
         (vec!["load", "--rate", "0"], "--rate"),
         (vec!["load", "--ramp", "20", "--duration", "10"], "--ramp"),
         (vec!["load", "--size", "big"], "--size"),
-        (vec!["load", "--mode", "pipelined"], "new, keepalive"),
+        (
+            vec!["load", "--mode", "pipelined"],
+            "new, resume, keepalive",
+        ),
         (vec!["load", "--target", "192.0.2.1:443"], "loopback"),
         (vec!["load", "--cert", "rsa2048,ecdsa_p256"], "one scenario"),
         (vec!["load", "--preset", "apache"], "apache-study"),

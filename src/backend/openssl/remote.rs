@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use openssl::ssl::{ErrorCode, Ssl, SslContext, SslStream};
+use openssl::ssl::{ErrorCode, Ssl, SslContext, SslSessionRef, SslStream};
 
 use super::{client_context, negotiated};
 use crate::backend::{thread_cpu_ns, Negotiated, SideTime};
@@ -41,12 +41,29 @@ pub fn connect_tls(
     tcp: TcpStream,
     timeout: Duration,
 ) -> Result<SslStream<TcpStream>> {
+    connect_tls_resuming(context, tcp, timeout, None)
+}
+
+/// As [`connect_tls`], offering `session` (a TLS 1.2 session id or a TLS
+/// 1.3 ticket from an earlier connection made with the same `context`) for
+/// resumption; whether the server took it is `SslRef::session_reused()`.
+pub fn connect_tls_resuming(
+    context: &SslContext,
+    tcp: TcpStream,
+    timeout: Duration,
+    session: Option<&SslSessionRef>,
+) -> Result<SslStream<TcpStream>> {
     tcp.set_nodelay(true)?;
     tcp.set_read_timeout(Some(timeout))?;
     tcp.set_write_timeout(Some(timeout))?;
     let mut ssl = Ssl::new(context)?;
     ssl.set_hostname(SERVER_NAME)?;
     ssl.param_mut().set_host(SERVER_NAME)?;
+    if let Some(session) = session {
+        // SAFETY: the callers' sessions come from connections made with
+        // this same context, as set_session requires.
+        unsafe { ssl.set_session(session)? };
+    }
     ssl.connect(tcp)
         .map_err(|e| anyhow!("TLS handshake failed: {e}"))
 }

@@ -7,6 +7,7 @@ mod bulk;
 mod cost;
 mod draw;
 mod handshake;
+mod load;
 mod speed;
 mod tunnel;
 
@@ -18,6 +19,7 @@ pub use bulk::figures as bulk_figures;
 pub use cost::figures as cost_figures;
 pub use draw::{png, svg};
 pub use handshake::figures as handshake_figures;
+pub use load::figures as load_figures;
 pub use speed::figures as speed_figures;
 pub use tunnel::figures as tunnel_figures;
 

@@ -1,0 +1,88 @@
+//! The load charts: latency percentiles per phase (from each request's due
+//! time for the total), and answers per second over the run against the
+//! rate offered.
+
+use super::{Bar, Figure, Layout};
+use crate::workload::load::{schedule, LoadResult, Plan, PERCENTILES};
+
+/// The percentiles drawn (the maximum stays in the table: one outlier
+/// would squeeze every other bar).
+const DRAWN: usize = 4;
+
+/// Most rows of the rate chart: longer runs are drawn in windows of
+/// several seconds.
+const MOST_WINDOWS: usize = 60;
+
+/// The charts of a load run; `phases` are the view's (name, histogram) rows.
+pub fn figures(
+    plan: &Plan,
+    result: &LoadResult,
+    phases: &[(&str, &hdrhistogram::Histogram<u64>)],
+) -> Vec<Figure> {
+    let bars = phases
+        .iter()
+        .map(|(name, histogram)| {
+            if histogram.is_empty() {
+                return Bar::missing(*name, DRAWN, "no request reached this phase");
+            }
+            let values = PERCENTILES[..DRAWN]
+                .iter()
+                .map(|p| Some(histogram.value_at_percentile(*p) as f64 / 1e3))
+                .collect();
+            Bar::new(*name, values)
+        })
+        .collect();
+    let mut figures = vec![Figure {
+        id: "load_latency".to_string(),
+        title: format!(
+            "Latency per phase ({} connections, {:.0} req/s offered)",
+            plan.mode.id(),
+            plan.rate
+        ),
+        axis: "latency (ms)".to_string(),
+        series: PERCENTILES[..DRAWN]
+            .iter()
+            .map(|p| format!("p{p}"))
+            .collect(),
+        layout: Layout::Grouped,
+        bars,
+        reference: None,
+        notes: vec!["Percentiles from HDR histograms; total counts from the moment each request was due, so queueing shows. The maximum is in the table.".to_string()],
+    }];
+
+    // Offered against answered, second by second (or per window).
+    let mut offered = vec![0usize; result.per_second.len()];
+    for due in schedule(plan.rate, plan.ramp, plan.duration, result.offered) {
+        if let Some(count) = offered.get_mut(due.as_secs() as usize) {
+            *count += 1;
+        }
+    }
+    let seconds = result.per_second.len();
+    if seconds > 0 && result.offered > 0 {
+        let window = seconds.div_ceil(MOST_WINDOWS);
+        let bars = (0..seconds)
+            .step_by(window)
+            .map(|from| {
+                let to = (from + window).min(seconds);
+                let per_second = |counts: &[usize]| {
+                    Some(counts[from..to].iter().sum::<usize>() as f64 / (to - from) as f64)
+                };
+                Bar::new(
+                    format!("{from}–{to} s"),
+                    vec![per_second(&offered), per_second(&result.per_second)],
+                )
+            })
+            .collect();
+        figures.push(Figure {
+            id: "load_rate".to_string(),
+            title: "Requests offered and answered per second over the run".to_string(),
+            axis: "requests per second".to_string(),
+            series: vec!["offered (due)".to_string(), "answered".to_string()],
+            layout: Layout::Grouped,
+            bars,
+            reference: Some((plan.rate, format!("the planned rate, {:.0} req/s", plan.rate))),
+            notes: vec!["Offered: requests due in that second by the plan; answered: requests whose last byte arrived in it (a slow server answers later than due).".to_string()],
+        });
+    }
+    figures
+}

@@ -1,0 +1,406 @@
+//! The load tables: one summary per `tlslab load` run (the plan, the
+//! counts, each side's CPU), each phase's latency percentiles and HDR
+//! histogram buckets, answers per second, errors by kind and perf's shares.
+//! A load run is saved in one transaction when it ends (interrupted or not).
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use rusqlite::{params, OptionalExtension};
+
+use super::Store;
+use crate::workload::load::{percentiles, ErrorKind, Latencies, LoadResult, Mode, Plan, PHASE_IDS};
+
+/// A load run as stored: what its view needs to be drawn again.
+pub struct LoadRecord {
+    /// The scenario's stable label (`handshake_1.3_x25519_ecdsa_p256...`).
+    pub scenario_id: String,
+    /// The scenario in words.
+    pub scenario: String,
+    /// The server loaded, in words.
+    pub server: String,
+    /// The plan; its `body` is left empty when read back.
+    pub plan: Plan,
+    pub result: LoadResult,
+    pub server_cpu_ns: Option<u64>,
+    /// perf's shares per shared object, or why there are none.
+    pub profile: Result<Vec<(String, f64)>, String>,
+}
+
+fn count(value: i64) -> usize {
+    value.max(0) as usize
+}
+
+impl Store {
+    /// Saves a finished (or interrupted) load run's results.
+    pub fn save_load(&mut self, run_id: i64, record: &LoadRecord) -> Result<()> {
+        let tx = self.connection.transaction()?;
+        let (plan, result) = (&record.plan, &record.result);
+        tx.execute(
+            "INSERT INTO load_summaries (run_id, scenario_id, scenario, server, mode, rate_per_s,
+             ramp_s, duration_s, page_bytes, clients, max_requests, offered, sent, answered,
+             errors, handshakes, resumed_handshakes, payload_bytes, elapsed_ns,
+             achieved_rate_per_s, steady_rate_per_s, client_cpu_ns, server_cpu_ns,
+             profile_unavailable, interrupted)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+             ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+            params![
+                run_id,
+                record.scenario_id,
+                record.scenario,
+                record.server,
+                plan.mode.id(),
+                plan.rate,
+                plan.ramp.as_secs_f64(),
+                plan.duration.as_secs_f64(),
+                plan.body.len() as i64,
+                plan.clients as i64,
+                plan.max_requests as i64,
+                result.offered as i64,
+                result.sent as i64,
+                result.answered as i64,
+                result.errors.iter().map(|(_, n)| n).sum::<usize>() as i64,
+                result.latencies.handshake.len() as i64,
+                result.resumed as i64,
+                result.bytes as i64,
+                result.elapsed.as_nanos() as i64,
+                result.achieved_rate(),
+                result.steady_rate(plan),
+                result.client_cpu_ns as i64,
+                record.server_cpu_ns.map(|n| n as i64),
+                record.profile.as_ref().err(),
+                result.interrupted,
+            ],
+        )?;
+        for (kind, n) in &result.errors {
+            let message = result
+                .first_error
+                .iter()
+                .find(|(k, _)| k == kind)
+                .map_or("", |(_, m)| m.as_str());
+            tx.execute(
+                "INSERT INTO load_errors (run_id, kind, count, first_message) VALUES (?1, ?2, ?3, ?4)",
+                params![run_id, kind.id(), *n as i64, message],
+            )?;
+        }
+        {
+            let mut phase = tx.prepare(
+                "INSERT INTO load_phases (run_id, phase, requests, p50_us, p90_us, p99_us,
+                 p999_us, max_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            let mut bucket = tx.prepare(
+                "INSERT INTO load_histograms (run_id, phase, latency_us, count)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for (id, histogram) in PHASE_IDS.iter().zip(result.latencies.phases()) {
+                let values = percentiles(histogram);
+                let at = |i: usize| values.as_ref().map(|v| v[i] as i64);
+                phase.execute(params![
+                    run_id,
+                    id,
+                    histogram.len() as i64,
+                    at(0),
+                    at(1),
+                    at(2),
+                    at(3),
+                    at(4)
+                ])?;
+                for value in histogram.iter_recorded() {
+                    bucket.execute(params![
+                        run_id,
+                        id,
+                        value.value_iterated_to() as i64,
+                        value.count_at_value() as i64
+                    ])?;
+                }
+            }
+            let mut second = tx.prepare(
+                "INSERT INTO load_seconds (run_id, second, answered) VALUES (?1, ?2, ?3)",
+            )?;
+            for (at, answered) in result.per_second.iter().enumerate() {
+                second.execute(params![run_id, at as i64, *answered as i64])?;
+            }
+            let mut share = tx.prepare(
+                "INSERT INTO load_profile (run_id, seq, shared_object, percent)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for (seq, (object, percent)) in record.profile.iter().flatten().enumerate() {
+                share.execute(params![run_id, seq as i64, object, percent])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Reads a load run's results back (None: the run stored none, e.g. it
+    /// broke before the load ended).
+    pub fn load_load(&self, run_id: i64) -> Result<Option<LoadRecord>> {
+        let summary = self
+            .connection
+            .query_row(
+                "SELECT scenario_id, scenario, server, mode, rate_per_s, ramp_s, duration_s,
+                        page_bytes, clients, max_requests, offered, sent, answered,
+                        resumed_handshakes, payload_bytes, elapsed_ns, client_cpu_ns,
+                        server_cpu_ns, profile_unavailable, interrupted
+                 FROM load_summaries WHERE run_id = ?1",
+                [run_id],
+                |row| {
+                    Ok((
+                        (
+                            row.get::<_, String>(0)?,
+                            row.get::<_, String>(1)?,
+                            row.get::<_, String>(2)?,
+                            row.get::<_, String>(3)?,
+                        ),
+                        (
+                            row.get::<_, f64>(4)?,
+                            row.get::<_, f64>(5)?,
+                            row.get::<_, f64>(6)?,
+                            row.get::<_, i64>(7)?,
+                            row.get::<_, i64>(8)?,
+                            row.get::<_, i64>(9)?,
+                        ),
+                        [
+                            row.get::<_, i64>(10)?,
+                            row.get::<_, i64>(11)?,
+                            row.get::<_, i64>(12)?,
+                            row.get::<_, i64>(13)?,
+                            row.get::<_, i64>(14)?,
+                            row.get::<_, i64>(15)?,
+                            row.get::<_, i64>(16)?,
+                        ],
+                        row.get::<_, Option<i64>>(17)?,
+                        row.get::<_, Option<String>>(18)?,
+                        row.get::<_, bool>(19)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((
+            (scenario_id, scenario, server, mode),
+            (rate, ramp_s, duration_s, page_bytes, clients, max_requests),
+            [offered, sent, answered, resumed, bytes, elapsed_ns, client_cpu_ns],
+            server_cpu_ns,
+            profile_unavailable,
+            interrupted,
+        )) = summary
+        else {
+            return Ok(None);
+        };
+        let Some(mode) = Mode::from_id(&mode) else {
+            bail!("load run {run_id} has the unknown mode '{mode}'");
+        };
+        let plan = Plan {
+            rate,
+            ramp: Duration::from_secs_f64(ramp_s.max(0.0)),
+            duration: Duration::from_secs_f64(duration_s.max(0.0)),
+            path: format!("/page_{page_bytes}"),
+            body: Vec::new(),
+            mode,
+            clients: count(clients),
+            max_requests: count(max_requests),
+        };
+
+        let mut latencies = Latencies::new();
+        let mut buckets = self.connection.prepare(
+            "SELECT phase, latency_us, count FROM load_histograms WHERE run_id = ?1
+             ORDER BY phase, latency_us",
+        )?;
+        for bucket in buckets.query_map([run_id], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
+        })? {
+            let (phase, latency_us, n) = bucket?;
+            let histogram = latencies
+                .phase_mut(&phase)
+                .with_context(|| format!("load run {run_id} has the unknown phase '{phase}'"))?;
+            histogram
+                .record_n(latency_us.max(1) as u64, n.max(0) as u64)
+                .with_context(|| format!("a latency of {latency_us} µs is out of range"))?;
+        }
+
+        let mut errors = Vec::new();
+        let mut first_error = Vec::new();
+        let mut statement = self.connection.prepare(
+            "SELECT kind, count, first_message FROM load_errors WHERE run_id = ?1 ORDER BY kind",
+        )?;
+        for row in statement.query_map([run_id], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, String>(2)?,
+            ))
+        })? {
+            let (kind, n, message) = row?;
+            let kind = ErrorKind::from_id(&kind)
+                .with_context(|| format!("load run {run_id} has the unknown error '{kind}'"))?;
+            errors.push((kind, count(n)));
+            first_error.push((kind, message));
+        }
+        errors.sort();
+        first_error.sort();
+
+        let mut statement = self
+            .connection
+            .prepare("SELECT answered FROM load_seconds WHERE run_id = ?1 ORDER BY second")?;
+        let per_second = statement
+            .query_map([run_id], |row| row.get::<_, i64>(0).map(count))?
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let profile = match profile_unavailable {
+            Some(reason) => Err(reason),
+            None => {
+                let mut statement = self.connection.prepare(
+                    "SELECT shared_object, percent FROM load_profile WHERE run_id = ?1 ORDER BY seq",
+                )?;
+                let shares = statement
+                    .query_map([run_id], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(shares)
+            }
+        };
+        Ok(Some(LoadRecord {
+            scenario_id,
+            scenario,
+            server,
+            plan,
+            result: LoadResult {
+                offered: count(offered),
+                sent: count(sent),
+                answered: count(answered),
+                errors,
+                first_error,
+                latencies,
+                bytes: bytes.max(0) as u64,
+                elapsed: Duration::from_nanos(elapsed_ns.max(0) as u64),
+                client_cpu_ns: client_cpu_ns.max(0) as u64,
+                per_second,
+                resumed: count(resumed),
+                interrupted,
+            },
+            server_cpu_ns: server_cpu_ns.map(|n| n.max(0) as u64),
+            profile,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::LibraryInfo;
+    use crate::host::HostInfo;
+    use crate::store::RunInfo;
+
+    fn record(interrupted: bool, profile: Result<Vec<(String, f64)>, String>) -> LoadRecord {
+        let mut latencies = Latencies::new();
+        for us in [120, 130, 150, 900, 40_000] {
+            latencies.total.record(us).unwrap();
+            latencies.handshake.record(us / 2).unwrap();
+        }
+        LoadRecord {
+            scenario_id: "handshake_1.3_x25519_ecdsa_p256_aes128gcm".into(),
+            scenario: "TLS 1.3 X25519 ECDSA P-256 aes128gcm".into(),
+            server: "nginx 1.22.1".into(),
+            plan: Plan {
+                rate: 40.0,
+                ramp: Duration::from_millis(500),
+                duration: Duration::from_secs(2),
+                path: "/page_1000".into(),
+                body: vec![b'a'; 1000],
+                mode: Mode::Resume,
+                clients: 4,
+                max_requests: 1000,
+            },
+            result: LoadResult {
+                offered: 70,
+                sent: 6,
+                answered: 5,
+                errors: vec![(ErrorKind::Connect, 1)],
+                first_error: vec![(ErrorKind::Connect, "connect: refused".into())],
+                latencies,
+                bytes: 5000,
+                elapsed: Duration::from_millis(2_100),
+                client_cpu_ns: 7_000_000,
+                per_second: vec![3, 2, 0],
+                resumed: 4,
+                interrupted,
+            },
+            server_cpu_ns: Some(3_000_000),
+            profile,
+        }
+    }
+
+    fn run(store: &mut Store) -> i64 {
+        store
+            .begin_run(&RunInfo {
+                kind: "load".into(),
+                tool_version: "test".into(),
+                command_line: "tlslab load".into(),
+                options_json: "{}".into(),
+                host: HostInfo::current(),
+                libraries: vec![LibraryInfo {
+                    backend: "nginx".into(),
+                    library: "nginx".into(),
+                    version: "1.22.1".into(),
+                }],
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn a_load_run_round_trips_with_its_percentiles() {
+        let mut store = Store::open_in_memory().unwrap();
+        let id = run(&mut store);
+        let saved = record(true, Ok(vec![("libcrypto.so.3".into(), 61.5)]));
+        store.save_load(id, &saved).unwrap();
+        let loaded = store.load_load(id).unwrap().unwrap();
+        assert_eq!(loaded.scenario_id, saved.scenario_id);
+        assert_eq!(loaded.server, saved.server);
+        assert_eq!(loaded.plan.mode, Mode::Resume);
+        assert_eq!(loaded.plan.path, "/page_1000");
+        assert_eq!(loaded.plan.ramp, saved.plan.ramp);
+        let (a, b) = (&loaded.result, &saved.result);
+        assert_eq!(
+            (a.offered, a.sent, a.answered, a.bytes, a.resumed),
+            (b.offered, b.sent, b.answered, b.bytes, b.resumed)
+        );
+        assert_eq!((a.elapsed, a.client_cpu_ns), (b.elapsed, b.client_cpu_ns));
+        assert_eq!(a.errors, b.errors);
+        assert_eq!(a.first_error, b.first_error);
+        assert_eq!(a.per_second, b.per_second);
+        assert!(a.interrupted);
+        for (mine, theirs) in a.latencies.phases().iter().zip(b.latencies.phases()) {
+            assert_eq!(percentiles(mine), percentiles(theirs));
+            assert_eq!(mine.len(), theirs.len());
+        }
+        assert_eq!(loaded.server_cpu_ns, Some(3_000_000));
+        assert_eq!(loaded.profile, saved.profile);
+
+        // p99 by hand, as the README shows it.
+        let p99: i64 = store
+            .connection
+            .query_row(
+                "SELECT p99_us FROM load_phases WHERE run_id = ?1 AND phase = 'total'",
+                [id],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(p99 as u64, b.latencies.total.value_at_percentile(99.0));
+    }
+
+    #[test]
+    fn a_missing_profile_keeps_its_reason() {
+        let mut store = Store::open_in_memory().unwrap();
+        let id = run(&mut store);
+        store
+            .save_load(id, &record(false, Err("perf is not installed".into())))
+            .unwrap();
+        let loaded = store.load_load(id).unwrap().unwrap();
+        assert_eq!(loaded.profile, Err("perf is not installed".to_string()));
+        assert!(!loaded.result.interrupted);
+        assert!(store.load_load(id + 1).unwrap().is_none());
+    }
+}
