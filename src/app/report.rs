@@ -215,6 +215,24 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
     })
 }
 
+/// A load run's latencies per phase, each request's stored in the phase's
+/// histogram (to 3 significant digits).
+fn load_latency_counts(document: &Document) -> Vec<(String, usize)> {
+    document
+        .data
+        .get("latencies")
+        .and_then(|l| l.as_object())
+        .map(|phases| {
+            phases
+                .iter()
+                .filter_map(|(phase, v)| {
+                    Some((format!("latency: {phase}"), v["count"].as_u64()? as usize))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A run's part of the HTML report: its provenance beside its document.
 fn section<'a>(store: &Store, run: &StoredRun, document: &'a Document) -> Result<RunSection<'a>> {
     let command = store.load_run_command(run.id)?;
@@ -302,16 +320,19 @@ fn section<'a>(store: &Store, run: &StoredRun, document: &'a Document) -> Result
             ("Every CPU flag".to_string(), host.cpu_flags.clone()),
             ("The run's stored options".to_string(), options),
         ],
-        stored_samples: run
-            .cells
-            .iter()
-            .map(|c| {
-                (
-                    format!("{} · {}", c.backend, c.scenario.label()),
-                    c.samples().len(),
-                )
-            })
-            .collect(),
+        stored_samples: if run.kind == "load" {
+            load_latency_counts(document)
+        } else {
+            run.cells
+                .iter()
+                .map(|c| {
+                    (
+                        format!("{} · {}", c.backend, c.scenario.label()),
+                        c.samples().len(),
+                    )
+                })
+                .collect()
+        },
         document,
     })
 }

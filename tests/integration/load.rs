@@ -126,6 +126,11 @@ fn a_small_load_on_nginx_adds_up() {
     ] {
         assert_eq!(stored[key], run[key], "{key}");
     }
+    let html = dir.path().join("load.html");
+    tlslab(&["report", "--db", db, "--html", html.to_str().unwrap()]).expect_code(0);
+    let html = std::fs::read_to_string(html).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2, "both charts inline");
+    assert!(html.contains("Latency per phase") && html.contains("--rate 40"));
     let connection = rusqlite::Connection::open(db).unwrap();
     let (requests, p99_us): (i64, i64) = connection
         .query_row(
