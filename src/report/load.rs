@@ -276,3 +276,69 @@ impl LoadReport<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::workload::load::Latencies;
+
+    fn document(resumed: usize) -> Document {
+        let plan = Plan {
+            rate: 10.0,
+            ramp: Duration::ZERO,
+            duration: Duration::from_secs(1),
+            path: "/page_1".into(),
+            body: Vec::new(),
+            mode: Mode::Resume,
+            clients: 1,
+            max_requests: 10,
+        };
+        let mut latencies = Latencies::new();
+        for _ in 0..10 {
+            latencies.handshake.record(500).unwrap();
+        }
+        let result = LoadResult {
+            offered: 10,
+            sent: 10,
+            answered: 10,
+            errors: Vec::new(),
+            first_error: Vec::new(),
+            latencies,
+            bytes: 10,
+            elapsed: Duration::from_secs(1),
+            client_cpu_ns: 1_000,
+            per_second: vec![10],
+            resumed,
+            interrupted: false,
+        };
+        LoadReport {
+            heading: String::new(),
+            scenario: "TLS 1.3".into(),
+            server: "nginx".into(),
+            plan: &plan,
+            result: &result,
+            server_cpu_ns: None,
+            profile: Err("not asked for".into()),
+        }
+        .document()
+    }
+
+    #[test]
+    fn a_resumed_mode_where_nothing_resumed_is_a_warning() {
+        let none = document(0);
+        assert!(
+            none.footer.iter().any(|l| l.starts_with("WARNING")),
+            "{:?}",
+            none.footer
+        );
+        assert!(none.tables[0]
+            .rows
+            .iter()
+            .any(|r| r[0] == "handshakes resumed / made" && r[1] == "0 / 10"));
+        let nine = document(9);
+        assert!(nine.footer.iter().all(|l| !l.contains("WARNING")));
+        assert_eq!(nine.data["resumed_handshakes"], 9);
+    }
+}

@@ -86,3 +86,73 @@ pub fn figures(
     }
     figures
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::workload::load::{Latencies, Mode};
+
+    fn run(seconds: usize) -> (Plan, LoadResult) {
+        let plan = Plan {
+            rate: 10.0,
+            ramp: Duration::ZERO,
+            duration: Duration::from_secs(seconds as u64),
+            path: "/page_1".into(),
+            body: Vec::new(),
+            mode: Mode::NewConnection,
+            clients: 1,
+            max_requests: 1_000_000,
+        };
+        let mut latencies = Latencies::new();
+        for us in [1_000, 2_000, 3_000] {
+            latencies.total.record(us).unwrap();
+        }
+        let result = LoadResult {
+            offered: 10 * seconds,
+            sent: 10 * seconds,
+            answered: 10 * seconds,
+            errors: Vec::new(),
+            first_error: Vec::new(),
+            latencies,
+            bytes: 0,
+            elapsed: Duration::from_secs(seconds as u64),
+            client_cpu_ns: 0,
+            per_second: vec![10; seconds],
+            resumed: 0,
+            interrupted: false,
+        };
+        (plan, result)
+    }
+
+    #[test]
+    fn phases_without_requests_are_said_and_percentiles_are_in_ms() {
+        let (plan, result) = run(2);
+        let phases = [
+            ("handshake", &result.latencies.handshake),
+            ("total", &result.latencies.total),
+        ];
+        let figures = figures(&plan, &result, &phases);
+        let latency = &figures[0];
+        assert_eq!(latency.series, ["p50", "p90", "p99", "p99.9"]);
+        assert!(latency.bars[0].missing.is_some());
+        let p50 = latency.bars[1].values[0].unwrap();
+        assert!((1.99..=2.01).contains(&p50), "{p50}");
+        // Offered and answered, 10 per second each.
+        let rate = &figures[1];
+        assert_eq!(rate.bars.len(), 2);
+        assert_eq!(rate.bars[0].values, [Some(10.0), Some(10.0)]);
+    }
+
+    #[test]
+    fn a_long_run_is_drawn_in_windows() {
+        let (plan, result) = run(150);
+        let figures = figures(&plan, &result, &[]);
+        let rate = &figures[1];
+        // 150 s in windows of 3 s: 50 rows, each still per second.
+        assert_eq!(rate.bars.len(), 50);
+        assert_eq!(rate.bars[0].label, "0–3 s");
+        assert_eq!(rate.bars[49].values, [Some(10.0), Some(10.0)]);
+    }
+}
