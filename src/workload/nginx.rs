@@ -164,7 +164,14 @@ impl Nginx {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let worker = match children_of(master.id()).first() {
+        // The master listens before it forks its worker (and before that it
+        // sets up shared memory, such as a session cache): wait for it.
+        let mut workers = children_of(master.id());
+        while workers.is_empty() && started.elapsed() <= START_TIMEOUT {
+            std::thread::sleep(Duration::from_millis(10));
+            workers = children_of(master.id());
+        }
+        let worker = match workers.first() {
             Some(&worker) => worker,
             None => {
                 let _ = master.kill();
