@@ -176,7 +176,14 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             (
                 address,
                 format!("{address} (your server)"),
-                Vec::<LibraryInfo>::new(),
+                // The server's libraries are not known; the client's are.
+                vec![LibraryInfo {
+                    backend: "openssl".to_string(),
+                    library: "OpenSSL (client)".to_string(),
+                    version: openssl::version::version()
+                        .trim_start_matches("OpenSSL ")
+                        .to_string(),
+                }],
             )
         }
         None => {
