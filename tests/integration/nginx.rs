@@ -2,11 +2,12 @@
 //! rows are verified and measured on both sides, and every nginx tlslab
 //! started is gone when it exits, also after Ctrl-C.
 
+use std::path::Path;
 use std::process::Command;
 
 use tlslab::workload::nginx::nginx_binary;
 
-use crate::util::{cert_dir, nginx_lock, tlslab};
+use crate::util::{cert_dir, nginx_lock, tlslab, Run};
 
 /// Skips (or, in CI, fails) when nginx is not installed.
 fn nginx_present() -> bool {
@@ -22,14 +23,32 @@ fn nginx_present() -> bool {
 }
 
 /// nginx processes started by tlslab (their prefix is a tlslab-nginx- directory).
-fn our_nginx_processes() -> Vec<String> {
+/// tlslab run with its temporary directory (where it puts nginx's prefix)
+/// in `tmp`, so that this test's nginx processes can be told from those of
+/// other runs on the same machine.
+fn tlslab_in(tmp: &Path, args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args(args)
+        .env("TMPDIR", tmp)
+        .env_remove("COLUMNS")
+        .output()
+        .expect("the tlslab binary runs");
+    Run {
+        output,
+        command: format!("tlslab {}", args.join(" ")),
+    }
+}
+
+/// nginx processes whose prefix is under `tmp`.
+fn our_nginx_processes(tmp: &Path) -> Vec<String> {
+    let tmp = tmp.to_string_lossy().into_owned();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
             continue;
         };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains("nginx") && cmdline.contains("tlslab-nginx-") {
+        if cmdline.contains("nginx") && cmdline.contains(&tmp) {
             found.push(cmdline);
         }
     }
@@ -43,28 +62,32 @@ fn the_matrix_runs_against_nginx_and_stops_it() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
     let json = dir.path().join("nginx.json");
-    tlslab(&[
-        "handshake",
-        "--server",
-        "nginx",
-        "--tls",
-        "1.2,1.3",
-        "--group",
-        "x25519,dhe2048",
-        "--cert",
-        "ecdsa_p256,rsa2048",
-        "--runs",
-        "3",
-        "--warmup",
-        "0",
-        "--no-db",
-        "-q",
-        "--cert-dir",
-        cert_dir().to_str().unwrap(),
-        "--export-json",
-        json.to_str().unwrap(),
-    ])
+    tlslab_in(
+        tmp.path(),
+        &[
+            "handshake",
+            "--server",
+            "nginx",
+            "--tls",
+            "1.2,1.3",
+            "--group",
+            "x25519,dhe2048",
+            "--cert",
+            "ecdsa_p256,rsa2048",
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--no-db",
+            "-q",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ],
+    )
     .expect_code(0);
     let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let rows = run["rows"].as_array().unwrap();
@@ -97,7 +120,7 @@ fn the_matrix_runs_against_nginx_and_stops_it() {
         .as_str()
         .unwrap()
         .contains("on OpenSSL"));
-    assert_eq!(our_nginx_processes(), Vec::<String>::new());
+    assert_eq!(our_nginx_processes(tmp.path()), Vec::<String>::new());
 }
 
 #[test]
@@ -106,7 +129,9 @@ fn ctrl_c_stops_every_nginx() {
     if !nginx_present() {
         return;
     }
+    let tmp = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .env("TMPDIR", tmp.path())
         .args([
             "handshake",
             "--server",
@@ -135,7 +160,7 @@ fn ctrl_c_stops_every_nginx() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_eq!(our_nginx_processes(), Vec::<String>::new());
+    assert_eq!(our_nginx_processes(tmp.path()), Vec::<String>::new());
 }
 
 #[test]

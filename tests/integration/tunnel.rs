@@ -242,11 +242,20 @@ fn openvpn_missing() -> Option<String> {
     None
 }
 
+/// tlslab's namespaces ("tlslab-PID-a") whose process is gone: left behind.
+/// Namespaces of processes still running (another test run on the same
+/// machine) are not this test's business.
 fn leftover_namespaces() -> Vec<String> {
     let output = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&output.stdout)
         .lines()
-        .filter(|l| l.starts_with("tlslab-"))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| {
+            let pid = name
+                .strip_prefix("tlslab-")
+                .and_then(|rest| rest.split('-').next());
+            pid.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        })
         .map(String::from)
         .collect()
 }
