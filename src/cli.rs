@@ -45,6 +45,9 @@ pub enum Command {
     /// Measure a VPN data channel per cipher, digest, compression, payload
     /// and packet size: in process, or through a real OpenVPN tunnel.
     Tunnel(Box<TunnelArgs>),
+    /// Combine result databases (e.g. the shards of a matrix run on several
+    /// machines) into one, each run once with its own host record.
+    Merge(MergeArgs),
 }
 
 /// Whether handshakes authenticate the client too.
@@ -99,6 +102,9 @@ pub struct HandshakeArgs {
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
+
+    #[command(flatten)]
+    pub shard: ShardArgs,
 
     /// The row other rows are compared with, by label (see the JSON export or
     /// `tlslab report`). [default: the preset's baseline, or the first row]
@@ -177,6 +183,9 @@ pub struct BulkArgs {
     pub sampling: SamplingArgs,
 
     #[command(flatten)]
+    pub shard: ShardArgs,
+
+    #[command(flatten)]
     pub database: DatabaseArgs,
 
     #[command(flatten)]
@@ -219,6 +228,9 @@ pub struct SpeedArgs {
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
+
+    #[command(flatten)]
+    pub shard: ShardArgs,
 
     #[command(flatten)]
     pub database: DatabaseArgs,
@@ -264,6 +276,9 @@ pub struct CostArgs {
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
+
+    #[command(flatten)]
+    pub shard: ShardArgs,
 
     #[command(flatten)]
     pub database: DatabaseArgs,
@@ -363,6 +378,17 @@ pub struct SamplingArgs {
     /// repeat an order). [default: from the clock]
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+}
+
+/// Which part of the matrix this machine measures.
+#[derive(Debug, Args)]
+pub struct ShardArgs {
+    /// Measure only shard I of N (1 <= I <= N): the cells whose stable
+    /// label hashes to it, so N machines (a Kubernetes Indexed Job, a Slurm
+    /// array) each run one part and `tlslab merge` joins their databases.
+    /// The same cell always falls in the same shard. [default: the whole matrix]
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
 }
 
 /// Where results are stored.
@@ -544,6 +570,9 @@ pub struct TunnelArgs {
     pub sampling: SamplingArgs,
 
     #[command(flatten)]
+    pub shard: ShardArgs,
+
+    #[command(flatten)]
     pub database: DatabaseArgs,
 
     #[command(flatten)]
@@ -629,4 +658,21 @@ pub struct LoadArgs {
     /// Do not print progress.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab merge all.sqlite shard-0.sqlite shard-1.sqlite shard-2.sqlite
+  tlslab merge all.sqlite shard-*.sqlite && tlslab report --db all.sqlite --list
+
+OUT is created if missing; runs already in OUT (same host, start time,
+command line and options) are skipped, so merging a file twice changes nothing.")]
+pub struct MergeArgs {
+    /// The database to merge into (created if missing).
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+
+    /// The databases to read; they are not modified.
+    #[arg(value_name = "IN", required = true)]
+    pub inputs: Vec<PathBuf>,
 }

@@ -373,3 +373,132 @@ pub(crate) fn finish(
     }
     0
 }
+
+/// One part of a matrix split across machines (`--shard i/n`): the cells
+/// whose stable label hashes to `index - 1` modulo `count`. A cell's shard
+/// depends on nothing but its label (never on the order of the matrix, the
+/// other cells or the process), so a retried shard redoes exactly its cells
+/// and the shards of one matrix together hold each cell once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// 1-based: `--shard 1/3` is the first of three.
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    /// Parses "i/n" with 1 <= i <= n; anything else is a usage error.
+    pub fn parse(text: &str) -> Result<Self> {
+        let bad = || {
+            usage(format!(
+                "--shard takes i/n with 1 <= i <= n (e.g. 2/8), got '{text}'"
+            ))
+        };
+        let (index, count) = text.trim().split_once('/').ok_or_else(bad)?;
+        let index: u64 = index.trim().parse().map_err(|_| bad())?;
+        let count: u64 = count.trim().parse().map_err(|_| bad())?;
+        if count == 0 || index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Self { index, count })
+    }
+
+    /// Returns true if and only if the cell with this stable label belongs
+    /// to this shard.
+    pub fn contains(&self, label: &str) -> bool {
+        fnv1a_64(label.as_bytes()) % self.count == self.index - 1
+    }
+
+    /// The items of a list whose label belongs to the shard, in their order;
+    /// every item without a shard.
+    pub(crate) fn filter<T>(
+        shard: Option<Self>,
+        items: Vec<T>,
+        label: impl Fn(&T) -> String,
+    ) -> Vec<T> {
+        match shard {
+            Some(shard) => items
+                .into_iter()
+                .filter(|item| shard.contains(&label(item)))
+                .collect(),
+            None => items,
+        }
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// Stored in a run's options as "i/n".
+impl serde::Serialize for Shard {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// The 64-bit FNV-1a hash (Fowler, Noll, Vo): fixed, unseeded and the same
+/// on every machine and build, unlike `std`'s randomly seeded hasher, which
+/// would put a cell in a different shard in each process.
+pub fn fnv1a_64(bytes: &[u8]) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes.iter().fold(OFFSET_BASIS, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(PRIME)
+    })
+}
+
+impl crate::cli::ShardArgs {
+    /// The shard the options name, if any.
+    pub(crate) fn shard(&self) -> Result<Option<Shard>> {
+        self.shard.as_deref().map(Shard::parse).transpose()
+    }
+}
+
+/// Says that a shard holds no cell of the matrix (more shards than cells):
+/// nothing runs and nothing is stored, and the exit code is 0 so a job
+/// runner counts the shard as done.
+pub(crate) fn empty_shard(shard: Shard) -> Result<i32> {
+    eprintln!("shard {shard} holds no cell of this matrix: nothing to run");
+    Ok(0)
+}
+
+#[cfg(test)]
+mod shard_tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_matches_the_published_test_vectors() {
+        assert_eq!(fnv1a_64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a_64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a_64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn bad_shards_are_usage_errors() {
+        for text in ["0/3", "4/3", "1/0", "x", "1/", "/3", "-1/3", "1/3/4", ""] {
+            let error = Shard::parse(text).expect_err(text);
+            assert_eq!(exit_code(&error), EXIT_USAGE, "{text}");
+        }
+        assert_eq!(Shard::parse(" 2/3 ").unwrap(), Shard { index: 2, count: 3 });
+        assert_eq!(Shard::parse("1/1").unwrap().to_string(), "1/1");
+    }
+
+    #[test]
+    fn the_shards_partition_any_list() {
+        let labels: Vec<String> = (0..200).map(|i| format!("handshake_row_{i}")).collect();
+        for count in 1..=7 {
+            let mut seen = Vec::new();
+            for index in 1..=count {
+                let shard = Some(Shard { index, count });
+                seen.extend(Shard::filter(shard, labels.clone(), Clone::clone));
+            }
+            seen.sort();
+            let mut all = labels.clone();
+            all.sort();
+            assert_eq!(seen, all, "{count} shards");
+        }
+    }
+}

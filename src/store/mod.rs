@@ -6,11 +6,13 @@
 //! [`schema`].
 
 mod bulk;
+mod merge;
 mod provenance;
 mod schema;
 mod speed;
 mod tunnel;
 
+pub use merge::MergeSummary;
 pub use provenance::RunCommand;
 pub use schema::SCHEMA_VERSION;
 

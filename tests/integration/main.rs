@@ -8,6 +8,7 @@ mod compare;
 mod cost;
 mod dtls;
 mod load;
+mod merge;
 mod nginx;
 mod pipeline;
 mod plots;

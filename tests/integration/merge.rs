@@ -1,0 +1,263 @@
+//! `--shard i/n` and `tlslab merge`: the shards of a mock matrix merged
+//! equal the unsharded run cell for cell, merging a shard twice changes
+//! nothing, each merged run keeps its host and its shard, and bad shards
+//! and bad inputs are refused.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::util::{cert_dir, tlslab};
+
+/// The axes of the handshake matrix the tests shard: 12 rows on the mock backend.
+const HANDSHAKE: &[&str] = &[
+    "handshake",
+    "--backend",
+    "mock",
+    "--tls",
+    "1.2,1.3",
+    "--group",
+    "x25519,x448,p256",
+    "--cert",
+    "rsa2048,ecdsa_p256",
+    "--runs",
+    "4",
+    "--warmup",
+    "0",
+    "--seed",
+    "7",
+];
+
+fn path_text(path: &Path) -> String {
+    path.to_str().unwrap().to_string()
+}
+
+/// Runs `base` with `extra` and `--db db`, expecting exit status 0.
+fn measure(base: &[&str], extra: &[&str], db: &Path) {
+    let db = path_text(db);
+    let mut args: Vec<&str> = base.to_vec();
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--db", &db, "-q"]);
+    let cert_dir = path_text(&cert_dir());
+    if base[0] != "tunnel" {
+        args.extend_from_slice(&["--cert-dir", &cert_dir]);
+    }
+    tlslab(&args).expect_code(0);
+}
+
+/// Every cell of a database's handshake and tunnel runs: (table, backend
+/// or engine, label, status) -> sample count, summed over runs (so a cell
+/// stored twice shows as twice the samples).
+fn cells(db: &Path) -> BTreeMap<(String, String, String, String), i64> {
+    let connection = Connection::open(db).unwrap();
+    let mut cells = BTreeMap::new();
+    for (table, who) in [("cells", "backend"), ("tunnel_cells", "engine")] {
+        let mut statement = connection
+            .prepare(&format!(
+                "SELECT c.{who}, c.scenario_id, c.status,
+                        (SELECT count(*) FROM {} s WHERE s.cell_id = c.id)
+                 FROM {table} c",
+                table.replace("cells", "samples")
+            ))
+            .unwrap();
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    (
+                        table.to_string(),
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                    ),
+                    row.get::<_, i64>(3)?,
+                ))
+            })
+            .unwrap();
+        for row in rows {
+            let (key, samples) = row.unwrap();
+            *cells.entry(key).or_insert(0) += samples;
+        }
+    }
+    cells
+}
+
+/// The number of rows of each table that holds results.
+fn counts(db: &Path) -> Vec<(String, i64)> {
+    let connection = Connection::open(db).unwrap();
+    [
+        "hosts",
+        "runs",
+        "libraries",
+        "rounds",
+        "scenarios",
+        "cells",
+        "samples",
+        "tunnel_scenarios",
+        "tunnel_cells",
+        "tunnel_samples",
+    ]
+    .into_iter()
+    .map(|table| {
+        let count = connection
+            .query_row(&format!("SELECT count(*) FROM {table}"), [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        (table.to_string(), count)
+    })
+    .collect()
+}
+
+#[test]
+fn shards_of_a_mock_matrix_merged_equal_the_unsharded_run_and_merging_twice_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let tunnel: &[&str] = &[
+        "tunnel",
+        "--cipher",
+        "aes-128-gcm,aes-128-cbc,bf-cbc",
+        "--digest",
+        "sha1,sha256",
+        "--payload",
+        "random,zero",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--seed",
+        "7",
+    ];
+    let whole = dir.path().join("whole.sqlite");
+    measure(HANDSHAKE, &[], &whole);
+    measure(tunnel, &[], &whole);
+
+    let mut shards = Vec::new();
+    for index in 1..=3 {
+        let shard = format!("{index}/3");
+        let db = dir.path().join(format!("shard-{index}.sqlite"));
+        measure(HANDSHAKE, &["--shard", &shard], &db);
+        measure(tunnel, &["--shard", &shard], &db);
+        shards.push(db);
+    }
+    // Each shard holds a part, not the whole.
+    for shard in &shards {
+        assert!(cells(shard).len() < cells(&whole).len());
+    }
+
+    let all = dir.path().join("all.sqlite");
+    let mut args = vec!["merge".to_string(), path_text(&all)];
+    args.extend(shards.iter().map(|s| path_text(s)));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let merged = tlslab(&args);
+    merged.expect_code(0);
+    let shard_runs: i64 = shards.iter().map(|s| counts(s)[1].1).sum();
+    assert!(
+        merged
+            .stderr()
+            .contains(&format!("{shard_runs} run(s) merged")),
+        "{}",
+        merged.stderr()
+    );
+    assert_eq!(cells(&all), cells(&whole));
+
+    // Each merged run records its shard, and keeps its host.
+    let connection = Connection::open(&all).unwrap();
+    let mut statement = connection
+        .prepare("SELECT options_json FROM runs ORDER BY id")
+        .unwrap();
+    let options: Vec<String> = statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(options.len() as i64, shard_runs);
+    for index in 1..=3 {
+        let expected = format!("\"shard\":\"{index}/3\"");
+        assert!(options.iter().any(|o| o.contains(&expected)), "{options:?}");
+    }
+    let hosts: i64 = connection
+        .query_row("SELECT count(DISTINCT host_id) FROM runs", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_eq!(hosts, 1);
+
+    // Merging a shard again, or all of them, changes nothing.
+    let before = counts(&all);
+    let again = tlslab(&["merge", &path_text(&all), &path_text(&shards[1])]);
+    again.expect_code(0);
+    assert!(
+        again.stderr().contains("0 run(s) merged into"),
+        "{}",
+        again.stderr()
+    );
+    let twice = tlslab(&args);
+    twice.expect_code(0);
+    assert_eq!(counts(&all), before);
+
+    // The merged runs read back as any run does.
+    tlslab(&["report", "--db", &path_text(&all), "--run", "1"]).expect_code(0);
+}
+
+#[test]
+fn a_shard_out_of_range_or_malformed_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    for shard in ["0/3", "4/3", "1/0", "x", "2", "1/3/3"] {
+        for command in ["handshake", "speed", "cost", "tunnel", "bulk"] {
+            let run = tlslab(&[command, "--shard", shard, "--db", &path_text(&db)]);
+            run.expect_code(2);
+            assert!(run.stderr().contains("--shard"), "{}", run.stderr());
+        }
+    }
+    assert!(!db.exists(), "nothing may be written for bad options");
+}
+
+#[test]
+fn merge_refuses_missing_and_foreign_inputs_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.sqlite");
+    let out_text = path_text(&out);
+
+    let missing = dir.path().join("missing.sqlite");
+    tlslab(&["merge", &out_text, &path_text(&missing)]).expect_code(2);
+
+    let text = dir.path().join("results.csv");
+    std::fs::write(&text, "backend,median_ns\nmock,1\n").unwrap();
+    let run = tlslab(&["merge", &out_text, &path_text(&text)]);
+    run.expect_code(1);
+    assert!(
+        run.stderr().contains("is not a tlslab database"),
+        "{}",
+        run.stderr()
+    );
+
+    let other = dir.path().join("other.sqlite");
+    Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE foo (x INTEGER);")
+        .unwrap();
+    let run = tlslab(&["merge", &out_text, &path_text(&other)]);
+    run.expect_code(1);
+    assert!(run.stderr().contains("no `runs` table"), "{}", run.stderr());
+
+    let newer = dir.path().join("newer.sqlite");
+    measure(HANDSHAKE, &["--shard", "1/4"], &newer);
+    Connection::open(&newer)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    let run = tlslab(&["merge", &out_text, &path_text(&newer)]);
+    run.expect_code(1);
+    assert!(run.stderr().contains("newer tlslab"), "{}", run.stderr());
+    assert!(
+        !out.exists(),
+        "OUT must not be created when an input is refused"
+    );
+
+    // OUT named again as an input.
+    let good = dir.path().join("good.sqlite");
+    measure(HANDSHAKE, &["--shard", "2/4"], &good);
+    let run = tlslab(&["merge", &path_text(&good), &path_text(&good)]);
+    run.expect_code(2);
+}
