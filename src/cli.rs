@@ -48,6 +48,10 @@ pub enum Command {
     /// Combine result databases (e.g. the shards of a matrix run on several
     /// machines) into one, each run once with its own host record.
     Merge(MergeArgs),
+    /// From a stored run, the configurations not beaten on both cost and
+    /// security (the Pareto set) above a security floor, and why every
+    /// other row is out.
+    Recommend(RecommendArgs),
 }
 
 /// Whether handshakes authenticate the client too.
@@ -675,4 +679,48 @@ pub struct MergeArgs {
     /// The databases to read; they are not modified.
     #[arg(value_name = "IN", required = true)]
     pub inputs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab recommend                                  (the latest run, server CPU per handshake)
+  tlslab recommend --role client --min-security 128
+  tlslab recommend --run 4 --role tunnel --allow-weak
+
+Security bits per algorithm follow NIST SP 800-57 Part 1 Rev. 5, Table 2
+(see `src/security.rs`); a row's strength is its weakest part's.")]
+pub struct RecommendArgs {
+    /// The run to read. [default: the latest]
+    #[arg(long, value_name = "ID")]
+    pub run: Option<i64>,
+
+    /// What the cost is: server (server CPU per handshake), client (client
+    /// CPU per handshake) for handshake and cost runs; tunnel (CPU per
+    /// megabyte through the tunnel) for tunnel runs; bulk (both sides' CPU
+    /// per megabyte) for bulk runs. [default: server, or the run's kind]
+    #[arg(long, value_name = "ROLE")]
+    pub role: Option<String>,
+
+    /// Leave out rows whose estimated security is below this many bits.
+    #[arg(long, value_name = "BITS", default_value_t = 0)]
+    pub min_security: u32,
+
+    /// Leave out rows without forward secrecy (TLS 1.2 RSA key transport),
+    /// and rows that say nothing of their key exchange (tunnel data channels).
+    #[arg(long)]
+    pub forward_secrecy: bool,
+
+    /// Keep rows flagged weak (broken digest, 64-bit block, short keys).
+    #[arg(long)]
+    pub allow_weak: bool,
+
+    /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }

@@ -9,6 +9,7 @@ pub mod handshake;
 pub mod list;
 pub mod load;
 pub mod merge;
+pub mod recommend;
 pub mod report;
 pub mod session;
 pub mod speed;
@@ -36,5 +37,6 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Compare(args) => compare::run(&args),
         Command::Tunnel(args) => tunnel::run(&args),
         Command::Merge(args) => merge::run(&args),
+        Command::Recommend(args) => recommend::run(&args),
     }
 }

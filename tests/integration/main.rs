@@ -12,6 +12,7 @@ mod merge;
 mod nginx;
 mod pipeline;
 mod plots;
+mod recommend;
 mod tables;
 mod tunnel;
 mod util;
