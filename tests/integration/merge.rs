@@ -261,3 +261,105 @@ fn merge_refuses_missing_and_foreign_inputs_and_writes_nothing() {
     let run = tlslab(&["merge", &path_text(&good), &path_text(&good)]);
     run.expect_code(2);
 }
+
+/// Runs a shell script with these environment variables and the tlslab
+/// binary first on PATH, expecting exit status 0.
+fn shell(script: &str, env: &[(&str, String)]) {
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_tlslab")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = std::process::Command::new("bash")
+        .args(["-c", script])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{script}\n--- stderr\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The shell script of the Kubernetes manifest's container (its `args`
+/// block), with the volume `/out` replaced by `out`.
+fn k8s_script(out: &Path) -> String {
+    let yaml = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/k8s-indexed-job.yaml"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = yaml.lines().collect();
+    let start = lines.iter().position(|l| l.trim() == "- |").unwrap() + 1;
+    let indent = lines[start].len() - lines[start].trim_start().len();
+    let script: Vec<&str> = lines[start..]
+        .iter()
+        .take_while(|l| l.len() > indent && l[..indent].trim().is_empty())
+        .map(|l| &l[indent..])
+        .collect();
+    script
+        .join("\n")
+        .replace("/out/", &format!("{}/", out.display()))
+}
+
+#[test]
+fn the_cluster_recipes_give_each_cell_to_exactly_one_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "--backend mock --runs 2 --warmup 0 --cert-dir {}",
+        cert_dir().display()
+    );
+    let whole = dir.path().join("whole.sqlite");
+    let mut args: Vec<&str> = vec!["handshake", "--preset", "kex-matrix"];
+    args.extend(extra.split(' '));
+    let whole_text = path_text(&whole);
+    args.extend(["--db", &whole_text, "-q"]);
+    tlslab(&args).expect_code(0);
+
+    // Kubernetes: JOB_COMPLETION_INDEX from 0, SHARDS = completions.
+    let k8s = dir.path().join("k8s");
+    std::fs::create_dir(&k8s).unwrap();
+    let script = k8s_script(&k8s);
+    assert!(script.contains("--shard"), "{script}");
+    for index in 0..3 {
+        shell(
+            &script,
+            &[
+                ("JOB_COMPLETION_INDEX", index.to_string()),
+                ("SHARDS", "3".to_string()),
+                ("TLSLAB_ARGS", extra.clone()),
+            ],
+        );
+    }
+    // Slurm: an array 4-6 (the first index is not 0).
+    let slurm = dir.path().join("slurm");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/slurm-array.sh");
+    for task in 4..7 {
+        shell(
+            &format!("bash {}", script.display()),
+            &[
+                ("SLURM_ARRAY_TASK_ID", task.to_string()),
+                ("SLURM_ARRAY_TASK_COUNT", "3".to_string()),
+                ("SLURM_ARRAY_TASK_MIN", "4".to_string()),
+                ("TLSLAB_OUT", path_text(&slurm)),
+                ("TLSLAB_ARGS", extra.clone()),
+            ],
+        );
+    }
+    for (results, names) in [(&k8s, ["0", "1", "2"]), (&slurm, ["4", "5", "6"])] {
+        let all = results.join("all.sqlite");
+        let mut args = vec!["merge".to_string(), path_text(&all)];
+        for name in names {
+            let shard = results.join(format!("shard-{name}.sqlite"));
+            // A shard with no cell writes no file.
+            if shard.exists() {
+                args.push(path_text(&shard));
+            }
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        tlslab(&args).expect_code(0);
+        assert_eq!(cells(&all), cells(&whole), "{}", results.display());
+    }
+}
