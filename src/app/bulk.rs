@@ -102,8 +102,16 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
     };
     let sampling = args.sampling.options(defaults)?;
     let shard = args.shard.shard()?;
-    let scenarios = Shard::filter(shard, matrix.expand(), |s| s.label());
-    if let (Some(shard), true) = (shard, scenarios.is_empty()) {
+    // A shard measures its part of the matrix and the no-crypto rows the
+    // crypto share is taken from.
+    let scenarios = Shard::filter(
+        shard,
+        matrix.expand(),
+        |s| s.label(),
+        |s| s.handshake().is_none(),
+    );
+    if let Some(shard) = shard.filter(|shard| !shard.owns_any(scenarios.iter().map(|s| s.label())))
+    {
         return empty_shard(shard);
     }
     check_exports(&args.exports)?;

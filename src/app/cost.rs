@@ -78,7 +78,7 @@ pub fn run(args: &CostArgs) -> Result<i32> {
         backends_from_list(args.backend.as_deref().unwrap_or(default_backends)).map_err(usage)?;
     let options = args.sampling.options(DEFAULTS)?;
     let shard = args.shard.shard()?;
-    let scenarios = Shard::filter(shard, matrix.expand(), |s| s.label());
+    let scenarios = Shard::filter(shard, matrix.expand(), |s| s.label(), |_| false);
     if let (Some(shard), true) = (shard, scenarios.is_empty()) {
         return empty_shard(shard);
     }

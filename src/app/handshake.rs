@@ -213,11 +213,15 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     let sampling = args.sampling.options(defaults)?;
     let feature_sets = cpu_feature_list(&args.cpu_features)?;
     let shard = args.shard.shard()?;
-    // A shard measures its part of the matrix; the baseline row is its
-    // baseline only if the row falls in it (else the first measured row).
-    let scenarios = Shard::filter(shard, scenarios, |s| s.label());
-    let baseline = baseline.filter(|label| scenarios.iter().any(|s| s.label() == *label));
-    if let (Some(shard), true) = (shard, scenarios.is_empty()) {
+    // A shard measures its part of the matrix and the baseline row.
+    let scenarios = Shard::filter(
+        shard,
+        scenarios,
+        |s| s.label(),
+        |s| baseline.as_deref() == Some(s.label().as_str()),
+    );
+    if let Some(shard) = shard.filter(|shard| !shard.owns_any(scenarios.iter().map(|s| s.label())))
+    {
         return empty_shard(shard);
     }
     check_exports(&args.exports)?;

@@ -409,20 +409,31 @@ impl Shard {
         shard_hash(label) % self.count == self.index - 1
     }
 
-    /// The items of a list whose label belongs to the shard, in their order;
-    /// every item without a shard.
+    /// The items of a list whose label belongs to the shard, and the
+    /// reference rows (`is_reference`: a baseline the other rows are divided
+    /// by) whichever shard owns them, in their order; every item without a
+    /// shard. A reference row is measured in every shard because a ratio
+    /// comes from same-round pairs within one run: each shard's rows keep
+    /// their ratio to it. Its owning shard is still the one its label hashes to.
     pub(crate) fn filter<T>(
         shard: Option<Self>,
         items: Vec<T>,
         label: impl Fn(&T) -> String,
+        is_reference: impl Fn(&T) -> bool,
     ) -> Vec<T> {
         match shard {
             Some(shard) => items
                 .into_iter()
-                .filter(|item| shard.contains(&label(item)))
+                .filter(|item| shard.contains(&label(item)) || is_reference(item))
                 .collect(),
             None => items,
         }
+    }
+
+    /// Returns true if and only if the shard holds a cell of its own (not
+    /// only reference rows) among these labels.
+    pub(crate) fn owns_any<'a>(&self, mut labels: impl Iterator<Item = String> + 'a) -> bool {
+        labels.any(|label| self.contains(&label))
     }
 }
 
@@ -512,8 +523,20 @@ mod shard_tests {
         }
         for index in 1..=3 {
             let shard = Some(Shard { index, count: 3 });
-            let part = Shard::filter(shard, labels.clone(), Clone::clone);
+            let part = Shard::filter(shard, labels.clone(), Clone::clone, |_| false);
             assert!((2..=6).contains(&part.len()), "{index}/3: {part:?}");
+        }
+    }
+
+    #[test]
+    fn a_reference_row_is_in_every_shard() {
+        let labels: Vec<String> = (0..50).map(|i| format!("row_{i}")).collect();
+        for index in 1..=4 {
+            let shard = Shard { index, count: 4 };
+            let part = Shard::filter(Some(shard), labels.clone(), Clone::clone, |l| l == "row_7");
+            assert!(part.contains(&"row_7".to_string()));
+            let owned = part.iter().filter(|l| shard.contains(l)).count();
+            assert_eq!(owned + usize::from(!shard.contains("row_7")), part.len());
         }
     }
 
@@ -524,7 +547,9 @@ mod shard_tests {
             let mut seen = Vec::new();
             for index in 1..=count {
                 let shard = Some(Shard { index, count });
-                seen.extend(Shard::filter(shard, labels.clone(), Clone::clone));
+                seen.extend(Shard::filter(shard, labels.clone(), Clone::clone, |_| {
+                    false
+                }));
             }
             seen.sort();
             let mut all = labels.clone();

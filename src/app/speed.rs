@@ -99,7 +99,7 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
         return Err(usage("no algorithm to measure"));
     }
     let shard = args.shard.shard()?;
-    let rows = Shard::filter(shard, rows, |row| row.label());
+    let rows = Shard::filter(shard, rows, |row| row.label(), |_| false);
     if let (Some(shard), true) = (shard, rows.is_empty()) {
         return empty_shard(shard);
     }

@@ -147,8 +147,16 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
     }
     let sampling = args.sampling.options(defaults(preset))?;
     let shard = args.shard.shard()?;
-    let scenarios = Shard::filter(shard, scenarios, |s| s.label());
-    if let (Some(shard), true) = (shard, scenarios.is_empty()) {
+    // A shard measures its part of the matrix and the rows others are
+    // compared with (the no-tunnel rows, --baseline).
+    let scenarios = Shard::filter(
+        shard,
+        scenarios,
+        |s| s.label(),
+        |s| s.baseline || args.baseline.as_deref() == Some(s.label().as_str()),
+    );
+    if let Some(shard) = shard.filter(|shard| !shard.owns_any(scenarios.iter().map(|s| s.label())))
+    {
         return empty_shard(shard);
     }
     if !(args.transfer_mb.is_finite() && args.transfer_mb > 0.0) {

@@ -8,6 +8,8 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
+use tlslab::app::session::Shard;
+
 use crate::util::{cert_dir, tlslab};
 
 /// The axes of the handshake matrix the tests shard: 12 rows on the mock backend.
@@ -46,9 +48,11 @@ fn measure(base: &[&str], extra: &[&str], db: &Path) {
     tlslab(&args).expect_code(0);
 }
 
-/// Every cell of a database's handshake and tunnel runs: (table, backend
-/// or engine, label, status) -> sample count, summed over runs (so a cell
-/// stored twice shows as twice the samples).
+/// Every cell of a database's handshake and tunnel runs that its run's
+/// shard owns: (table, backend or engine, label, status) -> sample count,
+/// summed over runs (so a cell stored twice shows as twice the samples). A
+/// shard also measures the reference rows (baselines) other shards own:
+/// those copies are left out, so the shards' cells add up to the matrix.
 fn cells(db: &Path) -> BTreeMap<(String, String, String, String), i64> {
     let connection = Connection::open(db).unwrap();
     let mut cells = BTreeMap::new();
@@ -56,8 +60,8 @@ fn cells(db: &Path) -> BTreeMap<(String, String, String, String), i64> {
         let mut statement = connection
             .prepare(&format!(
                 "SELECT c.{who}, c.scenario_id, c.status,
-                        (SELECT count(*) FROM {} s WHERE s.cell_id = c.id)
-                 FROM {table} c",
+                        (SELECT count(*) FROM {} s WHERE s.cell_id = c.id), r.options_json
+                 FROM {table} c JOIN runs r ON r.id = c.run_id",
                 table.replace("cells", "samples")
             ))
             .unwrap();
@@ -71,11 +75,18 @@ fn cells(db: &Path) -> BTreeMap<(String, String, String, String), i64> {
                         row.get::<_, String>(2)?,
                     ),
                     row.get::<_, i64>(3)?,
+                    row.get::<_, String>(4)?,
                 ))
             })
             .unwrap();
         for row in rows {
-            let (key, samples) = row.unwrap();
+            let (key, samples, options) = row.unwrap();
+            let options: serde_json::Value = serde_json::from_str(&options).unwrap();
+            if let Some(shard) = options["shard"].as_str() {
+                if !Shard::parse(shard).unwrap().contains(&key.2) {
+                    continue;
+                }
+            }
             *cells.entry(key).or_insert(0) += samples;
         }
     }
@@ -139,9 +150,19 @@ fn shards_of_a_mock_matrix_merged_equal_the_unsharded_run_and_merging_twice_chan
         measure(tunnel, &["--shard", &shard], &db);
         shards.push(db);
     }
-    // Each shard holds a part, not the whole.
+    // Each shard holds a part, not the whole, and measures the no-tunnel
+    // row every tunnel row is compared with, whichever shard owns it.
     for shard in &shards {
         assert!(cells(shard).len() < cells(&whole).len());
+        let baselines: i64 = Connection::open(shard)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM tunnel_cells WHERE scenario_id LIKE 'tunnel_baseline%'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(baselines, 2, "{}", shard.display());
     }
 
     let all = dir.path().join("all.sqlite");
