@@ -56,7 +56,11 @@ fn measure(base: &[&str], extra: &[&str], db: &Path) {
 fn cells(db: &Path) -> BTreeMap<(String, String, String, String), i64> {
     let connection = Connection::open(db).unwrap();
     let mut cells = BTreeMap::new();
-    for (table, who) in [("cells", "backend"), ("tunnel_cells", "engine")] {
+    for (table, who) in [
+        ("cells", "backend"),
+        ("tunnel_cells", "engine"),
+        ("bulk_cells", "backend"),
+    ] {
         let mut statement = connection
             .prepare(&format!(
                 "SELECT c.{who}, c.scenario_id, c.status,
@@ -107,6 +111,9 @@ fn counts(db: &Path) -> Vec<(String, i64)> {
         "tunnel_scenarios",
         "tunnel_cells",
         "tunnel_samples",
+        "bulk_scenarios",
+        "bulk_cells",
+        "bulk_samples",
     ]
     .into_iter()
     .map(|table| {
@@ -138,9 +145,25 @@ fn shards_of_a_mock_matrix_merged_equal_the_unsharded_run_and_merging_twice_chan
         "--seed",
         "7",
     ];
+    let bulk: &[&str] = &[
+        "bulk",
+        "--backend",
+        "mock",
+        "--suite",
+        "aes128gcm,aes256gcm,chacha20poly1305",
+        "--size",
+        "64,1024",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--seed",
+        "7",
+    ];
     let whole = dir.path().join("whole.sqlite");
     measure(HANDSHAKE, &[], &whole);
     measure(tunnel, &[], &whole);
+    measure(bulk, &[], &whole);
 
     let mut shards = Vec::new();
     for index in 1..=3 {
@@ -148,6 +171,7 @@ fn shards_of_a_mock_matrix_merged_equal_the_unsharded_run_and_merging_twice_chan
         let db = dir.path().join(format!("shard-{index}.sqlite"));
         measure(HANDSHAKE, &["--shard", &shard], &db);
         measure(tunnel, &["--shard", &shard], &db);
+        measure(bulk, &["--shard", &shard], &db);
         shards.push(db);
     }
     // Each shard holds a part, not the whole, and measures the no-tunnel
