@@ -22,6 +22,8 @@ first=${SLURM_ARRAY_TASK_MIN:-0}
 index=$((SLURM_ARRAY_TASK_ID - first + 1))
 out=${TLSLAB_OUT:-$PWD/tlslab-shards}
 mkdir -p "$out"
+# A requeued task starts its shard afresh (no half run kept).
+rm -f "$out/shard-$SLURM_ARRAY_TASK_ID.sqlite"
 
 # TLSLAB_ARGS is split into words on purpose.
 # shellcheck disable=SC2086
