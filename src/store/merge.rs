@@ -241,3 +241,72 @@ impl Store {
         Ok(summary)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user_version(path: &Path) -> i64 {
+        Connection::open(path)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap()
+    }
+
+    /// A database as the first tlslab wrote it (schema version 0): one run,
+    /// one cell, one sample.
+    fn version_0_database(path: &Path) {
+        let old = Connection::open(path).unwrap();
+        old.execute_batch(schema::VERSION_0).unwrap();
+        old.execute_batch(
+            "INSERT INTO hosts (hostname, cpu_model, cpu_flags, cores, kernel, os)
+             VALUES ('old', 'cpu', 'aes', 4, '6.1', 'linux');
+             INSERT INTO runs (status, kind, tool_version, command_line, options_json, host_id)
+             VALUES ('complete', 'handshake', '0.1', 'tlslab handshake', '{}', 1);
+             INSERT INTO scenarios
+             (id, kind, tls_version, kx_group, cert, aead, resumption, mutual, chain_depth)
+             VALUES ('handshake_1.3_x25519_rsa2048_aes128gcm', 'handshake', '1.3', 'x25519',
+                     'rsa2048', 'aes128gcm', 'off', 0, 3);
+             INSERT INTO cells (run_id, scenario_id, backend, status, weak, security_notes,
+                                sample_count)
+             VALUES (1, 'handshake_1.3_x25519_rsa2048_aes128gcm', 'mock', 'measured', 0, '', 1);
+             INSERT INTO samples (cell_id, seq, wall_ns, client_ns, server_ns)
+             VALUES (1, 0, 10, 4, 5);",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn an_older_input_is_migrated_in_a_copy_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("old.sqlite");
+        version_0_database(&input);
+        let before = std::fs::read(&input).unwrap();
+
+        let mut store = Store::open(&dir.path().join("out.sqlite")).unwrap();
+        let summary = store.merge_from(&input).unwrap();
+        assert_eq!(summary.copied.len(), 1);
+        let run = store.load_run(summary.copied[0]).unwrap();
+        assert_eq!(run.host.hostname, "old");
+        assert_eq!(run.cells.len(), 1);
+        assert_eq!(run.cells[0].samples().len(), 1);
+
+        assert_eq!(user_version(&input), 0);
+        assert_eq!(std::fs::read(&input).unwrap(), before);
+        // Merged again: already present.
+        let again = store.merge_from(&input).unwrap();
+        assert_eq!((again.copied.len(), again.skipped), (0, 1));
+    }
+
+    #[test]
+    fn an_empty_file_is_not_a_tlslab_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("empty.sqlite");
+        std::fs::write(&input, "").unwrap();
+        let error = Store::check_mergeable(&input).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("is not a tlslab database"),
+            "{error:#}"
+        );
+    }
+}
