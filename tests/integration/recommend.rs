@@ -2,7 +2,7 @@
 //! the row that dominates it, a floor excludes rows with the reason, and a
 //! role that does not fit the run is a usage error.
 
-use crate::util::{cert_dir, tlslab};
+use crate::util::{cert_dir, tlslab, tlslab_at};
 
 /// A mock handshake run in a fresh database; returns the database's path.
 fn mock_run(dir: &std::path::Path) -> String {
@@ -102,6 +102,20 @@ fn a_dominated_row_names_its_dominator_and_a_floor_says_why_rows_are_out() {
         "{}",
         table.stdout()
     );
+
+    // The default table fits 80 and 120 columns, reasons as footnotes.
+    for width in [80, 120] {
+        let run = tlslab_at(
+            &["recommend", "--db", &db, "--min-security", "112"],
+            Some(width),
+        );
+        run.expect_code(0);
+        let out = run.stdout();
+        for line in out.lines() {
+            assert!(line.chars().count() <= width, "{width}:\n{out}");
+        }
+        assert!(out.contains("flagged weak"), "{out}");
+    }
 
     // A role the run has no figure for, or an unknown run, is a usage error.
     tlslab(&["recommend", "--db", &db, "--role", "tunnel"]).expect_code(2);
