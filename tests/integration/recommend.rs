@@ -122,3 +122,38 @@ fn a_dominated_row_names_its_dominator_and_a_floor_says_why_rows_are_out() {
     tlslab(&["recommend", "--db", &db, "--role", "nonsense"]).expect_code(2);
     tlslab(&["recommend", "--db", &db, "--run", "99"]).expect_code(2);
 }
+
+#[test]
+fn a_tunnel_run_is_priced_per_megabyte_and_weak_ciphers_are_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite").to_str().unwrap().to_string();
+    tlslab(&[
+        "tunnel",
+        "--cipher",
+        "aes-128-gcm,bf-cbc,des-cbc",
+        "--digest",
+        "sha256",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--db",
+        &db,
+        "-q",
+    ])
+    .expect_code(0);
+    let rows = verdicts(dir.path(), &db, &[]);
+    let gcm = "tunnel_aes-128-gcm_none_none_random_1400";
+    assert_eq!(rows[gcm]["verdict"]["verdict"], "recommended", "{rows:?}");
+    for weak in [
+        "tunnel_bf-cbc_sha256_none_random_1400",
+        "tunnel_des-cbc_sha256_none_random_1400",
+        "tunnel_baseline_random_1400",
+    ] {
+        assert_eq!(rows[weak]["verdict"]["verdict"], "below_floor", "{weak}");
+    }
+    let rows = verdicts(dir.path(), &db, &["--forward-secrecy"]);
+    let reasons = rows[gcm]["verdict"]["reasons"].to_string();
+    assert!(reasons.contains("forward secrecy not known"), "{reasons}");
+    tlslab(&["recommend", "--db", &db, "--role", "server"]).expect_code(2);
+}
