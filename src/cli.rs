@@ -45,6 +45,13 @@ pub enum Command {
     /// Measure a VPN data channel per cipher, digest, compression, payload
     /// and packet size: in process, or through a real OpenVPN tunnel.
     Tunnel(Box<TunnelArgs>),
+    /// Combine result databases (e.g. the shards of a matrix run on several
+    /// machines) into one, each run once with its own host record.
+    Merge(MergeArgs),
+    /// From a stored run, the configurations not beaten on both cost and
+    /// security (the Pareto set) above a security floor, and why every
+    /// other row is out.
+    Recommend(RecommendArgs),
 }
 
 /// Whether handshakes authenticate the client too.
@@ -99,6 +106,9 @@ pub struct HandshakeArgs {
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
+
+    #[command(flatten)]
+    pub shard: ShardArgs,
 
     /// The row other rows are compared with, by label (see the JSON export or
     /// `tlslab report`). [default: the preset's baseline, or the first row]
@@ -177,6 +187,9 @@ pub struct BulkArgs {
     pub sampling: SamplingArgs,
 
     #[command(flatten)]
+    pub shard: ShardArgs,
+
+    #[command(flatten)]
     pub database: DatabaseArgs,
 
     #[command(flatten)]
@@ -219,6 +232,9 @@ pub struct SpeedArgs {
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
+
+    #[command(flatten)]
+    pub shard: ShardArgs,
 
     #[command(flatten)]
     pub database: DatabaseArgs,
@@ -264,6 +280,9 @@ pub struct CostArgs {
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
+
+    #[command(flatten)]
+    pub shard: ShardArgs,
 
     #[command(flatten)]
     pub database: DatabaseArgs,
@@ -363,6 +382,17 @@ pub struct SamplingArgs {
     /// repeat an order). [default: from the clock]
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+}
+
+/// Which part of the matrix this machine measures.
+#[derive(Debug, Args)]
+pub struct ShardArgs {
+    /// Measure only shard I of N (1 <= I <= N): the cells whose stable
+    /// label hashes to it, so N machines (a Kubernetes Indexed Job, a Slurm
+    /// array) each run one part and `tlslab merge` joins their databases.
+    /// The same cell always falls in the same shard. [default: the whole matrix]
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
 }
 
 /// Where results are stored.
@@ -544,6 +574,9 @@ pub struct TunnelArgs {
     pub sampling: SamplingArgs,
 
     #[command(flatten)]
+    pub shard: ShardArgs,
+
+    #[command(flatten)]
     pub database: DatabaseArgs,
 
     #[command(flatten)]
@@ -634,4 +667,65 @@ pub struct LoadArgs {
     /// Do not print progress.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab merge all.sqlite shard-0.sqlite shard-1.sqlite shard-2.sqlite
+  tlslab merge all.sqlite shard-*.sqlite && tlslab report --db all.sqlite --list
+
+OUT is created if missing; runs already in OUT (same host, start time,
+command line and options) are skipped, so merging a file twice changes nothing.")]
+pub struct MergeArgs {
+    /// The database to merge into (created if missing).
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+
+    /// The databases to read; they are not modified.
+    #[arg(value_name = "IN", required = true)]
+    pub inputs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab recommend                                  (the latest run, server CPU per handshake)
+  tlslab recommend --role client --min-security 128
+  tlslab recommend --run 4 --role tunnel --allow-weak
+
+Security bits per algorithm follow NIST SP 800-57 Part 1 Rev. 5, Table 2
+(see `src/security.rs`); a row's strength is its weakest part's.")]
+pub struct RecommendArgs {
+    /// The run to read. [default: the latest]
+    #[arg(long, value_name = "ID")]
+    pub run: Option<i64>,
+
+    /// What the cost is: server (server CPU per handshake), client (client
+    /// CPU per handshake) for handshake and cost runs; tunnel (CPU per
+    /// megabyte through the tunnel) for tunnel runs; bulk (both sides' CPU
+    /// per megabyte) for bulk runs. [default: server, or the run's kind]
+    #[arg(long, value_name = "ROLE")]
+    pub role: Option<String>,
+
+    /// Leave out rows whose estimated security is below this many bits.
+    #[arg(long, value_name = "BITS", default_value_t = 0)]
+    pub min_security: u32,
+
+    /// Leave out rows without forward secrecy (TLS 1.2 RSA key transport),
+    /// and rows that say nothing of their key exchange (tunnel data channels).
+    #[arg(long)]
+    pub forward_secrecy: bool,
+
+    /// Keep rows flagged weak (broken digest, 64-bit block, short keys).
+    #[arg(long)]
+    pub allow_weak: bool,
+
+    /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }

@@ -12,6 +12,7 @@ pub mod measure;
 pub mod model;
 pub mod report;
 pub mod scenario;
+pub mod security;
 pub mod stats;
 pub mod store;
 pub mod transport;

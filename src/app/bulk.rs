@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::session::{
-    check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
+    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, usage, Bar,
+    SamplingDefaults, Shard,
 };
 use crate::backend::{backends_from_list, Backend};
 use crate::certs::CertCache;
@@ -43,6 +44,7 @@ struct StoredOptions<'a> {
     matrix: &'a BulkMatrix,
     bytes_per_sample: Option<usize>,
     sampling: &'a SamplingOptions,
+    shard: Option<Shard>,
 }
 
 fn default_matrix() -> BulkMatrix {
@@ -99,6 +101,19 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
         None => DEFAULTS,
     };
     let sampling = args.sampling.options(defaults)?;
+    let shard = args.shard.shard()?;
+    // A shard measures its part of the matrix and the no-crypto rows the
+    // crypto share is taken from.
+    let scenarios = Shard::filter(
+        shard,
+        matrix.expand(),
+        |s| s.label(),
+        |s| s.handshake().is_none(),
+    );
+    if let Some(shard) = shard.filter(|shard| !shard.owns_any(scenarios.iter().map(|s| s.label())))
+    {
+        return empty_shard(shard);
+    }
     check_exports(&args.exports)?;
     let mut store = open_store(&args.database)?;
 
@@ -110,6 +125,7 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
         matrix: &matrix,
         bytes_per_sample: args.bytes_per_sample,
         sampling: &sampling,
+        shard,
     };
     let run_id = store.begin_run(&run_info(
         "bulk",
@@ -119,7 +135,6 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
     ))?;
 
     let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
-    let scenarios = matrix.expand();
     let plain_rows = scenarios.iter().filter(|s| s.handshake().is_none()).count();
     let bar = Bar::new(
         plain_rows + (scenarios.len() - plain_rows) * backends.len(),

@@ -41,7 +41,7 @@ fn run_spec(text: &str, default_db: &Path) -> Result<(PathBuf, i64)> {
 }
 
 /// Opens a database that must already exist (nothing is created for a typo).
-fn open_existing(path: &Path) -> Result<Store> {
+pub(super) fn open_existing(path: &Path) -> Result<Store> {
     if !path.exists() {
         return Err(usage(format!("there is no database at {}", path.display())));
     }

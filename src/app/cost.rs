@@ -10,7 +10,8 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::session::{
-    check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
+    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, usage, Bar,
+    SamplingDefaults, Shard,
 };
 use crate::backend::rustls::instrument::Side;
 use crate::backend::{backends_from_list, Backend};
@@ -76,6 +77,11 @@ pub fn run(args: &CostArgs) -> Result<i32> {
     let backends: Vec<Arc<dyn Backend>> =
         backends_from_list(args.backend.as_deref().unwrap_or(default_backends)).map_err(usage)?;
     let options = args.sampling.options(DEFAULTS)?;
+    let shard = args.shard.shard()?;
+    let scenarios = Shard::filter(shard, matrix.expand(), |s| s.label(), |_| false);
+    if let (Some(shard), true) = (shard, scenarios.is_empty()) {
+        return empty_shard(shard);
+    }
     let primitive_options = SamplingOptions {
         max_time: options.max_time.min(Duration::from_millis(500)),
         min_samples: options.min_samples.min(6),
@@ -95,6 +101,7 @@ pub fn run(args: &CostArgs) -> Result<i32> {
             "matrix": matrix,
             "sampling": options,
             "breakdown": args.breakdown,
+            "shard": shard,
         })
         .to_string(),
         &host,
@@ -103,7 +110,6 @@ pub fn run(args: &CostArgs) -> Result<i32> {
 
     let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
     let interrupt = interrupt_flag();
-    let scenarios = matrix.expand();
     let bar = Bar::new(scenarios.len() * backends.len(), args.quiet);
     let handshakes = run_matrix(
         &scenarios,

@@ -12,7 +12,8 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use super::session::{
-    check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
+    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, usage, Bar,
+    SamplingDefaults, Shard,
 };
 use super::speed::{cpu_feature_list, CpuFeatures, GENERIC_CPU_ENV};
 use crate::backend::{backends_from_list, Backend};
@@ -49,6 +50,7 @@ struct StoredOptions<'a> {
     sampling: &'a SamplingOptions,
     baseline: Option<&'a str>,
     cpu_features: &'a str,
+    shard: Option<Shard>,
 }
 
 fn default_matrix() -> HandshakeMatrix {
@@ -210,6 +212,18 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     };
     let sampling = args.sampling.options(defaults)?;
     let feature_sets = cpu_feature_list(&args.cpu_features)?;
+    let shard = args.shard.shard()?;
+    // A shard measures its part of the matrix and the baseline row.
+    let scenarios = Shard::filter(
+        shard,
+        scenarios,
+        |s| s.label(),
+        |s| baseline.as_deref() == Some(s.label().as_str()),
+    );
+    if let Some(shard) = shard.filter(|shard| !shard.owns_any(scenarios.iter().map(|s| s.label())))
+    {
+        return empty_shard(shard);
+    }
     check_exports(&args.exports)?;
     let mut store = open_store(&args.database)?;
 
@@ -222,6 +236,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         sampling: &sampling,
         baseline: baseline.as_deref(),
         cpu_features: &args.cpu_features,
+        shard,
     };
     let run_id = store.begin_run(&run_info(
         "handshake",
@@ -360,6 +375,7 @@ fn generic_cells(
             ("--runs", sampling.runs.map(|v| v.to_string())),
             ("--warmup", sampling.warmup.map(|v| v.to_string())),
             ("--seed", sampling.seed.map(|v| v.to_string())),
+            ("--shard", args.shard.shard.clone()),
         ] {
             if let Some(value) = value {
                 child.args([flag, &value]);

@@ -8,6 +8,8 @@ pub mod cost;
 pub mod handshake;
 pub mod list;
 pub mod load;
+pub mod merge;
+pub mod recommend;
 pub mod report;
 pub mod session;
 pub mod speed;
@@ -34,5 +36,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Load(args) => load::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Tunnel(args) => tunnel::run(&args),
+        Command::Merge(args) => merge::run(&args),
+        Command::Recommend(args) => recommend::run(&args),
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::session::{
-    check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
-    EXIT_INTERRUPTED,
+    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, usage, Bar,
+    SamplingDefaults, Shard, EXIT_INTERRUPTED,
 };
 use crate::backend::{backends_from_list, Backend};
 use crate::cli::SpeedArgs;
@@ -98,6 +98,11 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
     if rows.is_empty() {
         return Err(usage("no algorithm to measure"));
     }
+    let shard = args.shard.shard()?;
+    let rows = Shard::filter(shard, rows, |row| row.label(), |_| false);
+    if let (Some(shard), true) = (shard, rows.is_empty()) {
+        return empty_shard(shard);
+    }
     let backends: Vec<std::sync::Arc<dyn Backend>> =
         backends_from_list(&args.backend).map_err(usage)?;
     if backends.is_empty() {
@@ -118,6 +123,7 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
             "sizes": sizes,
             "cpu_features": args.cpu_features,
             "sampling": options,
+            "shard": shard,
         })
         .to_string(),
         &host,
@@ -259,6 +265,7 @@ fn generic_cells(
             ("--runs", sampling.runs.map(|v| v.to_string())),
             ("--warmup", sampling.warmup.map(|v| v.to_string())),
             ("--seed", sampling.seed.map(|v| v.to_string())),
+            ("--shard", args.shard.shard.clone()),
         ] {
             if let Some(value) = value {
                 child.args([flag, &value]);

@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::session::{
-    check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
+    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, usage, Bar,
+    SamplingDefaults, Shard,
 };
 use crate::backend::LibraryInfo;
 use crate::cli::TunnelArgs;
@@ -35,6 +36,7 @@ struct StoredOptions<'a> {
     sampling: &'a SamplingOptions,
     transfer_bytes: u64,
     baseline: Option<&'a str>,
+    shard: Option<Shard>,
 }
 
 fn default_matrix() -> TunnelMatrix {
@@ -144,6 +146,19 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
         }
     }
     let sampling = args.sampling.options(defaults(preset))?;
+    let shard = args.shard.shard()?;
+    // A shard measures its part of the matrix and the rows others are
+    // compared with (the no-tunnel rows, --baseline).
+    let scenarios = Shard::filter(
+        shard,
+        scenarios,
+        |s| s.label(),
+        |s| s.baseline || args.baseline.as_deref() == Some(s.label().as_str()),
+    );
+    if let Some(shard) = shard.filter(|shard| !shard.owns_any(scenarios.iter().map(|s| s.label())))
+    {
+        return empty_shard(shard);
+    }
     if !(args.transfer_mb.is_finite() && args.transfer_mb > 0.0) {
         return Err(usage(format!(
             "--transfer-mb must be a positive number, got {}",
@@ -183,6 +198,7 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
         sampling: &sampling,
         transfer_bytes,
         baseline: args.baseline.as_deref(),
+        shard,
     };
     let run_id = store.begin_run(&run_info(
         "tunnel",

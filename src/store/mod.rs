@@ -7,12 +7,14 @@
 
 mod bulk;
 mod load;
+mod merge;
 mod provenance;
 mod schema;
 mod speed;
 mod tunnel;
 
 pub use load::LoadRecord;
+pub use merge::MergeSummary;
 pub use provenance::RunCommand;
 pub use schema::SCHEMA_VERSION;
 

@@ -595,6 +595,18 @@ impl Found {
     }
 }
 
+/// Checks that a database opened read-only is a tlslab database that this
+/// tlslab can read (see [`Found::check`]) and returns its schema version;
+/// an empty file is refused, as it holds no run.
+pub(super) fn check_input(connection: &Connection, name: &str) -> Result<i64> {
+    let found = Found::read(connection, name)?;
+    found.check(name)?;
+    if found.tables.is_empty() {
+        bail!("{name} is not a tlslab database (it has no tables)");
+    }
+    Ok(found.version)
+}
+
 /// Creates the latest schema in an empty database, or migrates an older
 /// one, in one transaction; refuses a file that is not a tlslab database
 /// or is newer than this code.

@@ -1,0 +1,203 @@
+//! `tlslab recommend`: reads one stored run, prices each row for a role
+//! (server or client CPU per handshake, CPU per megabyte through a tunnel
+//! or a TLS connection), rates its security (`crate::security`) and prints
+//! the Pareto set above the floor and why every other row is out.
+
+use anyhow::Result;
+
+use super::compare::open_existing;
+use super::session::{check_exports, usage};
+use crate::cli::RecommendArgs;
+use crate::measure::{Outcome, Sampled, Timed};
+use crate::report::recommend::{Candidate, CostAxis, Floor, Recommendation};
+use crate::security;
+use crate::store::Store;
+
+/// The roles and the run kinds each reads.
+const ROLES: &str =
+    "server, client (handshake and cost runs), tunnel (tunnel runs), bulk (bulk runs)";
+
+/// The cost axis of a role for a run kind, or a usage error when the run
+/// has no such figure.
+fn cost_axis(role: &str, kind: &str) -> Result<CostAxis> {
+    let handshake_axes = crate::report::handshake::AXIS_HEADERS.to_vec();
+    Ok(match (role, kind) {
+        ("server", "handshake" | "cost") => CostAxis {
+            role: "server",
+            header: "server CPU µs",
+            scale: 1e-3,
+            meaning: "the server's CPU time per handshake",
+            backend_header: "backend",
+            axis_headers: handshake_axes,
+        },
+        ("client", "handshake" | "cost") => CostAxis {
+            role: "client",
+            header: "client CPU µs",
+            scale: 1e-3,
+            meaning: "the client's CPU time per handshake",
+            backend_header: "backend",
+            axis_headers: handshake_axes,
+        },
+        ("tunnel", "tunnel") => CostAxis {
+            role: "tunnel",
+            header: "CPU ms/MB",
+            scale: 1.0,
+            meaning: "the CPU time of both ends per megabyte of payload (the inverse of throughput per core)",
+            backend_header: "engine",
+            axis_headers: crate::report::tunnel::AXIS_HEADERS.to_vec(),
+        },
+        ("bulk", "bulk") => CostAxis {
+            role: "bulk",
+            header: "CPU ms/MB",
+            scale: 1.0,
+            meaning: "both sides' CPU time per megabyte of application data",
+            backend_header: "backend",
+            axis_headers: vec!["protocol", "suite", "write bytes"],
+        },
+        _ => {
+            return Err(usage(format!(
+                "the role {role} does not apply to a {kind} run; roles: {ROLES}"
+            )))
+        }
+    })
+}
+
+/// The median of each sample's cost, with the sample count; `None` for a
+/// row that was not measured, with the reason.
+fn median_cost<S>(
+    outcome: &Outcome<S>,
+    samples: &[Timed<S>],
+    cost: impl Fn(&S) -> f64,
+) -> (Option<f64>, usize, Option<String>) {
+    let costs: Vec<f64> = samples.iter().map(|s| cost(&s.value)).collect();
+    let not_measured = outcome
+        .reason()
+        .map(|reason| format!("{}: {reason}", outcome.status()));
+    let cost = (outcome.status() == "measured")
+        .then(|| crate::stats::median(&costs))
+        .flatten();
+    (cost, costs.len(), not_measured)
+}
+
+/// Every row of the run as a candidate for the role.
+fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<Candidate>> {
+    // Nanoseconds per byte are milliseconds per megabyte (10^6 bytes).
+    Ok(match kind {
+        "handshake" | "cost" => store
+            .load_run(run_id)?
+            .cells
+            .iter()
+            .map(|c| {
+                let (cost, samples, not_measured) =
+                    median_cost(&c.outcome, c.samples(), |s| match role {
+                        "client" => s.client_cpu_ns as f64,
+                        _ => s.server_cpu_ns as f64,
+                    });
+                Candidate {
+                    backend: c.backend.clone(),
+                    label: c.scenario.label(),
+                    axes: crate::report::handshake::axis_cells(&c.scenario),
+                    workload: String::new(),
+                    cost,
+                    samples,
+                    not_measured,
+                    strength: security::handshake(&c.scenario),
+                }
+            })
+            .collect(),
+        "tunnel" => store
+            .load_tunnel_cells(run_id)?
+            .iter()
+            .map(|c| {
+                let (cost, samples, not_measured) =
+                    median_cost(&c.outcome, c.samples(), Sampled::cost);
+                Candidate {
+                    backend: crate::scenario::Named::id(c.engine).to_string(),
+                    label: c.scenario.label(),
+                    axes: crate::report::tunnel::axis_cells(&c.scenario),
+                    workload: format!(
+                        "{} {}",
+                        crate::scenario::Named::id(c.scenario.payload),
+                        c.scenario.payload_bytes
+                    ),
+                    cost,
+                    samples,
+                    not_measured,
+                    strength: security::tunnel(&c.scenario),
+                }
+            })
+            .collect(),
+        _ => store
+            .load_bulk_cells(run_id)?
+            .iter()
+            .map(|c| {
+                let (cost, samples, not_measured) =
+                    median_cost(&c.outcome, c.samples(), Sampled::cost);
+                let (protocol, suite) = match c.scenario.channel {
+                    crate::scenario::bulk::Channel::Plain => {
+                        ("none".to_string(), "none".to_string())
+                    }
+                    crate::scenario::bulk::Channel::Tls { version, aead } => (
+                        crate::scenario::Named::id(version).to_string(),
+                        crate::scenario::Named::id(aead).to_string(),
+                    ),
+                };
+                Candidate {
+                    backend: c.backend.clone(),
+                    label: c.scenario.label(),
+                    axes: vec![protocol, suite, c.scenario.write_bytes.to_string()],
+                    workload: c.scenario.write_bytes.to_string(),
+                    cost,
+                    samples,
+                    not_measured,
+                    strength: security::bulk(&c.scenario),
+                }
+            })
+            .collect(),
+    })
+}
+
+pub fn run(args: &RecommendArgs) -> Result<i32> {
+    check_exports(&args.exports)?;
+    let path = args.db.clone().unwrap_or_else(Store::default_path);
+    let store = open_existing(&path)?;
+    let run_id = match args.run {
+        Some(id) => id,
+        None => store
+            .latest_run_id()?
+            .ok_or_else(|| usage(format!("there is no run in {}", path.display())))?,
+    };
+    let kind = store
+        .run_kind(run_id)?
+        .ok_or_else(|| usage(format!("there is no run {run_id} in {}", path.display())))?;
+    let role = match (args.role.as_deref(), kind.as_str()) {
+        (Some(role), _) => role,
+        (None, "tunnel") => "tunnel",
+        (None, "bulk") => "bulk",
+        (None, _) => "server",
+    };
+    if !["server", "client", "tunnel", "bulk"].contains(&role) {
+        return Err(usage(format!("unknown role '{role}'; roles: {ROLES}")));
+    }
+    let axis = cost_axis(role, &kind)?;
+    let stored = store.load_run(run_id)?;
+    let floor = Floor {
+        min_bits: args.min_security,
+        forward_secrecy: args.forward_secrecy,
+        allow_weak: args.allow_weak,
+    };
+    let candidates = candidates(&store, run_id, &kind, role)?;
+    let recommendation = Recommendation::new(
+        run_id,
+        &kind,
+        &stored.host,
+        &stored.libraries,
+        axis,
+        floor,
+        candidates,
+    );
+    let document = recommendation.document();
+    args.display.print(&document)?;
+    args.exports.write(&document)?;
+    Ok(0)
+}

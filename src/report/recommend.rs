@@ -1,0 +1,467 @@
+//! The recommend view: the rows of one stored run placed on two axes, cost
+//! (lower is better) and estimated security (higher is better). A row is
+//! recommended when it clears the floor (security bits, forward secrecy,
+//! nothing flagged weak) and no other such row is at least as cheap and at
+//! least as strong, and better in one of the two (the Pareto set). Every
+//! other row says why it is out: below the floor (which rule), dominated
+//! (by which row), or not measured.
+//!
+//! Costs are medians compared as they are: two rows whose medians differ
+//! by less than their noise still rank, so a close call is worth a look at
+//! the run's intervals (`tlslab report`).
+
+use serde::Serialize;
+
+use super::{heading, ColumnKind, Document, Table};
+use crate::backend::LibraryInfo;
+use crate::host::HostInfo;
+use crate::security::Strength;
+
+/// One row of the run as recommend reads it.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The backend or engine.
+    pub backend: String,
+    /// The scenario's stable label.
+    pub label: String,
+    /// The scenario as short cells, one per axis header.
+    pub axes: Vec<String>,
+    /// What the row's work is, as opposed to its configuration (a tunnel's
+    /// payload and packet size, a bulk row's write size): rows compete only
+    /// with rows of the same work. Empty for handshakes.
+    pub workload: String,
+    /// The median cost, `None` when the row was not measured.
+    pub cost: Option<f64>,
+    pub samples: usize,
+    /// Why the row was not measured ("unsupported: ..."), if it was not.
+    pub not_measured: Option<String>,
+    pub strength: Strength,
+}
+
+/// What a security floor asks of a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Floor {
+    pub min_bits: u32,
+    pub forward_secrecy: bool,
+    pub allow_weak: bool,
+}
+
+/// Where a row ends up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// In the Pareto set.
+    Recommended,
+    /// Below the floor: every rule it breaks.
+    BelowFloor {
+        reasons: Vec<String>,
+    },
+    /// Another row (its index) is at least as cheap and as strong, and better in one.
+    Dominated {
+        by: usize,
+    },
+    NotMeasured {
+        reason: String,
+    },
+}
+
+/// Every rule of the floor a row breaks, empty when it clears the floor.
+pub fn floor_breaches(strength: &Strength, floor: &Floor) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if strength.bits < floor.min_bits {
+        reasons.push(format!(
+            "{} bits < {} ({})",
+            strength.bits, floor.min_bits, strength.weakest
+        ));
+    }
+    if floor.forward_secrecy && strength.forward_secrecy != Some(true) {
+        reasons.push(match strength.forward_secrecy {
+            Some(false) => "no forward secrecy".to_string(),
+            _ => "forward secrecy not known for this row".to_string(),
+        });
+    }
+    if strength.weak && !floor.allow_weak {
+        reasons.push("flagged weak".to_string());
+    }
+    reasons
+}
+
+/// Returns true if and only if `a` dominates `b`: no dearer, no weaker,
+/// and cheaper or stronger.
+fn dominates(a: (f64, u32), b: (f64, u32)) -> bool {
+    a.0 <= b.0 && a.1 >= b.1 && (a.0 < b.0 || a.1 > b.1)
+}
+
+/// The verdict of every candidate, in their order. Rows compete with the
+/// rows of the same workload only; a dominated row names the cheapest
+/// recommended row that dominates it.
+pub fn recommend(candidates: &[Candidate], floor: &Floor) -> Vec<Verdict> {
+    let mut verdicts: Vec<Option<Verdict>> = candidates
+        .iter()
+        .map(|c| match (&c.cost, &c.not_measured) {
+            (None, reason) => Some(Verdict::NotMeasured {
+                reason: reason.clone().unwrap_or_else(|| "no samples".to_string()),
+            }),
+            (Some(_), _) => {
+                let reasons = floor_breaches(&c.strength, floor);
+                (!reasons.is_empty()).then_some(Verdict::BelowFloor { reasons })
+            }
+        })
+        .collect();
+    let eligible: Vec<usize> = (0..candidates.len())
+        .filter(|&i| verdicts[i].is_none())
+        .collect();
+    let point = |i: usize| {
+        (
+            candidates[i].cost.unwrap_or(f64::INFINITY),
+            candidates[i].strength.bits,
+        )
+    };
+    let beats = |j: usize, i: usize| {
+        candidates[j].workload == candidates[i].workload && dominates(point(j), point(i))
+    };
+    let pareto: Vec<usize> = eligible
+        .iter()
+        .copied()
+        .filter(|&i| !eligible.iter().any(|&j| beats(j, i)))
+        .collect();
+    for &i in &eligible {
+        verdicts[i] = Some(if pareto.contains(&i) {
+            Verdict::Recommended
+        } else {
+            // Domination is transitive, so some Pareto row dominates it.
+            let by = pareto
+                .iter()
+                .copied()
+                .filter(|&j| beats(j, i))
+                .min_by(|&a, &b| point(a).0.total_cmp(&point(b).0))
+                .expect("a dominated row has a dominating Pareto row");
+            Verdict::Dominated { by }
+        });
+    }
+    verdicts
+        .into_iter()
+        .map(|v| v.expect("every row judged"))
+        .collect()
+}
+
+/// What the cost column is.
+#[derive(Debug, Clone)]
+pub struct CostAxis {
+    /// The role, e.g. "server".
+    pub role: &'static str,
+    /// The column header, e.g. "server CPU µs".
+    pub header: &'static str,
+    /// The drawn figure per unit of cost (1e-3 for nanoseconds drawn as µs).
+    pub scale: f64,
+    /// What the cost is, for the notes.
+    pub meaning: &'static str,
+    /// What the backend column is called ("backend", "engine").
+    pub backend_header: &'static str,
+    pub axis_headers: Vec<&'static str>,
+}
+
+/// A run's rows judged: everything the document needs.
+pub struct Recommendation<'a> {
+    pub run_id: i64,
+    pub kind: &'a str,
+    pub host: &'a HostInfo,
+    pub libraries: &'a [LibraryInfo],
+    pub axis: CostAxis,
+    pub floor: Floor,
+    pub candidates: Vec<Candidate>,
+    pub verdicts: Vec<Verdict>,
+}
+
+impl Recommendation<'_> {
+    /// Judges the candidates against the floor.
+    pub fn new<'a>(
+        run_id: i64,
+        kind: &'a str,
+        host: &'a HostInfo,
+        libraries: &'a [LibraryInfo],
+        axis: CostAxis,
+        floor: Floor,
+        candidates: Vec<Candidate>,
+    ) -> Recommendation<'a> {
+        let verdicts = recommend(&candidates, &floor);
+        Recommendation {
+            run_id,
+            kind,
+            host,
+            libraries,
+            axis,
+            floor,
+            candidates,
+            verdicts,
+        }
+    }
+
+    fn why_out(&self, verdict: &Verdict) -> String {
+        match verdict {
+            Verdict::Recommended => String::new(),
+            Verdict::BelowFloor { reasons } => format!("below the floor: {}", reasons.join(", ")),
+            Verdict::Dominated { by } => {
+                let c = &self.candidates[*by];
+                format!(
+                    "dominated by {} {} ({:.1} {}, {} bits)",
+                    c.backend,
+                    c.label,
+                    c.cost.unwrap_or_default() * self.axis.scale,
+                    self.axis.header,
+                    c.strength.bits
+                )
+            }
+            Verdict::NotMeasured { reason } => format!("not measured: {reason}"),
+        }
+    }
+
+    /// The rows in the order a person reads them: recommended first by
+    /// cost, then the rest by cost.
+    fn order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.candidates.len()).collect();
+        order.sort_by(|&a, &b| {
+            let rank = |i: usize| u8::from(self.verdicts[i] != Verdict::Recommended);
+            let cost = |i: usize| self.candidates[i].cost.unwrap_or(f64::INFINITY);
+            rank(a).cmp(&rank(b)).then(cost(a).total_cmp(&cost(b)))
+        });
+        order
+    }
+
+    fn table(&self, recommended: bool) -> Table {
+        let axes = self.axis.axis_headers.len();
+        let mut headers: Vec<&str> = vec![self.axis.backend_header];
+        headers.extend(self.axis.axis_headers.iter().copied());
+        headers.extend([self.axis.header, "security bits", "limited by"]);
+        if !recommended {
+            headers.push("why out");
+        }
+        let mut numeric = vec![false; 1 + axes];
+        numeric.extend([true, true, false]);
+        let mut priority = vec![0; 1 + axes];
+        priority.extend([0, 0, 3]);
+        if !recommended {
+            numeric.push(false);
+            priority.push(0);
+        }
+        let title = if recommended {
+            format!(
+                "Recommended ({} role): not beaten on both {} and security",
+                self.axis.role, self.axis.header
+            )
+        } else {
+            "The other rows and why they are out".to_string()
+        };
+        let mut table = Table::new(&headers, &numeric)
+            .titled(title)
+            .priorities(&priority)
+            .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis);
+        if !recommended {
+            table = table.mark(&[headers.len() - 1], ColumnKind::Notes);
+        }
+        table.empty = Some(if recommended {
+            "no row clears the floor".to_string()
+        } else {
+            "every row is recommended".to_string()
+        });
+        for i in self.order() {
+            let verdict = &self.verdicts[i];
+            if (*verdict == Verdict::Recommended) != recommended {
+                continue;
+            }
+            let c = &self.candidates[i];
+            let mut cells = vec![c.backend.clone()];
+            cells.extend(c.axes.iter().cloned());
+            cells.push(
+                c.cost
+                    .map(|v| format!("{:.1}", v * self.axis.scale))
+                    .unwrap_or_else(|| "—".to_string()),
+            );
+            cells.push(c.strength.bits.to_string());
+            cells.push(c.strength.weakest.clone());
+            if !recommended {
+                cells.push(self.why_out(verdict));
+            }
+            table.rows.push(cells);
+        }
+        table
+    }
+
+    fn records(&self) -> Table {
+        let mut table = Table {
+            headers: "label,backend,cost,samples,security_bits,limited_by,forward_secrecy,weak,verdict,reason"
+                .split(',')
+                .map(String::from)
+                .collect(),
+            ..Table::default()
+        };
+        for (c, verdict) in self.candidates.iter().zip(&self.verdicts) {
+            let tag = match verdict {
+                Verdict::Recommended => "recommended",
+                Verdict::BelowFloor { .. } => "below_floor",
+                Verdict::Dominated { .. } => "dominated",
+                Verdict::NotMeasured { .. } => "not_measured",
+            };
+            table.rows.push(vec![
+                c.label.clone(),
+                c.backend.clone(),
+                c.cost.map(|v| format!("{v:.4}")).unwrap_or_default(),
+                c.samples.to_string(),
+                c.strength.bits.to_string(),
+                c.strength.weakest.clone(),
+                c.strength
+                    .forward_secrecy
+                    .map(|f| f.to_string())
+                    .unwrap_or_default(),
+                c.strength.weak.to_string(),
+                tag.to_string(),
+                self.why_out(verdict),
+            ]);
+        }
+        table
+    }
+
+    pub fn document(&self) -> Document {
+        let floor = &self.floor;
+        let mut rules = vec![format!("at least {} security bits", floor.min_bits)];
+        if floor.forward_secrecy {
+            rules.push("forward secrecy".to_string());
+        }
+        if !floor.allow_weak {
+            rules.push("nothing flagged weak".to_string());
+        }
+        let mut recommended = self.table(true);
+        recommended.notes.push(format!(
+            "Run {} ({} run). Cost: {}, median. Floor: {}.",
+            self.run_id,
+            self.kind,
+            self.axis.meaning,
+            rules.join(", ")
+        ));
+        recommended.notes.push("Security bits: the classical strength of the row's weakest part (NIST SP 800-57 Part 1 Rev. 5; post-quantum sets at their NIST category), not its resistance to a quantum computer.".to_string());
+        let rows: Vec<serde_json::Value> = self
+            .candidates
+            .iter()
+            .zip(&self.verdicts)
+            .map(|(c, v)| {
+                serde_json::json!({
+                    "label": c.label,
+                    "backend": c.backend,
+                    "cost": c.cost,
+                    "samples": c.samples,
+                    "security_bits": c.strength.bits,
+                    "limited_by": c.strength.weakest,
+                    "forward_secrecy": c.strength.forward_secrecy,
+                    "weak": c.strength.weak,
+                    "verdict": v,
+                    "dominated_by": match v {
+                        Verdict::Dominated { by } => Some(&self.candidates[*by].label),
+                        _ => None,
+                    },
+                })
+            })
+            .collect();
+        Document {
+            heading: heading(self.host, self.libraries),
+            tables: vec![recommended, self.table(false)],
+            records: self.records(),
+            data: serde_json::json!({
+                "run_id": self.run_id,
+                "kind": self.kind,
+                "role": self.axis.role,
+                "cost": self.axis.meaning,
+                "floor": floor,
+                "rows": rows,
+            }),
+            footer: Vec::new(),
+            figures: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(label: &str, cost: f64, bits: u32) -> Candidate {
+        Candidate {
+            backend: "mock".into(),
+            label: label.into(),
+            axes: vec![label.into()],
+            workload: String::new(),
+            cost: Some(cost),
+            samples: 10,
+            not_measured: None,
+            strength: Strength {
+                bits,
+                weakest: "x".into(),
+                forward_secrecy: Some(true),
+                weak: false,
+                notes: vec![],
+            },
+        }
+    }
+
+    const NO_FLOOR: Floor = Floor {
+        min_bits: 0,
+        forward_secrecy: false,
+        allow_weak: false,
+    };
+
+    #[test]
+    fn the_pareto_set_and_each_dominated_rows_cheapest_dominator() {
+        let rows = vec![
+            candidate("cheap", 1.0, 112),
+            candidate("strong", 3.0, 192),
+            candidate("dear_and_weak", 4.0, 128),
+            candidate("middle", 2.0, 128),
+            candidate("tie_of_middle", 2.0, 128),
+            Candidate {
+                workload: "other work".into(),
+                ..candidate("other_work", 9.0, 112)
+            },
+        ];
+        let verdicts = recommend(&rows, &NO_FLOOR);
+        assert_eq!(
+            verdicts,
+            vec![
+                Verdict::Recommended,
+                Verdict::Recommended,
+                Verdict::Dominated { by: 3 },
+                Verdict::Recommended,
+                Verdict::Recommended,
+                // Alone in its workload: nothing beats it.
+                Verdict::Recommended,
+            ]
+        );
+    }
+
+    #[test]
+    fn the_floor_excludes_rows_with_every_reason() {
+        let mut weak = candidate("weak", 0.5, 80);
+        weak.strength.weak = true;
+        weak.strength.forward_secrecy = Some(false);
+        let rows = vec![weak, candidate("ok", 2.0, 128)];
+        let floor = Floor {
+            min_bits: 112,
+            forward_secrecy: true,
+            allow_weak: false,
+        };
+        let verdicts = recommend(&rows, &floor);
+        let Verdict::BelowFloor { reasons } = &verdicts[0] else {
+            panic!("{verdicts:?}");
+        };
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        assert!(reasons[0].starts_with("80 bits < 112"));
+        assert_eq!(verdicts[1], Verdict::Recommended);
+        // Without the floor the cheap row is recommended too.
+        let no_floor = Floor {
+            allow_weak: true,
+            ..NO_FLOOR
+        };
+        assert_eq!(
+            recommend(&rows, &no_floor),
+            vec![Verdict::Recommended, Verdict::Recommended]
+        );
+    }
+}
