@@ -9,6 +9,7 @@ pub mod handshake;
 pub mod list;
 pub mod load;
 pub mod report;
+pub mod serve;
 pub mod session;
 pub mod speed;
 pub mod tunnel;
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         }
         Command::Report(args) => report::run(&args),
         Command::Load(args) => load::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Tunnel(args) => tunnel::run(&args),
     }
