@@ -11,6 +11,7 @@ mod load;
 mod nginx;
 mod pipeline;
 mod plots;
+mod serve;
 mod tables;
 mod tunnel;
 mod util;
