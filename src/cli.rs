@@ -633,8 +633,7 @@ pub struct LoadArgs {
     pub target: Option<String>,
 
     /// Profile the server with perf during the run (per shared object):
-    /// nginx's worker, or for the embedded server this whole process (the
-    /// load generator's threads included).
+    /// nginx's worker, or the embedded server's worker threads.
     /// [default: on with --preset, else off]
     #[arg(long)]
     pub perf: bool,

@@ -267,29 +267,29 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let mut profile = Err("not asked for (--perf)".to_string());
     let mut profile_scope = "the server's worker process".to_string();
     let perf_dir = tempfile::Builder::new().prefix("tlslab-perf-").tempdir()?;
-    let profiled_pid = match (&server, &embedded_server) {
-        (Some(nginx), _) => Some(nginx.worker_pid()),
-        (None, Some(_)) => {
-            profile_scope = "this whole process: the embedded server's threads and the load generator's client threads alike".to_string();
-            Some(std::process::id())
+    let file: PathBuf = perf_dir.path().join("perf.data");
+    let started_recording = match (&server, &embedded_server, profile_wanted) {
+        (_, _, false) | (None, None, true) => None,
+        (Some(nginx), _, true) => Some(perf::record(nginx.worker_pid(), &file)),
+        (None, Some((running, _)), true) => {
+            profile_scope =
+                "the embedded server's worker threads only (perf record -t)".to_string();
+            Some(perf::record_threads(running.thread_ids(), &file))
         }
-        (None, None) => None,
     };
-    if let (Some(pid), true) = (profiled_pid, profile_wanted) {
-        let file: PathBuf = perf_dir.path().join("perf.data");
-        match perf::record(pid, &file) {
-            Ok(started) => recording = Some(started),
-            Err(error) => {
-                profile = Err(format!(
-                    "{error:#}; the server's CPU per request below is from {} instead",
-                    if embedded {
-                        "its threads' CPU clocks"
-                    } else {
-                        "/proc"
-                    }
-                ))
-            }
+    match started_recording {
+        Some(Ok(started)) => recording = Some(started),
+        Some(Err(error)) => {
+            profile = Err(format!(
+                "{error:#}; the server's CPU per request below is from {} instead",
+                if embedded {
+                    "its threads' CPU clocks"
+                } else {
+                    "/proc"
+                }
+            ))
         }
+        None => {}
     }
     if !args.quiet {
         eprintln!(

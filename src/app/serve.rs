@@ -16,7 +16,7 @@ use crate::certs::CertCache;
 use crate::cli::ServeArgs;
 use crate::host::HostInfo;
 use crate::report::heading;
-use crate::scenario::{parse_name, HandshakeScenario};
+use crate::scenario::{parse_name, Group, HandshakeScenario};
 use crate::workload::serve::Server;
 
 /// A real backend by name (not the mock), for a server.
@@ -38,7 +38,12 @@ pub(crate) fn server_backend(name: &str) -> Result<BackendId> {
 pub(crate) fn check_supported(id: BackendId, scenario: &HandshakeScenario) -> Result<LibraryInfo> {
     let backend = id.open();
     if let Some(reason) = backend.unsupported_reason(scenario) {
-        return Err(usage(reason));
+        let hint = if scenario.group == Group::RsaKeyTransport && id != BackendId::Openssl {
+            " (rustls has no RSA key transport: give --group x25519, or --backend openssl)"
+        } else {
+            ""
+        };
+        return Err(usage(format!("{reason}{hint}")));
     }
     Ok(backend.library())
 }

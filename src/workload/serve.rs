@@ -150,6 +150,8 @@ impl ServerStats {
 /// A running embedded server.
 pub struct Server {
     address: SocketAddr,
+    /// The workers' kernel thread ids (for `perf record -t`).
+    thread_ids: Vec<u32>,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<ServerStats>>,
     started: Instant,
@@ -176,8 +178,10 @@ impl Server {
         let address = listener.local_addr()?;
         listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
+        let (started, thread_ids) = std::sync::mpsc::channel();
         let mut server = Self {
             address,
+            thread_ids: Vec::new(),
             stop: Arc::clone(&stop),
             workers: Vec::new(),
             started: Instant::now(),
@@ -188,20 +192,33 @@ impl Server {
                 .context("sharing the listening socket")?;
             let acceptor = Arc::clone(&acceptor);
             let stop = Arc::clone(&stop);
+            let started = started.clone();
             let worker = std::thread::Builder::new()
                 .name(format!("tlslab-serve-{index}"))
-                .spawn(move || worker(&listener, acceptor.as_ref(), &stop, counted))
+                .spawn(move || {
+                    // SAFETY: gettid(2) has no arguments and cannot fail.
+                    let _ = started.send(unsafe { libc::gettid() } as u32);
+                    drop(started);
+                    worker(&listener, acceptor.as_ref(), &stop, counted)
+                })
                 .context("starting a server worker")?;
             // Pushed at once: a failure to start the next one drops `server`,
             // which stops those already running.
             server.workers.push(worker);
         }
+        drop(started);
+        server.thread_ids = thread_ids.iter().take(server.workers.len()).collect();
         Ok(server)
     }
 
     /// Where the server listens (the port chosen, for port 0).
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// The worker threads' kernel ids.
+    pub fn thread_ids(&self) -> &[u32] {
+        &self.thread_ids
     }
 
     /// Stops every worker (a connection being served is closed after its

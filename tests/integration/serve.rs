@@ -285,3 +285,47 @@ fn a_port_in_use_is_a_clear_runtime_error() {
     run.expect_code(1);
     assert!(run.stderr().contains("in use"), "{}", run.stderr());
 }
+
+#[test]
+fn the_embedded_server_is_profiled_by_its_own_threads_or_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let run = tlslab(&[
+        "load",
+        "--server",
+        "embedded",
+        "--backend",
+        "openssl",
+        "--perf",
+        "--rate",
+        "20",
+        "--duration",
+        "1",
+        "--clients",
+        "2",
+        "-q",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let profile = &json_of(&json)["profile"];
+    match profile.as_array() {
+        Some(shares) => {
+            assert!(!shares.is_empty());
+            let total: f64 = shares.iter().map(|s| s["percent"].as_f64().unwrap()).sum();
+            assert!((95.0..=100.5).contains(&total), "{profile}");
+            assert!(
+                run.stdout().contains("worker threads only"),
+                "{}",
+                run.stdout()
+            );
+        }
+        // Where perf cannot run, the report says why.
+        None => assert!(
+            profile["unavailable"].as_str().unwrap().contains("perf"),
+            "{profile}"
+        ),
+    }
+}
