@@ -188,6 +188,8 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     }
     let embedded_backend = embedded
         .then(|| server_backend(args.backend.as_deref().unwrap_or("rustls-aws-lc")))
+        .transpose()?
+        .map(|id| Ok::<_, anyhow::Error>((id, check_supported(id, scenario)?)))
         .transpose()?;
     // A worker serves one connection at a time: in keepalive mode every
     // client keeps one, so there are at least as many workers as clients.
@@ -224,9 +226,8 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
                 Vec::<LibraryInfo>::new(),
             )
         }
-        (None, Some(id)) => {
+        (None, Some((id, library))) => {
             server = None;
-            let library = check_supported(id, scenario)?;
             let acceptor = server_acceptor(id, scenario, &credentials)?;
             let started = Server::start(
                 acceptor,
