@@ -282,7 +282,15 @@ pub trait ServerStream: std::io::Read + std::io::Write + Send {
 /// A TLS server configured for one scenario: completes the server's
 /// handshake over an accepted TCP connection.
 pub trait TlsAcceptor: Send + Sync {
-    fn accept(&self, tcp: std::net::TcpStream) -> Result<Box<dyn ServerStream>>;
+    /// Completes the server's handshake over `tcp`, whose reads time out
+    /// in short slices: after each slice without progress `give_up` says
+    /// whether to abandon the handshake (the server is stopping, the
+    /// client has been silent too long).
+    fn accept(
+        &self,
+        tcp: std::net::TcpStream,
+        give_up: &mut dyn FnMut() -> bool,
+    ) -> Result<Box<dyn ServerStream>>;
 
     /// Does once, on the calling thread, what the library does on a
     /// thread's first connection only (aws-lc seeds a per-thread random

@@ -351,10 +351,14 @@ fn serve_connection(
     if setup().is_err() {
         return None;
     }
-    // The handshake waits for the client with the same patience as a request.
-    let _ = tcp.set_read_timeout(Some(IDLE_TIMEOUT));
-    let handle = tcp.try_clone().ok();
-    let mut stream = match acceptor.accept(tcp) {
+    // The handshake waits for the client with the same patience as a
+    // request, and no longer than the server runs.
+    let mut waited = Duration::ZERO;
+    let mut give_up = || {
+        waited += IO_SLICE;
+        stop.load(Ordering::Relaxed) || waited >= IDLE_TIMEOUT
+    };
+    let mut stream = match acceptor.accept(tcp, &mut give_up) {
         Ok(stream) => stream,
         Err(error) => {
             stats.failed_handshakes += 1;
@@ -364,9 +368,6 @@ fn serve_connection(
             return None;
         }
     };
-    if let Some(handle) = &handle {
-        let _ = handle.set_read_timeout(Some(IO_SLICE));
-    }
     stats.handshakes += 1;
     if stream.resumed() {
         stats.resumed += 1;

@@ -329,3 +329,56 @@ fn the_embedded_server_is_profiled_by_its_own_threads_or_says_why() {
         ),
     }
 }
+
+/// A client that connects and never says hello holds a worker in its
+/// handshake; the server still stops on time and says so.
+#[test]
+fn a_silent_client_does_not_keep_the_server_running() {
+    for backend in ["openssl", "rustls-aws-lc"] {
+        let port = free_port();
+        let bind = format!("127.0.0.1:{port}");
+        let started = Instant::now();
+        let server = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+            .args([
+                "serve",
+                "--backend",
+                backend,
+                "--bind",
+                &bind,
+                "--duration",
+                "1",
+                "--workers",
+                "1",
+                "--cert-dir",
+                cert_dir().to_str().unwrap(),
+            ])
+            .env_remove("COLUMNS")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let address: SocketAddr = bind.parse().unwrap();
+        let _silent = loop {
+            match TcpStream::connect(address) {
+                Ok(tcp) => break tcp,
+                Err(_) if started.elapsed() < Duration::from_secs(5) => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(error) => panic!("the server did not listen on {bind}: {error}"),
+            }
+        };
+        let output = server.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{backend}: {stdout}");
+        // The handshake waits at most 10 s for a client; stopping must not.
+        assert!(
+            started.elapsed() < Duration::from_secs(6),
+            "{backend}: the server took {:?} to stop",
+            started.elapsed()
+        );
+        assert!(
+            has_row(&stdout, &["failed handshakes", "1"]),
+            "{backend}: {stdout}"
+        );
+    }
+}

@@ -4,8 +4,8 @@
 
 use std::net::TcpStream;
 
-use anyhow::{anyhow, Context, Result};
-use openssl::ssl::{Ssl, SslContext, SslStream};
+use anyhow::{bail, Context, Result};
+use openssl::ssl::{HandshakeError, Ssl, SslContext, SslStream};
 
 use super::server_context;
 use crate::backend::{ServerStream, TlsAcceptor};
@@ -30,12 +30,26 @@ impl OpensslAcceptor {
 }
 
 impl TlsAcceptor for OpensslAcceptor {
-    fn accept(&self, tcp: TcpStream) -> Result<Box<dyn ServerStream>> {
+    fn accept(
+        &self,
+        tcp: TcpStream,
+        give_up: &mut dyn FnMut() -> bool,
+    ) -> Result<Box<dyn ServerStream>> {
         let ssl = Ssl::new(&self.context)?;
-        let stream = ssl
-            .accept(tcp)
-            .map_err(|e| anyhow!("TLS handshake failed: {e}"))?;
-        Ok(Box::new(OpensslServerStream(stream)))
+        let mut attempt = ssl.accept(tcp);
+        loop {
+            match attempt {
+                Ok(stream) => return Ok(Box::new(OpensslServerStream(stream))),
+                // A read timed out: the client has not sent its next flight yet.
+                Err(HandshakeError::WouldBlock(midway)) => {
+                    if give_up() {
+                        bail!("TLS handshake abandoned: the client sent nothing in time");
+                    }
+                    attempt = midway.handshake();
+                }
+                Err(error) => bail!("TLS handshake failed: {error}"),
+            }
+        }
     }
 }
 

@@ -38,7 +38,11 @@ impl RustlsAcceptor {
 }
 
 impl TlsAcceptor for RustlsAcceptor {
-    fn accept(&self, tcp: TcpStream) -> Result<Box<dyn ServerStream>> {
+    fn accept(
+        &self,
+        tcp: TcpStream,
+        give_up: &mut dyn FnMut() -> bool,
+    ) -> Result<Box<dyn ServerStream>> {
         // Counted calls on this thread belong to the server.
         instrument::set_side(Side::Server);
         let start = Instant::now();
@@ -56,6 +60,14 @@ impl TlsAcceptor for RustlsAcceptor {
             match stream.receive_tls() {
                 Ok(0) => bail!("the client closed the connection during the handshake"),
                 Ok(_) => {}
+                // A read timed out: the client has not sent its next flight yet.
+                Err(error)
+                    if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) =>
+                {
+                    if give_up() {
+                        bail!("TLS handshake abandoned: the client sent nothing in time");
+                    }
+                }
                 Err(error) => {
                     // Send the alert rustls queued, if any.
                     let _ = stream.send_tls();
