@@ -34,8 +34,8 @@ pub enum Command {
     List,
     /// Show a stored run again, as a table or an export; --list lists the stored runs.
     Report(ReportArgs),
-    /// Load an HTTPS server (nginx, started on loopback, or one you run) at
-    /// a planned request rate; latency percentiles per phase from each
+    /// Load an HTTPS server (nginx or tlslab's embedded server, started on
+    /// loopback, or one you run) at a planned request rate; latency percentiles per phase from each
     /// request's due time, the server's CPU per request and where it goes.
     Load(Box<LoadArgs>),
     /// Run tlslab's own HTTPS server (HTTP/1.1, pages /page_SIZE) on one
