@@ -34,10 +34,14 @@ pub enum Command {
     List,
     /// Show a stored run again, as a table or an export; --list lists the stored runs.
     Report(ReportArgs),
-    /// Load an HTTPS server (nginx, started on loopback, or one you run) at
-    /// a planned request rate; latency percentiles per phase from each
+    /// Load an HTTPS server (nginx or tlslab's embedded server, started on
+    /// loopback, or one you run) at a planned request rate; latency percentiles per phase from each
     /// request's due time, the server's CPU per request and where it goes.
     Load(Box<LoadArgs>),
+    /// Run tlslab's own HTTPS server (HTTP/1.1, pages /page_SIZE) on one
+    /// backend and scenario until --duration or Ctrl-C; then report its
+    /// CPU per request and per handshake and, on rustls, where it went.
+    Serve(Box<ServeArgs>),
     /// Compare two stored runs of one kind row by row: both medians, their
     /// ratio with a 95% interval and a verdict; exit status 1 when a row is
     /// slower beyond --threshold.
@@ -597,6 +601,7 @@ pub struct TunnelArgs {
   tlslab load --rate 2000 --mode keepalive --clients 32 --tls 1.3 --group x25519 --cert ecdsa_p256
   tlslab load --rate 200 --mode resume --tls 1.2 --plot charts/   (session cache and tickets on)
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (a loopback server you run)
+  tlslab load --server embedded --backend rustls-aws-lc --rate 300 --size 50k   (counted breakdown)
 
 Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64.
 Requests are due at evenly spaced times whatever the server does; each
@@ -640,13 +645,30 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N")]
     pub max_requests: Option<usize>,
 
+    /// The server started for the run: nginx (Debian's, on loopback) or
+    /// embedded (tlslab's own HTTPS server, in this process on its own
+    /// threads; see `tlslab serve`). [default: nginx]
+    #[arg(long, value_name = "SERVER")]
+    pub server: Option<String>,
+
+    /// The embedded server's TLS backend: openssl, rustls-aws-lc,
+    /// rustls-ring (rustls counts its crypto per category). [default: rustls-aws-lc]
+    #[arg(long, value_name = "BACKEND")]
+    pub backend: Option<String>,
+
+    /// The embedded server's worker threads (each serves one connection at
+    /// a time). [default: one per core; in keepalive mode at least --clients]
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+
     /// A server you run, HOST:PORT on loopback, instead of nginx: client-side
     /// figures only (its CPU is not known to tlslab). It must serve
     /// /page_SIZE with the generated content and trust tlslab's test chain.
     #[arg(long, value_name = "HOST:PORT")]
     pub target: Option<String>,
 
-    /// Profile nginx's worker with perf during the run (per shared object).
+    /// Profile the server with perf during the run (per shared object):
+    /// nginx's worker, or the embedded server's worker threads.
     /// [default: on with --preset, else off]
     #[arg(long)]
     pub perf: bool,
@@ -728,4 +750,56 @@ pub struct RecommendArgs {
 
     #[command(flatten)]
     pub display: DisplayArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab serve                                         (rustls-aws-lc, TLS 1.3 X25519 ECDSA P-256, on 127.0.0.1:8443)
+  tlslab serve --backend openssl --tls 1.2 --group p256 --cert rsa2048 --duration 60
+  tlslab serve --bind 127.0.0.1:0 --workers 4           (any free port, printed at start)
+  curl --cacert ROOT.pem --resolve tlslab.test:8443:127.0.0.1 https://tlslab.test:8443/page_50000
+
+Pages: GET /page_SIZE answers SIZE bytes of the generated page that
+`tlslab load` checks. The certificate is tlslab's test chain for the
+name tlslab.test.")]
+pub struct ServeArgs {
+    /// The TLS backend: openssl, rustls-aws-lc, rustls-ring (rustls counts
+    /// its crypto per category).
+    #[arg(long, value_name = "BACKEND", default_value = "rustls-aws-lc")]
+    pub backend: String,
+
+    /// One value per axis: protocol, group, certificate, suite, resumption.
+    #[command(flatten)]
+    pub axes: AxisArgs,
+
+    /// Where to listen, ADDRESS:PORT (port 0: any free port). Only loopback
+    /// unless --allow-non-loopback.
+    #[arg(long, value_name = "ADDRESS:PORT", default_value = "127.0.0.1:8443")]
+    pub bind: String,
+
+    /// Allow --bind on an address other hosts can reach.
+    #[arg(long)]
+    pub allow_non_loopback: bool,
+
+    /// Worker threads; each serves one connection at a time. [default: one per core]
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+
+    /// Stop after this many seconds. [default: run until Ctrl-C]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub duration: Option<f64>,
+
+    /// Where generated certificate chains are cached. [default: the user's cache directory]
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
+
+    /// Do not print the line saying where the server listens.
+    #[arg(long, short)]
+    pub quiet: bool,
 }

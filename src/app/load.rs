@@ -1,9 +1,11 @@
 //! `tlslab load`: an HTTPS server under a planned request rate. By default
 //! the server is Debian's nginx, started on loopback for the run (serving a
 //! generated page of the asked size) and stopped after it whatever happens;
-//! `--target` aims at a loopback server the user runs instead. The run is
-//! stored (kind `load`) with its results when the load ends, Ctrl-C
-//! included (then marked incomplete).
+//! `--server embedded` starts tlslab's own HTTPS server in this process
+//! instead (on its own threads, stopped after the run; its threads' CPU and,
+//! on rustls, its counted breakdown are reported); `--target` aims at a
+//! loopback server the user runs. The run is stored (kind `load`) with its
+//! results when the load ends, Ctrl-C included (then marked incomplete).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,22 +13,27 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use super::serve::{check_supported, cores, server_backend};
 use super::session::{
     check_exports, interrupt_flag, open_store, run_info, usage, EXIT_INTERRUPTED,
 };
 use crate::backend::openssl::client_context;
-use crate::backend::{Backend, LibraryInfo};
+use crate::backend::{server_acceptor, Backend, BackendId, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::LoadArgs;
+use crate::cli::{AxisArgs, LoadArgs};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
-use crate::scenario::{parse_name, HandshakeMatrix, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES};
+use crate::scenario::{
+    parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Resumption, TlsVersion,
+    DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
+};
 use crate::store::{LoadRecord, Store, StoredRun};
 use crate::workload::load::{self, Endpoint, Mode, Plan};
 use crate::workload::nginx::{page_bytes, Nginx, NginxBackend, Site};
 use crate::workload::perf;
+use crate::workload::serve::Server;
 
 /// Parses a size: bytes, or with k/m (10^3, 10^6).
 fn parse_size(text: &str) -> Result<usize> {
@@ -77,6 +84,45 @@ fn parse_target(text: &str) -> Result<SocketAddr> {
     Ok(address)
 }
 
+/// The one scenario of `load` and `serve`: `base`'s values (or TLS 1.3,
+/// X25519, ECDSA P-256, AES-128-GCM, no resumption), each axis given on the
+/// command line replacing its own; refused unless it is one valid TLS
+/// scenario over TCP.
+pub(crate) fn one_scenario(
+    axes: &AxisArgs,
+    base: Option<&HandshakeScenario>,
+    command: &str,
+) -> Result<HandshakeScenario> {
+    let mut matrix = HandshakeMatrix {
+        versions: vec![base.map_or(TlsVersion::Tls13, |d| d.version)],
+        groups: vec![base.map_or(Group::X25519, |d| d.group)],
+        certs: vec![base.map_or(CertKind::EcdsaP256, |d| d.cert)],
+        aeads: vec![base.map_or(Aead::Aes128Gcm, |d| d.aead)],
+        resumptions: vec![Resumption::Off],
+        mutual: vec![false],
+        chain_depth: DEFAULT_CHAIN_DEPTH,
+        mtu_bytes: DEFAULT_MTU_BYTES,
+    };
+    matrix = axes.apply(matrix)?;
+    matrix.validate().map_err(usage)?;
+    let scenarios = matrix.expand();
+    let [scenario] = scenarios.as_slice() else {
+        return Err(usage(format!(
+            "{command} runs one scenario: give one value per axis ({} given in all)",
+            scenarios.len()
+        )));
+    };
+    if let Some(reason) = scenario.protocol_conflict() {
+        return Err(usage(reason));
+    }
+    if scenario.version.is_datagram() {
+        return Err(usage(format!(
+            "{command} speaks HTTP/1.1 over TLS on TCP; DTLS is measured by handshake (--tls dtls1.2)"
+        )));
+    }
+    Ok(*scenario)
+}
+
 pub fn run(args: &LoadArgs) -> Result<i32> {
     let preset = args
         .preset
@@ -85,34 +131,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         .transpose()
         .map_err(usage)?;
     let defaults = preset.map(LoadPreset::settings);
-    // The scenario: the preset's, or one value per axis.
-    let mut matrix = HandshakeMatrix {
-        versions: vec![defaults.map_or(crate::scenario::TlsVersion::Tls13, |d| d.scenario.version)],
-        groups: vec![defaults.map_or(crate::scenario::Group::X25519, |d| d.scenario.group)],
-        certs: vec![defaults.map_or(crate::scenario::CertKind::EcdsaP256, |d| d.scenario.cert)],
-        aeads: vec![defaults.map_or(crate::scenario::Aead::Aes128Gcm, |d| d.scenario.aead)],
-        resumptions: vec![crate::scenario::Resumption::Off],
-        mutual: vec![false],
-        chain_depth: DEFAULT_CHAIN_DEPTH,
-        mtu_bytes: DEFAULT_MTU_BYTES,
-    };
-    matrix = args.axes.apply(matrix)?;
-    matrix.validate().map_err(usage)?;
-    let scenarios = matrix.expand();
-    let [scenario] = scenarios.as_slice() else {
-        return Err(usage(format!(
-            "load runs one scenario: give one value per axis ({} given in all)",
-            scenarios.len()
-        )));
-    };
-    if let Some(reason) = scenario.protocol_conflict() {
-        return Err(usage(reason));
-    }
-    if scenario.version.is_datagram() {
-        return Err(usage(
-            "load speaks HTTP/1.1 over TLS on TCP; DTLS is measured by handshake (--tls dtls1.2)",
-        ));
-    }
+    let scenario = &one_scenario(&args.axes, defaults.as_ref().map(|d| &d.scenario), "load")?;
     let setting = |value: Option<f64>, from: fn(&LoadSettings) -> f64, default: f64| {
         value.or(defaults.as_ref().map(from)).unwrap_or(default)
     };
@@ -153,10 +172,42 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     };
     load::validate(&plan).map_err(usage)?;
     let target = args.target.as_deref().map(parse_target).transpose()?;
+    let embedded = match args.server.as_deref() {
+        None | Some("nginx") => false,
+        Some("embedded") => true,
+        Some(other) => {
+            return Err(usage(format!(
+                "unknown server '{other}'; valid servers: nginx, embedded"
+            )))
+        }
+    };
+    if target.is_some() && args.server.is_some() {
+        return Err(usage(
+            "--target aims at a server you run; --server starts one: give one of them",
+        ));
+    }
+    if !embedded && (args.backend.is_some() || args.workers.is_some()) {
+        return Err(usage(
+            "--backend and --workers configure the embedded server: add --server embedded",
+        ));
+    }
+    let embedded_backend = embedded
+        .then(|| server_backend(args.backend.as_deref().unwrap_or("rustls-aws-lc")))
+        .transpose()?
+        .map(|id| Ok::<_, anyhow::Error>((id, check_supported(id, scenario)?)))
+        .transpose()?;
+    // A worker serves one connection at a time: in keepalive mode every
+    // client keeps one, so there are at least as many workers as clients.
+    let workers = match args.workers {
+        Some(0) => return Err(usage("--workers must be at least 1")),
+        Some(n) => n,
+        None if mode == Mode::KeepAlive => cores().max(plan.clients),
+        None => cores(),
+    };
     let profile_wanted = args.perf || preset.is_some();
     if target.is_some() && args.perf {
         return Err(usage(
-            "--perf profiles nginx; it cannot profile a --target server",
+            "--perf profiles nginx or the embedded server; it cannot profile a --target server",
         ));
     }
     check_exports(&args.exports)?;
@@ -167,11 +218,13 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let context = client_context(scenario, &credentials)?;
     let interrupt = interrupt_flag();
 
-    // nginx (unless --target): stopped when `server` drops, whatever happens.
+    // nginx or the embedded server (unless --target): stopped when
+    // `server` or `embedded_server` drops, whatever happens.
     let backend;
     let server: Option<Nginx>;
-    let (address, server_name, libraries) = match target {
-        Some(address) => {
+    let mut embedded_server: Option<(Server, String)> = None;
+    let (address, server_name, libraries) = match (target, embedded_backend) {
+        (Some(address), _) => {
             server = None;
             (
                 address,
@@ -186,7 +239,27 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
                 }],
             )
         }
-        None => {
+        (None, Some((id, library))) => {
+            server = None;
+            let acceptor = server_acceptor(id, scenario, &credentials)?;
+            let started = Server::start(
+                acceptor,
+                SocketAddr::from(([127, 0, 0, 1], 0)),
+                workers,
+                id != BackendId::Openssl,
+            )?;
+            let address = started.address();
+            embedded_server = Some((started, library.backend.clone()));
+            (
+                address,
+                format!(
+                    "tlslab's embedded server on {} ({workers} workers)",
+                    library.backend
+                ),
+                vec![library],
+            )
+        }
+        (None, None) => {
             backend = NginxBackend::new()?;
             if let Some(reason) = backend.unsupported_reason(scenario) {
                 return Err(usage(reason));
@@ -207,16 +280,31 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     };
     let mut recording = None;
     let mut profile = Err("not asked for (--perf)".to_string());
-    if let (Some(nginx), true) = (&server, profile_wanted) {
-        let file: PathBuf = nginx.dir().join("perf.data");
-        match perf::record(nginx.worker_pid(), &file) {
-            Ok(started) => recording = Some(started),
-            Err(error) => {
-                profile = Err(format!(
-                    "{error:#}; the server's CPU per request below is from /proc instead"
-                ))
-            }
+    let mut profile_scope = "the server's worker process".to_string();
+    let perf_dir = tempfile::Builder::new().prefix("tlslab-perf-").tempdir()?;
+    let file: PathBuf = perf_dir.path().join("perf.data");
+    let started_recording = match (&server, &embedded_server, profile_wanted) {
+        (_, _, false) | (None, None, true) => None,
+        (Some(nginx), _, true) => Some(perf::record(nginx.worker_pid(), &file)),
+        (None, Some((running, _)), true) => {
+            profile_scope =
+                "the embedded server's worker threads only (perf record -t)".to_string();
+            Some(perf::record_threads(running.thread_ids(), &file))
         }
+    };
+    match started_recording {
+        Some(Ok(started)) => recording = Some(started),
+        Some(Err(error)) => {
+            profile = Err(format!(
+                "{error:#}; the server's CPU per request below is from {} instead",
+                if embedded {
+                    "its threads' CPU clocks"
+                } else {
+                    "/proc"
+                }
+            ))
+        }
+        None => {}
     }
     if !args.quiet {
         eprintln!(
@@ -239,9 +327,17 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let cpu_before = server.as_ref().map(Nginx::worker_cpu_ns).transpose()?;
     let result =
         load::run(&plan, &Endpoint { context, address }, &interrupt).context("running the load")?;
-    let server_cpu_ns = match (&server, cpu_before) {
+    let mut server_cpu_ns = match (&server, cpu_before) {
         (Some(nginx), Some(before)) => Some(nginx.worker_cpu_ns()?.saturating_sub(before)),
         _ => None,
+    };
+    let embedded_stats = match embedded_server.take() {
+        Some((running, backend)) => {
+            let stats = running.stop().context("stopping the embedded server")?;
+            server_cpu_ns = Some(stats.cpu_ns);
+            Some((stats, backend))
+        }
+        None => None,
     };
     if let Some(recording) = recording {
         profile = recording.finish().map_err(|e| format!("{e:#}"));
@@ -256,6 +352,8 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         result,
         server_cpu_ns,
         profile,
+        profile_scope,
+        embedded: embedded_stats,
     };
     store
         .save_load(run_id, &record)
@@ -290,6 +388,11 @@ fn document(record: &LoadRecord, heading: &str) -> Document {
         result: &record.result,
         server_cpu_ns: record.server_cpu_ns,
         profile: record.profile.clone(),
+        profile_scope: record.profile_scope.clone(),
+        embedded: record
+            .embedded
+            .as_ref()
+            .map(|(stats, backend)| (stats, backend.as_str())),
     }
     .document()
 }

@@ -11,6 +11,7 @@ pub mod load;
 pub mod merge;
 pub mod recommend;
 pub mod report;
+pub mod serve;
 pub mod session;
 pub mod speed;
 pub mod tunnel;
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         }
         Command::Report(args) => report::run(&args),
         Command::Load(args) => load::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Tunnel(args) => tunnel::run(&args),
         Command::Merge(args) => merge::run(&args),

@@ -261,6 +261,71 @@ pub trait Backend: Send + Sync {
     }
 }
 
+/// A TLS server's half of one TCP connection, its handshake done: the
+/// embedded HTTPS server (`tlslab serve`) reads requests and writes
+/// answers through it.
+pub trait ServerStream: std::io::Read + std::io::Write + Send {
+    /// True if and only if the handshake resumed a session.
+    fn resumed(&self) -> bool;
+
+    /// Sends close_notify and what is still buffered (best effort).
+    fn close(&mut self);
+
+    /// Wall time spent in the library's own calls on this connection
+    /// (handshake processing, record protection; socket I/O not included),
+    /// if the stream drives the socket itself and can tell.
+    fn library_ns(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// A TLS server configured for one scenario: completes the server's
+/// handshake over an accepted TCP connection.
+pub trait TlsAcceptor: Send + Sync {
+    /// Completes the server's handshake over `tcp`, whose reads time out
+    /// in short slices: after each slice without progress `give_up` says
+    /// whether to abandon the handshake (the server is stopping, the
+    /// client has been silent too long).
+    fn accept(
+        &self,
+        tcp: std::net::TcpStream,
+        give_up: &mut dyn FnMut() -> bool,
+    ) -> Result<Box<dyn ServerStream>>;
+
+    /// Does once, on the calling thread, what the library does on a
+    /// thread's first connection only (aws-lc seeds a per-thread random
+    /// generator, which takes tens of milliseconds of wall time), so a
+    /// worker's figures describe its steady state.
+    fn warm_up(&self) {}
+}
+
+/// The TLS server of a real backend for one scenario; rustls servers run
+/// on the instrumented provider (every crypto call counted per category,
+/// on the thread that makes it).
+pub fn server_acceptor(
+    backend: BackendId,
+    scenario: &HandshakeScenario,
+    credentials: &Credentials,
+) -> Result<Arc<dyn TlsAcceptor>> {
+    match backend {
+        BackendId::Openssl => Ok(Arc::new(openssl::serve::OpensslAcceptor::new(
+            scenario,
+            credentials,
+        )?)),
+        BackendId::RustlsAwsLc => Ok(Arc::new(rustls::serve::RustlsAcceptor::new(
+            &rustls::RustlsBackend::aws_lc_rs().instrumented(),
+            scenario,
+            credentials,
+        )?)),
+        BackendId::RustlsRing => Ok(Arc::new(rustls::serve::RustlsAcceptor::new(
+            &rustls::RustlsBackend::ring().instrumented(),
+            scenario,
+            credentials,
+        )?)),
+        BackendId::Mock => anyhow::bail!("the mock backend has no TLS server"),
+    }
+}
+
 /// A prepared operation: keys and buffers are made, each call does the work once.
 pub type PreparedOperation = Box<dyn FnMut() -> Result<()>>;
 

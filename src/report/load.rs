@@ -6,6 +6,7 @@ use serde_json::json;
 
 use super::{Document, Table};
 use crate::workload::load::{percentiles, LoadResult, Mode, Plan, PERCENTILES};
+use crate::workload::serve::ServerStats;
 
 /// Everything a load run reports.
 pub struct LoadReport<'a> {
@@ -20,6 +21,10 @@ pub struct LoadReport<'a> {
     pub server_cpu_ns: Option<u64>,
     /// perf's shares per shared object, or why there are none.
     pub profile: Result<Vec<(String, f64)>, String>,
+    /// What perf sampled ("the server's worker process").
+    pub profile_scope: String,
+    /// The embedded server's own figures and its backend's id, when it was the target.
+    pub embedded: Option<(&'a ServerStats, &'a str)>,
 }
 
 fn ms(micros: u64) -> String {
@@ -202,12 +207,22 @@ impl LoadReport<'_> {
                         .rows
                         .push(vec![dso.clone(), format!("{share:.1}%"), outside]);
                 }
-                profile.notes.push("perf record -e cpu-clock on the server's worker process during the whole run; a stripped library (Debian's libcrypto) counts as a whole. Outside the kernel: the share of the process's user-space samples, as a profile of the program alone reports it.".to_string());
+                profile.notes.push(format!("perf record -e cpu-clock on {} during the whole run; a stripped library (Debian's libcrypto) counts as a whole. Outside the kernel: the share of the process's user-space samples, as a profile of the program alone reports it.", self.profile_scope));
             }
             Err(reason) => {
                 profile.empty = Some(format!("No profile: {reason}"));
             }
         }
+
+        let mut tables = vec![summary, latency, errors];
+        if let Some((stats, backend)) = self.embedded {
+            tables.push(crate::report::serve::summary_table(
+                stats,
+                format!("The embedded server ({backend}), as it counted itself"),
+            ));
+            tables.push(crate::report::serve::breakdown_table(stats, backend));
+        }
+        tables.push(profile);
 
         let mut records = Table::new(
             &[
@@ -262,13 +277,14 @@ impl LoadReport<'_> {
             "handshakes": handshakes,
             "resumed_handshakes": result.resumed,
             "interrupted": result.interrupted,
+            "embedded_server": self.embedded.map(|(stats, backend)| crate::report::serve::data(stats, backend)),
         });
         if result.interrupted {
             footer.push("interrupted: the requests that finished are reported".to_string());
         }
         Document {
             heading: self.heading.clone(),
-            tables: vec![summary, latency, errors, profile],
+            tables,
             records,
             data,
             footer,
@@ -321,6 +337,8 @@ mod tests {
             result: &result,
             server_cpu_ns: None,
             profile: Err("not asked for".into()),
+            profile_scope: String::new(),
+            embedded: None,
         }
         .document()
     }

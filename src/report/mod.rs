@@ -15,6 +15,7 @@ pub mod load;
 pub mod markup;
 pub mod plot;
 pub mod recommend;
+pub mod serve;
 pub mod speed;
 pub mod tunnel;
 

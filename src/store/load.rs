@@ -10,6 +10,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::Store;
 use crate::workload::load::{percentiles, ErrorKind, Latencies, LoadResult, Mode, Plan, PHASE_IDS};
+use crate::workload::serve::ServerStats;
 
 /// A load run as stored: what its view needs to be drawn again.
 pub struct LoadRecord {
@@ -25,6 +26,11 @@ pub struct LoadRecord {
     pub server_cpu_ns: Option<u64>,
     /// perf's shares per shared object, or why there are none.
     pub profile: Result<Vec<(String, f64)>, String>,
+    /// What perf sampled ("the server's worker process").
+    pub profile_scope: String,
+    /// The embedded server's own figures and its backend's id, when it was
+    /// the target (kept as JSON in `load_summaries.embedded_json`).
+    pub embedded: Option<(ServerStats, String)>,
 }
 
 fn count(value: i64) -> usize {
@@ -71,6 +77,15 @@ impl Store {
                 record.profile.as_ref().err(),
                 result.interrupted,
             ],
+        )?;
+        let embedded_json = record
+            .embedded
+            .as_ref()
+            .map(|(stats, backend)| serde_json::to_string(&(stats, backend)))
+            .transpose()?;
+        tx.execute(
+            "UPDATE load_summaries SET profile_scope = ?1, embedded_json = ?2 WHERE run_id = ?3",
+            params![record.profile_scope, embedded_json, run_id],
         )?;
         for (kind, n) in &result.errors {
             let message = result
@@ -262,6 +277,17 @@ impl Store {
                 Ok(shares)
             }
         };
+        let (profile_scope, embedded_json): (Option<String>, Option<String>) =
+            self.connection.query_row(
+                "SELECT profile_scope, embedded_json FROM load_summaries WHERE run_id = ?1",
+                [run_id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?;
+        let profile_scope = profile_scope.unwrap_or_default();
+        let embedded: Option<(ServerStats, String)> = embedded_json
+            .map(|json| serde_json::from_str(&json))
+            .transpose()
+            .with_context(|| format!("load run {run_id} has unreadable embedded-server figures"))?;
         Ok(Some(LoadRecord {
             scenario_id,
             scenario,
@@ -283,6 +309,8 @@ impl Store {
             },
             server_cpu_ns: server_cpu_ns.map(|n| n.max(0) as u64),
             profile,
+            profile_scope,
+            embedded,
         }))
     }
 }
@@ -295,6 +323,7 @@ mod tests {
     use crate::store::RunInfo;
 
     fn record(interrupted: bool, profile: Result<Vec<(String, f64)>, String>) -> LoadRecord {
+        let profile_scope = "the server's worker process".to_string();
         let mut latencies = Latencies::new();
         for us in [120, 130, 150, 900, 40_000] {
             latencies.total.record(us).unwrap();
@@ -330,6 +359,8 @@ mod tests {
             },
             server_cpu_ns: Some(3_000_000),
             profile,
+            profile_scope,
+            embedded: None,
         }
     }
 

@@ -225,7 +225,10 @@ CREATE TABLE load_summaries (
     client_cpu_ns INTEGER NOT NULL,
     server_cpu_ns INTEGER,
     profile_unavailable TEXT,
-    interrupted INTEGER NOT NULL
+    interrupted INTEGER NOT NULL,
+    -- What perf sampled, and the embedded server's own figures (JSON) when it was the target.
+    profile_scope TEXT,
+    embedded_json TEXT
 );
 CREATE TABLE load_errors (
     run_id INTEGER NOT NULL REFERENCES runs (id),
@@ -485,7 +488,10 @@ CREATE TABLE load_summaries (
     client_cpu_ns INTEGER NOT NULL,
     server_cpu_ns INTEGER,
     profile_unavailable TEXT,
-    interrupted INTEGER NOT NULL
+    interrupted INTEGER NOT NULL,
+    -- What perf sampled, and the embedded server's own figures (JSON) when it was the target.
+    profile_scope TEXT,
+    embedded_json TEXT
 );
 CREATE TABLE load_errors (
     run_id INTEGER NOT NULL REFERENCES runs (id),

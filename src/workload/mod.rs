@@ -1,6 +1,7 @@
 //! What one sample does, per capability: a verified handshake, a batch of
 //! application data through an established pair, a batch of
-//! primitive operations, a batch of tunnel packets or an OpenVPN transfer.
+//! primitive operations, a batch of tunnel packets or an OpenVPN transfer;
+//! and the servers that `load` aims at (nginx, the embedded server).
 //! The sampler in `measure` runs them.
 
 pub mod bulk;
@@ -9,5 +10,6 @@ pub mod load;
 pub mod nginx;
 pub mod openvpn;
 pub mod perf;
+pub mod serve;
 pub mod speed;
 pub mod tunnel;

@@ -19,10 +19,21 @@ pub struct Recording {
 /// Starts sampling `pid` into `output`; fails with perf's own message if
 /// perf is missing or not allowed here.
 pub fn record(pid: u32, output: &Path) -> Result<Recording> {
+    start(&["-p".to_string(), pid.to_string()], output)
+}
+
+/// Starts sampling only the threads `tids` (of this or another process)
+/// into `output`, as [`record`] does for a whole process.
+pub fn record_threads(tids: &[u32], output: &Path) -> Result<Recording> {
+    let list: Vec<String> = tids.iter().map(u32::to_string).collect();
+    start(&["-t".to_string(), list.join(",")], output)
+}
+
+fn start(target: &[String], output: &Path) -> Result<Recording> {
     let mut child = Command::new("perf")
         .args(["record", "-e", "cpu-clock", "-F", "1999", "--quiet", "-o"])
         .arg(output)
-        .args(["-p", &pid.to_string()])
+        .args(target)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -13,6 +13,7 @@ mod nginx;
 mod pipeline;
 mod plots;
 mod recommend;
+mod serve;
 mod tables;
 mod tunnel;
 mod util;

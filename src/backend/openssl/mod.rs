@@ -8,6 +8,7 @@ pub mod data_channel;
 pub mod dtls;
 pub mod primitives;
 pub mod remote;
+pub mod serve;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
@@ -368,7 +369,10 @@ pub(crate) fn dhe_parameters(group: Group) -> Result<Option<Dh<openssl::pkey::Pa
     Ok(Some(Dh::from_pqg(prime, None, BigNum::from_u32(2)?)?))
 }
 
-fn server_context(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<SslContext> {
+pub(crate) fn server_context(
+    scenario: &HandshakeScenario,
+    credentials: &Credentials,
+) -> Result<SslContext> {
     let mut ctx = common_context(scenario)?;
     use_chain(&mut ctx, &credentials.server)?;
     if let Some(parameters) = dhe_parameters(scenario.group)? {

@@ -8,8 +8,9 @@ use std::cell::{Cell, RefCell};
 use std::time::Instant;
 
 use rustls::crypto::cipher::{
-    AeadKey, InboundOpaqueMessage, InboundPlainMessage, Iv, MessageDecrypter, MessageEncrypter,
-    OutboundOpaqueMessage, OutboundPlainMessage, Tls13AeadAlgorithm, UnsupportedOperationError,
+    AeadKey, InboundOpaqueMessage, InboundPlainMessage, Iv, KeyBlockShape, MessageDecrypter,
+    MessageEncrypter, OutboundOpaqueMessage, OutboundPlainMessage, Tls12AeadAlgorithm,
+    Tls13AeadAlgorithm, UnsupportedOperationError,
 };
 use rustls::crypto::hash::{Context, Hash, HashAlgorithm, Output};
 use rustls::crypto::tls13::{Hkdf, HkdfExpander, OkmBlock, OutputLengthError};
@@ -34,7 +35,9 @@ pub enum Side {
 }
 
 /// Where handshake time goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     KeyExchange,
@@ -290,6 +293,7 @@ fn instrument_suite(suite: SupportedCipherSuite) -> SupportedCipherSuite {
                     ..inner.common
                 },
                 prf_provider: leak(CountedPrf(inner.prf_provider)),
+                aead_alg: leak(CountedTls12Aead(inner.aead_alg)),
                 ..*inner
             }))
         }
@@ -662,6 +666,42 @@ impl Tls13AeadAlgorithm for CountedTls13Aead {
         iv: Iv,
     ) -> Result<ConnectionTrafficSecrets, UnsupportedOperationError> {
         self.0.extract_keys(key, iv)
+    }
+
+    fn fips(&self) -> bool {
+        self.0.fips()
+    }
+}
+
+/// TLS 1.2 record protection, counted as TLS 1.3's is.
+struct CountedTls12Aead(&'static dyn Tls12AeadAlgorithm);
+
+impl Tls12AeadAlgorithm for CountedTls12Aead {
+    fn encrypter(&self, key: AeadKey, iv: &[u8], extra: &[u8]) -> Box<dyn MessageEncrypter> {
+        let inner = record(Category::RecordProtection, None, || {
+            self.0.encrypter(key, iv, extra)
+        });
+        Box::new(CountedEncrypter(inner))
+    }
+
+    fn decrypter(&self, key: AeadKey, iv: &[u8]) -> Box<dyn MessageDecrypter> {
+        let inner = record(Category::RecordProtection, None, || {
+            self.0.decrypter(key, iv)
+        });
+        Box::new(CountedDecrypter(inner))
+    }
+
+    fn key_block_shape(&self) -> KeyBlockShape {
+        self.0.key_block_shape()
+    }
+
+    fn extract_keys(
+        &self,
+        key: AeadKey,
+        iv: &[u8],
+        explicit: &[u8],
+    ) -> Result<ConnectionTrafficSecrets, UnsupportedOperationError> {
+        self.0.extract_keys(key, iv, explicit)
     }
 
     fn fips(&self) -> bool {

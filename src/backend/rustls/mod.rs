@@ -6,6 +6,7 @@
 
 pub mod instrument;
 pub mod primitives;
+pub mod serve;
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -248,6 +249,19 @@ impl Backend for RustlsBackend {
 }
 
 impl RustlsBackend {
+    /// The server configuration of a scenario (on the counting provider
+    /// if this backend is instrumented).
+    pub(crate) fn server_config(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Arc<ServerConfig>> {
+        if let Some(reason) = self.unsupported_reason(scenario) {
+            bail!("{reason}");
+        }
+        Ok(self.configure(scenario, credentials)?.server)
+    }
+
     /// The client and server configurations of a scenario.
     fn configure(
         &self,
