@@ -235,7 +235,7 @@ mod tests {
             // An encrypted DTLS 1.3 record (unified header with a length) follows.
             [
                 record(0, &fragment(SERVER_HELLO, 1, &hello, 20..hello.len())),
-                vec![0x2c, 0x01, 0x00, 0x02, 0xaa, 0xbb],
+                vec![0x2c, 0x01, 0x00, 0x00, 0x02, 0xaa, 0xbb],
             ]
             .concat(),
         ];
