@@ -5,7 +5,9 @@
 //! and drives the library's timers on a logical clock, so a lost datagram
 //! is resent after a timeout that costs no waiting. dimpl reports only the
 //! version it negotiated: suite, group and signature are read off the
-//! server's datagrams ([`wire`]). All dimpl code of tlslab is in this folder.
+//! server's datagrams ([`wire`]); each side checks its peer's certificate in
+//! `peer`; application data for `bulk` is in `bulk.rs`. All dimpl code of
+//! tlslab is in this folder.
 //!
 //! What dimpl offers, and so what this backend runs: ECDHE-ECDSA only
 //! (X25519, P-256, P-384; ECDSA P-256 and P-384 certificates), AES-GCM and
@@ -16,6 +18,8 @@
 //! the server a client's, for mutual authentication) with rustls's WebPKI
 //! verifier on aws-lc-rs, given the intermediates out of band.
 
+mod bulk;
+mod peer;
 pub mod wire;
 
 use std::io::{ErrorKind, Read, Write};
@@ -25,18 +29,19 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use dimpl::crypto::{Dtls12CipherSuite, Dtls13CipherSuite};
 use dimpl::{Config, Dtls, DtlsCertificate, NamedGroup, Output, ProtocolVersion};
-use rustls::client::danger::ServerCertVerifier;
 use rustls::client::WebPkiServerVerifier;
-use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
 use rustls::RootCertStore;
-use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls_pki_types::CertificateDer;
+
+use bulk::{record_payload_bytes, DimplBulkPair};
+use peer::{certificate, PeerCheck};
 
 use super::{
     Backend, BulkPair, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated,
     PreparedOperation, PrimitiveBackend, Turn, Turns, Unsupported,
 };
-use crate::certs::{CertChain, Credentials, SERVER_NAME};
+use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::{
     Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, DEFAULT_MTU_BYTES,
@@ -223,69 +228,6 @@ fn config(scenario: &HandshakeScenario, mtu_bytes: u16) -> Result<Config> {
     builder
         .build()
         .map_err(|error| anyhow!("dimpl refuses the configuration: {error}"))
-}
-
-/// A leaf and its key as dimpl takes them, and the intermediates that a
-/// verifier of that leaf is given out of band.
-fn certificate(chain: &CertChain) -> Result<(DtlsCertificate, Vec<CertificateDer<'static>>)> {
-    let (leaf, intermediates) = chain
-        .chain_der
-        .split_first()
-        .context("empty certificate chain")?;
-    Ok((
-        DtlsCertificate {
-            certificate: leaf.clone(),
-            private_key: chain.key_pkcs8_der.clone(),
-        },
-        intermediates
-            .iter()
-            .map(|der| CertificateDer::from(der.clone()))
-            .collect(),
-    ))
-}
-
-/// How one side checks the certificate its peer presents.
-#[derive(Clone)]
-enum PeerCheck {
-    /// The client checks the server's leaf against the root, for the server name.
-    Server {
-        verifier: Arc<WebPkiServerVerifier>,
-        intermediates: Vec<CertificateDer<'static>>,
-    },
-    /// The server checks a client's leaf against the root (mutual authentication).
-    Client {
-        verifier: Arc<dyn ClientCertVerifier>,
-        intermediates: Vec<CertificateDer<'static>>,
-    },
-    /// The server asked for no certificate.
-    None,
-}
-
-impl PeerCheck {
-    fn check(&self, leaf: &[u8]) -> Result<()> {
-        let leaf = CertificateDer::from(leaf);
-        match self {
-            PeerCheck::Server {
-                verifier,
-                intermediates,
-            } => {
-                let name = ServerName::try_from(SERVER_NAME)?;
-                verifier
-                    .verify_server_cert(&leaf, intermediates, &name, &[], UnixTime::now())
-                    .map_err(|error| anyhow!("the server's certificate is refused: {error}"))?;
-            }
-            PeerCheck::Client {
-                verifier,
-                intermediates,
-            } => {
-                verifier
-                    .verify_client_cert(&leaf, intermediates, UnixTime::now())
-                    .map_err(|error| anyhow!("the client's certificate is refused: {error}"))?;
-            }
-            PeerCheck::None => bail!("a certificate came that was not asked for"),
-        }
-        Ok(())
-    }
 }
 
 /// Both sides' configurations and certificates for one scenario.
@@ -637,74 +579,6 @@ fn signature_name(code: u16) -> String {
         other => return format!("0x{other:04x}"),
     }
     .to_string()
-}
-
-/// The most application data one record may carry so that its datagram
-/// fits the MTU: dimpl sends each write as one record and leaves the size
-/// to the application, as a DTLS application must (RFC 9147 §4.4). The
-/// overhead is DTLS 1.2's 13-byte header with an 8-byte explicit nonce, or
-/// DTLS 1.3's 5-byte header with the inner content type, plus a 16-byte tag.
-fn record_payload_bytes(version: TlsVersion, mtu_bytes: u16) -> usize {
-    let overhead = match version {
-        TlsVersion::Dtls13 => 5 + 1 + 16,
-        _ => 13 + 8 + 16,
-    };
-    usize::from(mtu_bytes).saturating_sub(overhead).max(1)
-}
-
-/// An established dimpl client and server over the datagram channel: the
-/// client writes, the server reads.
-struct DimplBulkPair {
-    negotiated: Negotiated,
-    pipe: DatagramPipe,
-    client: Side,
-    server: Side,
-    record_bytes: usize,
-}
-
-impl BulkPair for DimplBulkPair {
-    fn negotiated(&self) -> Option<&Negotiated> {
-        Some(&self.negotiated)
-    }
-
-    fn send(&mut self, data: &[u8]) -> Result<()> {
-        for record in data.chunks(self.record_bytes) {
-            let accepted = self
-                .client
-                .dtls
-                .send_application_data(record)
-                .map_err(|error| anyhow!("sending application data failed: {error}"))?;
-            if accepted != record.len() {
-                bail!("dimpl took {accepted} of {} bytes", record.len());
-            }
-            self.client.drain()?;
-        }
-        Ok(())
-    }
-
-    fn receive(&mut self, out: &mut [u8]) -> Result<usize> {
-        let mut filled = 0;
-        loop {
-            let waiting = &self.server.received[self.server.taken..];
-            let moved = waiting.len().min(out.len() - filled);
-            out[filled..filled + moved].copy_from_slice(&waiting[..moved]);
-            self.server.taken += moved;
-            filled += moved;
-            if filled == out.len() || !self.pipe.pending_for_server() {
-                return Ok(filled);
-            }
-            let length = self
-                .server
-                .end
-                .read(&mut self.server.datagram)
-                .context("reading a datagram")?;
-            self.server
-                .dtls
-                .handle_packet(&self.server.datagram[..length])
-                .map_err(|error| anyhow!("receiving application data failed: {error}"))?;
-            self.server.drain()?;
-        }
-    }
 }
 
 /// One DTLS handshake on dimpl with every datagram kept and `fault` done
