@@ -40,6 +40,7 @@ fn main() {
         ("RUSTLS_VERSION", "rustls"),
         ("AWS_LC_RS_VERSION", "aws-lc-rs"),
         ("RING_VERSION", "ring"),
+        ("DIMPL_VERSION", "dimpl"),
         ("RUSQLITE_VERSION", "rusqlite"),
     ] {
         code.push_str(&format!(

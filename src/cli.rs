@@ -84,7 +84,7 @@ pub struct HandshakeArgs {
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
 
-    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, or all.
+    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
     /// [default: the preset's, or all]
     #[arg(long, value_name = "LIST")]
     pub backend: Option<String>,
@@ -160,7 +160,7 @@ pub struct BulkArgs {
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
 
-    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, or all. [default: all]
+    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all. [default: all]
     #[arg(long, value_name = "LIST")]
     pub backend: Option<String>,
 
@@ -217,7 +217,7 @@ pub struct BulkArgs {
 Sampling defaults: --precision 2% --max-time 0.5 --min-samples 5 --warmup 0.05
 (each sample is a batch of operations lasting about 2 ms)")]
 pub struct SpeedArgs {
-    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, or all. [default: all]
+    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all. [default: all]
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub backend: String,
 
@@ -274,7 +274,7 @@ pub struct CostArgs {
     #[arg(long)]
     pub breakdown: bool,
 
-    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, or all.
+    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
     /// [default: openssl,rustls-aws-lc; the preset's]
     #[arg(long, value_name = "LIST")]
     pub backend: Option<String>,
@@ -309,8 +309,9 @@ pub struct CostArgs {
 /// The axes of a handshake matrix; each overrides the preset's.
 #[derive(Debug, Args)]
 pub struct AxisArgs {
-    /// Protocol versions: 1.2, 1.3, dtls1.2 (DTLS over an in-memory datagram
-    /// channel; OpenSSL only). [default: 1.3]
+    /// Protocol versions: 1.2, 1.3, dtls1.2, dtls1.3 (DTLS over an in-memory
+    /// datagram channel; dtls1.2 on OpenSSL and dimpl, dtls1.3 on dimpl).
+    /// [default: 1.3]
     #[arg(long, value_name = "LIST")]
     pub tls: Option<String>,
 

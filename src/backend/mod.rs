@@ -5,6 +5,7 @@
 //! offers its primitives ([`PrimitiveBackend`]) for `speed` and the cost
 //! model. All of a library's code lives in its folder.
 
+pub mod dimpl;
 pub mod mock;
 pub mod openssl;
 pub mod plain;
@@ -53,12 +54,12 @@ impl Capabilities {
     ) -> Option<String> {
         let version = scenario.version;
         if !self.versions.contains(&version) {
-            if version.is_datagram() {
+            if version.is_datagram() && !self.versions.iter().any(|v| v.is_datagram()) {
                 return Some(format!(
                     "{backend} has no DTLS (the library implements TLS over streams only)"
                 ));
             }
-            return Some(format!("{backend} does not support TLS {}", version.id()));
+            return Some(format!("{backend} does not support {}", version.display()));
         }
         let groups = match version.tls_rules() {
             TlsVersion::Tls13 => &self.groups_tls13,
@@ -360,6 +361,8 @@ pub enum BackendId {
     Openssl,
     RustlsAwsLc,
     RustlsRing,
+    /// DTLS 1.2 and 1.3 from the pure-Rust dimpl crate.
+    Dimpl,
     /// Deterministic fake timings for testing the pipeline; never listed.
     Mock,
 }
@@ -370,6 +373,7 @@ impl Named for BackendId {
         BackendId::Openssl,
         BackendId::RustlsAwsLc,
         BackendId::RustlsRing,
+        BackendId::Dimpl,
         BackendId::Mock,
     ];
 
@@ -378,6 +382,7 @@ impl Named for BackendId {
             BackendId::Openssl => "openssl",
             BackendId::RustlsAwsLc => "rustls-aws-lc",
             BackendId::RustlsRing => "rustls-ring",
+            BackendId::Dimpl => "dimpl",
             BackendId::Mock => "mock",
         }
     }
@@ -387,6 +392,7 @@ impl Named for BackendId {
             BackendId::Openssl => &["ossl"],
             BackendId::RustlsAwsLc => &["rustls-aws-lc-rs", "aws-lc-rs", "aws-lc", "rustls"],
             BackendId::RustlsRing => &["ring"],
+            BackendId::Dimpl => &[],
             BackendId::Mock => &[],
         }
     }
@@ -399,13 +405,14 @@ impl BackendId {
             BackendId::Openssl => Arc::new(openssl::OpensslBackend::new()),
             BackendId::RustlsAwsLc => Arc::new(rustls::RustlsBackend::aws_lc_rs()),
             BackendId::RustlsRing => Arc::new(rustls::RustlsBackend::ring()),
+            BackendId::Dimpl => Arc::new(dimpl::DimplBackend),
             BackendId::Mock => Arc::new(mock::MockBackend::default()),
         }
     }
 }
 
 /// The ids of the real backends, in the order they are listed.
-pub const BACKEND_IDS: &[&str] = &["openssl", "rustls-aws-lc", "rustls-ring"];
+pub const BACKEND_IDS: &[&str] = &["openssl", "rustls-aws-lc", "rustls-ring", "dimpl"];
 
 /// The backend with this id or alias. `mock` is accepted for testing the
 /// pipeline but is never listed.

@@ -8,23 +8,31 @@ serialize_by_id!(TlsVersion, Group, CertKind, Aead, Resumption);
 
 /// A protocol version: TLS over a byte stream, or DTLS over datagrams.
 /// DTLS 1.2 is TLS 1.2's handshake made to survive datagrams (RFC 6347):
-/// every rule of TLS 1.2 about groups, suites and resumption applies to it.
+/// every rule of TLS 1.2 about groups, suites and resumption applies to it;
+/// DTLS 1.3 (RFC 9147) is TLS 1.3's handshake over datagrams in the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TlsVersion {
     Tls12,
     Tls13,
     Dtls12,
+    Dtls13,
 }
 
 impl Named for TlsVersion {
     const KIND: &'static str = "TLS version";
-    const ALL: &'static [Self] = &[TlsVersion::Tls12, TlsVersion::Tls13, TlsVersion::Dtls12];
+    const ALL: &'static [Self] = &[
+        TlsVersion::Tls12,
+        TlsVersion::Tls13,
+        TlsVersion::Dtls12,
+        TlsVersion::Dtls13,
+    ];
 
     fn id(self) -> &'static str {
         match self {
             TlsVersion::Tls12 => "1.2",
             TlsVersion::Tls13 => "1.3",
             TlsVersion::Dtls12 => "dtls1.2",
+            TlsVersion::Dtls13 => "dtls1.3",
         }
     }
 
@@ -33,6 +41,7 @@ impl Named for TlsVersion {
             TlsVersion::Tls12 => &["tls1.2", "tls12", "12"],
             TlsVersion::Tls13 => &["tls1.3", "tls13", "13"],
             TlsVersion::Dtls12 => &["dtls12", "dtls"],
+            TlsVersion::Dtls13 => &["dtls13"],
         }
     }
 }
@@ -44,6 +53,7 @@ impl TlsVersion {
             TlsVersion::Tls12 => "TLSv1.2",
             TlsVersion::Tls13 => "TLSv1.3",
             TlsVersion::Dtls12 => "DTLSv1.2",
+            TlsVersion::Dtls13 => "DTLSv1.3",
         }
     }
 
@@ -53,21 +63,24 @@ impl TlsVersion {
             TlsVersion::Tls12 => "TLS 1.2",
             TlsVersion::Tls13 => "TLS 1.3",
             TlsVersion::Dtls12 => "DTLS 1.2",
+            TlsVersion::Dtls13 => "DTLS 1.3",
         }
     }
 
     /// The TLS version whose handshake rules this version follows: DTLS 1.2
-    /// has the groups, suites, signatures and resumption modes of TLS 1.2.
+    /// has the groups, suites, signatures and resumption modes of TLS 1.2,
+    /// DTLS 1.3 those of TLS 1.3.
     pub fn tls_rules(self) -> TlsVersion {
         match self {
             TlsVersion::Dtls12 => TlsVersion::Tls12,
+            TlsVersion::Dtls13 => TlsVersion::Tls13,
             tls => tls,
         }
     }
 
     /// True if and only if the version runs over datagrams (DTLS).
     pub fn is_datagram(self) -> bool {
-        self == TlsVersion::Dtls12
+        matches!(self, TlsVersion::Dtls12 | TlsVersion::Dtls13)
     }
 }
 

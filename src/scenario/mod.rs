@@ -103,7 +103,7 @@ impl HandshakeScenario {
         if self.group == Group::RsaKeyTransport && family != SignatureFamily::Rsa {
             return Some("RSA key transport needs an RSA certificate".to_string());
         }
-        if self.version == TlsVersion::Tls13 && !self.aead.is_aead() {
+        if self.version.tls_rules() == TlsVersion::Tls13 && !self.aead.is_aead() {
             return Some("TLS 1.3 has AEAD suites only (no CBC)".into());
         }
         if self.group == Group::RsaKeyTransport && self.aead == Aead::Chacha20Poly1305 {

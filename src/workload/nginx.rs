@@ -314,7 +314,7 @@ fn write_files(
     let protocol = match scenario.version {
         TlsVersion::Tls12 => "TLSv1.2",
         TlsVersion::Tls13 => "TLSv1.3",
-        TlsVersion::Dtls12 => bail!("nginx serves TLS over TCP, not DTLS"),
+        TlsVersion::Dtls12 | TlsVersion::Dtls13 => bail!("nginx serves TLS over TCP, not DTLS"),
     };
     writeln!(tls, "        ssl_protocols {protocol};")?;
     // Weak rows are measured with the security level lowered for this
@@ -330,7 +330,7 @@ fn write_files(
             "        ssl_ciphers {}{level};",
             tls12_cipher_name(scenario)?
         )?,
-        TlsVersion::Tls13 => {
+        TlsVersion::Tls13 | TlsVersion::Dtls13 => {
             writeln!(tls, "        ssl_ciphers DEFAULT{level};")?;
             writeln!(
                 tls,

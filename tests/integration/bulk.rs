@@ -196,6 +196,26 @@ bulk_backend_tests!(openssl, "openssl");
 bulk_backend_tests!(rustls_aws_lc, "rustls-aws-lc");
 bulk_backend_tests!(rustls_ring, "rustls-ring");
 
+/// dimpl carries application data over DTLS 1.2 and 1.3, every byte
+/// checked; a write larger than a datagram goes out as several records.
+#[test]
+fn dimpl_carries_checked_data_over_dtls() {
+    let backend = tlslab::backend::backend_by_id("dimpl").unwrap();
+    for version in [TlsVersion::Dtls12, TlsVersion::Dtls13] {
+        for aead in [Aead::Aes128Gcm, Aead::Aes256Gcm, Aead::Chacha20Poly1305] {
+            let scenario = tls(version, aead, 1000);
+            for sample in sample_row(Some(backend.as_ref()), &scenario, 40_000, 2)
+                .unwrap_or_else(|o| panic!("{}: {o:?}", scenario.label()))
+            {
+                assert_eq!(sample.bytes, 40_000);
+                assert!(sample.sender_cpu_ns > 0 && sample.receiver_cpu_ns > 0);
+            }
+        }
+        let scenario = tls(version, Aead::Aes128Gcm, 16_384);
+        sample_row(Some(backend.as_ref()), &scenario, 65_536, 1).unwrap();
+    }
+}
+
 /// AES-CBC with HMAC runs on OpenSSL in TLS 1.2; elsewhere its rows say why.
 #[test]
 fn cbc_rows_run_on_openssl_and_say_why_elsewhere() {

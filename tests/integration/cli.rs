@@ -14,6 +14,8 @@ fn list_shows_every_backend_and_preset() {
         "openssl: OpenSSL 3.",
         "rustls-aws-lc: rustls 0.23",
         "rustls-ring: rustls 0.23",
+        "dimpl: dimpl 0.8",
+        "dtls1.2, dtls1.3",
         "kex-matrix",
         "x25519mlkem768",
         "mldsa65",

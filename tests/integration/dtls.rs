@@ -1,8 +1,10 @@
-//! DTLS 1.2 handshakes on OpenSSL over the in-memory datagram channel:
-//! verified per group family, suite and mode, the server's cookie exchange
-//! seen on the wire, fragmentation held to the MTU, and the rows that say
-//! why they cannot run.
+//! DTLS handshakes over the in-memory datagram channel: DTLS 1.2 on
+//! OpenSSL and DTLS 1.2 and 1.3 on dimpl, verified per group family, suite
+//! and mode, the server's cookie exchange seen on the wire, fragmentation
+//! held to the MTU, lost and reordered datagrams, and the rows that say why
+//! they cannot run.
 
+use tlslab::backend::dimpl::trace_handshake as dimpl_trace;
 use tlslab::backend::openssl::dtls::{trace_handshake, HELLO_VERIFY_REQUEST};
 use tlslab::backend::{backend_by_id, Backend};
 use tlslab::scenario::{Aead, CertKind, Group, Named, Resumption, TlsVersion};
@@ -174,8 +176,9 @@ fn bad_names_and_suites_the_protocol_cannot_carry() {
     let run = tlslab(&["handshake", "--no-db", "--tls", "dtls9"]);
     run.expect_code(2);
     assert!(
-        run.stderr()
-            .contains("unknown TLS version 'dtls9'; valid TLS versions: 1.2, 1.3, dtls1.2"),
+        run.stderr().contains(
+            "unknown TLS version 'dtls9'; valid TLS versions: 1.2, 1.3, dtls1.2, dtls1.3"
+        ),
         "{}",
         run.stderr()
     );
@@ -236,4 +239,198 @@ fn a_reordered_datagram_is_absorbed_and_a_lost_one_is_a_clear_failure() {
         "{error:#}"
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+fn dimpl() -> std::sync::Arc<dyn Backend> {
+    backend_by_id("dimpl").unwrap()
+}
+
+#[test]
+fn dimpl_verified_dtls13_handshake_per_group() {
+    for group in [Group::X25519, Group::P256, Group::P384] {
+        assert_measured(
+            dimpl().as_ref(),
+            &scenario(TlsVersion::Dtls13, group, CertKind::EcdsaP256),
+        );
+    }
+    // DTLS 1.2 too, the other suites, a P-384 certificate, mutual authentication.
+    for (version, aead) in [
+        (TlsVersion::Dtls12, Aead::Chacha20Poly1305),
+        (TlsVersion::Dtls13, Aead::Aes256Gcm),
+    ] {
+        let mut s = scenario(version, Group::P256, CertKind::EcdsaP384);
+        s.aead = aead;
+        s.mutual = true;
+        assert_measured(dimpl().as_ref(), &s);
+    }
+}
+
+/// What dimpl does not report is read off the server's datagrams: the
+/// checked suite, group and signature scheme came over the wire.
+#[test]
+fn dimpl_negotiation_is_read_off_the_wire() {
+    let cases = [
+        (
+            TlsVersion::Dtls13,
+            Group::X25519,
+            "DTLSv1.3",
+            "TLS_AES_128_GCM_SHA256",
+        ),
+        (
+            TlsVersion::Dtls12,
+            Group::P384,
+            "DTLSv1.2",
+            "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        ),
+    ];
+    for (version, group, version_name, suite) in cases {
+        let s = scenario(version, group, CertKind::EcdsaP256);
+        let credentials = util::certs().get(s.cert, s.chain_depth).unwrap();
+        let trace = dimpl_trace(&s, &credentials, None).unwrap();
+        let negotiated = trace.negotiated;
+        assert_eq!(negotiated.version, version_name);
+        assert_eq!(negotiated.suite, suite);
+        assert_eq!(negotiated.group.as_deref(), Some(group.id()));
+        assert_eq!(
+            negotiated.signature.as_deref(),
+            Some("ecdsa_secp256r1_sha256")
+        );
+        assert_eq!(trace.timeouts, 0);
+        // The cookie exchange: the client says hello twice.
+        let client = plaintext_types(&trace.client_datagrams);
+        assert_eq!(&client[..2], &[CLIENT_HELLO, CLIENT_HELLO], "{client:?}");
+    }
+}
+
+/// The types of the epoch-0 handshake records that start each datagram.
+fn plaintext_types(datagrams: &[Vec<u8>]) -> Vec<u8> {
+    datagrams
+        .iter()
+        .filter(|d| d.len() > 13 && d[0] == 22 && d[3..5] == [0, 0])
+        .map(|d| d[13])
+        .collect()
+}
+
+#[test]
+fn dimpl_fragments_handshake_messages_to_a_small_mtu() {
+    for (version, mtu) in [(TlsVersion::Dtls12, 64), (TlsVersion::Dtls13, 200)] {
+        let mut s = scenario(version, Group::P256, CertKind::EcdsaP384);
+        s.mtu_bytes = Some(mtu);
+        s.mutual = true;
+        let credentials = util::certs().get(s.cert, s.chain_depth).unwrap();
+        let trace = dimpl_trace(&s, &credentials, None).unwrap();
+        let sizes: Vec<usize> = trace
+            .server_datagrams
+            .iter()
+            .chain(&trace.client_datagrams)
+            .map(Vec::len)
+            .collect();
+        assert!(sizes.iter().all(|size| *size <= mtu.into()), "{sizes:?}");
+        // The P-384 leaf alone is well over 400 bytes.
+        assert!(trace.server_datagrams.len() > 4, "{sizes:?}");
+        assert_measured(dimpl().as_ref(), &s);
+    }
+}
+
+#[test]
+fn dimpl_mtu_too_small_is_a_row_saying_why() {
+    let mut s = scenario(TlsVersion::Dtls12, Group::P256, CertKind::EcdsaP256);
+    s.mtu_bytes = Some(63);
+    let reason = dimpl().unsupported_reason(&s).unwrap_or_default();
+    assert_eq!(
+        reason,
+        "an MTU of 63 bytes is too small for a DTLS 1.2 handshake: dimpl needs at least 64 bytes"
+    );
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "--quiet",
+        "--backend",
+        "dimpl",
+        "--tls",
+        "dtls1.3",
+        "--group",
+        "p256",
+        "--cert",
+        "ecdsa_p256",
+        "--mtu",
+        "199",
+        "--runs",
+        "1",
+        "--cert-dir",
+        util::cert_dir().to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    assert!(
+        run.stdout().contains(
+            "unsupported: an MTU of 199 bytes is too small for a DTLS 1.3 handshake: dimpl needs at least 200 bytes"
+        ),
+        "{}",
+        run.stdout()
+    );
+}
+
+#[test]
+fn dtls13_rows_say_why_a_backend_cannot_run_them() {
+    let s = scenario(TlsVersion::Dtls13, Group::X25519, CertKind::EcdsaP256);
+    let reason = openssl().unsupported_reason(&s).unwrap_or_default();
+    assert!(
+        reason.starts_with("OpenSSL 3.") && reason.ends_with(" has no DTLS 1.3"),
+        "{reason}"
+    );
+    for id in ["rustls-aws-lc", "rustls-ring"] {
+        let reason = backend_by_id(id).unwrap().unsupported_reason(&s);
+        assert_eq!(
+            reason.as_deref(),
+            Some(
+                format!("{id} has no DTLS (the library implements TLS over streams only)").as_str()
+            )
+        );
+    }
+    let reasons = [
+        (
+            scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256),
+            "dimpl implements DTLS only (no TLS over streams)",
+        ),
+        (
+            scenario(TlsVersion::Dtls13, Group::X25519, CertKind::Rsa2048),
+            "dimpl cannot use rsa2048 certificates",
+        ),
+        (
+            scenario(TlsVersion::Dtls13, Group::X448, CertKind::EcdsaP256),
+            "dimpl has no x448 key exchange in DTLS 1.3",
+        ),
+    ];
+    for (s, expected) in reasons {
+        assert_eq!(
+            dimpl().unsupported_reason(&s).as_deref(),
+            Some(expected),
+            "{}",
+            s.label()
+        );
+    }
+}
+
+/// dimpl resends a flight when its timer fires; tlslab moves the logical
+/// clock to that timer instead of waiting for it, so a lost datagram costs
+/// a retransmission, not a second, and a reordered one is absorbed.
+#[test]
+fn dimpl_resends_a_lost_datagram_and_absorbs_a_reordered_one() {
+    for version in [TlsVersion::Dtls12, TlsVersion::Dtls13] {
+        let mut s = scenario(version, Group::P256, CertKind::EcdsaP256);
+        s.mtu_bytes = Some(200);
+        let credentials = util::certs().get(s.cert, s.chain_depth).unwrap();
+        let started = std::time::Instant::now();
+        // 0: ClientHello, 1: the cookie request, 2: ClientHello with the
+        // cookie, 3..: the server's flight in fragments.
+        for lost in [1, 2, 4] {
+            let trace = dimpl_trace(&s, &credentials, Some(Fault::Lose(lost)))
+                .unwrap_or_else(|e| panic!("{} losing {lost}: {e:#}", s.label()));
+            assert!(trace.timeouts >= 1, "{trace:?}");
+            assert_eq!(trace.negotiated.version, version.protocol_name());
+        }
+        let trace = dimpl_trace(&s, &credentials, Some(Fault::Reorder(4))).unwrap();
+        assert_eq!(trace.negotiated.version, version.protocol_name());
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
 }

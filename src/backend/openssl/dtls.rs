@@ -78,14 +78,19 @@ pub(super) fn unsupported_reason(scenario: &HandshakeScenario) -> Option<String>
         // Seen with OpenSSL 3.6: the same row over TLS 1.2 runs.
         return Some(format!(
             "OpenSSL {} finds no shared cipher for an EdDSA certificate in DTLS 1.2 (TLS 1.2 works)",
-            openssl::version::version()
-                .trim_start_matches("OpenSSL ")
-                .split(' ')
-                .next()
-                .unwrap_or_default()
+            openssl_release()
         ));
     }
     mtu_refusal(mtu_bytes)
+}
+
+/// The release of the linked OpenSSL ("3.6.0").
+pub(super) fn openssl_release() -> &'static str {
+    openssl::version::version()
+        .trim_start_matches("OpenSSL ")
+        .split(' ')
+        .next()
+        .unwrap_or_default()
 }
 
 /// Why OpenSSL cannot run DTLS handshakes at this MTU, if it cannot: its

@@ -143,6 +143,12 @@ impl Backend for OpensslBackend {
     }
 
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
+        if scenario.version == TlsVersion::Dtls13 {
+            return Some(format!(
+                "OpenSSL {} has no DTLS 1.3",
+                dtls::openssl_release()
+            ));
+        }
         self.capabilities
             .unsupported_reason(self.id(), scenario)
             .or_else(|| dtls::unsupported_reason(scenario))
@@ -227,6 +233,8 @@ fn protocol(version: TlsVersion) -> SslVersion {
         TlsVersion::Tls12 => SslVersion::TLS1_2,
         TlsVersion::Tls13 => SslVersion::TLS1_3,
         TlsVersion::Dtls12 => SslVersion::DTLS1_2,
+        // Never reached: the capabilities list no DTLS 1.3 (OpenSSL 3.6 has none).
+        TlsVersion::Dtls13 => SslVersion::DTLS1_2,
     }
 }
 

@@ -283,7 +283,7 @@ impl RustlsBackend {
         let versions: &[&SupportedProtocolVersion] = match scenario.version {
             TlsVersion::Tls12 => &[&rustls::version::TLS12],
             TlsVersion::Tls13 => &[&rustls::version::TLS13],
-            TlsVersion::Dtls12 => bail!("rustls has no DTLS"),
+            TlsVersion::Dtls12 | TlsVersion::Dtls13 => bail!("rustls has no DTLS"),
         };
         let mut roots = RootCertStore::empty();
         roots.add(CertificateDer::from(credentials.root_der.clone()))?;

@@ -1,0 +1,613 @@
+//! The dimpl backend: DTLS 1.2 and DTLS 1.3 from the `dimpl` crate (pure
+//! Rust, sans-IO, its crypto on aws-lc-rs; MIT OR Apache-2.0), the DTLS 1.3
+//! that OpenSSL 3.6 lacks. Client and server run in one thread over the
+//! in-memory datagram channel (MTU enforced); tlslab moves every datagram
+//! and drives the library's timers on a logical clock, so a lost datagram
+//! is resent after a timeout that costs no waiting. dimpl reports only the
+//! version it negotiated: suite, group and signature are read off the
+//! server's datagrams ([`wire`]); each side checks its peer's certificate in
+//! `peer`; application data for `bulk` is in `bulk.rs`. All dimpl code of
+//! tlslab is in this folder.
+//!
+//! What dimpl offers, and so what this backend runs: ECDHE-ECDSA only
+//! (X25519, P-256, P-384; ECDSA P-256 and P-384 certificates), AES-GCM and
+//! ChaCha20-Poly1305, full handshakes only (no resumption), the server's
+//! cookie exchange always on (HelloVerifyRequest in DTLS 1.2, a
+//! HelloRetryRequest with a cookie in DTLS 1.3). Its server sends its leaf
+//! certificate without intermediates; the client verifies that leaf (and
+//! the server a client's, for mutual authentication) with rustls's WebPKI
+//! verifier on aws-lc-rs, given the intermediates out of band.
+
+mod bulk;
+mod peer;
+pub mod wire;
+
+use std::io::{ErrorKind, Read, Write};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use dimpl::crypto::{Dtls12CipherSuite, Dtls13CipherSuite};
+use dimpl::{Config, Dtls, DtlsCertificate, NamedGroup, Output, ProtocolVersion};
+use rustls::client::WebPkiServerVerifier;
+use rustls::server::WebPkiClientVerifier;
+use rustls::RootCertStore;
+use rustls_pki_types::CertificateDer;
+
+use bulk::{record_payload_bytes, DimplBulkPair};
+use peer::{certificate, PeerCheck};
+
+use super::{
+    Backend, BulkPair, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated,
+    PreparedOperation, PrimitiveBackend, Turn, Turns, Unsupported,
+};
+use crate::certs::Credentials;
+use crate::scenario::speed::SpeedRow;
+use crate::scenario::{
+    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, DEFAULT_MTU_BYTES,
+};
+use crate::transport::datagram::{DatagramEnd, DatagramPipe, Fault};
+
+/// The smallest MTU dimpl accepts in its configuration; its DTLS 1.2
+/// handshakes run down to it.
+const MINIMUM_MTU_BYTES: u16 = 64;
+
+/// The smallest MTU this backend runs dimpl's DTLS 1.3 handshakes at. Below
+/// about 180 bytes dimpl 0.8's DTLS 1.3 either overflows its buffer of 12
+/// records per flight (and panics) or, with a CertificateRequest, sends
+/// datagrams over the MTU (seen from 120 to 170 bytes); 200 leaves a margin.
+const MINIMUM_DTLS13_MTU_BYTES: u16 = 200;
+
+/// The most datagrams dimpl may hold queued to send, or received and
+/// not yet processed.
+const MAX_QUEUED_DATAGRAMS: usize = 256;
+
+/// The least room dimpl's output buffer starts with: enough for the peer's
+/// leaf certificate.
+const OUTPUT_BUFFER_BYTES: usize = 16 * 1024;
+
+/// The most retransmission timeouts a handshake may wait through before it
+/// counts as stalled (dimpl resends a flight four times by default).
+const MAX_TIMEOUTS: usize = 8;
+
+/// The dimpl backend.
+#[derive(Debug, Default)]
+pub struct DimplBackend;
+
+fn capabilities() -> &'static Capabilities {
+    static CAPABILITIES: OnceLock<Capabilities> = OnceLock::new();
+    CAPABILITIES.get_or_init(|| {
+        let groups = vec![Group::X25519, Group::P256, Group::P384];
+        Capabilities {
+            versions: vec![TlsVersion::Dtls12, TlsVersion::Dtls13],
+            groups_tls12: groups.clone(),
+            groups_tls13: groups,
+            certs: vec![CertKind::EcdsaP256, CertKind::EcdsaP384],
+            aeads: vec![Aead::Aes128Gcm, Aead::Aes256Gcm, Aead::Chacha20Poly1305],
+            resumptions: vec![Resumption::Off],
+            mutual: true,
+            reports_signature_scheme: true,
+        }
+    })
+}
+
+impl Backend for DimplBackend {
+    fn id(&self) -> &'static str {
+        "dimpl"
+    }
+
+    fn library(&self) -> LibraryInfo {
+        LibraryInfo {
+            backend: self.id().to_string(),
+            library: "dimpl".to_string(),
+            version: format!(
+                "{} (aws-lc-rs {})",
+                crate::build_info::DIMPL_VERSION,
+                crate::build_info::AWS_LC_RS_VERSION
+            ),
+        }
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        capabilities()
+    }
+
+    fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
+        if !scenario.version.is_datagram() {
+            return Some("dimpl implements DTLS only (no TLS over streams)".to_string());
+        }
+        if let Some(reason) = capabilities().unsupported_reason(self.id(), scenario) {
+            return Some(reason);
+        }
+        let mtu_bytes = scenario.mtu_bytes?;
+        let (floor, why) = match scenario.version {
+            TlsVersion::Dtls13 => (
+                MINIMUM_DTLS13_MTU_BYTES,
+                " (below it dimpl 0.8 overflows its flight buffer or exceeds the MTU)",
+            ),
+            _ => (MINIMUM_MTU_BYTES, ""),
+        };
+        (mtu_bytes < floor).then(|| {
+            format!(
+                "an MTU of {mtu_bytes} bytes is too small for a {} handshake: dimpl needs at least {floor} bytes{why}",
+                scenario.version.display()
+            )
+        })
+    }
+
+    fn handshaker(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Box<dyn Handshaker>> {
+        Ok(Box::new(DimplHandshaker::new(scenario, credentials)?))
+    }
+
+    fn bulk_pair(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Box<dyn BulkPair>> {
+        let handshaker = DimplHandshaker::new(scenario, credentials)?;
+        let pipe = DatagramPipe::new(handshaker.mtu_bytes);
+        let established = handshaker.establish_over(&pipe)?;
+        let negotiated = handshaker.negotiated(&established)?;
+        Ok(Box::new(DimplBulkPair {
+            negotiated,
+            pipe,
+            client: established.client,
+            server: established.server,
+            record_bytes: record_payload_bytes(scenario.version, handshaker.mtu_bytes),
+        }))
+    }
+
+    fn primitives(&self) -> Box<dyn PrimitiveBackend> {
+        Box::new(NoPrimitives)
+    }
+}
+
+/// dimpl exposes no primitives of its own: its crypto is aws-lc-rs, which
+/// `speed` measures as rustls-aws-lc.
+struct NoPrimitives;
+
+impl PrimitiveBackend for NoPrimitives {
+    fn id(&self) -> &'static str {
+        "dimpl"
+    }
+
+    fn prepare(&self, _row: &SpeedRow) -> Result<PreparedOperation, Unsupported> {
+        Err(Unsupported::new(
+            "dimpl exposes no primitives (its crypto is aws-lc-rs: see rustls-aws-lc)",
+        ))
+    }
+}
+
+/// The dimpl name of a scenario's group.
+fn named_group(group: Group) -> Result<NamedGroup> {
+    Ok(match group {
+        Group::X25519 => NamedGroup::X25519,
+        Group::P256 => NamedGroup::Secp256r1,
+        Group::P384 => NamedGroup::Secp384r1,
+        other => bail!("dimpl has no {} key exchange", other.id()),
+    })
+}
+
+/// The settings both sides share: the one version, suite and group of the
+/// scenario, the MTU, the cookie exchange.
+fn config(scenario: &HandshakeScenario, mtu_bytes: u16) -> Result<Config> {
+    let builder = Config::builder()
+        .mtu(usize::from(mtu_bytes))
+        // A flight at a small MTU is many datagrams; dimpl's default
+        // queues (10 out, 30 in) would refuse it before the MTU does.
+        .max_queue_tx(MAX_QUEUED_DATAGRAMS)
+        .max_queue_rx(MAX_QUEUED_DATAGRAMS)
+        .kx_groups(&[named_group(scenario.group)?])
+        .use_server_cookie(true)
+        .require_client_certificate(scenario.mutual);
+    let builder = match scenario.version {
+        TlsVersion::Dtls12 => {
+            let suite = match scenario.aead {
+                Aead::Aes128Gcm => Dtls12CipherSuite::ECDHE_ECDSA_AES128_GCM_SHA256,
+                Aead::Aes256Gcm => Dtls12CipherSuite::ECDHE_ECDSA_AES256_GCM_SHA384,
+                Aead::Chacha20Poly1305 => Dtls12CipherSuite::ECDHE_ECDSA_CHACHA20_POLY1305_SHA256,
+                other => bail!("dimpl has no {} suite", other.id()),
+            };
+            builder.dtls12_cipher_suites(&[suite])
+        }
+        TlsVersion::Dtls13 => {
+            let suite = match scenario.aead {
+                Aead::Aes128Gcm => Dtls13CipherSuite::AES_128_GCM_SHA256,
+                Aead::Aes256Gcm => Dtls13CipherSuite::AES_256_GCM_SHA384,
+                Aead::Chacha20Poly1305 => Dtls13CipherSuite::CHACHA20_POLY1305_SHA256,
+                other => bail!("dimpl has no {} suite", other.id()),
+            };
+            builder.dtls13_cipher_suites(&[suite])
+        }
+        tls => bail!("dimpl implements DTLS only, not {}", tls.display()),
+    };
+    builder
+        .build()
+        .map_err(|error| anyhow!("dimpl refuses the configuration: {error}"))
+}
+
+/// Both sides' configurations and certificates for one scenario.
+pub(crate) struct DimplHandshaker {
+    version: TlsVersion,
+    mtu_bytes: u16,
+    config: Arc<Config>,
+    server_certificate: DtlsCertificate,
+    client_certificate: DtlsCertificate,
+    client_check: PeerCheck,
+    server_check: PeerCheck,
+}
+
+/// One side of a connection: the dimpl endpoint, its end of the channel,
+/// and what came out of it.
+struct Side {
+    dtls: Dtls,
+    end: DatagramEnd,
+    check: PeerCheck,
+    /// The datagram being read, and the buffer dimpl writes its output to.
+    datagram: Vec<u8>,
+    output: Vec<u8>,
+    /// When this side's retransmission timer fires, on the logical clock.
+    timer: Option<Instant>,
+    connected: bool,
+    peer_leaf: Option<Vec<u8>>,
+    /// Plaintext handshake datagrams this side sent, kept to read what it
+    /// chose (the server's; `None` for the client).
+    kept: Option<Vec<Vec<u8>>>,
+    /// Application data received and not yet handed out, from `taken` on.
+    received: Vec<u8>,
+    taken: usize,
+}
+
+impl Side {
+    /// Takes everything dimpl has to say until it names its next timer:
+    /// datagrams go on the channel, a peer's certificate is checked.
+    fn drain(&mut self) -> Result<()> {
+        loop {
+            match self.dtls.poll_output(&mut self.output[..]) {
+                Output::Packet(datagram) => {
+                    if let Some(kept) = &mut self.kept {
+                        if datagram.first() == Some(&22) {
+                            kept.push(datagram.to_vec());
+                        }
+                    }
+                    self.end.write(datagram).context("sending a datagram")?;
+                }
+                Output::BufferTooSmall { needed } => self.output.resize(needed, 0),
+                Output::Timeout(at) => {
+                    self.timer = Some(at);
+                    return Ok(());
+                }
+                Output::Connected => self.connected = true,
+                Output::PeerCert(leaf) => {
+                    self.check.check(leaf)?;
+                    self.peer_leaf = Some(leaf.to_vec());
+                }
+                Output::ApplicationData(data) => {
+                    if self.taken == self.received.len() {
+                        self.received.clear();
+                        self.taken = 0;
+                    }
+                    self.received.extend_from_slice(data);
+                }
+                Output::CloseNotify => bail!("the peer closed the connection"),
+                _ => {}
+            }
+        }
+    }
+
+    /// Feeds dimpl every datagram waiting for this side.
+    fn receive_all(&mut self) -> Result<()> {
+        loop {
+            match self.end.read(&mut self.datagram) {
+                Ok(length) => {
+                    self.dtls
+                        .handle_packet(&self.datagram[..length])
+                        .map_err(|error| anyhow!("handshake failed: {error}"))?;
+                    self.drain()?;
+                }
+                Err(error) if error.kind() == ErrorKind::WouldBlock => return Ok(()),
+                Err(error) => return Err(error).context("reading a datagram"),
+            }
+        }
+    }
+
+    /// Moves this side's logical clock to `now`, firing a due timer.
+    fn tick(&mut self, now: Instant) -> Result<()> {
+        self.dtls
+            .handle_timeout(now)
+            .map_err(|error| anyhow!("handshake failed: {error}"))?;
+        self.drain()
+    }
+}
+
+/// A client and a server whose handshake is done, and what it cost each side.
+struct Established {
+    client: Side,
+    server: Side,
+    turns: Turns,
+    wall_ns: u64,
+    /// How many times a retransmission timer had to fire (a lost datagram).
+    timeouts: usize,
+}
+
+impl Handshaker for DimplHandshaker {
+    fn handshake(&mut self) -> Result<HandshakeSample> {
+        let established = self.establish_over(&DatagramPipe::new(self.mtu_bytes))?;
+        Ok(HandshakeSample {
+            client: established.turns.client,
+            server: established.turns.server,
+            wall_ns: established.wall_ns,
+            negotiated: self.negotiated(&established)?,
+        })
+    }
+}
+
+impl DimplHandshaker {
+    pub(crate) fn new(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<Self> {
+        if let Some(reason) = DimplBackend.unsupported_reason(scenario) {
+            bail!("{reason}");
+        }
+        // A bulk row's handshake names no MTU: it runs at the default one.
+        let mtu_bytes = scenario.mtu_bytes.unwrap_or(DEFAULT_MTU_BYTES);
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut roots = RootCertStore::empty();
+        roots.add(CertificateDer::from(credentials.root_der.clone()))?;
+        let roots = Arc::new(roots);
+        let (server_certificate, server_intermediates) = certificate(&credentials.server)?;
+        let (client_certificate, client_intermediates) = certificate(&credentials.client)?;
+        let client_check = PeerCheck::Server {
+            verifier: WebPkiServerVerifier::builder_with_provider(
+                Arc::clone(&roots),
+                Arc::clone(&provider),
+            )
+            .build()?,
+            intermediates: server_intermediates,
+        };
+        let server_check = if scenario.mutual {
+            PeerCheck::Client {
+                verifier: WebPkiClientVerifier::builder_with_provider(roots, provider).build()?,
+                intermediates: client_intermediates,
+            }
+        } else {
+            PeerCheck::None
+        };
+        Ok(Self {
+            version: scenario.version,
+            mtu_bytes,
+            config: Arc::new(config(scenario, mtu_bytes)?),
+            server_certificate,
+            client_certificate,
+            client_check,
+            server_check,
+        })
+    }
+
+    fn new_side(&self, client: bool, pipe: &DatagramPipe, now: Instant) -> Result<Side> {
+        let (certificate, check, end) = if client {
+            (
+                self.client_certificate.clone(),
+                self.client_check.clone(),
+                pipe.client_end(),
+            )
+        } else {
+            (
+                self.server_certificate.clone(),
+                self.server_check.clone(),
+                pipe.server_end(),
+            )
+        };
+        let config = Arc::clone(&self.config);
+        let mut dtls = match self.version {
+            TlsVersion::Dtls13 => Dtls::new_13(config, certificate, now),
+            _ => Dtls::new_12(config, certificate, now),
+        };
+        dtls.set_active(client);
+        let mtu = usize::from(self.mtu_bytes);
+        let mut side = Side {
+            dtls,
+            end,
+            check,
+            datagram: vec![0; mtu],
+            // dimpl 0.8's DTLS 1.2 client panics, rather than asking for
+            // more room, when the peer's certificate does not fit.
+            output: vec![0; mtu.max(OUTPUT_BUFFER_BYTES)],
+            timer: None,
+            connected: false,
+            peer_leaf: None,
+            kept: (!client).then(Vec::new),
+            received: Vec::new(),
+            taken: 0,
+        };
+        side.tick(now)?;
+        Ok(side)
+    }
+
+    /// Runs one handshake over `pipe`, each side's turns timed, and keeps
+    /// both sides (for application data after it). A panic inside dimpl
+    /// (0.8 has a few, on limits it does not check) fails this handshake
+    /// rather than the whole run.
+    fn establish_over(&self, pipe: &DatagramPipe) -> Result<Established> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.try_establish(pipe)))
+            .unwrap_or_else(|panic| {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|text| text.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Err(anyhow!("dimpl panicked: {message}"))
+            })
+    }
+
+    fn try_establish(&self, pipe: &DatagramPipe) -> Result<Established> {
+        let start = Instant::now();
+        // dimpl's clock: it moves only when a timer must fire.
+        let mut clock = start;
+        let mut turns = Turns::start();
+        let mut client = self.new_side(true, pipe, clock).context("client")?;
+        turns.ended(Turn::Client);
+        let mut server = self.new_side(false, pipe, clock).context("server")?;
+        turns.ended(Turn::Server);
+        let mut timeouts = 0;
+        loop {
+            let server_turn = pipe.pending_for_server();
+            if server_turn {
+                server.receive_all().context("server")?;
+                turns.ended(Turn::Server);
+            }
+            let client_turn = pipe.pending_for_client();
+            if client_turn {
+                client.receive_all().context("client")?;
+                turns.ended(Turn::Client);
+            }
+            if client.connected
+                && server.connected
+                && !pipe.pending_for_client()
+                && !pipe.pending_for_server()
+            {
+                break;
+            }
+            if !client_turn && !server_turn {
+                // A datagram was lost: time passes until the earlier timer
+                // fires and its side resends its flight.
+                timeouts += 1;
+                let due = [client.timer, server.timer].into_iter().flatten().min();
+                let Some(due) = due.filter(|_| timeouts <= MAX_TIMEOUTS) else {
+                    bail!(
+                        "handshake stalled: neither side has anything to read after {} retransmission timeouts",
+                        timeouts - 1
+                    );
+                };
+                clock = clock.max(due) + Duration::from_micros(1);
+                client.tick(clock).context("client")?;
+                turns.ended(Turn::Client);
+                server.tick(clock).context("server")?;
+                turns.ended(Turn::Server);
+            }
+        }
+        Ok(Established {
+            client,
+            server,
+            turns,
+            wall_ns: start.elapsed().as_nanos() as u64,
+            timeouts,
+        })
+    }
+
+    /// What the handshake negotiated: the version as dimpl reports it,
+    /// suite, group and (DTLS 1.2) signature scheme as the server sent
+    /// them. DTLS 1.3 sends its CertificateVerify encrypted: there the
+    /// scheme is the one the server's leaf key allows (TLS 1.3 ties each
+    /// ECDSA scheme to one curve, RFC 8446 §4.2.3).
+    fn negotiated(&self, established: &Established) -> Result<Negotiated> {
+        let client = &established.client;
+        let version = match client.dtls.protocol_version() {
+            Some(ProtocolVersion::DTLS1_2) => "DTLSv1.2",
+            Some(ProtocolVersion::DTLS1_3) => "DTLSv1.3",
+            other => bail!("dimpl negotiated an unexpected version: {other:?}"),
+        };
+        let kept = established.server.kept.as_deref().unwrap_or_default();
+        let choices = wire::server_choices(kept)?;
+        let wire_version = match choices.version {
+            Some(0xfefd) => "DTLSv1.2",
+            Some(0xfefc) => "DTLSv1.3",
+            _ => "none",
+        };
+        if wire_version != version {
+            bail!("dimpl reports {version} but the server's ServerHello says {wire_version}");
+        }
+        let signature = match self.version {
+            TlsVersion::Dtls13 => {
+                let leaf = client
+                    .peer_leaf
+                    .as_deref()
+                    .context("the server sent no certificate")?;
+                match dimpl::crypto::cert_named_group(leaf) {
+                    Ok(NamedGroup::Secp256r1) => Some(0x0403),
+                    Ok(NamedGroup::Secp384r1) => Some(0x0503),
+                    _ => None,
+                }
+            }
+            _ => choices.signature,
+        };
+        Ok(Negotiated {
+            version: version.to_string(),
+            suite: choices
+                .suite
+                .map(suite_name)
+                .unwrap_or_else(|| "none".to_string()),
+            group: choices.group.map(group_id),
+            signature: signature.map(signature_name),
+            resumed: false,
+        })
+    }
+}
+
+fn suite_name(code: u16) -> String {
+    match code {
+        0x1301 => "TLS_AES_128_GCM_SHA256",
+        0x1302 => "TLS_AES_256_GCM_SHA384",
+        0x1303 => "TLS_CHACHA20_POLY1305_SHA256",
+        0xc02b => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        0xc02c => "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        0xcca9 => "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        other => return format!("0x{other:04x}"),
+    }
+    .to_string()
+}
+
+fn group_id(code: u16) -> String {
+    match code {
+        23 => Group::P256.id(),
+        24 => Group::P384.id(),
+        25 => Group::P521.id(),
+        29 => Group::X25519.id(),
+        30 => Group::X448.id(),
+        other => return format!("0x{other:04x}"),
+    }
+    .to_string()
+}
+
+fn signature_name(code: u16) -> String {
+    match code {
+        0x0403 => "ecdsa_secp256r1_sha256",
+        0x0503 => "ecdsa_secp384r1_sha384",
+        0x0603 => "ecdsa_secp521r1_sha512",
+        other => return format!("0x{other:04x}"),
+    }
+    .to_string()
+}
+
+/// One DTLS handshake on dimpl with every datagram kept and `fault` done
+/// to one of them if given: what was negotiated, what each side sent, and
+/// how many retransmission timeouts it took.
+#[derive(Debug, Clone)]
+pub struct DimplTrace {
+    pub negotiated: Negotiated,
+    pub client_datagrams: Vec<Vec<u8>>,
+    pub server_datagrams: Vec<Vec<u8>>,
+    pub timeouts: usize,
+}
+
+/// Runs one traced handshake of `scenario` (see [`DimplTrace`]).
+pub fn trace_handshake(
+    scenario: &HandshakeScenario,
+    credentials: &Credentials,
+    fault: Option<Fault>,
+) -> Result<DimplTrace> {
+    let handshaker = DimplHandshaker::new(scenario, credentials)?;
+    let mut pipe = DatagramPipe::traced(handshaker.mtu_bytes);
+    if let Some(fault) = fault {
+        pipe = pipe.with_fault(fault);
+    }
+    let established = handshaker.establish_over(&pipe)?;
+    Ok(DimplTrace {
+        negotiated: handshaker.negotiated(&established)?,
+        client_datagrams: pipe.sent_by_client(),
+        server_datagrams: pipe.sent_by_server(),
+        timeouts: established.timeouts,
+    })
+}
