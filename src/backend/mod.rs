@@ -324,6 +324,7 @@ pub fn server_acceptor(
             credentials,
         )?)),
         BackendId::Mock => anyhow::bail!("the mock backend has no TLS server"),
+        BackendId::Dimpl => anyhow::bail!("dimpl implements DTLS only, not a TLS server over TCP"),
     }
 }
 
