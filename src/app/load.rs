@@ -90,6 +90,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         mutual: vec![false],
         chain_depth: DEFAULT_CHAIN_DEPTH,
         mtu_bytes: DEFAULT_MTU_BYTES,
+        transports: vec![crate::scenario::Transport::Memory],
     };
     matrix = args.axes.apply(matrix)?;
     matrix.validate().map_err(usage)?;

@@ -12,5 +12,6 @@ mod nginx;
 mod pipeline;
 mod plots;
 mod tables;
+mod transports;
 mod tunnel;
 mod util;

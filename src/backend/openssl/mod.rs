@@ -8,6 +8,7 @@ pub mod data_channel;
 pub mod dtls;
 pub mod primitives;
 pub mod remote;
+mod socket;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
@@ -29,7 +30,9 @@ use super::{
     Turns,
 };
 use crate::certs::{openssl_supports_key, CertChain, Credentials, SERVER_NAME};
-use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use crate::scenario::{
+    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
+};
 use crate::transport::datagram::DatagramPipe;
 use crate::transport::memory::{Pipe, PipeEnd};
 use crate::transport::Duplex;
@@ -168,6 +171,9 @@ impl Backend for OpensslBackend {
             bail!("application data over DTLS is not measured yet");
         }
         let mut handshaker = OpensslHandshaker::new(scenario, credentials)?;
+        if scenario.transport == Transport::Tcp {
+            return Ok(Box::new(socket::bulk_pair_over_tcp(&handshaker)?));
+        }
         let pipe = Pipe::default();
         let Established { client, server, .. } = handshaker.establish_over(&pipe)?;
         Ok(Box::new(OpensslBulkPair {
@@ -409,6 +415,9 @@ struct OpensslHandshaker {
     session: Option<SslSession>,
     /// The datagram MTU for DTLS; `None` runs TLS over the byte pipe.
     mtu_bytes: Option<u16>,
+    /// Memory (the pipe or the datagram channel, one thread) or a loopback
+    /// socket (two threads, see [`socket`]).
+    transport: Transport,
 }
 
 /// The most message flights a handshake may take before it counts as stalled.
@@ -424,6 +433,9 @@ struct Established<E> {
 
 impl Handshaker for OpensslHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
+        if self.transport.is_socket() {
+            return self.handshake_over_socket();
+        }
         match self.mtu_bytes {
             None => self.handshake_over(&Pipe::default()),
             Some(mtu_bytes) => self.handshake_over(&DatagramPipe::new(mtu_bytes)),
@@ -443,6 +455,7 @@ impl OpensslHandshaker {
             resume: scenario.resumption.is_on(),
             session: None,
             mtu_bytes: scenario.mtu_bytes,
+            transport: scenario.transport,
         };
         if handshaker.resume {
             handshaker.handshake()?;

@@ -6,6 +6,7 @@
 
 pub mod instrument;
 pub mod primitives;
+mod socket;
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -30,7 +31,9 @@ use super::{
     Turns,
 };
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
-use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use crate::scenario::{
+    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
+};
 use crate::transport::memory::{Pipe, PipeEnd};
 use instrument::Side;
 
@@ -234,6 +237,9 @@ impl Backend for RustlsBackend {
         credentials: &Credentials,
     ) -> Result<Box<dyn BulkPair>> {
         let mut handshaker = self.configure(scenario, credentials)?;
+        if scenario.transport == Transport::Tcp {
+            return Ok(Box::new(socket::bulk_pair_over_tcp(&handshaker)?));
+        }
         let established = handshaker.establish()?;
         let negotiated = handshaker.negotiated(&established.client);
         Ok(Box::new(RustlsBulkPair {
@@ -342,6 +348,8 @@ impl RustlsBackend {
             server: Arc::new(server),
             server_name: ServerName::try_from(SERVER_NAME)?,
             server_scheme,
+            transport: scenario.transport,
+            resumes: scenario.resumption.is_on(),
         })
     }
 }
@@ -483,6 +491,10 @@ struct RustlsHandshaker {
     server: Arc<ServerConfig>,
     server_name: ServerName<'static>,
     server_scheme: Arc<AtomicU16>,
+    /// Memory (one thread) or loopback TCP (two threads, see [`socket`]).
+    transport: Transport,
+    /// The client keeps sessions (read its tickets after each handshake).
+    resumes: bool,
 }
 
 /// The most message flights a handshake may take before it counts as stalled.
@@ -595,6 +607,11 @@ impl RustlsHandshaker {
 
 impl Handshaker for RustlsHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
+        match self.transport {
+            Transport::Memory => {}
+            Transport::Tcp => return self.handshake_over_tcp(),
+            Transport::Udp => bail!("rustls has no DTLS to run over UDP"),
+        }
         let Established {
             client,
             turns,
