@@ -304,7 +304,7 @@ pub struct CostArgs {
 #[derive(Debug, Args)]
 pub struct AxisArgs {
     /// Protocol versions: 1.2, 1.3, dtls1.2 (DTLS over an in-memory datagram
-    /// channel; OpenSSL only). [default: 1.3]
+    /// channel, or UDP with `--transport udp`; OpenSSL only). [default: 1.3]
     #[arg(long, value_name = "LIST")]
     pub tls: Option<String>,
 
