@@ -40,16 +40,21 @@ trap cleanup EXIT
 chain="$work/certs/ecdsa_p256_depth3"
 awk -v dir="$work" '/BEGIN CERTIFICATE/ { n++ } { print > (dir "/cert" n ".pem") }' "$chain/server.pem"
 
-# Both OpenSSL processes offer and accept X25519 only (s_time has no -groups).
-cat >"$work/openssl.cnf" <<CONF
+# Both OpenSSL processes get the groups tlslab's OpenSSL sides list (s_time
+# has no -groups): X25519, and in TLS 1.2 the certificate's curve after it
+# (RFC 4492: an ECDSA certificate needs its curve among the client's groups;
+# X25519 is still the one chosen).
+groups_config() { # groups list
+  cat >"$work/openssl.cnf" <<CONF
 openssl_conf = openssl_init
 [openssl_init]
 ssl_conf = ssl_section
 [ssl_section]
 system_default = groups_only
 [groups_only]
-Groups = X25519
+Groups = $1
 CONF
+}
 export OPENSSL_CONF="$work/openssl.cnf"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -62,7 +67,8 @@ s_time_rate() { # version flag, suite options
     -CAfile "$chain/root.pem" -verify 3 >"$work/s_time.out" 2>/dev/null
   end=$(date +%s.%N)
   awk -v elapsed="$(echo "$end - $start" | bc -l)" \
-    '/connections in .* real seconds/ { printf "%.0f\n", $1 / elapsed }' "$work/s_time.out"
+    '/connections in .* real seconds/ { printf "%.0f\n", $1 / elapsed; found = 1 }
+     END { if (!found) print "failed" }' "$work/s_time.out"
 }
 
 tlslab_rate() { # tlslab version id
@@ -79,9 +85,11 @@ for version in 1.2 1.3; do
   if [ "$version" = 1.2 ]; then
     flag=-tls1_2
     suite=(-cipher ECDHE-ECDSA-AES128-GCM-SHA256)
+    groups_config X25519:P-256
   else
     flag=-tls1_3
     suite=(-ciphersuites TLS_AES_128_GCM_SHA256)
+    groups_config X25519
   fi
   "$openssl" s_server -accept "127.0.0.1:$port" -www -quiet -naccept 1000000 "$flag" "${suite[@]}" \
     -cert "$work/cert1.pem" -cert_chain "$work/cert2.pem" -key "$chain/server.key" \
