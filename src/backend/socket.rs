@@ -1,11 +1,13 @@
 //! What every backend shares over the socket transports: the two sides of
-//! a handshake run in two threads, each timing its own work by its
+//! a handshake run in two threads (the server's a long-lived one), each
+//! timing its own work by its
 //! thread's CPU clock (user and kernel time, so the socket calls' kernel
 //! share is in it) and the wall clock; and the established pair of
 //! `bulk`, whose sender and receiver run in two threads too.
 
+use std::cell::RefCell;
 use std::io::{Read, Write};
-use std::sync::Barrier;
+use std::sync::{mpsc, Arc, Barrier};
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
@@ -23,19 +25,60 @@ pub struct Sides<C, S> {
     pub wall_ns: u64,
 }
 
-/// Runs `server` in a new thread and `client` in this one, both released
-/// at once; each side's time runs from the release to its return. A side
-/// that fails makes the whole handshake fail, with the client's error
-/// first (the server's is usually the consequence).
+/// A job for the server side's thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+thread_local! {
+    /// The thread that runs the server sides of this thread's handshakes.
+    static SERVER_THREAD: RefCell<Option<mpsc::Sender<Job>>> = const { RefCell::new(None) };
+}
+
+/// Runs `job` on this thread's server thread, started on first use and
+/// kept while this thread lives: the server side then runs warm, as a
+/// long-lived server's thread does (a fresh thread per handshake would
+/// charge the server for setting up its thread state in the libraries,
+/// such as OpenSSL's per-thread random generators, and a cold allocator
+/// cache, every time).
+fn on_server_thread(job: Job) -> Result<()> {
+    SERVER_THREAD.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        let job = match slot.as_ref() {
+            Some(sender) => match sender.send(job) {
+                Ok(()) => return Ok(()),
+                Err(mpsc::SendError(job)) => job,
+            },
+            None => job,
+        };
+        let (sender, jobs) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("tlslab-server".into())
+            .spawn(move || {
+                for job in jobs {
+                    // A panicking side fails its handshake, not the thread.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                }
+            })
+            .map_err(|error| anyhow!("cannot start the server thread: {error}"))?;
+        sender
+            .send(job)
+            .map_err(|_| anyhow!("the server thread stopped"))?;
+        *slot = Some(sender);
+        Ok(())
+    })
+}
+
+/// Runs `server` on the server thread and `client` in this one, both
+/// released at once; each side's time runs from the release to its
+/// return. A side that fails makes the whole handshake fail, with the
+/// client's error first (the server's is usually the consequence).
 pub fn run_sides<C, S>(
     client: impl FnOnce() -> Result<C>,
-    server: impl FnOnce() -> Result<S> + Send,
+    server: impl FnOnce() -> Result<S> + Send + 'static,
 ) -> Result<Sides<C, S>>
 where
-    S: Send,
+    S: Send + 'static,
 {
-    let ready = Barrier::new(2);
-    let timed = |ready: &Barrier| {
+    fn timed(ready: &Barrier) -> impl FnOnce() -> (SideTime, Instant, Instant) {
         ready.wait();
         let (wall, cpu_ns) = (Instant::now(), thread_cpu_ns());
         move || {
@@ -45,29 +88,29 @@ where
             };
             (time, wall, Instant::now())
         }
-    };
-    std::thread::scope(|scope| {
-        let server_thread = scope.spawn(|| {
-            let done = timed(&ready);
-            let result = server();
-            (result, done())
-        });
-        let done = timed(&ready);
-        let client_result = client();
-        let (client_time, client_start, client_end) = done();
-        let (server_result, (server_time, server_start, server_end)) = server_thread
-            .join()
-            .map_err(|_| anyhow!("the server thread panicked"))?;
-        let client = client_result.map_err(|e| e.context("client"))?;
-        let server = server_result.map_err(|e| e.context("server"))?;
-        Ok(Sides {
-            client,
-            server,
-            client_time,
-            server_time,
-            wall_ns: (client_end.max(server_end) - client_start.min(server_start)).as_nanos()
-                as u64,
-        })
+    }
+    let ready = Arc::new(Barrier::new(2));
+    let (finished, server_outcome) = mpsc::channel();
+    let server_ready = Arc::clone(&ready);
+    on_server_thread(Box::new(move || {
+        let done = timed(&server_ready);
+        let result = server();
+        let _ = finished.send((result, done()));
+    }))?;
+    let done = timed(&ready);
+    let client_result = client();
+    let (client_time, client_start, client_end) = done();
+    let (server_result, (server_time, server_start, server_end)) = server_outcome
+        .recv()
+        .map_err(|_| anyhow!("the server side panicked"))?;
+    let client = client_result.map_err(|e| e.context("client"))?;
+    let server = server_result.map_err(|e| e.context("server"))?;
+    Ok(Sides {
+        client,
+        server,
+        client_time,
+        server_time,
+        wall_ns: (client_end.max(server_end) - client_start.min(server_start)).as_nanos() as u64,
     })
 }
 

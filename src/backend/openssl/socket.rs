@@ -7,7 +7,9 @@ use std::io::{Read, Write};
 use std::net::SocketAddr;
 
 use anyhow::{anyhow, bail, Context, Result};
-use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslStream};
+use std::sync::Arc;
+
+use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslContext, SslStream};
 
 use super::{dtls, negotiated, OpensslHandshaker};
 use crate::backend::socket::{run_sides, Sides, SocketBulkPair};
@@ -23,16 +25,17 @@ impl OpensslHandshaker {
     pub(super) fn handshake_over_socket(&mut self) -> Result<HandshakeSample> {
         match self.transport {
             Transport::Tcp => {
-                let loopback = TcpLoopback::open()?;
+                let loopback = Arc::new(TcpLoopback::open()?);
                 let sides = self.establish_over_tcp(&loopback)?;
                 self.finish(sides)
             }
             Transport::Udp => {
                 let (client_socket, server_socket) = udp_pair()?;
                 let client_address = server_socket.peer_address()?;
+                let server = self.server_side();
                 let sides = run_sides(
                     || self.connect(client_socket),
-                    || self.accept(server_socket, Some(client_address)),
+                    move || server.accept(server_socket, Some(client_address)),
                 )?;
                 self.finish(sides)
             }
@@ -44,12 +47,22 @@ impl OpensslHandshaker {
     /// connects and the server accepts in their timed stretches.
     pub(super) fn establish_over_tcp(
         &self,
-        loopback: &TcpLoopback,
+        loopback: &Arc<TcpLoopback>,
     ) -> Result<Sides<SslStream<std::net::TcpStream>, SslStream<std::net::TcpStream>>> {
+        let server = self.server_side();
+        let listener = Arc::clone(loopback);
         run_sides(
             || self.connect(loopback.connect()?),
-            || self.accept(loopback.accept()?, None),
+            move || server.accept(listener.accept()?, None),
         )
+    }
+
+    /// What the server thread needs to accept connections of this handshaker.
+    pub(super) fn server_side(&self) -> ServerSide {
+        ServerSide {
+            context: self.server.clone(),
+            mtu_bytes: self.mtu_bytes,
+        }
     }
 
     pub(super) fn connect<S: Read + Write>(&self, socket: S) -> Result<SslStream<S>> {
@@ -60,23 +73,6 @@ impl OpensslHandshaker {
         if let Some(session) = &self.session {
             // SAFETY: the session was made by a client of this same context.
             unsafe { ssl.set_session(session)? };
-        }
-        let mut stream = self.open(ssl, socket)?;
-        handshake(&mut stream)?;
-        Ok(stream)
-    }
-
-    /// The server's side; over UDP `peer` is the client's address, which
-    /// the DTLS cookie is bound to.
-    pub(super) fn accept<S: Read + Write>(
-        &self,
-        socket: S,
-        peer: Option<SocketAddr>,
-    ) -> Result<SslStream<S>> {
-        let mut ssl = Ssl::new(&self.server)?;
-        ssl.set_accept_state();
-        if let Some(peer) = peer {
-            dtls::set_peer_address(&mut ssl, peer);
         }
         let mut stream = self.open(ssl, socket)?;
         handshake(&mut stream)?;
@@ -119,6 +115,34 @@ impl OpensslHandshaker {
     }
 }
 
+/// The server's context and MTU, for the server thread.
+pub(super) struct ServerSide {
+    context: SslContext,
+    mtu_bytes: Option<u16>,
+}
+
+impl ServerSide {
+    /// The server's side of one handshake; over UDP `peer` is the client's
+    /// address, which the DTLS cookie is bound to.
+    pub(super) fn accept<S: Read + Write>(
+        &self,
+        socket: S,
+        peer: Option<SocketAddr>,
+    ) -> Result<SslStream<S>> {
+        let mut ssl = Ssl::new(&self.context)?;
+        ssl.set_accept_state();
+        if let Some(peer) = peer {
+            dtls::set_peer_address(&mut ssl, peer);
+        }
+        let mut stream = SslStream::new(ssl, socket)?;
+        if let Some(mtu_bytes) = self.mtu_bytes {
+            dtls::set_mtu(stream.ssl(), mtu_bytes)?;
+        }
+        handshake(&mut stream)?;
+        Ok(stream)
+    }
+}
+
 /// Runs a handshake to its end over a blocking socket: a "want read" here
 /// is a read that timed out.
 fn handshake<S: Read + Write>(stream: &mut SslStream<S>) -> Result<()> {
@@ -146,7 +170,7 @@ fn read_to_close<S: Read + Write>(stream: &mut SslStream<S>) -> Result<()> {
 /// A client and a server of this handshaker over loopback TCP, ready to
 /// carry application data in two threads.
 pub(super) fn bulk_pair_over_tcp(handshaker: &OpensslHandshaker) -> Result<SocketBulkPair> {
-    let loopback = TcpLoopback::open()?;
+    let loopback = Arc::new(TcpLoopback::open()?);
     let sides = handshaker
         .establish_over_tcp(&loopback)
         .context("the handshake over TCP")?;

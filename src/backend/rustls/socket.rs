@@ -19,7 +19,7 @@ type Established = Sides<(ClientConnection, TcpStream), (ServerConnection, TcpSt
 impl RustlsHandshaker {
     /// One handshake over a fresh loopback TCP connection, closed after it.
     pub(super) fn handshake_over_tcp(&mut self) -> Result<HandshakeSample> {
-        let loopback = TcpLoopback::open()?;
+        let loopback = Arc::new(TcpLoopback::open()?);
         let Sides {
             client: (mut client, mut client_socket),
             server: (mut server, mut server_socket),
@@ -55,7 +55,8 @@ impl RustlsHandshaker {
 
     /// A handshake over a new TCP connection to `loopback`: the client
     /// connects and the server accepts in their timed stretches.
-    fn establish_over_tcp(&self, loopback: &TcpLoopback) -> Result<Established> {
+    fn establish_over_tcp(&self, loopback: &Arc<TcpLoopback>) -> Result<Established> {
+        let (config, listener) = (Arc::clone(&self.server), Arc::clone(loopback));
         run_sides(
             || {
                 let mut socket = loopback.connect()?;
@@ -67,10 +68,10 @@ impl RustlsHandshaker {
                 }
                 Ok((client, socket))
             },
-            || {
-                let mut socket = loopback.accept()?;
+            move || {
+                let mut socket = listener.accept()?;
                 instrument::set_side(Side::Server);
-                let mut server = ServerConnection::new(Arc::clone(&self.server))?;
+                let mut server = ServerConnection::new(config)?;
                 while server.is_handshaking() {
                     server.complete_io(&mut socket)?;
                 }
@@ -87,7 +88,7 @@ impl RustlsHandshaker {
 /// A client and a server of this handshaker over loopback TCP, ready to
 /// carry application data in two threads.
 pub(super) fn bulk_pair_over_tcp(handshaker: &RustlsHandshaker) -> Result<SocketBulkPair> {
-    let loopback = TcpLoopback::open()?;
+    let loopback = Arc::new(TcpLoopback::open()?);
     let sides = handshaker
         .establish_over_tcp(&loopback)
         .context("the handshake over TCP")?;
