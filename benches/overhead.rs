@@ -408,6 +408,7 @@ fn main() {
                 mutual: false,
                 chain_depth: 3,
                 mtu_bytes: dtls.then_some(DTLS_MTU),
+                transport: tlslab::scenario::Transport::Memory,
             };
             let credentials = certs.get(cert, 3).unwrap();
             let mut plain: Box<dyn FnMut()> = match backend_id {

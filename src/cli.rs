@@ -74,6 +74,7 @@ pub enum MutualArg {
   tlslab handshake --backend all --tls 1.2,1.3 --group x25519 --cert ecdsa_p256 --resumption off,ticket,psk
   tlslab handshake --preset dtls-study --cpu-features native,generic
   tlslab handshake --backend openssl --tls 1.2,dtls1.2 --group p256 --cert ecdsa_p256 --mtu 576
+  tlslab handshake --tls 1.2,1.3,dtls1.2 --group p256 --cert ecdsa_p256 --transport memory,tcp,udp
   tlslab list   (every valid name)
 
 Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2;
@@ -97,6 +98,14 @@ pub struct HandshakeArgs {
 
     #[command(flatten)]
     pub axes: AxisArgs,
+
+    /// What carries the handshakes: memory (both sides in one thread; the
+    /// library alone), tcp (TLS) or udp (DTLS) over loopback, each side in
+    /// its own thread, its CPU time including the kernel's socket work.
+    /// A list runs each row over each (TLS over tcp, DTLS over udp when
+    /// both are given); rows are labelled `_tcp`, `_udp`. [default: memory]
+    #[arg(long, value_name = "LIST")]
+    pub transport: Option<String>,
 
     /// Mutual TLS: the client presents a certificate too. [default: off]
     #[arg(long, value_enum, value_name = "MODE")]
@@ -143,6 +152,7 @@ pub struct HandshakeArgs {
   tlslab bulk --preset dtls-study
   tlslab bulk --backend openssl --tls 1.2,1.3 --suite aes128gcm,chacha20poly1305 --size 64,1024,16384
   tlslab bulk --size 16384 --suite aes128gcm --export-markdown bulk.md
+  tlslab bulk --size 16384 --suite aes128gcm --transport memory,tcp
 
 Each row: a TLS connection (X25519 key exchange, ECDSA P-256 certificate;
 the handshake is not counted) sends a fixed amount of data per sample
@@ -186,6 +196,13 @@ pub struct BulkArgs {
     /// Leave out the no-crypto rows.
     #[arg(long)]
     pub no_plain_row: bool,
+
+    /// What carries the data: memory (sender and receiver in one thread) or
+    /// tcp (a loopback connection, sender and receiver in two threads, each
+    /// side's CPU time including the kernel's socket work); a list runs
+    /// each row over each; rows over TCP are labelled `_tcp`. [default: memory]
+    #[arg(long, value_name = "LIST")]
+    pub transport: Option<String>,
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -310,8 +327,8 @@ pub struct CostArgs {
 #[derive(Debug, Args)]
 pub struct AxisArgs {
     /// Protocol versions: 1.2, 1.3, dtls1.2, dtls1.3 (DTLS over an in-memory
-    /// datagram channel; dtls1.2 on OpenSSL and dimpl, dtls1.3 on dimpl).
-    /// [default: 1.3]
+    /// datagram channel, or UDP with `--transport udp`; dtls1.2 on OpenSSL
+    /// and dimpl, dtls1.3 on dimpl). [default: 1.3]
     #[arg(long, value_name = "LIST")]
     pub tls: Option<String>,
 

@@ -211,6 +211,7 @@ mod tests {
             mutual: false,
             chain_depth: DEFAULT_CHAIN_DEPTH,
             mtu_bytes: None,
+            transport: crate::scenario::Transport::Memory,
         }
     }
 

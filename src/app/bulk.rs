@@ -53,6 +53,7 @@ fn default_matrix() -> BulkMatrix {
         aeads: vec![Aead::Aes128Gcm, Aead::Aes256Gcm, Aead::Chacha20Poly1305],
         write_sizes: vec![64, 1024, 16384],
         with_plain: true,
+        transports: vec![crate::scenario::Transport::Memory],
     }
 }
 
@@ -68,6 +69,9 @@ fn matrix_from(args: &BulkArgs, preset: Option<BulkPreset>) -> Result<BulkMatrix
     }
     if let Some(list) = &args.size {
         matrix.write_sizes = parse_sizes(list).map_err(usage)?;
+    }
+    if let Some(list) = &args.transport {
+        matrix.transports = parse_list(list).map_err(usage)?;
     }
     if args.no_plain_row {
         matrix.with_plain = false;
@@ -241,7 +245,8 @@ fn sample_matrix(
         probe_cell
             .iter()
             .map(|&c| {
-                let plain = BulkScenario::plain(cells[c].scenario.write_bytes);
+                let scenario = cells[c].scenario;
+                let plain = BulkScenario::plain(scenario.write_bytes).over(scenario.transport);
                 probe_cell.iter().position(|&p| cells[p].scenario == plain)
             })
             .collect(),

@@ -55,6 +55,7 @@ fn matrix(args: &CostArgs, preset: Option<CostPreset>) -> Result<HandshakeMatrix
             mutual: vec![false],
             chain_depth: DEFAULT_CHAIN_DEPTH,
             mtu_bytes: DEFAULT_MTU_BYTES,
+            transports: vec![crate::scenario::Transport::Memory],
         },
     };
     let matrix = args.axes.apply(matrix)?;

@@ -63,6 +63,7 @@ fn default_matrix() -> HandshakeMatrix {
         mutual: vec![false],
         chain_depth: DEFAULT_CHAIN_DEPTH,
         mtu_bytes: DEFAULT_MTU_BYTES,
+        transports: vec![crate::scenario::Transport::Memory],
     }
 }
 
@@ -99,6 +100,9 @@ fn matrix_from(args: &HandshakeArgs, preset: Option<Preset>) -> Result<Handshake
     let mut matrix = args
         .axes
         .apply(preset.map(Preset::matrix).unwrap_or_else(default_matrix))?;
+    if let Some(list) = &args.transport {
+        matrix.transports = parse_list(list).map_err(usage)?;
+    }
     if let Some(mutual) = args.mutual {
         matrix.mutual = match mutual {
             MutualArg::Off => vec![false],
@@ -177,6 +181,11 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
             if args.backend.as_deref().is_some_and(|b| b != "openssl") {
                 return Err(usage(
                     "with --server nginx the client is tlslab's OpenSSL: --backend must be openssl or left out",
+                ));
+            }
+            if args.transport.is_some() {
+                return Err(usage(
+                    "with --server nginx the client always talks TCP to nginx: leave --transport out",
                 ));
             }
             // Every nginx it starts stops when it drops, at the end of this
@@ -363,6 +372,7 @@ fn generic_cells(
             ("--resumption", axes.resumption.clone()),
             ("--chain-depth", axes.chain_depth.map(|v| v.to_string())),
             ("--mtu", axes.mtu.map(|v| v.to_string())),
+            ("--transport", args.transport.clone()),
             ("--mutual", mutual),
             ("--baseline", args.baseline.clone()),
             ("--precision", sampling.precision.clone()),

@@ -102,6 +102,8 @@ pub(crate) fn one_scenario(
         mutual: vec![false],
         chain_depth: DEFAULT_CHAIN_DEPTH,
         mtu_bytes: DEFAULT_MTU_BYTES,
+        // The load generator and the servers speak TCP themselves.
+        transports: vec![crate::scenario::Transport::Memory],
     };
     matrix = axes.apply(matrix)?;
     matrix.validate().map_err(usage)?;

@@ -10,7 +10,9 @@ pub mod mock;
 pub mod openssl;
 pub mod plain;
 pub mod rustls;
+pub mod socket;
 
+use std::io::{Read, Write};
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -215,6 +217,14 @@ pub trait BulkPair {
     /// receiver instead of reading the clocks: only the mock backend's fake
     /// has them, so pipeline tests get deterministic figures.
     fn fixed_ns_per_byte(&self) -> Option<(f64, f64)> {
+        None
+    }
+
+    /// The sender's and the receiver's ends apart, for a pair over a
+    /// socket whose two sides must run in two threads (a blocking write
+    /// waits for the peer to read); `None` for pairs that run in turns on
+    /// one thread through [`Self::send`] and [`Self::receive`].
+    fn ends(&mut self) -> Option<(&mut (dyn Write + Send), &mut (dyn Read + Send))> {
         None
     }
 }

@@ -156,6 +156,7 @@ mod tests {
             mutual: false,
             chain_depth: 3,
             mtu_bytes: None,
+            transport: crate::scenario::Transport::Memory,
         }
     }
 

@@ -63,13 +63,21 @@ pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
             .unwrap_or(usize::MAX)
     };
     cells.sort_by(|a, b| {
-        let key = |c: &BulkCell| (c.scenario.write_bytes, c.scenario.channel, rank(&c.backend));
+        let key = |c: &BulkCell| {
+            (
+                c.scenario.write_bytes,
+                c.scenario.transport,
+                c.scenario.channel,
+                rank(&c.backend),
+            )
+        };
         key(a).cmp(&key(b)).then_with(|| a.backend.cmp(&b.backend))
     });
-    let plain_rounds = |write_bytes: usize| {
+    let plain_rounds = |of: &BulkScenario| {
+        let plain = BulkScenario::plain(of.write_bytes).over(of.transport);
         cells
             .iter()
-            .find(|c| c.scenario == BulkScenario::plain(write_bytes) && !c.samples().is_empty())
+            .find(|c| c.scenario == plain && !c.samples().is_empty())
             .map(|c| stats::round_medians(&measure::costs(c.samples())))
     };
     cells
@@ -79,11 +87,9 @@ pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
             let sender = summary(samples, BulkSample::sender_ns_per_byte);
             let receiver = summary(samples, BulkSample::receiver_ns_per_byte);
             let ratio = match (cell.scenario.channel, samples.is_empty()) {
-                (Channel::Tls { .. }, false) => {
-                    plain_rounds(cell.scenario.write_bytes).and_then(|base| {
-                        stats::paired_ratio(&stats::round_medians(&measure::costs(samples)), &base)
-                    })
-                }
+                (Channel::Tls { .. }, false) => plain_rounds(&cell.scenario).and_then(|base| {
+                    stats::paired_ratio(&stats::round_medians(&measure::costs(samples)), &base)
+                }),
                 _ => None,
             };
             BulkRow {
@@ -185,6 +191,9 @@ fn table(rows: &[BulkRow]) -> Table {
             match row.scenario.channel {
                 Channel::Plain => "no crypto".to_string(),
                 Channel::Tls { version, .. } => version.protocol_name().to_string(),
+            } + &match row.scenario.transport {
+                crate::scenario::Transport::Memory => String::new(),
+                transport => format!(" over {}", transport.display()),
             },
             row.scenario.suite_id().to_string(),
             row.scenario.write_bytes.to_string(),

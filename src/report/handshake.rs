@@ -204,8 +204,14 @@ pub(crate) fn axis_cells(scenario: &HandshakeScenario) -> Vec<String> {
 /// sample count, then handshakes/s, then the CPU columns; the backend,
 /// scenario, wall time, ratio and notes always stay.
 fn table(rows: &[Row], baseline: Option<&str>) -> Table {
+    // The transport is a column only when some row ran over a socket.
+    let with_transport = rows.iter().any(|r| r.scenario.transport.is_socket());
+    let axis_count = AXIS_HEADERS.len() + usize::from(with_transport);
     let mut headers = vec!["backend"];
     headers.extend(AXIS_HEADERS);
+    if with_transport {
+        headers.push("transport");
+    }
     headers.extend([
         "handshakes/s",
         "client CPU µs",
@@ -217,12 +223,12 @@ fn table(rows: &[Row], baseline: Option<&str>) -> Table {
         "quantum-safe",
         "notes",
     ]);
-    let mut numeric = vec![false; 1 + AXIS_HEADERS.len()];
+    let mut numeric = vec![false; 1 + axis_count];
     numeric.extend([true, true, true, true, true, true, true, false, false]);
-    let mut priority = vec![0; 1 + AXIS_HEADERS.len()];
+    let mut priority = vec![0; 1 + axis_count];
     priority.extend([3, 2, 2, 0, 5, 4, 0, 1, 0]);
     // Quantum safety follows from the axes: said once when every row shares it.
-    let mut axes: Vec<usize> = (0..=AXIS_HEADERS.len()).collect();
+    let mut axes: Vec<usize> = (0..=axis_count).collect();
     axes.push(headers.len() - 2);
     let mut table = Table::new(&headers, &numeric)
         .priorities(&priority)
@@ -237,6 +243,9 @@ fn table(rows: &[Row], baseline: Option<&str>) -> Table {
         });
         let mut cells = vec![row.backend.clone()];
         cells.extend(axis_cells(&row.scenario));
+        if with_transport {
+            cells.push(row.scenario.transport.display().to_string());
+        }
         cells.extend([
             row.handshakes_per_second
                 .map(|h| format!("{h:.0}"))
@@ -260,6 +269,9 @@ fn table(rows: &[Row], baseline: Option<&str>) -> Table {
         table.rows.push(cells);
     }
     table.notes.push("client/server CPU: the thread's CPU time inside each side's library calls (CLOCK_THREAD_CPUTIME_ID), median; the exports also hold the wall time inside the calls.".to_string());
+    if with_transport {
+        table.notes.push("TCP, UDP rows: client and server in two threads over a loopback socket; each side's CPU includes the kernel's work for its socket calls (and for TCP its connect or accept), the wall time runs until the later side is done.".to_string());
+    }
     if rows.iter().any(|r| r.backend == "nginx") {
         table.notes.push("nginx rows: the client is tlslab's OpenSSL over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is nginx's worker process from before the connect to the connection's close (/proc/PID/schedstat), its kernel TCP work included.".to_string());
     }
@@ -286,6 +298,7 @@ fn records(rows: &[Row]) -> Table {
         "resumption",
         "mutual",
         "chain_depth",
+        "transport",
         "negotiated_suite",
         "negotiated_group",
         "negotiated_signature",
@@ -349,6 +362,7 @@ fn records(rows: &[Row]) -> Table {
             s.resumption.id().to_string(),
             s.mutual.to_string(),
             s.chain_depth.to_string(),
+            s.transport.id().to_string(),
             negotiated.map(|n| n.suite.clone()).unwrap_or_default(),
             negotiated.and_then(|n| n.group.clone()).unwrap_or_default(),
             negotiated

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::axes::{Aead, CertKind, Group, Resumption, TlsVersion};
 use super::names::{parse_name, serialize_by_id, Named};
-use super::{HandshakeScenario, DEFAULT_CHAIN_DEPTH};
+use super::{HandshakeScenario, Transport, DEFAULT_CHAIN_DEPTH};
 
 /// The key exchange of every bulk handshake (the handshake is not counted;
 /// it only has to give the suite its keys).
@@ -28,11 +28,15 @@ pub enum Channel {
     Tls { version: TlsVersion, aead: Aead },
 }
 
-/// One row of `bulk`: a channel and the bytes of each application write.
+/// One row of `bulk`: a channel, the bytes of each application write and
+/// what carries them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BulkScenario {
     pub channel: Channel,
     pub write_bytes: usize,
+    /// Memory (sender and receiver in one thread) or loopback TCP (two
+    /// threads); part of the label (`_tcp`).
+    pub transport: Transport,
 }
 
 impl BulkScenario {
@@ -41,22 +45,36 @@ impl BulkScenario {
         Self {
             channel: Channel::Plain,
             write_bytes,
+            transport: Transport::Memory,
         }
     }
 
-    /// The stable snake_case id: `bulk_1.3_aes128gcm_16384`, `bulk_plain_16384`.
+    /// This row over `transport`.
+    pub fn over(self, transport: Transport) -> Self {
+        Self { transport, ..self }
+    }
+
+    /// The stable snake_case id: `bulk_1.3_aes128gcm_16384`,
+    /// `bulk_plain_16384`, and over TCP `bulk_1.3_aes128gcm_16384_tcp`.
     pub fn label(&self) -> String {
+        let suffix = self.transport.label_suffix();
         match self.channel {
-            Channel::Plain => format!("bulk_plain_{}", self.write_bytes),
+            Channel::Plain => format!("bulk_plain_{}{suffix}", self.write_bytes),
             Channel::Tls { version, aead } => {
-                format!("bulk_{}_{}_{}", version.id(), aead.id(), self.write_bytes)
+                format!(
+                    "bulk_{}_{}_{}{suffix}",
+                    version.id(),
+                    aead.id(),
+                    self.write_bytes
+                )
             }
         }
     }
 
     /// The scenario a label names, if it names one.
     pub fn from_label(label: &str) -> Option<Self> {
-        let rest = label.strip_prefix("bulk_")?;
+        let transport = Transport::from_label(label);
+        let rest = Transport::strip_suffix(label).strip_prefix("bulk_")?;
         let (head, size) = rest.rsplit_once('_')?;
         let write_bytes = size.parse().ok()?;
         let channel = if head == "plain" {
@@ -71,6 +89,7 @@ impl BulkScenario {
         Some(Self {
             channel,
             write_bytes,
+            transport,
         })
     }
 
@@ -87,6 +106,7 @@ impl BulkScenario {
                 mutual: false,
                 chain_depth: DEFAULT_CHAIN_DEPTH,
                 mtu_bytes: None,
+                transport: self.transport,
             }),
         }
     }
@@ -117,7 +137,11 @@ impl BulkScenario {
 
     /// A readable one-line description for tables.
     pub fn describe(&self) -> String {
-        match self.channel {
+        let over = match self.transport {
+            Transport::Memory => String::new(),
+            transport => format!(" over {}", transport.display()),
+        };
+        let text = match self.channel {
             Channel::Plain => format!("no crypto, {} B writes", self.write_bytes),
             Channel::Tls { version, aead } => {
                 format!(
@@ -127,14 +151,15 @@ impl BulkScenario {
                     self.write_bytes
                 )
             }
-        }
+        };
+        text + &over
     }
 }
 
 impl Serialize for BulkScenario {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut s = serializer.serialize_struct("BulkScenario", 5)?;
+        let mut s = serializer.serialize_struct("BulkScenario", 6)?;
         s.serialize_field("label", &self.label())?;
         s.serialize_field("tls_version", self.protocol_id())?;
         s.serialize_field("suite", self.suite_id())?;
@@ -143,6 +168,7 @@ impl Serialize for BulkScenario {
             &self.handshake().map(|h| h.suite_name()).unwrap_or("none"),
         )?;
         s.serialize_field("write_bytes", &self.write_bytes)?;
+        s.serialize_field("transport", &self.transport)?;
         s.end()
     }
 }
@@ -155,22 +181,28 @@ pub struct BulkMatrix {
     pub write_sizes: Vec<usize>,
     /// Add the no-crypto row of each write size.
     pub with_plain: bool,
+    /// What carries the rows: memory, loopback TCP, or both.
+    pub transports: Vec<Transport>,
 }
 
 impl BulkMatrix {
-    /// Per write size: its no-crypto row first, then every version and suite.
+    /// Per write size and transport: its no-crypto row first, then every
+    /// version and suite.
     pub fn expand(&self) -> Vec<BulkScenario> {
         let mut rows = Vec::new();
         for &write_bytes in &self.write_sizes {
-            if self.with_plain {
-                rows.push(BulkScenario::plain(write_bytes));
-            }
-            for &version in &self.versions {
-                for &aead in &self.aeads {
-                    rows.push(BulkScenario {
-                        channel: Channel::Tls { version, aead },
-                        write_bytes,
-                    });
+            for &transport in &self.transports {
+                if self.with_plain {
+                    rows.push(BulkScenario::plain(write_bytes).over(transport));
+                }
+                for &version in &self.versions {
+                    for &aead in &self.aeads {
+                        rows.push(BulkScenario {
+                            channel: Channel::Tls { version, aead },
+                            write_bytes,
+                            transport,
+                        });
+                    }
                 }
             }
         }
@@ -187,6 +219,15 @@ impl BulkMatrix {
         }
         if self.write_sizes.is_empty() {
             return Err("the size list is empty".into());
+        }
+        if self.transports.is_empty() {
+            return Err("the transport list is empty".into());
+        }
+        if self.transports.contains(&Transport::Udp) {
+            return Err(
+                "bulk runs over memory or tcp: udp would carry DTLS, whose application data is not measured yet"
+                    .into(),
+            );
         }
         if let Some(bad) = self
             .write_sizes
@@ -246,6 +287,7 @@ impl BulkPreset {
             aeads: study_suites(),
             write_sizes: vec![1024, 16384],
             with_plain: true,
+            transports: vec![Transport::Memory],
         }
     }
 
@@ -276,9 +318,11 @@ mod tests {
             aeads: Aead::ALL.to_vec(),
             write_sizes: vec![64, 16384],
             with_plain: true,
+            transports: vec![Transport::Memory, Transport::Tcp],
         };
         let rows = matrix.expand();
-        assert_eq!(rows.len(), 2 * (1 + 2 * Aead::ALL.len()));
+        assert_eq!(rows.len(), 2 * 2 * (1 + 2 * Aead::ALL.len()));
+        assert_eq!(rows[1 + 2 * Aead::ALL.len()].label(), "bulk_plain_64_tcp");
         assert_eq!(rows[0].label(), "bulk_plain_64");
         assert_eq!(rows[1].label(), "bulk_1.2_aes128gcm_64");
         for row in rows {

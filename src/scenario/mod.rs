@@ -8,6 +8,7 @@ pub mod bulk;
 pub mod names;
 pub mod presets;
 pub mod speed;
+pub mod transport;
 pub mod tunnel;
 pub mod tunnel_axes;
 
@@ -15,6 +16,7 @@ use serde::Serialize;
 
 pub use axes::{Aead, CertKind, Group, KxKind, Resumption, SignatureFamily, TlsVersion};
 pub use names::{parse_list, parse_name, Named, UnknownName};
+pub use transport::Transport;
 
 /// The number of certificates in the default chain: root -> intermediate -> leaf.
 pub const DEFAULT_CHAIN_DEPTH: u8 = 3;
@@ -41,6 +43,9 @@ pub struct HandshakeScenario {
     /// The largest datagram either side may send, in bytes (UDP payload):
     /// `Some` for DTLS, `None` for TLS over a byte stream.
     pub mtu_bytes: Option<u16>,
+    /// What carries the bytes: memory (one thread) or a loopback socket
+    /// (two threads); part of the label (`_tcp`, `_udp`).
+    pub transport: Transport,
 }
 
 impl HandshakeScenario {
@@ -56,7 +61,7 @@ impl HandshakeScenario {
         if !version.is_datagram() {
             return None;
         }
-        let given = label
+        let given = Transport::strip_suffix(label)
             .rsplit_once("_mtu")
             .and_then(|(_, digits)| digits.parse::<u16>().ok());
         Some(given.unwrap_or(DEFAULT_MTU_BYTES))
@@ -84,6 +89,7 @@ impl HandshakeScenario {
         if let Some(mtu) = self.mtu_bytes.filter(|mtu| *mtu != DEFAULT_MTU_BYTES) {
             label.push_str(&format!("_mtu{mtu}"));
         }
+        label.push_str(self.transport.label_suffix());
         label
     }
 
@@ -96,6 +102,9 @@ impl HandshakeScenario {
             return Some(reason.to_string());
         }
         if let Some(reason) = self.aead.protocol_conflict(self.version) {
+            return Some(reason.to_string());
+        }
+        if let Some(reason) = self.transport.conflict(self.version) {
             return Some(reason.to_string());
         }
         let tls12 = self.version.tls_rules() == TlsVersion::Tls12;
@@ -227,6 +236,9 @@ impl HandshakeScenario {
         if let Some(mtu) = self.mtu_bytes.filter(|mtu| *mtu != DEFAULT_MTU_BYTES) {
             text.push_str(&format!(" mtu={mtu}"));
         }
+        if self.transport.is_socket() {
+            text.push_str(&format!(" over {}", self.transport.display()));
+        }
         text
     }
 }
@@ -234,7 +246,7 @@ impl HandshakeScenario {
 impl Serialize for HandshakeScenario {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut s = serializer.serialize_struct("HandshakeScenario", 9)?;
+        let mut s = serializer.serialize_struct("HandshakeScenario", 10)?;
         s.serialize_field("label", &self.label())?;
         s.serialize_field("tls_version", self.version.id())?;
         s.serialize_field("group", self.group.id())?;
@@ -244,6 +256,7 @@ impl Serialize for HandshakeScenario {
         s.serialize_field("mutual", &self.mutual)?;
         s.serialize_field("chain_depth", &self.chain_depth)?;
         s.serialize_field("mtu_bytes", &self.mtu_bytes)?;
+        s.serialize_field("transport", &self.transport)?;
         s.end()
     }
 }
@@ -260,6 +273,8 @@ pub struct HandshakeMatrix {
     pub chain_depth: u8,
     /// The datagram MTU of DTLS rows, in bytes (TLS rows have none).
     pub mtu_bytes: u16,
+    /// What carries each row: memory, or loopback TCP (TLS) and UDP (DTLS).
+    pub transports: Vec<Transport>,
 }
 
 /// An error in the options that make up a matrix.
@@ -289,16 +304,22 @@ impl HandshakeMatrix {
                     for &aead in &self.aeads {
                         for &resumption in &self.resumptions {
                             for &mutual in &self.mutual {
-                                scenarios.push(HandshakeScenario {
-                                    version,
-                                    group,
-                                    cert,
-                                    aead,
-                                    resumption,
-                                    mutual,
-                                    chain_depth: self.chain_depth,
-                                    mtu_bytes: HandshakeScenario::mtu_for(version, self.mtu_bytes),
-                                });
+                                for &transport in &self.transports_for(version) {
+                                    scenarios.push(HandshakeScenario {
+                                        version,
+                                        group,
+                                        cert,
+                                        aead,
+                                        resumption,
+                                        mutual,
+                                        chain_depth: self.chain_depth,
+                                        mtu_bytes: HandshakeScenario::mtu_for(
+                                            version,
+                                            self.mtu_bytes,
+                                        ),
+                                        transport,
+                                    });
+                                }
                             }
                         }
                     }
@@ -308,18 +329,38 @@ impl HandshakeMatrix {
         scenarios
     }
 
+    /// The transports rows of `version` run over. A socket that cannot
+    /// carry the version (UDP for TLS, TCP for DTLS) is left out when
+    /// another transport of the list can carry it (`--transport tcp,udp`
+    /// with TLS and DTLS rows gives TLS over TCP and DTLS over UDP); when
+    /// none can, it stays, as a row that says why.
+    fn transports_for(&self, version: TlsVersion) -> Vec<Transport> {
+        let fitting: Vec<Transport> = self
+            .transports
+            .iter()
+            .copied()
+            .filter(|t| t.conflict(version).is_none())
+            .collect();
+        if fitting.is_empty() {
+            self.transports.clone()
+        } else {
+            fitting
+        }
+    }
+
     /// Checks that the options make sense together: every axis has a value,
     /// and every group and resumption mode can be used with at least one of
     /// the requested versions (a group no requested version allows is a
     /// contradiction, not a row).
     pub fn validate(&self) -> Result<(), MatrixError> {
-        let axes: [(&'static str, bool); 6] = [
+        let axes: [(&'static str, bool); 7] = [
             ("TLS version", self.versions.is_empty()),
             ("group", self.groups.is_empty()),
             ("certificate", self.certs.is_empty()),
             ("suite", self.aeads.is_empty()),
             ("resumption", self.resumptions.is_empty()),
             ("mutual", self.mutual.is_empty()),
+            ("transport", self.transports.is_empty()),
         ];
         if let Some((axis, _)) = axes.iter().find(|(_, empty)| *empty) {
             return Err(MatrixError::EmptyAxis { axis });
@@ -398,6 +439,7 @@ mod tests {
             mutual: vec![false],
             chain_depth: DEFAULT_CHAIN_DEPTH,
             mtu_bytes: DEFAULT_MTU_BYTES,
+            transports: vec![crate::scenario::Transport::Memory],
         }
     }
 
@@ -447,6 +489,34 @@ mod tests {
         );
         m.mtu_bytes = 0;
         assert!(m.validate().unwrap_err().to_string().contains("MTU"));
+    }
+
+    #[test]
+    fn each_protocol_runs_over_the_socket_that_carries_it() {
+        let mut m = matrix("1.3,dtls1.2", "p256", "rsa2048");
+        m.mtu_bytes = 576;
+        m.transports = vec![Transport::Memory, Transport::Tcp, Transport::Udp];
+        let labels: Vec<_> = m.expand().iter().map(|s| s.label()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                "handshake_1.3_p256_rsa2048_aes128gcm",
+                "handshake_1.3_p256_rsa2048_aes128gcm_tcp",
+                "handshake_dtls1.2_p256_rsa2048_aes128gcm_mtu576",
+                "handshake_dtls1.2_p256_rsa2048_aes128gcm_mtu576_udp",
+            ]
+        );
+        let over_udp = m.expand()[3];
+        assert_eq!(
+            HandshakeScenario::mtu_from_label(over_udp.version, &over_udp.label()),
+            Some(576)
+        );
+        // Alone, the wrong socket stays as a row that says why.
+        m.transports = vec![Transport::Udp];
+        let rows = m.expand();
+        assert_eq!(rows.len(), 2);
+        assert!(rows[0].protocol_conflict().unwrap().contains("byte stream"));
+        assert_eq!(rows[1].protocol_conflict(), None);
     }
 
     #[test]

@@ -103,6 +103,7 @@ impl Preset {
             mutual: vec![false],
             chain_depth: DEFAULT_CHAIN_DEPTH,
             mtu_bytes: DEFAULT_MTU_BYTES,
+            transports: vec![crate::scenario::Transport::Memory],
         }
     }
 
@@ -175,6 +176,7 @@ impl CostPreset {
             mutual: vec![false],
             chain_depth: DEFAULT_CHAIN_DEPTH,
             mtu_bytes: DEFAULT_MTU_BYTES,
+            transports: vec![crate::scenario::Transport::Memory],
         }
     }
 }
@@ -254,6 +256,7 @@ impl LoadPreset {
                 mutual: false,
                 chain_depth: DEFAULT_CHAIN_DEPTH,
                 mtu_bytes: None,
+                transport: crate::scenario::Transport::Memory,
             },
             rate: 500.0,
             ramp_s: 15.0,

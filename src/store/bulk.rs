@@ -184,6 +184,7 @@ mod tests {
                     aead: Aead::Chacha20Poly1305,
                 },
                 write_bytes: 16_384,
+                transport: crate::scenario::Transport::Tcp,
             },
             negotiated: Some(Negotiated {
                 version: "TLSv1.3".into(),

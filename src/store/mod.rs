@@ -433,6 +433,7 @@ impl Store {
                 mutual: row.mutual,
                 chain_depth: row.chain_depth,
                 mtu_bytes: HandshakeScenario::mtu_from_label(version, &row.label),
+                transport: crate::scenario::Transport::from_label(&row.label),
             };
             let outcome = outcome_from_columns(&row.status, row.reason, row.precise, || {
                 Ok(samples_query
@@ -549,6 +550,7 @@ mod tests {
             mutual: true,
             chain_depth: 4,
             mtu_bytes: None,
+            transport: crate::scenario::Transport::Memory,
         }
     }
 
@@ -668,6 +670,7 @@ mod tests {
             mutual: false,
             chain_depth: 3,
             mtu_bytes: Some(mtu_bytes),
+            transport: crate::scenario::Transport::Memory,
         };
         let cells: Vec<CellResult> = [crate::scenario::DEFAULT_MTU_BYTES, 576]
             .into_iter()

@@ -17,11 +17,12 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::backend::plain::PlainPair;
+use crate::backend::socket::plain_pair_over_tcp;
 use crate::backend::{thread_cpu_ns, Backend, BulkPair, Negotiated, Unsupported};
 use crate::certs::{CertCache, Credentials};
 use crate::measure::{verify, Outcome, Probe, Sampled, Timed};
 use crate::scenario::bulk::BulkScenario;
-use crate::scenario::HandshakeScenario;
+use crate::scenario::{HandshakeScenario, Transport};
 
 /// The most bytes the sender writes before the receiver reads them back.
 pub const CHUNK_BYTES: usize = 256 * 1024;
@@ -164,6 +165,9 @@ impl BulkProbe {
             reason: format!("{error:#}"),
         };
         let pair: Box<dyn BulkPair> = match (backend, scenario.handshake()) {
+            (_, None) if scenario.transport == Transport::Tcp => {
+                Box::new(plain_pair_over_tcp().map_err(failed)?)
+            }
             (_, None) => Box::new(PlainPair::new()),
             (None, Some(_)) => {
                 return Err(Outcome::Failed {
@@ -283,19 +287,19 @@ impl BulkProbe {
         self.sizing
     }
 
-    /// Writes a fresh counter at the start of every write of the chunk, so
-    /// each chunk differs from the last and a stale buffer cannot pass.
     fn stamp(&mut self) {
-        for write in self.payload.chunks_mut(self.sizing.write_bytes) {
-            self.counter += 1;
-            let bytes = self.counter.to_le_bytes();
-            let n = write.len().min(bytes.len());
-            write[..n].copy_from_slice(&bytes[..n]);
-        }
+        stamp(
+            &mut self.payload,
+            self.sizing.write_bytes,
+            &mut self.counter,
+        );
     }
 
     /// One sample: every chunk sent, received and checked.
     pub fn run(&mut self) -> Result<BulkSample, String> {
+        if self.pair.ends().is_some() {
+            return self.run_in_two_threads();
+        }
         let Sizing {
             write_bytes,
             chunk_bytes,
@@ -369,11 +373,92 @@ impl BulkProbe {
         Ok(sample)
     }
 
+    /// One sample over a socket: the sender writes every chunk in this
+    /// thread while the receiver reads and checks them in another, each
+    /// timing its own calls by its thread's clocks (a side blocked on the
+    /// other costs wall time, not CPU time). The receiver knows what to
+    /// expect: the same payload with the same counters.
+    fn run_in_two_threads(&mut self) -> Result<BulkSample, String> {
+        let Sizing {
+            write_bytes,
+            chunk_bytes,
+            chunks,
+        } = self.sizing;
+        let Some((sender, receiver)) = self.pair.ends() else {
+            return Err("the pair has no ends to run apart".to_string());
+        };
+        let payload = &mut self.payload;
+        let counter = &mut self.counter;
+        let mut expected = payload.clone();
+        let mut expected_counter = *counter;
+        let received = &mut self.received;
+        let (sender_time, receiver_result) = std::thread::scope(|scope| {
+            let receiving = scope.spawn(move || -> Result<(u64, u64), String> {
+                let (mut wall_ns, mut cpu_ns) = (0, 0);
+                for _ in 0..chunks {
+                    stamp(&mut expected, write_bytes, &mut expected_counter);
+                    let (wall, cpu) = (Instant::now(), thread_cpu_ns());
+                    receiver
+                        .read_exact(received)
+                        .map_err(|e| format!("receiving: {e}"))?;
+                    wall_ns += wall.elapsed().as_nanos() as u64;
+                    cpu_ns += thread_cpu_ns().saturating_sub(cpu);
+                    if received[..] != expected[..] {
+                        return Err("the received data differs from the data sent".to_string());
+                    }
+                }
+                Ok((wall_ns, cpu_ns))
+            });
+            let mut sending = || -> Result<(u64, u64), String> {
+                let (mut wall_ns, mut cpu_ns) = (0, 0);
+                for _ in 0..chunks {
+                    stamp(payload, write_bytes, counter);
+                    let (wall, cpu) = (Instant::now(), thread_cpu_ns());
+                    for write in payload.chunks(write_bytes) {
+                        sender
+                            .write_all(write)
+                            .map_err(|e| format!("sending: {e}"))?;
+                    }
+                    wall_ns += wall.elapsed().as_nanos() as u64;
+                    cpu_ns += thread_cpu_ns().saturating_sub(cpu);
+                }
+                Ok((wall_ns, cpu_ns))
+            };
+            let sent = sending();
+            let received = receiving
+                .join()
+                .unwrap_or_else(|_| Err("the receiver thread panicked".to_string()));
+            (sent, received)
+        });
+        // The receiver's error explains a sender's (a closed connection).
+        let (receiver_ns, receiver_cpu_ns) = receiver_result?;
+        let (sender_ns, sender_cpu_ns) = sender_time?;
+        Ok(BulkSample {
+            bytes: (chunk_bytes * chunks) as u64,
+            writes: (chunk_bytes / write_bytes * chunks) as u64,
+            sender_ns,
+            receiver_ns,
+            sender_cpu_ns,
+            receiver_cpu_ns,
+        })
+    }
+
     pub fn probe(&mut self) -> Probe<'_, BulkSample> {
         Box::new(move || {
             self.renew_if_due()?;
             self.run()
         })
+    }
+}
+
+/// Writes a fresh counter at the start of every write of the chunk, so
+/// each chunk differs from the last and a stale buffer cannot pass.
+fn stamp(payload: &mut [u8], write_bytes: usize, counter: &mut u64) {
+    for write in payload.chunks_mut(write_bytes) {
+        *counter += 1;
+        let bytes = counter.to_le_bytes();
+        let n = write.len().min(bytes.len());
+        write[..n].copy_from_slice(&bytes[..n]);
     }
 }
 
@@ -442,6 +527,46 @@ mod tests {
             let error = probe.run().unwrap_err();
             assert!(error.contains(expected), "{error}");
         }
+    }
+
+    /// A writer that flips one bit of every byte after the first `clean` bytes.
+    struct Flipping<W> {
+        inner: W,
+        clean: usize,
+    }
+
+    impl<W: std::io::Write> std::io::Write for Flipping<W> {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+            let keep = self.clean.min(data.len());
+            self.clean -= keep;
+            let mut copy = data.to_vec();
+            copy[keep..].iter_mut().for_each(|b| *b ^= 1);
+            self.inner.write_all(&copy)?;
+            Ok(data.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.inner.flush()
+        }
+    }
+
+    #[test]
+    fn a_corrupted_socket_fails_its_row_in_two_threads() {
+        let loopback = crate::transport::tcp::TcpLoopback::open().unwrap();
+        let sender = Flipping {
+            inner: loopback.connect().unwrap(),
+            clean: 20_000,
+        };
+        let receiver = loopback.accept().unwrap();
+        let pair =
+            crate::backend::socket::SocketBulkPair::new(None, Box::new(sender), Box::new(receiver));
+        let mut probe = BulkProbe::with_pair(Box::new(pair), Sizing::new(100, Some(10_000)));
+        let sample = probe.run().unwrap();
+        assert_eq!(sample.bytes, 10_000);
+        assert!(sample.sender_cpu_ns > 0 && sample.receiver_cpu_ns > 0);
+        probe.run().unwrap();
+        let error = probe.run().unwrap_err();
+        assert!(error.contains("differs"), "{error}");
     }
 
     #[test]

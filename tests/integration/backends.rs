@@ -19,6 +19,7 @@ pub fn scenario(version: TlsVersion, group: Group, cert: CertKind) -> HandshakeS
         mutual: false,
         chain_depth: DEFAULT_CHAIN_DEPTH,
         mtu_bytes: HandshakeScenario::mtu_for(version, DEFAULT_MTU_BYTES),
+        transport: tlslab::scenario::Transport::Memory,
     }
 }
 

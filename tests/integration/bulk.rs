@@ -24,6 +24,7 @@ fn tls(version: TlsVersion, aead: Aead, write_bytes: usize) -> BulkScenario {
     BulkScenario {
         channel: Channel::Tls { version, aead },
         write_bytes,
+        transport: tlslab::scenario::Transport::Memory,
     }
 }
 

@@ -130,33 +130,48 @@ fn breakdown_categories_add_up_to_the_measured_total() {
             min_samples: 20,
             ..few_handshakes()
         };
-        let (breakdowns, _, wall_ns) = counted_breakdown(
-            &backend,
-            &s,
-            &credentials,
-            &options,
-            &AtomicBool::new(false),
-        )
-        .unwrap();
-        assert_eq!(breakdowns.len(), 2);
-        // The independent total: the wall time of whole handshakes, taken
-        // around both sides and the harness, holds both sides' totals (how
-        // much of it they fill depends on the machine's load).
-        let sides: f64 = breakdowns.iter().map(|b| b.total_ns).sum();
-        assert!(
-            sides > 0.0 && sides <= wall_ns,
-            "sides {sides} ns against a whole handshake of {wall_ns} ns"
-        );
-        for b in breakdowns {
-            let counted: f64 = b.categories.iter().map(|(_, ns)| ns).sum();
-            assert!(counted > 0.0 && counted <= b.total_ns, "{b:?}");
-            // The crypto calls take most of a side's time, never all of it.
-            assert!(counted >= 0.3 * b.total_ns, "{b:?}");
+        // The crypto calls take most of a side's time; but the sides'
+        // totals are wall time inside their calls, so on a busy machine a
+        // preemption outside the crypto calls can push the share down in
+        // one attempt. The other properties must hold on every attempt.
+        let mut crypto_shares = Vec::new();
+        for _attempt in 0..3 {
+            let (breakdowns, _, wall_ns) = counted_breakdown(
+                &backend,
+                &s,
+                &credentials,
+                &options,
+                &AtomicBool::new(false),
+            )
+            .unwrap();
+            assert_eq!(breakdowns.len(), 2);
+            // The independent total: the wall time of whole handshakes,
+            // taken around both sides and the harness, holds both sides'
+            // totals (how much of it they fill depends on the machine's load).
+            let sides: f64 = breakdowns.iter().map(|b| b.total_ns).sum();
             assert!(
-                (b.sum_ns() - b.total_ns).abs() <= 0.02 * b.total_ns,
-                "{b:?}"
+                sides > 0.0 && sides <= wall_ns,
+                "sides {sides} ns against a whole handshake of {wall_ns} ns"
             );
+            let mut lowest = f64::INFINITY;
+            for b in &breakdowns {
+                let counted: f64 = b.categories.iter().map(|(_, ns)| ns).sum();
+                assert!(counted > 0.0 && counted <= b.total_ns, "{b:?}");
+                assert!(
+                    (b.sum_ns() - b.total_ns).abs() <= 0.02 * b.total_ns,
+                    "{b:?}"
+                );
+                lowest = lowest.min(counted / b.total_ns);
+            }
+            crypto_shares.push(lowest);
+            if lowest >= 0.3 {
+                break;
+            }
         }
+        assert!(
+            crypto_shares.iter().any(|&share| share >= 0.3),
+            "the counted crypto calls took under 30% of a side's time in every attempt: {crypto_shares:?}"
+        );
     }
 }
 

@@ -15,5 +15,6 @@ mod plots;
 mod recommend;
 mod serve;
 mod tables;
+mod transports;
 mod tunnel;
 mod util;

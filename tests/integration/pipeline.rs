@@ -29,6 +29,7 @@ fn matrix() -> HandshakeMatrix {
         mutual: vec![false],
         chain_depth: 3,
         mtu_bytes: tlslab::scenario::DEFAULT_MTU_BYTES,
+        transports: vec![tlslab::scenario::Transport::Memory],
     }
 }
 

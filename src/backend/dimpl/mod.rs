@@ -116,6 +116,12 @@ impl Backend for DimplBackend {
         if !scenario.version.is_datagram() {
             return Some("dimpl implements DTLS only (no TLS over streams)".to_string());
         }
+        if scenario.transport.is_socket() {
+            return Some(
+                "dimpl runs over the in-memory datagram channel only (not over UDP yet)"
+                    .to_string(),
+            );
+        }
         if let Some(reason) = capabilities().unsupported_reason(self.id(), scenario) {
             return Some(reason);
         }

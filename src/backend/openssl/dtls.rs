@@ -5,10 +5,11 @@
 //! itself is the TLS one in the parent module, run over the datagram
 //! channel of [`crate::transport::datagram`].
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{bail, Result};
 use foreign_types::ForeignTypeRef;
+use openssl::ex_data::Index;
 use openssl::pkey::PKey;
 use openssl::sign::Signer;
 use openssl::ssl::{Ssl, SslContextBuilder, SslMethod, SslOptions, SslRef, SslStream};
@@ -23,8 +24,27 @@ use crate::transport::datagram::{DatagramPipe, Fault};
 pub const HELLO_VERIFY_REQUEST: u8 = 3;
 
 /// What a real server binds a cookie to is the client's address; over the
-/// in-memory channel every client has this one.
+/// in-memory channel every client has this one, over UDP its socket
+/// address is set on the connection ([`set_peer_address`]).
 const PEER_ADDRESS: &[u8] = b"in-memory client";
+
+/// Where a server connection keeps its client's address for the cookie.
+fn peer_index() -> Index<Ssl, Vec<u8>> {
+    static INDEX: OnceLock<Index<Ssl, Vec<u8>>> = OnceLock::new();
+    *INDEX.get_or_init(|| Ssl::new_ex_index().expect("an ex_data index for the peer address"))
+}
+
+/// Binds this server connection's cookies to the client's socket address.
+pub(super) fn set_peer_address(ssl: &mut SslRef, peer: std::net::SocketAddr) {
+    ssl.set_ex_data(peer_index(), peer.to_string().into_bytes());
+}
+
+/// The address the cookie of this connection is bound to.
+fn peer_address(ssl: &SslRef) -> &[u8] {
+    ssl.ex_data(peer_index())
+        .map(Vec::as_slice)
+        .unwrap_or(PEER_ADDRESS)
+}
 
 /// Makes the server answer a ClientHello without a valid cookie with a
 /// HelloVerifyRequest, as a DTLS server must to keep spoofed clients from
@@ -35,13 +55,13 @@ pub(super) fn require_cookies(ctx: &mut SslContextBuilder) -> Result<()> {
     openssl::rand::rand_bytes(&mut secret)?;
     let secret = Arc::new(PKey::hmac(&secret)?);
     let generating = Arc::clone(&secret);
-    ctx.set_cookie_generate_cb(move |_, out| {
-        let cookie = cookie(&generating)?;
+    ctx.set_cookie_generate_cb(move |ssl, out| {
+        let cookie = cookie(&generating, peer_address(ssl))?;
         out[..cookie.len()].copy_from_slice(&cookie);
         Ok(cookie.len())
     });
-    ctx.set_cookie_verify_cb(move |_, given| {
-        cookie(&secret).is_ok_and(|expected| {
+    ctx.set_cookie_verify_cb(move |ssl, given| {
+        cookie(&secret, peer_address(ssl)).is_ok_and(|expected| {
             expected.len() == given.len() && openssl::memcmp::eq(&expected, given)
         })
     });
@@ -49,9 +69,12 @@ pub(super) fn require_cookies(ctx: &mut SslContextBuilder) -> Result<()> {
     Ok(())
 }
 
-fn cookie(secret: &PKey<openssl::pkey::Private>) -> Result<Vec<u8>, openssl::error::ErrorStack> {
+fn cookie(
+    secret: &PKey<openssl::pkey::Private>,
+    peer: &[u8],
+) -> Result<Vec<u8>, openssl::error::ErrorStack> {
     let mut signer = Signer::new(openssl::hash::MessageDigest::sha256(), secret)?;
-    signer.update(PEER_ADDRESS)?;
+    signer.update(peer)?;
     signer.sign_to_vec()
 }
 
@@ -187,6 +210,36 @@ pub fn trace_handshake(
         negotiated: sample.negotiated,
         client_datagrams: pipe.sent_by_client(),
         server_datagrams: pipe.sent_by_server(),
+    })
+}
+
+/// Runs one OpenSSL DTLS handshake of `scenario` over a pair of loopback
+/// UDP sockets, client and server in two threads, keeping every datagram
+/// each side sent.
+pub fn trace_udp_handshake(
+    scenario: &HandshakeScenario,
+    credentials: &Credentials,
+) -> Result<DtlsTrace> {
+    if !scenario.version.is_datagram() {
+        bail!("{} is not a DTLS scenario", scenario.label());
+    }
+    let mut handshaker = OpensslHandshaker::new(scenario, credentials)?;
+    let (mut client, mut server) = crate::transport::udp::udp_pair()?;
+    let (sent_by_client, sent_by_server) = (client.traced(), server.traced());
+    let client_address = server.peer_address()?;
+    let server_side = handshaker.server_side();
+    let sides = crate::backend::socket::run_sides(
+        || handshaker.connect(client),
+        move || server_side.accept(server, Some(client_address)),
+    )?;
+    let sample = handshaker.finish(sides)?;
+    let taken = |trace: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>| {
+        std::mem::take(&mut *trace.lock().unwrap_or_else(|e| e.into_inner()))
+    };
+    Ok(DtlsTrace {
+        negotiated: sample.negotiated,
+        client_datagrams: taken(sent_by_client),
+        server_datagrams: taken(sent_by_server),
     })
 }
 

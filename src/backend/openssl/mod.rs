@@ -9,6 +9,7 @@ pub mod dtls;
 pub mod primitives;
 pub mod remote;
 pub mod serve;
+mod socket;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
@@ -30,7 +31,9 @@ use super::{
     Turns,
 };
 use crate::certs::{openssl_supports_key, CertChain, Credentials, SERVER_NAME};
-use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use crate::scenario::{
+    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
+};
 use crate::transport::datagram::DatagramPipe;
 use crate::transport::memory::{Pipe, PipeEnd};
 use crate::transport::Duplex;
@@ -175,6 +178,9 @@ impl Backend for OpensslBackend {
             bail!("application data over DTLS is not measured yet");
         }
         let mut handshaker = OpensslHandshaker::new(scenario, credentials)?;
+        if scenario.transport == Transport::Tcp {
+            return Ok(Box::new(socket::bulk_pair_over_tcp(&handshaker)?));
+        }
         let pipe = Pipe::default();
         let Established { client, server, .. } = handshaker.establish_over(&pipe)?;
         Ok(Box::new(OpensslBulkPair {
@@ -421,6 +427,9 @@ struct OpensslHandshaker {
     session: Option<SslSession>,
     /// The datagram MTU for DTLS; `None` runs TLS over the byte pipe.
     mtu_bytes: Option<u16>,
+    /// Memory (the pipe or the datagram channel, one thread) or a loopback
+    /// socket (two threads, see [`socket`]).
+    transport: Transport,
 }
 
 /// The most message flights a handshake may take before it counts as stalled.
@@ -436,6 +445,9 @@ struct Established<E> {
 
 impl Handshaker for OpensslHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
+        if self.transport.is_socket() {
+            return self.handshake_over_socket();
+        }
         match self.mtu_bytes {
             None => self.handshake_over(&Pipe::default()),
             Some(mtu_bytes) => self.handshake_over(&DatagramPipe::new(mtu_bytes)),
@@ -455,6 +467,7 @@ impl OpensslHandshaker {
             resume: scenario.resumption.is_on(),
             session: None,
             mtu_bytes: scenario.mtu_bytes,
+            transport: scenario.transport,
         };
         if handshaker.resume {
             handshaker.handshake()?;

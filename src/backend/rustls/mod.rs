@@ -7,6 +7,7 @@
 pub mod instrument;
 pub mod primitives;
 pub mod serve;
+mod socket;
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -31,7 +32,9 @@ use super::{
     Turns,
 };
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
-use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use crate::scenario::{
+    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
+};
 use crate::transport::memory::{Pipe, PipeEnd};
 use instrument::Side;
 
@@ -235,6 +238,9 @@ impl Backend for RustlsBackend {
         credentials: &Credentials,
     ) -> Result<Box<dyn BulkPair>> {
         let mut handshaker = self.configure(scenario, credentials)?;
+        if scenario.transport == Transport::Tcp {
+            return Ok(Box::new(socket::bulk_pair_over_tcp(&handshaker)?));
+        }
         let established = handshaker.establish()?;
         let negotiated = handshaker.negotiated(&established.client);
         Ok(Box::new(RustlsBulkPair {
@@ -356,6 +362,8 @@ impl RustlsBackend {
             server: Arc::new(server),
             server_name: ServerName::try_from(SERVER_NAME)?,
             server_scheme,
+            transport: scenario.transport,
+            resumes: scenario.resumption.is_on(),
         })
     }
 }
@@ -497,6 +505,10 @@ struct RustlsHandshaker {
     server: Arc<ServerConfig>,
     server_name: ServerName<'static>,
     server_scheme: Arc<AtomicU16>,
+    /// Memory (one thread) or loopback TCP (two threads, see [`socket`]).
+    transport: Transport,
+    /// The client keeps sessions (read its tickets after each handshake).
+    resumes: bool,
 }
 
 /// The most message flights a handshake may take before it counts as stalled.
@@ -609,6 +621,11 @@ impl RustlsHandshaker {
 
 impl Handshaker for RustlsHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
+        match self.transport {
+            Transport::Memory => {}
+            Transport::Tcp => return self.handshake_over_tcp(),
+            Transport::Udp => bail!("rustls has no DTLS to run over UDP"),
+        }
         let Established {
             client,
             turns,

@@ -11,7 +11,7 @@ use super::super::markup::format_us;
 use super::super::Table;
 use super::ratio_text;
 use crate::measure;
-use crate::scenario::{HandshakeScenario, TlsVersion};
+use crate::scenario::{HandshakeScenario, TlsVersion, Transport};
 use crate::stats::{self, PairedRatio, Summary};
 use crate::workload::handshake::CellResult;
 
@@ -28,11 +28,16 @@ pub struct Pair {
     pub ratio: Option<PairedRatio>,
 }
 
-/// The TLS 1.2 scenario a DTLS 1.2 scenario is compared with.
+/// The TLS 1.2 scenario a DTLS 1.2 scenario is compared with: over
+/// memory its memory twin, over UDP its twin over TCP.
 fn tls_twin(dtls: &HandshakeScenario) -> HandshakeScenario {
     HandshakeScenario {
         version: TlsVersion::Tls12,
         mtu_bytes: None,
+        transport: match dtls.transport {
+            Transport::Udp => Transport::Tcp,
+            other => other,
+        },
         ..*dtls
     }
 }
@@ -136,6 +141,7 @@ mod tests {
                 mutual: false,
                 chain_depth: 3,
                 mtu_bytes: HandshakeScenario::mtu_for(version, DEFAULT_MTU_BYTES),
+                transport: crate::scenario::Transport::Memory,
             },
             negotiated: None,
             outcome: Outcome::Measured {

@@ -1,0 +1,183 @@
+//! OpenSSL over the loopback socket transports: TLS over TCP and DTLS over
+//! UDP (with the same cookie exchange and MTU as over memory), client and
+//! server in two threads with blocking sockets, each side timing itself
+//! ([`crate::backend::socket::run_sides`]); and the bulk pair over TCP.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+
+use anyhow::{anyhow, bail, Context, Result};
+use std::sync::Arc;
+
+use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslContext, SslStream};
+
+use super::{dtls, negotiated, OpensslHandshaker};
+use crate::backend::socket::{run_sides, Sides, SocketBulkPair};
+use crate::backend::HandshakeSample;
+use crate::certs::SERVER_NAME;
+use crate::scenario::Transport;
+use crate::transport::tcp::TcpLoopback;
+use crate::transport::udp::udp_pair;
+use crate::transport::IO_TIMEOUT;
+
+impl OpensslHandshaker {
+    /// One handshake over a fresh loopback connection, closed after it.
+    pub(super) fn handshake_over_socket(&mut self) -> Result<HandshakeSample> {
+        match self.transport {
+            Transport::Tcp => {
+                let loopback = Arc::new(TcpLoopback::open()?);
+                let sides = self.establish_over_tcp(&loopback)?;
+                self.finish(sides)
+            }
+            Transport::Udp => {
+                let (client_socket, server_socket) = udp_pair()?;
+                let client_address = server_socket.peer_address()?;
+                let server = self.server_side();
+                let sides = run_sides(
+                    || self.connect(client_socket),
+                    move || server.accept(server_socket, Some(client_address)),
+                )?;
+                self.finish(sides)
+            }
+            Transport::Memory => bail!("the memory transport has no socket"),
+        }
+    }
+
+    /// A TLS handshake over a new TCP connection to `loopback`: the client
+    /// connects and the server accepts in their timed stretches.
+    pub(super) fn establish_over_tcp(
+        &self,
+        loopback: &Arc<TcpLoopback>,
+    ) -> Result<Sides<SslStream<std::net::TcpStream>, SslStream<std::net::TcpStream>>> {
+        let server = self.server_side();
+        let listener = Arc::clone(loopback);
+        run_sides(
+            || self.connect(loopback.connect()?),
+            move || server.accept(listener.accept()?, None),
+        )
+    }
+
+    /// What the server thread needs to accept connections of this handshaker.
+    pub(super) fn server_side(&self) -> ServerSide {
+        ServerSide {
+            context: self.server.clone(),
+            mtu_bytes: self.mtu_bytes,
+        }
+    }
+
+    pub(super) fn connect<S: Read + Write>(&self, socket: S) -> Result<SslStream<S>> {
+        let mut ssl = Ssl::new(&self.client)?;
+        ssl.set_connect_state();
+        ssl.set_hostname(SERVER_NAME)?;
+        ssl.param_mut().set_host(SERVER_NAME)?;
+        if let Some(session) = &self.session {
+            // SAFETY: the session was made by a client of this same context.
+            unsafe { ssl.set_session(session)? };
+        }
+        let mut stream = self.open(ssl, socket)?;
+        handshake(&mut stream)?;
+        Ok(stream)
+    }
+
+    /// What the client negotiated; the session kept for resumption (its
+    /// tickets read first, untimed: the server closes, the client reads
+    /// up to the close).
+    pub(super) fn finish<S: Read + Write>(
+        &mut self,
+        sides: Sides<SslStream<S>, SslStream<S>>,
+    ) -> Result<HandshakeSample> {
+        let Sides {
+            mut client,
+            mut server,
+            client_time,
+            server_time,
+            wall_ns,
+        } = sides;
+        let negotiated = negotiated(client.ssl())?;
+        if self.resume {
+            server
+                .shutdown()
+                .map_err(|e| anyhow!("closing the server: {e}"))?;
+            read_to_close(&mut client)?;
+            self.session = client.ssl().session().map(|s| s.to_owned());
+        }
+        // As over memory: a connection freed without a shutdown loses its
+        // session, which would defeat resumption.
+        for stream in [&mut client, &mut server] {
+            stream.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
+        }
+        Ok(HandshakeSample {
+            client: client_time,
+            server: server_time,
+            wall_ns,
+            negotiated,
+        })
+    }
+}
+
+/// The server's context and MTU, for the server thread.
+pub(super) struct ServerSide {
+    context: SslContext,
+    mtu_bytes: Option<u16>,
+}
+
+impl ServerSide {
+    /// The server's side of one handshake; over UDP `peer` is the client's
+    /// address, which the DTLS cookie is bound to.
+    pub(super) fn accept<S: Read + Write>(
+        &self,
+        socket: S,
+        peer: Option<SocketAddr>,
+    ) -> Result<SslStream<S>> {
+        let mut ssl = Ssl::new(&self.context)?;
+        ssl.set_accept_state();
+        if let Some(peer) = peer {
+            dtls::set_peer_address(&mut ssl, peer);
+        }
+        let mut stream = SslStream::new(ssl, socket)?;
+        if let Some(mtu_bytes) = self.mtu_bytes {
+            dtls::set_mtu(stream.ssl(), mtu_bytes)?;
+        }
+        handshake(&mut stream)?;
+        Ok(stream)
+    }
+}
+
+/// Runs a handshake to its end over a blocking socket: a "want read" here
+/// is a read that timed out.
+fn handshake<S: Read + Write>(stream: &mut SslStream<S>) -> Result<()> {
+    match stream.do_handshake() {
+        Ok(()) => Ok(()),
+        Err(error) if error.code() == ErrorCode::WANT_READ => Err(anyhow!(
+            "handshake failed: nothing from the peer for {} s",
+            IO_TIMEOUT.as_secs()
+        )),
+        Err(error) => Err(anyhow!("handshake failed: {error}")),
+    }
+}
+
+/// Reads post-handshake messages (session tickets) up to the peer's close.
+fn read_to_close<S: Read + Write>(stream: &mut SslStream<S>) -> Result<()> {
+    let mut byte = [0u8; 1];
+    match stream.ssl_read(&mut byte) {
+        Ok(0) => Ok(()),
+        Ok(_) => bail!("unexpected application data after the handshake"),
+        Err(error) if error.code() == ErrorCode::ZERO_RETURN => Ok(()),
+        Err(error) => Err(anyhow!("reading session tickets failed: {error}")),
+    }
+}
+
+/// A client and a server of this handshaker over loopback TCP, ready to
+/// carry application data in two threads.
+pub(super) fn bulk_pair_over_tcp(handshaker: &OpensslHandshaker) -> Result<SocketBulkPair> {
+    let loopback = Arc::new(TcpLoopback::open()?);
+    let sides = handshaker
+        .establish_over_tcp(&loopback)
+        .context("the handshake over TCP")?;
+    let negotiated = negotiated(sides.client.ssl())?;
+    Ok(SocketBulkPair::new(
+        Some(negotiated),
+        Box::new(sides.client),
+        Box::new(sides.server),
+    ))
+}

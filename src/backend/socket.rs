@@ -1,0 +1,172 @@
+//! What every backend shares over the socket transports: the two sides of
+//! a handshake run in two threads (the server's a long-lived one), each
+//! timing its own work by its
+//! thread's CPU clock (user and kernel time, so the socket calls' kernel
+//! share is in it) and the wall clock; and the established pair of
+//! `bulk`, whose sender and receiver run in two threads too.
+
+use std::cell::RefCell;
+use std::io::{Read, Write};
+use std::sync::{mpsc, Arc, Barrier};
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+
+use super::{thread_cpu_ns, BulkPair, Negotiated, SideTime};
+
+/// Both sides of one handshake over a socket and what each cost.
+pub struct Sides<C, S> {
+    pub client: C,
+    pub server: S,
+    pub client_time: SideTime,
+    pub server_time: SideTime,
+    /// From the earlier side's start (both are released together) to the
+    /// later side being done.
+    pub wall_ns: u64,
+}
+
+/// A job for the server side's thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+thread_local! {
+    /// The thread that runs the server sides of this thread's handshakes.
+    static SERVER_THREAD: RefCell<Option<mpsc::Sender<Job>>> = const { RefCell::new(None) };
+}
+
+/// Runs `job` on this thread's server thread, started on first use and
+/// kept while this thread lives: the server side then runs warm, as a
+/// long-lived server's thread does (a fresh thread per handshake would
+/// charge the server for setting up its thread state in the libraries,
+/// such as OpenSSL's per-thread random generators, and a cold allocator
+/// cache, every time).
+fn on_server_thread(job: Job) -> Result<()> {
+    SERVER_THREAD.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        let job = match slot.as_ref() {
+            Some(sender) => match sender.send(job) {
+                Ok(()) => return Ok(()),
+                Err(mpsc::SendError(job)) => job,
+            },
+            None => job,
+        };
+        let (sender, jobs) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("tlslab-server".into())
+            .spawn(move || {
+                for job in jobs {
+                    // A panicking side fails its handshake, not the thread.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                }
+            })
+            .map_err(|error| anyhow!("cannot start the server thread: {error}"))?;
+        sender
+            .send(job)
+            .map_err(|_| anyhow!("the server thread stopped"))?;
+        *slot = Some(sender);
+        Ok(())
+    })
+}
+
+/// Runs `server` on the server thread and `client` in this one, both
+/// released at once; each side's time runs from the release to its
+/// return. A side that fails makes the whole handshake fail, with the
+/// client's error first (the server's is usually the consequence).
+pub fn run_sides<C, S>(
+    client: impl FnOnce() -> Result<C>,
+    server: impl FnOnce() -> Result<S> + Send + 'static,
+) -> Result<Sides<C, S>>
+where
+    S: Send + 'static,
+{
+    fn timed(ready: &Barrier) -> impl FnOnce() -> (SideTime, Instant, Instant) {
+        ready.wait();
+        let (wall, cpu_ns) = (Instant::now(), thread_cpu_ns());
+        move || {
+            let time = SideTime {
+                wall_ns: wall.elapsed().as_nanos() as u64,
+                cpu_ns: thread_cpu_ns().saturating_sub(cpu_ns),
+            };
+            (time, wall, Instant::now())
+        }
+    }
+    let ready = Arc::new(Barrier::new(2));
+    let (finished, server_outcome) = mpsc::channel();
+    let server_ready = Arc::clone(&ready);
+    on_server_thread(Box::new(move || {
+        let done = timed(&server_ready);
+        let result = server();
+        let _ = finished.send((result, done()));
+    }))?;
+    let done = timed(&ready);
+    let client_result = client();
+    let (client_time, client_start, client_end) = done();
+    let (server_result, (server_time, server_start, server_end)) = server_outcome
+        .recv()
+        .map_err(|_| anyhow!("the server side panicked"))?;
+    let client = client_result.map_err(|e| e.context("client"))?;
+    let server = server_result.map_err(|e| e.context("server"))?;
+    Ok(Sides {
+        client,
+        server,
+        client_time,
+        server_time,
+        wall_ns: (client_end.max(server_end) - client_start.min(server_start)).as_nanos() as u64,
+    })
+}
+
+/// An established connection over a loopback socket: the client's end
+/// writes application data, the server's end reads it, each in its own
+/// thread ([`BulkPair::ends`]).
+pub struct SocketBulkPair {
+    negotiated: Option<Negotiated>,
+    sender: Box<dyn Write + Send>,
+    receiver: Box<dyn Read + Send>,
+}
+
+impl SocketBulkPair {
+    pub fn new(
+        negotiated: Option<Negotiated>,
+        sender: Box<dyn Write + Send>,
+        receiver: Box<dyn Read + Send>,
+    ) -> Self {
+        Self {
+            negotiated,
+            sender,
+            receiver,
+        }
+    }
+}
+
+impl BulkPair for SocketBulkPair {
+    fn negotiated(&self) -> Option<&Negotiated> {
+        self.negotiated.as_ref()
+    }
+
+    fn send(&mut self, data: &[u8]) -> Result<()> {
+        Ok(self.sender.write_all(data)?)
+    }
+
+    /// Blocks until `out` is full: the sender must run in another thread
+    /// (see [`BulkPair::ends`]).
+    fn receive(&mut self, out: &mut [u8]) -> Result<usize> {
+        self.receiver.read_exact(out)?;
+        Ok(out.len())
+    }
+
+    fn ends(&mut self) -> Option<(&mut (dyn Write + Send), &mut (dyn Read + Send))> {
+        Some((&mut *self.sender, &mut *self.receiver))
+    }
+}
+
+/// The no-crypto pair over loopback TCP: the application writes go onto
+/// the connection as they are, in two threads like the protected rows.
+pub fn plain_pair_over_tcp() -> Result<SocketBulkPair> {
+    let loopback = crate::transport::tcp::TcpLoopback::open()?;
+    let sender = loopback.connect()?;
+    let receiver = loopback.accept()?;
+    Ok(SocketBulkPair::new(
+        None,
+        Box::new(sender),
+        Box::new(receiver),
+    ))
+}

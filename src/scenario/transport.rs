@@ -1,0 +1,130 @@
+//! The transport axis: what carries a handshake's (or a bulk row's) bytes
+//! between client and server. `memory` (the default) runs both sides in one
+//! thread over memory buffers and measures the library alone; `tcp` and
+//! `udp` run them in two threads over a real loopback socket, so each side's
+//! CPU time includes the kernel's share of its socket calls.
+
+use super::axes::TlsVersion;
+use super::names::{serialize_by_id, Named};
+
+serialize_by_id!(Transport);
+
+/// What carries the bytes between the two sides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Transport {
+    /// Memory buffers, both sides in one thread (the byte pipe for TLS, the
+    /// datagram channel for DTLS).
+    #[default]
+    Memory,
+    /// A loopback TCP connection, each side in its own thread (TLS).
+    Tcp,
+    /// A pair of connected loopback UDP sockets, each side in its own
+    /// thread (DTLS).
+    Udp,
+}
+
+impl Named for Transport {
+    const KIND: &'static str = "transport";
+    const ALL: &'static [Self] = &[Transport::Memory, Transport::Tcp, Transport::Udp];
+
+    fn id(self) -> &'static str {
+        match self {
+            Transport::Memory => "memory",
+            Transport::Tcp => "tcp",
+            Transport::Udp => "udp",
+        }
+    }
+
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Transport::Memory => &["mem", "inprocess"],
+            Transport::Tcp => &[],
+            Transport::Udp => &[],
+        }
+    }
+}
+
+impl Transport {
+    /// True if and only if the two sides talk over a socket (two threads).
+    pub fn is_socket(self) -> bool {
+        self != Transport::Memory
+    }
+
+    /// What a label ends with for this transport: nothing for memory (so
+    /// labels stored before the axis existed read back as memory), `_tcp`, `_udp`.
+    pub fn label_suffix(self) -> &'static str {
+        match self {
+            Transport::Memory => "",
+            Transport::Tcp => "_tcp",
+            Transport::Udp => "_udp",
+        }
+    }
+
+    /// The transport a stored label names (memory without a suffix).
+    pub fn from_label(label: &str) -> Transport {
+        [Transport::Tcp, Transport::Udp]
+            .into_iter()
+            .find(|t| label.ends_with(t.label_suffix()))
+            .unwrap_or_default()
+    }
+
+    /// `label` without this transport's suffix.
+    pub fn strip_suffix(label: &str) -> &str {
+        let transport = Transport::from_label(label);
+        label
+            .strip_suffix(transport.label_suffix())
+            .unwrap_or(label)
+    }
+
+    /// Why this transport cannot carry `version`, if it cannot: TLS needs a
+    /// byte stream, DTLS datagrams.
+    pub fn conflict(self, version: TlsVersion) -> Option<&'static str> {
+        match (self, version.is_datagram()) {
+            (Transport::Udp, false) => {
+                Some("TLS needs a byte stream: UDP carries DTLS only (use --transport tcp)")
+            }
+            (Transport::Tcp, true) => {
+                Some("DTLS runs over datagrams, not over TCP (use --transport udp)")
+            }
+            _ => None,
+        }
+    }
+
+    /// The name for tables ("memory", "TCP", "UDP").
+    pub fn display(self) -> &'static str {
+        match self {
+            Transport::Memory => "memory",
+            Transport::Tcp => "TCP",
+            Transport::Udp => "UDP",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suffixes_round_trip_and_memory_has_none() {
+        for transport in Transport::ALL {
+            let label = format!(
+                "handshake_1.3_x25519_rsa2048_aes128gcm{}",
+                transport.label_suffix()
+            );
+            assert_eq!(Transport::from_label(&label), *transport);
+            assert_eq!(
+                Transport::strip_suffix(&label),
+                "handshake_1.3_x25519_rsa2048_aes128gcm"
+            );
+        }
+    }
+
+    #[test]
+    fn each_socket_carries_its_protocol_only() {
+        assert!(Transport::Tcp.conflict(TlsVersion::Tls13).is_none());
+        assert!(Transport::Udp.conflict(TlsVersion::Dtls12).is_none());
+        assert!(Transport::Udp.conflict(TlsVersion::Tls12).is_some());
+        assert!(Transport::Tcp.conflict(TlsVersion::Dtls12).is_some());
+        assert!(Transport::Memory.conflict(TlsVersion::Dtls12).is_none());
+    }
+}
