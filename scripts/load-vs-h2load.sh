@@ -62,7 +62,7 @@ for round in $(seq "$rounds"); do
   n=$((offered * seconds))
   printf 'tlslab: '
   "$tlslab" load --target "127.0.0.1:$port" --tls 1.3 --group x25519 --cert ecdsa_p256 \
-    --size 1000 --rate "$offered" --duration "$seconds" --clients 64 --max-requests "$n" -q --export-json "$dir/t.json" \
+    --size 1000 --rate "$offered" --duration "$seconds" --clients 64 --max-requests "$n" -q --no-db --export-json "$dir/t.json" \
     | grep -E 'achieved rate, whole run' | awk '{print $NF " req/s"}'
   printf 'h2load: '
   h2load --h1 -n "$n" -c "$n" -r "$offered" -t 2 "$url" 2>/dev/null \
@@ -70,7 +70,7 @@ for round in $(seq "$rounds"); do
   echo "== round $round: keep-alive, 32 connections, ${seconds}s"
   printf 'tlslab: '
   "$tlslab" load --target "127.0.0.1:$port" --tls 1.3 --group x25519 --cert ecdsa_p256 \
-    --size 1000 --rate 100000 --duration "$seconds" --mode keepalive --clients 32 -q \
+    --size 1000 --rate 100000 --duration "$seconds" --mode keepalive --clients 32 -q --no-db \
     | grep -E 'achieved rate, whole run' | awk '{print $NF " req/s"}'
   printf 'h2load: '
   h2load --h1 -c 32 -t 2 --duration="$seconds" "$url" 2>/dev/null \
