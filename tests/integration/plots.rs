@@ -451,3 +451,125 @@ fn bulk_charts_draw_each_side_per_write_size_and_mark_cbc() {
         read(&live.join("bulk_send.svg"))
     );
 }
+
+/// Issue 10: `report --html` on a run of each landed capability opens in
+/// Chromium with every chart drawn (the page counts the charts it drew and
+/// reports it; it must equal the charts the file holds).
+#[test]
+fn one_report_of_every_capability_renders_in_chromium() {
+    let _one = crate::util::nginx_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("all.sqlite");
+    let db_text = db.to_str().unwrap().to_string();
+    let cert_dir = cert_dir();
+    let quick = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend([
+            "--max-time",
+            "0",
+            "--min-samples",
+            "3",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--db",
+            &db_text,
+        ]);
+        tlslab(&all).expect_code(0);
+    };
+    let certs = cert_dir.to_str().unwrap();
+    mock_run(&db, "rsa,x25519", &[]);
+    quick(&[
+        "speed",
+        "--backend",
+        "openssl",
+        "--algorithm",
+        "aes128gcm,ecdsa_p256",
+        "--size",
+        "1024",
+    ]);
+    quick(&["cost", "--preset", "rsa-vs-ecdsa", "--cert-dir", certs]);
+    quick(&[
+        "tunnel",
+        "--cipher",
+        "aes-128-cbc,bf-cbc",
+        "--digest",
+        "sha1",
+    ]);
+    quick(&[
+        "bulk",
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.3",
+        "--suite",
+        "aes128gcm",
+        "--size",
+        "1024",
+        "--cert-dir",
+        certs,
+    ]);
+    let mut runs = "1,2,3,4,5".to_string();
+    if tlslab::workload::nginx::nginx_binary().is_some() {
+        tlslab(&[
+            "load",
+            "--rate",
+            "10",
+            "--duration",
+            "1",
+            "--clients",
+            "2",
+            "-q",
+            "--cert-dir",
+            certs,
+            "--db",
+            &db_text,
+        ])
+        .expect_code(0);
+        runs.push_str(",6");
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must draw a load run too"
+        );
+    }
+    let html_path = dir.path().join("everything.html");
+    tlslab(&[
+        "report",
+        "--db",
+        &db_text,
+        "--run",
+        &runs,
+        "--html",
+        html_path.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let html = read(&html_path);
+    for kind in ["handshake", "speed", "cost", "tunnel", "bulk"] {
+        assert!(
+            html.contains(&format!(": {kind}")),
+            "no {kind} run in the report"
+        );
+    }
+    let charts = html.matches("<svg").count();
+    assert!(charts >= 10, "only {charts} charts in the file");
+    let dom = headless(&html_path, "", &["--dump-dom"]);
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    let root = dom_text
+        .lines()
+        .find(|l| l.starts_with("<html"))
+        .unwrap_or_else(|| {
+            panic!(
+                "chromium printed no page: {}",
+                String::from_utf8_lossy(&dom.stderr)
+            )
+        });
+    for expected in [
+        "data-status=\"ready\"".to_string(),
+        format!("data-charts=\"{charts}\""),
+        "data-resources=\"0\"".to_string(),
+        "data-errors=\"0\"".to_string(),
+    ] {
+        assert!(root.contains(&expected), "{expected} not in {root}");
+    }
+}
