@@ -295,17 +295,10 @@ fn sample_matrix(
 }
 
 fn report_failure(bar: &Bar, cell: &BulkCell) {
-    if let Some(reason) = cell
-        .outcome
-        .reason()
-        .filter(|_| cell.outcome.status() == "failed")
-    {
-        bar.println(&format!(
-            "failed: {} {}: {reason}",
-            cell.backend,
-            cell.scenario.label()
-        ));
-    }
+    bar.failed(
+        &format!("{} {}", cell.backend, cell.scenario.label()),
+        &cell.outcome,
+    );
 }
 
 /// A stored bulk run as a document (for `tlslab report`).

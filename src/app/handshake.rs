@@ -124,17 +124,10 @@ pub(crate) struct Storing<'a> {
 
 impl MatrixObserver for Storing<'_> {
     fn cell_finished(&mut self, cell: &CellResult) -> Result<()> {
-        if let Some(reason) = cell
-            .outcome
-            .reason()
-            .filter(|_| cell.outcome.status() == "failed")
-        {
-            self.bar.println(&format!(
-                "failed: {} {}: {reason}",
-                cell.backend,
-                cell.scenario.label()
-            ));
-        }
+        self.bar.failed(
+            &format!("{} {}", cell.backend, cell.scenario.label()),
+            &cell.outcome,
+        );
         self.store
             .save_cell(self.run_id, cell)
             .context("saving a finished cell")

@@ -294,6 +294,13 @@ fn sigint_after_round(round: u32) {
 pub(crate) struct Bar(pub(crate) ProgressBar);
 
 impl Bar {
+    /// Says above the bar why a cell failed (nothing for other outcomes).
+    pub(crate) fn failed<S>(&self, what: &str, outcome: &crate::measure::Outcome<S>) {
+        if let crate::measure::Outcome::Failed { reason } = outcome {
+            self.println(&format!("failed: {what}: {reason}"));
+        }
+    }
+
     pub(crate) fn new(total: usize, quiet: bool) -> Self {
         let target = if quiet || !std::io::stderr().is_terminal() {
             ProgressDrawTarget::hidden()

@@ -300,10 +300,7 @@ fn sample_inprocess(
         ) -> Result<()> {
             let cell = &mut self.cells[self.probe_cell[index]];
             cell.outcome = outcome.clone();
-            if let Some(reason) = outcome.reason().filter(|_| outcome.status() == "failed") {
-                self.bar
-                    .println(&format!("failed: {}: {reason}", cell.scenario.label()));
-            }
+            self.bar.failed(&cell.scenario.label(), outcome);
             self.store
                 .save_tunnel_cell(self.run_id, cell)
                 .context("saving a finished cell")
@@ -359,13 +356,7 @@ fn sample_openvpn(
             scenario: *scenario,
             outcome,
         };
-        if let Some(reason) = cell
-            .outcome
-            .reason()
-            .filter(|_| cell.outcome.status() == "failed")
-        {
-            bar.println(&format!("failed: openvpn {}: {reason}", scenario.label()));
-        }
+        bar.failed(&format!("openvpn {}", scenario.label()), &cell.outcome);
         store
             .save_tunnel_cell(run_id, &cell)
             .context("saving a finished cell")?;
