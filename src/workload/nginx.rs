@@ -1,7 +1,8 @@
 //! A real server under test: Debian's nginx, started by tlslab on loopback
 //! with a configuration generated for one handshake scenario (certificate
-//! chain, protocol, suite, groups, DH parameters, no session cache or
-//! tickets unless a [`Site`] asks for them), one worker process, stopped when tlslab is done with it (on
+//! chain, protocol, suite, groups, DH parameters, the scenario's
+//! resumption mode (no session cache or tickets unless it or a [`Site`]
+//! asks for them), the client's certificate for mutual TLS), one worker process, stopped when tlslab is done with it (on
 //! success, failure and Ctrl-C alike: the process is killed when its handle
 //! drops). tlslab's OpenSSL client handshakes with it over TCP; the
 //! server's CPU per handshake is read from its worker's scheduler
@@ -351,11 +352,33 @@ fn write_files(
         fs::write(dir.join("dhparam.pem"), parameters.params_to_pem()?)?;
         writeln!(tls, "        ssl_dhparam dhparam.pem;")?;
     }
-    let sessions = if site.session_resumption {
-        "        ssl_session_cache shared:tlslab:10m;\n        ssl_session_tickets on;\n"
-    } else {
-        "        ssl_session_cache off;\n        ssl_session_tickets off;\n"
+    let sessions = match (scenario.resumption, site.session_resumption) {
+        (Resumption::Off, false) => {
+            "        ssl_session_cache off;\n        ssl_session_tickets off;\n"
+        }
+        (Resumption::Off, true) => {
+            "        ssl_session_cache shared:tlslab:10m;\n        ssl_session_tickets on;\n"
+        }
+        // Each mode on its own, as in process: a TLS 1.2 session id from
+        // the server's cache, a TLS 1.2 ticket or a TLS 1.3 ticket (PSK)
+        // with no cache behind it.
+        (Resumption::SessionId, _) => {
+            "        ssl_session_cache shared:tlslab:10m;\n        ssl_session_tickets off;\n"
+        }
+        (Resumption::Ticket | Resumption::Psk, _) => {
+            "        ssl_session_cache off;\n        ssl_session_tickets on;\n"
+        }
     };
+    if scenario.mutual {
+        // The client must present a certificate that chains to the test root.
+        fs::write(
+            dir.join("clients.pem"),
+            X509::from_der(&credentials.root_der)?.to_pem()?,
+        )?;
+        writeln!(tls, "        ssl_client_certificate clients.pem;")?;
+        writeln!(tls, "        ssl_verify_client on;")?;
+        writeln!(tls, "        ssl_verify_depth 4;")?;
+    }
     let config = format!(
         "daemon off;
 master_process on;
@@ -406,16 +429,13 @@ impl NginxBackend {
         let versions = nginx_versions()?;
         let client = OpensslBackend::new();
         let mut capabilities = client.capabilities().clone();
-        // What the server's OpenSSL (3.0 on Debian 12) lacks, and what tlslab
-        // does not configure on nginx yet.
+        // What the server's OpenSSL (3.0 on Debian 12) lacks.
         let classical = |g: &Group| g.kind() != KxKind::Kem;
         capabilities.groups_tls12.retain(classical);
         capabilities.groups_tls13.retain(classical);
         capabilities
             .certs
             .retain(|c| c.family() != SignatureFamily::MlDsa);
-        capabilities.resumptions = vec![Resumption::Off];
-        capabilities.mutual = false;
         Ok(Self {
             client,
             capabilities,
@@ -479,12 +499,6 @@ impl Backend for NginxBackend {
         if scenario.version.is_datagram() {
             return Some("nginx serves TLS over TCP, not DTLS".to_string());
         }
-        if scenario.resumption != Resumption::Off {
-            return Some("resumption against nginx is not measured yet".to_string());
-        }
-        if scenario.mutual {
-            return Some("mutual TLS against nginx is not measured yet".to_string());
-        }
         if scenario.group.kind() == KxKind::Kem {
             return Some(format!(
                 "nginx's OpenSSL {} has no {} key exchange",
@@ -508,7 +522,11 @@ impl Backend for NginxBackend {
         credentials: &Credentials,
     ) -> Result<Box<dyn Handshaker>> {
         let server = self.server_for(scenario, credentials)?;
-        let client = RemoteClient::new(scenario, credentials, server.address())?;
+        let mut client = RemoteClient::new(scenario, credentials, server.address())?;
+        if scenario.resumption.is_on() {
+            // The first, full handshake leaves the session the samples resume.
+            client.handshake()?;
+        }
         Ok(Box::new(NginxHandshaker { client, server }))
     }
 

@@ -123,6 +123,73 @@ fn the_matrix_runs_against_nginx_and_stops_it() {
     assert_eq!(our_nginx_processes(tmp.path()), Vec::<String>::new());
 }
 
+/// Resumed and mutual-TLS rows against nginx: each mode configured on
+/// nginx as in process, every resumed sample verified as resumed, every
+/// mutual row measured with nginx requiring the client's certificate.
+#[test]
+fn nginx_resumes_sessions_and_requires_client_certificates() {
+    let _one = nginx_lock();
+    if !nginx_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let json = dir.path().join("nginx.json");
+    tlslab_in(
+        tmp.path(),
+        &[
+            "handshake",
+            "--server",
+            "nginx",
+            "--tls",
+            "1.2,1.3",
+            "--group",
+            "x25519",
+            "--cert",
+            "ecdsa_p256",
+            "--resumption",
+            "off,session_id,ticket,psk",
+            "--mutual",
+            "both",
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--no-db",
+            "-q",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ],
+    )
+    .expect_code(0);
+    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = run["rows"].as_array().unwrap();
+    let measured: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["status"] == "measured").collect();
+    // TLS 1.2: off, session_id, ticket; TLS 1.3: off, psk; each with and without mTLS.
+    assert_eq!(measured.len(), 10, "{rows:#?}");
+    for row in &measured {
+        let label = row["label"].as_str().unwrap();
+        let resumed = label.contains("_resume_");
+        assert_eq!(row["negotiated"]["resumed"], resumed, "{label}");
+        assert_eq!(row["sample_count"], 3, "{label}");
+        assert!(row["server_cpu_us"]["median"].as_f64().unwrap() > 0.0);
+    }
+    for label in [
+        "handshake_1.2_x25519_ecdsa_p256_aes128gcm_resume_session_id_mutual",
+        "handshake_1.3_x25519_ecdsa_p256_aes128gcm_resume_psk",
+        "handshake_1.3_x25519_ecdsa_p256_aes128gcm_mutual",
+    ] {
+        assert!(
+            measured.iter().any(|r| r["label"] == label),
+            "no measured row {label}"
+        );
+    }
+    assert_eq!(our_nginx_processes(tmp.path()), Vec::<String>::new());
+}
+
 #[test]
 fn ctrl_c_stops_every_nginx() {
     let _one = nginx_lock();

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use openssl::ssl::{ErrorCode, Ssl, SslContext, SslSessionRef, SslStream};
+use openssl::ssl::{ErrorCode, Ssl, SslContext, SslSession, SslSessionRef, SslStream};
 
 use super::{client_context, negotiated};
 use crate::backend::{thread_cpu_ns, Negotiated, SideTime};
@@ -19,9 +19,13 @@ use crate::scenario::HandshakeScenario;
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An OpenSSL client configured for one scenario, aimed at one address.
+/// For a resumed scenario it keeps the session of its last connection and
+/// offers it on the next one (its first handshake is therefore full).
 pub struct RemoteClient {
     context: SslContext,
     address: SocketAddr,
+    resume: bool,
+    session: Option<SslSession>,
 }
 
 /// One handshake with a remote server, as the client saw it.
@@ -83,11 +87,15 @@ impl RemoteClient {
             context: client_context(scenario, credentials)
                 .context("configuring the OpenSSL client")?,
             address,
+            resume: scenario.resumption.is_on(),
+            session: None,
         })
     }
 
-    /// Connects, handshakes, reads what was negotiated, sends close_notify
-    /// and waits for the server to close its side.
+    /// Connects, handshakes (offering the last connection's session when
+    /// resuming), reads what was negotiated, sends close_notify and waits
+    /// for the server to close its side; a TLS 1.3 server's tickets arrive
+    /// meanwhile.
     pub fn handshake(&mut self) -> Result<RemoteHandshake> {
         let start = Instant::now();
         let cpu_start = thread_cpu_ns();
@@ -99,6 +107,10 @@ impl RemoteClient {
         let mut ssl = Ssl::new(&self.context)?;
         ssl.set_hostname(SERVER_NAME)?;
         ssl.param_mut().set_host(SERVER_NAME)?;
+        if let Some(session) = &self.session {
+            // SAFETY: the session comes from a connection of this same context.
+            unsafe { ssl.set_session(session)? };
+        }
         let mut stream = ssl
             .connect(tcp)
             .map_err(|e| anyhow!("handshake with {} failed: {e}", self.address))?;
@@ -121,6 +133,15 @@ impl RemoteClient {
             }
         }
         let _ = stream.get_mut().read(&mut buffer);
+        if self.resume {
+            self.session = stream.ssl().session().map(|s| s.to_owned());
+            if self.session.is_none() {
+                return Err(anyhow!(
+                    "{} left no session to resume after the handshake",
+                    self.address
+                ));
+            }
+        }
         Ok(RemoteHandshake {
             client,
             wall_ns: start.elapsed().as_nanos() as u64,
