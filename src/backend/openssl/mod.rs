@@ -12,7 +12,7 @@ pub mod serve;
 mod socket;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{anyhow, bail, Context, Result};
 use foreign_types::{ForeignType, ForeignTypeRef};
@@ -36,6 +36,7 @@ use crate::scenario::{
 };
 use crate::transport::datagram::DatagramPipe;
 use crate::transport::memory::{Pipe, PipeEnd};
+use crate::transport::tcp::TcpLoopback;
 use crate::transport::Duplex;
 
 /// `SSL_CTRL_GET_PEER_SIGNATURE_NAME` (OpenSSL 3.5+): the server's signature scheme.
@@ -430,6 +431,9 @@ struct OpensslHandshaker {
     /// Memory (the pipe or the datagram channel, one thread) or a loopback
     /// socket (two threads, see [`socket`]).
     transport: Transport,
+    /// Over TCP, the listener every handshake of this handshaker connects
+    /// to (as a server's is), opened on first use.
+    listener: Option<Arc<TcpLoopback>>,
 }
 
 /// The most message flights a handshake may take before it counts as stalled.
@@ -468,6 +472,7 @@ impl OpensslHandshaker {
             session: None,
             mtu_bytes: scenario.mtu_bytes,
             transport: scenario.transport,
+            listener: None,
         };
         if handshaker.resume {
             handshaker.handshake()?;

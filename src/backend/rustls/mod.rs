@@ -36,6 +36,7 @@ use crate::scenario::{
     Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
 };
 use crate::transport::memory::{Pipe, PipeEnd};
+use crate::transport::tcp::TcpLoopback;
 use instrument::Side;
 
 /// Which crypto provider rustls runs on.
@@ -363,6 +364,7 @@ impl RustlsBackend {
             server_name: ServerName::try_from(SERVER_NAME)?,
             server_scheme,
             transport: scenario.transport,
+            listener: None,
             resumes: scenario.resumption.is_on(),
         })
     }
@@ -507,6 +509,9 @@ struct RustlsHandshaker {
     server_scheme: Arc<AtomicU16>,
     /// Memory (one thread) or loopback TCP (two threads, see [`socket`]).
     transport: Transport,
+    /// Over TCP, the listener every handshake of this handshaker connects
+    /// to (as a server's is), opened on first use.
+    listener: Option<Arc<TcpLoopback>>,
     /// The client keeps sessions (read its tickets after each handshake).
     resumes: bool,
 }

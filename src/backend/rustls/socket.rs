@@ -19,14 +19,21 @@ type Established = Sides<(ClientConnection, TcpStream), (ServerConnection, TcpSt
 impl RustlsHandshaker {
     /// One handshake over a fresh loopback TCP connection, closed after it.
     pub(super) fn handshake_over_tcp(&mut self) -> Result<HandshakeSample> {
-        let loopback = Arc::new(TcpLoopback::open()?);
+        let loopback = match &self.listener {
+            Some(listener) => Arc::clone(listener),
+            None => Arc::clone(self.listener.insert(Arc::new(TcpLoopback::open()?))),
+        };
         let Sides {
             client: (mut client, mut client_socket),
             server: (mut server, mut server_socket),
             client_time,
             server_time,
             wall_ns,
-        } = self.establish_over_tcp(&loopback)?;
+        } = self.establish_over_tcp(&loopback).inspect_err(|_| {
+            // A connection the server never took may still wait in the
+            // backlog: the next handshake listens afresh.
+            self.listener = None;
+        })?;
         let negotiated = self.negotiated(&client);
         if client.handshake_kind() == Some(HandshakeKind::FullWithHelloRetryRequest) {
             bail!("the handshake needed a HelloRetryRequest (an extra round trip)");
