@@ -55,13 +55,26 @@ pub fn nginx_binary() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
+/// The command that runs nginx: with `TLSLAB_NGINX_OPENSSL` set to a
+/// directory holding libssl.so.3 and libcrypto.so.3 (such as
+/// `scripts/build-openssl.sh --shared` builds from tlslab's own OpenSSL
+/// source), nginx loads those instead of the system's: OpenSSL 3 keeps its
+/// binary interface across minor versions.
+fn nginx_command(binary: &Path) -> Command {
+    let mut command = Command::new(binary);
+    if let Some(libraries) = std::env::var_os("TLSLAB_NGINX_OPENSSL") {
+        command.env("LD_LIBRARY_PATH", libraries);
+    }
+    command
+}
+
 /// nginx's version and the OpenSSL it runs with, from `nginx -V`
 /// ("1.22.1", "3.0.19"), or why they cannot be read.
 pub fn nginx_versions() -> Result<(String, String)> {
     let binary = nginx_binary().context(
         "nginx is not installed (Debian: apt-get install nginx-light; or set TLSLAB_NGINX)",
     )?;
-    let output = Command::new(&binary)
+    let output = nginx_command(&binary)
         .arg("-V")
         .output()
         .with_context(|| format!("running {} -V", binary.display()))?;
@@ -131,7 +144,7 @@ impl Nginx {
         let port = free_port()?;
         let address = SocketAddr::from(([127, 0, 0, 1], port));
         write_files(dir.path(), scenario, credentials, address, site)?;
-        let mut master = Command::new(&binary)
+        let mut master = nginx_command(&binary)
             .arg("-p")
             .arg(dir.path())
             .arg("-c")
@@ -413,6 +426,17 @@ http {{
     Ok(())
 }
 
+/// Whether an OpenSSL version ("3.0.19", "3.6.3") has ML-KEM and ML-DSA
+/// (3.5 and later).
+fn has_post_quantum(openssl_version: &str) -> bool {
+    let mut parts = openssl_version
+        .split('.')
+        .map(|part| part.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    (major, minor) >= (3, 5)
+}
+
 /// The handshake matrix against nginx: the server is nginx (one per
 /// scenario, started on first use and stopped when the backend drops), the
 /// client is tlslab's OpenSSL.
@@ -429,13 +453,15 @@ impl NginxBackend {
         let versions = nginx_versions()?;
         let client = OpensslBackend::new();
         let mut capabilities = client.capabilities().clone();
-        // What the server's OpenSSL (3.0 on Debian 12) lacks.
-        let classical = |g: &Group| g.kind() != KxKind::Kem;
-        capabilities.groups_tls12.retain(classical);
-        capabilities.groups_tls13.retain(classical);
-        capabilities
-            .certs
-            .retain(|c| c.family() != SignatureFamily::MlDsa);
+        // What the server's OpenSSL lacks before 3.5 (3.0 on Debian 12).
+        if !has_post_quantum(&versions.1) {
+            let classical = |g: &Group| g.kind() != KxKind::Kem;
+            capabilities.groups_tls12.retain(classical);
+            capabilities.groups_tls13.retain(classical);
+            capabilities
+                .certs
+                .retain(|c| c.family() != SignatureFamily::MlDsa);
+        }
         Ok(Self {
             client,
             capabilities,
@@ -499,14 +525,14 @@ impl Backend for NginxBackend {
         if scenario.version.is_datagram() {
             return Some("nginx serves TLS over TCP, not DTLS".to_string());
         }
-        if scenario.group.kind() == KxKind::Kem {
+        if scenario.group.kind() == KxKind::Kem && !has_post_quantum(&self.versions.1) {
             return Some(format!(
                 "nginx's OpenSSL {} has no {} key exchange",
                 self.versions.1,
                 scenario.group.id()
             ));
         }
-        if scenario.cert.family() == SignatureFamily::MlDsa {
+        if scenario.cert.family() == SignatureFamily::MlDsa && !has_post_quantum(&self.versions.1) {
             return Some(format!(
                 "nginx's OpenSSL {} cannot use {} certificates",
                 self.versions.1,
@@ -558,5 +584,19 @@ impl Handshaker for NginxHandshaker {
             wall_ns: done.wall_ns,
             negotiated: done.negotiated,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_post_quantum;
+
+    #[test]
+    fn post_quantum_rows_need_openssl_3_5() {
+        assert!(!has_post_quantum("3.0.19"));
+        assert!(!has_post_quantum("unknown"));
+        assert!(has_post_quantum("3.5.0"));
+        assert!(has_post_quantum("3.6.3"));
+        assert!(has_post_quantum("4.0.0"));
     }
 }
