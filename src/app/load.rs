@@ -478,10 +478,13 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         match recording.finish() {
             Ok(found) => {
                 profile = Ok(found.objects);
-                categories = if server.is_some() {
-                    Err(NGINX_STRIPPED.to_string())
-                } else {
-                    Ok(found.categories)
+                categories = match &embedded_stats {
+                    None => Err(NGINX_STRIPPED.to_string()),
+                    Some((_, backend)) if backend == "openssl" => Ok(found.categories),
+                    // rustls is Rust: its state machine would read as tlslab's own code.
+                    Some((_, backend)) => Err(format!(
+                        "the categories read OpenSSL's symbol names; {backend} counts its crypto per category itself (above)"
+                    )),
                 };
             }
             Err(error) => {

@@ -78,7 +78,7 @@ impl Recording {
             child.wait().context("waiting for perf record")?;
         }
         let report = Command::new("perf")
-            .args(["report", "--stdio", "--quiet", "--sort", "dso,sym", "-i"])
+            .args(["report", "--stdio", "--quiet", "-F", "period,dso,sym", "-i"])
             .arg(&self.output)
             .output()
             .context("running perf report")?;
@@ -108,7 +108,7 @@ impl Drop for Recording {
     }
 }
 
-/// One line of `perf report --sort dso,sym`: a symbol of a shared object
+/// One line of `perf report -F period,dso,sym`: a symbol of a shared object
 /// and its share of the samples, in percent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SymbolShare {
@@ -121,23 +121,38 @@ pub struct SymbolShare {
     pub percent: f64,
 }
 
-/// Parses `perf report --sort dso,sym` lines
-/// ("    3.79%  tlslab   [.] ossl_rsaz_amm52x20_x2_ifma256").
+/// Parses `perf report -F period,dso,sym` lines
+/// ("    759379500  tlslab   [.] ossl_rsaz_amm52x20_x2_ifma256"), each
+/// symbol's share computed from the periods (perf's own percentages are
+/// rounded to 0.01% per symbol, which over hundreds of symbols adds up to
+/// several percent).
 pub fn parse_symbol_report(text: &str) -> Vec<SymbolShare> {
-    text.lines()
+    let periods: Vec<(u64, SymbolShare)> = text
+        .lines()
         .filter(|line| !line.trim_start().starts_with('#'))
         .filter_map(|line| {
             let mut fields = line.split_whitespace();
-            let percent = fields.next()?.strip_suffix('%')?.parse().ok()?;
+            let period: u64 = fields.next()?.parse().ok()?;
             let object = fields.next()?.to_string();
             let mark = fields.next()?;
             let symbol = fields.collect::<Vec<_>>().join(" ");
-            Some(SymbolShare {
-                object,
-                symbol,
-                kernel: mark == "[k]",
-                percent,
-            })
+            Some((
+                period,
+                SymbolShare {
+                    object,
+                    symbol,
+                    kernel: mark == "[k]",
+                    percent: 0.0,
+                },
+            ))
+        })
+        .collect();
+    let total: u64 = periods.iter().map(|(period, _)| period).sum();
+    periods
+        .into_iter()
+        .map(|(period, share)| SymbolShare {
+            percent: period as f64 / total.max(1) as f64 * 100.0,
+            ..share
         })
         .collect()
 }
@@ -411,19 +426,19 @@ mod tests {
     use super::*;
 
     const REPORT: &str = "# comment
-    40.00%  tlslab             [.] ossl_rsaz_amm52x20_x2_ifma256
-    10.00%  tlslab             [.] bn_mul_mont
-     8.00%  tlslab             [.] sha256_block_data_order_avx2
-     6.00%  tlslab             [.] ossl_aes_gcm_encrypt_avx512
-     4.00%  tlslab             [.] aesni_cbc_encrypt
-     3.00%  tlslab             [.] ossl_drbg_generate
-     3.00%  tlslab             [.] ossl_asn1_item_embed_free
-     3.00%  tlslab             [.] tls_process_client_hello
-     2.00%  tlslab             [.] ossl_ht_get
-     5.00%  libc.so.6          [.] __memmove_avx512_unaligned_erms
-    12.00%  [kernel.kallsyms]  [k] clear_page_erms
-     3.00%  tlslab             [.] tlslab::workload::serve::handle
-     1.00%  tlslab             [.] 0x00000000001234
+      40000  tlslab             [.] ossl_rsaz_amm52x20_x2_ifma256
+      10000  tlslab             [.] bn_mul_mont
+        8000  tlslab             [.] sha256_block_data_order_avx2
+        6000  tlslab             [.] ossl_aes_gcm_encrypt_avx512
+        4000  tlslab             [.] aesni_cbc_encrypt
+        3000  tlslab             [.] ossl_drbg_generate
+        3000  tlslab             [.] ossl_asn1_item_embed_free
+        3000  tlslab             [.] tls_process_client_hello
+        2000  tlslab             [.] ossl_ht_get
+        5000  libc.so.6          [.] __memmove_avx512_unaligned_erms
+      12000  [kernel.kallsyms]  [k] clear_page_erms
+        3000  tlslab             [.] tlslab::workload::serve::handle
+        1000  tlslab             [.] 0x00000000001234
 ";
 
     #[test]
