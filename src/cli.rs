@@ -696,9 +696,9 @@ pub struct LoadArgs {
     #[arg(long)]
     pub i_have_permission: bool,
 
-    /// A cap on the requests per second sent to --target (a higher --rate
-    /// is refused) and on the probe's handshakes per second. Required for a
-    /// target off loopback.
+    /// A cap on the offered requests per second (a higher --rate is
+    /// refused) and, off loopback, on the probe's handshakes per second.
+    /// Required for a --target off loopback.
     #[arg(long, value_name = "REQ/S", allow_negative_numbers = true)]
     pub max_rate: Option<f64>,
 
