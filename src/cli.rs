@@ -614,11 +614,14 @@ pub struct TunnelArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  tlslab load --preset apache-study          (nginx installed; perf for the profile)
+  tlslab load --preset apache-study          (embedded OpenSSL server; perf for the profile)
+  tlslab load --preset apache-study --server nginx
   tlslab load --rate 200 --duration 10 --size 50k
   tlslab load --rate 2000 --mode keepalive --clients 32 --tls 1.3 --group x25519 --cert ecdsa_p256
   tlslab load --rate 200 --mode resume --tls 1.2 --plot charts/   (session cache and tickets on)
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (a loopback server you run)
+  tlslab load --target 127.0.0.1:8443 --probe-only   (which versions, groups, suites it accepts)
+  tlslab load --target HOST:443 --i-have-permission --max-rate 20 --rate 10   (off loopback)
   tlslab load --server embedded --backend rustls-aws-lc --rate 300 --size 50k   (counted breakdown)
 
 Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64.
@@ -665,12 +668,13 @@ pub struct LoadArgs {
 
     /// The server started for the run: nginx (Debian's, on loopback) or
     /// embedded (tlslab's own HTTPS server, in this process on its own
-    /// threads; see `tlslab serve`). [default: nginx]
+    /// threads; see `tlslab serve`). [default: nginx; embedded with --preset]
     #[arg(long, value_name = "SERVER")]
     pub server: Option<String>,
 
     /// The embedded server's TLS backend: openssl, rustls-aws-lc,
-    /// rustls-ring (rustls counts its crypto per category). [default: rustls-aws-lc]
+    /// rustls-ring (rustls counts its crypto per category). [default:
+    /// rustls-aws-lc; openssl with --preset]
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<String>,
 
@@ -679,11 +683,32 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
 
-    /// A server you run, HOST:PORT on loopback, instead of nginx: client-side
-    /// figures only (its CPU is not known to tlslab). It must serve
-    /// /page_SIZE with the generated content and trust tlslab's test chain.
+    /// A server you run, HOST:PORT, instead of nginx: client-side figures
+    /// only (its CPU is not known to tlslab). It is probed first (which
+    /// versions, groups and suites it accepts); for the load it must serve
+    /// /page_SIZE with the generated content on tlslab's test chain. Off
+    /// loopback it needs --i-have-permission and --max-rate.
     #[arg(long, value_name = "HOST:PORT")]
     pub target: Option<String>,
+
+    /// Your consent: you run the --target server or may load it. Required
+    /// (with --max-rate) before tlslab sends anything to a target off loopback.
+    #[arg(long)]
+    pub i_have_permission: bool,
+
+    /// A cap on the offered requests per second (a higher --rate is
+    /// refused) and, off loopback, on the probe's handshakes per second.
+    /// Required for a --target off loopback.
+    #[arg(long, value_name = "REQ/S", allow_negative_numbers = true)]
+    pub max_rate: Option<f64>,
+
+    /// With --target: probe what the server accepts, print it, and stop.
+    #[arg(long)]
+    pub probe_only: bool,
+
+    /// With --target: load without probing first.
+    #[arg(long)]
+    pub no_probe: bool,
 
     /// Profile the server with perf during the run (per shared object):
     /// nginx's worker, or the embedded server's worker threads.

@@ -3,11 +3,14 @@
 //! generated page of the asked size) and stopped after it whatever happens;
 //! `--server embedded` starts tlslab's own HTTPS server in this process
 //! instead (on its own threads, stopped after the run; its threads' CPU and,
-//! on rustls, its counted breakdown are reported); `--target` aims at a
-//! loopback server the user runs. The run is stored (kind `load`) with its
+//! on rustls, its counted breakdown are reported; a preset's study runs on
+//! it, on OpenSSL, by default). `--target` aims at a server the user runs,
+//! after a probe of what it accepts (`--probe-only`: the probe alone); off
+//! loopback only with `--i-have-permission` and `--max-rate`, checked
+//! before anything is sent. The run is stored (kind `load`) with its
 //! results when the load ends, Ctrl-C included (then marked incomplete).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,9 +20,9 @@ use super::serve::{check_supported, cores, server_backend};
 use super::session::{
     check_exports, interrupt_flag, open_store, run_info, usage, EXIT_INTERRUPTED,
 };
-use crate::backend::openssl::client_context;
+use crate::backend::openssl::{client_context, probe};
 use crate::backend::{server_acceptor, Backend, BackendId, LibraryInfo};
-use crate::certs::CertCache;
+use crate::certs::{CertCache, SERVER_NAME};
 use crate::cli::{AxisArgs, LoadArgs};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
@@ -34,6 +37,9 @@ use crate::workload::load::{self, Endpoint, Mode, Plan};
 use crate::workload::nginx::{page_bytes, Nginx, NginxBackend, Site};
 use crate::workload::perf;
 use crate::workload::serve::Server;
+
+/// Why nginx's samples are not put in symbol categories.
+const NGINX_STRIPPED: &str = "nginx runs on Debian's libcrypto.so.3, which is stripped of its internal symbols: perf names only its exported functions there, so a split per symbol category would mislead; the split per shared object above stands (for categories, run the embedded server: --server embedded --backend openssl)";
 
 /// Parses a size: bytes, or with k/m (10^3, 10^6).
 fn parse_size(text: &str) -> Result<usize> {
@@ -69,19 +75,98 @@ fn seconds(name: &str, value: f64, zero_ok: bool) -> Result<Duration> {
     Ok(Duration::from_secs_f64(value))
 }
 
-/// A `--target`: on loopback only (tlslab never aims load elsewhere).
-fn parse_target(text: &str) -> Result<SocketAddr> {
-    let address: SocketAddr = text.parse().map_err(|_| {
+/// A `--target` as given.
+#[derive(Debug)]
+struct Target {
+    address: SocketAddr,
+    /// The host as written (sent as SNI by the probe when it is a name).
+    host: String,
+}
+
+/// Parses a `--target`. Off loopback it is refused unless the user gave
+/// consent (`--i-have-permission`) and a rate cap (`--max-rate`), and that
+/// is checked before a host name is resolved: without them nothing at all
+/// leaves the machine.
+fn parse_target(text: &str, consent: bool, max_rate: Option<f64>) -> Result<Target> {
+    let not_host_port = || {
         usage(format!(
             "--target '{text}' is not HOST:PORT (e.g. 127.0.0.1:8443)"
         ))
-    })?;
-    if !address.ip().is_loopback() {
+    };
+    let (host, port) = match text.parse::<SocketAddr>() {
+        Ok(address) => (address.ip().to_string(), address.port()),
+        Err(_) => {
+            let (host, port) = text.rsplit_once(':').ok_or_else(not_host_port)?;
+            let port: u16 = port.parse().map_err(|_| not_host_port())?;
+            (host.trim_matches(['[', ']']).to_string(), port)
+        }
+    };
+    if host.is_empty() || port == 0 {
+        return Err(not_host_port());
+    }
+    let literal: Option<IpAddr> = host.parse().ok();
+    let loopback = literal.map_or(host.eq_ignore_ascii_case("localhost"), |ip| {
+        ip.is_loopback()
+    });
+    let allowed = loopback || (consent && max_rate.is_some());
+    if !allowed {
         return Err(usage(format!(
-            "--target {address} is not on loopback: tlslab only loads servers on this machine's loopback"
+            "--target {text} is not on loopback: tlslab sends traffic to another machine only with --i-have-permission (you run that server or may load it) and --max-rate REQ/S (a cap on requests and probe handshakes per second); nothing was sent"
         )));
     }
-    Ok(address)
+    let address = match literal {
+        Some(ip) => SocketAddr::new(ip, port),
+        None => (host.as_str(), port)
+            .to_socket_addrs()
+            .with_context(|| format!("resolving --target {text}"))?
+            .find(|address| !loopback || address.ip().is_loopback())
+            .with_context(|| format!("--target {text} resolves to no usable address"))?,
+    };
+    Ok(Target { address, host })
+}
+
+/// `--max-rate`: a positive number of requests per second.
+fn parse_max_rate(value: Option<f64>) -> Result<Option<f64>> {
+    match value {
+        Some(rate) if !rate.is_finite() || rate <= 0.0 => Err(usage(format!(
+            "--max-rate must be a positive number of requests per second, not {rate}"
+        ))),
+        other => Ok(other),
+    }
+}
+
+/// Probes `target` (see [`probe::probe`]), at most `max_rate` handshakes
+/// per second off loopback.
+fn probe_target(
+    target: &Target,
+    max_rate: Option<f64>,
+    quiet: bool,
+    interrupt: &std::sync::atomic::AtomicBool,
+) -> Result<Vec<probe::Attempt>> {
+    let pause = match max_rate {
+        Some(rate) if !target.address.ip().is_loopback() => Duration::from_secs_f64(1.0 / rate),
+        _ => Duration::ZERO,
+    };
+    let server_name = if target.host.parse::<IpAddr>().is_ok() {
+        SERVER_NAME.to_string()
+    } else {
+        target.host.clone()
+    };
+    if !quiet {
+        eprintln!(
+            "probing {} (versions, groups, suites; one handshake each)...",
+            target.address
+        );
+    }
+    probe::probe(
+        &probe::ProbeTarget {
+            address: target.address,
+            server_name,
+            pause,
+        },
+        interrupt,
+    )
+    .with_context(|| format!("probing {}", target.address))
 }
 
 /// The one scenario of `load` and `serve`: `base`'s values (or TLS 1.3,
@@ -173,9 +258,32 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         max_requests: args.max_requests.unwrap_or(1_000_000),
     };
     load::validate(&plan).map_err(usage)?;
-    let target = args.target.as_deref().map(parse_target).transpose()?;
+    // Checked before anything is started or sent.
+    let max_rate = parse_max_rate(args.max_rate)?;
+    let target = args
+        .target
+        .as_deref()
+        .map(|text| parse_target(text, args.i_have_permission, max_rate))
+        .transpose()?;
+    if let Some(cap) = max_rate {
+        if plan.rate > cap {
+            return Err(usage(format!(
+                "--rate {} is above --max-rate {cap}: lower the rate or raise the cap",
+                plan.rate
+            )));
+        }
+    }
+    if target.is_none() && (args.probe_only || args.no_probe) {
+        return Err(usage("--probe-only and --no-probe go with --target"));
+    }
+    if args.probe_only && args.no_probe {
+        return Err(usage("--probe-only and --no-probe exclude each other"));
+    }
+    // A preset's study runs on the embedded OpenSSL server (its symbols are
+    // there for perf); anything else on nginx, unless told otherwise.
     let embedded = match args.server.as_deref() {
-        None | Some("nginx") => false,
+        None => preset.is_some() && target.is_none(),
+        Some("nginx") => false,
         Some("embedded") => true,
         Some(other) => {
             return Err(usage(format!(
@@ -193,8 +301,13 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             "--backend and --workers configure the embedded server: add --server embedded",
         ));
     }
+    let default_backend = if preset.is_some() {
+        "openssl"
+    } else {
+        "rustls-aws-lc"
+    };
     let embedded_backend = embedded
-        .then(|| server_backend(args.backend.as_deref().unwrap_or("rustls-aws-lc")))
+        .then(|| server_backend(args.backend.as_deref().unwrap_or(default_backend)))
         .transpose()?
         .map(|id| Ok::<_, anyhow::Error>((id, check_supported(id, scenario)?)))
         .transpose()?;
@@ -213,32 +326,42 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         ));
     }
     check_exports(&args.exports)?;
+    let client_library = LibraryInfo {
+        backend: "openssl".to_string(),
+        library: "OpenSSL (client)".to_string(),
+        version: openssl::version::version()
+            .trim_start_matches("OpenSSL ")
+            .to_string(),
+    };
+    let interrupt = interrupt_flag();
+    if let (Some(target), true) = (&target, args.probe_only) {
+        let attempts = probe_target(target, max_rate, args.quiet, &interrupt)?;
+        let heading = heading(&HostInfo::current(), std::slice::from_ref(&client_library));
+        let document =
+            crate::report::probe::document(&heading, &target.address.to_string(), &attempts);
+        args.display.print(&document)?;
+        args.exports.write(&document)?;
+        return Ok(0);
+    }
     let mut store = open_store(&args.database)?;
 
     let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
     let credentials = certs.get(scenario.cert, scenario.chain_depth)?;
     let context = client_context(scenario, &credentials)?;
-    let interrupt = interrupt_flag();
 
     // nginx or the embedded server (unless --target): stopped when
     // `server` or `embedded_server` drops, whatever happens.
     let backend;
     let server: Option<Nginx>;
     let mut embedded_server: Option<(Server, String)> = None;
-    let (address, server_name, libraries) = match (target, embedded_backend) {
-        (Some(address), _) => {
+    let (address, server_name, libraries) = match (&target, embedded_backend) {
+        (Some(target), _) => {
             server = None;
             (
-                address,
-                format!("{address} (your server)"),
+                target.address,
+                format!("{} (your server)", target.address),
                 // The server's libraries are not known; the client's are.
-                vec![LibraryInfo {
-                    backend: "openssl".to_string(),
-                    library: "OpenSSL (client)".to_string(),
-                    version: openssl::version::version()
-                        .trim_start_matches("OpenSSL ")
-                        .to_string(),
-                }],
+                vec![client_library],
             )
         }
         (None, Some((id, library))) => {
@@ -316,11 +439,20 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             load::schedule(plan.rate, plan.ramp, plan.duration, plan.max_requests).len()
         );
     }
+    // Someone else's server: what it accepts, before it is loaded.
+    let probed = match &target {
+        Some(target) if !args.no_probe => Some((
+            target.address.to_string(),
+            probe_target(target, max_rate, args.quiet, &interrupt)?,
+        )),
+        _ => None,
+    };
     let host = HostInfo::current();
     let options = serde_json::json!({
         "preset": args.preset,
         "scenario": scenario.label(),
-        "target": target.map(|t| t.to_string()),
+        "target": target.as_ref().map(|t| t.address.to_string()),
+        "max_rate": max_rate,
         "perf": profile_wanted,
         "page_bytes": size,
         "plan": &plan,
@@ -341,8 +473,25 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         }
         None => None,
     };
+    let mut categories = Err(profile.clone().err().unwrap_or_default());
     if let Some(recording) = recording {
-        profile = recording.finish().map_err(|e| format!("{e:#}"));
+        match recording.finish() {
+            Ok(found) => {
+                profile = Ok(found.objects);
+                categories = match &embedded_stats {
+                    None => Err(NGINX_STRIPPED.to_string()),
+                    Some((_, backend)) if backend == "openssl" => Ok(found.categories),
+                    // rustls is Rust: its state machine would read as tlslab's own code.
+                    Some((_, backend)) => Err(format!(
+                        "the categories read OpenSSL's symbol names; {backend} counts its crypto per category itself (above)"
+                    )),
+                };
+            }
+            Err(error) => {
+                profile = Err(format!("{error:#}"));
+                categories = profile.clone().map(|_| Vec::new());
+            }
+        }
     }
     drop(server);
 
@@ -355,13 +504,20 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         server_cpu_ns,
         profile,
         profile_scope,
+        categories,
         embedded: embedded_stats,
     };
     store
         .save_load(run_id, &record)
         .context("saving the load run")?;
     store.finish_run(run_id, !record.result.interrupted)?;
-    let document = document(&record, &heading(&host, &libraries));
+    let mut document = document(&record, &heading(&host, &libraries));
+    if let Some((target, attempts)) = &probed {
+        document
+            .tables
+            .insert(0, crate::report::probe::table(target, attempts));
+        document.data["probe"] = crate::report::probe::data(target, attempts);
+    }
     args.display.print(&document)?;
     args.exports.write(&document)?;
     if let Some(path) = store.path() {
@@ -391,6 +547,7 @@ fn document(record: &LoadRecord, heading: &str) -> Document {
         server_cpu_ns: record.server_cpu_ns,
         profile: record.profile.clone(),
         profile_scope: record.profile_scope.clone(),
+        categories: record.categories.clone(),
         embedded: record
             .embedded
             .as_ref()
@@ -424,10 +581,18 @@ mod tests {
     }
 
     #[test]
-    fn only_loopback_targets_are_accepted() {
-        assert!(parse_target("127.0.0.1:8443").is_ok());
-        assert!(parse_target("[::1]:8443").is_ok());
-        assert!(parse_target("192.0.2.1:443").is_err());
-        assert!(parse_target("example").is_err());
+    fn a_target_off_loopback_needs_consent_and_a_rate_cap() {
+        assert!(parse_target("127.0.0.1:8443", false, None).is_ok());
+        assert!(parse_target("[::1]:8443", false, None).is_ok());
+        assert!(parse_target("example", false, None).is_err());
+        for (consent, cap) in [(false, None), (true, None), (false, Some(5.0))] {
+            let refused = parse_target("192.0.2.1:443", consent, cap).unwrap_err();
+            assert!(format!("{refused:#}").contains("--i-have-permission"));
+            // A name is not even resolved without them.
+            let refused = parse_target("example.invalid:443", consent, cap).unwrap_err();
+            assert!(format!("{refused:#}").contains("nothing was sent"));
+        }
+        let target = parse_target("192.0.2.1:443", true, Some(5.0)).unwrap();
+        assert_eq!(target.address.to_string(), "192.0.2.1:443");
     }
 }

@@ -6,6 +6,7 @@ use serde_json::json;
 
 use super::{Document, Table};
 use crate::workload::load::{percentiles, LoadResult, Mode, Plan, PERCENTILES};
+use crate::workload::perf::Category;
 use crate::workload::serve::ServerStats;
 
 /// Everything a load run reports.
@@ -23,6 +24,8 @@ pub struct LoadReport<'a> {
     pub profile: Result<Vec<(String, f64)>, String>,
     /// What perf sampled ("the server's worker process").
     pub profile_scope: String,
+    /// perf's shares per symbol category, or why there are none.
+    pub categories: Result<Vec<(String, f64)>, String>,
     /// The embedded server's own figures and its backend's id, when it was the target.
     pub embedded: Option<(&'a ServerStats, &'a str)>,
 }
@@ -223,6 +226,7 @@ impl LoadReport<'_> {
             tables.push(crate::report::serve::breakdown_table(stats, backend));
         }
         tables.push(profile);
+        tables.push(self.category_table());
 
         let mut records = Table::new(
             &[
@@ -274,6 +278,10 @@ impl LoadReport<'_> {
                 Ok(shares) => json!(shares.iter().map(|(d, s)| json!({"dso": d, "percent": s})).collect::<Vec<_>>()),
                 Err(reason) => json!({"unavailable": reason}),
             },
+            "symbol_categories": match &self.categories {
+                Ok(shares) => json!(shares.iter().map(|(c, s)| json!({"category": c, "percent": s})).collect::<Vec<_>>()),
+                Err(reason) => json!({"unavailable": reason}),
+            },
             "handshakes": handshakes,
             "resumed_handshakes": result.resumed,
             "interrupted": result.interrupted,
@@ -290,6 +298,63 @@ impl LoadReport<'_> {
             footer,
             figures: super::plot::load_figures(plan, result, &phases),
         }
+    }
+}
+
+impl LoadReport<'_> {
+    /// perf's samples per symbol category, and each of the TLS library's
+    /// categories as a share of the library's samples (the study's
+    /// "inside the handshake" table).
+    fn category_table(&self) -> Table {
+        let mut table = Table::new(
+            &["category", "share of samples", "share of the TLS library"],
+            &[false, true, true],
+        )
+        .titled("Where the server's CPU went (perf, per symbol category)");
+        let shares = match &self.categories {
+            Ok(shares) => shares,
+            Err(reason) => {
+                table.empty = Some(format!("No per-symbol profile: {reason}"));
+                return table;
+            }
+        };
+        let in_library = |label: &str| {
+            Category::from_label(label).is_some_and(|c| Category::TLS_LIBRARY.contains(&c))
+        };
+        let library: f64 = shares
+            .iter()
+            .filter(|(l, _)| in_library(l))
+            .map(|(_, s)| s)
+            .sum();
+        let mut inside = Vec::new();
+        for (label, share) in shares {
+            let of_library = if in_library(label) && library > 0.0 {
+                let percent = share / library * 100.0;
+                inside.push(format!("{label} {percent:.1}%"));
+                format!("{percent:.1}%")
+            } else {
+                "—".to_string()
+            };
+            table
+                .rows
+                .push(vec![label.clone(), format!("{share:.1}%"), of_library]);
+        }
+        let kernel: f64 = shares
+            .iter()
+            .filter(|(l, _)| Category::from_label(l) == Some(Category::Kernel))
+            .map(|(_, s)| s)
+            .sum();
+        if kernel < 100.0 {
+            table.notes.push(format!(
+                "The TLS library as a whole: {library:.1}% of the samples, {:.1}% outside the kernel.",
+                library / (100.0 - kernel) * 100.0
+            ));
+        }
+        table.notes.push(format!(
+            "Inside the TLS library: {}. Symbols put in categories by name (bn_*, ec_*, rsa*, x25519*: public key; sha*, hmac, kdf: hashing; aes*, gcm*, chacha*, *cbc*: symmetric; drbg, rand: random; x509, asn1, d2i/i2d: certificates; ssl*, tls*: TLS state machine; the rest of OpenSSL: plumbing). Symmetric includes the pages' record protection, which the classic study's handshake breakdown (public key 92%, hashing 1.3%, symmetric 0.15%) left out.",
+            inside.join(", ")
+        ));
+        table
     }
 }
 
@@ -338,6 +403,11 @@ mod tests {
             server_cpu_ns: None,
             profile: Err("not asked for".into()),
             profile_scope: String::new(),
+            categories: Ok(vec![
+                ("public key".into(), 45.0),
+                ("symmetric ciphers".into(), 15.0),
+                ("kernel".into(), 40.0),
+            ]),
             embedded: None,
         }
         .document()
@@ -358,5 +428,22 @@ mod tests {
         let nine = document(9);
         assert!(nine.footer.iter().all(|l| !l.contains("WARNING")));
         assert_eq!(nine.data["resumed_handshakes"], 9);
+    }
+
+    #[test]
+    fn the_symbol_categories_are_shown_inside_the_tls_library() {
+        let table = document(0)
+            .tables
+            .into_iter()
+            .find(|t| {
+                t.title
+                    .as_deref()
+                    .is_some_and(|t| t.contains("per symbol category"))
+            })
+            .unwrap();
+        assert_eq!(table.rows[0], vec!["public key", "45.0%", "75.0%"]);
+        assert_eq!(table.rows[2], vec!["kernel", "40.0%", "—"]);
+        assert!(table.notes[0].contains("60.0% of the samples, 100.0% outside the kernel"));
+        assert!(table.notes[1].contains("public key 75.0%, symmetric ciphers 25.0%"));
     }
 }

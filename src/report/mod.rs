@@ -14,6 +14,7 @@ pub mod html;
 pub mod load;
 pub mod markup;
 pub mod plot;
+pub mod probe;
 pub mod recommend;
 pub mod serve;
 pub mod speed;

@@ -28,9 +28,21 @@ pub struct LoadRecord {
     pub profile: Result<Vec<(String, f64)>, String>,
     /// What perf sampled ("the server's worker process").
     pub profile_scope: String,
+    /// perf's shares per symbol category (labels of
+    /// `workload::perf::Category`), or why there are none.
+    pub categories: Result<Vec<(String, f64)>, String>,
     /// The embedded server's own figures and its backend's id, when it was
-    /// the target (kept as JSON in `load_summaries.embedded_json`).
+    /// the target.
     pub embedded: Option<(ServerStats, String)>,
+}
+
+/// What `load_summaries.embedded_json` holds: the embedded server's own
+/// figures and perf's shares per symbol category. Runs stored before the
+/// categories existed hold the bare `[stats, backend]` pair there.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ServerFigures {
+    embedded: Option<(ServerStats, String)>,
+    symbol_categories: Result<Vec<(String, f64)>, String>,
 }
 
 fn count(value: i64) -> usize {
@@ -78,11 +90,10 @@ impl Store {
                 result.interrupted,
             ],
         )?;
-        let embedded_json = record
-            .embedded
-            .as_ref()
-            .map(|(stats, backend)| serde_json::to_string(&(stats, backend)))
-            .transpose()?;
+        let embedded_json = serde_json::to_string(&ServerFigures {
+            embedded: record.embedded.clone(),
+            symbol_categories: record.categories.clone(),
+        })?;
         tx.execute(
             "UPDATE load_summaries SET profile_scope = ?1, embedded_json = ?2 WHERE run_id = ?3",
             params![record.profile_scope, embedded_json, run_id],
@@ -284,10 +295,18 @@ impl Store {
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )?;
         let profile_scope = profile_scope.unwrap_or_default();
-        let embedded: Option<(ServerStats, String)> = embedded_json
-            .map(|json| serde_json::from_str(&json))
-            .transpose()
-            .with_context(|| format!("load run {run_id} has unreadable embedded-server figures"))?;
+        let unreadable = || format!("load run {run_id} has unreadable embedded-server figures");
+        let figures = match embedded_json {
+            None => ServerFigures {
+                embedded: None,
+                symbol_categories: Err("not stored (a run from before tlslab kept them)".into()),
+            },
+            Some(json) if json.starts_with('[') => ServerFigures {
+                embedded: Some(serde_json::from_str(&json).with_context(unreadable)?),
+                symbol_categories: Err("not stored (a run from before tlslab kept them)".into()),
+            },
+            Some(json) => serde_json::from_str(&json).with_context(unreadable)?,
+        };
         Ok(Some(LoadRecord {
             scenario_id,
             scenario,
@@ -310,7 +329,8 @@ impl Store {
             server_cpu_ns: server_cpu_ns.map(|n| n.max(0) as u64),
             profile,
             profile_scope,
-            embedded,
+            categories: figures.symbol_categories,
+            embedded: figures.embedded,
         }))
     }
 }
@@ -360,6 +380,7 @@ mod tests {
             server_cpu_ns: Some(3_000_000),
             profile,
             profile_scope,
+            categories: Ok(vec![("public key".into(), 70.0), ("kernel".into(), 30.0)]),
             embedded: None,
         }
     }
@@ -409,6 +430,7 @@ mod tests {
         }
         assert_eq!(loaded.server_cpu_ns, Some(3_000_000));
         assert_eq!(loaded.profile, saved.profile);
+        assert_eq!(loaded.categories, saved.categories);
 
         // p99 by hand, as the README shows it.
         let p99: i64 = store
@@ -433,5 +455,25 @@ mod tests {
         assert_eq!(loaded.profile, Err("perf is not installed".to_string()));
         assert!(!loaded.result.interrupted);
         assert!(store.load_load(id + 1).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_run_stored_before_symbol_categories_reads_back() {
+        let mut store = Store::open_in_memory().unwrap();
+        let id = run(&mut store);
+        store
+            .save_load(id, &record(false, Err("perf is not installed".into())))
+            .unwrap();
+        let legacy = serde_json::to_string(&(ServerStats::default(), "openssl")).unwrap();
+        store
+            .connection
+            .execute(
+                "UPDATE load_summaries SET embedded_json = ?1 WHERE run_id = ?2",
+                params![legacy, id],
+            )
+            .unwrap();
+        let loaded = store.load_load(id).unwrap().unwrap();
+        assert_eq!(loaded.embedded.unwrap().1, "openssl");
+        assert!(loaded.categories.unwrap_err().contains("not stored"));
     }
 }

@@ -226,7 +226,10 @@ CREATE TABLE load_summaries (
     server_cpu_ns INTEGER,
     profile_unavailable TEXT,
     interrupted INTEGER NOT NULL,
-    -- What perf sampled, and the embedded server's own figures (JSON) when it was the target.
+    -- What perf sampled; as JSON, the embedded server's own figures when it was
+    -- the target ("embedded") and perf's shares per symbol category
+    -- ("symbol_categories": {"Ok": [[category, percent], ...]} or {"Err": why not});
+    -- runs stored before the categories hold the bare [figures, backend] pair.
     profile_scope TEXT,
     embedded_json TEXT
 );

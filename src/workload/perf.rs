@@ -1,8 +1,10 @@
 //! Where a server process's CPU goes, sampled by Linux `perf` (software
 //! clock events, which work in virtual machines where hardware counters do
-//! not), attributed per shared object: the library, the program or the
-//! kernel. A stripped library (Debian's libcrypto) is attributed as a
-//! whole; inside it perf sees only addresses.
+//! not), attributed per shared object (the library, the program or the
+//! kernel) and per symbol category (public-key math, hashing, symmetric
+//! ciphers, ...; see [`Category`]). A stripped library (Debian's libcrypto)
+//! is attributed as a whole; inside it perf sees only its exported
+//! functions, so its samples cannot be put in categories.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -56,17 +58,27 @@ fn start(target: &[String], output: &Path) -> Result<Recording> {
     })
 }
 
+/// What perf saw: the shares of the samples, in percent, largest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// Per shared object.
+    pub objects: Vec<(String, f64)>,
+    /// Per symbol category (labels of [`Category`]), summing to the same
+    /// total as `objects`.
+    pub categories: Vec<(String, f64)>,
+}
+
 impl Recording {
-    /// Stops sampling and returns each shared object's share of the
-    /// samples, in percent, largest first.
-    pub fn finish(mut self) -> Result<Vec<(String, f64)>> {
+    /// Stops sampling and returns the shares of the samples per shared
+    /// object and per symbol category.
+    pub fn finish(mut self) -> Result<Profile> {
         if let Some(mut child) = self.child.take() {
             // SAFETY: SIGINT to our own child: perf writes its file and exits.
             unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
             child.wait().context("waiting for perf record")?;
         }
         let report = Command::new("perf")
-            .args(["report", "--stdio", "--quiet", "--sort", "dso", "-i"])
+            .args(["report", "--stdio", "--quiet", "-F", "period,dso,sym", "-i"])
             .arg(&self.output)
             .output()
             .context("running perf report")?;
@@ -76,11 +88,14 @@ impl Recording {
                 String::from_utf8_lossy(&report.stderr).trim()
             );
         }
-        let shares = parse_dso_report(&String::from_utf8_lossy(&report.stdout));
-        if shares.is_empty() {
+        let symbols = parse_symbol_report(&String::from_utf8_lossy(&report.stdout));
+        if symbols.is_empty() {
             bail!("perf recorded no samples of the server");
         }
-        Ok(shares)
+        Ok(Profile {
+            objects: per_object(&symbols),
+            categories: per_category(&symbols),
+        })
     }
 }
 
@@ -93,36 +108,372 @@ impl Drop for Recording {
     }
 }
 
-/// Parses `perf report --sort dso` lines ("    76.12%  libcrypto.so.3").
-pub fn parse_dso_report(text: &str) -> Vec<(String, f64)> {
-    let mut shares: Vec<(String, f64)> = text
+/// One line of `perf report -F period,dso,sym`: a symbol of a shared object
+/// and its share of the samples, in percent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SymbolShare {
+    pub object: String,
+    /// The symbol as perf names it (demangled), or its address in hex when
+    /// the object has no symbol there.
+    pub symbol: String,
+    /// perf's mark: true for a kernel symbol (`[k]`).
+    pub kernel: bool,
+    pub percent: f64,
+}
+
+/// Parses `perf report -F period,dso,sym` lines
+/// ("    759379500  tlslab   [.] ossl_rsaz_amm52x20_x2_ifma256"), each
+/// symbol's share computed from the periods (perf's own percentages are
+/// rounded to 0.01% per symbol, which over hundreds of symbols adds up to
+/// several percent).
+pub fn parse_symbol_report(text: &str) -> Vec<SymbolShare> {
+    let periods: Vec<(u64, SymbolShare)> = text
         .lines()
         .filter(|line| !line.trim_start().starts_with('#'))
         .filter_map(|line| {
             let mut fields = line.split_whitespace();
-            let percent = fields.next()?.strip_suffix('%')?.parse().ok()?;
-            let dso = fields.collect::<Vec<_>>().join(" ");
-            (!dso.is_empty()).then_some((dso, percent))
+            let period: u64 = fields.next()?.parse().ok()?;
+            let object = fields.next()?.to_string();
+            let mark = fields.next()?;
+            let symbol = fields.collect::<Vec<_>>().join(" ");
+            Some((
+                period,
+                SymbolShare {
+                    object,
+                    symbol,
+                    kernel: mark == "[k]",
+                    percent: 0.0,
+                },
+            ))
         })
         .collect();
+    let total: u64 = periods.iter().map(|(period, _)| period).sum();
+    periods
+        .into_iter()
+        .map(|(period, share)| SymbolShare {
+            percent: period as f64 / total.max(1) as f64 * 100.0,
+            ..share
+        })
+        .collect()
+}
+
+/// Each shared object's share, largest first.
+pub fn per_object(symbols: &[SymbolShare]) -> Vec<(String, f64)> {
+    let mut shares: Vec<(String, f64)> = Vec::new();
+    for share in symbols {
+        match shares
+            .iter_mut()
+            .find(|(object, _)| *object == share.object)
+        {
+            Some((_, total)) => *total += share.percent,
+            None => shares.push((share.object.clone(), share.percent)),
+        }
+    }
     shares.sort_by(|a, b| b.1.total_cmp(&a.1));
     shares
+}
+
+/// Each category's share, in [`Category::ALL`]'s order, empty ones left out.
+pub fn per_category(symbols: &[SymbolShare]) -> Vec<(String, f64)> {
+    let mut totals = [0.0; Category::ALL.len()];
+    for share in symbols {
+        let category = Category::of(share);
+        let at = Category::ALL.iter().position(|c| *c == category);
+        totals[at.unwrap_or(Category::ALL.len() - 1)] += share.percent;
+    }
+    Category::ALL
+        .iter()
+        .zip(totals)
+        .filter(|(_, total)| *total > 0.0)
+        .map(|(category, total)| (category.label().to_string(), total))
+        .collect()
+}
+
+/// What a sampled symbol was doing, told by its name: the study's
+/// categories (public key, hashing, symmetric, random numbers,
+/// certificates) and the rest of a server's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Category {
+    /// Big numbers, RSA, elliptic curves, X25519/X448, DH, ML-KEM, ML-DSA.
+    PublicKey,
+    /// SHA-1/2/3, MD5, HMAC, the TLS PRF and HKDF.
+    Hashing,
+    /// AES, GCM, ChaCha20, Poly1305, CBC: record protection.
+    Symmetric,
+    /// The DRBG and its seeding.
+    Random,
+    /// X.509 and ASN.1 (DER/PEM) encoding, decoding and checks.
+    Certificates,
+    /// libssl: the handshake's state machine, messages and records.
+    TlsStateMachine,
+    /// The rest of libcrypto: provider and algorithm look-ups, BIO, error
+    /// stack, locks, OpenSSL's allocator wrappers.
+    OpensslPlumbing,
+    /// malloc, memcpy and the rest of libc and the dynamic loader.
+    MemoryLibc,
+    Kernel,
+    /// Rust code: tlslab's HTTP server, the standard library, the crates.
+    HttpTlslab,
+    /// Anything else, unresolved addresses included.
+    Other,
+}
+
+/// Name prefixes per category (lower case, after any leading underscores
+/// and an `ossl_` prefix), checked in this order.
+const PREFIXES: &[(Category, &[&str])] = &[
+    (
+        Category::Hashing,
+        &[
+            "sha",
+            "md5",
+            "md4",
+            "hmac",
+            "kdf",
+            "hkdf",
+            "tls1_prf",
+            "tls13_hkdf",
+            "keccak",
+            "blake2",
+            "ripemd",
+            "evp_digest",
+            "evp_md",
+            "digest",
+        ],
+    ),
+    (
+        Category::PublicKey,
+        &[
+            "bn_",
+            "rsa",
+            "extract_multiplier",
+            "ec_",
+            "ecp_",
+            "ecx",
+            "ecdsa",
+            "ecdh",
+            "ec_gf",
+            "x25519",
+            "x448",
+            "ed25519",
+            "ed448",
+            "curve25519",
+            "curve448",
+            "fe51",
+            "fe64",
+            "fe_",
+            "ge_",
+            "dh_",
+            "ffc_",
+            "ml_kem",
+            "mlkem",
+            "ml_dsa",
+            "p256",
+            "nistz256",
+            "felem",
+            "evp_pkey",
+            "pkey",
+        ],
+    ),
+    (
+        Category::Symmetric,
+        &[
+            "aes",
+            "gcm",
+            "ghash",
+            "chacha",
+            "poly1305",
+            "cbc",
+            "evp_cipher",
+            "evp_encrypt",
+            "evp_decrypt",
+            "cipher",
+            "vpaes",
+            "bsaes",
+            "crypto_gcm",
+            "crypto_ctr",
+            "crypto_cbc",
+        ],
+    ),
+    (
+        Category::Random,
+        &[
+            "drbg",
+            "rand",
+            "evp_rand",
+            "seed_src",
+            "crngt",
+            "get_entropy",
+        ],
+    ),
+    (
+        Category::Certificates,
+        &[
+            "x509", "asn1", "d2i", "i2d", "pem", "der_", "decoder", "encoder", "ocsp",
+        ],
+    ),
+    (
+        Category::TlsStateMachine,
+        &["ssl", "tls", "dtls", "statem", "wpacket", "packet_"],
+    ),
+    (
+        Category::MemoryLibc,
+        &[
+            "crypto_malloc",
+            "crypto_zalloc",
+            "crypto_free",
+            "crypto_clear_free",
+            "crypto_realloc",
+            "openssl_cleanse",
+            "malloc",
+            "free",
+            "memcpy",
+            "memset",
+        ],
+    ),
+];
+
+impl Category {
+    pub const ALL: &'static [Category] = &[
+        Category::PublicKey,
+        Category::Hashing,
+        Category::Symmetric,
+        Category::Random,
+        Category::Certificates,
+        Category::TlsStateMachine,
+        Category::OpensslPlumbing,
+        Category::MemoryLibc,
+        Category::Kernel,
+        Category::HttpTlslab,
+        Category::Other,
+    ];
+
+    /// The categories of the TLS library's own work (the study's
+    /// handshake breakdown, record protection included).
+    pub const TLS_LIBRARY: &'static [Category] = &[
+        Category::PublicKey,
+        Category::Hashing,
+        Category::Symmetric,
+        Category::Random,
+        Category::Certificates,
+        Category::TlsStateMachine,
+        Category::OpensslPlumbing,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Category::PublicKey => "public key",
+            Category::Hashing => "hashing and KDF",
+            Category::Symmetric => "symmetric ciphers",
+            Category::Random => "random numbers",
+            Category::Certificates => "certificates and ASN.1",
+            Category::TlsStateMachine => "TLS state machine",
+            Category::OpensslPlumbing => "OpenSSL plumbing",
+            Category::MemoryLibc => "memory and libc",
+            Category::Kernel => "kernel",
+            Category::HttpTlslab => "HTTP and tlslab (Rust)",
+            Category::Other => "other",
+        }
+    }
+
+    /// The category a label names, if any.
+    pub fn from_label(label: &str) -> Option<Category> {
+        Category::ALL.iter().copied().find(|c| c.label() == label)
+    }
+
+    /// The category of one sampled symbol.
+    pub fn of(share: &SymbolShare) -> Category {
+        if share.kernel || share.object.starts_with("[kernel") {
+            return Category::Kernel;
+        }
+        let symbol = share.symbol.as_str();
+        if symbol.starts_with("0x") {
+            return Category::Other;
+        }
+        if symbol.contains("::") || symbol.starts_with("_R") || symbol.starts_with("_ZN") {
+            return Category::HttpTlslab;
+        }
+        let lower = symbol.to_ascii_lowercase();
+        let trimmed = lower.trim_start_matches('_');
+        let openssl_internal = trimmed.starts_with("ossl_");
+        let name = trimmed.strip_prefix("ossl_").unwrap_or(trimmed);
+        let found = PREFIXES
+            .iter()
+            .find(|(_, prefixes)| prefixes.iter().any(|prefix| name.starts_with(prefix)));
+        if let Some((category, _)) = found {
+            return *category;
+        }
+        if share.object.starts_with("libc.") || share.object.starts_with("ld-linux") {
+            return Category::MemoryLibc;
+        }
+        let plumbing = [
+            "evp_", "crypto_", "bio", "err_", "openssl_", "obj_", "lh_", "ossl_",
+        ];
+        if openssl_internal
+            || plumbing.iter().any(|p| trimmed.starts_with(p))
+            || share.object.starts_with("libcrypto")
+        {
+            return Category::OpensslPlumbing;
+        }
+        if share.object.starts_with("libssl") {
+            return Category::TlsStateMachine;
+        }
+        Category::Other
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const REPORT: &str = "# comment
+      40000  tlslab             [.] ossl_rsaz_amm52x20_x2_ifma256
+      10000  tlslab             [.] bn_mul_mont
+        8000  tlslab             [.] sha256_block_data_order_avx2
+        6000  tlslab             [.] ossl_aes_gcm_encrypt_avx512
+        4000  tlslab             [.] aesni_cbc_encrypt
+        3000  tlslab             [.] ossl_drbg_generate
+        3000  tlslab             [.] ossl_asn1_item_embed_free
+        3000  tlslab             [.] tls_process_client_hello
+        2000  tlslab             [.] ossl_ht_get
+        5000  libc.so.6          [.] __memmove_avx512_unaligned_erms
+      12000  [kernel.kallsyms]  [k] clear_page_erms
+        3000  tlslab             [.] tlslab::workload::serve::handle
+        1000  tlslab             [.] 0x00000000001234
+";
+
     #[test]
-    fn a_dso_report_is_read() {
-        let text = "# comment\n    61.50%  libcrypto.so.3\n    20.00%  [kernel.kallsyms]\n     3.25%  nginx\n";
-        assert_eq!(
-            parse_dso_report(text),
-            vec![
-                ("libcrypto.so.3".to_string(), 61.5),
-                ("[kernel.kallsyms]".to_string(), 20.0),
-                ("nginx".to_string(), 3.25)
-            ]
-        );
+    fn a_symbol_report_is_read_per_object() {
+        let symbols = parse_symbol_report(REPORT);
+        assert_eq!(symbols.len(), 13);
+        assert_eq!(symbols[10].symbol, "clear_page_erms");
+        assert!(symbols[10].kernel);
+        let objects = per_object(&symbols);
+        assert_eq!(objects[0], ("tlslab".to_string(), 83.0));
+        assert_eq!(objects[1], ("[kernel.kallsyms]".to_string(), 12.0));
+        assert_eq!(objects[2], ("libc.so.6".to_string(), 5.0));
+    }
+
+    #[test]
+    fn symbols_fall_in_the_study_categories() {
+        let categories = per_category(&parse_symbol_report(REPORT));
+        let share = |label: &str| {
+            categories
+                .iter()
+                .find(|(l, _)| l == label)
+                .map_or(0.0, |(_, s)| *s)
+        };
+        assert_eq!(share("public key"), 50.0);
+        assert_eq!(share("hashing and KDF"), 8.0);
+        assert_eq!(share("symmetric ciphers"), 10.0);
+        assert_eq!(share("random numbers"), 3.0);
+        assert_eq!(share("certificates and ASN.1"), 3.0);
+        assert_eq!(share("TLS state machine"), 3.0);
+        assert_eq!(share("OpenSSL plumbing"), 2.0);
+        assert_eq!(share("memory and libc"), 5.0);
+        assert_eq!(share("kernel"), 12.0);
+        assert_eq!(share("HTTP and tlslab (Rust)"), 3.0);
+        assert_eq!(share("other"), 1.0);
+        let total: f64 = categories.iter().map(|(_, s)| s).sum();
+        assert!((total - 100.0).abs() < 1e-9, "{total}");
     }
 }

@@ -15,6 +15,7 @@ mod plots;
 mod recommend;
 mod serve;
 mod tables;
+mod target;
 mod transports;
 mod tunnel;
 mod util;

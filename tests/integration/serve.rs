@@ -312,7 +312,9 @@ fn the_embedded_server_is_profiled_by_its_own_threads_or_says_why() {
         json.to_str().unwrap(),
     ]);
     run.expect_code(0);
-    let profile = &json_of(&json)["profile"];
+    let load = json_of(&json);
+    let profile = &load["profile"];
+    let categories = &load["symbol_categories"];
     match profile.as_array() {
         Some(shares) => {
             assert!(!shares.is_empty());
@@ -323,12 +325,31 @@ fn the_embedded_server_is_profiled_by_its_own_threads_or_says_why() {
                 "{}",
                 run.stdout()
             );
+            // tlslab's own OpenSSL has its symbols: the study's categories.
+            let shares = categories.as_array().unwrap();
+            let share = |name: &str| {
+                shares
+                    .iter()
+                    .find(|s| s["category"] == name)
+                    .map_or(0.0, |s| s["percent"].as_f64().unwrap())
+            };
+            assert!(share("public key") > 0.0, "{categories}");
+            let total: f64 = shares.iter().map(|s| s["percent"].as_f64().unwrap()).sum();
+            assert!((99.9..=100.1).contains(&total), "{categories}");
+            assert!(
+                run.stdout().contains("Inside the TLS library: public key"),
+                "{}",
+                run.stdout()
+            );
         }
-        // Where perf cannot run, the report says why.
-        None => assert!(
-            profile["unavailable"].as_str().unwrap().contains("perf"),
-            "{profile}"
-        ),
+        // Where perf cannot run, the report says why, in both tables.
+        None => {
+            assert!(
+                profile["unavailable"].as_str().unwrap().contains("perf"),
+                "{profile}"
+            );
+            assert_eq!(categories["unavailable"], profile["unavailable"]);
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod data_channel;
 pub mod dtls;
 pub mod primitives;
+pub mod probe;
 pub mod remote;
 pub mod serve;
 mod socket;
@@ -253,38 +254,95 @@ fn method(version: TlsVersion) -> SslMethod {
     }
 }
 
+/// Every TLS 1.2 suite tlslab configures: its standard name and OpenSSL's.
+pub(crate) const TLS12_SUITES: &[(&str, &str)] = &[
+    ("TLS_RSA_WITH_AES_128_GCM_SHA256", "AES128-GCM-SHA256"),
+    ("TLS_RSA_WITH_AES_256_GCM_SHA384", "AES256-GCM-SHA384"),
+    (
+        "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
+        "DHE-RSA-AES128-GCM-SHA256",
+    ),
+    (
+        "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384",
+        "DHE-RSA-AES256-GCM-SHA384",
+    ),
+    (
+        "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        "DHE-RSA-CHACHA20-POLY1305",
+    ),
+    (
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "ECDHE-RSA-AES128-GCM-SHA256",
+    ),
+    (
+        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+    ),
+    (
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        "ECDHE-RSA-CHACHA20-POLY1305",
+    ),
+    (
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+    ),
+    (
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+    ),
+    (
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+    ),
+    ("TLS_RSA_WITH_AES_128_CBC_SHA", "AES128-SHA"),
+    ("TLS_RSA_WITH_AES_256_CBC_SHA", "AES256-SHA"),
+    ("TLS_RSA_WITH_AES_128_CBC_SHA256", "AES128-SHA256"),
+    ("TLS_RSA_WITH_AES_256_CBC_SHA256", "AES256-SHA256"),
+    ("TLS_DHE_RSA_WITH_AES_128_CBC_SHA", "DHE-RSA-AES128-SHA"),
+    ("TLS_DHE_RSA_WITH_AES_256_CBC_SHA", "DHE-RSA-AES256-SHA"),
+    (
+        "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256",
+        "DHE-RSA-AES128-SHA256",
+    ),
+    (
+        "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256",
+        "DHE-RSA-AES256-SHA256",
+    ),
+    ("TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA-AES128-SHA"),
+    ("TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA-AES256-SHA"),
+    (
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+        "ECDHE-RSA-AES128-SHA256",
+    ),
+    (
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384",
+        "ECDHE-RSA-AES256-SHA384",
+    ),
+    (
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+        "ECDHE-ECDSA-AES128-SHA",
+    ),
+    (
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+        "ECDHE-ECDSA-AES256-SHA",
+    ),
+    (
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
+        "ECDHE-ECDSA-AES128-SHA256",
+    ),
+    (
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384",
+        "ECDHE-ECDSA-AES256-SHA384",
+    ),
+];
+
 /// The OpenSSL name of the TLS 1.2 (or DTLS 1.2) suite a scenario asks for.
 pub(crate) fn tls12_cipher_name(scenario: &HandshakeScenario) -> Result<&'static str> {
-    Ok(match scenario.suite_name() {
-        "TLS_RSA_WITH_AES_128_GCM_SHA256" => "AES128-GCM-SHA256",
-        "TLS_RSA_WITH_AES_256_GCM_SHA384" => "AES256-GCM-SHA384",
-        "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256" => "DHE-RSA-AES128-GCM-SHA256",
-        "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384" => "DHE-RSA-AES256-GCM-SHA384",
-        "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256" => "DHE-RSA-CHACHA20-POLY1305",
-        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" => "ECDHE-RSA-AES128-GCM-SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384" => "ECDHE-RSA-AES256-GCM-SHA384",
-        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256" => "ECDHE-RSA-CHACHA20-POLY1305",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256" => "ECDHE-ECDSA-AES128-GCM-SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384" => "ECDHE-ECDSA-AES256-GCM-SHA384",
-        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256" => "ECDHE-ECDSA-CHACHA20-POLY1305",
-        "TLS_RSA_WITH_AES_128_CBC_SHA" => "AES128-SHA",
-        "TLS_RSA_WITH_AES_256_CBC_SHA" => "AES256-SHA",
-        "TLS_RSA_WITH_AES_128_CBC_SHA256" => "AES128-SHA256",
-        "TLS_RSA_WITH_AES_256_CBC_SHA256" => "AES256-SHA256",
-        "TLS_DHE_RSA_WITH_AES_128_CBC_SHA" => "DHE-RSA-AES128-SHA",
-        "TLS_DHE_RSA_WITH_AES_256_CBC_SHA" => "DHE-RSA-AES256-SHA",
-        "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256" => "DHE-RSA-AES128-SHA256",
-        "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256" => "DHE-RSA-AES256-SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA" => "ECDHE-RSA-AES128-SHA",
-        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA" => "ECDHE-RSA-AES256-SHA",
-        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256" => "ECDHE-RSA-AES128-SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384" => "ECDHE-RSA-AES256-SHA384",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA" => "ECDHE-ECDSA-AES128-SHA",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA" => "ECDHE-ECDSA-AES256-SHA",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256" => "ECDHE-ECDSA-AES128-SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384" => "ECDHE-ECDSA-AES256-SHA384",
-        other => bail!("no OpenSSL name for suite {other}"),
-    })
+    let suite = scenario.suite_name();
+    match TLS12_SUITES.iter().find(|(standard, _)| *standard == suite) {
+        Some((_, name)) => Ok(name),
+        None => bail!("no OpenSSL name for suite {suite}"),
+    }
 }
 
 /// The settings both sides share: version, suite, group, security level.

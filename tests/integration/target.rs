@@ -1,0 +1,157 @@
+//! `load --target`: someone else's server. The probe of what a server
+//! accepts, checked on the embedded server restricted to one version,
+//! group and suite; a target off loopback refused, without consent and a
+//! rate cap, before any socket is opened (only TEST-NET addresses, which
+//! nothing answers, are named; nothing is ever sent off loopback).
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{cert_dir, tlslab};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_probe_of_the_embedded_server_lists_exactly_what_it_accepts() {
+    let port = free_port();
+    let bind = format!("127.0.0.1:{port}");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args([
+            "serve",
+            "--backend",
+            "openssl",
+            "--tls",
+            "1.3",
+            "--group",
+            "x25519",
+            "--cert",
+            "ecdsa_p256",
+            "--suite",
+            "aes128gcm",
+            "--bind",
+            &bind,
+            "--duration",
+            "20",
+            "-q",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while TcpStream::connect(&bind).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "serve did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("probe.json");
+    let run = tlslab(&[
+        "load",
+        "--target",
+        &bind,
+        "--probe-only",
+        "-q",
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    run.expect_code(0);
+    let probe: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let accepted = &probe["accepted"];
+    assert_eq!(
+        accepted["versions"],
+        serde_json::json!(["TLS 1.3"]),
+        "{probe}"
+    );
+    assert_eq!(accepted["groups"], serde_json::json!(["x25519"]), "{probe}");
+    assert_eq!(
+        accepted["suites"],
+        serde_json::json!(["TLS_AES_128_GCM_SHA256"]),
+        "{probe}"
+    );
+    // Refusals are tried, not assumed: TLS 1.2 and the other groups.
+    let attempts = probe["attempts"].as_array().unwrap();
+    assert!(attempts.len() > 10, "{probe}");
+    let certificate = probe["certificate"].as_str().unwrap();
+    assert!(certificate.starts_with("ECDSA prime256v1"), "{certificate}");
+    let shown = run.stdout();
+    assert!(shown.contains("What 127.0.0.1"), "{shown}");
+}
+
+/// The refusals, each before anything is sent: run under strace where it
+/// can trace, every socket and connect call is seen, and there is none.
+#[test]
+fn a_target_off_loopback_is_refused_without_a_connection_attempt() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["--target", "192.0.2.1:443"], "--i-have-permission"),
+        (
+            &["--target", "192.0.2.1:443", "--i-have-permission"],
+            "--max-rate",
+        ),
+        (
+            &["--target", "198.51.100.7:443", "--max-rate", "5"],
+            "--i-have-permission",
+        ),
+        (
+            &["--target", "192.0.2.1:443", "--probe-only"],
+            "nothing was sent",
+        ),
+        (
+            &[
+                "--target",
+                "192.0.2.1:443",
+                "--i-have-permission",
+                "--max-rate",
+                "5",
+                "--rate",
+                "50",
+            ],
+            "above --max-rate",
+        ),
+    ];
+    let traced = Command::new("strace").arg("-V").output().is_ok();
+    for (args, expected) in cases {
+        let mut all = vec!["load"];
+        all.extend_from_slice(args);
+        let run = tlslab(&all);
+        run.expect_code(2);
+        assert!(run.stderr().contains(expected), "{all:?}: {}", run.stderr());
+        if !traced {
+            eprintln!("strace is not installed: the socket calls are not checked");
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace");
+        let status = Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=socket,connect", "-o"])
+            .arg(&trace)
+            .arg(env!("CARGO_BIN_EXE_tlslab"))
+            .args(&all)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        let Ok(calls) = std::fs::read_to_string(&trace) else {
+            eprintln!("strace could not trace here: the socket calls are not checked");
+            continue;
+        };
+        assert_eq!(status.code(), Some(2), "{all:?} under strace");
+        assert!(
+            !calls.contains("socket(") && !calls.contains("connect("),
+            "{all:?} opened a socket:\n{calls}"
+        );
+    }
+}
