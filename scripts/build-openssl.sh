@@ -5,10 +5,10 @@
 #
 #   scripts/build-openssl.sh            the `openssl` command (for `speed`,
 #                                       `s_time`, `s_server`): prints its path
-#   scripts/build-openssl.sh --shared   libssl.so.3 and libcrypto.so.3 with the
-#                                       same options but shared: prints their
-#                                       directory, for TLSLAB_NGINX_OPENSSL
-#                                       (nginx on the same OpenSSL as tlslab)
+#   scripts/build-openssl.sh --shared   libssl.so.3 and libcrypto.so.3 made from
+#                                       that build: prints their directory, for
+#                                       TLSLAB_NGINX_OPENSSL (nginx on the same
+#                                       OpenSSL as tlslab)
 set -euo pipefail
 target="${CARGO_TARGET_DIR:-target}"
 shared=no
@@ -27,18 +27,6 @@ configure_args() {
     tr ' ' '\n' | tr -d '"' | grep -v -e '^--prefix=' -e '^--openssldir=' | tr '\n' ' '
 }
 
-if [ "$shared" = yes ]; then
-  build="$target/openssl-shared"
-  if [ ! -e "$build/libssl.so.3" ]; then
-    args=$(configure_args | sed 's/\bno-shared\b/shared/')
-    rm -rf "$build" && mkdir -p "$build"
-    cp -a "$source_dir/." "$build/"
-    (cd "$build" && perl ./Configure $args >/dev/null && make -j"$(nproc)" build_libs >/dev/null)
-  fi
-  (cd "$build" && pwd)
-  exit 0
-fi
-
 build="$target/openssl-speed"
 if [ ! -x "$build/apps/openssl" ]; then
   args=$(configure_args)
@@ -47,4 +35,42 @@ if [ ! -x "$build/apps/openssl" ]; then
   (cd "$build" && perl ./Configure $args >/dev/null &&
     make -j"$(nproc)" build_generated >/dev/null && make -j"$(nproc)" apps/openssl >/dev/null)
 fi
-echo "$build/apps/openssl"
+if [ "$shared" = no ]; then
+  echo "$build/apps/openssl"
+  exit 0
+fi
+
+# Shared libraries from the static ones just built (openssl-src's source
+# lacks util/mkdef.pl, which a `shared` Configure needs): each exported
+# function carries the symbol version its util/*.num file gives it
+# (OPENSSL_3.0.0 and later), as in a regular shared build, so that programs
+# linked against another OpenSSL 3 (Debian's nginx) load them. libcrypto
+# also exports its internal functions, which libssl calls.
+libs="$target/openssl-shared"
+if [ ! -e "$libs/libssl.so.3" ]; then
+  mkdir -p "$libs"
+  version_script() { # numbers file, whether to hide what it does not list
+    awk -v hide="$2" '$4 ~ /^EXIST/ {
+        v = $3; gsub("_", ".", v); v = "OPENSSL_" v
+        if (!(v in seen)) { seen[v] = 1; order[++n] = v }
+        symbols[v] = symbols[v] "    " $1 ";\n"
+      }
+      END {
+        for (i = 1; i <= n; i++) {
+          printf "%s {\n  global:\n%s", order[i], symbols[order[i]]
+          if (i == 1 && hide == "yes") printf "  local: *;\n"
+          printf "}%s;\n", (i == 1 ? "" : " " order[i - 1])
+        }
+      }' "$1"
+  }
+  version_script "$build/util/libcrypto.num" no >"$libs/libcrypto.map"
+  version_script "$build/util/libssl.num" yes >"$libs/libssl.map"
+  cc -shared -o "$libs/libcrypto.so.3" -Wl,-soname,libcrypto.so.3 \
+    -Wl,--version-script="$libs/libcrypto.map" \
+    -Wl,--whole-archive "$build/libcrypto.a" -Wl,--no-whole-archive -lpthread -ldl
+  cc -shared -o "$libs/libssl.so.3" -Wl,-soname,libssl.so.3 \
+    -Wl,--version-script="$libs/libssl.map" \
+    -Wl,--whole-archive "$build/libssl.a" -Wl,--no-whole-archive \
+    -L"$libs" -l:libcrypto.so.3 -Wl,--no-undefined
+fi
+(cd "$libs" && pwd)
