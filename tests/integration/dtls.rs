@@ -434,3 +434,44 @@ fn dimpl_resends_a_lost_datagram_and_absorbs_a_reordered_one() {
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
     }
 }
+
+/// DTLS 1.3 comes from dimpl, TLS 1.3 from the others: the TLS-against-DTLS
+/// table pairs dimpl's row with each other backend's TLS 1.3 row and names
+/// the backend of each side.
+#[test]
+fn dimpl_dtls13_pairs_with_tls13_of_another_library() {
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "--quiet",
+        "--backend",
+        "rustls-aws-lc,dimpl",
+        "--tls",
+        "1.3,dtls1.3",
+        "--group",
+        "p256",
+        "--cert",
+        "ecdsa_p256",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--cert-dir",
+        util::cert_dir().to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let out = run.stdout();
+    assert!(out.contains("TLS against DTLS"), "{out}");
+    assert!(
+        util::has_row(
+            &out,
+            &[
+                "TLS 1.3 / DTLS 1.3",
+                "ECDHE P-256 ECDSA P-256 aes128gcm",
+                "rustls-aws-lc",
+                "dimpl"
+            ]
+        ),
+        "{out}"
+    );
+}

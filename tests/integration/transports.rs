@@ -325,7 +325,10 @@ fn transport_labels_round_trip_through_the_store() {
         );
     }
     // The TLS against DTLS table pairs DTLS over UDP with TLS over TCP.
-    assert!(has_row(&table, &["openssl", "over UDP"]), "{table}");
+    assert!(
+        has_row(&table, &["DTLS 1.2", "over UDP", "openssl", "openssl"]),
+        "{table}"
+    );
     let exported = dir.path().join("run1.json");
     tlslab(&[
         "report",
