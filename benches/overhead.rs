@@ -22,6 +22,9 @@ use tlslab::measure::{self, SamplingOptions};
 use tlslab::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
 use tlslab::workload::handshake::HandshakeProbe;
 
+mod common;
+use common::openssl_contexts;
+
 /// A byte pipe with one buffer per direction, shared by both ends.
 #[derive(Default)]
 struct Wire {
@@ -64,44 +67,6 @@ impl Write for End {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
-}
-
-/// OpenSSL contexts configured as tlslab configures them for a full TLS 1.3 handshake.
-fn openssl_contexts(credentials: &Credentials) -> (SslContext, SslContext) {
-    let common = || {
-        let mut ctx = SslContextBuilder::new(SslMethod::tls()).unwrap();
-        ctx.set_min_proto_version(Some(SslVersion::TLS1_3)).unwrap();
-        ctx.set_max_proto_version(Some(SslVersion::TLS1_3)).unwrap();
-        ctx.set_ciphersuites("TLS_AES_128_GCM_SHA256").unwrap();
-        ctx.set_groups_list("X25519").unwrap();
-        ctx
-    };
-    let mut client = common();
-    let mut store = openssl::x509::store::X509StoreBuilder::new().unwrap();
-    store
-        .add_cert(openssl::x509::X509::from_der(&credentials.root_der).unwrap())
-        .unwrap();
-    client.set_cert_store(store.build());
-    client.set_verify(SslVerifyMode::PEER);
-    client.set_session_cache_mode(SslSessionCacheMode::OFF);
-
-    let mut server = common();
-    let chain = &credentials.server.chain_der;
-    server
-        .set_certificate(&openssl::x509::X509::from_der(&chain[0]).unwrap())
-        .unwrap();
-    for der in &chain[1..] {
-        server
-            .add_extra_chain_cert(openssl::x509::X509::from_der(der).unwrap())
-            .unwrap();
-    }
-    let key =
-        openssl::pkey::PKey::private_key_from_pkcs8(&credentials.server.key_pkcs8_der).unwrap();
-    server.set_private_key(&key).unwrap();
-    server.set_session_cache_mode(SslSessionCacheMode::OFF);
-    server.set_options(SslOptions::NO_TICKET);
-    server.set_num_tickets(0).unwrap();
-    (client.build(), server.build())
 }
 
 fn openssl_plain_handshake(client_ctx: &SslContext, server_ctx: &SslContext) {

@@ -81,7 +81,8 @@ Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2;
 with --preset also --max-total-time: kex-matrix 24, tls13-matrix 48, post-quantum 60, dtls-study 30
 (about twice their time on a quiet 2-core machine)")]
 pub struct HandshakeArgs {
-    /// A named matrix: kex-matrix, tls13-matrix, post-quantum, dtls-study. Axis options override its axes.
+    /// A named matrix: kex-matrix, tls13-matrix, post-quantum, dtls-study. Axis options
+    /// override its axes; dtls-study's DTLS 1.3 rows on dimpl come only without --backend and --tls.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
 
@@ -165,16 +166,19 @@ Sampling defaults: --precision 2% --max-time 1 --min-samples 10 --warmup 0.05
 (each sample lasts about 1-3 ms); with --preset dtls-study also
 --max-total-time 40")]
 pub struct BulkArgs {
-    /// A named study: dtls-study (TLS 1.2; AES-128-CBC+HMAC where supported,
-    /// AES-128-GCM, ChaCha20-Poly1305; 1 KiB and 16 KiB writes). Axis options override it.
+    /// A named study: dtls-study (TLS 1.2 on OpenSSL and rustls: AES-128-CBC+HMAC
+    /// where supported, AES-128-GCM, ChaCha20-Poly1305; DTLS 1.3 on dimpl: the two
+    /// AEADs; 1 KiB and 16 KiB writes). Axis options override it; with --backend
+    /// or --tls it is its TLS matrix crossed with the backends named.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
 
-    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all. [default: all]
+    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
+    /// [default: the preset's, or all]
     #[arg(long, value_name = "LIST")]
     pub backend: Option<String>,
 
-    /// Protocol versions: 1.2, 1.3. [default: 1.3]
+    /// Protocol versions: 1.2, 1.3, dtls1.2, dtls1.3 (DTLS on dimpl). [default: 1.3]
     #[arg(long, value_name = "LIST")]
     pub tls: Option<String>,
 

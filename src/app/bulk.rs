@@ -42,6 +42,8 @@ struct StoredOptions<'a> {
     preset: Option<BulkPreset>,
     backends: Vec<&'static str>,
     matrix: &'a BulkMatrix,
+    /// A preset's rows on backends of their own ([`BulkPreset::companions`]).
+    companions: Vec<&'a BulkMatrix>,
     bytes_per_sample: Option<usize>,
     sampling: &'a SamplingOptions,
     shard: Option<Shard>,
@@ -58,9 +60,16 @@ fn default_matrix() -> BulkMatrix {
 }
 
 fn matrix_from(args: &BulkArgs, preset: Option<BulkPreset>) -> Result<BulkMatrix> {
-    let mut matrix = preset
-        .map(BulkPreset::matrix)
-        .unwrap_or_else(default_matrix);
+    overridden(
+        args,
+        preset
+            .map(BulkPreset::matrix)
+            .unwrap_or_else(default_matrix),
+    )
+}
+
+/// A matrix with every axis option given replaced.
+fn overridden(args: &BulkArgs, mut matrix: BulkMatrix) -> Result<BulkMatrix> {
     if let Some(list) = &args.tls {
         matrix.versions = parse_list(list).map_err(usage)?;
     }
@@ -89,10 +98,26 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
         .transpose()
         .map_err(usage)?;
     let matrix = matrix_from(args, preset)?;
-    let backends: Vec<Arc<dyn Backend>> =
-        backends_from_list(args.backend.as_deref().unwrap_or("all")).map_err(usage)?;
+    let backend_list = args.backend.clone().unwrap_or_else(|| {
+        preset
+            .map(|p| p.default_backends().join(","))
+            .unwrap_or_else(|| "all".to_string())
+    });
+    let backends: Vec<Arc<dyn Backend>> = backends_from_list(&backend_list).map_err(usage)?;
     if backends.is_empty() {
         return Err(usage("the backend list is empty"));
+    }
+    // A preset's rows on backends of their own, unless the backends or
+    // the protocols are chosen on the command line; the other axis
+    // options apply to them too.
+    let mut companions: Vec<(BulkMatrix, Vec<Arc<dyn Backend>>)> = Vec::new();
+    if let Some(preset) = preset.filter(|_| args.backend.is_none() && args.tls.is_none()) {
+        for (on, companion) in preset.companions() {
+            companions.push((
+                overridden(args, companion)?,
+                backends_from_list(&on.join(",")).map_err(usage)?,
+            ));
+        }
     }
     if args.bytes_per_sample == Some(0) {
         return Err(usage("--bytes-per-sample must be at least 1"));
@@ -106,15 +131,28 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
     };
     let sampling = args.sampling.options(defaults)?;
     let shard = args.shard.shard()?;
-    // A shard measures its part of the matrix and the no-crypto rows the
-    // crypto share is taken from.
-    let scenarios = Shard::filter(
-        shard,
-        matrix.expand(),
-        |s| s.label(),
-        |s| s.handshake().is_none(),
-    );
-    if let Some(shard) = shard.filter(|shard| !shard.owns_any(scenarios.iter().map(|s| s.label())))
+    // The no-crypto row of a size once, the others per backend. A shard
+    // measures its part of the matrix and the no-crypto rows the crypto
+    // share is taken from.
+    let mut planned: Vec<Planned> = Vec::new();
+    for (matrix, on) in std::iter::once((&matrix, &backends))
+        .chain(companions.iter().map(|(matrix, on)| (matrix, on)))
+    {
+        let rows = Shard::filter(
+            shard,
+            matrix.expand(),
+            |s| s.label(),
+            |s| s.handshake().is_none(),
+        );
+        for scenario in rows {
+            match scenario.handshake() {
+                None => planned.push((scenario, None)),
+                Some(_) => planned.extend(on.iter().map(|b| (scenario, Some(Arc::clone(b))))),
+            }
+        }
+    }
+    if let Some(shard) =
+        shard.filter(|shard| !shard.owns_any(planned.iter().map(|(s, _)| s.label())))
     {
         return empty_shard(shard);
     }
@@ -122,11 +160,18 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
     let mut store = open_store(&args.database)?;
 
     let host = HostInfo::current();
-    let libraries: Vec<_> = backends.iter().map(|b| b.library()).collect();
+    let mut all_backends: Vec<&Arc<dyn Backend>> = backends.iter().collect();
+    for backend in companions.iter().flat_map(|(_, on)| on) {
+        if !all_backends.iter().any(|b| b.id() == backend.id()) {
+            all_backends.push(backend);
+        }
+    }
+    let libraries: Vec<_> = all_backends.iter().map(|b| b.library()).collect();
     let options = StoredOptions {
         preset,
-        backends: backends.iter().map(|b| b.id()).collect(),
+        backends: all_backends.iter().map(|b| b.id()).collect(),
         matrix: &matrix,
+        companions: companions.iter().map(|(m, _)| m).collect(),
         bytes_per_sample: args.bytes_per_sample,
         sampling: &sampling,
         shard,
@@ -139,14 +184,9 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
     ))?;
 
     let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
-    let plain_rows = scenarios.iter().filter(|s| s.handshake().is_none()).count();
-    let bar = Bar::new(
-        plain_rows + (scenarios.len() - plain_rows) * backends.len(),
-        args.quiet,
-    );
+    let bar = Bar::new(planned.len(), args.quiet);
     let (cells, interrupted) = sample_matrix(
-        &scenarios,
-        &backends,
+        &planned,
         &certs,
         args.bytes_per_sample,
         &sampling,
@@ -176,13 +216,14 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
     Ok(finish(&store, run_id, interrupted, cells.len(), failed))
 }
 
-/// Prepares every cell (the no-crypto row of a size once, the others per
-/// backend), samples the runnable ones in interleaved rounds, each paired
-/// with the no-crypto row of its size, and stores each as it finishes.
-#[allow(clippy::too_many_arguments)]
+/// A row and the backend that runs it (`None` for a no-crypto row).
+type Planned = (BulkScenario, Option<Arc<dyn Backend>>);
+
+/// Prepares every planned cell, samples the runnable ones in interleaved
+/// rounds, each paired with the no-crypto row of its size, and stores each
+/// as it finishes.
 fn sample_matrix(
-    scenarios: &[BulkScenario],
-    backends: &[Arc<dyn Backend>],
+    planned: &[Planned],
     certs: &CertCache,
     bytes_per_sample: Option<usize>,
     sampling: &SamplingOptions,
@@ -193,52 +234,42 @@ fn sample_matrix(
     let mut cells: Vec<BulkCell> = Vec::new();
     let mut probes: Vec<BulkProbe> = Vec::new();
     let mut probe_cell: Vec<usize> = Vec::new();
-    for scenario in scenarios {
-        let on: Vec<Option<&Arc<dyn Backend>>> = match scenario.handshake() {
-            None => vec![None],
-            Some(_) => backends.iter().map(Some).collect(),
+    for (scenario, backend) in planned {
+        let backend = backend.as_ref();
+        let mut cell = BulkCell {
+            backend: backend.map_or(PLAIN_BACKEND, |b| b.id()).to_string(),
+            scenario: *scenario,
+            negotiated: None,
+            sample_bytes: 0,
+            outcome: Outcome::Measured {
+                samples: Vec::new(),
+                precise: false,
+            },
         };
-        for backend in on {
-            let mut cell = BulkCell {
-                backend: backend.map_or(PLAIN_BACKEND, |b| b.id()).to_string(),
-                scenario: *scenario,
-                negotiated: None,
-                sample_bytes: 0,
-                outcome: Outcome::Measured {
-                    samples: Vec::new(),
-                    precise: false,
-                },
-            };
-            match BulkProbe::prepare(
-                backend.map(|b| b.as_ref()),
-                scenario,
-                certs,
-                bytes_per_sample,
-            ) {
-                Ok((mut probe, negotiated)) => {
-                    if let Some(backend) = backend {
-                        probe.renew_every(
-                            SAMPLES_PER_PAIR,
-                            Arc::clone(backend),
-                            scenario,
-                            certs,
-                        )?;
-                    }
-                    cell.negotiated = negotiated;
-                    cell.sample_bytes = probe.sizing().sample_bytes() as u64;
-                    probe_cell.push(cells.len());
-                    probes.push(probe);
+        match BulkProbe::prepare(
+            backend.map(|b| b.as_ref()),
+            scenario,
+            certs,
+            bytes_per_sample,
+        ) {
+            Ok((mut probe, negotiated)) => {
+                if let Some(backend) = backend {
+                    probe.renew_every(SAMPLES_PER_PAIR, Arc::clone(backend), scenario, certs)?;
                 }
-                Err(outcome) => {
-                    cell.outcome = outcome;
-                    report_failure(bar, &cell);
-                    store
-                        .save_bulk_cell(run_id, &cell)
-                        .context("saving a finished cell")?;
-                }
+                cell.negotiated = negotiated;
+                cell.sample_bytes = probe.sizing().sample_bytes() as u64;
+                probe_cell.push(cells.len());
+                probes.push(probe);
             }
-            cells.push(cell);
+            Err(outcome) => {
+                cell.outcome = outcome;
+                report_failure(bar, &cell);
+                store
+                    .save_bulk_cell(run_id, &cell)
+                    .context("saving a finished cell")?;
+            }
         }
+        cells.push(cell);
     }
     // Each protected row pairs with the no-crypto row of its write size.
     let pairing = measure::Pairing::PerCell(

@@ -24,11 +24,11 @@ use crate::measure::{Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
 use crate::scenario::presets::Preset;
 use crate::scenario::{
-    parse_list, parse_name, Aead, CertKind, Group, HandshakeMatrix, Named, Resumption, TlsVersion,
-    DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
+    parse_list, parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Named,
+    Resumption, TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::store::Store;
-use crate::workload::handshake::{run_matrix, CellResult, MatrixObserver, MatrixRun};
+use crate::workload::handshake::{run_cells, CellResult, MatrixObserver, MatrixRun};
 use crate::workload::nginx::NginxBackend;
 
 /// Sampling defaults of `handshake`.
@@ -47,6 +47,8 @@ struct StoredOptions<'a> {
     preset: Option<&'static str>,
     backends: Vec<&'static str>,
     matrix: &'a HandshakeMatrix,
+    /// A preset's rows on backends of their own ([`Preset::companions`]).
+    companions: Vec<&'a HandshakeMatrix>,
     sampling: &'a SamplingOptions,
     baseline: Option<&'a str>,
     cpu_features: &'a str,
@@ -97,9 +99,15 @@ impl AxisArgs {
 
 /// Builds the matrix from a preset and the axis options that override it.
 fn matrix_from(args: &HandshakeArgs, preset: Option<Preset>) -> Result<HandshakeMatrix> {
-    let mut matrix = args
-        .axes
-        .apply(preset.map(Preset::matrix).unwrap_or_else(default_matrix))?;
+    overridden(
+        args,
+        preset.map(Preset::matrix).unwrap_or_else(default_matrix),
+    )
+}
+
+/// A matrix with every axis option given replaced.
+fn overridden(args: &HandshakeArgs, matrix: HandshakeMatrix) -> Result<HandshakeMatrix> {
+    let mut matrix = args.axes.apply(matrix)?;
     if let Some(list) = &args.transport {
         matrix.transports = parse_list(list).map_err(usage)?;
     }
@@ -189,6 +197,19 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     if backends.is_empty() {
         return Err(usage("the backend list is empty"));
     }
+    // A preset's rows on backends of their own, unless the backends or
+    // the protocols are chosen on the command line.
+    let mut companions: Vec<(HandshakeMatrix, Vec<Arc<dyn Backend>>)> = Vec::new();
+    if let Some(preset) = preset
+        .filter(|_| args.backend.is_none() && args.axes.tls.is_none() && args.server.is_none())
+    {
+        for companion in preset.companions() {
+            companions.push((
+                overridden(args, companion.matrix)?,
+                backends_from_list(&companion.backends.join(",")).map_err(usage)?,
+            ));
+        }
+    }
     let scenarios = matrix.expand();
     let baseline = match &args.baseline {
         Some(label) => {
@@ -216,13 +237,21 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     let feature_sets = cpu_feature_list(&args.cpu_features)?;
     let shard = args.shard.shard()?;
     // A shard measures its part of the matrix and the baseline row.
-    let scenarios = Shard::filter(
-        shard,
-        scenarios,
-        |s| s.label(),
-        |s| baseline.as_deref() == Some(s.label().as_str()),
-    );
-    if let Some(shard) = shard.filter(|shard| !shard.owns_any(scenarios.iter().map(|s| s.label())))
+    let is_baseline = |s: &HandshakeScenario| baseline.as_deref() == Some(s.label().as_str());
+    let scenarios = Shard::filter(shard, scenarios, |s| s.label(), is_baseline);
+    let mut planned: Vec<(HandshakeScenario, Arc<dyn Backend>)> = scenarios
+        .iter()
+        .flat_map(|scenario| backends.iter().map(|b| (*scenario, Arc::clone(b))))
+        .collect();
+    for (companion, on) in &companions {
+        let rows = Shard::filter(shard, companion.expand(), |s| s.label(), is_baseline);
+        planned.extend(
+            rows.iter()
+                .flat_map(|scenario| on.iter().map(|b| (*scenario, Arc::clone(b)))),
+        );
+    }
+    if let Some(shard) =
+        shard.filter(|shard| !shard.owns_any(planned.iter().map(|(s, _)| s.label())))
     {
         return empty_shard(shard);
     }
@@ -230,11 +259,18 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     let mut store = open_store(&args.database)?;
 
     let host = HostInfo::current();
-    let libraries: Vec<_> = backends.iter().map(|b| b.library()).collect();
+    let mut all_backends: Vec<&Arc<dyn Backend>> = backends.iter().collect();
+    for backend in companions.iter().flat_map(|(_, on)| on) {
+        if !all_backends.iter().any(|b| b.id() == backend.id()) {
+            all_backends.push(backend);
+        }
+    }
+    let libraries: Vec<_> = all_backends.iter().map(|b| b.library()).collect();
     let options = StoredOptions {
         preset: preset.map(Named::id),
-        backends: backends.iter().map(|b| b.id()).collect(),
+        backends: all_backends.iter().map(|b| b.id()).collect(),
         matrix: &matrix,
+        companions: companions.iter().map(|(m, _)| m).collect(),
         sampling: &sampling,
         baseline: baseline.as_deref(),
         cpu_features: &args.cpu_features,
@@ -249,11 +285,10 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
 
     let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
     let interrupt = interrupt_flag();
-    let bar = Bar::new(scenarios.len() * backends.len(), args.quiet);
+    let bar = Bar::new(planned.len(), args.quiet);
     let mut run = if feature_sets.contains(&CpuFeatures::Native) {
-        run_matrix(
-            &scenarios,
-            &backends,
+        run_cells(
+            &planned,
             &certs,
             &sampling,
             baseline.as_deref(),
@@ -329,7 +364,7 @@ pub(crate) fn first_measured_label(cells: &[CellResult]) -> Option<String> {
 fn generic_cells(
     args: &HandshakeArgs,
     backends: &[&str],
-    scenarios: &[crate::scenario::HandshakeScenario],
+    scenarios: &[HandshakeScenario],
 ) -> Result<Vec<CellResult>> {
     let maskable: Vec<&str> = backends
         .iter()
@@ -343,9 +378,13 @@ fn generic_cells(
         let mut child = Process::new(std::env::current_exe()?);
         child
             .args(["handshake", "-q", "--cpu-features", "native"])
-            .args(["--backend", &maskable.join(",")])
             .arg("--db")
             .arg(&database);
+        // A preset's own backends (its companions' included) are planned
+        // by the child as by the parent.
+        if args.backend.is_some() || args.preset.is_none() {
+            child.args(["--backend", &maskable.join(",")]);
+        }
         let axes = &args.axes;
         let sampling = &args.sampling;
         let mutual = args.mutual.map(|mutual| {

@@ -1,7 +1,7 @@
 //! The handshake view: per row the handshakes per second, each side's CPU
 //! time, the wall time with the interval of its median, and the ratio to
 //! the baseline row taken from same-round pairs; and, when a run has both,
-//! TLS 1.2 rows beside their DTLS 1.2 twins ([`tls_vs_dtls`]).
+//! TLS rows beside their DTLS twins ([`tls_vs_dtls`]).
 
 pub mod tls_vs_dtls;
 

@@ -260,8 +260,7 @@ pub fn parse_sizes(list: &str) -> Result<Vec<usize>, String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BulkPreset {
     /// The payload half of the DTLS 1.2 study: AES-GCM, ChaCha20-Poly1305
-    /// (and AES-CBC with HMAC where the suite axis has it), over TLS 1.2
-    /// until DTLS rows join.
+    /// and AES-CBC with HMAC over TLS 1.2, and the AEADs over DTLS 1.3.
     DtlsStudy,
 }
 
@@ -278,7 +277,29 @@ impl Named for BulkPreset {
 
 impl BulkPreset {
     pub fn description(self) -> &'static str {
-        "payload cost per side of AES-128-CBC+HMAC-SHA256 (where supported), AES-128-GCM and ChaCha20-Poly1305 over TLS 1.2, 1 KiB and 16 KiB writes"
+        "payload cost per side of AES-128-CBC+HMAC-SHA256 (where supported), AES-128-GCM and ChaCha20-Poly1305 over TLS 1.2 (OpenSSL, rustls), and of AES-128-GCM and ChaCha20-Poly1305 over DTLS 1.3 (dimpl), 1 KiB and 16 KiB writes"
+    }
+
+    /// The backend ids the matrix runs on unless `--backend` says otherwise.
+    pub fn default_backends(self) -> &'static [&'static str] {
+        &["openssl", "rustls-aws-lc", "rustls-ring"]
+    }
+
+    /// Rows the preset adds on backends of their own unless `--backend` or
+    /// `--tls` says otherwise: DTLS 1.3 on dimpl (OpenSSL 3.6 has none),
+    /// with the study's AEADs (DTLS 1.3 has no CBC suites). They share the
+    /// matrix's no-crypto rows.
+    pub fn companions(self) -> Vec<(&'static [&'static str], BulkMatrix)> {
+        let matrix = self.matrix();
+        vec![(
+            &["dimpl"],
+            BulkMatrix {
+                versions: vec![TlsVersion::Dtls13],
+                aeads: matrix.aeads.into_iter().filter(|a| a.is_aead()).collect(),
+                with_plain: false,
+                ..self.matrix()
+            },
+        )]
     }
 
     pub fn matrix(self) -> BulkMatrix {
@@ -328,6 +349,26 @@ mod tests {
         for row in rows {
             assert_eq!(BulkScenario::from_label(&row.label()), Some(row));
         }
+    }
+
+    #[test]
+    fn dtls_study_adds_the_dtls13_rows_on_dimpl() {
+        let companions = BulkPreset::DtlsStudy.companions();
+        assert_eq!(companions.len(), 1);
+        let (backends, matrix) = &companions[0];
+        assert_eq!(*backends, ["dimpl"]);
+        matrix.validate().unwrap();
+        let labels: Vec<String> = matrix.expand().iter().map(|s| s.label()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                "bulk_dtls1.3_aes128gcm_1024",
+                "bulk_dtls1.3_chacha20poly1305_1024",
+                "bulk_dtls1.3_aes128gcm_16384",
+                "bulk_dtls1.3_chacha20poly1305_16384",
+            ]
+        );
+        assert!(!BulkPreset::DtlsStudy.default_backends().contains(&"dimpl"));
     }
 
     #[test]

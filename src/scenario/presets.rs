@@ -48,7 +48,7 @@ impl Preset {
             Preset::KexMatrix => "TLS 1.2 AES-128-GCM: RSA key transport, DHE-1024..4096, ECDHE P-256/P-384/P-521/X25519/X448, each with RSA-2048 and ECDSA P-256 certificates",
             Preset::Tls13Matrix => "TLS 1.3: X25519, P-256, P-384, X25519MLKEM768, ffdhe2048 with RSA-2048, ECDSA P-256 and Ed25519 certificates",
             Preset::PostQuantum => "TLS 1.3: X25519 vs X25519MLKEM768 vs ML-KEM-768, ECDSA P-256 vs ML-DSA-44/65 certificates",
-            Preset::DtlsStudy => "DTLS 1.2 AES-128-GCM, 1400-byte MTU: DHE-2048 with RSA-2048, ECDHE P-256 with RSA-2048 and ECDSA P-256 (add --tls 1.2,dtls1.2 for the price of DTLS)",
+            Preset::DtlsStudy => "DTLS 1.2 AES-128-GCM, 1400-byte MTU: DHE-2048 with RSA-2048, ECDHE P-256 with RSA-2048 and ECDSA P-256 on OpenSSL; DTLS 1.3 ECDHE P-256 with ECDSA P-256 on dimpl (add --tls 1.2,dtls1.2 for the price of DTLS)",
         }
     }
 
@@ -115,6 +115,27 @@ impl Preset {
         }
     }
 
+    /// Rows the preset adds beside its matrix on backends of their own,
+    /// unless `--backend` or `--tls` says otherwise: a protocol its default
+    /// backends lack, run by a library that has it. The DTLS study's DTLS
+    /// 1.3 rows run on dimpl (OpenSSL 3.6 has no DTLS 1.3): ECDHE P-256 with
+    /// ECDSA P-256, and with RSA-2048 as a row saying dimpl has no RSA
+    /// certificates. No FFDH row: DTLS 1.3 has only the ffdhe groups, which
+    /// dimpl lacks too.
+    pub fn companions(self) -> Vec<Companion> {
+        match self {
+            Preset::DtlsStudy => vec![Companion {
+                backends: &["dimpl"],
+                matrix: HandshakeMatrix {
+                    versions: vec![TlsVersion::Dtls13],
+                    groups: vec![Group::P256],
+                    ..self.matrix()
+                },
+            }],
+            Preset::KexMatrix | Preset::Tls13Matrix | Preset::PostQuantum => Vec::new(),
+        }
+    }
+
     /// The run's time budget in seconds unless `--max-total-time` says
     /// otherwise: about twice what the preset takes on a quiet 2-core
     /// machine, so a busy machine still gets a run that ends (its rows say
@@ -139,6 +160,13 @@ impl Preset {
         }
         baseline
     }
+}
+
+/// Rows of a preset that run on other backends than its matrix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Companion {
+    pub backends: &'static [&'static str],
+    pub matrix: HandshakeMatrix,
 }
 
 /// Named cost studies.
@@ -349,9 +377,39 @@ mod tests {
     }
 
     #[test]
+    fn dtls_study_adds_the_dtls13_rows_on_dimpl() {
+        let companions = Preset::DtlsStudy.companions();
+        assert_eq!(companions.len(), 1);
+        assert_eq!(companions[0].backends, ["dimpl"]);
+        let labels: Vec<String> = companions[0]
+            .matrix
+            .expand()
+            .iter()
+            .map(|s| s.label())
+            .collect();
+        assert_eq!(
+            labels,
+            vec![
+                "handshake_dtls1.3_p256_rsa2048_aes128gcm",
+                "handshake_dtls1.3_p256_ecdsa_p256_aes128gcm",
+            ]
+        );
+        // The RSA row says why dimpl cannot run it; the ECDSA row runs.
+        let dimpl = crate::backend::backend_by_id("dimpl").unwrap();
+        let rows = companions[0].matrix.expand();
+        let reason = dimpl.unsupported_reason(&rows[0]).unwrap();
+        assert!(reason.contains("rsa2048"), "{reason}");
+        assert_eq!(dimpl.unsupported_reason(&rows[1]), None);
+        assert!(Preset::KexMatrix.companions().is_empty());
+    }
+
+    #[test]
     fn every_preset_validates() {
         for preset in Preset::ALL {
             preset.matrix().validate().unwrap();
+            for companion in preset.companions() {
+                companion.matrix.validate().unwrap();
+            }
         }
     }
 }

@@ -30,6 +30,12 @@ impl Datagrams {
         self.socket.peer_addr()
     }
 
+    /// How long a read waits for a datagram (at most [`IO_TIMEOUT`] by
+    /// default) before it fails with `WouldBlock`.
+    pub fn set_read_timeout(&self, wait: std::time::Duration) -> io::Result<()> {
+        self.socket.set_read_timeout(Some(wait))
+    }
+
     /// Keeps a copy of every datagram this side sends from now on; the
     /// returned list fills as it sends.
     pub fn traced(&mut self) -> Arc<Mutex<Vec<Vec<u8>>>> {

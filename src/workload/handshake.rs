@@ -184,18 +184,16 @@ pub trait MatrixObserver {
 /// How a matrix run ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatrixRun {
-    /// Every cell, in matrix order (scenario by scenario, backend by backend).
+    /// Every cell, in the order planned (for a matrix: scenario by
+    /// scenario, backend by backend).
     pub cells: Vec<CellResult>,
     pub rounds: Vec<Round>,
     pub interrupted: bool,
     pub out_of_time: bool,
 }
 
-/// Runs every scenario on every backend in interleaved rounds. `baseline`
-/// is the label of the row ratios are taken against (per backend): its
-/// cells pair with every other cell, and the others stop only once their
-/// ratio to it is precise. Unsupported and failed cells go to the observer
-/// before sampling starts; measured ones as each stops.
+/// Runs every scenario on every backend in interleaved rounds (see
+/// [`run_cells`]).
 pub fn run_matrix(
     scenarios: &[HandshakeScenario],
     backends: &[Arc<dyn Backend>],
@@ -205,36 +203,54 @@ pub fn run_matrix(
     interrupt: &AtomicBool,
     observer: &mut dyn MatrixObserver,
 ) -> anyhow::Result<MatrixRun> {
+    let cells: Vec<(HandshakeScenario, Arc<dyn Backend>)> = scenarios
+        .iter()
+        .flat_map(|scenario| backends.iter().map(|b| (*scenario, Arc::clone(b))))
+        .collect();
+    run_cells(&cells, certs, options, baseline, interrupt, observer)
+}
+
+/// Runs each (scenario, backend) cell in interleaved rounds. `baseline`
+/// is the label of the row ratios are taken against (per backend): its
+/// cells pair with every other cell, and the others stop only once their
+/// ratio to it is precise. Unsupported and failed cells go to the observer
+/// before sampling starts; measured ones as each stops.
+pub fn run_cells(
+    planned: &[(HandshakeScenario, Arc<dyn Backend>)],
+    certs: &CertCache,
+    options: &SamplingOptions,
+    baseline: Option<&str>,
+    interrupt: &AtomicBool,
+    observer: &mut dyn MatrixObserver,
+) -> anyhow::Result<MatrixRun> {
     let mut cells: Vec<CellResult> = Vec::new();
     let mut probes: Vec<HandshakeProbe> = Vec::new();
     let mut probe_cell: Vec<usize> = Vec::new();
-    for scenario in scenarios {
-        for backend in backends {
-            let prepared = HandshakeProbe::prepare(backend.as_ref(), scenario, certs);
-            let mut cell = CellResult {
-                backend: backend.id().to_string(),
-                scenario: *scenario,
-                negotiated: None,
-                outcome: Outcome::Measured {
-                    samples: Vec::new(),
-                    precise: false,
-                },
-            };
-            match prepared {
-                Ok((mut probe, negotiated)) => {
-                    let credentials = certs.get(scenario.cert, scenario.chain_depth)?;
-                    probe.renew_every(SAMPLES_PER_HANDSHAKER, Arc::clone(backend), credentials);
-                    cell.negotiated = Some(negotiated);
-                    probe_cell.push(cells.len());
-                    probes.push(probe);
-                }
-                Err(outcome) => {
-                    cell.outcome = outcome;
-                    observer.cell_finished(&cell)?;
-                }
+    for (scenario, backend) in planned {
+        let prepared = HandshakeProbe::prepare(backend.as_ref(), scenario, certs);
+        let mut cell = CellResult {
+            backend: backend.id().to_string(),
+            scenario: *scenario,
+            negotiated: None,
+            outcome: Outcome::Measured {
+                samples: Vec::new(),
+                precise: false,
+            },
+        };
+        match prepared {
+            Ok((mut probe, negotiated)) => {
+                let credentials = certs.get(scenario.cert, scenario.chain_depth)?;
+                probe.renew_every(SAMPLES_PER_HANDSHAKER, Arc::clone(backend), credentials);
+                cell.negotiated = Some(negotiated);
+                probe_cell.push(cells.len());
+                probes.push(probe);
             }
-            cells.push(cell);
+            Err(outcome) => {
+                cell.outcome = outcome;
+                observer.cell_finished(&cell)?;
+            }
         }
+        cells.push(cell);
     }
     // Each cell pairs with the baseline row of its own backend, or else
     // with that of the first backend that has it (as the report does).

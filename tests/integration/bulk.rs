@@ -265,6 +265,56 @@ fn the_plain_row_carries_checked_data() {
     }
 }
 
+/// The dtls-study preset runs its DTLS 1.3 rows on dimpl and its TLS 1.2
+/// rows on the TLS backends only; naming the backends crosses the matrix
+/// with them instead.
+#[test]
+fn dtls_study_preset_has_dtls13_rows_on_dimpl() {
+    let cert_dir = util::cert_dir();
+    let run_with = |extra: &[&str]| {
+        let mut args = vec![
+            "bulk",
+            "--preset",
+            "dtls-study",
+            "--size",
+            "1024",
+            "--bytes-per-sample",
+            "16384",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--no-db",
+            "-q",
+            "--cert-dir",
+            cert_dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let run = tlslab(&args);
+        run.expect_code(0);
+        run.stdout()
+    };
+    let out = run_with(&[]);
+    for suite in ["aes128gcm", "chacha20poly1305"] {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with("dimpl") && l.contains("DTLSv1.3") && l.contains(suite))
+            .unwrap_or_else(|| panic!("no dimpl {suite} row:\n{out}"));
+        assert!(
+            !row.contains("unsupported") && !row.contains("failed"),
+            "{row}"
+        );
+    }
+    assert!(!util::has_row(&out, &["dimpl", "TLSv1.2"]), "{out}");
+    assert!(!util::has_row(&out, &["DTLSv1.3", "aes128cbc"]), "{out}");
+    assert!(
+        util::has_row(&out, &["openssl", "TLSv1.2", "aes128gcm"]),
+        "{out}"
+    );
+    let named = run_with(&["--backend", "openssl"]);
+    assert!(!named.contains("dimpl"), "{named}");
+}
+
 #[test]
 fn bad_bulk_options_are_usage_errors() {
     for (args, expected) in [

@@ -434,3 +434,84 @@ fn dimpl_resends_a_lost_datagram_and_absorbs_a_reordered_one() {
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
     }
 }
+
+/// DTLS 1.3 comes from dimpl, TLS 1.3 from the others: the TLS-against-DTLS
+/// table pairs dimpl's row with each other backend's TLS 1.3 row and names
+/// the backend of each side.
+#[test]
+fn dimpl_dtls13_pairs_with_tls13_of_another_library() {
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "--quiet",
+        "--backend",
+        "rustls-aws-lc,dimpl",
+        "--tls",
+        "1.3,dtls1.3",
+        "--group",
+        "p256",
+        "--cert",
+        "ecdsa_p256",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--cert-dir",
+        util::cert_dir().to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let out = run.stdout();
+    assert!(out.contains("TLS against DTLS"), "{out}");
+    assert!(
+        util::has_row(
+            &out,
+            &[
+                "TLS 1.3 / DTLS 1.3",
+                "ECDHE P-256 ECDSA P-256 aes128gcm",
+                "rustls-aws-lc",
+                "dimpl"
+            ]
+        ),
+        "{out}"
+    );
+}
+
+/// The dtls-study preset adds its DTLS 1.3 rows on dimpl (the RSA row
+/// saying why dimpl cannot run it); naming the backends leaves them out.
+#[test]
+fn dtls_study_preset_has_dtls13_rows_on_dimpl() {
+    let cert_dir = util::cert_dir();
+    let run_with = |extra: &[&str]| {
+        let mut args = vec![
+            "handshake",
+            "--preset",
+            "dtls-study",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--no-db",
+            "-q",
+            "--cert-dir",
+            cert_dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let run = tlslab(&args);
+        run.expect_code(0);
+        run.stdout()
+    };
+    let out = run_with(&[]);
+    let row = |cert: &str| {
+        out.lines()
+            .find(|l| l.starts_with("dimpl") && l.contains("dtls1.3") && l.contains(cert))
+            .unwrap_or_else(|| panic!("no dimpl {cert} row:\n{out}"))
+    };
+    assert!(!row("ECDSA P-256").contains("unsupported"), "{out}");
+    assert!(
+        row("RSA-2048").contains("unsupported: dimpl cannot use rsa2048"),
+        "{out}"
+    );
+    assert!(!util::has_row(&out, &["dimpl", "dtls1.2"]), "{out}");
+    let named = run_with(&["--backend", "openssl"]);
+    assert!(!named.contains("dimpl"), "{named}");
+}

@@ -1,5 +1,5 @@
 //! The socket transports on loopback: a verified handshake per transport
-//! and backend, DTLS over UDP with the server's cookie exchange on the
+//! and backend (dimpl's DTLS over UDP too), DTLS over UDP with the server's cookie exchange on the
 //! wire, bulk data over TCP checked byte for byte, a socket that cannot
 //! open failing its row with the kernel's reason, and transport labels
 //! that come back from the store and show in `tlslab report`.
@@ -80,6 +80,25 @@ fn a_verified_dtls_handshake_over_udp_with_resumption_and_mutual_auth() {
     s.mutual = true;
     s.mtu_bytes = Some(576);
     assert_measured_over_socket(openssl.as_ref(), &s);
+}
+
+/// dimpl over loopback UDP: DTLS 1.2 and 1.3 handshakes, each side in its
+/// own thread on its socket, verified like every handshake (mutual
+/// authentication at a small MTU too).
+#[test]
+fn a_verified_dimpl_handshake_over_udp() {
+    let dimpl = backend_by_id("dimpl").unwrap();
+    for version in [TlsVersion::Dtls12, TlsVersion::Dtls13] {
+        let mut s = over(
+            scenario(version, Group::P256, CertKind::EcdsaP256),
+            Transport::Udp,
+        );
+        assert_eq!(s.label().rsplit('_').next(), Some("udp"));
+        assert_measured_over_socket(dimpl.as_ref(), &s);
+        s.mutual = true;
+        s.mtu_bytes = Some(576);
+        assert_measured_over_socket(dimpl.as_ref(), &s);
+    }
 }
 
 /// Over real UDP the server still answers the first ClientHello with a
@@ -325,7 +344,10 @@ fn transport_labels_round_trip_through_the_store() {
         );
     }
     // The TLS against DTLS table pairs DTLS over UDP with TLS over TCP.
-    assert!(has_row(&table, &["openssl", "over UDP"]), "{table}");
+    assert!(
+        has_row(&table, &["DTLS 1.2", "over UDP", "openssl", "openssl"]),
+        "{table}"
+    );
     let exported = dir.path().join("run1.json");
     tlslab(&[
         "report",

@@ -3,7 +3,9 @@
 //! that OpenSSL 3.6 lacks. Client and server run in one thread over the
 //! in-memory datagram channel (MTU enforced); tlslab moves every datagram
 //! and drives the library's timers on a logical clock, so a lost datagram
-//! is resent after a timeout that costs no waiting. dimpl reports only the
+//! is resent after a timeout that costs no waiting. Over loopback UDP
+//! (`udp.rs`) each side runs in its own thread on a socket, its timers on
+//! the real clock. dimpl reports only the
 //! version it negotiated: suite, group and signature are read off the
 //! server's datagrams ([`wire`]); each side checks its peer's certificate in
 //! `peer`; application data for `bulk` is in `bulk.rs`. All dimpl code of
@@ -20,6 +22,7 @@
 
 mod bulk;
 mod peer;
+mod udp;
 pub mod wire;
 
 use std::io::{ErrorKind, Read, Write};
@@ -44,7 +47,8 @@ use super::{
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::{
-    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, DEFAULT_MTU_BYTES,
+    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
+    DEFAULT_MTU_BYTES,
 };
 use crate::transport::datagram::{DatagramEnd, DatagramPipe, Fault};
 
@@ -116,12 +120,6 @@ impl Backend for DimplBackend {
         if !scenario.version.is_datagram() {
             return Some("dimpl implements DTLS only (no TLS over streams)".to_string());
         }
-        if scenario.transport.is_socket() {
-            return Some(
-                "dimpl runs over the in-memory datagram channel only (not over UDP yet)"
-                    .to_string(),
-            );
-        }
         if let Some(reason) = capabilities().unsupported_reason(self.id(), scenario) {
             return Some(reason);
         }
@@ -154,6 +152,9 @@ impl Backend for DimplBackend {
         scenario: &HandshakeScenario,
         credentials: &Credentials,
     ) -> Result<Box<dyn BulkPair>> {
+        if scenario.transport.is_socket() {
+            bail!("dimpl's application data is measured over memory only, not over UDP");
+        }
         let handshaker = DimplHandshaker::new(scenario, credentials)?;
         let pipe = DatagramPipe::new(handshaker.mtu_bytes);
         let established = handshaker.establish_over(&pipe)?;
@@ -239,6 +240,7 @@ fn config(scenario: &HandshakeScenario, mtu_bytes: u16) -> Result<Config> {
 /// Both sides' configurations and certificates for one scenario.
 pub(crate) struct DimplHandshaker {
     version: TlsVersion,
+    transport: Transport,
     mtu_bytes: u16,
     config: Arc<Config>,
     server_certificate: DtlsCertificate,
@@ -247,11 +249,11 @@ pub(crate) struct DimplHandshaker {
     server_check: PeerCheck,
 }
 
-/// One side of a connection: the dimpl endpoint, its end of the channel,
-/// and what came out of it.
-struct Side {
+/// One side of a connection: the dimpl endpoint, its end of the channel
+/// (the in-memory one, or a UDP socket), and what came out of it.
+struct Side<E = DatagramEnd> {
     dtls: Dtls,
-    end: DatagramEnd,
+    end: E,
     check: PeerCheck,
     /// The datagram being read, and the buffer dimpl writes its output to.
     datagram: Vec<u8>,
@@ -268,7 +270,7 @@ struct Side {
     taken: usize,
 }
 
-impl Side {
+impl<E: Read + Write> Side<E> {
     /// Takes everything dimpl has to say until it names its next timer:
     /// datagrams go on the channel, a peer's certificate is checked.
     fn drain(&mut self) -> Result<()> {
@@ -331,9 +333,9 @@ impl Side {
 }
 
 /// A client and a server whose handshake is done, and what it cost each side.
-struct Established {
-    client: Side,
-    server: Side,
+struct Established<E = DatagramEnd> {
+    client: Side<E>,
+    server: Side<E>,
     turns: Turns,
     wall_ns: u64,
     /// How many times a retransmission timer had to fire (a lost datagram).
@@ -342,6 +344,9 @@ struct Established {
 
 impl Handshaker for DimplHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
+        if self.transport == Transport::Udp {
+            return self.handshake_over_udp();
+        }
         let established = self.establish_over(&DatagramPipe::new(self.mtu_bytes))?;
         Ok(HandshakeSample {
             client: established.turns.client,
@@ -383,6 +388,7 @@ impl DimplHandshaker {
         };
         Ok(Self {
             version: scenario.version,
+            transport: scenario.transport,
             mtu_bytes,
             config: Arc::new(config(scenario, mtu_bytes)?),
             server_certificate,
@@ -392,44 +398,25 @@ impl DimplHandshaker {
         })
     }
 
-    fn new_side(&self, client: bool, pipe: &DatagramPipe, now: Instant) -> Result<Side> {
-        let (certificate, check, end) = if client {
-            (
-                self.client_certificate.clone(),
-                self.client_check.clone(),
-                pipe.client_end(),
-            )
+    fn new_side<E: Read + Write>(&self, client: bool, end: E, now: Instant) -> Result<Side<E>> {
+        self.side_maker(client).make(end, now)
+    }
+
+    /// What it takes to start one side, to hand to another thread.
+    fn side_maker(&self, client: bool) -> SideMaker {
+        let (certificate, check) = if client {
+            (self.client_certificate.clone(), self.client_check.clone())
         } else {
-            (
-                self.server_certificate.clone(),
-                self.server_check.clone(),
-                pipe.server_end(),
-            )
+            (self.server_certificate.clone(), self.server_check.clone())
         };
-        let config = Arc::clone(&self.config);
-        let mut dtls = match self.version {
-            TlsVersion::Dtls13 => Dtls::new_13(config, certificate, now),
-            _ => Dtls::new_12(config, certificate, now),
-        };
-        dtls.set_active(client);
-        let mtu = usize::from(self.mtu_bytes);
-        let mut side = Side {
-            dtls,
-            end,
+        SideMaker {
+            client,
+            version: self.version,
+            mtu_bytes: self.mtu_bytes,
+            config: Arc::clone(&self.config),
+            certificate,
             check,
-            datagram: vec![0; mtu],
-            // dimpl 0.8's DTLS 1.2 client panics, rather than asking for
-            // more room, when the peer's certificate does not fit.
-            output: vec![0; mtu.max(OUTPUT_BUFFER_BYTES)],
-            timer: None,
-            connected: false,
-            peer_leaf: None,
-            kept: (!client).then(Vec::new),
-            received: Vec::new(),
-            taken: 0,
-        };
-        side.tick(now)?;
-        Ok(side)
+        }
     }
 
     /// Runs one handshake over `pipe`, each side's turns timed, and keeps
@@ -453,9 +440,13 @@ impl DimplHandshaker {
         // dimpl's clock: it moves only when a timer must fire.
         let mut clock = start;
         let mut turns = Turns::start();
-        let mut client = self.new_side(true, pipe, clock).context("client")?;
+        let mut client = self
+            .new_side(true, pipe.client_end(), clock)
+            .context("client")?;
         turns.ended(Turn::Client);
-        let mut server = self.new_side(false, pipe, clock).context("server")?;
+        let mut server = self
+            .new_side(false, pipe.server_end(), clock)
+            .context("server")?;
         turns.ended(Turn::Server);
         let mut timeouts = 0;
         loop {
@@ -509,13 +500,18 @@ impl DimplHandshaker {
     /// scheme is the one the server's leaf key allows (TLS 1.3 ties each
     /// ECDSA scheme to one curve, RFC 8446 §4.2.3).
     fn negotiated(&self, established: &Established) -> Result<Negotiated> {
-        let client = &established.client;
+        self.negotiated_by(&established.client, &established.server)
+    }
+
+    /// What a client and a server of this handshaker negotiated (see
+    /// [`Self::negotiated`]).
+    fn negotiated_by<C, S>(&self, client: &Side<C>, server: &Side<S>) -> Result<Negotiated> {
         let version = match client.dtls.protocol_version() {
             Some(ProtocolVersion::DTLS1_2) => "DTLSv1.2",
             Some(ProtocolVersion::DTLS1_3) => "DTLSv1.3",
             other => bail!("dimpl negotiated an unexpected version: {other:?}"),
         };
-        let kept = established.server.kept.as_deref().unwrap_or_default();
+        let kept = server.kept.as_deref().unwrap_or_default();
         let choices = wire::server_choices(kept)?;
         let wire_version = match choices.version {
             Some(0xfefd) => "DTLSv1.2",
@@ -549,6 +545,47 @@ impl DimplHandshaker {
             signature: signature.map(signature_name),
             resumed: false,
         })
+    }
+}
+
+/// One side's configuration, certificate and peer check: a side can be
+/// started from it on any thread.
+struct SideMaker {
+    client: bool,
+    version: TlsVersion,
+    mtu_bytes: u16,
+    config: Arc<Config>,
+    certificate: DtlsCertificate,
+    check: PeerCheck,
+}
+
+impl SideMaker {
+    /// A new endpoint on `end`, its first output (the client's ClientHello)
+    /// already sent.
+    fn make<E: Read + Write>(self, end: E, now: Instant) -> Result<Side<E>> {
+        let mut dtls = match self.version {
+            TlsVersion::Dtls13 => Dtls::new_13(self.config, self.certificate, now),
+            _ => Dtls::new_12(self.config, self.certificate, now),
+        };
+        dtls.set_active(self.client);
+        let mtu = usize::from(self.mtu_bytes);
+        let mut side = Side {
+            dtls,
+            end,
+            check: self.check,
+            datagram: vec![0; mtu],
+            // dimpl 0.8's DTLS 1.2 client panics, rather than asking for
+            // more room, when the peer's certificate does not fit.
+            output: vec![0; mtu.max(OUTPUT_BUFFER_BYTES)],
+            timer: None,
+            connected: false,
+            peer_leaf: None,
+            kept: (!self.client).then(Vec::new),
+            received: Vec::new(),
+            taken: 0,
+        };
+        side.tick(now)?;
+        Ok(side)
     }
 }
 

@@ -1,9 +1,13 @@
-//! The price of DTLS: every DTLS 1.2 row beside the TLS 1.2 row of the same
-//! backend, group, certificate, suite and mode, with the ratio of their CPU
-//! cost (client + server) from same-round pairs. What the difference pays
-//! for: the cookie round trip (a second ClientHello and a
-//! HelloVerifyRequest), the longer record header, and handshake messages
-//! fragmented to the MTU.
+//! The price of DTLS: every DTLS row beside the TLS row of the same
+//! version rules (1.2 with 1.2, 1.3 with 1.3), group, certificate, suite
+//! and mode, with the ratio of their CPU cost (client + server) from
+//! same-round pairs. A DTLS row pairs with the TLS row of its own backend;
+//! a backend without TLS (dimpl, the DTLS 1.3 of this tool) pairs with the
+//! TLS row of every other backend in the run, and the table says which
+//! library each side is. What the difference pays for: the cookie round
+//! trip (a second ClientHello after a HelloVerifyRequest, or in 1.3 a
+//! HelloRetryRequest), the longer record header, and handshake messages
+//! fragmented to the MTU; across libraries, the libraries as well.
 
 use serde::Serialize;
 
@@ -15,10 +19,12 @@ use crate::scenario::{HandshakeScenario, TlsVersion, Transport};
 use crate::stats::{self, PairedRatio, Summary};
 use crate::workload::handshake::CellResult;
 
-/// One TLS 1.2 row and the DTLS 1.2 row that differs from it only in the protocol.
+/// One TLS row and the DTLS row that differs from it only in the protocol
+/// (and, across libraries, in the backend).
 #[derive(Debug, Clone, Serialize)]
 pub struct Pair {
-    pub backend: String,
+    pub tls_backend: String,
+    pub dtls_backend: String,
     pub tls_label: String,
     pub dtls_label: String,
     /// CPU time per handshake, client + server, microseconds.
@@ -28,11 +34,12 @@ pub struct Pair {
     pub ratio: Option<PairedRatio>,
 }
 
-/// The TLS 1.2 scenario a DTLS 1.2 scenario is compared with: over
-/// memory its memory twin, over UDP its twin over TCP.
+/// The TLS scenario a DTLS scenario is compared with: TLS 1.2 for DTLS
+/// 1.2, TLS 1.3 for DTLS 1.3; over memory its memory twin, over UDP its
+/// twin over TCP.
 fn tls_twin(dtls: &HandshakeScenario) -> HandshakeScenario {
     HandshakeScenario {
-        version: TlsVersion::Tls12,
+        version: dtls.version.tls_rules(),
         mtu_bytes: None,
         transport: match dtls.transport {
             Transport::Udp => Transport::Tcp,
@@ -40,6 +47,12 @@ fn tls_twin(dtls: &HandshakeScenario) -> HandshakeScenario {
         },
         ..*dtls
     }
+}
+
+/// The rows of a child process run without CPU features ("openssl
+/// (generic)") pair only among themselves.
+fn generic(backend: &str) -> bool {
+    backend.ends_with(" (generic)")
 }
 
 fn cpu_us(cell: &CellResult) -> Option<Summary> {
@@ -50,28 +63,53 @@ fn cpu_us(cell: &CellResult) -> Option<Summary> {
     stats::summarize(&values)
 }
 
-/// Every measured DTLS 1.2 cell with its measured TLS 1.2 twin, in the
+/// Every measured DTLS cell with its measured TLS twin on the same
+/// backend, or, for a backend without one, on each other backend; in the
 /// order of the cells.
 pub fn pairs(cells: &[CellResult]) -> Vec<Pair> {
-    cells
+    let measured = |cell: &&CellResult| !cell.samples().is_empty();
+    let rounds = |cell: &CellResult| stats::round_medians(&measure::costs(cell.samples()));
+    let mut pairs = Vec::new();
+    for dtls in cells
         .iter()
-        .filter(|c| c.scenario.version == TlsVersion::Dtls12)
-        .filter_map(|dtls| {
-            let twin = tls_twin(&dtls.scenario);
-            let tls = cells
-                .iter()
-                .find(|c| c.backend == dtls.backend && c.scenario == twin)?;
-            let rounds = |cell: &CellResult| stats::round_medians(&measure::costs(cell.samples()));
-            Some(Pair {
-                backend: dtls.backend.clone(),
+        .filter(|c| c.scenario.version.is_datagram())
+        .filter(measured)
+    {
+        let twin = tls_twin(&dtls.scenario);
+        let twins: Vec<&CellResult> = cells
+            .iter()
+            .filter(|c| c.scenario == twin)
+            .filter(measured)
+            .collect();
+        let own: Vec<&CellResult> = twins
+            .iter()
+            .copied()
+            .filter(|c| c.backend == dtls.backend)
+            .collect();
+        let partners = if own.is_empty() {
+            twins
+                .into_iter()
+                .filter(|c| generic(&c.backend) == generic(&dtls.backend))
+                .collect()
+        } else {
+            own
+        };
+        for tls in partners {
+            let (Some(tls_cpu_us), Some(dtls_cpu_us)) = (cpu_us(tls), cpu_us(dtls)) else {
+                continue;
+            };
+            pairs.push(Pair {
+                tls_backend: tls.backend.clone(),
+                dtls_backend: dtls.backend.clone(),
                 tls_label: tls.scenario.label(),
                 dtls_label: dtls.scenario.label(),
-                tls_cpu_us: cpu_us(tls)?,
-                dtls_cpu_us: cpu_us(dtls)?,
+                tls_cpu_us,
+                dtls_cpu_us,
                 ratio: stats::paired_ratio(&rounds(dtls), &rounds(tls)),
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    pairs
 }
 
 /// A difference in microseconds with its sign.
@@ -80,35 +118,37 @@ fn signed_us(value: f64) -> String {
     format!("{sign}{}", format_us(value.abs()))
 }
 
-/// The table, or `None` when the run has no TLS 1.2 and DTLS 1.2 rows to pair.
+/// The table, or `None` when the run has no TLS and DTLS rows to pair.
 pub fn table(pairs: &[Pair], cells: &[CellResult]) -> Option<Table> {
     if pairs.is_empty() {
         return None;
     }
     let mut table = Table::new(
         &[
-            "backend",
+            "protocols",
             "group, certificate, suite",
-            "TLS 1.2 CPU µs",
-            "DTLS 1.2 CPU µs",
+            "TLS on",
+            "DTLS on",
+            "TLS CPU µs",
+            "DTLS CPU µs",
             "DTLS − TLS µs",
             "DTLS / TLS (±95% CI)",
         ],
-        &[false, false, true, true, true, true],
+        &[false, false, false, false, true, true, true, true],
     )
-    .titled("TLS 1.2 against DTLS 1.2: the price of DTLS");
+    .titled("TLS against DTLS: the price of DTLS");
     for pair in pairs {
-        let scenario = cells
-            .iter()
-            .find(|c| c.scenario.label() == pair.dtls_label)
-            .map(|c| c.scenario.describe())
-            .unwrap_or_default();
+        let cell = cells.iter().find(|c| c.scenario.label() == pair.dtls_label);
+        let scenario = cell.map(|c| c.scenario.describe()).unwrap_or_default();
+        let version = cell.map_or(TlsVersion::Dtls12, |c| c.scenario.version);
         table.rows.push(vec![
-            pair.backend.clone(),
+            format!("{} / {}", version.tls_rules().display(), version.display()),
             scenario
-                .trim_start_matches(TlsVersion::Dtls12.display())
+                .trim_start_matches(version.display())
                 .trim()
                 .to_string(),
+            pair.tls_backend.clone(),
+            pair.dtls_backend.clone(),
             format_us(pair.tls_cpu_us.median),
             format_us(pair.dtls_cpu_us.median),
             signed_us(pair.dtls_cpu_us.median - pair.tls_cpu_us.median),
@@ -118,7 +158,10 @@ pub fn table(pairs: &[Pair], cells: &[CellResult]) -> Option<Table> {
                 .unwrap_or_else(|| "—".to_string()),
         ]);
     }
-    table.notes.push("CPU: client + server thread CPU time per handshake, median. DTLS / TLS: the median of same-round ratios. DTLS pays for the cookie round trip (HelloVerifyRequest and a second ClientHello), a 13-byte record header and handshake messages fragmented to the MTU.".to_string());
+    table.notes.push("CPU: client + server thread CPU time per handshake, median. DTLS / TLS: the median of same-round ratios. DTLS pays for the cookie round trip (HelloVerifyRequest and a second ClientHello in 1.2, a HelloRetryRequest in 1.3), a longer record header and handshake messages fragmented to the MTU.".to_string());
+    if pairs.iter().any(|p| p.tls_backend != p.dtls_backend) {
+        table.notes.push("TLS on / DTLS on: the backend of each side. A DTLS backend without TLS (dimpl) is paired with every other backend's TLS row, so those ratios hold the difference between the libraries too: dimpl and rustls-aws-lc both do their cryptography with aws-lc, OpenSSL with its own libcrypto.".to_string());
+    }
     Some(table)
 }
 
@@ -130,8 +173,12 @@ mod tests {
     use crate::workload::handshake::Sample;
 
     fn cell(version: TlsVersion, cost_ns: &[u64]) -> CellResult {
+        cell_on("openssl", version, cost_ns)
+    }
+
+    fn cell_on(backend: &str, version: TlsVersion, cost_ns: &[u64]) -> CellResult {
         CellResult {
-            backend: "openssl".into(),
+            backend: backend.into(),
             scenario: HandshakeScenario {
                 version,
                 group: Group::P256,
@@ -183,9 +230,44 @@ mod tests {
         );
         assert_eq!(pairs[0].ratio.as_ref().unwrap().value, 1.5);
         let table = table(&pairs, &cells).unwrap();
+        assert_eq!(table.rows[0][0], "TLS 1.2 / DTLS 1.2");
         assert_eq!(table.rows[0][1], "ECDHE P-256 ECDSA P-256 aes128gcm");
-        assert_eq!(table.rows[0][4], "+0.75");
-        assert!(table.rows[0][5].starts_with("1.50"), "{:?}", table.rows[0]);
+        assert_eq!(table.rows[0][2..4], ["openssl", "openssl"]);
+        assert_eq!(table.rows[0][6], "+0.75");
+        assert!(table.rows[0][7].starts_with("1.50"), "{:?}", table.rows[0]);
+        assert_eq!(
+            table.notes.len(),
+            1,
+            "no note on libraries for same-backend pairs"
+        );
+    }
+
+    #[test]
+    fn dtls13_on_dimpl_pairs_with_every_tls13_backend() {
+        let cells = vec![
+            cell_on("openssl", TlsVersion::Tls13, &[1000, 1000, 2000]),
+            cell_on("rustls-aws-lc", TlsVersion::Tls13, &[800, 800, 1600]),
+            cell_on("openssl", TlsVersion::Dtls13, &[]),
+            cell_on("dimpl", TlsVersion::Dtls13, &[1200, 1200, 2400]),
+            // A TLS 1.2 row is no twin of a DTLS 1.3 row.
+            cell_on("openssl", TlsVersion::Tls12, &[700, 700, 1400]),
+        ];
+        let pairs = pairs(&cells);
+        let sides: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|p| (p.tls_backend.as_str(), p.dtls_backend.as_str()))
+            .collect();
+        assert_eq!(sides, [("openssl", "dimpl"), ("rustls-aws-lc", "dimpl")]);
+        assert_eq!(
+            pairs[1].tls_label,
+            "handshake_1.3_p256_ecdsa_p256_aes128gcm"
+        );
+        assert_eq!(pairs[0].ratio.as_ref().unwrap().value, 1.2);
+        assert_eq!(pairs[1].ratio.as_ref().unwrap().value, 1.5);
+        let table = table(&pairs, &cells).unwrap();
+        assert_eq!(table.rows[1][0], "TLS 1.3 / DTLS 1.3");
+        assert_eq!(table.rows[1][2..4], ["rustls-aws-lc", "dimpl"]);
+        assert!(table.notes[1].contains("aws-lc"), "{:?}", table.notes);
     }
 
     #[test]
