@@ -620,6 +620,7 @@ pub struct TunnelArgs {
   tlslab load --rate 200 --mode resume --tls 1.2 --plot charts/   (session cache and tickets on)
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (a loopback server you run)
   tlslab load --server embedded --backend rustls-aws-lc --rate 300 --size 50k   (counted breakdown)
+  tlslab load --server embedded --threads 1 --rate 300   (the embedded server on one core)
 
 Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64.
 Requests are due at evenly spaced times whatever the server does; each
@@ -674,10 +675,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<String>,
 
-    /// The embedded server's worker threads (each serves one connection at
-    /// a time). [default: one per core; in keepalive mode at least --clients]
-    #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
+    /// The embedded server's worker threads, each serving one connection
+    /// at a time: the cores its handshakes can use (`--workers` is an old
+    /// name of it). [default: every core; in keepalive mode at least --clients]
+    #[arg(long, alias = "workers", value_name = "N")]
+    pub threads: Option<usize>,
 
     /// A server you run, HOST:PORT on loopback, instead of nginx: client-side
     /// figures only (its CPU is not known to tlslab). It must serve
