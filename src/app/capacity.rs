@@ -50,6 +50,18 @@ struct StoredOptions<'a> {
     threads: usize,
     times: StepTimes,
     max_total_time: Option<Duration>,
+    /// The 1-minute load average when the run started (Linux).
+    load_average: Option<f64>,
+}
+
+/// The 1-minute load average from /proc/loadavg, where there is one.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
@@ -95,6 +107,7 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
         threads,
         times,
         max_total_time: options.max_total_time,
+        load_average: load_average(),
     };
     let run_id = store.begin_run(&run_info(
         "capacity",
@@ -226,6 +239,7 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
         host: &host,
         libraries: &libraries,
         cells: &cells,
+        load_average: stored.load_average,
     }
     .document();
     if out_of_time {
@@ -251,6 +265,9 @@ pub(crate) fn stored_document(
         host: &run.host,
         libraries: &run.libraries,
         cells: &store.load_capacity_cells(run.id)?,
+        load_average: serde_json::from_str::<serde_json::Value>(&run.options_json)
+            .ok()
+            .and_then(|options| options["load_average"].as_f64()),
     }
     .document())
 }

@@ -17,6 +17,8 @@ pub struct CapacityReport<'a> {
     pub host: &'a HostInfo,
     pub libraries: &'a [LibraryInfo],
     pub cells: &'a [CapacityCell],
+    /// The 1-minute load average when the run started, if known.
+    pub load_average: Option<f64>,
 }
 
 /// The model's handshakes per second on `threads` cores.
@@ -46,11 +48,30 @@ impl CapacityReport<'_> {
                     None,
                     None,
                 ),
-                serde_json::json!({ "cells": self.cells.iter().map(cell_json).collect::<Vec<_>>() }),
+                serde_json::json!({
+                    "load_average": self.load_average,
+                    "cells": self.cells.iter().map(cell_json).collect::<Vec<_>>(),
+                }),
             ),
-            footer: super::run_notes(None, None, self.complete),
+            footer: self
+                .load_note()
+                .into_iter()
+                .chain(super::run_notes(None, None, self.complete))
+                .collect(),
             figures: Vec::new(),
         }
+    }
+
+    /// What the machine was doing besides: the measured handshakes/s and
+    /// their scaling need idle cores, the CPU-time columns much less.
+    fn load_note(&self) -> Option<String> {
+        let load = self.load_average?;
+        let cores = self.host.cores;
+        Some(if load >= 0.5 {
+            format!("Load average when the run started: {load:.2} on {cores} cores. Other work shared the cores, so handshakes/s and scaling are below what idle cores give; the server CPU per handshake, and the capacity drawn from it, depend on it much less.")
+        } else {
+            format!("Load average when the run started: {load:.2} on {cores} cores.")
+        })
     }
 
     /// The table a person reads: the axes, then per thread count the
