@@ -58,7 +58,7 @@ impl CapacityReport<'_> {
                 .into_iter()
                 .chain(super::run_notes(None, None, self.complete))
                 .collect(),
-            figures: Vec::new(),
+            figures: super::plot::capacity_figures(self.cells),
         }
     }
 

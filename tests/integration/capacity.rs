@@ -93,14 +93,24 @@ fn a_tiny_capacity_run_has_a_line_per_thread_count_beside_the_model() {
     let lines = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(lines.lines().count(), 4, "{lines}");
 
-    // Stored: `report` shows the run again, and `merge` carries it over.
-    let shown = tlslab(&["report", "--db", db.to_str().unwrap()]);
+    // Stored: `report` shows the run again with its chart, and `merge`
+    // carries it over.
+    let charts = dir.path().join("charts");
+    let shown = tlslab(&[
+        "report",
+        "--db",
+        db.to_str().unwrap(),
+        "--plot",
+        charts.to_str().unwrap(),
+    ]);
     shown.expect_code(0);
     assert!(
         shown.stdout().contains("capacity run 1"),
         "{}",
         shown.stdout()
     );
+    let svg = std::fs::read_to_string(charts.join("capacity.svg")).unwrap();
+    assert!(svg.contains("2 threads"), "{svg}");
     let merged = dir.path().join("merged.sqlite");
     tlslab(&["merge", merged.to_str().unwrap(), db.to_str().unwrap()]).expect_code(0);
     let again = dir.path().join("again.json");
