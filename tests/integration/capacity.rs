@@ -158,3 +158,44 @@ fn bad_thread_counts_and_capacity_options_are_usage_errors() {
         );
     }
 }
+
+#[test]
+fn max_total_time_stops_a_capacity_run_after_the_step_it_is_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("capacity.json");
+    let run = tlslab(&[
+        "handshake",
+        "--capacity",
+        "--backend",
+        "mock",
+        "--group",
+        "x25519,p256",
+        "--cert",
+        "ecdsa_p256",
+        "--threads",
+        "2",
+        "--max-time",
+        "0.1",
+        "--warmup",
+        "0",
+        "--max-total-time",
+        "0.05",
+        "-q",
+        "--no-db",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    assert!(
+        run.stdout()
+            .contains("--max-total-time ran out: the last row stopped at the thread count it had reached, and 1 row(s) did not run."),
+        "{}",
+        run.stdout()
+    );
+    let exported: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(steps(&exported).len(), 1, "{exported:#}");
+    assert_eq!(exported["cells"].as_array().unwrap().len(), 1);
+}
