@@ -75,11 +75,13 @@ pub enum MutualArg {
   tlslab handshake --preset dtls-study --cpu-features native,generic
   tlslab handshake --backend openssl --tls 1.2,dtls1.2 --group p256 --cert ecdsa_p256 --mtu 576
   tlslab handshake --tls 1.2,1.3,dtls1.2 --group p256 --cert ecdsa_p256 --transport memory,tcp,udp
+  tlslab handshake --capacity --tls 1.3 --group x25519,p256 --cert rsa2048,ecdsa_p256 --threads 4
   tlslab list   (every valid name)
 
 Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2;
 with --preset also --max-total-time: kex-matrix 24, tls13-matrix 48, post-quantum 60, dtls-study 30
-(about twice their time on a quiet 2-core machine)")]
+(about twice their time on a quiet 2-core machine); with --capacity --max-time 2 per thread
+count and --warmup 0.2, and --max-total-time stops the run after the step it is in")]
 pub struct HandshakeArgs {
     /// A named matrix: kex-matrix, tls13-matrix, post-quantum, dtls-study. Axis options
     /// override its axes; dtls-study's DTLS 1.3 rows on dimpl come only without --backend and --tls.
@@ -111,6 +113,19 @@ pub struct HandshakeArgs {
     /// Mutual TLS: the client presents a certificate too. [default: off]
     #[arg(long, value_enum, value_name = "MODE")]
     pub mutual: Option<MutualArg>,
+
+    /// Server capacity on several cores: per row, 1, 2, ... --threads
+    /// threads at once, each doing complete verified in-memory handshakes
+    /// for --max-time seconds (default 2; after --warmup); new handshakes
+    /// per second, the server's CPU per handshake and the capacity it
+    /// implies, beside `cost`'s one-core model times the threads.
+    #[arg(long, conflicts_with_all = ["server", "transport", "cpu_features", "baseline", "shard", "precision", "min_samples", "runs", "seed"])]
+    pub capacity: bool,
+
+    /// With --capacity: the most threads at once (rows from 1 to N).
+    /// [default: every core]
+    #[arg(long, value_name = "N", requires = "capacity")]
+    pub threads: Option<usize>,
 
     /// With hardware acceleration (native) and without it (generic: the
     /// matrix again in a child process with OpenSSL's and aws-lc's CPU
@@ -627,6 +642,7 @@ pub struct TunnelArgs {
   tlslab load --target 127.0.0.1:8443 --probe-only   (which versions, groups, suites it accepts)
   tlslab load --target HOST:443 --i-have-permission --max-rate 20 --rate 10   (off loopback)
   tlslab load --server embedded --backend rustls-aws-lc --rate 300 --size 50k   (counted breakdown)
+  tlslab load --server embedded --threads 1 --rate 300   (the embedded server on one core)
 
 Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64.
 Requests are due at evenly spaced times whatever the server does; each
@@ -682,10 +698,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<String>,
 
-    /// The embedded server's worker threads (each serves one connection at
-    /// a time). [default: one per core; in keepalive mode at least --clients]
-    #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
+    /// The embedded server's worker threads, each serving one connection
+    /// at a time: the cores its handshakes can use (`--workers` is an old
+    /// name of it). [default: every core; in keepalive mode at least --clients]
+    #[arg(long, alias = "workers", value_name = "N")]
+    pub threads: Option<usize>,
 
     /// A server you run, HOST:PORT, instead of nginx: client-side figures
     /// only (its CPU is not known to tlslab). It is probed first (which

@@ -83,13 +83,7 @@ pub fn run(args: &CostArgs) -> Result<i32> {
     if let (Some(shard), true) = (shard, scenarios.is_empty()) {
         return empty_shard(shard);
     }
-    let primitive_options = SamplingOptions {
-        max_time: options.max_time.min(Duration::from_millis(500)),
-        min_samples: options.min_samples.min(6),
-        warmup: Duration::from_millis(20),
-        slice: Duration::ZERO,
-        ..options
-    };
+    let primitive_options = primitive_options(&options);
     check_exports(&args.exports)?;
     let mut store = open_store(&args.database)?;
     let host = HostInfo::current();
@@ -132,8 +126,14 @@ pub fn run(args: &CostArgs) -> Result<i32> {
     let primitive_ns = if interrupted {
         BTreeMap::new()
     } else {
+        let measured: Vec<(String, HandshakeScenario)> = handshakes
+            .cells
+            .iter()
+            .filter(|c| !c.samples().is_empty())
+            .map(|c| (c.backend.clone(), c.scenario))
+            .collect();
         let (costs, stopped) = primitive_costs(
-            &handshakes.cells,
+            &measured,
             &backends,
             &primitive_options,
             &interrupt,
@@ -197,12 +197,25 @@ pub fn run(args: &CostArgs) -> Result<i32> {
 }
 
 /// Median nanoseconds per operation, by backend id and primitive row.
-type PrimitiveCosts = BTreeMap<(String, SpeedRow), f64>;
+pub(crate) type PrimitiveCosts = BTreeMap<(String, SpeedRow), f64>;
+
+/// The sampling options of the primitives the model charges, from the
+/// command's own: shorter, as each is a batch of one operation.
+pub(crate) fn primitive_options(options: &SamplingOptions) -> SamplingOptions {
+    SamplingOptions {
+        max_time: options.max_time.min(Duration::from_millis(500)),
+        min_samples: options.min_samples.min(6),
+        warmup: Duration::from_millis(20),
+        slice: Duration::ZERO,
+        ..*options
+    }
+}
 
 /// The median time per operation of every primitive row the model charges
-/// the measured cells with, per backend, sampled in interleaved rounds.
-fn primitive_costs(
-    cells: &[CellResult],
+/// these (backend id, scenario) pairs with, per backend, sampled in
+/// interleaved rounds and stored with the run as speed cells.
+pub(crate) fn primitive_costs(
+    pairs: &[(String, HandshakeScenario)],
     backends: &[Arc<dyn Backend>],
     options: &SamplingOptions,
     interrupt: &AtomicBool,
@@ -210,11 +223,11 @@ fn primitive_costs(
     run_id: i64,
 ) -> Result<(PrimitiveCosts, bool)> {
     let mut wanted: Vec<(String, SpeedRow)> = Vec::new();
-    for cell in cells.iter().filter(|c| !c.samples().is_empty()) {
+    for (backend, scenario) in pairs {
         for side in [Side::Client, Side::Server] {
-            for (operation, _) in counts::operation_counts(&cell.scenario, side) {
-                if let Some((row, _)) = counts::cost_row(&cell.scenario, side, operation) {
-                    let key = (cell.backend.clone(), row);
+            for (operation, _) in counts::operation_counts(scenario, side) {
+                if let Some((row, _)) = counts::cost_row(scenario, side, operation) {
+                    let key = (backend.clone(), row);
                     if !wanted.contains(&key) {
                         wanted.push(key);
                     }
@@ -279,11 +292,23 @@ fn primitive_costs(
     Ok((costs, run.interrupted))
 }
 
+/// One backend's primitive costs, by row.
+pub(crate) fn backend_costs(
+    primitive_ns: &PrimitiveCosts,
+    backend: &str,
+) -> BTreeMap<SpeedRow, f64> {
+    primitive_ns
+        .iter()
+        .filter(|((id, _), _)| id == backend)
+        .map(|((_, row), ns)| (*row, *ns))
+        .collect()
+}
+
 /// The model beside the measurement for one cell.
 fn scenario_cost(
     cell: &CellResult,
     backend: &dyn Backend,
-    primitive_ns: &BTreeMap<(String, SpeedRow), f64>,
+    primitive_ns: &PrimitiveCosts,
 ) -> ScenarioCost {
     let scenario = &cell.scenario;
     let mut result = ScenarioCost {
@@ -311,16 +336,11 @@ fn scenario_cost(
             .collect();
         stats::median(&values)
     };
-    let costs: BTreeMap<SpeedRow, f64> = primitive_ns
-        .iter()
-        .filter(|((id, _), _)| id == backend.id())
-        .map(|((_, row), ns)| (*row, *ns))
-        .collect();
+    let costs = backend_costs(primitive_ns, backend.id());
     let client = model_side(scenario, Side::Client, &costs, measured(|s| s.client_ns));
     let server = model_side(scenario, Side::Server, &costs, measured(|s| s.server_ns));
     result.capacity_per_core = server.measured_ns.map(|ns| 1e9 / ns);
-    result.modelled_capacity_per_core =
-        (server.modelled_ns > 0.0).then(|| 1e9 / server.modelled_ns);
+    result.modelled_capacity_per_core = server.modelled_capacity_per_core();
     result.sides = vec![client, server];
     result
 }

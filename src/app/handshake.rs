@@ -98,7 +98,7 @@ impl AxisArgs {
 }
 
 /// Builds the matrix from a preset and the axis options that override it.
-fn matrix_from(args: &HandshakeArgs, preset: Option<Preset>) -> Result<HandshakeMatrix> {
+pub(super) fn matrix_from(args: &HandshakeArgs, preset: Option<Preset>) -> Result<HandshakeMatrix> {
     overridden(
         args,
         preset.map(Preset::matrix).unwrap_or_else(default_matrix),
@@ -164,6 +164,9 @@ fn parse_server(name: Option<&str>) -> Result<Server> {
 }
 
 pub fn run(args: &HandshakeArgs) -> Result<i32> {
+    if args.capacity {
+        return super::capacity::run(args);
+    }
     let preset = args
         .preset
         .as_deref()

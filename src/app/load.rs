@@ -296,9 +296,9 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             "--target aims at a server you run; --server starts one: give one of them",
         ));
     }
-    if !embedded && (args.backend.is_some() || args.workers.is_some()) {
+    if !embedded && (args.backend.is_some() || args.threads.is_some()) {
         return Err(usage(
-            "--backend and --workers configure the embedded server: add --server embedded",
+            "--backend and --threads configure the embedded server: add --server embedded",
         ));
     }
     let default_backend = if preset.is_some() {
@@ -311,10 +311,10 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         .transpose()?
         .map(|id| Ok::<_, anyhow::Error>((id, check_supported(id, scenario)?)))
         .transpose()?;
-    // A worker serves one connection at a time: in keepalive mode every
-    // client keeps one, so there are at least as many workers as clients.
-    let workers = match args.workers {
-        Some(0) => return Err(usage("--workers must be at least 1")),
+    // A worker thread serves one connection at a time: in keepalive mode
+    // every client keeps one, so there are at least as many as clients.
+    let workers = match args.threads {
+        Some(0) => return Err(usage("--threads must be at least 1")),
         Some(n) => n,
         None if mode == Mode::KeepAlive => cores().max(plan.clients),
         None => cores(),

@@ -196,6 +196,7 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
         "cost" => super::cost::stored_document(store, run)?,
         "bulk" => super::bulk::stored_document(store, run)?,
         "load" => super::load::stored_document(store, run)?,
+        "capacity" => super::capacity::stored_document(store, run)?,
         _ => {
             let baseline = baseline
                 .or(sampling.baseline)

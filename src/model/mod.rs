@@ -45,6 +45,12 @@ impl SideCost {
         self.measured_ns.map(|measured| self.modelled_ns / measured)
     }
 
+    /// New handshakes per second one core could do on this side if the
+    /// modelled operations were all it did; `None` when nothing was costed.
+    pub fn modelled_capacity_per_core(&self) -> Option<f64> {
+        (self.modelled_ns > 0.0).then(|| 1e9 / self.modelled_ns)
+    }
+
     /// A compact list of the operations: "1 key exchange, 2 verify (chain)".
     pub fn summary(&self) -> String {
         self.operations

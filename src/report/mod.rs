@@ -5,6 +5,7 @@
 //! Markdown or JSON code.
 
 pub mod bulk;
+pub mod capacity;
 pub mod compare;
 pub mod cost;
 mod csv;

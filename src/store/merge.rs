@@ -18,6 +18,7 @@ const CELL_TABLES: &[(&str, &str)] = &[
     ("speed_cells", "speed_samples"),
     ("tunnel_cells", "tunnel_samples"),
     ("bulk_cells", "bulk_samples"),
+    ("capacity_cells", "capacity_steps"),
 ];
 
 /// The tables of scenarios, keyed by their stable label.

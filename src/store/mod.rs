@@ -6,6 +6,7 @@
 //! [`schema`].
 
 mod bulk;
+mod capacity;
 mod load;
 mod merge;
 mod provenance;
@@ -175,22 +176,7 @@ impl Store {
     pub fn save_cell(&mut self, run_id: i64, cell: &CellResult) -> Result<()> {
         let tx = self.connection.transaction()?;
         let s = &cell.scenario;
-        let label = s.label();
-        tx.execute(
-            "INSERT OR IGNORE INTO scenarios
-             (id, kind, tls_version, kx_group, cert, aead, resumption, mutual, chain_depth)
-             VALUES (?1, 'handshake', ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                label,
-                s.version.id(),
-                s.group.id(),
-                s.cert.id(),
-                s.aead.id(),
-                s.resumption.id(),
-                s.mutual,
-                s.chain_depth
-            ],
-        )?;
+        let label = save_scenario(&tx, s)?;
         let negotiated = cell.negotiated.as_ref();
         tx.execute(
             "INSERT INTO cells (run_id, scenario_id, backend, status, reason, negotiated_version,
@@ -422,19 +408,8 @@ impl Store {
         let mut cells = Vec::new();
         for row in rows {
             let row = row?;
-            let [version, group, cert, aead, resumption] = &row.axes;
-            let version = parse_name(version)?;
-            let scenario = HandshakeScenario {
-                version,
-                group: parse_name(group)?,
-                cert: parse_name(cert)?,
-                aead: parse_name(aead)?,
-                resumption: parse_name(resumption)?,
-                mutual: row.mutual,
-                chain_depth: row.chain_depth,
-                mtu_bytes: HandshakeScenario::mtu_from_label(version, &row.label),
-                transport: crate::scenario::Transport::from_label(&row.label),
-            };
+            let scenario =
+                scenario_from_columns(&row.axes, row.mutual, row.chain_depth, &row.label)?;
             let outcome = outcome_from_columns(&row.status, row.reason, row.precise, || {
                 Ok(samples_query
                     .query_map([row.cell_id], |r| {
@@ -468,6 +443,51 @@ impl Store {
         }
         Ok(cells)
     }
+}
+
+/// Adds a handshake scenario to `scenarios` unless it is there; returns its id (its label).
+fn save_scenario(connection: &Connection, s: &HandshakeScenario) -> Result<String> {
+    let label = s.label();
+    connection.execute(
+        "INSERT OR IGNORE INTO scenarios
+         (id, kind, tls_version, kx_group, cert, aead, resumption, mutual, chain_depth)
+         VALUES (?1, 'handshake', ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            label,
+            s.version.id(),
+            s.group.id(),
+            s.cert.id(),
+            s.aead.id(),
+            s.resumption.id(),
+            s.mutual,
+            s.chain_depth
+        ],
+    )?;
+    Ok(label)
+}
+
+/// A handshake scenario from its row of `scenarios`: the axes (version,
+/// group, certificate, suite, resumption), mutual, chain depth and its id,
+/// which carries what has no column (a DTLS row's MTU, the transport).
+fn scenario_from_columns(
+    axes: &[String; 5],
+    mutual: bool,
+    chain_depth: u8,
+    label: &str,
+) -> Result<HandshakeScenario> {
+    let [version, group, cert, aead, resumption] = axes;
+    let version = parse_name(version)?;
+    Ok(HandshakeScenario {
+        version,
+        group: parse_name(group)?,
+        cert: parse_name(cert)?,
+        aead: parse_name(aead)?,
+        resumption: parse_name(resumption)?,
+        mutual,
+        chain_depth,
+        mtu_bytes: HandshakeScenario::mtu_from_label(version, label),
+        transport: crate::scenario::Transport::from_label(label),
+    })
 }
 
 /// The `precise` column of a cell: set for measured cells only.

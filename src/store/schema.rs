@@ -7,7 +7,7 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
@@ -16,6 +16,7 @@ const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_1_TO_2],
     &[VERSION_2_TO_3],
     &[VERSION_3_TO_4],
+    &[VERSION_4_TO_5],
 ];
 
 /// The latest schema, created directly in a new (empty) database. A
@@ -270,6 +271,30 @@ CREATE TABLE load_profile (
     shared_object TEXT NOT NULL,
     percent REAL NOT NULL,
     PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+-- Version 5: `tlslab handshake --capacity`: per backend and scenario its
+-- status and the cost model's server CPU per handshake (ns); per thread
+-- count the handshakes that finished inside the window (all threads) and
+-- each side's CPU time summed over them.
+CREATE TABLE capacity_cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    scenario_id TEXT NOT NULL REFERENCES scenarios (id),
+    backend TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    modelled_server_ns REAL,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, scenario_id, backend)
+);
+CREATE TABLE capacity_steps (
+    cell_id INTEGER NOT NULL REFERENCES capacity_cells (id),
+    threads INTEGER NOT NULL,
+    handshakes INTEGER NOT NULL,
+    window_ns INTEGER NOT NULL,
+    server_cpu_ns INTEGER NOT NULL,
+    client_cpu_ns INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, threads)
 ) WITHOUT ROWID;
 "#;
 
@@ -533,6 +558,31 @@ CREATE TABLE load_profile (
     shared_object TEXT NOT NULL,
     percent REAL NOT NULL,
     PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+"#;
+
+/// Version 5: `tlslab handshake --capacity` cells and their steps (see
+/// the latest schema's comment).
+const VERSION_4_TO_5: &str = r#"
+CREATE TABLE capacity_cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    scenario_id TEXT NOT NULL REFERENCES scenarios (id),
+    backend TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    modelled_server_ns REAL,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, scenario_id, backend)
+);
+CREATE TABLE capacity_steps (
+    cell_id INTEGER NOT NULL REFERENCES capacity_cells (id),
+    threads INTEGER NOT NULL,
+    handshakes INTEGER NOT NULL,
+    window_ns INTEGER NOT NULL,
+    server_cpu_ns INTEGER NOT NULL,
+    client_cpu_ns INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, threads)
 ) WITHOUT ROWID;
 "#;
 

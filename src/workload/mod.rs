@@ -1,10 +1,11 @@
 //! What one sample does, per capability: a verified handshake, a batch of
 //! application data through an established pair, a batch of
-//! primitive operations, a batch of tunnel packets or an OpenVPN transfer;
-//! and the servers that `load` aims at (nginx, the embedded server).
+//! primitive operations, a batch of tunnel packets or an OpenVPN transfer,
+//! threads handshaking at once for a window (capacity); and the servers that `load` aims at (nginx, the embedded server).
 //! The sampler in `measure` runs them.
 
 pub mod bulk;
+pub mod capacity;
 pub mod handshake;
 pub mod load;
 pub mod nginx;

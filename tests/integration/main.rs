@@ -3,6 +3,7 @@
 
 mod backends;
 mod bulk;
+mod capacity;
 mod cli;
 mod compare;
 mod cost;

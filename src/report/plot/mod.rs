@@ -4,6 +4,7 @@
 //! embedded in the binary, so a chart looks the same on every host.
 
 mod bulk;
+mod capacity;
 mod cost;
 mod draw;
 mod handshake;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 pub use bulk::figures as bulk_figures;
+pub use capacity::figures as capacity_figures;
 pub use cost::figures as cost_figures;
 pub use draw::{png, svg};
 pub use handshake::figures as handshake_figures;
