@@ -7,7 +7,7 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
@@ -16,6 +16,7 @@ const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_1_TO_2],
     &[VERSION_2_TO_3],
     &[VERSION_3_TO_4],
+    &[VERSION_4_TO_5],
 ];
 
 /// The latest schema, created directly in a new (empty) database. A
@@ -267,6 +268,21 @@ CREATE TABLE load_profile (
     shared_object TEXT NOT NULL,
     percent REAL NOT NULL,
     PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+-- Version 5: per second of a load run (by due time), the requests due in
+-- it, how many of them were answered and their total latency's
+-- percentiles (microseconds, 2 significant digits; NULL when none was
+-- answered): latency against offered rate.
+CREATE TABLE load_intervals (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    second INTEGER NOT NULL,
+    offered INTEGER NOT NULL,
+    answered INTEGER NOT NULL,
+    p50_us INTEGER,
+    p90_us INTEGER,
+    p99_us INTEGER,
+    max_us INTEGER,
+    PRIMARY KEY (run_id, second)
 ) WITHOUT ROWID;
 "#;
 
@@ -530,6 +546,22 @@ CREATE TABLE load_profile (
     shared_object TEXT NOT NULL,
     percent REAL NOT NULL,
     PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+"#;
+
+/// Version 5: a load run's latency percentiles per second (see the latest
+/// schema's comment).
+const VERSION_4_TO_5: &str = r#"
+CREATE TABLE load_intervals (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    second INTEGER NOT NULL,
+    offered INTEGER NOT NULL,
+    answered INTEGER NOT NULL,
+    p50_us INTEGER,
+    p90_us INTEGER,
+    p99_us INTEGER,
+    max_us INTEGER,
+    PRIMARY KEY (run_id, second)
 ) WITHOUT ROWID;
 "#;
 
