@@ -483,6 +483,12 @@ pub struct ReportArgs {
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 
+    /// Show the --run shards of one command (same kind and options but for
+    /// --shard, e.g. merged with `tlslab merge`) as one run: one table over
+    /// their rows, per host (runs of different hosts are never pooled).
+    #[arg(long, requires = "run")]
+    pub combine: bool,
+
     /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,

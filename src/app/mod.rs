@@ -3,6 +3,7 @@
 //! [`session`]. Nothing below `app` imports it.
 
 pub mod bulk;
+mod combine;
 pub mod compare;
 pub mod cost;
 pub mod handshake;
