@@ -109,9 +109,9 @@ fn pool<C, S>(
     (cells, pooled)
 }
 
-/// Checks that the runs can combine, and groups them per host (in the
-/// order of the hosts' first runs).
-fn group_per_host(runs: Vec<StoredRun>) -> Result<Vec<Vec<StoredRun>>> {
+/// Checks that the runs are of one command: the same kind (one that
+/// combines) and the same options but for the shard and the seed.
+fn check_one_command(runs: &[StoredRun]) -> Result<()> {
     let first = &runs[0];
     if !KINDS.contains(&first.kind.as_str()) {
         return Err(usage(format!(
@@ -134,6 +134,13 @@ fn group_per_host(runs: Vec<StoredRun>) -> Result<Vec<Vec<StoredRun>>> {
             )));
         }
     }
+    Ok(())
+}
+
+/// Checks that the runs can combine, and groups them per host (in the
+/// order of the hosts' first runs).
+fn group_per_host(runs: Vec<StoredRun>) -> Result<Vec<Vec<StoredRun>>> {
+    check_one_command(&runs)?;
     let mut groups: Vec<Vec<StoredRun>> = Vec::new();
     for run in runs {
         match groups.iter_mut().find(|g| g[0].host == run.host) {
@@ -142,6 +149,12 @@ fn group_per_host(runs: Vec<StoredRun>) -> Result<Vec<Vec<StoredRun>>> {
         }
     }
     Ok(groups)
+}
+
+/// Returns true if and only if the runs are two or more shards (each run
+/// with `--shard`) of one command, which `--combine` can show as one run.
+pub fn are_shards(runs: &[StoredRun]) -> bool {
+    runs.len() > 1 && runs.iter().all(|r| shard_of(r).is_some()) && check_one_command(runs).is_ok()
 }
 
 /// The runs combined, one document per host.
@@ -376,5 +389,14 @@ mod tests {
             .err()
             .unwrap();
         assert!(refused.to_string().contains("not shards of one command"));
+    }
+
+    #[test]
+    fn shards_of_one_command_are_recognised() {
+        assert!(are_shards(&[run(1, "a", "1/2"), run(2, "b", "2/2")]));
+        let mut whole = run(3, "a", "");
+        whole.options_json = r#"{"runs":4}"#.into();
+        assert!(!are_shards(&[run(1, "a", "1/2"), whole]));
+        assert!(!are_shards(&[run(1, "a", "1/2")]));
     }
 }

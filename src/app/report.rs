@@ -145,6 +145,17 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
     if args.combine {
         return show_combined(&store, &run_ids, args);
     }
+    if several {
+        let runs = run_ids
+            .iter()
+            .map(|id| store.load_run(*id))
+            .collect::<Result<Vec<_>>>()?;
+        if super::combine::are_shards(&runs) {
+            eprintln!(
+                "note: these runs are shards of one command: --combine shows them as one table"
+            );
+        }
+    }
     let mut shown = Vec::new();
     for (i, run_id) in run_ids.iter().enumerate() {
         let run = store.load_run(*run_id)?;

@@ -550,6 +550,14 @@ fn merged_shards_reported_combined_equal_the_unsharded_table() {
         "{out}"
     );
     assert!(out.contains("measured in 3 runs"), "{out}");
+    // Without --combine the shards are shown apart, with a hint.
+    let apart = tlslab(&["report", "--db", &path_text(&all), "--run", "1,2,3"]);
+    apart.expect_code(0);
+    assert!(
+        apart.stderr().contains("shards of one command: --combine"),
+        "{}",
+        apart.stderr()
+    );
 }
 
 /// Runs of two commands, or of two kinds, do not combine.
