@@ -428,7 +428,7 @@ pub fn run(plan: &Plan, endpoint: &Endpoint, interrupt: &AtomicBool) -> Result<L
                 }
                 intervals.answered(
                     done.due.saturating_duration_since(start),
-                    done.end - done.due,
+                    done.end.saturating_duration_since(done.due),
                 );
             }
             Err((kind, message)) => {
