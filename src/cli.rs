@@ -502,6 +502,12 @@ pub struct ReportArgs {
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 
+    /// Show the --run shards of one command (same kind and options but for
+    /// --shard, e.g. merged with `tlslab merge`) as one run: one table over
+    /// their rows, per host (runs of different hosts are never pooled).
+    #[arg(long, requires = "run")]
+    pub combine: bool,
+
     /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -520,7 +526,10 @@ pub struct ReportArgs {
   tlslab compare 3 other.sqlite:1          (a run of another database)
   tlslab report --list                     (the stored runs)
 
-Kinds: handshake, speed and tunnel runs (cost runs are not compared).
+Kinds: handshake, speed, tunnel, bulk (a row per side), cost (handshakes
+and the operations the model used) and load runs (each phase's p50 is
+tested over every request's latency; p99 and the rates are shown without
+a test).
 Rows match on backend and scenario; when none match and each run has
 one backend, on the scenario alone (a run per library).
 Exit status: 0 no row slower beyond the threshold, 1 some row is,

@@ -1,7 +1,7 @@
-//! `tlslab compare A B`: two stored runs of one kind (handshake, speed or
-//! tunnel) row by row, with a verdict per row and an exit status a CI job
-//! can gate on: 0 when no row is slower beyond the threshold, 1 when one
-//! is, 2 for bad options.
+//! `tlslab compare A B`: two stored runs of one kind (handshake, speed,
+//! tunnel, bulk, cost or load) row by row, with a verdict per row and an
+//! exit status a CI job can gate on: 0 when no row is slower beyond the
+//! threshold, 1 when one is, 2 for bad options.
 
 use std::path::{Path, PathBuf};
 
@@ -11,8 +11,11 @@ use super::session::{check_exports, usage};
 use crate::cli::CompareArgs;
 use crate::measure::{Outcome, Sampled, Timed};
 use crate::report::compare::{self, Cell, Kind, Run};
-use crate::scenario::Named;
+use crate::scenario::bulk::Channel;
+use crate::scenario::{HandshakeScenario, Named, Transport};
 use crate::store::Store;
+use crate::workload::bulk::BulkSample;
+use crate::workload::load::PHASE_IDS;
 
 /// Parses "5%", "0.5%" or "5" (percent) into a fraction, zero allowed.
 fn parse_threshold(text: &str) -> Result<f64> {
@@ -58,6 +61,7 @@ fn kind_of(name: &str) -> Result<Kind> {
             scale: 1e-3,
             backend_header: "backend",
             axis_headers: crate::report::handshake::AXIS_HEADERS.to_vec(),
+            notes: Vec::new(),
         },
         "speed" => Kind {
             name: "speed",
@@ -66,6 +70,7 @@ fn kind_of(name: &str) -> Result<Kind> {
             scale: 1e-3,
             backend_header: "backend",
             axis_headers: vec!["algorithm", "operation", "bytes"],
+            notes: Vec::new(),
         },
         "tunnel" => Kind {
             name: "tunnel",
@@ -74,10 +79,41 @@ fn kind_of(name: &str) -> Result<Kind> {
             scale: 1.0,
             backend_header: "engine",
             axis_headers: crate::report::tunnel::AXIS_HEADERS.to_vec(),
+            notes: Vec::new(),
+        },
+        "bulk" => Kind {
+            name: "bulk",
+            unit: "CPU ms/MB",
+            cost: "one side's CPU time per MB (10^6 bytes) of application data (sender: protect and write; receiver: read and open), a row per side",
+            scale: 1.0,
+            backend_header: "backend",
+            axis_headers: vec!["protocol", "suite", "write B", "side"],
+            notes: Vec::new(),
+        },
+        "cost" => Kind {
+            name: "cost",
+            unit: "µs",
+            cost: "on a handshake row both sides' CPU time per handshake, on an operation row the time per operation of a primitive the model uses",
+            scale: 1e-3,
+            backend_header: "backend",
+            axis_headers: vec!["measured", "row"],
+            notes: Vec::new(),
+        },
+        "load" => Kind {
+            name: "load",
+            unit: "ms",
+            cost: "one request's latency in that phase (total: from the moment it was due)",
+            scale: 1e-3,
+            backend_header: "server",
+            axis_headers: vec!["phase", "statistic"],
+            notes: vec![
+                "Load p50 rows: the samples of the test are every answered request's latency, read back from the run's HDR histogram (3 significant digits). The requests of one run are not independent (a stall delays every request queued behind it), so the interval is narrower than the truth: take a verdict as a pointer, and repeat the runs to confirm it.",
+                "Load p99 rows: one figure per run (its order-statistic interval is not computed): B/A without an interval or a verdict, never failing the gate.",
+            ],
         },
         other => {
             return Err(usage(format!(
-                "compare reads handshake, speed and tunnel runs; this is a {other} run"
+                "compare reads handshake, speed, tunnel, bulk, cost and load runs; this is a {other} run"
             )))
         }
     })
@@ -98,49 +134,196 @@ fn cell<S: Sampled>(
         status: outcome.status().to_string(),
         reason: outcome.reason().map(String::from),
         costs: samples.iter().map(|s| s.value.cost()).collect(),
+        tested: true,
     }
+}
+
+/// A handshake run's cells (also the handshakes of a cost run), with the
+/// axes `axes` makes of each scenario.
+fn handshake_cells(
+    stored: &crate::store::StoredRun,
+    axes: fn(&HandshakeScenario) -> Vec<String>,
+) -> Vec<Cell> {
+    let mut cells = stored.cells.clone();
+    cells.sort_by(|a, b| (a.scenario, &a.backend).cmp(&(b.scenario, &b.backend)));
+    cells
+        .iter()
+        .map(|c| {
+            cell(
+                &c.backend,
+                c.scenario.label(),
+                axes(&c.scenario),
+                &c.outcome,
+                c.samples(),
+            )
+        })
+        .collect()
+}
+
+/// A speed run's cells, with the axes `axes` makes of each row.
+fn speed_cells(
+    store: &Store,
+    id: i64,
+    axes: fn(&crate::scenario::speed::SpeedRow) -> Vec<String>,
+) -> Result<Vec<Cell>> {
+    let mut cells = store.load_speed_cells(id)?;
+    cells.sort_by(|a, b| (a.row, &a.backend).cmp(&(b.row, &b.backend)));
+    Ok(cells
+        .iter()
+        .map(|c| {
+            cell(
+                &c.backend,
+                c.row.label(),
+                axes(&c.row),
+                &c.outcome,
+                c.outcome.samples(),
+            )
+        })
+        .collect())
+}
+
+/// One side's CPU nanoseconds per byte of a bulk sample.
+type PerByte = fn(&BulkSample) -> f64;
+
+/// A run's figures without a test, as (name, value).
+type Figures = Vec<(String, String)>;
+
+/// A bulk run's cells: two rows per cell, the sender's and the receiver's
+/// CPU per byte (nanoseconds per byte are milliseconds per MB).
+fn bulk_cells(store: &Store, id: i64) -> Result<Vec<Cell>> {
+    let mut cells = Vec::new();
+    for c in store.load_bulk_cells(id)? {
+        let s = &c.scenario;
+        let protocol = match s.channel {
+            Channel::Plain => "no crypto".to_string(),
+            Channel::Tls { version, .. } => version.protocol_name().to_string(),
+        } + &match s.transport {
+            Transport::Memory => String::new(),
+            transport => format!(" over {}", transport.display()),
+        };
+        let sides: [(&str, PerByte); 2] = [
+            ("sender", BulkSample::sender_ns_per_byte),
+            ("receiver", BulkSample::receiver_ns_per_byte),
+        ];
+        for (side, per_byte) in sides {
+            cells.push(Cell {
+                backend: c.backend.clone(),
+                label: format!("{}_{side}", s.label()),
+                axes: vec![
+                    protocol.clone(),
+                    s.suite_id().to_string(),
+                    s.write_bytes.to_string(),
+                    side.to_string(),
+                ],
+                status: c.outcome.status().to_string(),
+                reason: c.outcome.reason().map(String::from),
+                costs: c.samples().iter().map(|t| per_byte(&t.value)).collect(),
+                tested: true,
+            });
+        }
+    }
+    Ok(cells)
+}
+
+/// A load run's rows, per phase its p50 (every request's latency, tested)
+/// and its p99 (one figure), and its plan and rates as untested figures.
+fn load_rows(store: &Store, id: i64) -> Result<(Vec<Cell>, Figures)> {
+    let record = store.load_load(id)?.ok_or_else(|| {
+        usage(format!(
+            "load run {id} stored no results (it broke before the load ended)"
+        ))
+    })?;
+    let mut cells = Vec::new();
+    for (phase, histogram) in PHASE_IDS.iter().zip(record.result.latencies.phases()) {
+        let mut latencies_us = Vec::with_capacity(histogram.len() as usize);
+        for bucket in histogram.iter_recorded() {
+            let value = bucket.value_iterated_to() as f64;
+            latencies_us.extend(std::iter::repeat_n(value, bucket.count_at_value() as usize));
+        }
+        let (status, reason) = if histogram.is_empty() {
+            ("empty", Some("no request reached this phase".to_string()))
+        } else {
+            ("measured", None)
+        };
+        let p99 = (!histogram.is_empty()).then(|| histogram.value_at_percentile(99.0) as f64);
+        for (statistic, costs, tested) in [
+            ("p50", latencies_us, true),
+            ("p99", p99.into_iter().collect(), false),
+        ] {
+            cells.push(Cell {
+                backend: record.server.clone(),
+                label: format!("{phase}_{statistic}"),
+                axes: vec![phase.to_string(), statistic.to_string()],
+                status: status.to_string(),
+                reason: reason.clone(),
+                costs,
+                tested,
+            });
+        }
+    }
+    let (plan, result) = (&record.plan, &record.result);
+    let errors: usize = result.errors.iter().map(|(_, n)| n).sum();
+    let figures = vec![
+        ("scenario", record.scenario.clone()),
+        ("mode", plan.mode.id().to_string()),
+        ("offered rate (req/s)", format!("{:.0}", plan.rate)),
+        ("ramp (s)", format!("{:.1}", plan.ramp.as_secs_f64())),
+        (
+            "page (bytes)",
+            plan.path.trim_start_matches("/page_").to_string(),
+        ),
+        ("clients", plan.clients.to_string()),
+        (
+            "achieved rate, whole run (answers/s)",
+            format!("{:.1}", result.achieved_rate()),
+        ),
+        (
+            "achieved rate after the ramp (answers/s)",
+            result
+                .steady_rate(plan)
+                .map_or_else(|| "—".to_string(), |r| format!("{r:.1}")),
+        ),
+        (
+            "answered / errors",
+            format!("{} / {errors}", result.answered),
+        ),
+    ];
+    Ok((
+        cells,
+        figures
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect(),
+    ))
 }
 
 /// A stored run with its cells, ready to compare.
 fn load(store: &Store, id: i64, kind: &str) -> Result<Run> {
     let stored = store.load_run(id)?;
+    let mut figures = Vec::new();
     let cells = match kind {
-        "handshake" => {
-            let mut cells = stored.cells.clone();
-            cells.sort_by(|a, b| (a.scenario, &a.backend).cmp(&(b.scenario, &b.backend)));
+        "handshake" => handshake_cells(&stored, crate::report::handshake::axis_cells),
+        "speed" => speed_cells(store, id, |row| {
+            vec![
+                row.primitive.id().to_string(),
+                row.operation.id().to_string(),
+                row.size_bytes.map(|s| s.to_string()).unwrap_or_default(),
+            ]
+        })?,
+        "bulk" => bulk_cells(store, id)?,
+        "cost" => {
+            let mut cells = handshake_cells(&stored, |scenario| {
+                vec!["handshake".to_string(), scenario.describe()]
+            });
+            cells.extend(speed_cells(store, id, |row| {
+                vec!["operation".to_string(), row.label()]
+            })?);
             cells
-                .iter()
-                .map(|c| {
-                    cell(
-                        &c.backend,
-                        c.scenario.label(),
-                        crate::report::handshake::axis_cells(&c.scenario),
-                        &c.outcome,
-                        c.samples(),
-                    )
-                })
-                .collect()
         }
-        "speed" => {
-            let mut cells = store.load_speed_cells(id)?;
-            cells.sort_by(|a, b| (a.row, &a.backend).cmp(&(b.row, &b.backend)));
+        "load" => {
+            let (cells, plan) = load_rows(store, id)?;
+            figures = plan;
             cells
-                .iter()
-                .map(|c| {
-                    let axes = vec![
-                        c.row.primitive.id().to_string(),
-                        c.row.operation.id().to_string(),
-                        c.row.size_bytes.map(|s| s.to_string()).unwrap_or_default(),
-                    ];
-                    cell(
-                        &c.backend,
-                        c.row.label(),
-                        axes,
-                        &c.outcome,
-                        c.outcome.samples(),
-                    )
-                })
-                .collect()
         }
         _ => store
             .load_tunnel_cells(id)?
@@ -163,6 +346,7 @@ fn load(store: &Store, id: i64, kind: &str) -> Result<Run> {
         host: stored.host,
         libraries: stored.libraries,
         cells,
+        figures,
     })
 }
 

@@ -4,6 +4,7 @@
 
 pub mod bulk;
 pub mod capacity;
+mod combine;
 pub mod compare;
 pub mod cost;
 pub mod handshake;

@@ -11,6 +11,7 @@ use crate::cli::RecommendArgs;
 use crate::measure::{Outcome, Sampled, Timed};
 use crate::report::recommend::{Candidate, CostAxis, Floor, Recommendation};
 use crate::security;
+use crate::stats::{self, Interval};
 use crate::store::Store;
 
 /// The roles and the run kinds each reads.
@@ -62,21 +63,30 @@ fn cost_axis(role: &str, kind: &str) -> Result<CostAxis> {
     })
 }
 
-/// The median of each sample's cost, with the sample count; `None` for a
-/// row that was not measured, with the reason.
-fn median_cost<S>(
-    outcome: &Outcome<S>,
-    samples: &[Timed<S>],
-    cost: impl Fn(&S) -> f64,
-) -> (Option<f64>, usize, Option<String>) {
-    let costs: Vec<f64> = samples.iter().map(|s| cost(&s.value)).collect();
+/// A row's cost: the median of its samples' costs and the median's 95%
+/// interval, the sample count, and why the row was not measured if it was
+/// not (then no median).
+struct RowCost {
+    median: Option<f64>,
+    interval: Option<Interval>,
+    samples: usize,
+    not_measured: Option<String>,
+}
+
+/// The cost of a row from each sample's cost.
+fn row_cost<S>(outcome: &Outcome<S>, samples: &[Timed<S>], cost: impl Fn(&S) -> f64) -> RowCost {
+    let mut costs: Vec<f64> = samples.iter().map(|s| cost(&s.value)).collect();
+    costs.sort_by(f64::total_cmp);
     let not_measured = outcome
         .reason()
         .map(|reason| format!("{}: {reason}", outcome.status()));
-    let cost = (outcome.status() == "measured")
-        .then(|| crate::stats::median(&costs))
-        .flatten();
-    (cost, costs.len(), not_measured)
+    let measured = outcome.status() == "measured" && !costs.is_empty();
+    RowCost {
+        median: measured.then(|| stats::quantile_sorted(&costs, 0.5)),
+        interval: measured.then(|| stats::median_ci95_sorted(&costs)),
+        samples: costs.len(),
+        not_measured,
+    }
 }
 
 /// Every row of the run as a candidate for the role.
@@ -88,19 +98,19 @@ fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<
             .cells
             .iter()
             .map(|c| {
-                let (cost, samples, not_measured) =
-                    median_cost(&c.outcome, c.samples(), |s| match role {
-                        "client" => s.client_cpu_ns as f64,
-                        _ => s.server_cpu_ns as f64,
-                    });
+                let cost = row_cost(&c.outcome, c.samples(), |s| match role {
+                    "client" => s.client_cpu_ns as f64,
+                    _ => s.server_cpu_ns as f64,
+                });
                 Candidate {
                     backend: c.backend.clone(),
                     label: c.scenario.label(),
                     axes: crate::report::handshake::axis_cells(&c.scenario),
                     workload: String::new(),
-                    cost,
-                    samples,
-                    not_measured,
+                    cost: cost.median,
+                    interval: cost.interval,
+                    samples: cost.samples,
+                    not_measured: cost.not_measured,
                     strength: security::handshake(&c.scenario),
                 }
             })
@@ -109,8 +119,7 @@ fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<
             .load_tunnel_cells(run_id)?
             .iter()
             .map(|c| {
-                let (cost, samples, not_measured) =
-                    median_cost(&c.outcome, c.samples(), Sampled::cost);
+                let cost = row_cost(&c.outcome, c.samples(), Sampled::cost);
                 Candidate {
                     backend: crate::scenario::Named::id(c.engine).to_string(),
                     label: c.scenario.label(),
@@ -120,9 +129,10 @@ fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<
                         crate::scenario::Named::id(c.scenario.payload),
                         c.scenario.payload_bytes
                     ),
-                    cost,
-                    samples,
-                    not_measured,
+                    cost: cost.median,
+                    interval: cost.interval,
+                    samples: cost.samples,
+                    not_measured: cost.not_measured,
                     strength: security::tunnel(&c.scenario),
                 }
             })
@@ -131,8 +141,7 @@ fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<
             .load_bulk_cells(run_id)?
             .iter()
             .map(|c| {
-                let (cost, samples, not_measured) =
-                    median_cost(&c.outcome, c.samples(), Sampled::cost);
+                let cost = row_cost(&c.outcome, c.samples(), Sampled::cost);
                 let (protocol, suite) = match c.scenario.channel {
                     crate::scenario::bulk::Channel::Plain => {
                         ("none".to_string(), "none".to_string())
@@ -147,9 +156,10 @@ fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<
                     label: c.scenario.label(),
                     axes: vec![protocol, suite, c.scenario.write_bytes.to_string()],
                     workload: c.scenario.write_bytes.to_string(),
-                    cost,
-                    samples,
-                    not_measured,
+                    cost: cost.median,
+                    interval: cost.interval,
+                    samples: cost.samples,
+                    not_measured: cost.not_measured,
                     strength: security::bulk(&c.scenario),
                 }
             })

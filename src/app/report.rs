@@ -103,7 +103,8 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
     if let Some(html) = &args.html {
         check_output(html)?;
     }
-    let several = args.run.len() > 1;
+    // Combined shards make one document per host.
+    let several = args.run.len() > 1 && !args.combine;
     let exports = &args.exports;
     if several
         && [
@@ -141,6 +142,20 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
             )));
         }
     }
+    if args.combine {
+        return show_combined(&store, &run_ids, args);
+    }
+    if several {
+        let runs = run_ids
+            .iter()
+            .map(|id| store.load_run(*id))
+            .collect::<Result<Vec<_>>>()?;
+        if super::combine::are_shards(&runs) {
+            eprintln!(
+                "note: these runs are shards of one command: --combine shows them as one table"
+            );
+        }
+    }
     let mut shown = Vec::new();
     for (i, run_id) in run_ids.iter().enumerate() {
         let run = store.load_run(*run_id)?;
@@ -172,6 +187,66 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
             if several { "s" } else { "" },
             ids.join(", ")
         );
+        std::fs::write(html, html::page(&title, &sections)?)
+            .with_context(|| format!("cannot write {}", html.display()))?;
+        eprintln!("HTML report written to {}", html.display());
+    }
+    Ok(0)
+}
+
+/// `--combine`: the runs as the shards of one command, one document per
+/// host, printed, exported and written to the HTML page.
+fn show_combined(store: &Store, run_ids: &[i64], args: &ReportArgs) -> Result<i32> {
+    let combined = super::combine::combine(store, run_ids, args.baseline.clone())?;
+    let per_host = combined.len() > 1;
+    if per_host
+        && [
+            &args.exports.export_json,
+            &args.exports.export_csv,
+            &args.exports.export_markdown,
+        ]
+        .iter()
+        .any(|p| p.is_some())
+    {
+        return Err(usage(format!(
+            "the runs come from {} hosts, combined per host: --export-json, --export-csv and --export-markdown take one table; --html and --plot take several",
+            combined.len()
+        )));
+    }
+    let mut sections = Vec::new();
+    for (i, group) in combined.iter().enumerate() {
+        let first = &group.runs[0];
+        let ids: Vec<String> = group.runs.iter().map(|r| r.id.to_string()).collect();
+        if i > 0 {
+            println!();
+        }
+        let title = format!(
+            "{} runs {} combined, on {}",
+            first.kind,
+            ids.join(", "),
+            first.host.hostname
+        );
+        args.display.print_line(&title);
+        println!();
+        args.display.print(&group.document)?;
+        if per_host {
+            args.exports
+                .write_plots(&group.document, &format!("runs{}_", ids.join("-")))?;
+        } else {
+            args.exports.write(&group.document)?;
+        }
+        let mut section = section(store, first, &group.document)?;
+        section.anchor = format!("runs-{}", ids.join("-"));
+        section.title = title;
+        section.provenance[0] = (
+            "runs".to_string(),
+            format!("{} ({}), combined", ids.join(", "), first.kind),
+        );
+        sections.push(section);
+    }
+    if let Some(html) = &args.html {
+        let ids: Vec<String> = run_ids.iter().map(|id| id.to_string()).collect();
+        let title = format!("tlslab report: runs {} combined", ids.join(", "));
         std::fs::write(html, html::page(&title, &sections)?)
             .with_context(|| format!("cannot write {}", html.display()))?;
         eprintln!("HTML report written to {}", html.display());

@@ -394,6 +394,19 @@ fn build_report(
 }
 
 /// A stored tunnel run as a document (for `tlslab report`).
+/// The document of tunnel cells gathered from several runs (the shards of
+/// one command), which no single stored run holds.
+pub(crate) fn combined_document(
+    cells: &[TunnelCell],
+    baseline: Option<String>,
+    complete: bool,
+    host: HostInfo,
+    libraries: Vec<LibraryInfo>,
+    seed: Option<u64>,
+) -> Document {
+    build_report(cells, baseline, None, complete, host, libraries, seed).document()
+}
+
 pub(crate) fn stored_document(
     store: &Store,
     run: &StoredRun,

@@ -28,6 +28,10 @@ pub struct Cell {
     pub reason: Option<String>,
     /// Each sample's cost (time per handshake, operation or byte; lower is better).
     pub costs: Vec<f64>,
+    /// True when `costs` are samples the test applies to; false when they
+    /// hold one figure without a distribution (a load run's p99), which is
+    /// compared without a verdict.
+    pub tested: bool,
 }
 
 /// What the rows of a run kind measure and how they read.
@@ -43,6 +47,8 @@ pub struct Kind {
     /// What the backend column is called ("backend", "engine").
     pub backend_header: &'static str,
     pub axis_headers: Vec<&'static str>,
+    /// Notes of this kind under the table (how its rows were tested).
+    pub notes: Vec<&'static str>,
 }
 
 /// A stored run ready to compare.
@@ -54,6 +60,9 @@ pub struct Run {
     pub host: HostInfo,
     pub libraries: Vec<LibraryInfo>,
     pub cells: Vec<Cell>,
+    /// Figures of the run with no distribution to test (a load run's plan
+    /// and achieved rates), as (name, value): shown side by side.
+    pub figures: Vec<(String, String)>,
 }
 
 /// What the comparison says of one row.
@@ -70,6 +79,8 @@ pub enum Verdict {
     TooFewSamples,
     /// A side was not measured (unsupported or failed).
     NotCompared,
+    /// One figure per run, without a distribution: no test applies.
+    NotTested,
 }
 
 impl Verdict {
@@ -80,6 +91,7 @@ impl Verdict {
             Verdict::NoSignificantDifference => "no significant difference",
             Verdict::TooFewSamples => "too few samples",
             Verdict::NotCompared => "not compared",
+            Verdict::NotTested => "not tested (one figure)",
         }
     }
 }
@@ -183,7 +195,11 @@ pub fn compare(kind: Kind, a: Run, b: Run, threshold: f64) -> Comparison {
             continue;
         };
         let ratio = stats::median_ratio(&y.costs, &x.costs);
-        let verdict = ratio.as_ref().map_or(Verdict::NotCompared, verdict_of);
+        let verdict = match &ratio {
+            None => Verdict::NotCompared,
+            Some(_) if !(x.tested && y.tested) => Verdict::NotTested,
+            Some(ratio) => verdict_of(ratio),
+        };
         let why = |c: &Cell| {
             let reason = c.reason.as_deref().map(|r| format!(": {r}"));
             format!("{}{}", c.status, reason.unwrap_or_default())
@@ -316,9 +332,11 @@ impl Comparison {
                     .map(|r| format!("{:.3}", r.value))
                     .unwrap_or_else(dash),
                 ratio
+                    .filter(|_| row.verdict != Verdict::NotTested)
                     .map(|r| format!("{:.3}–{:.3}", r.ci95.low, r.ci95.high))
                     .unwrap_or_else(dash),
                 ratio
+                    .filter(|_| row.verdict != Verdict::NotTested)
                     .map(|r| format!("{}/{}", r.denominator_count, r.numerator_count))
                     .unwrap_or_else(dash),
                 verdict,
@@ -335,6 +353,9 @@ impl Comparison {
         table.notes.push(
             "Test: ratio of medians with a distribution-free 95% interval for two unpaired runs: each median's exact order-statistic interval at 97.5% (binomial), combined as [low B / high A, high B / low A], which holds with probability at least 95% (Bonferroni). Slower or faster when the interval excludes 1; seven samples per run at least.".to_string(),
         );
+        table
+            .notes
+            .extend(self.kind.notes.iter().map(|n| n.to_string()));
         table.notes.push(format!(
             "Gate (--threshold {}): a row fails when it is significantly slower and B/A exceeds {:.3}; the exit status is then 1.",
             self.percent(),
@@ -369,6 +390,40 @@ impl Comparison {
             table.rows.push(cells);
         }
         table
+    }
+
+    /// The runs' untested figures side by side (None when neither has any).
+    fn figures_table(&self) -> Option<Table> {
+        if self.a.figures.is_empty() && self.b.figures.is_empty() {
+            return None;
+        }
+        let (a, b) = (
+            format!("A (run {})", self.a.id),
+            format!("B (run {})", self.b.id),
+        );
+        let mut table = Table::new(&["figure", &a, &b], &[false, true, true])
+            .titled("Figures of each run, without a test");
+        let mut names: Vec<&str> = self.a.figures.iter().map(|(n, _)| n.as_str()).collect();
+        for (name, _) in &self.b.figures {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+        let value = |run: &Run, name: &str| {
+            run.figures
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or_else(|| "—".to_string(), |(_, v)| v.clone())
+        };
+        for name in names {
+            table.rows.push(vec![
+                name.to_string(),
+                value(&self.a, name),
+                value(&self.b, name),
+            ]);
+        }
+        table.notes.push("One figure per run: no distribution to test, so no verdict, and these figures do not count for the gate. Compare latencies only between runs of the same plan (rate, mode, page, clients).".to_string());
+        Some(table)
     }
 
     /// One line per shared row with every figure (CSV).
@@ -408,6 +463,7 @@ impl Comparison {
 
     pub fn document(&self) -> Document {
         let mut tables = vec![self.shared_table()];
+        tables.extend(self.figures_table());
         if !self.lone.is_empty() {
             tables.push(self.lone_table());
         }
@@ -434,6 +490,7 @@ impl Comparison {
                 "status": run.status,
                 "host": run.host,
                 "libraries": run.libraries,
+                "figures": run.figures.iter().map(|(n, v)| serde_json::json!({"name": n, "value": v})).collect::<Vec<_>>(),
             })
         };
         Document {

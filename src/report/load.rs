@@ -5,7 +5,9 @@
 use serde_json::json;
 
 use super::{Document, Table};
-use crate::workload::load::{percentiles, LoadResult, Mode, Plan, PERCENTILES};
+use crate::workload::load::{
+    percentiles, LoadResult, Mode, Plan, INTERVAL_PERCENTILES, PERCENTILES,
+};
 use crate::workload::perf::Category;
 use crate::workload::serve::ServerStats;
 
@@ -269,6 +271,14 @@ impl LoadReport<'_> {
             "achieved_rate": result.achieved_rate(),
             "steady_rate": result.steady_rate(plan),
             "answers_per_second": result.per_second,
+            "seconds_by_due_time": result.intervals.iter().enumerate().map(|(second, i)| json!({
+                "second": second,
+                "offered": i.offered,
+                "answered": i.answered,
+                "total_latency_us": i.latency_us.map(|values| {
+                    INTERVAL_PERCENTILES.iter().zip(values).map(|(p, v)| json!({"percentile": p, "us": v})).collect::<Vec<_>>()
+                }),
+            })).collect::<Vec<_>>(),
             "payload_bytes_checked": result.bytes,
             "elapsed_s": result.elapsed.as_secs_f64(),
             "client_cpu_ns": result.client_cpu_ns,
@@ -391,6 +401,7 @@ mod tests {
             elapsed: Duration::from_secs(1),
             client_cpu_ns: 1_000,
             per_second: vec![10],
+            intervals: Vec::new(),
             resumed,
             interrupted: false,
         };

@@ -6,9 +6,11 @@
 //! other row says why it is out: below the floor (which rule), dominated
 //! (by which row), or not measured.
 //!
-//! Costs are medians compared as they are: two rows whose medians differ
-//! by less than their noise still rank, so a close call is worth a look at
-//! the run's intervals (`tlslab report`).
+//! Costs are told apart only beyond their noise: a row is cheaper than
+//! another when its median's 95% interval lies wholly below the other's.
+//! Rows whose intervals overlap are tied within noise: equal on cost, so a
+//! tie at equal security keeps both in the Pareto set, and a tie with a
+//! stronger row puts the weaker one out.
 
 use serde::Serialize;
 
@@ -16,6 +18,7 @@ use super::{heading, ColumnKind, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::security::Strength;
+use crate::stats::Interval;
 
 /// One row of the run as recommend reads it.
 #[derive(Debug, Clone)]
@@ -32,6 +35,9 @@ pub struct Candidate {
     pub workload: String,
     /// The median cost, `None` when the row was not measured.
     pub cost: Option<f64>,
+    /// The 95% interval of the median cost (order statistics; with fewer
+    /// than six samples the whole range), `None` when not measured.
+    pub interval: Option<Interval>,
     pub samples: usize,
     /// Why the row was not measured ("unsupported: ..."), if it was not.
     pub not_measured: Option<String>,
@@ -86,15 +92,47 @@ pub fn floor_breaches(strength: &Strength, floor: &Floor) -> Vec<String> {
     reasons
 }
 
-/// Returns true if and only if `a` dominates `b`: no dearer, no weaker,
-/// and cheaper or stronger.
-fn dominates(a: (f64, u32), b: (f64, u32)) -> bool {
-    a.0 <= b.0 && a.1 >= b.1 && (a.0 < b.0 || a.1 > b.1)
+/// How two rows' costs compare, beyond their noise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CostOrder {
+    /// The first row's interval lies wholly below the second's.
+    Cheaper,
+    /// The intervals overlap: the rows cannot be told apart.
+    Tied,
+    /// The first row's interval lies wholly above the second's.
+    Dearer,
+}
+
+/// How the cost of `a` compares with the cost of `b` (both measured).
+pub fn cost_order(a: &Candidate, b: &Candidate) -> CostOrder {
+    let span = |c: &Candidate| {
+        let cost = c.cost.unwrap_or(f64::INFINITY);
+        c.interval.map_or((cost, cost), |i| (i.low, i.high))
+    };
+    let ((a_low, a_high), (b_low, b_high)) = (span(a), span(b));
+    if a_high < b_low {
+        CostOrder::Cheaper
+    } else if a_low > b_high {
+        CostOrder::Dearer
+    } else {
+        CostOrder::Tied
+    }
+}
+
+/// Returns true if and only if `a` dominates `b`: of the same workload, no
+/// weaker, not dearer beyond noise, and cheaper beyond noise or stronger.
+fn dominates(a: &Candidate, b: &Candidate) -> bool {
+    let order = cost_order(a, b);
+    a.workload == b.workload
+        && a.strength.bits >= b.strength.bits
+        && order != CostOrder::Dearer
+        && (order == CostOrder::Cheaper || a.strength.bits > b.strength.bits)
 }
 
 /// The verdict of every candidate, in their order. Rows compete with the
 /// rows of the same workload only; a dominated row names the cheapest
-/// recommended row that dominates it.
+/// recommended row that dominates it, or when none does (being tied within
+/// noise is not transitive) the cheapest row that does.
 pub fn recommend(candidates: &[Candidate], floor: &Floor) -> Vec<Verdict> {
     let mut verdicts: Vec<Option<Verdict>> = candidates
         .iter()
@@ -111,15 +149,8 @@ pub fn recommend(candidates: &[Candidate], floor: &Floor) -> Vec<Verdict> {
     let eligible: Vec<usize> = (0..candidates.len())
         .filter(|&i| verdicts[i].is_none())
         .collect();
-    let point = |i: usize| {
-        (
-            candidates[i].cost.unwrap_or(f64::INFINITY),
-            candidates[i].strength.bits,
-        )
-    };
-    let beats = |j: usize, i: usize| {
-        candidates[j].workload == candidates[i].workload && dominates(point(j), point(i))
-    };
+    let beats = |j: usize, i: usize| dominates(&candidates[j], &candidates[i]);
+    let cost = |i: usize| candidates[i].cost.unwrap_or(f64::INFINITY);
     let pareto: Vec<usize> = eligible
         .iter()
         .copied()
@@ -129,13 +160,15 @@ pub fn recommend(candidates: &[Candidate], floor: &Floor) -> Vec<Verdict> {
         verdicts[i] = Some(if pareto.contains(&i) {
             Verdict::Recommended
         } else {
-            // Domination is transitive, so some Pareto row dominates it.
-            let by = pareto
-                .iter()
-                .copied()
-                .filter(|&j| beats(j, i))
-                .min_by(|&a, &b| point(a).0.total_cmp(&point(b).0))
-                .expect("a dominated row has a dominating Pareto row");
+            let cheapest = |rows: &[usize]| {
+                rows.iter()
+                    .copied()
+                    .filter(|&j| beats(j, i))
+                    .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
+            };
+            let by = cheapest(&pareto)
+                .or_else(|| cheapest(&eligible))
+                .expect("a dominated row has a dominating row");
             Verdict::Dominated { by }
         });
     }
@@ -197,23 +230,66 @@ impl Recommendation<'_> {
         }
     }
 
-    fn why_out(&self, verdict: &Verdict) -> String {
-        match verdict {
+    /// Why row `i` is out (empty when it is recommended).
+    fn why_out(&self, i: usize) -> String {
+        match &self.verdicts[i] {
             Verdict::Recommended => String::new(),
             Verdict::BelowFloor { reasons } => format!("below the floor: {}", reasons.join(", ")),
             Verdict::Dominated { by } => {
                 let c = &self.candidates[*by];
+                let tied = cost_order(c, &self.candidates[i]) == CostOrder::Tied;
                 format!(
-                    "dominated by {} {} ({:.1} {}, {} bits)",
+                    "dominated by {} {} ({:.1} {}, {} bits){}",
                     c.backend,
                     c.label,
                     c.cost.unwrap_or_default() * self.axis.scale,
                     self.axis.header,
-                    c.strength.bits
+                    c.strength.bits,
+                    if tied {
+                        "; cost tied within noise, security stronger"
+                    } else {
+                        ""
+                    }
                 )
             }
             Verdict::NotMeasured { reason } => format!("not measured: {reason}"),
         }
+    }
+
+    /// The other recommended rows of row `i`'s workload whose cost cannot
+    /// be told apart from its own.
+    fn ties(&self, i: usize) -> Vec<usize> {
+        (0..self.candidates.len())
+            .filter(|&j| {
+                j != i
+                    && self.verdicts[j] == Verdict::Recommended
+                    && self.candidates[j].workload == self.candidates[i].workload
+                    && cost_order(&self.candidates[j], &self.candidates[i]) == CostOrder::Tied
+            })
+            .collect()
+    }
+
+    /// "tied within noise with ..." for a recommended row, naming at most
+    /// three rows; empty when it has no tie.
+    fn tie_note(&self, i: usize) -> String {
+        let ties = self.ties(i);
+        if ties.is_empty() {
+            return String::new();
+        }
+        let mut names: Vec<String> = ties
+            .iter()
+            .take(3)
+            .map(|&j| {
+                format!(
+                    "{} {}",
+                    self.candidates[j].backend, self.candidates[j].label
+                )
+            })
+            .collect();
+        if ties.len() > 3 {
+            names.push(format!("{} more", ties.len() - 3));
+        }
+        format!("tied within noise with {}", names.join(", "))
     }
 
     /// The rows in the order a person reads them: recommended first by
@@ -232,18 +308,12 @@ impl Recommendation<'_> {
         let axes = self.axis.axis_headers.len();
         let mut headers: Vec<&str> = vec![self.axis.backend_header];
         headers.extend(self.axis.axis_headers.iter().copied());
-        headers.extend([self.axis.header, "security bits", "limited by"]);
-        if !recommended {
-            headers.push("why out");
-        }
+        headers.extend([self.axis.header, "95% CI", "security bits", "limited by"]);
+        headers.push(if recommended { "noise" } else { "why out" });
         let mut numeric = vec![false; 1 + axes];
-        numeric.extend([true, true, false]);
+        numeric.extend([true, true, true, false, false]);
         let mut priority = vec![0; 1 + axes];
-        priority.extend([0, 0, 3]);
-        if !recommended {
-            numeric.push(false);
-            priority.push(0);
-        }
+        priority.extend([0, 2, 0, 3, 0]);
         let title = if recommended {
             format!(
                 "Recommended ({} role): not beaten on both {} and security",
@@ -256,9 +326,7 @@ impl Recommendation<'_> {
             .titled(title)
             .priorities(&priority)
             .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis);
-        if !recommended {
-            table = table.mark(&[headers.len() - 1], ColumnKind::Notes);
-        }
+        table = table.mark(&[headers.len() - 1], ColumnKind::Notes);
         table.empty = Some(if recommended {
             "no row clears the floor".to_string()
         } else {
@@ -272,16 +340,19 @@ impl Recommendation<'_> {
             let c = &self.candidates[i];
             let mut cells = vec![c.backend.clone()];
             cells.extend(c.axes.iter().cloned());
-            cells.push(
-                c.cost
-                    .map(|v| format!("{:.1}", v * self.axis.scale))
-                    .unwrap_or_else(|| "—".to_string()),
-            );
+            let scaled = |v: f64| format!("{:.1}", v * self.axis.scale);
+            cells.push(c.cost.map(scaled).unwrap_or_else(|| "—".to_string()));
+            cells.push(c.interval.map_or_else(
+                || "—".to_string(),
+                |i| format!("{}–{}", scaled(i.low), scaled(i.high)),
+            ));
             cells.push(c.strength.bits.to_string());
             cells.push(c.strength.weakest.clone());
-            if !recommended {
-                cells.push(self.why_out(verdict));
-            }
+            cells.push(if recommended {
+                self.tie_note(i)
+            } else {
+                self.why_out(i)
+            });
             table.rows.push(cells);
         }
         table
@@ -289,13 +360,13 @@ impl Recommendation<'_> {
 
     fn records(&self) -> Table {
         let mut table = Table {
-            headers: "label,backend,cost,samples,security_bits,limited_by,forward_secrecy,weak,verdict,reason"
+            headers: "label,backend,cost,cost_ci_low,cost_ci_high,samples,security_bits,limited_by,forward_secrecy,weak,verdict,reason"
                 .split(',')
                 .map(String::from)
                 .collect(),
             ..Table::default()
         };
-        for (c, verdict) in self.candidates.iter().zip(&self.verdicts) {
+        for (i, (c, verdict)) in self.candidates.iter().zip(&self.verdicts).enumerate() {
             let tag = match verdict {
                 Verdict::Recommended => "recommended",
                 Verdict::BelowFloor { .. } => "below_floor",
@@ -306,6 +377,12 @@ impl Recommendation<'_> {
                 c.label.clone(),
                 c.backend.clone(),
                 c.cost.map(|v| format!("{v:.4}")).unwrap_or_default(),
+                c.interval
+                    .map(|i| format!("{:.4}", i.low))
+                    .unwrap_or_default(),
+                c.interval
+                    .map(|i| format!("{:.4}", i.high))
+                    .unwrap_or_default(),
                 c.samples.to_string(),
                 c.strength.bits.to_string(),
                 c.strength.weakest.clone(),
@@ -315,7 +392,11 @@ impl Recommendation<'_> {
                     .unwrap_or_default(),
                 c.strength.weak.to_string(),
                 tag.to_string(),
-                self.why_out(verdict),
+                if *verdict == Verdict::Recommended {
+                    self.tie_note(i)
+                } else {
+                    self.why_out(i)
+                },
             ]);
         }
         table
@@ -338,16 +419,20 @@ impl Recommendation<'_> {
             self.axis.meaning,
             rules.join(", ")
         ));
+        recommended.notes.push("Noise: a row is cheaper than another only when the 95% interval of its median (order statistics; with fewer than six samples the whole range) lies wholly below the other's; rows whose intervals overlap are tied within noise and count as equally cheap, so ties at equal security are all recommended. Non-overlapping intervals are a strict test: a difference the same-round ratios of `tlslab report` resolve may still show as a tie here.".to_string());
         recommended.notes.push("Security bits: the classical strength of the row's weakest part (NIST SP 800-57 Part 1 Rev. 5; post-quantum sets at their NIST category), not its resistance to a quantum computer.".to_string());
         let rows: Vec<serde_json::Value> = self
             .candidates
             .iter()
             .zip(&self.verdicts)
-            .map(|(c, v)| {
+            .enumerate()
+            .map(|(i, (c, v))| {
                 serde_json::json!({
                     "label": c.label,
                     "backend": c.backend,
                     "cost": c.cost,
+                    "cost_ci95": c.interval,
+                    "tied_within_noise_with": self.ties(i).iter().map(|&j| &self.candidates[j].label).collect::<Vec<_>>(),
                     "samples": c.samples,
                     "security_bits": c.strength.bits,
                     "limited_by": c.strength.weakest,
@@ -390,6 +475,10 @@ mod tests {
             axes: vec![label.into()],
             workload: String::new(),
             cost: Some(cost),
+            interval: Some(Interval {
+                low: cost * 0.99,
+                high: cost * 1.01,
+            }),
             samples: 10,
             not_measured: None,
             strength: Strength {
@@ -462,6 +551,86 @@ mod tests {
         assert_eq!(
             recommend(&rows, &no_floor),
             vec![Verdict::Recommended, Verdict::Recommended]
+        );
+    }
+
+    /// A row whose median's interval is `low..high`.
+    fn noisy(label: &str, cost: f64, (low, high): (f64, f64), bits: u32) -> Candidate {
+        Candidate {
+            interval: Some(Interval { low, high }),
+            ..candidate(label, cost, bits)
+        }
+    }
+
+    #[test]
+    fn rows_whose_intervals_overlap_are_tied_and_both_recommended() {
+        let rows = vec![
+            noisy("a", 10.0, (9.0, 11.0), 128),
+            // Dearer by its median, tied by its interval.
+            noisy("b", 10.5, (9.5, 11.5), 128),
+            // Dearer beyond noise than both.
+            noisy("c", 13.0, (12.0, 14.0), 128),
+            // Tied with a on cost, weaker: a beats it.
+            noisy("d", 9.8, (9.0, 10.6), 112),
+            noisy("e", 14.0, (13.5, 14.5), 192),
+        ];
+        let verdicts = recommend(&rows, &NO_FLOOR);
+        assert_eq!(
+            verdicts,
+            vec![
+                Verdict::Recommended,
+                Verdict::Recommended,
+                Verdict::Dominated { by: 0 },
+                Verdict::Dominated { by: 0 },
+                Verdict::Recommended,
+            ]
+        );
+        let host = HostInfo::current();
+        let recommendation = Recommendation::new(
+            1,
+            "handshake",
+            &host,
+            &[],
+            CostAxis {
+                role: "server",
+                header: "server CPU µs",
+                scale: 1.0,
+                meaning: "test",
+                backend_header: "backend",
+                axis_headers: vec!["row"],
+            },
+            NO_FLOOR,
+            rows,
+        );
+        assert_eq!(recommendation.tie_note(1), "tied within noise with mock a");
+        assert_eq!(recommendation.tie_note(4), "");
+        assert!(recommendation
+            .why_out(3)
+            .ends_with("cost tied within noise, security stronger"));
+        assert!(!recommendation.why_out(2).contains("tied"));
+        let document = recommendation.document();
+        let recommended = &document.tables[0];
+        let b = recommended.rows.iter().find(|r| r[1] == "b").unwrap();
+        assert_eq!(b.last().unwrap(), "tied within noise with mock a");
+        assert!(recommended.notes.iter().any(|n| n.starts_with("Noise:")));
+    }
+
+    #[test]
+    fn a_row_beaten_only_by_a_row_that_is_out_names_it() {
+        // b is tied with both a and c; a (stronger) beats b, b (stronger)
+        // beats c, but a is dearer than c beyond noise.
+        let rows = vec![
+            noisy("a", 5.5, (5.0, 6.0), 192),
+            noisy("b", 5.5, (1.0, 10.0), 128),
+            noisy("c", 2.5, (2.0, 3.0), 112),
+        ];
+        assert_eq!(
+            recommend(&rows, &NO_FLOOR),
+            vec![
+                Verdict::Recommended,
+                Verdict::Dominated { by: 0 },
+                Verdict::Dominated { by: 1 },
+            ]
         );
     }
 }

@@ -1,6 +1,7 @@
 //! The load tables: one summary per `tlslab load` run (the plan, the
 //! counts, each side's CPU), each phase's latency percentiles and HDR
-//! histogram buckets, answers per second, errors by kind and perf's shares.
+//! histogram buckets, answers per second, latency percentiles per second of
+//! due time, errors by kind and perf's shares.
 //! A load run is saved in one transaction when it ends (interrupted or not).
 
 use std::time::Duration;
@@ -9,7 +10,9 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{params, OptionalExtension};
 
 use super::Store;
-use crate::workload::load::{percentiles, ErrorKind, Latencies, LoadResult, Mode, Plan, PHASE_IDS};
+use crate::workload::load::{
+    percentiles, ErrorKind, Interval, Latencies, LoadResult, Mode, Plan, PHASE_IDS,
+};
 use crate::workload::serve::ServerStats;
 
 /// A load run as stored: what its view needs to be drawn again.
@@ -146,6 +149,23 @@ impl Store {
             for (at, answered) in result.per_second.iter().enumerate() {
                 second.execute(params![run_id, at as i64, *answered as i64])?;
             }
+            let mut interval = tx.prepare(
+                "INSERT INTO load_intervals (run_id, second, offered, answered, p50_us, p90_us,
+                 p99_us, max_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for (at, figures) in result.intervals.iter().enumerate() {
+                let us = |i: usize| figures.latency_us.map(|v| v[i] as i64);
+                interval.execute(params![
+                    run_id,
+                    at as i64,
+                    figures.offered as i64,
+                    figures.answered as i64,
+                    us(0),
+                    us(1),
+                    us(2),
+                    us(3)
+                ])?;
+            }
             let mut share = tx.prepare(
                 "INSERT INTO load_profile (run_id, seq, shared_object, percent)
                  VALUES (?1, ?2, ?3, ?4)",
@@ -276,6 +296,28 @@ impl Store {
             .query_map([run_id], |row| row.get::<_, i64>(0).map(count))?
             .collect::<Result<Vec<_>, _>>()?;
 
+        let mut statement = self.connection.prepare(
+            "SELECT offered, answered, p50_us, p90_us, p99_us, max_us FROM load_intervals
+             WHERE run_id = ?1 ORDER BY second",
+        )?;
+        let intervals = statement
+            .query_map([run_id], |row| {
+                let us = |i: usize| {
+                    row.get::<_, Option<i64>>(i)
+                        .map(|v| v.map(|v| v.max(0) as u64))
+                };
+                let latency_us = match [us(2)?, us(3)?, us(4)?, us(5)?] {
+                    [Some(p50), Some(p90), Some(p99), Some(max)] => Some([p50, p90, p99, max]),
+                    _ => None,
+                };
+                Ok(Interval {
+                    offered: count(row.get(0)?),
+                    answered: count(row.get(1)?),
+                    latency_us,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+
         let profile = match profile_unavailable {
             Some(reason) => Err(reason),
             None => {
@@ -323,6 +365,7 @@ impl Store {
                 elapsed: Duration::from_nanos(elapsed_ns.max(0) as u64),
                 client_cpu_ns: client_cpu_ns.max(0) as u64,
                 per_second,
+                intervals,
                 resumed: count(resumed),
                 interrupted,
             },
@@ -374,6 +417,18 @@ mod tests {
                 elapsed: Duration::from_millis(2_100),
                 client_cpu_ns: 7_000_000,
                 per_second: vec![3, 2, 0],
+                intervals: vec![
+                    Interval {
+                        offered: 10,
+                        answered: 3,
+                        latency_us: Some([120, 150, 900, 900]),
+                    },
+                    Interval {
+                        offered: 40,
+                        answered: 0,
+                        latency_us: None,
+                    },
+                ],
                 resumed: 4,
                 interrupted,
             },
@@ -423,6 +478,7 @@ mod tests {
         assert_eq!(a.errors, b.errors);
         assert_eq!(a.first_error, b.first_error);
         assert_eq!(a.per_second, b.per_second);
+        assert_eq!(a.intervals, b.intervals);
         assert!(a.interrupted);
         for (mine, theirs) in a.latencies.phases().iter().zip(b.latencies.phases()) {
             assert_eq!(percentiles(mine), percentiles(theirs));

@@ -34,6 +34,7 @@ const RUN_TABLES: &[&str] = &[
     "load_phases",
     "load_histograms",
     "load_seconds",
+    "load_intervals",
     "load_profile",
 ];
 

@@ -7,7 +7,7 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
@@ -17,6 +17,7 @@ const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_2_TO_3],
     &[VERSION_3_TO_4],
     &[VERSION_4_TO_5],
+    &[VERSION_5_TO_6],
 ];
 
 /// The latest schema, created directly in a new (empty) database. A
@@ -295,6 +296,21 @@ CREATE TABLE capacity_steps (
     server_cpu_ns INTEGER NOT NULL,
     client_cpu_ns INTEGER NOT NULL,
     PRIMARY KEY (cell_id, threads)
+) WITHOUT ROWID;
+-- Version 6: per second of a load run (by due time), the requests due in
+-- it, how many of them were answered and their total latency's
+-- percentiles (microseconds, 2 significant digits; NULL when none was
+-- answered): latency against offered rate.
+CREATE TABLE load_intervals (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    second INTEGER NOT NULL,
+    offered INTEGER NOT NULL,
+    answered INTEGER NOT NULL,
+    p50_us INTEGER,
+    p90_us INTEGER,
+    p99_us INTEGER,
+    max_us INTEGER,
+    PRIMARY KEY (run_id, second)
 ) WITHOUT ROWID;
 "#;
 
@@ -583,6 +599,22 @@ CREATE TABLE capacity_steps (
     server_cpu_ns INTEGER NOT NULL,
     client_cpu_ns INTEGER NOT NULL,
     PRIMARY KEY (cell_id, threads)
+) WITHOUT ROWID;
+"#;
+
+/// Version 6: a load run's latency percentiles per second (see the latest
+/// schema's comment).
+const VERSION_5_TO_6: &str = r#"
+CREATE TABLE load_intervals (
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    second INTEGER NOT NULL,
+    offered INTEGER NOT NULL,
+    answered INTEGER NOT NULL,
+    p50_us INTEGER,
+    p90_us INTEGER,
+    p99_us INTEGER,
+    max_us INTEGER,
+    PRIMARY KEY (run_id, second)
 ) WITHOUT ROWID;
 "#;
 

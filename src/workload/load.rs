@@ -258,6 +258,9 @@ pub struct LoadResult {
     pub client_cpu_ns: u64,
     /// Answers per second of the run, second by second.
     pub per_second: Vec<usize>,
+    /// Second by second, the requests due in it and the latencies of
+    /// those answered: latency against offered rate.
+    pub intervals: Vec<Interval>,
     /// Handshakes in which the server accepted the offered session
     /// (resumed mode); 0 in the other modes.
     pub resumed: usize,
@@ -281,6 +284,66 @@ impl LoadResult {
     }
 }
 
+/// The requests due in one second of a run (the index of
+/// [`LoadResult::intervals`]) and the total latency of those answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interval {
+    /// Requests due in this second by the plan and released.
+    pub offered: usize,
+    /// Of those, the ones answered: what the percentiles rest on.
+    pub answered: usize,
+    /// Their total latency (due to last byte) at [`INTERVAL_PERCENTILES`],
+    /// in microseconds; None when none was answered.
+    pub latency_us: Option<[u64; 4]>,
+}
+
+/// The percentiles kept per second: p50, p90, p99 and the maximum.
+pub const INTERVAL_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 100.0];
+
+/// Gathers [`Interval`]s while the answers come in: a small histogram per
+/// second of due time (2 significant digits, enough for a chart, about
+/// 12 KiB each).
+struct IntervalTally {
+    offered: Vec<usize>,
+    latencies: Vec<Histogram<u32>>,
+}
+
+impl IntervalTally {
+    /// Empty seconds for the requests due at these offsets.
+    fn new(due: &[Duration]) -> Self {
+        let seconds = due.last().map_or(0, |d| d.as_secs() as usize + 1);
+        let mut offered = vec![0; seconds];
+        for at in due {
+            offered[at.as_secs() as usize] += 1;
+        }
+        let histogram = || Histogram::new_with_bounds(1, 600_000_000, 2).expect("valid bounds");
+        Self {
+            offered,
+            latencies: (0..seconds).map(|_| histogram()).collect(),
+        }
+    }
+
+    /// A request due at `due` (from the start) answered after `latency`.
+    fn answered(&mut self, due: Duration, latency: Duration) {
+        if let Some(histogram) = self.latencies.get_mut(due.as_secs() as usize) {
+            histogram.saturating_record(micros(latency));
+        }
+    }
+
+    fn finish(self) -> Vec<Interval> {
+        self.offered
+            .into_iter()
+            .zip(self.latencies)
+            .map(|(offered, histogram)| Interval {
+                offered,
+                answered: histogram.len() as usize,
+                latency_us: (!histogram.is_empty())
+                    .then(|| INTERVAL_PERCENTILES.map(|p| histogram.value_at_percentile(p))),
+            })
+            .collect()
+    }
+}
+
 /// A client's TLS setup: the context and where to connect.
 #[derive(Clone)]
 pub struct Endpoint {
@@ -290,7 +353,9 @@ pub struct Endpoint {
 
 /// One request's record.
 struct Done {
-    second: usize,
+    /// When the request was due, and when it ended.
+    due: Instant,
+    end: Instant,
     /// The request's connection resumed a session.
     resumed: bool,
     result: std::result::Result<u64, (ErrorKind, String)>,
@@ -313,7 +378,7 @@ pub fn run(plan: &Plan, endpoint: &Endpoint, interrupt: &AtomicBool) -> Result<L
         let endpoint = endpoint.clone();
         let plan = plan.clone();
         threads.push(std::thread::spawn(move || {
-            client_thread(&plan, &endpoint, &queue, &finished, start)
+            client_thread(&plan, &endpoint, &queue, &finished)
         }));
     }
     drop(finished);
@@ -350,15 +415,21 @@ pub fn run(plan: &Plan, endpoint: &Endpoint, interrupt: &AtomicBool) -> Result<L
     let mut errors: std::collections::BTreeMap<ErrorKind, usize> = Default::default();
     let mut first_error: std::collections::BTreeMap<ErrorKind, String> = Default::default();
     let mut per_second = vec![0usize; elapsed.as_secs() as usize + 1];
+    let mut intervals = IntervalTally::new(&due[..sent]);
     for done in records.try_iter() {
         resumed += usize::from(done.resumed);
         match done.result {
             Ok(body) => {
                 answered += 1;
                 bytes += body;
-                if let Some(count) = per_second.get_mut(done.second) {
+                let second = done.end.saturating_duration_since(start).as_secs() as usize;
+                if let Some(count) = per_second.get_mut(second) {
                     *count += 1;
                 }
+                intervals.answered(
+                    done.due.saturating_duration_since(start),
+                    done.end.saturating_duration_since(done.due),
+                );
             }
             Err((kind, message)) => {
                 *errors.entry(kind).or_default() += 1;
@@ -377,6 +448,7 @@ pub fn run(plan: &Plan, endpoint: &Endpoint, interrupt: &AtomicBool) -> Result<L
         elapsed,
         client_cpu_ns,
         per_second,
+        intervals: intervals.finish(),
         resumed,
         interrupted: interrupt.load(Ordering::Relaxed),
     })
@@ -389,7 +461,6 @@ fn client_thread(
     endpoint: &Endpoint,
     queue: &Mutex<mpsc::Receiver<(Instant, usize)>>,
     finished: &mpsc::Sender<Done>,
-    start: Instant,
 ) -> (Latencies, u64) {
     let cpu_start = thread_cpu_ns();
     let mut latencies = Latencies::new();
@@ -419,7 +490,8 @@ fn client_thread(
             kept = None;
         }
         let _ = finished.send(Done {
-            second: end.saturating_duration_since(start).as_secs() as usize,
+            due,
+            end,
             resumed,
             result,
         });
@@ -636,6 +708,32 @@ mod tests {
             schedule(1e6, Duration::ZERO, Duration::from_secs(60), 50).len(),
             50
         );
+    }
+
+    #[test]
+    fn each_second_keeps_the_latencies_of_the_requests_due_in_it() {
+        let due = schedule(4.0, Duration::ZERO, Duration::from_secs(3), 100);
+        let mut tally = IntervalTally::new(&due);
+        // Second 0: latencies of 1, 2, 3 and 100 ms; second 1: one
+        // answer, and late (it ended in second 2); second 2: none.
+        for (at, ms) in due[..4].iter().zip([1, 2, 3, 100]) {
+            tally.answered(*at, Duration::from_millis(ms));
+        }
+        tally.answered(due[5], Duration::from_millis(1500));
+        let intervals = tally.finish();
+        assert_eq!(intervals.len(), 3);
+        assert_eq!(
+            intervals.iter().map(|i| i.offered).collect::<Vec<_>>(),
+            [4, 4, 4]
+        );
+        assert_eq!(intervals[0].answered, 4);
+        let [p50, p90, p99, max] = intervals[0].latency_us.unwrap();
+        assert!((1_960..=2_040).contains(&p50), "{p50}");
+        assert!((98_000..=102_000).contains(&p90), "{p90}");
+        assert_eq!(p99, max);
+        assert_eq!(intervals[1].answered, 1);
+        assert!(intervals[1].latency_us.unwrap()[0] >= 1_490_000);
+        assert_eq!(intervals[2].latency_us, None);
     }
 
     #[test]

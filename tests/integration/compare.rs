@@ -290,3 +290,346 @@ fn speed_and_tunnel_runs_compare_row_by_row() {
         "{out}"
     );
 }
+
+/// Twelve set costs, 1000 to 1110 (times `factor`), one per round.
+fn set_costs(factor: f64) -> impl Iterator<Item = (u32, u64)> {
+    (0..12u32).map(move |i| (i, ((1000 + 10 * i) as f64 * factor) as u64))
+}
+
+/// A new run in `store` like run `like` (same kind, host and libraries).
+fn new_run(store: &mut Store, like: i64) -> i64 {
+    let first = store.load_run(like).unwrap();
+    store
+        .begin_run(&RunInfo {
+            kind: first.kind.clone(),
+            tool_version: "test".into(),
+            command_line: format!("test: run {like} with set samples"),
+            options_json: first.options_json.clone(),
+            host: first.host.clone(),
+            libraries: first.libraries.clone(),
+        })
+        .unwrap()
+}
+
+/// Issue 10: bulk runs compare a row per side; the receiver of one row
+/// made 20% dearer is the one slower row, and the exit status follows
+/// the threshold.
+#[test]
+fn bulk_runs_compare_per_side_and_flag_the_slowed_side() {
+    use tlslab::measure::Timed;
+    use tlslab::workload::bulk::BulkSample;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db_text = db.to_str().unwrap();
+    tlslab(&[
+        "bulk",
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.3",
+        "--suite",
+        "aes128gcm,chacha20",
+        "--size",
+        "1024",
+        "--max-time",
+        "0",
+        "--min-samples",
+        "3",
+        "--warmup",
+        "0",
+        "-q",
+        "--db",
+        db_text,
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+    ])
+    .expect_code(0);
+    // Runs 2 and 3: run 1's rows with set samples; in run 3 the receiver
+    // of aes128gcm pays 20% more.
+    let mut store = Store::open(&db).unwrap();
+    for slowed in [false, true] {
+        let run = new_run(&mut store, 1);
+        for mut cell in store.load_bulk_cells(1).unwrap() {
+            let dearer = slowed && cell.scenario.suite_id() == "aes128gcm";
+            if let Outcome::Measured { samples, .. } = &mut cell.outcome {
+                let template = samples[0].value;
+                *samples = set_costs(1.0)
+                    .zip(set_costs(if dearer { 1.2 } else { 1.0 }))
+                    .map(|((round, sender), (_, receiver))| Timed {
+                        round,
+                        value: BulkSample {
+                            bytes: 1_000_000,
+                            sender_cpu_ns: sender * 1000,
+                            receiver_cpu_ns: receiver * 1000,
+                            ..template
+                        },
+                    })
+                    .collect();
+            }
+            store.save_bulk_cell(run, &cell).unwrap();
+        }
+        store.finish_run(run, true).unwrap();
+    }
+    let gated = tlslab(&["compare", "2", "3", "--db", db_text, "--threshold", "5%"]);
+    gated.expect_code(1);
+    let out = gated.stdout();
+    assert!(out.contains("Comparing bulk runs"), "{out}");
+    assert!(
+        has_row(
+            &out,
+            &[
+                "aes128gcm",
+                "receiver",
+                "1.06",
+                "1.27",
+                "1.200",
+                "SLOWER > 5%"
+            ]
+        ),
+        "{out}"
+    );
+    assert!(
+        has_row(
+            &out,
+            &["aes128gcm", "sender", "1.000", "no significant difference"]
+        ),
+        "{out}"
+    );
+    assert_eq!(out.matches("SLOWER").count(), 1, "{out}");
+    assert_eq!(out.matches("no significant difference").count(), 5, "{out}");
+    let lenient = tlslab(&["compare", "2", "3", "--db", db_text, "--threshold", "25%"]);
+    lenient.expect_code(0);
+    assert!(
+        has_row(&lenient.stdout(), &["receiver", "slower"]),
+        "{}",
+        lenient.stdout()
+    );
+}
+
+/// Issue 10: cost runs compare their handshakes and the operations their
+/// model used; one operation made 20% dearer is the one slower row.
+#[test]
+fn cost_runs_compare_handshakes_and_operations() {
+    use tlslab::measure::Timed;
+    use tlslab::workload::speed::SpeedSample;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db_text = db.to_str().unwrap();
+    tlslab(&[
+        "cost",
+        "--backend",
+        "mock",
+        "--max-time",
+        "0",
+        "--min-samples",
+        "3",
+        "--warmup",
+        "0",
+        "-q",
+        "--db",
+        db_text,
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let mut store = Store::open(&db).unwrap();
+    let handshakes = store.load_run(1).unwrap().cells;
+    assert!(!handshakes.is_empty());
+    for slowed in [false, true] {
+        let run = new_run(&mut store, 1);
+        for mut cell in handshakes.clone() {
+            if let Outcome::Measured { samples, .. } = &mut cell.outcome {
+                let template = samples[0].value;
+                *samples = set_costs(1.0)
+                    .map(|(round, ns)| Timed {
+                        round,
+                        value: tlslab::workload::handshake::Sample {
+                            client_cpu_ns: ns,
+                            server_cpu_ns: ns,
+                            ..template
+                        },
+                    })
+                    .collect();
+            }
+            store.save_cell(run, &cell).unwrap();
+        }
+        for mut cell in store.load_speed_cells(1).unwrap() {
+            let dearer = slowed && cell.row.label() == "speed_ecdsa_p256_sign";
+            if let Outcome::Measured { samples, .. } = &mut cell.outcome {
+                *samples = set_costs(if dearer { 1.2 } else { 1.0 })
+                    .map(|(round, ns)| Timed {
+                        round,
+                        value: SpeedSample {
+                            ns_per_op: ns as f64,
+                        },
+                    })
+                    .collect();
+            }
+            store.save_speed_cell(run, &cell).unwrap();
+        }
+        store.finish_run(run, true).unwrap();
+    }
+    let gated = tlslab(&["compare", "2", "3", "--db", db_text, "--threshold", "5%"]);
+    gated.expect_code(1);
+    let out = gated.stdout();
+    assert!(out.contains("Comparing cost runs"), "{out}");
+    assert!(
+        has_row(
+            &out,
+            &["operation", "speed_ecdsa_p256_sign", "1.200", "SLOWER > 5%"]
+        ),
+        "{out}"
+    );
+    assert!(
+        has_row(
+            &out,
+            &[
+                "handshake",
+                "ECDSA P-256",
+                "1.000",
+                "no significant difference"
+            ]
+        ),
+        "{out}"
+    );
+    assert_eq!(out.matches("SLOWER").count(), 1, "{out}");
+    tlslab(&["compare", "2", "3", "--db", db_text, "--threshold", "25%"]).expect_code(0);
+}
+
+/// Issue 10: load runs compare each phase's p50 over every request's
+/// latency (a slowed handshake is the one slower row), p99 and the rates
+/// as figures without a verdict; a load run and a handshake run are
+/// refused.
+#[test]
+fn load_runs_compare_latencies_and_show_rates_without_a_test() {
+    use std::time::Duration;
+    use tlslab::store::LoadRecord;
+    use tlslab::workload::load::{Latencies, LoadResult, Mode, Plan};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db_text = db.to_str().unwrap();
+    let mut store = Store::open(&db).unwrap();
+    for handshake_factor in [1.0, 1.5] {
+        let mut latencies = Latencies::new();
+        for i in 0..200u64 {
+            let us = 1_000 + 5 * i;
+            latencies.total.record(us * 3).unwrap();
+            latencies
+                .handshake
+                .record((us as f64 * handshake_factor) as u64)
+                .unwrap();
+        }
+        let record = LoadRecord {
+            scenario_id: "handshake_1.3_x25519_ecdsa_p256_aes128gcm".into(),
+            scenario: "TLS 1.3 X25519 ECDSA P-256 aes128gcm".into(),
+            server: "embedded (openssl)".into(),
+            plan: Plan {
+                rate: 100.0,
+                ramp: Duration::ZERO,
+                duration: Duration::from_secs(2),
+                path: "/page_1000".into(),
+                body: vec![b'a'; 1000],
+                mode: Mode::NewConnection,
+                clients: 4,
+                max_requests: 1000,
+            },
+            result: LoadResult {
+                offered: 200,
+                sent: 200,
+                answered: 200,
+                errors: Vec::new(),
+                first_error: Vec::new(),
+                latencies,
+                bytes: 200_000,
+                elapsed: Duration::from_secs(2),
+                client_cpu_ns: 1_000_000,
+                per_second: vec![100, 100],
+                intervals: Vec::new(),
+                resumed: 0,
+                interrupted: false,
+            },
+            server_cpu_ns: None,
+            profile: Err("not asked for".into()),
+            categories: Err("not asked for".into()),
+            profile_scope: String::new(),
+            embedded: None,
+        };
+        let run = store
+            .begin_run(&RunInfo {
+                kind: "load".into(),
+                tool_version: "test".into(),
+                command_line: "tlslab load".into(),
+                options_json: "{}".into(),
+                host: tlslab::host::HostInfo::current(),
+                libraries: Vec::new(),
+            })
+            .unwrap();
+        store.save_load(run, &record).unwrap();
+        store.finish_run(run, true).unwrap();
+    }
+    drop(store);
+    let gated = tlslab(&["compare", "1", "2", "--db", db_text, "--threshold", "5%"]);
+    gated.expect_code(1);
+    let out = gated.stdout();
+    assert!(out.contains("Comparing load runs"), "{out}");
+    assert!(
+        has_row(&out, &["handshake", "p50", "1.50", "2.25", "SLOWER > 5%"]),
+        "{out}"
+    );
+    assert!(
+        has_row(
+            &out,
+            &["handshake", "p99", "1.500", "not tested (one figure)"]
+        ),
+        "{out}"
+    );
+    assert!(
+        has_row(
+            &out,
+            &["total", "p50", "1.000", "no significant difference"]
+        ),
+        "{out}"
+    );
+    assert_eq!(out.matches("SLOWER").count(), 1, "{out}");
+    assert!(
+        has_row(
+            &out,
+            &["achieved rate, whole run (answers/s)", "100.0", "100.0"]
+        ),
+        "{out}"
+    );
+    assert!(out.contains("not independent"), "{out}");
+    tlslab(&["compare", "1", "2", "--db", db_text, "--threshold", "60%"]).expect_code(0);
+
+    tlslab(&[
+        "handshake",
+        "--backend",
+        "mock",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "-q",
+        "--db",
+        db_text,
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let mixed = tlslab(&["compare", "1", "3", "--db", db_text]);
+    mixed.expect_code(2);
+    assert!(
+        mixed
+            .stderr()
+            .contains("run 1 is a load run and run 3 a handshake run"),
+        "{}",
+        mixed.stderr()
+    );
+}

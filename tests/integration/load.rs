@@ -135,7 +135,7 @@ fn a_small_load_on_nginx_adds_up() {
     let html = dir.path().join("load.html");
     tlslab(&["report", "--db", db, "--html", html.to_str().unwrap()]).expect_code(0);
     let html = std::fs::read_to_string(html).unwrap();
-    assert_eq!(html.matches("<svg").count(), 2, "both charts inline");
+    assert_eq!(html.matches("<svg").count(), 3, "every chart inline");
     assert!(html.contains("Latency per phase") && html.contains("--rate 40"));
     let connection = rusqlite::Connection::open(db).unwrap();
     let (requests, p99_us): (i64, i64) = connection
@@ -384,6 +384,98 @@ fn a_stalling_server_shows_its_queue_in_the_latencies() {
         run["latencies"]
     );
     assert!(run["server_cpu_ns"].is_null());
+}
+
+/// Issue 10: load latency percentiles against offered rate. A ramp on the
+/// embedded server offers 15 then 30 requests in its two seconds; each
+/// second's latencies are stored, drawn as one line per percentile, and
+/// drawn again the same from the store.
+#[test]
+fn latency_against_offered_rate_is_stored_and_drawn_per_percentile() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let live = dir.path().join("live");
+    tlslab(&[
+        "load",
+        "--db",
+        db.to_str().unwrap(),
+        "--plot",
+        live.to_str().unwrap(),
+        "--server",
+        "embedded",
+        "--backend",
+        "openssl",
+        "--workers",
+        "1",
+        "--rate",
+        "30",
+        "--ramp",
+        "1",
+        "--duration",
+        "2",
+        "--size",
+        "1000",
+        "--clients",
+        "2",
+        "-q",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    // Every second answered, so none of its percentiles is NULL.
+    let seconds: Vec<[i64; 5]> = connection
+        .prepare(
+            "SELECT second, offered, answered, p50_us, p99_us FROM load_intervals
+             WHERE run_id = 1 ORDER BY second",
+        )
+        .unwrap()
+        .query_map([], |row| {
+            Ok([
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+            ])
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(seconds.len(), 2, "{seconds:?}");
+    assert_eq!((seconds[0][1], seconds[1][1]), (15, 30), "{seconds:?}");
+    for [_, offered, answered, p50, p99] in &seconds {
+        assert_eq!(answered, offered, "{seconds:?}");
+        assert!(*p50 > 0 && p99 >= p50, "{seconds:?}");
+    }
+
+    let chart = std::fs::read_to_string(live.join("load_latency_rate.svg")).unwrap();
+    for colour in ["#1F77B4", "#FF7F0E", "#2CA02C"] {
+        let lines = chart
+            .split("<polyline")
+            .skip(1)
+            .filter(|l| l[..l.find('>').unwrap()].contains(&format!("stroke=\"{colour}\"")))
+            .count();
+        assert_eq!(lines, 1, "{colour}: {chart}");
+    }
+    let texts = svg_texts(&chart);
+    for expected in ["offered rate (req/s)", "p50", "p90", "p99"] {
+        assert!(
+            texts.iter().any(|t| t == expected),
+            "no '{expected}' in {texts:?}"
+        );
+    }
+    assert!(
+        texts.iter().any(|t| t.starts_with("latency (ms)")),
+        "{texts:?}"
+    );
+    let again = dir.path().join("again");
+    let db = db.to_str().unwrap();
+    tlslab(&["report", "--db", db, "--plot", again.to_str().unwrap()]).expect_code(0);
+    assert_eq!(
+        std::fs::read_to_string(again.join("load_latency_rate.svg")).unwrap(),
+        chart
+    );
 }
 
 #[test]

@@ -463,3 +463,141 @@ fn a_load_run_merges_with_its_results_and_only_once() {
         report.stdout()
     );
 }
+
+/// Issue 10: `report --combine` over the merged shards of a mock matrix
+/// prints one table whose rows equal the unsharded run's: the same
+/// medians and ratios to the baseline (paired within each shard), the
+/// same sample counts, but the baseline's, which every shard measured and
+/// which is shown once with every shard's samples.
+#[test]
+fn merged_shards_reported_combined_equal_the_unsharded_table() {
+    const BASELINE: &str = "handshake_1.3_x25519_ecdsa_p256_aes128gcm";
+    let dir = tempfile::tempdir().unwrap();
+    let with_baseline: Vec<&str> = HANDSHAKE
+        .iter()
+        .copied()
+        .chain(["--baseline", BASELINE])
+        .collect();
+    let whole = dir.path().join("whole.sqlite");
+    measure(&with_baseline, &[], &whole);
+    let all = dir.path().join("all.sqlite");
+    let mut merge = vec!["merge".to_string(), path_text(&all)];
+    for index in 1..=3 {
+        let db = dir.path().join(format!("shard-{index}.sqlite"));
+        measure(&with_baseline, &["--shard", &format!("{index}/3")], &db);
+        merge.push(path_text(&db));
+    }
+    let merge: Vec<&str> = merge.iter().map(String::as_str).collect();
+    tlslab(&merge).expect_code(0);
+
+    let rows = |db: &Path, extra: &[&str]| -> BTreeMap<String, serde_json::Value> {
+        let json = dir.path().join("rows.json");
+        let mut args = vec!["report", "--db"];
+        let db = path_text(db);
+        args.push(&db);
+        args.extend_from_slice(extra);
+        let json_text = path_text(&json);
+        args.extend_from_slice(&["--export-json", &json_text]);
+        let run = tlslab(&args);
+        run.expect_code(0);
+        let data: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        data["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| (row["label"].as_str().unwrap().to_string(), row.clone()))
+            .collect()
+    };
+    let unsharded = rows(&whole, &[]);
+    let combined = rows(&all, &["--run", "1,2,3", "--combine"]);
+    assert_eq!(
+        unsharded.keys().collect::<Vec<_>>(),
+        combined.keys().collect::<Vec<_>>()
+    );
+    for (label, row) in &unsharded {
+        let other = &combined[label];
+        for field in ["status", "client_cpu_us", "server_cpu_us"] {
+            assert_eq!(
+                row[field]["median"], other[field]["median"],
+                "{label} {field}"
+            );
+            assert_eq!(row["status"], other["status"], "{label}");
+        }
+        assert_eq!(
+            row["ratio_to_baseline"]["value"], other["ratio_to_baseline"]["value"],
+            "{label}"
+        );
+        let count = row["sample_count"].as_u64().unwrap();
+        let expected = if label == BASELINE { 3 * count } else { count };
+        assert_eq!(other["sample_count"], expected, "{label}");
+    }
+
+    // The table says which shards it combined and that the baseline is pooled.
+    let shown = tlslab(&[
+        "report",
+        "--db",
+        &path_text(&all),
+        "--run",
+        "1,2,3",
+        "--combine",
+    ]);
+    shown.expect_code(0);
+    let out = shown.stdout();
+    assert!(out.contains("handshake runs 1, 2, 3 combined"), "{out}");
+    assert!(
+        out.contains("run 1 (shard 1/3), run 2 (shard 2/3), run 3 (shard 3/3)"),
+        "{out}"
+    );
+    assert!(out.contains("measured in 3 runs"), "{out}");
+    // Without --combine the shards are shown apart, with a hint.
+    let apart = tlslab(&["report", "--db", &path_text(&all), "--run", "1,2,3"]);
+    apart.expect_code(0);
+    assert!(
+        apart.stderr().contains("shards of one command: --combine"),
+        "{}",
+        apart.stderr()
+    );
+}
+
+/// Runs of two commands, or of two kinds, do not combine.
+#[test]
+fn runs_of_different_commands_do_not_combine() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    measure(HANDSHAKE, &["--shard", "1/2"], &db);
+    measure(
+        HANDSHAKE,
+        &[
+            "--shard",
+            "2/2",
+            "--baseline",
+            "handshake_1.3_x25519_ecdsa_p256_aes128gcm",
+        ],
+        &db,
+    );
+    measure(
+        &[
+            "tunnel",
+            "--cipher",
+            "aes-128-gcm",
+            "--digest",
+            "sha1",
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+        ],
+        &[],
+        &db,
+    );
+    let db = path_text(&db);
+    for (runs, message) in [
+        ("1,2", "runs 1 and 2 are not shards of one command"),
+        ("1,3", "run 1 is a handshake run and run 3 a tunnel run"),
+    ] {
+        let run = tlslab(&["report", "--db", &db, "--run", runs, "--combine"]);
+        run.expect_code(2);
+        assert!(run.stderr().contains(message), "{}", run.stderr());
+    }
+}

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Once;
 
 use anyhow::{anyhow, Result};
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -33,6 +34,8 @@ const TITLE_PX: u32 = 30;
 const LEGEND_PX: u32 = 24;
 const NOTE_LINE_PX: u32 = 17;
 const AXIS_PX: u32 = 50;
+/// Height of a line chart's plotting area.
+const LINES_PX: u32 = 420;
 /// Longest row label drawn, in characters (longer ones end in "…").
 const LABEL_CHARS: usize = 72;
 
@@ -107,7 +110,7 @@ fn tick(value: f64, x_max: f64) -> String {
 fn row_px(figure: &Figure) -> u32 {
     match figure.layout {
         Layout::Grouped => (8 + 13 * figure.series.len() as u32).max(22),
-        Layout::Stacked => 24,
+        Layout::Stacked | Layout::Lines { .. } => 24,
     }
 }
 
@@ -128,13 +131,12 @@ fn size(figure: &Figure) -> (u32, u32) {
     } else {
         0
     };
-    let height = TITLE_PX
-        + legend
-        + 20
-        + row_px(figure) * figure.bars.len().max(1) as u32
-        + AXIS_PX
-        + NOTE_LINE_PX * notes(figure).len() as u32
-        + 10;
+    let body = match figure.layout {
+        Layout::Lines { .. } => LINES_PX,
+        _ => row_px(figure) * figure.bars.len().max(1) as u32,
+    };
+    let height =
+        TITLE_PX + legend + 20 + body + AXIS_PX + NOTE_LINE_PX * notes(figure).len() as u32 + 10;
     (WIDTH_PX, height)
 }
 
@@ -155,6 +157,7 @@ fn x_max(figure: &Figure) -> f64 {
                 }
             }
             Layout::Stacked => max = max.max(values.sum()),
+            Layout::Lines { .. } => max = values.fold(max, |m, v| m.max(*v)),
         }
     }
     if max > 0.0 {
@@ -221,7 +224,28 @@ fn draw_on<DB: DrawingBackend>(figure: &Figure, root: DrawingArea<DB, Shift>) ->
         ))
         .map_err(error)?;
     }
+    match figure.layout {
+        Layout::Lines { x_axis } => {
+            let points = points(figure);
+            let (low, high) = y_span(&points);
+            let axes = (x_axis, figure.axis.clone());
+            if high / low > 20.0 {
+                let axes = (x_axis, format!("{} (log scale)", figure.axis));
+                let y = (low / 1.4..high * 1.4).log_scale();
+                draw_lines(figure, &points, axes, &body, y)?;
+            } else {
+                draw_lines(figure, &points, axes, &body, 0.0..high * 1.15)?;
+            }
+        }
+        Layout::Grouped | Layout::Stacked => draw_bars(figure, &body)?,
+    }
+    root.present().map_err(error)?;
+    Ok(())
+}
 
+/// The bars of a grouped or stacked figure, on the area under its title.
+fn draw_bars<DB: DrawingBackend>(figure: &Figure, body: &DrawingArea<DB, Shift>) -> Result<()> {
+    let left = Pos::new(HPos::Left, VPos::Center);
     let rows = figure.bars.len().max(1);
     let labels: Vec<String> = (0..figure.bars.len())
         .map(|i| row_label(figure, i))
@@ -236,7 +260,7 @@ fn draw_on<DB: DrawingBackend>(figure: &Figure, root: DrawingArea<DB, Shift>) ->
         + 16;
     let x_max = x_max(figure);
     // Row i (from the top) is centred on y = rows - i - 0.5.
-    let mut chart = ChartBuilder::on(&body)
+    let mut chart = ChartBuilder::on(body)
         .margin_left(8)
         .margin_right(24)
         .margin_top(6)
@@ -349,7 +373,8 @@ fn draw_on<DB: DrawingBackend>(figure: &Figure, root: DrawingArea<DB, Shift>) ->
                         .map_err(error)?;
                 }
             }
-            Layout::Stacked => {
+            // A line chart is drawn by `draw_lines`, never here.
+            Layout::Stacked | Layout::Lines { .. } => {
                 let mut start = 0.0;
                 for (s, value) in bar.values.iter().enumerate() {
                     let Some(value) = value.filter(|v| v.is_finite() && *v > 0.0) else {
@@ -408,7 +433,108 @@ fn draw_on<DB: DrawingBackend>(figure: &Figure, root: DrawingArea<DB, Shift>) ->
             .draw_series([PathElement::new(vec![(*x, 0.0), (*x, rows as f64)], line)])
             .map_err(error)?;
     }
-    root.present().map_err(error)?;
+    Ok(())
+}
+
+/// A line chart's points: (x, the value of each series), in the order of
+/// x, without the rows that have no x or were not measured.
+fn points(figure: &Figure) -> Vec<(f64, &[Option<f64>])> {
+    let mut points: Vec<(f64, &[Option<f64>])> = figure
+        .bars
+        .iter()
+        .filter(|b| b.missing.is_none())
+        .filter_map(|b| Some((b.x.filter(|x| x.is_finite())?, b.values.as_slice())))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points
+}
+
+/// The smallest and largest positive value of the points (1 and 10 when
+/// there is none).
+fn y_span(points: &[(f64, &[Option<f64>])]) -> (f64, f64) {
+    let values = points
+        .iter()
+        .flat_map(|(_, values)| values.iter().flatten())
+        .filter(|v| v.is_finite() && **v > 0.0);
+    let (low, high) = values.fold((f64::INFINITY, 0f64), |(low, high), v| {
+        (low.min(*v), high.max(*v))
+    });
+    if high > 0.0 {
+        (low, high)
+    } else {
+        (1.0, 10.0)
+    }
+}
+
+/// A line per series through the points, on a vertical axis `y` (linear
+/// or logarithmic), each line named at its right end; `axes` are the
+/// labels of the horizontal and vertical axes.
+fn draw_lines<DB, Y>(
+    figure: &Figure,
+    points: &[(f64, &[Option<f64>])],
+    (x_axis, y_axis): (&str, String),
+    body: &DrawingArea<DB, Shift>,
+    y: Y,
+) -> Result<()>
+where
+    DB: DrawingBackend,
+    Y: AsRangedCoord<Value = f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let x_max = points.iter().map(|(x, _)| *x).fold(0f64, f64::max);
+    let x_max = if x_max > 0.0 { x_max * 1.12 } else { 1.0 };
+    let mut chart = ChartBuilder::on(body)
+        .margin_left(8)
+        .margin_right(24)
+        .margin_top(6)
+        .x_label_area_size(AXIS_PX)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..x_max, y)
+        .map_err(error)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_axis)
+        .y_desc(y_axis)
+        .x_label_formatter(&|x| tick(*x, x_max))
+        .y_label_formatter(&|y| format_value(*y))
+        .label_style((FAMILY, 12))
+        .axis_desc_style((FAMILY, 14))
+        .max_light_lines(4)
+        .light_line_style(RGBColor(235, 235, 235))
+        .bold_line_style(RGBColor(215, 215, 215))
+        .draw()
+        .map_err(error)?;
+    let label_style = text_style(12.0, BLACK, Pos::new(HPos::Left, VPos::Center));
+    for (s, name) in figure.series.iter().enumerate() {
+        let line: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|(x, values)| {
+                let value = values.get(s).copied().flatten()?;
+                (value.is_finite() && value > 0.0).then_some((*x, value))
+            })
+            .collect();
+        let Some(&(last_x, last_y)) = line.last() else {
+            continue;
+        };
+        let style = colour(s).stroke_width(2);
+        chart
+            .draw_series([PathElement::new(line.clone(), style)])
+            .map_err(error)?;
+        chart
+            .draw_series(
+                line.iter()
+                    .map(|point| Circle::new(*point, 3, colour(s).filled())),
+            )
+            .map_err(error)?;
+        let (px, py) = chart.backend_coord(&(last_x, last_y));
+        let (base_x, base_y) = body.get_base_pixel();
+        body.draw(&Text::new(
+            name.clone(),
+            (px - base_x + 8, py - base_y),
+            label_style.clone(),
+        ))
+        .map_err(error)?;
+    }
     Ok(())
 }
 

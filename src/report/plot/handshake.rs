@@ -28,14 +28,15 @@ pub fn figures(rows: &[Row], baseline: Option<&str>) -> Vec<Figure> {
                 return missing(row, label(row), 2);
             }
             Bar {
-                label: label(row),
-                values: vec![
-                    row.client_cpu_us.map(|s| s.median),
-                    row.server_cpu_us.map(|s| s.median),
-                ],
                 intervals: vec![interval(&row.client_cpu_us), interval(&row.server_cpu_us)],
                 weak: row.weak,
-                missing: None,
+                ..Bar::new(
+                    label(row),
+                    vec![
+                        row.client_cpu_us.map(|s| s.median),
+                        row.server_cpu_us.map(|s| s.median),
+                    ],
+                )
             }
         })
         .collect();
@@ -57,11 +58,9 @@ pub fn figures(rows: &[Row], baseline: Option<&str>) -> Vec<Figure> {
                 .iter()
                 .map(|row| match &row.ratio_to_baseline {
                     Some(ratio) => Bar {
-                        label: label(row),
-                        values: vec![Some(ratio.value)],
                         intervals: vec![Some((ratio.ci95.low, ratio.ci95.high))],
                         weak: row.weak,
-                        missing: None,
+                        ..Bar::new(label(row), vec![Some(ratio.value)])
                     },
                     None => missing(row, label(row), 1),
                 })

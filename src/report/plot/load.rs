@@ -1,9 +1,10 @@
 //! The load charts: latency percentiles per phase (from each request's due
-//! time for the total), and answers per second over the run against the
-//! rate offered.
+//! time for the total), answers per second over the run against the rate
+//! offered, and the total latency's percentiles against the offered rate,
+//! one point per second of the run.
 
 use super::{Bar, Figure, Layout};
-use crate::workload::load::{schedule, LoadResult, Plan, PERCENTILES};
+use crate::workload::load::{schedule, LoadResult, Plan, INTERVAL_PERCENTILES, PERCENTILES};
 
 /// The percentiles drawn (the maximum stays in the table: one outlier
 /// would squeeze every other bar).
@@ -89,7 +90,68 @@ pub fn figures(
             notes: vec!["Offered: requests due in that second by the plan; answered: requests whose last byte arrived in it (a slow server answers later than due).".to_string()],
         });
     }
+    if let Some(figure) = latency_against_rate(plan, result) {
+        figures.push(figure);
+    }
     figures
+}
+
+/// The percentiles of the latency-against-offered-rate chart (of
+/// [`INTERVAL_PERCENTILES`]: the maximum is left out).
+const LINES: usize = 3;
+
+/// p50, p90 and p99 of the total latency of the requests due in each
+/// second, against that second's offered rate (None when no second has an
+/// answer, e.g. a run stored before the seconds were kept).
+fn latency_against_rate(plan: &Plan, result: &LoadResult) -> Option<Figure> {
+    let planned_s = plan.duration.as_secs_f64();
+    let bars: Vec<Bar> = result
+        .intervals
+        .iter()
+        .enumerate()
+        .filter_map(|(second, interval)| {
+            let latency_us = interval.latency_us?;
+            // The last second of a plan may be cut short.
+            let length_s = (planned_s - second as f64).min(1.0);
+            (length_s > 0.0).then(|| Bar {
+                x: Some(interval.offered as f64 / length_s),
+                ..Bar::new(
+                    format!("second {second}"),
+                    latency_us[..LINES]
+                        .iter()
+                        .map(|us| Some(*us as f64 / 1e3))
+                        .collect(),
+                )
+            })
+        })
+        .collect();
+    if bars.is_empty() {
+        return None;
+    }
+    let mut notes = vec![
+        "One point per second of the run: x, the requests due in it by the plan (per second); y, the latency from due time to last byte of those answered (2 significant digits).".to_string(),
+    ];
+    if plan.ramp.is_zero() {
+        notes.push("Without --ramp every second offers the planned rate, so the points stand on one vertical line; a ramp spreads them over the rates.".to_string());
+    }
+    Some(Figure {
+        id: "load_latency_rate".to_string(),
+        title: format!(
+            "Latency against offered rate ({} connections)",
+            plan.mode.id()
+        ),
+        axis: "latency (ms)".to_string(),
+        series: INTERVAL_PERCENTILES[..LINES]
+            .iter()
+            .map(|p| format!("p{p}"))
+            .collect(),
+        layout: Layout::Lines {
+            x_axis: "offered rate (req/s)",
+        },
+        bars,
+        reference: None,
+        notes,
+    })
 }
 
 #[cfg(test)]
@@ -97,7 +159,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::workload::load::{Latencies, Mode};
+    use crate::report::plot::svg;
+    use crate::workload::load::{Interval, Latencies, Mode};
 
     fn run(seconds: usize) -> (Plan, LoadResult) {
         let plan = Plan {
@@ -125,6 +188,15 @@ mod tests {
             elapsed: Duration::from_secs(seconds as u64),
             client_cpu_ns: 0,
             per_second: vec![10; seconds],
+            intervals: (0..seconds)
+                .map(|second| Interval {
+                    offered: 10 * (second + 1),
+                    answered: 10,
+                    latency_us: Some(
+                        [1_000, 2_000, 40_000, 50_000].map(|us| us * (second as u64 + 1)),
+                    ),
+                })
+                .collect(),
             resumed: 0,
             interrupted: false,
         };
@@ -160,5 +232,62 @@ mod tests {
         assert_eq!(rate.bars.len(), 50);
         assert_eq!(rate.bars[0].label, "0–3 s");
         assert_eq!(rate.bars[49].values, [Some(10.0), Some(10.0)]);
+    }
+
+    #[test]
+    fn latency_is_drawn_against_the_offered_rate_one_line_per_percentile() {
+        let (mut plan, mut result) = run(3);
+        // The last second is half planned: its 30 requests are 60 per second.
+        plan.duration = Duration::from_millis(2_500);
+        result.intervals.push(Interval {
+            offered: 0,
+            answered: 0,
+            latency_us: None,
+        });
+        let figures = figures(&plan, &result, &[]);
+        let chart = figures
+            .iter()
+            .find(|f| f.id == "load_latency_rate")
+            .unwrap();
+        assert_eq!(chart.series, ["p50", "p90", "p99"]);
+        let xs: Vec<_> = chart.bars.iter().map(|b| b.x.unwrap()).collect();
+        assert_eq!(xs, [10.0, 20.0, 60.0]);
+        assert_eq!(chart.bars[1].values, [Some(2.0), Some(4.0), Some(80.0)]);
+
+        let svg = svg(chart).unwrap();
+        // One line per percentile, in its series' colour.
+        for colour in ["#1F77B4", "#FF7F0E", "#2CA02C"] {
+            let lines = svg
+                .split("<polyline")
+                .skip(1)
+                .filter(|l| l[..l.find('>').unwrap()].contains(&format!("stroke=\"{colour}\"")))
+                .count();
+            assert_eq!(lines, 1, "{colour}: {svg}");
+        }
+        let texts = crate::report::plot::tests::svg_texts(&svg);
+        for expected in [
+            "Latency against offered rate (new connections)",
+            "offered rate (req/s)",
+            "latency (ms) (log scale)",
+            "p50",
+            "p90",
+            "p99",
+        ] {
+            // The names are in the legend and at the end of each line.
+            assert!(
+                texts.iter().any(|t| t == expected),
+                "no '{expected}' in {texts:?}"
+            );
+        }
+        assert_eq!(texts.iter().filter(|t| *t == "p99").count(), 2, "{texts:?}");
+    }
+
+    #[test]
+    fn a_run_without_seconds_has_no_latency_against_rate_chart() {
+        let (plan, mut result) = run(2);
+        result.intervals.clear();
+        assert!(figures(&plan, &result, &[])
+            .iter()
+            .all(|f| f.id != "load_latency_rate"));
     }
 }

@@ -32,12 +32,21 @@ pub enum Layout {
     Grouped,
     /// The series stacked into one bar (a breakdown adding up to a total).
     Stacked,
+    /// Each bar is a point at its [`Bar::x`] and each series a line through
+    /// the points in the order of x; the value axis is vertical and
+    /// logarithmic when the values span more than a factor of 20.
+    Lines {
+        /// The horizontal axis' label, with its unit.
+        x_axis: &'static str,
+    },
 }
 
-/// One row of a bar chart.
+/// One row of a bar chart, or one point of every line of a line chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bar {
     pub label: String,
+    /// Where the point lies on the horizontal axis ([`Layout::Lines`] only).
+    pub x: Option<f64>,
     /// One value per series; `None` where the row has none.
     pub values: Vec<Option<f64>>,
     /// The 95% interval of each value (grouped layout), `(low, high)`.
@@ -54,6 +63,7 @@ impl Bar {
         let intervals = vec![None; values.len()];
         Self {
             label: label.into(),
+            x: None,
             values,
             intervals,
             weak: false,

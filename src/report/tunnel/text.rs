@@ -107,7 +107,13 @@ pub fn tables(report: &TunnelReport) -> Vec<Table> {
                 vec![
                     n.engine.id().to_string(),
                     n.name.to_string(),
-                    format!("{:.3}", n.relative),
+                    // No same-round pair with the fastest (rows of two
+                    // shards combined): no ratio.
+                    if n.relative.is_finite() {
+                        format!("{:.3}", n.relative)
+                    } else {
+                        "—".to_string()
+                    },
                     format_rate(n.mb_per_s),
                     format_rate(n.send_mb_per_s),
                     format_rate(n.receive_mb_per_s),
