@@ -621,7 +621,8 @@ pub struct TunnelArgs {
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (a loopback server you run)
   tlslab load --server embedded --backend rustls-aws-lc --rate 300 --size 50k   (counted breakdown)
 
-Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64.
+Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64
+(one blocking thread each; in keepalive mode all on one event loop, --event-loops 1).
 Requests are due at evenly spaced times whatever the server does; each
 latency counts from the moment its request was due (queueing included).")]
 pub struct LoadArgs {
@@ -655,9 +656,16 @@ pub struct LoadArgs {
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
 
-    /// Client threads (a due request waits for a free one, and that wait counts).
+    /// Clients: connections with one request at a time each (a due request
+    /// waits for a free one, and that wait counts).
     #[arg(long, value_name = "N")]
     pub clients: Option<usize>,
+
+    /// Drive the clients from N threads, each an epoll loop over nonblocking
+    /// connections; 0 gives each client a blocking thread of its own.
+    /// [default: 1 in keepalive mode, else 0]
+    #[arg(long, value_name = "N")]
+    pub event_loops: Option<usize>,
 
     /// At most this many requests, whatever rate and duration say. [default: 1000000]
     #[arg(long, value_name = "N")]
