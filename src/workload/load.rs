@@ -34,11 +34,11 @@ const IO_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum Mode {
     /// A new TCP connection and full handshake for every request.
     NewConnection,
-    /// Each client thread keeps one connection open for its requests.
+    /// Each client keeps one connection open for its requests.
     KeepAlive,
     /// A new TCP connection for every request, resuming the session (TLS
-    /// 1.3 ticket, TLS 1.2 session id) of the client thread's previous
-    /// connection; a thread's first connection is a full handshake.
+    /// 1.3 ticket, TLS 1.2 session id) of the client's previous
+    /// connection; a client's first connection is a full handshake.
     Resume,
 }
 
@@ -82,8 +82,8 @@ pub struct Plan {
     #[serde(skip)]
     pub body: Vec<u8>,
     pub mode: Mode,
-    /// Client threads; a request waits for a free one (and that wait
-    /// counts in its latency).
+    /// Clients, each one connection with one request at a time; a request
+    /// waits for a free one (and that wait counts in its latency).
     pub clients: usize,
     /// A bound on requests, whatever the rate and duration say.
     pub max_requests: usize,
