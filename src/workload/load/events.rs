@@ -578,25 +578,39 @@ impl Epoll {
         Ok(())
     }
 
-    /// Waits up to `timeout` (to the nanosecond, with epoll_pwait2) for
-    /// ready sockets; returns how many of `events` were filled.
+    /// Waits up to `timeout` for ready sockets; returns how many of
+    /// `events` were filled. The timeout is kept to the nanosecond with
+    /// epoll_pwait2 (Linux 5.11), rounded up to the millisecond with
+    /// epoll_wait on older kernels.
     fn wait(&self, events: &mut [libc::epoll_event], timeout: Duration) -> io::Result<usize> {
-        let timeout = libc::timespec {
+        let precise = libc::timespec {
             tv_sec: timeout.as_secs() as libc::time_t,
             tv_nsec: timeout.subsec_nanos() as libc::c_long,
         };
         // SAFETY: `events` is writable for its length; no signal mask.
-        let ready = unsafe {
+        let mut ready = unsafe {
             libc::syscall(
                 libc::SYS_epoll_pwait2,
                 self.0.as_raw_fd(),
                 events.as_mut_ptr(),
                 events.len() as libc::c_int,
-                std::ptr::from_ref(&timeout),
+                std::ptr::from_ref(&precise),
                 std::ptr::null::<libc::sigset_t>(),
                 0usize,
             )
         };
+        if ready < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            let milliseconds = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128);
+            // SAFETY: as above.
+            ready = libc::c_long::from(unsafe {
+                libc::epoll_wait(
+                    self.0.as_raw_fd(),
+                    events.as_mut_ptr(),
+                    events.len() as libc::c_int,
+                    milliseconds as libc::c_int,
+                )
+            });
+        }
         if ready < 0 {
             let error = io::Error::last_os_error();
             return match error.kind() {
