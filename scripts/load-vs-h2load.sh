@@ -2,8 +2,11 @@
 # tlslab load and h2load side by side, alternating, against one nginx on
 # loopback (TLS 1.3, X25519, ECDSA P-256, AES-128-GCM, 1000-byte page, one
 # worker): new connection per request at an offered rate beyond what the
-# machine can do, then keep-alive as fast as possible. Prints each run's
-# achieved requests per second.
+# machine can do, then keep-alive as fast as possible (the same number of
+# requests for both tools, 25000 per second asked for). Prints each run's
+# achieved requests per second and the client's CPU per request (user and
+# system; h2load's from GNU time, 10 ms resolution), which on a machine of
+# few cores is taken from the server.
 #
 # Usage: scripts/load-vs-h2load.sh [SECONDS] [ROUNDS]   (nginx and h2load
 # installed: apt-get install nginx-light nghttp2-client; run from the repository)
@@ -56,6 +59,19 @@ for _ in $(seq 50); do
 done
 
 url="https://127.0.0.1:$port/page_1000"
+# tlslab's report: achieved rate and client CPU per request.
+tlslab_figures() {
+  awk '/achieved rate, whole run/ {rate = $NF} /client CPU per request/ {cpu = $NF}
+       END {print rate " req/s, client CPU " cpu " us/request"}'
+}
+# h2load under GNU time: achieved rate and CPU per request.
+h2load_run() {
+  /usr/bin/time -f '%U %S' -o "$dir/time" h2load "$@" 2>/dev/null >"$dir/h2load.out" || true
+  awk -v cpu="$(cat "$dir/time")" '/^finished in/ && match($0, /[0-9.]+ req\/s/) {rate = substr($0, RSTART, RLENGTH - 6)}
+       /^requests:/ {succeeded = $8}
+       END {split(cpu, t, " "); printf "%s req/s, client CPU %.0f us/request\n", rate, (t[1] + t[2]) * 1e6 / (succeeded > 0 ? succeeded : 1)}' \
+    "$dir/h2load.out"
+}
 offered=4000
 for round in $(seq "$rounds"); do
   echo "== round $round: new connection per request, $offered req/s offered, ${seconds}s"
@@ -63,16 +79,15 @@ for round in $(seq "$rounds"); do
   printf 'tlslab: '
   "$tlslab" load --target "127.0.0.1:$port" --tls 1.3 --group x25519 --cert ecdsa_p256 \
     --size 1000 --rate "$offered" --duration "$seconds" --clients 64 --max-requests "$n" -q --no-db --export-json "$dir/t.json" \
-    | grep -E 'achieved rate, whole run' | awk '{print $NF " req/s"}'
+    | tlslab_figures
   printf 'h2load: '
-  h2load --h1 -n "$n" -c "$n" -r "$offered" -t 2 "$url" 2>/dev/null \
-    | grep -E '^finished in' | sed 's/.*, \([0-9.]*\) req\/s.*/\1 req\/s/'
-  echo "== round $round: keep-alive, 32 connections, ${seconds}s"
+  h2load_run --h1 -n "$n" -c "$n" -r "$offered" -t 2 "$url"
+  n=$((25000 * seconds))
+  echo "== round $round: keep-alive, 32 connections, $n requests"
   printf 'tlslab: '
   "$tlslab" load --target "127.0.0.1:$port" --tls 1.3 --group x25519 --cert ecdsa_p256 \
-    --size 1000 --rate 100000 --duration "$seconds" --mode keepalive --clients 32 -q --no-db \
-    | grep -E 'achieved rate, whole run' | awk '{print $NF " req/s"}'
+    --size 1000 --rate 100000 --duration "$seconds" --mode keepalive --clients 32 --max-requests "$n" -q --no-db \
+    | tlslab_figures
   printf 'h2load: '
-  h2load --h1 -c 32 -t 2 --duration="$seconds" "$url" 2>/dev/null \
-    | grep -E '^finished in' | sed 's/.*, \([0-9.]*\) req\/s.*/\1 req\/s/'
+  h2load_run --h1 -c 32 -t 2 -n "$n" "$url"
 done

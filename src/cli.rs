@@ -653,7 +653,8 @@ pub struct TunnelArgs {
   tlslab load --server embedded --backend rustls-aws-lc --rate 300 --size 50k   (counted breakdown)
   tlslab load --server embedded --threads 1 --rate 300   (the embedded server on one core)
 
-Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64.
+Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64
+(one blocking thread each; in keepalive mode all on one event loop, --event-loops 1).
 Requests are due at evenly spaced times whatever the server does; each
 latency counts from the moment its request was due (queueing included).")]
 pub struct LoadArgs {
@@ -687,9 +688,16 @@ pub struct LoadArgs {
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
 
-    /// Client threads (a due request waits for a free one, and that wait counts).
+    /// Clients: connections with one request at a time each (a due request
+    /// waits for a free one, and that wait counts).
     #[arg(long, value_name = "N")]
     pub clients: Option<usize>,
+
+    /// Drive the clients from N threads, each an epoll loop over nonblocking
+    /// connections; 0 gives each client a blocking thread of its own.
+    /// [default: 1 in keepalive mode, else 0]
+    #[arg(long, value_name = "N")]
+    pub event_loops: Option<usize>,
 
     /// At most this many requests, whatever rate and duration say. [default: 1000000]
     #[arg(long, value_name = "N")]

@@ -33,7 +33,7 @@ use crate::scenario::{
     DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::store::{LoadRecord, Store, StoredRun};
-use crate::workload::load::{self, Endpoint, Mode, Plan};
+use crate::workload::load::{self, Driver, Endpoint, Mode, Plan};
 use crate::workload::nginx::{page_bytes, Nginx, NginxBackend, Site};
 use crate::workload::perf;
 use crate::workload::serve::Server;
@@ -258,6 +258,11 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         max_requests: args.max_requests.unwrap_or(1_000_000),
     };
     load::validate(&plan).map_err(usage)?;
+    let driver = match args.event_loops {
+        None if mode == Mode::KeepAlive => Driver::EventLoops(1),
+        None | Some(0) => Driver::Threads,
+        Some(loops) => Driver::EventLoops(loops),
+    };
     // Checked before anything is started or sent.
     let max_rate = parse_max_rate(args.max_rate)?;
     let target = args
@@ -456,11 +461,12 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         "perf": profile_wanted,
         "page_bytes": size,
         "plan": &plan,
+        "driver": driver,
     });
     let run_id = store.begin_run(&run_info("load", options.to_string(), &host, &libraries))?;
     let cpu_before = server.as_ref().map(Nginx::worker_cpu_ns).transpose()?;
-    let result =
-        load::run(&plan, &Endpoint { context, address }, &interrupt).context("running the load")?;
+    let result = load::run(&plan, &Endpoint { context, address }, driver, &interrupt)
+        .context("running the load")?;
     let mut server_cpu_ns = match (&server, cpu_before) {
         (Some(nginx), Some(before)) => Some(nginx.worker_cpu_ns()?.saturating_sub(before)),
         _ => None,

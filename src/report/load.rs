@@ -121,7 +121,7 @@ impl LoadReport<'_> {
                 "handshakes resumed / made".to_string(),
                 format!("{} / {handshakes}", result.resumed),
             ]);
-            summary.notes.push("resume: each client thread's first connection is a full handshake; each later one offers the session (TLS 1.3 ticket, TLS 1.2 session id) of the thread's previous connection. Resumed: the server accepted it (SSL_session_reused).".to_string());
+            summary.notes.push("resume: each client's first connection is a full handshake; each later one offers the session (TLS 1.3 ticket, TLS 1.2 session id) of the client's previous connection. Resumed: the server accepted it (SSL_session_reused).".to_string());
             if result.resumed == 0 && handshakes > 0 {
                 footer.push(format!(
                     "WARNING: resumed mode, but none of the {handshakes} handshakes resumed: every one was a full handshake (does the server keep a session cache or issue tickets?)"
@@ -160,12 +160,12 @@ impl LoadReport<'_> {
             latency.rows.push(row);
         }
         latency.notes.push(
-            "total: from the moment the request was due to its last byte, so a request that waited for a client thread or a stalled server counts its wait (no coordinated omission); service: from when a client thread started it. Percentiles from HDR histograms (3 significant digits).".to_string(),
+            "total: from the moment the request was due to its last byte, so a request that waited for a free client or a stalled server counts its wait (no coordinated omission); service: from when a client started it. Percentiles from HDR histograms (3 significant digits).".to_string(),
         );
         if plan.mode == Mode::KeepAlive {
-            latency.notes.push(
-                "keepalive: connect and handshake happen once per client thread.".to_string(),
-            );
+            latency
+                .notes
+                .push("keepalive: connect and handshake happen once per client.".to_string());
         }
 
         let mut errors = Table::new(&["error", "count", "first message"], &[false, true, false])

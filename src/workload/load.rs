@@ -24,6 +24,8 @@ use serde::Serialize;
 use crate::backend::openssl::remote::connect_tls_resuming;
 use crate::backend::thread_cpu_ns;
 
+mod events;
+
 /// How long one step of a request (connect, read, write) may block.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -32,11 +34,11 @@ const IO_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum Mode {
     /// A new TCP connection and full handshake for every request.
     NewConnection,
-    /// Each client thread keeps one connection open for its requests.
+    /// Each client keeps one connection open for its requests.
     KeepAlive,
     /// A new TCP connection for every request, resuming the session (TLS
-    /// 1.3 ticket, TLS 1.2 session id) of the client thread's previous
-    /// connection; a thread's first connection is a full handshake.
+    /// 1.3 ticket, TLS 1.2 session id) of the client's previous
+    /// connection; a client's first connection is a full handshake.
     Resume,
 }
 
@@ -56,6 +58,16 @@ impl Mode {
     }
 }
 
+/// What drives the clients' connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Driver {
+    /// One blocking thread per client.
+    Threads,
+    /// This many threads, each an epoll loop over its share of the
+    /// clients' nonblocking connections (see the `events` module).
+    EventLoops(usize),
+}
+
 /// What to offer and how.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -70,8 +82,8 @@ pub struct Plan {
     #[serde(skip)]
     pub body: Vec<u8>,
     pub mode: Mode,
-    /// Client threads; a request waits for a free one (and that wait
-    /// counts in its latency).
+    /// Clients, each one connection with one request at a time; a request
+    /// waits for a free one (and that wait counts in its latency).
     pub clients: usize,
     /// A bound on requests, whatever the rate and duration say.
     pub max_requests: usize,
@@ -361,53 +373,25 @@ struct Done {
     result: std::result::Result<u64, (ErrorKind, String)>,
 }
 
-/// Runs the plan against `endpoint`: a dispatcher releases each request at
-/// its due time to a pool of client threads. Stops when every due request
-/// is done, or early (keeping what finished) when `interrupt` is set.
-pub fn run(plan: &Plan, endpoint: &Endpoint, interrupt: &AtomicBool) -> Result<LoadResult> {
+/// Runs the plan against `endpoint`, its clients driven by `driver`.
+/// Stops when every due request is done, or early (keeping what finished)
+/// when `interrupt` is set.
+pub fn run(
+    plan: &Plan,
+    endpoint: &Endpoint,
+    driver: Driver,
+    interrupt: &AtomicBool,
+) -> Result<LoadResult> {
     let due = schedule(plan.rate, plan.ramp, plan.duration, plan.max_requests);
     let offered = due.len();
-    let (jobs, queue) = mpsc::channel::<(Instant, usize)>();
-    let queue = Arc::new(Mutex::new(queue));
     let (finished, records) = mpsc::channel::<Done>();
     let start = Instant::now() + Duration::from_millis(20);
-    let mut threads = Vec::new();
-    for _ in 0..plan.clients.max(1) {
-        let queue = Arc::clone(&queue);
-        let finished = finished.clone();
-        let endpoint = endpoint.clone();
-        let plan = plan.clone();
-        threads.push(std::thread::spawn(move || {
-            client_thread(&plan, &endpoint, &queue, &finished)
-        }));
-    }
-    drop(finished);
-    // The dispatcher: each request is released at its due time.
-    let mut sent = 0;
-    for offset in &due {
-        if interrupt.load(Ordering::Relaxed) {
-            break;
+    let (sent, latencies, client_cpu_ns) = match driver {
+        Driver::Threads => client_threads(plan, endpoint, &due, start, finished, interrupt)?,
+        Driver::EventLoops(loops) => {
+            events::drive(plan, endpoint, &due, start, loops, finished, interrupt)?
         }
-        let at = start + *offset;
-        let now = Instant::now();
-        if at > now {
-            std::thread::sleep(at - now);
-        }
-        if jobs.send((at, sent)).is_err() {
-            break;
-        }
-        sent += 1;
-    }
-    drop(jobs);
-    let mut latencies = Latencies::new();
-    let mut client_cpu_ns = 0;
-    for thread in threads {
-        let (mine, cpu) = thread
-            .join()
-            .map_err(|_| anyhow!("a client thread panicked"))?;
-        latencies.add(&mine);
-        client_cpu_ns += cpu;
-    }
+    };
     let elapsed = start.elapsed();
     let mut answered = 0;
     let mut resumed = 0;
@@ -452,6 +436,59 @@ pub fn run(plan: &Plan, endpoint: &Endpoint, interrupt: &AtomicBool) -> Result<L
         resumed,
         interrupted: interrupt.load(Ordering::Relaxed),
     })
+}
+
+/// A dispatcher releases each request at its due time to a pool of client
+/// threads, one blocking connection each; returns the requests released,
+/// the threads' latencies and their CPU time.
+fn client_threads(
+    plan: &Plan,
+    endpoint: &Endpoint,
+    due: &[Duration],
+    start: Instant,
+    finished: mpsc::Sender<Done>,
+    interrupt: &AtomicBool,
+) -> Result<(usize, Latencies, u64)> {
+    let (jobs, queue) = mpsc::channel::<(Instant, usize)>();
+    let queue = Arc::new(Mutex::new(queue));
+    let mut threads = Vec::new();
+    for _ in 0..plan.clients.max(1) {
+        let queue = Arc::clone(&queue);
+        let finished = finished.clone();
+        let endpoint = endpoint.clone();
+        let plan = plan.clone();
+        threads.push(std::thread::spawn(move || {
+            client_thread(&plan, &endpoint, &queue, &finished)
+        }));
+    }
+    drop(finished);
+    // The dispatcher: each request is released at its due time.
+    let mut sent = 0;
+    for offset in due {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        let at = start + *offset;
+        let now = Instant::now();
+        if at > now {
+            std::thread::sleep(at - now);
+        }
+        if jobs.send((at, sent)).is_err() {
+            break;
+        }
+        sent += 1;
+    }
+    drop(jobs);
+    let mut latencies = Latencies::new();
+    let mut client_cpu_ns = 0;
+    for thread in threads {
+        let (mine, cpu) = thread
+            .join()
+            .map_err(|_| anyhow!("a client thread panicked"))?;
+        latencies.add(&mine);
+        client_cpu_ns += cpu;
+    }
+    Ok((sent, latencies, client_cpu_ns))
 }
 
 /// Takes due requests until the dispatcher is done; returns the thread's
@@ -536,17 +573,14 @@ fn request(
         }
     };
     let sent = Instant::now();
-    let connection = if keep { "keep-alive" } else { "close" };
-    let head = format!(
-        "GET {} HTTP/1.1\r\nHost: tlslab.test\r\nConnection: {connection}\r\n\r\n",
-        plan.path
-    );
-    stream.write_all(head.as_bytes()).map_err(|e| {
-        (
-            kind_of(&e, ErrorKind::Io),
-            format!("writing the request: {e}"),
-        )
-    })?;
+    stream
+        .write_all(request_head(plan).as_bytes())
+        .map_err(|e| {
+            (
+                kind_of(&e, ErrorKind::Io),
+                format!("writing the request: {e}"),
+            )
+        })?;
     let (status, length, mut body) = read_head(&mut stream)?;
     let first_byte = Instant::now();
     let _ = latencies.first_byte.record(micros(first_byte - sent));
@@ -591,6 +625,20 @@ fn request(
     Ok(length as u64)
 }
 
+/// The request for the plan's page, asking to keep the connection open in
+/// keep-alive mode and to close it otherwise.
+fn request_head(plan: &Plan) -> String {
+    let connection = if plan.mode == Mode::KeepAlive {
+        "keep-alive"
+    } else {
+        "close"
+    };
+    format!(
+        "GET {} HTTP/1.1\r\nHost: tlslab.test\r\nConnection: {connection}\r\n\r\n",
+        plan.path
+    )
+}
+
 /// Reads the status line and headers; returns the status, the
 /// Content-Length and any body bytes read past the headers.
 fn read_head(
@@ -619,7 +667,14 @@ fn read_head(
         }
         buffer.extend_from_slice(&chunk[..n]);
     };
-    let head = String::from_utf8_lossy(&buffer[..end]).into_owned();
+    let (status, length) = parse_head(&buffer[..end])?;
+    Ok((status, length, buffer[end + 4..].to_vec()))
+}
+
+/// The status and Content-Length (0 if absent) of a response's head, the
+/// bytes before its blank line.
+fn parse_head(head: &[u8]) -> std::result::Result<(u16, usize), (ErrorKind, String)> {
+    let head = String::from_utf8_lossy(head);
     let status = head
         .split_whitespace()
         .nth(1)
@@ -634,7 +689,7 @@ fn read_head(
                 .flatten()
         })
         .unwrap_or(0);
-    Ok((status, length, buffer[end + 4..].to_vec()))
+    Ok((status, length))
 }
 
 fn kind_of(error: &std::io::Error, otherwise: ErrorKind) -> ErrorKind {
@@ -711,6 +766,27 @@ mod tests {
     }
 
     #[test]
+    fn bad_plans_are_refused() {
+        let plan = Plan {
+            rate: 0.0,
+            ramp: Duration::ZERO,
+            duration: Duration::from_secs(1),
+            path: "/".into(),
+            body: Vec::new(),
+            mode: Mode::NewConnection,
+            clients: 1,
+            max_requests: 10,
+        };
+        assert!(validate(&plan).is_err());
+        let plan = Plan {
+            rate: 10.0,
+            ramp: Duration::from_secs(5),
+            ..plan
+        };
+        assert!(validate(&plan).unwrap_err().to_string().contains("--ramp"));
+    }
+
+    #[test]
     fn each_second_keeps_the_latencies_of_the_requests_due_in_it() {
         let due = schedule(4.0, Duration::ZERO, Duration::from_secs(3), 100);
         let mut tally = IntervalTally::new(&due);
@@ -734,26 +810,5 @@ mod tests {
         assert_eq!(intervals[1].answered, 1);
         assert!(intervals[1].latency_us.unwrap()[0] >= 1_490_000);
         assert_eq!(intervals[2].latency_us, None);
-    }
-
-    #[test]
-    fn bad_plans_are_refused() {
-        let plan = Plan {
-            rate: 0.0,
-            ramp: Duration::ZERO,
-            duration: Duration::from_secs(1),
-            path: "/".into(),
-            body: Vec::new(),
-            mode: Mode::NewConnection,
-            clients: 1,
-            max_requests: 10,
-        };
-        assert!(validate(&plan).is_err());
-        let plan = Plan {
-            rate: 10.0,
-            ramp: Duration::from_secs(5),
-            ..plan
-        };
-        assert!(validate(&plan).unwrap_err().to_string().contains("--ramp"));
     }
 }

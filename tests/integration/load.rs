@@ -275,6 +275,14 @@ fn ctrl_c_keeps_a_load_run_marked_incomplete() {
 /// A TLS server on tlslab's test chain that answers `/page_SIZE` and
 /// sleeps `stall` before answering request number `stall_at`.
 fn stalling_server(size: usize, stall_at: usize, stall: Duration) -> (u16, Arc<AtomicBool>) {
+    serving(page_bytes(size), stall_at, stall)
+}
+
+/// A TLS server on tlslab's test chain, one connection at a time, that
+/// answers every request with `body` (keeping the connection open when the
+/// request asks to) and sleeps `stall` before answering request number
+/// `stall_at`.
+fn serving(body: Vec<u8>, stall_at: usize, stall: Duration) -> (u16, Arc<AtomicBool>) {
     let credentials = certs().get(CertKind::EcdsaP256, 3).unwrap();
     let mut acceptor = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).unwrap();
     let chain = &credentials.server.chain_der;
@@ -306,24 +314,33 @@ fn stalling_server(size: usize, stall_at: usize, stall: Duration) -> (u16, Arc<A
             let Ok(mut tls) = acceptor.accept(tcp) else {
                 continue;
             };
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && tls.read(&mut byte).unwrap_or(0) == 1 {
-                head.push(byte[0]);
+            loop {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && tls.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                if head.is_empty() {
+                    break;
+                }
+                if served.fetch_add(1, Ordering::Relaxed) == stall_at {
+                    std::thread::sleep(stall);
+                }
+                let keep = String::from_utf8_lossy(&head).contains("Connection: keep-alive");
+                let _ = tls.write_all(
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n",
+                        body.len(),
+                        if keep { "keep-alive" } else { "close" }
+                    )
+                    .as_bytes(),
+                );
+                let _ = tls.write_all(&body);
+                if !keep {
+                    let _ = tls.shutdown();
+                    break;
+                }
             }
-            if served.fetch_add(1, Ordering::Relaxed) == stall_at {
-                std::thread::sleep(stall);
-            }
-            let body = page_bytes(size);
-            let _ = tls.write_all(
-                format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                )
-                .as_bytes(),
-            );
-            let _ = tls.write_all(&body);
-            let _ = tls.shutdown();
         }
     });
     (port, stop)
@@ -476,6 +493,125 @@ fn latency_against_offered_rate_is_stored_and_drawn_per_percentile() {
         std::fs::read_to_string(again.join("load_latency_rate.svg")).unwrap(),
         chart
     );
+}
+
+/// The event-loop client (`--event-loops`, the default in keepalive mode)
+/// in each connection mode, one client at 50 requests/s against a server
+/// that stalls once: every request sent is answered, every body checked,
+/// and the stall's queue shows in the latencies counted from the due time.
+#[test]
+fn the_event_loop_client_adds_up_and_shows_a_stall() {
+    for (mode, handshakes) in [("keepalive", 1), ("new", 50), ("resume", 50)] {
+        let (port, stop) = stalling_server(1000, 5, Duration::from_millis(400));
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("events.json");
+        let target = format!("127.0.0.1:{port}");
+        tlslab(&[
+            "load",
+            "--no-db",
+            "--target",
+            &target,
+            // The probe's handshakes would count as requests of this server.
+            "--no-probe",
+            "--mode",
+            mode,
+            "--event-loops",
+            "1",
+            "--rate",
+            "50",
+            "--duration",
+            "1",
+            "--size",
+            "1000",
+            "--clients",
+            "1",
+            "-q",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ])
+        .expect_code(0);
+        stop.store(true, Ordering::Relaxed);
+        let run = json_of(&json);
+        assert_eq!(run["sent"], 50, "{mode}");
+        assert_eq!(run["answered"], 50, "{mode}: {}", run["errors"]);
+        assert_eq!(run["payload_bytes_checked"], 50 * 1000, "{mode}");
+        assert_eq!(run["handshakes"], handshakes, "{mode}");
+        if mode == "resume" {
+            assert_eq!(run["resumed_handshakes"], 49, "{mode}");
+        }
+        let percentile = |phase: &str, p: f64| -> f64 {
+            run["latencies"][phase]["percentiles_us"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["percentile"].as_f64() == Some(p))
+                .unwrap()["us"]
+                .as_f64()
+                .unwrap()
+        };
+        assert!(
+            percentile("service (start to end)", 100.0) >= 390_000.0,
+            "{mode}"
+        );
+        assert!(
+            percentile("service (start to end)", 90.0) < 100_000.0,
+            "{mode}"
+        );
+        assert!(
+            percentile("total (due to end)", 90.0) > 100_000.0,
+            "{mode}: {}",
+            run["latencies"]
+        );
+    }
+}
+
+/// The event-loop client checks each body byte for byte: a page with one
+/// byte changed fails every request as a body error, and the requests sent
+/// add up to the answered and the failed.
+#[test]
+fn the_event_loop_client_counts_a_wrong_body() {
+    let mut page = page_bytes(1000);
+    page[500] ^= 1;
+    let (port, stop) = serving(page, usize::MAX, Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("body.json");
+    let target = format!("127.0.0.1:{port}");
+    tlslab(&[
+        "load",
+        "--no-db",
+        "--target",
+        &target,
+        "--no-probe",
+        "--mode",
+        "keepalive",
+        "--rate",
+        "20",
+        "--duration",
+        "0.5",
+        "--size",
+        "1000",
+        "--clients",
+        "2",
+        "-q",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ])
+    // Failed requests make a non-zero exit, after the report.
+    .expect_code(1);
+    stop.store(true, Ordering::Relaxed);
+    let run = json_of(&json);
+    assert_eq!(run["sent"], 10);
+    assert_eq!(run["answered"], 0);
+    assert_eq!(
+        run["errors"],
+        serde_json::json!([{"kind": "Body", "count": 10}]),
+        "{run}"
+    );
+    assert_eq!(run["payload_bytes_checked"], 0);
 }
 
 #[test]

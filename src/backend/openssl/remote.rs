@@ -60,6 +60,15 @@ pub fn connect_tls_resuming(
     tcp.set_nodelay(true)?;
     tcp.set_read_timeout(Some(timeout))?;
     tcp.set_write_timeout(Some(timeout))?;
+    client_ssl(context, session)?
+        .connect(tcp)
+        .map_err(|e| anyhow!("TLS handshake failed: {e}"))
+}
+
+/// A client connection's state before its handshake: verifying the test
+/// chain's host name, offering `session` for resumption if given (a
+/// session from an earlier connection made with the same `context`).
+pub fn client_ssl(context: &SslContext, session: Option<&SslSessionRef>) -> Result<Ssl> {
     let mut ssl = Ssl::new(context)?;
     ssl.set_hostname(SERVER_NAME)?;
     ssl.param_mut().set_host(SERVER_NAME)?;
@@ -68,8 +77,7 @@ pub fn connect_tls_resuming(
         // this same context, as set_session requires.
         unsafe { ssl.set_session(session)? };
     }
-    ssl.connect(tcp)
-        .map_err(|e| anyhow!("TLS handshake failed: {e}"))
+    Ok(ssl)
 }
 
 impl RemoteClient {

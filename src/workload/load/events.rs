@@ -1,0 +1,492 @@
+//! The event-driven client of `load`: a few threads (one by default), each
+//! an epoll loop driving its share of the clients' nonblocking connections
+//! through OpenSSL, in place of one blocking thread per client. Blocking
+//! threads cost a context switch per read and write, and on a machine of
+//! few cores that CPU is taken from the server under test.
+//!
+//! The plan means what it means for the blocking client: each loop releases
+//! its share of the due requests at their due times whatever the server
+//! does; a released request waits for a free client (one connection, one
+//! request at a time) and that wait counts in its latency; phases are timed
+//! apart; the body is checked byte for byte as it arrives; errors are
+//! counted by kind; and a step that makes no progress for [`IO_TIMEOUT`]
+//! fails as timed out, so the run ends by itself.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use foreign_types::ForeignTypeRef;
+use openssl::ssl::{ErrorCode, SslSession, SslStream};
+
+use super::{
+    micros, parse_head, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan, IO_TIMEOUT,
+};
+use crate::backend::openssl::remote::client_ssl;
+use crate::backend::thread_cpu_ns;
+use epoll::{connect_nonblocking, Epoll};
+
+mod epoll;
+
+extern "C" {
+    /// OpenSSL's switch (not bound by openssl-sys) to read all the socket
+    /// holds into the record buffer, not one record's header and then its
+    /// body: one read per answer instead of two.
+    fn SSL_set_read_ahead(ssl: *mut openssl_sys::SSL, yes: libc::c_int);
+}
+
+/// Why a request failed, and the message shown for it.
+type Failure = (ErrorKind, String);
+
+/// The longest a loop sleeps without looking at the interrupt flag and
+/// the steps' timeouts.
+const LONGEST_WAIT: Duration = Duration::from_millis(50);
+
+/// Runs the plan's `due` requests (offsets from `start`) on `loops` event
+/// loops, the clients and requests shared out evenly among them; returns
+/// the requests released, the loops' latencies and their CPU time.
+pub(super) fn drive(
+    plan: &Plan,
+    endpoint: &Endpoint,
+    due: &[Duration],
+    start: Instant,
+    loops: usize,
+    finished: mpsc::Sender<Done>,
+    interrupt: &AtomicBool,
+) -> Result<(usize, Latencies, u64)> {
+    let clients = plan.clients.max(1);
+    let loops = loops.clamp(1, clients);
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..loops)
+            .map(|index| {
+                let share = EventLoop {
+                    plan,
+                    endpoint,
+                    due: due
+                        .iter()
+                        .skip(index)
+                        .step_by(loops)
+                        .map(|offset| start + *offset)
+                        .collect(),
+                    finished: finished.clone(),
+                    interrupt,
+                };
+                let clients = clients / loops + usize::from(index < clients % loops);
+                scope.spawn(move || share.run(clients))
+            })
+            .collect();
+        let mut sent = 0;
+        let mut latencies = Latencies::new();
+        let mut client_cpu_ns = 0;
+        for thread in threads {
+            let (released, mine, cpu) = thread
+                .join()
+                .map_err(|_| anyhow!("an event loop panicked"))??;
+            sent += released;
+            latencies.add(&mine);
+            client_cpu_ns += cpu;
+        }
+        Ok((sent, latencies, client_cpu_ns))
+    })
+}
+
+/// One loop's share of the run.
+struct EventLoop<'a> {
+    plan: &'a Plan,
+    endpoint: &'a Endpoint,
+    /// The loop's requests' due times, in order.
+    due: Vec<Instant>,
+    finished: mpsc::Sender<Done>,
+    interrupt: &'a AtomicBool,
+}
+
+/// One client: at most one connection, at most one request on it.
+#[derive(Default)]
+struct Client {
+    /// The connection: in use by `request`, or kept between requests in
+    /// keep-alive mode.
+    stream: Option<SslStream<TcpStream>>,
+    /// The session to offer on the next connection (resumed mode).
+    session: Option<SslSession>,
+    request: Option<Request>,
+}
+
+/// A request in flight.
+struct Request {
+    due: Instant,
+    /// When a client took it.
+    began: Instant,
+    /// When its current phase began (connecting, handshake, request
+    /// written, first byte read).
+    phase_began: Instant,
+    /// When it last moved on; a step with no progress for [`IO_TIMEOUT`]
+    /// fails.
+    progress: Instant,
+    step: Step,
+    /// The connection resumed a session.
+    resumed: bool,
+    /// The response's head as it arrives.
+    head: Vec<u8>,
+}
+
+/// Where a request is.
+#[derive(Clone, Copy)]
+enum Step {
+    Connecting,
+    Handshaking,
+    /// Writing the request; this many bytes of it are written.
+    Writing(usize),
+    ReadingHead,
+    /// Reading the body; this many bytes of it have arrived and matched.
+    ReadingBody(usize),
+}
+
+/// What moving a request on came to.
+enum Outcome {
+    /// It waits for its socket.
+    Waiting,
+    /// Answered with a checked body of this many bytes.
+    Answered(u64),
+}
+
+impl EventLoop<'_> {
+    /// Releases the loop's requests at their due times to its `clients`
+    /// until all are done; returns the requests released, their latencies
+    /// and the loop's CPU time.
+    fn run(self, clients: usize) -> Result<(usize, Latencies, u64)> {
+        let cpu_start = thread_cpu_ns();
+        let epoll = Epoll::new().context("creating an epoll instance")?;
+        let mut latencies = Latencies::new();
+        let mut clients: Vec<Client> = (0..clients).map(|_| Client::default()).collect();
+        let mut free: Vec<usize> = (0..clients.len()).rev().collect();
+        let mut waiting: VecDeque<Instant> = VecDeque::new();
+        let mut next = 0;
+        let mut released = 0;
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+        let request = request_head(self.plan);
+        let mut chunk = vec![0u8; 16 * 1024];
+        loop {
+            let now = Instant::now();
+            if self.interrupt.load(Ordering::Relaxed) {
+                next = self.due.len();
+            }
+            while next < self.due.len() && self.due[next] <= now {
+                waiting.push_back(self.due[next]);
+                next += 1;
+                released += 1;
+            }
+            while !waiting.is_empty() {
+                let Some(index) = free.pop() else {
+                    break;
+                };
+                let due = waiting.pop_front().expect("not empty");
+                let client = &mut clients[index];
+                let outcome = self.begin(
+                    client,
+                    index,
+                    due,
+                    &epoll,
+                    (&request, &mut chunk),
+                    &mut latencies,
+                );
+                if self.settle(client, outcome, &mut latencies) {
+                    free.push(index);
+                }
+            }
+            if next == self.due.len() && waiting.is_empty() && free.len() == clients.len() {
+                break;
+            }
+            // Sleep until the next request is due, a socket is ready, or
+            // it is time to look at the flag and the timeouts.
+            let mut wait = LONGEST_WAIT;
+            if waiting.is_empty() && next < self.due.len() {
+                wait = wait.min(self.due[next].saturating_duration_since(Instant::now()));
+            }
+            let ready = epoll.wait(&mut events, wait).context("waiting on epoll")?;
+            for event in &events[..ready] {
+                let index = event.u64 as usize;
+                let client = &mut clients[index];
+                if client.request.is_none() {
+                    // Readiness of a kept connection between requests.
+                    continue;
+                }
+                let outcome = self.advance(client, (&request, &mut chunk), &mut latencies);
+                if self.settle(client, outcome, &mut latencies) {
+                    free.push(index);
+                }
+            }
+            let now = Instant::now();
+            for (index, client) in clients.iter_mut().enumerate() {
+                let stalled = client
+                    .request
+                    .as_ref()
+                    .is_some_and(|r| now.duration_since(r.progress) >= IO_TIMEOUT);
+                if stalled {
+                    let timed_out = Err((
+                        ErrorKind::Timeout,
+                        format!("no progress for {} s", IO_TIMEOUT.as_secs()),
+                    ));
+                    self.settle(client, timed_out, &mut latencies);
+                    free.push(index);
+                }
+            }
+        }
+        Ok((
+            released,
+            latencies,
+            thread_cpu_ns().saturating_sub(cpu_start),
+        ))
+    }
+
+    /// Starts a request due at `due` on a free client: on its kept
+    /// connection, or on a new one (offering the client's session in
+    /// resumed mode), and moves it on as far as the socket allows.
+    fn begin(
+        &self,
+        client: &mut Client,
+        index: usize,
+        due: Instant,
+        epoll: &Epoll,
+        io: (&str, &mut [u8]),
+        latencies: &mut Latencies,
+    ) -> std::result::Result<Outcome, Failure> {
+        let now = Instant::now();
+        let step = if client.stream.is_some() {
+            Step::Writing(0)
+        } else {
+            let tcp = connect_nonblocking(self.endpoint.address)
+                .map_err(|e| (ErrorKind::Connect, format!("connect: {e}")))?;
+            let _ = tcp.set_nodelay(true);
+            epoll
+                .add(tcp.as_raw_fd(), index)
+                .map_err(|e| (ErrorKind::Io, format!("adding a socket to epoll: {e}")))?;
+            let offered = match self.plan.mode {
+                Mode::Resume => client.session.as_deref(),
+                _ => None,
+            };
+            let ssl = client_ssl(&self.endpoint.context, offered)
+                .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
+            // SAFETY: `ssl` is a live SSL object, owned here.
+            unsafe { SSL_set_read_ahead(ssl.as_ptr(), 1) };
+            client.stream =
+                Some(SslStream::new(ssl, tcp).map_err(|e| (ErrorKind::Handshake, format!("{e}")))?);
+            Step::Connecting
+        };
+        client.request = Some(Request {
+            due,
+            began: now,
+            phase_began: now,
+            progress: now,
+            step,
+            resumed: false,
+            head: Vec::new(),
+        });
+        self.advance(client, io, latencies)
+    }
+
+    /// Moves the client's request on until its socket would block, it is
+    /// answered, or it fails; `io` is the request's text and a buffer to
+    /// read into.
+    fn advance(
+        &self,
+        client: &mut Client,
+        (request_text, chunk): (&str, &mut [u8]),
+        latencies: &mut Latencies,
+    ) -> std::result::Result<Outcome, Failure> {
+        let (Some(stream), Some(request)) = (client.stream.as_mut(), client.request.as_mut())
+        else {
+            return Err((ErrorKind::Io, "no connection".to_string()));
+        };
+        let page = &self.plan.body;
+        loop {
+            let now = Instant::now();
+            match request.step {
+                Step::Connecting => {
+                    let tcp = stream.get_ref();
+                    if let Some(error) = tcp.take_error().ok().flatten() {
+                        return Err((ErrorKind::Connect, format!("connect: {error}")));
+                    }
+                    match tcp.peer_addr() {
+                        Ok(_) => {
+                            let _ = latencies.connect.record(micros(now - request.phase_began));
+                            request.phase_began = now;
+                            request.step = Step::Handshaking;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                            return Ok(Outcome::Waiting)
+                        }
+                        Err(e) => return Err((ErrorKind::Connect, format!("connect: {e}"))),
+                    }
+                }
+                Step::Handshaking => match stream.connect() {
+                    Ok(()) => {
+                        let _ = latencies
+                            .handshake
+                            .record(micros(now - request.phase_began));
+                        request.resumed = stream.ssl().session_reused();
+                        request.step = Step::Writing(0);
+                    }
+                    Err(e) if would_block(&e) => return Ok(Outcome::Waiting),
+                    Err(e) => {
+                        return Err((ErrorKind::Handshake, format!("TLS handshake failed: {e}")))
+                    }
+                },
+                Step::Writing(written) => {
+                    if written == 0 {
+                        request.phase_began = now;
+                    }
+                    match stream.ssl_write(&request_text.as_bytes()[written..]) {
+                        Ok(n) if written + n == request_text.len() => {
+                            // The answer cannot be there yet: its arrival
+                            // will be an edge of its own.
+                            request.step = Step::ReadingHead;
+                            request.progress = now;
+                            return Ok(Outcome::Waiting);
+                        }
+                        Ok(n) => request.step = Step::Writing(written + n),
+                        Err(e) if would_block(&e) => return Ok(Outcome::Waiting),
+                        Err(e) => return Err((ErrorKind::Io, format!("writing the request: {e}"))),
+                    }
+                }
+                Step::ReadingHead => {
+                    let n = match stream.ssl_read(chunk) {
+                        Ok(n) => n,
+                        Err(e) if would_block(&e) => return Ok(Outcome::Waiting),
+                        Err(e) if e.code() == ErrorCode::ZERO_RETURN => 0,
+                        Err(e) => {
+                            return Err((ErrorKind::Io, format!("reading the response: {e}")))
+                        }
+                    };
+                    if n == 0 {
+                        return Err((
+                            ErrorKind::Io,
+                            "connection closed before the response".to_string(),
+                        ));
+                    }
+                    request.head.extend_from_slice(&chunk[..n]);
+                    let Some(end) = request.head.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        if request.head.len() > 64 * 1024 {
+                            return Err((
+                                ErrorKind::Io,
+                                "response headers over 64 KiB".to_string(),
+                            ));
+                        }
+                        request.progress = now;
+                        continue;
+                    };
+                    let (status, length) = parse_head(&request.head[..end])?;
+                    let _ = latencies
+                        .first_byte
+                        .record(micros(now - request.phase_began));
+                    if status != 200 {
+                        return Err((ErrorKind::Status, format!("HTTP status {status}")));
+                    }
+                    if length != page.len() {
+                        return Err((
+                            ErrorKind::Body,
+                            format!("Content-Length {length}, expected {}", page.len()),
+                        ));
+                    }
+                    request.phase_began = now;
+                    let early = request.head.split_off(end + 4);
+                    request.step = Step::ReadingBody(check_body(page, 0, &early)?);
+                }
+                Step::ReadingBody(received) if received == page.len() => {
+                    let _ = latencies.transfer.record(micros(now - request.phase_began));
+                    return Ok(Outcome::Answered(page.len() as u64));
+                }
+                Step::ReadingBody(received) => {
+                    let n = match stream.ssl_read(chunk) {
+                        Ok(n) => n,
+                        Err(e) if would_block(&e) => return Ok(Outcome::Waiting),
+                        Err(e) if e.code() == ErrorCode::ZERO_RETURN => 0,
+                        Err(e) => return Err((ErrorKind::Io, format!("reading the body: {e}"))),
+                    };
+                    if n == 0 {
+                        return Err((
+                            ErrorKind::Body,
+                            format!("body ended after {received} bytes"),
+                        ));
+                    }
+                    request.step = Step::ReadingBody(check_body(page, received, &chunk[..n])?);
+                }
+            }
+            request.progress = now;
+        }
+    }
+
+    /// Records a request that was answered or failed, keeping or closing
+    /// its connection; returns true if and only if the client is free
+    /// again (it was not still waiting on its socket).
+    fn settle(
+        &self,
+        client: &mut Client,
+        outcome: std::result::Result<Outcome, Failure>,
+        latencies: &mut Latencies,
+    ) -> bool {
+        let result = match outcome {
+            Ok(Outcome::Waiting) => return false,
+            Ok(Outcome::Answered(bytes)) => Ok(bytes),
+            Err(failure) => Err(failure),
+        };
+        let end = Instant::now();
+        let request = client.request.take();
+        let resumed = request.as_ref().is_some_and(|r| r.resumed);
+        if let (Ok(_), Some(request)) = (&result, &request) {
+            let _ = latencies.total.record(micros(end - request.due));
+            let _ = latencies.service.record(micros(end - request.began));
+        }
+        match (&result, self.plan.mode) {
+            (Ok(_), Mode::KeepAlive) => {}
+            (Ok(_), mode) => {
+                if let Some(mut stream) = client.stream.take() {
+                    if mode == Mode::Resume {
+                        // Read after the answer: a TLS 1.3 ticket arrives
+                        // after the handshake.
+                        client.session = stream.ssl().session().map(|s| s.to_owned());
+                    }
+                    let _ = stream.shutdown();
+                }
+            }
+            // A failed connection is not reused.
+            (Err(_), _) => client.stream = None,
+        }
+        let _ = self.finished.send(Done {
+            due: request.as_ref().map_or(end, |r| r.due),
+            end,
+            resumed,
+            result,
+        });
+        true
+    }
+}
+
+/// Checks the `arrived` bytes against the page from offset `received`;
+/// returns the new offset.
+fn check_body(page: &[u8], received: usize, arrived: &[u8]) -> std::result::Result<usize, Failure> {
+    let end = received + arrived.len();
+    if end > page.len() {
+        return Err((
+            ErrorKind::Body,
+            format!("{end} bytes of body, Content-Length {}", page.len()),
+        ));
+    }
+    if page[received..end] != *arrived {
+        return Err((
+            ErrorKind::Body,
+            "the body differs from the page".to_string(),
+        ));
+    }
+    Ok(end)
+}
+
+/// Returns true if and only if OpenSSL waits for the socket to be
+/// readable or writable.
+fn would_block(error: &openssl::ssl::Error) -> bool {
+    matches!(error.code(), ErrorCode::WANT_READ | ErrorCode::WANT_WRITE)
+}
