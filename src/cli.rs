@@ -116,7 +116,8 @@ pub struct HandshakeArgs {
 
     /// Server capacity on several cores: per row, 1, 2, ... --threads
     /// threads at once, each doing complete verified in-memory handshakes
-    /// for --max-time seconds (default 2; after --warmup); new handshakes
+    /// for --max-time seconds (default 2, in four slices taken in turn with
+    /// the other thread counts, each after --warmup); new handshakes
     /// per second, the server's CPU per handshake and the capacity it
     /// implies, beside `cost`'s one-core model times the threads.
     #[arg(long, conflicts_with_all = ["server", "transport", "cpu_features", "baseline", "shard", "precision", "min_samples", "runs", "seed"])]

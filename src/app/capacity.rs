@@ -2,7 +2,9 @@
 //! machine's cores give. Every row of the matrix is prepared (unsupported
 //! and failing rows say why), the primitives `cost`'s model charges are
 //! sampled, then per row 1, 2, ... N threads handshake at once for a fixed
-//! window; each row is stored as it finishes and reported beside the
+//! window, cut into slices taken in alternating order of thread counts so
+//! that the machine's drift falls on all of them alike; each row is stored
+//! as it finishes and reported beside the
 //! model's one-core figure times the threads.
 
 use std::sync::atomic::Ordering;
@@ -27,8 +29,11 @@ use crate::model::model_side;
 use crate::report::capacity::CapacityReport;
 use crate::scenario::presets::Preset;
 use crate::scenario::{parse_name, HandshakeMatrix, HandshakeScenario, Named};
-use crate::workload::capacity::{run_step, CapacityCell, StepTimes};
+use crate::workload::capacity::{run_step, CapacityCell, Step, StepTimes};
 use crate::workload::handshake::HandshakeProbe;
+
+/// Slices each thread count's window is cut into, taken in alternating order.
+const ROUNDS: u32 = 4;
 
 /// Sampling defaults of `handshake --capacity`: `max_time` is each step's
 /// window and `warmup` its warm-up; the rest serve the model's primitives.
@@ -186,45 +191,66 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
             modelled_server_ns: (modelled > 0.0).then_some(modelled),
             steps: Vec::new(),
         };
-        for count in 1..=threads {
-            bar.0.set_message(format!(
-                "{} {}: {count} thread{}",
-                cell.backend,
-                scenario.label(),
-                if count == 1 { "" } else { "s" }
-            ));
-            match run_step(
-                backend.as_ref(),
-                &scenario,
-                &certs,
-                count,
-                times,
-                &interrupt,
-            ) {
-                Ok(Some(step)) => cell.steps.push(step),
-                Ok(None) => {
-                    interrupted = true;
-                    break;
+        // The window of each thread count is cut into ROUNDS slices taken
+        // in alternating order (1..N, then N..1, ...), so that a drift of
+        // the machine's speed falls on every thread count alike; a step is
+        // the sum of its slices.
+        let slice = StepTimes {
+            warmup: times.warmup,
+            window: times.window / ROUNDS,
+        };
+        let mut steps: Vec<Option<Step>> = vec![None; threads];
+        'rounds: for round in 0..ROUNDS {
+            let order: Vec<usize> = if round % 2 == 0 {
+                (1..=threads).collect()
+            } else {
+                (1..=threads).rev().collect()
+            };
+            for count in order {
+                bar.0.set_message(format!(
+                    "{} {}: {count} thread{} ({}/{ROUNDS})",
+                    cell.backend,
+                    scenario.label(),
+                    if count == 1 { "" } else { "s" },
+                    round + 1
+                ));
+                match run_step(
+                    backend.as_ref(),
+                    &scenario,
+                    &certs,
+                    count,
+                    slice,
+                    &interrupt,
+                ) {
+                    Ok(Some(step)) => {
+                        let sum = &mut steps[count - 1];
+                        *sum = Some(sum.map_or(step, |sum| sum.plus(&step)));
+                    }
+                    Ok(None) => {
+                        interrupted = true;
+                        break 'rounds;
+                    }
+                    Err(reason) => {
+                        cell.status = "failed".to_string();
+                        cell.reason = Some(format!("with {count} threads: {reason}"));
+                        bar.println(&format!(
+                            "failed: {} {}: {reason}",
+                            cell.backend,
+                            scenario.label()
+                        ));
+                        break 'rounds;
+                    }
                 }
-                Err(reason) => {
-                    cell.status = "failed".to_string();
-                    cell.reason = Some(format!("with {count} threads: {reason}"));
-                    bar.println(&format!(
-                        "failed: {} {}: {reason}",
-                        cell.backend,
-                        scenario.label()
-                    ));
-                    break;
+                if options
+                    .max_total_time
+                    .is_some_and(|budget| started.elapsed() >= budget)
+                {
+                    out_of_time = true;
+                    break 'rounds;
                 }
-            }
-            if options
-                .max_total_time
-                .is_some_and(|budget| started.elapsed() >= budget)
-            {
-                out_of_time = true;
-                break;
             }
         }
+        cell.steps = steps.into_iter().flatten().collect();
         store.save_capacity_cell(run_id, &cell)?;
         cells.push(cell);
         bar.0.inc(1);

@@ -63,6 +63,18 @@ pub struct Step {
 }
 
 impl Step {
+    /// Two slices of the same thread count as one step: their handshakes,
+    /// windows and CPU times added.
+    pub fn plus(&self, other: &Step) -> Step {
+        Step {
+            threads: self.threads,
+            handshakes: self.handshakes + other.handshakes,
+            window_ns: self.window_ns + other.window_ns,
+            server_cpu_ns: self.server_cpu_ns + other.server_cpu_ns,
+            client_cpu_ns: self.client_cpu_ns + other.client_cpu_ns,
+        }
+    }
+
     /// Handshakes per second of wall-clock time, all threads together
     /// (each thread does both sides of its handshakes).
     pub fn handshakes_per_second(&self) -> f64 {
