@@ -297,6 +297,22 @@ impl LoadReport<'_> {
             "interrupted": result.interrupted,
             "embedded_server": self.embedded.map(|(stats, backend)| crate::report::serve::data(stats, backend)),
         });
+        let steady = result.steady_rate(plan);
+        if let Some(steady) = steady.filter(|r| *r < 0.95 * plan.rate) {
+            footer.push(format!(
+                "The target rate was not reached: {steady:.0} answers/s after the ramp against {:.0} offered.",
+                plan.rate
+            ));
+        }
+        if let Some(knee) = result.latency_knee() {
+            footer.push(format!(
+                "Latency took off in second {} of the run, at {} requests due in it: median total latency {} ms against {} ms early in the run.",
+                knee.second + 1,
+                knee.offered,
+                ms(knee.p50_us),
+                ms(knee.baseline_us)
+            ));
+        }
         if result.interrupted {
             footer.push("interrupted: the requests that finished are reported".to_string());
         }
@@ -376,6 +392,11 @@ mod tests {
     use crate::workload::load::Latencies;
 
     fn document(resumed: usize) -> Document {
+        document_answering(resumed, 10)
+    }
+
+    /// A one-second run at 10 req/s offered, `per_second` answered in it.
+    fn document_answering(resumed: usize, per_second: usize) -> Document {
         let plan = Plan {
             rate: 10.0,
             ramp: Duration::ZERO,
@@ -400,7 +421,7 @@ mod tests {
             bytes: 10,
             elapsed: Duration::from_secs(1),
             client_cpu_ns: 1_000,
-            per_second: vec![10],
+            per_second: vec![per_second],
             intervals: Vec::new(),
             resumed,
             interrupted: false,
@@ -422,6 +443,13 @@ mod tests {
             embedded: None,
         }
         .document()
+    }
+
+    #[test]
+    fn a_rate_not_reached_is_said_in_the_footer() {
+        let said = |doc: &Document| doc.footer.iter().any(|l| l.contains("not reached"));
+        assert!(said(&document_answering(10, 5)));
+        assert!(!said(&document_answering(10, 10)));
     }
 
     #[test]

@@ -285,6 +285,34 @@ impl LoadResult {
         self.answered as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
+    /// Where latency took off: the first second of due time whose median
+    /// total latency is over three times, and 5 ms over, the median of
+    /// the first quarter of the run's answered seconds (at least one).
+    /// Returns that second, its offered requests and its median, and the
+    /// early median, all latencies in microseconds.
+    pub fn latency_knee(&self) -> Option<Knee> {
+        let medians: Vec<(usize, usize, u64)> = self
+            .intervals
+            .iter()
+            .enumerate()
+            .filter_map(|(second, i)| i.latency_us.map(|l| (second, i.offered, l[0])))
+            .collect();
+        let early_count = (medians.len() / 4).max(1);
+        let mut early: Vec<u64> = medians.iter().take(early_count).map(|m| m.2).collect();
+        early.sort_unstable();
+        let baseline = *early.get(early.len() / 2)?;
+        medians
+            .iter()
+            .skip(early_count)
+            .find(|(_, _, p50)| *p50 > 3 * baseline && *p50 > baseline + 5_000)
+            .map(|&(second, offered, p50_us)| Knee {
+                second,
+                offered,
+                p50_us,
+                baseline_us: baseline,
+            })
+    }
+
     /// Answers per second in the whole seconds after the ramp and before
     /// the end of the plan (None if there is no such second).
     pub fn steady_rate(&self, plan: &Plan) -> Option<f64> {
@@ -307,6 +335,18 @@ pub struct Interval {
     /// Their total latency (due to last byte) at [`INTERVAL_PERCENTILES`],
     /// in microseconds; None when none was answered.
     pub latency_us: Option<[u64; 4]>,
+}
+
+/// The second in which a run's latency took off (see
+/// [`LoadResult::latency_knee`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Knee {
+    pub second: usize,
+    /// Requests due in that second.
+    pub offered: usize,
+    /// Its median total latency, and the run's early median, in µs.
+    pub p50_us: u64,
+    pub baseline_us: u64,
 }
 
 /// The percentiles kept per second: p50, p90, p99 and the maximum.
@@ -810,5 +850,48 @@ mod tests {
         assert_eq!(intervals[1].answered, 1);
         assert!(intervals[1].latency_us.unwrap()[0] >= 1_490_000);
         assert_eq!(intervals[2].latency_us, None);
+    }
+
+    #[test]
+    fn latency_takes_off_where_the_median_triples() {
+        let second = |offered: usize, p50_ms: u64| Interval {
+            offered,
+            answered: offered,
+            latency_us: Some([p50_ms * 1000, p50_ms * 2000, p50_ms * 3000, p50_ms * 4000]),
+        };
+        let mut result = LoadResult {
+            offered: 0,
+            sent: 0,
+            answered: 0,
+            errors: Vec::new(),
+            first_error: Vec::new(),
+            latencies: Latencies::new(),
+            bytes: 0,
+            elapsed: Duration::from_secs(8),
+            client_cpu_ns: 0,
+            per_second: Vec::new(),
+            intervals: [
+                (100, 2),
+                (200, 2),
+                (300, 3),
+                (400, 5),
+                (500, 9),
+                (600, 40),
+                (700, 80),
+                (800, 90),
+            ]
+            .map(|(offered, ms)| second(offered, ms))
+            .to_vec(),
+            resumed: 0,
+            interrupted: false,
+        };
+        let knee = result.latency_knee().unwrap();
+        assert_eq!((knee.second, knee.offered), (4, 500));
+        assert_eq!(knee.baseline_us, 2_000);
+        // Flat latency: no knee.
+        for interval in &mut result.intervals {
+            interval.latency_us = Some([2_000, 3_000, 4_000, 5_000]);
+        }
+        assert_eq!(result.latency_knee(), None);
     }
 }
