@@ -251,10 +251,13 @@ fn the_html_report_renders_in_chromium_without_any_request() {
     ]);
     report.expect_code(0);
     let html = read(&html_path);
-    // Nothing in the file names a resource to fetch.
-    for forbidden in ["http://", "https://", "src=", "url(", "@import"] {
+    // Nothing in the file names a resource to fetch: the one url() is the
+    // embedded font's data.
+    for forbidden in ["http://", "https://", "src=", "@import"] {
         assert!(!html.contains(forbidden), "the report holds '{forbidden}'");
     }
+    assert_eq!(html.matches("url(").count(), 1);
+    assert_eq!(html.matches("url(data:font/ttf;base64,").count(), 1);
     for expected in [
         "Run 1: handshake",
         "Run 2: handshake",
@@ -289,6 +292,8 @@ fn the_html_report_renders_in_chromium_without_any_request() {
         "data-charts=\"4\"",
         "data-resources=\"0\"",
         "data-errors=\"0\"",
+        // The charts' font came from the file itself.
+        "data-font=\"loaded\"",
     ] {
         assert!(root.contains(expected), "{expected} not in {root}");
     }
@@ -569,6 +574,7 @@ fn one_report_of_every_capability_renders_in_chromium() {
         format!("data-charts=\"{charts}\""),
         "data-resources=\"0\"".to_string(),
         "data-errors=\"0\"".to_string(),
+        "data-font=\"loaded\"".to_string(),
     ] {
         assert!(root.contains(&expected), "{expected} not in {root}");
     }

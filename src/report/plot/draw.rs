@@ -1,6 +1,8 @@
 //! Draws a [`Figure`] with plotters, as SVG text or a PNG file. The text
 //! of a PNG is drawn with DejaVu Sans, embedded in the binary; an SVG names
-//! a sans-serif family and leaves the glyphs to the viewer.
+//! DejaVu Sans and leaves the glyphs to the viewer: the HTML report embeds
+//! the font for its SVGs (see [`FONT`]), a lone SVG file falls back to the
+//! viewer's sans-serif font if it lacks DejaVu Sans.
 
 use std::path::Path;
 use std::sync::Once;
@@ -14,8 +16,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{Figure, Layout, WEAK_NOTE};
 
 /// DejaVu Sans (Bitstream Vera licence; see assets/fonts/LICENSE-DejaVu.txt).
-static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
-const FAMILY: &str = "sans-serif";
+pub(crate) static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+/// The family every chart's text names.
+pub(crate) const FAMILY: &str = "DejaVu Sans";
 
 /// Registers the embedded font once: plotters then needs no system font.
 fn register_font() {

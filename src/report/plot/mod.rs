@@ -6,7 +6,7 @@
 mod bulk;
 mod capacity;
 mod cost;
-mod draw;
+pub(crate) mod draw;
 mod handshake;
 mod load;
 mod speed;
