@@ -724,11 +724,30 @@ pub struct LoadArgs {
 
     /// A server you run, HOST:PORT, instead of nginx: client-side figures
     /// only (its CPU is not known to tlslab). It is probed first (which
-    /// versions, groups and suites it accepts); for the load it must serve
-    /// /page_SIZE with the generated content on tlslab's test chain. Off
-    /// loopback it needs --i-have-permission and --max-rate.
+    /// versions, groups and suites it accepts). Without --path it must serve
+    /// /page_SIZE with tlslab's generated content (as `tlslab serve` does);
+    /// with --path any page. Its certificate is checked against the
+    /// system's roots and tlslab's test root (or --ca-file) for
+    /// --server-name. Off loopback it needs --i-have-permission and --max-rate.
     #[arg(long, value_name = "HOST:PORT")]
     pub target: Option<String>,
+
+    /// With --target: the path to request (e.g. /index.html). Each answer
+    /// is read to its Content-Length and counted, not compared with
+    /// tlslab's generated page. [default: /page_SIZE, compared byte for byte]
+    #[arg(long, value_name = "PATH", requires = "target")]
+    pub path: Option<String>,
+
+    /// With --target: the server's name, sent as SNI and in the Host header;
+    /// its certificate must be for it. [default: the target's host name, or
+    /// tlslab.test (the test chain's name) when the target is an address]
+    #[arg(long, value_name = "NAME", requires = "target")]
+    pub server_name: Option<String>,
+
+    /// With --target: trust only the certificates in this PEM file.
+    /// [default: the system's roots and tlslab's test root]
+    #[arg(long, value_name = "PEM", requires = "target")]
+    pub ca_file: Option<PathBuf>,
 
     /// Your consent: you run the --target server or may load it. Required
     /// (with --max-rate) before tlslab sends anything to a target off loopback.

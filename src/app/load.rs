@@ -20,7 +20,7 @@ use super::serve::{check_supported, cores, server_backend};
 use super::session::{
     check_exports, interrupt_flag, open_store, run_info, usage, EXIT_INTERRUPTED,
 };
-use crate::backend::openssl::{client_context, probe};
+use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
 use crate::backend::{server_acceptor, Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, SERVER_NAME};
 use crate::cli::{AxisArgs, LoadArgs};
@@ -83,6 +83,18 @@ struct Target {
     host: String,
 }
 
+impl Target {
+    /// The server's name: `given` (`--server-name`), else the host as
+    /// written when it is a name, else the test chain's name.
+    fn server_name(&self, given: Option<&str>) -> String {
+        match given {
+            Some(name) => name.to_string(),
+            None if self.host.parse::<IpAddr>().is_ok() => SERVER_NAME.to_string(),
+            None => self.host.clone(),
+        }
+    }
+}
+
 /// Parses a `--target`. Off loopback it is refused unless the user gave
 /// consent (`--i-have-permission`) and a rate cap (`--max-rate`), and that
 /// is checked before a host name is resolved: without them nothing at all
@@ -139,6 +151,7 @@ fn parse_max_rate(value: Option<f64>) -> Result<Option<f64>> {
 /// per second off loopback.
 fn probe_target(
     target: &Target,
+    server_name: Option<&str>,
     max_rate: Option<f64>,
     quiet: bool,
     interrupt: &std::sync::atomic::AtomicBool,
@@ -147,11 +160,7 @@ fn probe_target(
         Some(rate) if !target.address.ip().is_loopback() => Duration::from_secs_f64(1.0 / rate),
         _ => Duration::ZERO,
     };
-    let server_name = if target.host.parse::<IpAddr>().is_ok() {
-        SERVER_NAME.to_string()
-    } else {
-        target.host.clone()
-    };
+    let server_name = target.server_name(server_name);
     if !quiet {
         eprintln!(
             "probing {} (versions, groups, suites; one handshake each)...",
@@ -251,8 +260,21 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             setting(args.duration, |d| d.duration_s, 10.0),
             false,
         )?,
-        path: format!("/page_{size}"),
-        body: page_bytes(size),
+        path: match &args.path {
+            Some(path) if !path.starts_with('/') || path.contains(char::is_whitespace) => {
+                return Err(usage(format!(
+                    "--path '{path}' is not a path (it starts with / and holds no spaces)"
+                )))
+            }
+            Some(path) => path.clone(),
+            None => format!("/page_{size}"),
+        },
+        // Someone else's page is counted, not compared.
+        body: if args.path.is_some() {
+            Vec::new()
+        } else {
+            page_bytes(size)
+        },
         mode,
         clients: args.clients.unwrap_or(64),
         max_requests: args.max_requests.unwrap_or(1_000_000),
@@ -340,7 +362,13 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     };
     let interrupt = interrupt_flag();
     if let (Some(target), true) = (&target, args.probe_only) {
-        let attempts = probe_target(target, max_rate, args.quiet, &interrupt)?;
+        let attempts = probe_target(
+            target,
+            args.server_name.as_deref(),
+            max_rate,
+            args.quiet,
+            &interrupt,
+        )?;
         let heading = heading(&HostInfo::current(), std::slice::from_ref(&client_library));
         let document =
             crate::report::probe::document(&heading, &target.address.to_string(), &attempts);
@@ -352,7 +380,14 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
 
     let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
     let credentials = certs.get(scenario.cert, scenario.chain_depth)?;
-    let context = client_context(scenario, &credentials)?;
+    let context = match (&target, &args.ca_file) {
+        (None, _) => client_context(scenario, &credentials)?,
+        (Some(_), None) => {
+            client_context_trusting(scenario, &credentials, Trust::SystemAndTestRoot)?
+        }
+        (Some(_), Some(file)) => client_context_trusting(scenario, &credentials, Trust::File(file))
+            .map_err(|e| usage(format!("{e:#}")))?,
+    };
 
     // nginx or the embedded server (unless --target): stopped when
     // `server` or `embedded_server` drops, whatever happens.
@@ -448,7 +483,13 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let probed = match &target {
         Some(target) if !args.no_probe => Some((
             target.address.to_string(),
-            probe_target(target, max_rate, args.quiet, &interrupt)?,
+            probe_target(
+                target,
+                args.server_name.as_deref(),
+                max_rate,
+                args.quiet,
+                &interrupt,
+            )?,
         )),
         _ => None,
     };
@@ -457,6 +498,9 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         "preset": args.preset,
         "scenario": scenario.label(),
         "target": target.as_ref().map(|t| t.address.to_string()),
+        "path": args.path,
+        "server_name": args.server_name,
+        "ca_file": args.ca_file,
         "max_rate": max_rate,
         "perf": profile_wanted,
         "page_bytes": size,
@@ -465,8 +509,16 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     });
     let run_id = store.begin_run(&run_info("load", options.to_string(), &host, &libraries))?;
     let cpu_before = server.as_ref().map(Nginx::worker_cpu_ns).transpose()?;
-    let result = load::run(&plan, &Endpoint { context, address }, driver, &interrupt)
-        .context("running the load")?;
+    let endpoint = Endpoint {
+        context,
+        address,
+        server_name: target.as_ref().map_or_else(
+            || SERVER_NAME.to_string(),
+            |t| t.server_name(args.server_name.as_deref()),
+        ),
+        check_body: args.path.is_none(),
+    };
+    let result = load::run(&plan, &endpoint, driver, &interrupt).context("running the load")?;
     let mut server_cpu_ns = match (&server, cpu_before) {
         (Some(nginx), Some(before)) => Some(nginx.worker_cpu_ns()?.saturating_sub(before)),
         _ => None,

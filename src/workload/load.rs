@@ -396,11 +396,19 @@ impl IntervalTally {
     }
 }
 
-/// A client's TLS setup: the context and where to connect.
+/// A client's TLS setup: the context, where to connect, the server's name
+/// and whether its answers are tlslab's generated pages.
 #[derive(Clone)]
 pub struct Endpoint {
     pub context: SslContext,
     pub address: SocketAddr,
+    /// Sent as SNI and in the Host header; the server's certificate must
+    /// be for it (a host name, or an IP address).
+    pub server_name: String,
+    /// Compare every body with the plan's page byte for byte (tlslab's
+    /// servers and nginx serve it); off, a body is read to its
+    /// Content-Length and counted (someone else's server, `--path`).
+    pub check_body: bool,
 }
 
 /// One request's record.
@@ -605,8 +613,14 @@ fn request(
                 Mode::Resume => session.as_deref(),
                 _ => None,
             };
-            let stream = connect_tls_resuming(&endpoint.context, tcp, IO_TIMEOUT, offered)
-                .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
+            let stream = connect_tls_resuming(
+                &endpoint.context,
+                tcp,
+                IO_TIMEOUT,
+                &endpoint.server_name,
+                offered,
+            )
+            .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
             let _ = latencies.handshake.record(micros(connected.elapsed()));
             *resumed = stream.ssl().session_reused();
             stream
@@ -614,7 +628,7 @@ fn request(
     };
     let sent = Instant::now();
     stream
-        .write_all(request_head(plan).as_bytes())
+        .write_all(request_head(plan, endpoint).as_bytes())
         .map_err(|e| {
             (
                 kind_of(&e, ErrorKind::Io),
@@ -627,7 +641,7 @@ fn request(
     if status != 200 {
         return Err((ErrorKind::Status, format!("HTTP status {status}")));
     }
-    if length != plan.body.len() {
+    if endpoint.check_body && length != plan.body.len() {
         return Err((
             ErrorKind::Body,
             format!("Content-Length {length}, expected {}", plan.body.len()),
@@ -646,7 +660,7 @@ fn request(
         }
         body.extend_from_slice(&chunk[..n]);
     }
-    if body[..length] != plan.body[..] {
+    if endpoint.check_body && body[..length] != plan.body[..] {
         return Err((
             ErrorKind::Body,
             "the body differs from the page".to_string(),
@@ -667,15 +681,15 @@ fn request(
 
 /// The request for the plan's page, asking to keep the connection open in
 /// keep-alive mode and to close it otherwise.
-fn request_head(plan: &Plan) -> String {
+fn request_head(plan: &Plan, endpoint: &Endpoint) -> String {
     let connection = if plan.mode == Mode::KeepAlive {
         "keep-alive"
     } else {
         "close"
     };
     format!(
-        "GET {} HTTP/1.1\r\nHost: tlslab.test\r\nConnection: {connection}\r\n\r\n",
-        plan.path
+        "GET {} HTTP/1.1\r\nHost: {}\r\nConnection: {connection}\r\n\r\n",
+        plan.path, endpoint.server_name
     )
 }
 
@@ -728,7 +742,12 @@ fn parse_head(head: &[u8]) -> std::result::Result<(u16, usize), (ErrorKind, Stri
                 .then(|| value.trim().parse().ok())
                 .flatten()
         })
-        .unwrap_or(0);
+        .ok_or_else(|| {
+            (
+                ErrorKind::Io,
+                "the answer has no Content-Length (bodies are read by their length; chunked answers are not read)".to_string(),
+            )
+        })?;
     Ok((status, length))
 }
 

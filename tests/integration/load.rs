@@ -403,6 +403,89 @@ fn a_stalling_server_shows_its_queue_in_the_latencies() {
     assert!(run["server_cpu_ns"].is_null());
 }
 
+/// Someone else's server: with --path any page is requested and its body
+/// counted, not compared; the server's certificate is checked for
+/// --server-name against --ca-file's certificates (or the system's roots
+/// and the test root), so a wrong name or a foreign root fails every
+/// handshake. Both clients (event loop in keep-alive, threads otherwise).
+#[test]
+fn a_target_serving_its_own_page_is_loaded_with_its_name_and_roots() {
+    let page = b"<html>someone else's page</html>".to_vec();
+    let (port, stop) = serving(page.clone(), usize::MAX, Duration::ZERO);
+    let target = format!("127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let write_root = |kind: CertKind, name: &str| {
+        let root = X509::from_der(&certs().get(kind, 3).unwrap().root_der).unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, root.to_pem().unwrap()).unwrap();
+        path
+    };
+    let own_root = write_root(CertKind::EcdsaP256, "own.pem");
+    let foreign_root = write_root(CertKind::Rsa2048, "foreign.pem");
+    let cert_dir = cert_dir();
+    let load = |mode: &str, extra: &[&str]| {
+        let mut args = vec![
+            "load",
+            "--no-db",
+            "--target",
+            &target,
+            "--no-probe",
+            "--path",
+            "/index.html",
+            "--mode",
+            mode,
+            "--rate",
+            "40",
+            "--duration",
+            "0.25",
+            // The test server takes one connection at a time.
+            "--clients",
+            "1",
+            "-q",
+            "--cert-dir",
+            cert_dir.to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let run = tlslab(&args);
+        (run.output.status.code(), json_of(&json))
+    };
+    let own = own_root.to_str().unwrap();
+    for mode in ["keepalive", "new"] {
+        for extra in [
+            &[][..],
+            &["--ca-file", own],
+            &["--server-name", "tlslab.test"],
+        ] {
+            let (code, run) = load(mode, extra);
+            assert_eq!(code, Some(0), "{mode} {extra:?}: {run}");
+            assert_eq!(run["sent"], 10, "{mode} {extra:?}: {run}");
+            assert_eq!(run["answered"], 10, "{mode} {extra:?}: {run}");
+            assert_eq!(run["payload_bytes_checked"], 10 * page.len(), "{run}");
+        }
+        let foreign = foreign_root.to_str().unwrap();
+        for extra in [
+            &["--ca-file", foreign][..],
+            &["--server-name", "other.example"],
+        ] {
+            let (code, run) = load(mode, extra);
+            assert_eq!(code, Some(1), "{mode} {extra:?}: {run}");
+            assert_eq!(run["answered"], 0, "{mode} {extra:?}: {run}");
+            assert_eq!(run["errors"][0]["kind"], "Handshake", "{run}");
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let refused = tlslab(&["load", "--path", "/index.html"]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr().contains("--target"),
+        "{}",
+        refused.stderr()
+    );
+}
+
 /// Issue 10: load latency percentiles against offered rate. A ramp on the
 /// embedded server offers 15 then 30 requests in its two seconds; each
 /// second's latencies are stored, drawn as one line per percentile, and

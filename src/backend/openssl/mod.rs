@@ -414,14 +414,57 @@ pub(crate) fn certificate_curve(cert: CertKind) -> Option<&'static str> {
     }
 }
 
+/// Whose certificates a client trusts.
+#[derive(Debug, Clone, Copy)]
+pub enum Trust<'a> {
+    /// tlslab's test root: tlslab's servers and the nginx it starts.
+    TestRoot,
+    /// Someone else's server: the system's roots and the test root.
+    SystemAndTestRoot,
+    /// Only the certificates of this PEM file.
+    File(&'a std::path::Path),
+}
+
 pub(crate) fn client_context(
     scenario: &HandshakeScenario,
     credentials: &Credentials,
 ) -> Result<SslContext> {
+    client_context_trusting(scenario, credentials, Trust::TestRoot)
+}
+
+/// As [`client_context`], trusting `trust`'s certificates.
+pub(crate) fn client_context_trusting(
+    scenario: &HandshakeScenario,
+    credentials: &Credentials,
+    trust: Trust,
+) -> Result<SslContext> {
     let mut ctx = common_context(scenario)?;
 
     ctx.set_verify(SslVerifyMode::PEER);
-    ctx.set_cert_store(trust_store(credentials)?);
+    let store = match trust {
+        Trust::TestRoot => trust_store(credentials)?,
+        Trust::SystemAndTestRoot => {
+            let mut store = X509StoreBuilder::new()?;
+            store.add_cert(X509::from_der(&credentials.root_der)?)?;
+            store.set_default_paths()?;
+            store.build()
+        }
+        Trust::File(path) => {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("reading --ca-file {}", path.display()))?;
+            let certificates = X509::stack_from_pem(&pem)
+                .with_context(|| format!("--ca-file {}: not PEM certificates", path.display()))?;
+            if certificates.is_empty() {
+                bail!("--ca-file {} holds no certificate", path.display());
+            }
+            let mut store = X509StoreBuilder::new()?;
+            for certificate in certificates {
+                store.add_cert(certificate)?;
+            }
+            store.build()
+        }
+    };
+    ctx.set_cert_store(store);
     ctx.set_session_cache_mode(SslSessionCacheMode::OFF);
     if scenario.mutual {
         use_chain(&mut ctx, &credentials.client)?;

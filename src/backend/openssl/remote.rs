@@ -45,33 +45,46 @@ pub fn connect_tls(
     tcp: TcpStream,
     timeout: Duration,
 ) -> Result<SslStream<TcpStream>> {
-    connect_tls_resuming(context, tcp, timeout, None)
+    connect_tls_resuming(context, tcp, timeout, SERVER_NAME, None)
 }
 
 /// As [`connect_tls`], offering `session` (a TLS 1.2 session id or a TLS
 /// 1.3 ticket from an earlier connection made with the same `context`) for
 /// resumption; whether the server took it is `SslRef::session_reused()`.
+/// The server's certificate must be for `server_name` (see [`client_ssl`]).
 pub fn connect_tls_resuming(
     context: &SslContext,
     tcp: TcpStream,
     timeout: Duration,
+    server_name: &str,
     session: Option<&SslSessionRef>,
 ) -> Result<SslStream<TcpStream>> {
     tcp.set_nodelay(true)?;
     tcp.set_read_timeout(Some(timeout))?;
     tcp.set_write_timeout(Some(timeout))?;
-    client_ssl(context, session)?
+    client_ssl(context, server_name, session)?
         .connect(tcp)
         .map_err(|e| anyhow!("TLS handshake failed: {e}"))
 }
 
-/// A client connection's state before its handshake: verifying the test
-/// chain's host name, offering `session` for resumption if given (a
-/// session from an earlier connection made with the same `context`).
-pub fn client_ssl(context: &SslContext, session: Option<&SslSessionRef>) -> Result<Ssl> {
+/// A client connection's state before its handshake: verifying that the
+/// server's certificate is for `server_name` (a host name, sent as SNI, or
+/// an IP address, checked against the certificate's addresses), offering
+/// `session` for resumption if given (a session from an earlier connection
+/// made with the same `context`).
+pub fn client_ssl(
+    context: &SslContext,
+    server_name: &str,
+    session: Option<&SslSessionRef>,
+) -> Result<Ssl> {
     let mut ssl = Ssl::new(context)?;
-    ssl.set_hostname(SERVER_NAME)?;
-    ssl.param_mut().set_host(SERVER_NAME)?;
+    match server_name.parse::<std::net::IpAddr>() {
+        Ok(ip) => ssl.param_mut().set_ip(ip)?,
+        Err(_) => {
+            ssl.set_hostname(server_name)?;
+            ssl.param_mut().set_host(server_name)?;
+        }
+    }
     if let Some(session) = session {
         // SAFETY: the callers' sessions come from connections made with
         // this same context, as set_session requires.

@@ -132,6 +132,8 @@ struct Request {
     resumed: bool,
     /// The response's head as it arrives.
     head: Vec<u8>,
+    /// The body's length, from the head's Content-Length.
+    length: usize,
 }
 
 /// Where a request is.
@@ -168,7 +170,7 @@ impl EventLoop<'_> {
         let mut next = 0;
         let mut released = 0;
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
-        let request = request_head(self.plan);
+        let request = request_head(self.plan, self.endpoint);
         let mut chunk = vec![0u8; 16 * 1024];
         loop {
             let now = Instant::now();
@@ -269,7 +271,7 @@ impl EventLoop<'_> {
                 Mode::Resume => client.session.as_deref(),
                 _ => None,
             };
-            let ssl = client_ssl(&self.endpoint.context, offered)
+            let ssl = client_ssl(&self.endpoint.context, &self.endpoint.server_name, offered)
                 .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
             // SAFETY: `ssl` is a live SSL object, owned here.
             unsafe { SSL_set_read_ahead(ssl.as_ptr(), 1) };
@@ -285,6 +287,7 @@ impl EventLoop<'_> {
             step,
             resumed: false,
             head: Vec::new(),
+            length: 0,
         });
         self.advance(client, io, latencies)
     }
@@ -302,7 +305,8 @@ impl EventLoop<'_> {
         else {
             return Err((ErrorKind::Io, "no connection".to_string()));
         };
-        let page = &self.plan.body;
+        // The page every body must be, or None when bodies are only counted.
+        let page = self.endpoint.check_body.then_some(&self.plan.body[..]);
         loop {
             let now = Instant::now();
             match request.step {
@@ -386,19 +390,20 @@ impl EventLoop<'_> {
                     if status != 200 {
                         return Err((ErrorKind::Status, format!("HTTP status {status}")));
                     }
-                    if length != page.len() {
+                    if let Some(page) = page.filter(|page| page.len() != length) {
                         return Err((
                             ErrorKind::Body,
                             format!("Content-Length {length}, expected {}", page.len()),
                         ));
                     }
                     request.phase_began = now;
+                    request.length = length;
                     let early = request.head.split_off(end + 4);
-                    request.step = Step::ReadingBody(check_body(page, 0, &early)?);
+                    request.step = Step::ReadingBody(check_body(page, length, 0, &early)?);
                 }
-                Step::ReadingBody(received) if received == page.len() => {
+                Step::ReadingBody(received) if received == request.length => {
                     let _ = latencies.transfer.record(micros(now - request.phase_began));
-                    return Ok(Outcome::Answered(page.len() as u64));
+                    return Ok(Outcome::Answered(request.length as u64));
                 }
                 Step::ReadingBody(received) => {
                     let n = match stream.ssl_read(chunk) {
@@ -413,7 +418,8 @@ impl EventLoop<'_> {
                             format!("body ended after {received} bytes"),
                         ));
                     }
-                    request.step = Step::ReadingBody(check_body(page, received, &chunk[..n])?);
+                    request.step =
+                        Step::ReadingBody(check_body(page, request.length, received, &chunk[..n])?);
                 }
             }
             request.progress = now;
@@ -466,17 +472,24 @@ impl EventLoop<'_> {
     }
 }
 
-/// Checks the `arrived` bytes against the page from offset `received`;
-/// returns the new offset.
-fn check_body(page: &[u8], received: usize, arrived: &[u8]) -> std::result::Result<usize, Failure> {
+/// Checks the `arrived` bytes of a `length`-byte body against the page
+/// (when there is one to check) from offset `received`; returns the new
+/// offset.
+fn check_body(
+    page: Option<&[u8]>,
+    length: usize,
+    received: usize,
+    arrived: &[u8],
+) -> std::result::Result<usize, Failure> {
     let end = received + arrived.len();
-    if end > page.len() {
+    if end > length {
         return Err((
             ErrorKind::Body,
-            format!("{end} bytes of body, Content-Length {}", page.len()),
+            format!("{end} bytes of body, Content-Length {length}"),
         ));
     }
-    if page[received..end] != *arrived {
+    // A page to check has the body's length (checked with the head).
+    if page.is_some_and(|page| page[received..end] != *arrived) {
         return Err((
             ErrorKind::Body,
             "the body differs from the page".to_string(),
