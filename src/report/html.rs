@@ -362,26 +362,6 @@ fn section_html(section: &RunSection, out: &mut String) -> Result<()> {
     Ok(())
 }
 
-/// Standard base64 (RFC 4648, with padding), for the embedded font.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 /// The whole page for these runs.
 pub fn page(title: &str, sections: &[RunSection]) -> Result<String> {
     let mut out = String::new();
@@ -395,9 +375,8 @@ pub fn page(title: &str, sections: &[RunSection]) -> Result<String> {
     // The charts' font, in the file: their text looks the same on every
     // machine, whatever fonts it has.
     out.push_str(&format!(
-        "<style>@font-face {{ font-family: \"{}\"; src: url(data:font/ttf;base64,{}) format(\"truetype\"); }}\n{STYLE}</style>\n</head>\n<body>\n",
-        super::plot::draw::FAMILY,
-        base64(super::plot::draw::FONT)
+        "<style>{}\n{STYLE}</style>\n</head>\n<body>\n",
+        super::plot::draw::font_face()
     ));
     out.push_str(&format!("<h1>{}</h1>\n", escape(title)));
     out.push_str(&format!(
@@ -420,25 +399,4 @@ pub fn page(title: &str, sections: &[RunSection]) -> Result<String> {
     }
     out.push_str(&format!("<script>{SCRIPT}</script>\n</body>\n</html>\n"));
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::base64;
-
-    #[test]
-    fn base64_matches_rfc_4648() {
-        // The test vectors of RFC 4648, section 10.
-        for (plain, encoded) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64(plain.as_bytes()), encoded);
-        }
-    }
 }

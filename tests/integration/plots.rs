@@ -78,6 +78,13 @@ fn handshake_charts_hold_every_row_and_report_redraws_them() {
         assert!(is_png(&live.join(format!("{name}.png"))), "{name}.png");
     }
     let svg = read(&live.join("handshake_cpu.svg"));
+    // The file carries its font: its text needs nothing installed.
+    assert_eq!(
+        svg.matches("@font-face { font-family: \"DejaVu Sans\"; src: url(data:font/ttf;base64,")
+            .count(),
+        1
+    );
+    assert!(svg.contains("font-family=\"DejaVu Sans\""));
     // Measured rows: RSA key transport, ECDHE X25519 x2 certificates, DHE-1024 RSA.
     // One client and one server bar each, plus the legend's swatches.
     assert_eq!(rects_filled(&svg, "#1F77B4"), 4 + 1, "{svg}");

@@ -1,8 +1,7 @@
 //! Draws a [`Figure`] with plotters, as SVG text or a PNG file. The text
 //! of a PNG is drawn with DejaVu Sans, embedded in the binary; an SVG names
-//! DejaVu Sans and leaves the glyphs to the viewer: the HTML report embeds
-//! the font for its SVGs (see [`FONT`]), a lone SVG file falls back to the
-//! viewer's sans-serif font if it lacks DejaVu Sans.
+//! DejaVu Sans, and the font travels with it as CSS data ([`font_face`]):
+//! once in the HTML report for all its charts, in every SVG file alone.
 
 use std::path::Path;
 use std::sync::Once;
@@ -19,6 +18,39 @@ use super::{Figure, Layout, WEAK_NOTE};
 pub(crate) static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 /// The family every chart's text names.
 pub(crate) const FAMILY: &str = "DejaVu Sans";
+
+/// A CSS `@font-face` rule carrying the embedded font as base64 data, for
+/// SVG text (in the HTML report, once for all its charts, and in every
+/// SVG file written alone), so no viewer needs the font installed.
+pub(crate) fn font_face() -> &'static str {
+    static RULE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    RULE.get_or_init(|| {
+        format!(
+            "@font-face {{ font-family: \"{FAMILY}\"; src: url(data:font/ttf;base64,{}) format(\"truetype\"); }}",
+            base64(FONT)
+        )
+    })
+}
+
+/// Standard base64 (RFC 4648, with padding), for the embedded font.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
 
 /// Registers the embedded font once: plotters then needs no system font.
 fn register_font() {
@@ -556,4 +588,25 @@ pub fn png(figure: &Figure, path: &Path) -> Result<()> {
     let backend = BitMapBackend::new(path, size(figure));
     draw_on(figure, backend.into_drawing_area())
         .map_err(|e| e.context(format!("cannot write {}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base64;
+
+    #[test]
+    fn base64_matches_rfc_4648() {
+        // The test vectors of RFC 4648, section 10.
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(plain.as_bytes()), encoded);
+        }
+    }
 }

@@ -122,6 +122,23 @@ pub(crate) fn row_label(backend: &str, description: &str, one_backend: bool) -> 
     }
 }
 
+/// An SVG document that carries the embedded font itself (a `<style>`
+/// right after the opening `<svg …>` tag), for a file viewed on its own.
+fn with_font(svg: &str) -> String {
+    match svg
+        .find("<svg")
+        .and_then(|start| svg[start..].find('>').map(|end| start + end + 1))
+    {
+        Some(at) => format!(
+            "{}<defs><style>{}</style></defs>{}",
+            &svg[..at],
+            draw::font_face(),
+            &svg[at..]
+        ),
+        None => svg.to_string(),
+    }
+}
+
 /// Writes each figure as `DIR/<prefix><id>.svg` and `.png`, creating DIR,
 /// and returns the files written.
 pub fn write_dir(dir: &Path, prefix: &str, figures: &[Figure]) -> Result<Vec<PathBuf>> {
@@ -131,7 +148,7 @@ pub fn write_dir(dir: &Path, prefix: &str, figures: &[Figure]) -> Result<Vec<Pat
     for figure in figures.iter().filter(|f| f.has_values()) {
         let stem = format!("{prefix}{}", figure.id);
         let svg_path = dir.join(format!("{stem}.svg"));
-        std::fs::write(&svg_path, svg(figure)?)
+        std::fs::write(&svg_path, with_font(&svg(figure)?))
             .with_context(|| format!("cannot write {}", svg_path.display()))?;
         let png_path = dir.join(format!("{stem}.png"));
         png(figure, &png_path)?;
