@@ -722,14 +722,15 @@ pub struct LoadArgs {
     #[arg(long, alias = "workers", value_name = "N")]
     pub threads: Option<usize>,
 
-    /// A server you run, HOST:PORT, instead of nginx: client-side figures
+    /// A server you run, HOST:PORT or https://HOST[:PORT]/PATH (the URL's
+    /// path is the page, as with --path), instead of nginx: client-side figures
     /// only (its CPU is not known to tlslab). It is probed first (which
     /// versions, groups and suites it accepts). Without --path it must serve
     /// /page_SIZE with tlslab's generated content (as `tlslab serve` does);
     /// with --path any page. Its certificate is checked against the
     /// system's roots and tlslab's test root (or --ca-file) for
     /// --server-name. Off loopback it needs --i-have-permission and --max-rate.
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT|URL")]
     pub target: Option<String>,
 
     /// With --target: the path to request (e.g. /index.html). Each answer

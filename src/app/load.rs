@@ -95,6 +95,38 @@ impl Target {
     }
 }
 
+/// Splits a `--target` given as a URL, `https://host[:port][/path]`, into
+/// HOST:PORT (port 443 by default) and its path (None when it is `/` or
+/// absent); anything else is returned as it is, with no path.
+fn split_url(text: &str) -> Result<(String, Option<String>)> {
+    if text.starts_with("http://") {
+        return Err(usage(format!(
+            "--target {text}: tlslab measures TLS; give an https:// URL or HOST:PORT"
+        )));
+    }
+    let Some(rest) = text.strip_prefix("https://") else {
+        return Ok((text.to_string(), None));
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(at) => (&rest[..at], &rest[at..]),
+        None => (rest, ""),
+    };
+    if authority.is_empty() {
+        return Err(usage(format!("--target {text}: the URL has no host")));
+    }
+    // A port follows the last ':' unless that ':' is inside an IPv6 literal.
+    let has_port = authority
+        .rfind(':')
+        .is_some_and(|colon| !authority[colon..].contains(']'));
+    let address = if has_port {
+        authority.to_string()
+    } else {
+        format!("{authority}:443")
+    };
+    let path = (!path.is_empty() && path != "/").then(|| path.to_string());
+    Ok((address, path))
+}
+
 /// Parses a `--target`. Off loopback it is refused unless the user gave
 /// consent (`--i-have-permission`) and a rate cap (`--max-rate`), and that
 /// is checked before a host name is resolved: without them nothing at all
@@ -252,6 +284,12 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             )))
         }
     };
+    // A URL target names its page too: `https://host[:port]/path`.
+    let (target_text, url_path) = match args.target.as_deref().map(split_url).transpose()? {
+        Some((address, path)) => (Some(address), path),
+        None => (None, None),
+    };
+    let page_path = args.path.clone().or(url_path);
     let plan = Plan {
         rate: setting(args.rate, |d| d.rate, 100.0),
         ramp: seconds("ramp", setting(args.ramp, |d| d.ramp_s, 0.0), true)?,
@@ -260,7 +298,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             setting(args.duration, |d| d.duration_s, 10.0),
             false,
         )?,
-        path: match &args.path {
+        path: match &page_path {
             Some(path) if !path.starts_with('/') || path.contains(char::is_whitespace) => {
                 return Err(usage(format!(
                     "--path '{path}' is not a path (it starts with / and holds no spaces)"
@@ -270,7 +308,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             None => format!("/page_{size}"),
         },
         // Someone else's page is counted, not compared.
-        body: if args.path.is_some() {
+        body: if page_path.is_some() {
             Vec::new()
         } else {
             page_bytes(size)
@@ -287,8 +325,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     };
     // Checked before anything is started or sent.
     let max_rate = parse_max_rate(args.max_rate)?;
-    let target = args
-        .target
+    let target = target_text
         .as_deref()
         .map(|text| parse_target(text, args.i_have_permission, max_rate))
         .transpose()?;
@@ -498,7 +535,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         "preset": args.preset,
         "scenario": scenario.label(),
         "target": target.as_ref().map(|t| t.address.to_string()),
-        "path": args.path,
+        "path": page_path,
         "server_name": args.server_name,
         "ca_file": args.ca_file,
         "max_rate": max_rate,
@@ -516,7 +553,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             || SERVER_NAME.to_string(),
             |t| t.server_name(args.server_name.as_deref()),
         ),
-        check_body: args.path.is_none(),
+        check_body: page_path.is_none(),
     };
     let result = load::run(&plan, &endpoint, driver, &interrupt).context("running the load")?;
     let mut server_cpu_ns = match (&server, cpu_before) {
@@ -636,6 +673,33 @@ mod tests {
         assert_eq!(parse_size("512").unwrap(), 512);
         assert!(parse_size("0").is_err());
         assert!(parse_size("fifty").is_err());
+    }
+
+    #[test]
+    fn a_url_target_names_its_address_and_page() {
+        let split = |text: &str| split_url(text).unwrap();
+        assert_eq!(
+            split("127.0.0.1:8443"),
+            ("127.0.0.1:8443".to_string(), None)
+        );
+        assert_eq!(
+            split("https://127.0.0.1"),
+            ("127.0.0.1:443".to_string(), None)
+        );
+        assert_eq!(
+            split("https://localhost:8443/"),
+            ("localhost:8443".to_string(), None)
+        );
+        assert_eq!(
+            split("https://[::1]/a/b.html?x=1"),
+            ("[::1]:443".to_string(), Some("/a/b.html?x=1".to_string()))
+        );
+        assert_eq!(
+            split("https://[::1]:8443/index.html"),
+            ("[::1]:8443".to_string(), Some("/index.html".to_string()))
+        );
+        assert!(split_url("http://127.0.0.1/").is_err());
+        assert!(split_url("https:///index.html").is_err());
     }
 
     #[test]

@@ -476,6 +476,33 @@ fn a_target_serving_its_own_page_is_loaded_with_its_name_and_roots() {
             assert_eq!(run["errors"][0]["kind"], "Handshake", "{run}");
         }
     }
+    // The same as a URL: its path is the page.
+    let url = format!("https://127.0.0.1:{port}/index.html");
+    let run = tlslab(&[
+        "load",
+        "--no-db",
+        "--target",
+        &url,
+        "--no-probe",
+        "--mode",
+        "keepalive",
+        "--rate",
+        "40",
+        "--duration",
+        "0.25",
+        "--clients",
+        "1",
+        "-q",
+        "--cert-dir",
+        cert_dir.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let run = json_of(&json);
+    assert_eq!(run["answered"], 10, "{run}");
+    assert_eq!(run["plan"]["path"], "/index.html", "{run}");
+    assert_eq!(run["payload_bytes_checked"], 10 * page.len(), "{run}");
     stop.store(true, Ordering::Relaxed);
     let refused = tlslab(&["load", "--path", "/index.html"]);
     refused.expect_code(2);
