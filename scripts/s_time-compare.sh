@@ -12,7 +12,11 @@
 # s_time's rate: connections / elapsed seconds, its client and s_server each a
 # single-threaded process. tlslab's: its handshakes/s (1 / mean wall time
 # per handshake, from the first side's start to the later side's end,
-# TCP connect and accept included).
+# TCP connect and accept included), and in brackets the client side's own
+# rate (1 / mean wall time of the client's side alone, from its connect to
+# its handshake being done), which is what s_time's client times: in TLS
+# 1.3 the client is done once it has sent its Finished, while the server
+# still reads it.
 #
 # Usage: scripts/s_time-compare.sh [SECONDS] [ROUNDS]   (run from the repository)
 set -euo pipefail
@@ -78,7 +82,7 @@ tlslab_rate() { # tlslab version id
   python3 -c '
 import csv, sys
 row = next(csv.DictReader(open(sys.argv[1])))
-print(round(float(row["handshakes_per_second"])))' "$work/tlslab.csv"
+print(round(float(row["handshakes_per_second"])), round(1e6 / float(row["client_call_mean_us"])))' "$work/tlslab.csv"
 }
 
 for version in 1.2 1.3; do
@@ -102,8 +106,8 @@ for version in 1.2 1.3; do
   echo "== TLS $version, X25519, ECDSA P-256 chain, AES-128-GCM: handshakes/s, ${seconds} s each, alternating"
   for round in $(seq "$rounds"); do
     s_time_hs=$(s_time_rate "$flag" "${suite[@]}")
-    tlslab_hs=$(tlslab_rate "$version")
-    echo "round $round: openssl s_time -new ${s_time_hs}  tlslab --transport tcp ${tlslab_hs}"
+    read -r tlslab_hs tlslab_client_hs < <(tlslab_rate "$version")
+    echo "round $round: openssl s_time -new ${s_time_hs}  tlslab --transport tcp ${tlslab_hs}  (client side only ${tlslab_client_hs})"
   done
   kill "$server_pid" && wait "$server_pid" 2>/dev/null || true
   server_pid=""
