@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslContext, SslContextBuilder, SslMethod};
-use openssl::ssl::{SslOptions, SslSessionCacheMode, SslStream, SslVerifyMode, SslVersion};
+use openssl::ssl::{SslOptions, SslStream, SslVersion};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use tlslab::backend::backend_by_id;
 use tlslab::certs::{CertCache, Credentials, SERVER_NAME};
@@ -23,7 +23,7 @@ use tlslab::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumpti
 use tlslab::workload::handshake::HandshakeProbe;
 
 mod common;
-use common::openssl_contexts;
+use common::{client_and_server, openssl_contexts};
 
 /// A byte pipe with one buffer per direction, shared by both ends.
 #[derive(Default)]
@@ -167,7 +167,7 @@ fn openssl_dtls_contexts(credentials: &Credentials, cert: CertKind) -> (SslConte
     } else {
         "ECDHE-ECDSA-AES128-GCM-SHA256"
     };
-    let common = || {
+    let (client, mut server) = client_and_server(credentials, || {
         let mut ctx = SslContextBuilder::new(SslMethod::dtls()).unwrap();
         ctx.set_min_proto_version(Some(SslVersion::DTLS1_2))
             .unwrap();
@@ -177,30 +177,7 @@ fn openssl_dtls_contexts(credentials: &Credentials, cert: CertKind) -> (SslConte
         ctx.set_groups_list("P-256").unwrap();
         ctx.set_options(SslOptions::NO_QUERY_MTU);
         ctx
-    };
-    let mut client = common();
-    let mut store = openssl::x509::store::X509StoreBuilder::new().unwrap();
-    store
-        .add_cert(openssl::x509::X509::from_der(&credentials.root_der).unwrap())
-        .unwrap();
-    client.set_cert_store(store.build());
-    client.set_verify(SslVerifyMode::PEER);
-    client.set_session_cache_mode(SslSessionCacheMode::OFF);
-
-    let mut server = common();
-    let chain = &credentials.server.chain_der;
-    server
-        .set_certificate(&openssl::x509::X509::from_der(&chain[0]).unwrap())
-        .unwrap();
-    for der in &chain[1..] {
-        server
-            .add_extra_chain_cert(openssl::x509::X509::from_der(der).unwrap())
-            .unwrap();
-    }
-    let key =
-        openssl::pkey::PKey::private_key_from_pkcs8(&credentials.server.key_pkcs8_der).unwrap();
-    server.set_private_key(&key).unwrap();
-    server.set_session_cache_mode(SslSessionCacheMode::OFF);
+    });
     server.set_options(SslOptions::NO_TICKET | SslOptions::COOKIE_EXCHANGE);
     let secret = Arc::new(openssl::pkey::PKey::hmac(b"0123456789abcdef0123456789abcdef").unwrap());
     let cookie = move |secret: &openssl::pkey::PKey<openssl::pkey::Private>| {

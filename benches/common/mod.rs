@@ -7,14 +7,26 @@ use tlslab::certs::Credentials;
 
 /// OpenSSL contexts configured as tlslab configures them for a full TLS 1.3 handshake.
 pub fn openssl_contexts(credentials: &Credentials) -> (SslContext, SslContext) {
-    let common = || {
+    let (client, mut server) = client_and_server(credentials, || {
         let mut ctx = SslContextBuilder::new(SslMethod::tls()).unwrap();
         ctx.set_min_proto_version(Some(SslVersion::TLS1_3)).unwrap();
         ctx.set_max_proto_version(Some(SslVersion::TLS1_3)).unwrap();
         ctx.set_ciphersuites("TLS_AES_128_GCM_SHA256").unwrap();
         ctx.set_groups_list("X25519").unwrap();
         ctx
-    };
+    });
+    server.set_options(SslOptions::NO_TICKET);
+    server.set_num_tickets(0).unwrap();
+    (client.build(), server.build())
+}
+
+/// A client and a server made by `common`, then set up as tlslab sets them
+/// up for a full handshake: the client trusts the test root and verifies
+/// the server; the server presents the test chain; no session cache.
+pub fn client_and_server(
+    credentials: &Credentials,
+    common: impl Fn() -> SslContextBuilder,
+) -> (SslContextBuilder, SslContextBuilder) {
     let mut client = common();
     let mut store = openssl::x509::store::X509StoreBuilder::new().unwrap();
     store
@@ -38,7 +50,5 @@ pub fn openssl_contexts(credentials: &Credentials) -> (SslContext, SslContext) {
         openssl::pkey::PKey::private_key_from_pkcs8(&credentials.server.key_pkcs8_der).unwrap();
     server.set_private_key(&key).unwrap();
     server.set_session_cache_mode(SslSessionCacheMode::OFF);
-    server.set_options(SslOptions::NO_TICKET);
-    server.set_num_tickets(0).unwrap();
-    (client.build(), server.build())
+    (client, server)
 }
