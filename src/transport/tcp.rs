@@ -6,6 +6,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -27,6 +28,15 @@ impl TcpLoopback {
             TcpListener::bind(wanted).with_context(|| format!("cannot listen on TCP {wanted}"))?;
         let address = listener.local_addr()?;
         Ok(Self { listener, address })
+    }
+
+    /// The listener kept in `slot`, opened there on first use: the one a
+    /// handshaker's connections all go to, as a server's do.
+    pub fn kept(slot: &mut Option<Arc<Self>>) -> Result<Arc<Self>> {
+        if let Some(listener) = slot {
+            return Ok(Arc::clone(listener));
+        }
+        Ok(Arc::clone(slot.insert(Arc::new(Self::open()?))))
     }
 
     pub fn address(&self) -> SocketAddr {

@@ -25,10 +25,7 @@ impl OpensslHandshaker {
     pub(super) fn handshake_over_socket(&mut self) -> Result<HandshakeSample> {
         match self.transport {
             Transport::Tcp => {
-                let loopback = match &self.listener {
-                    Some(listener) => Arc::clone(listener),
-                    None => Arc::clone(self.listener.insert(Arc::new(TcpLoopback::open()?))),
-                };
+                let loopback = TcpLoopback::kept(&mut self.listener)?;
                 let sides = self.establish_over_tcp(&loopback).inspect_err(|_| {
                     // A connection the server never took may still wait in
                     // the backlog: the next handshake listens afresh.

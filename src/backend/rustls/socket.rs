@@ -19,10 +19,7 @@ type Established = Sides<(ClientConnection, TcpStream), (ServerConnection, TcpSt
 impl RustlsHandshaker {
     /// One handshake over a fresh loopback TCP connection, closed after it.
     pub(super) fn handshake_over_tcp(&mut self) -> Result<HandshakeSample> {
-        let loopback = match &self.listener {
-            Some(listener) => Arc::clone(listener),
-            None => Arc::clone(self.listener.insert(Arc::new(TcpLoopback::open()?))),
-        };
+        let loopback = TcpLoopback::kept(&mut self.listener)?;
         let Sides {
             client: (mut client, mut client_socket),
             server: (mut server, mut server_socket),
