@@ -91,3 +91,118 @@ impl HostInfo {
             .collect()
     }
 }
+
+/// CPU time used so far on this machine, by every process and by this one:
+/// two readings give the other processes' share of the CPUs in between.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuUse {
+    /// Busy time of all CPUs (user, nice, system, interrupts), seconds.
+    machine: f64,
+    /// This process's user and system time, every thread, seconds.
+    own: f64,
+    at: std::time::Instant,
+}
+
+impl CpuUse {
+    /// Reads the counters (Linux: `/proc/stat` and `getrusage`); `None`
+    /// where there are none.
+    pub fn now() -> Option<Self> {
+        let stat = fs::read_to_string("/proc/stat").ok()?;
+        let machine = machine_busy_seconds(stat.lines().next()?)?;
+        // SAFETY: getrusage writes a plain struct it is handed.
+        let own = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+                return None;
+            }
+            let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+            seconds(usage.ru_utime) + seconds(usage.ru_stime)
+        };
+        Some(Self {
+            machine,
+            own,
+            at: std::time::Instant::now(),
+        })
+    }
+
+    /// How many CPUs' worth of time other processes used between `earlier`
+    /// and this reading (0.5 = half a CPU throughout). The kernel counts the
+    /// machine's time in clock ticks (10 ms), so over a short stretch this
+    /// is coarse.
+    pub fn others_since(&self, earlier: &CpuUse) -> f64 {
+        let elapsed = self.at.duration_since(earlier.at).as_secs_f64();
+        if elapsed <= 0.0 {
+            return 0.0;
+        }
+        let others = (self.machine - earlier.machine) - (self.own - earlier.own);
+        (others / elapsed).max(0.0)
+    }
+}
+
+/// The busy seconds on the first line of `/proc/stat` ("cpu  user nice
+/// system idle iowait irq softirq steal guest guest_nice", in clock ticks):
+/// user, nice, system, irq and softirq. Idle and iowait are not busy, steal
+/// is time the hypervisor gave to other machines, and guest time is already
+/// in user.
+fn machine_busy_seconds(line: &str) -> Option<f64> {
+    let mut fields = line.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    let ticks: Vec<u64> = fields.map_while(|f| f.parse().ok()).collect();
+    if ticks.len() < 7 {
+        return None;
+    }
+    let busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6];
+    // SAFETY: sysconf has no preconditions.
+    let per_second = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
+        n if n > 0 => n as f64,
+        _ => 100.0,
+    };
+    Some(busy as f64 / per_second)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_time_leaves_out_idle_iowait_steal_and_guest() {
+        let line = "cpu  100 20 30 5000 40 1 2 700 50 0";
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let busy = machine_busy_seconds(line).unwrap();
+        assert!((busy - 153.0 / per_second).abs() < 1e-9, "{busy}");
+        assert_eq!(machine_busy_seconds("cpu0 1 2 3 4 5 6 7"), None);
+        assert_eq!(machine_busy_seconds("cpu  1 2"), None);
+    }
+
+    #[test]
+    fn other_work_is_seen_and_own_work_is_not() {
+        let Some(before) = CpuUse::now() else {
+            return; // not Linux
+        };
+        // Another process's busy loop is others' work.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh starts");
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let after = CpuUse::now().unwrap();
+        let others = after.others_since(&before);
+        assert!(others >= 0.5, "a busy child is others' work: {others}");
+
+        // Our own busy loop is not.
+        let before = CpuUse::now().unwrap();
+        let start = std::time::Instant::now();
+        let mut x = 1u64;
+        while start.elapsed() < std::time::Duration::from_millis(600) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let after = CpuUse::now().unwrap();
+        assert!(after.own - before.own >= 0.4, "own time is counted");
+        let others = after.others_since(&before);
+        assert!(others < 0.7, "our own loop is not others' work: {others}");
+    }
+}

@@ -275,6 +275,8 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 seed,
                 precision,
                 cells: &cells,
+                // Each shard numbers its rounds apart: no shared readings.
+                rounds: &[],
             }
             .document();
             (document, pooled)

@@ -380,6 +380,7 @@ pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document
         seed: None,
         precision: None,
         cells: &run.cells,
+        rounds: &store.load_rounds(run.id)?,
     }
     .document();
     let speed = crate::report::speed::document(

@@ -332,6 +332,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         seed: Some(sampling.seed),
         precision: Some(sampling.precision),
         cells: &run.cells,
+        rounds: &run.rounds,
     }
     .document();
     args.display.print(&document)?;

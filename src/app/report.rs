@@ -285,6 +285,7 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
                 seed: sampling.seed,
                 precision: sampling.precision,
                 cells: &run.cells,
+                rounds: &store.load_rounds(run.id)?,
             }
             .document()
         }

@@ -126,11 +126,17 @@ impl<S> Outcome<S> {
 /// What one cell does per sample; an error fails the cell with its reason.
 pub type Probe<'a, S> = Box<dyn FnMut() -> Result<S, String> + 'a>;
 
-/// When a round started, from the start of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// When a round started, from the start of the run, and how busy the rest
+/// of the machine was while it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Round {
     pub index: u32,
     pub offset_ns: u64,
+    /// Other processes' CPU use during the round, in CPUs (0.5 = half a
+    /// CPU throughout; see [`crate::host::CpuUse`]); `None` where the
+    /// machine does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub others_cpu: Option<f64>,
 }
 
 /// How a sampled run ended.
@@ -317,6 +323,16 @@ pub fn sample<S: Sampled>(
     let mut shuffler = Shuffler::new(options.seed);
     let mut order: Vec<usize> = Vec::with_capacity(count);
     let mut round: u32 = 0;
+    // Other processes' CPU use is read as each round starts and once more
+    // at the end; each round gets the stretch up to the next reading.
+    let mut cpu_use = crate::host::CpuUse::now();
+    let mut close_round = |rounds: &mut Vec<Round>| {
+        let now = crate::host::CpuUse::now();
+        if let (Some(last), Some(before), Some(after)) = (rounds.last_mut(), cpu_use, now) {
+            last.others_cpu = Some(after.others_since(&before));
+        }
+        cpu_use = now;
+    };
     loop {
         if interrupt.load(Ordering::Relaxed) {
             run.interrupted = true;
@@ -332,9 +348,11 @@ pub fn sample<S: Sampled>(
             break;
         }
         shuffler.shuffle(&mut order);
+        close_round(&mut run.rounds);
         run.rounds.push(Round {
             index: round,
             offset_ns: start.elapsed().as_nanos() as u64,
+            others_cpu: None,
         });
         for &index in &order {
             if interrupt.load(Ordering::Relaxed) {
@@ -414,6 +432,8 @@ pub fn sample<S: Sampled>(
         observer.round_finished(round, active, count - active);
         round += 1;
     }
+
+    close_round(&mut run.rounds);
 
     // Cells still sampling when the run stopped keep what they have.
     for index in 0..count {

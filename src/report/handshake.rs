@@ -11,9 +11,9 @@ use super::markup::format_us;
 use super::{ColumnKind, Document, Table};
 use crate::backend::{LibraryInfo, Negotiated};
 use crate::host::HostInfo;
-use crate::measure::{self, Timed};
+use crate::measure::{self, Round, Timed};
 use crate::scenario::{HandshakeScenario, KxKind, SignatureFamily};
-use crate::stats::{self, Drift, PairedRatio, Summary};
+use crate::stats::{self, Drift, PairedRatio, RoundValues, Summary};
 use crate::workload::handshake::{CellResult, Sample};
 
 /// One row of a report: a cell with its statistics.
@@ -66,29 +66,60 @@ fn micros(samples: &[Timed<Sample>], pick: fn(&Sample) -> u64) -> Option<Summary
 /// from the rounds both were sampled in.
 pub fn build_rows(cells: &[CellResult], baseline: Option<&str>) -> Vec<Row> {
     let mut rows: Vec<Row> = cells.iter().map(row_of).collect();
-    if let Some(baseline) = baseline {
-        let rounds = |backend: Option<&str>| {
-            cells
-                .iter()
-                .find(|c| {
-                    c.scenario.label() == baseline
-                        && backend.is_none_or(|b| c.backend == b)
-                        && !c.samples().is_empty()
-                })
-                .map(|c| stats::round_medians(&measure::costs(c.samples())))
-        };
-        let fallback = rounds(None);
-        for (row, cell) in rows.iter_mut().zip(cells) {
-            let base = rounds(Some(&cell.backend)).or_else(|| fallback.clone());
-            if let (Some(base), false) = (base, cell.samples().is_empty()) {
-                row.ratio_to_baseline = stats::paired_ratio(
-                    &stats::round_medians(&measure::costs(cell.samples())),
-                    &base,
-                );
-            }
+    for (row, (cell, base)) in rows.iter_mut().zip(with_baselines(cells, baseline)) {
+        if let Some(base) = base {
+            row.ratio_to_baseline = stats::paired_ratio(&cell, &base);
         }
     }
     rows
+}
+
+/// Per cell, its round medians and, when it is measured and has one, its
+/// baseline's: the baseline row of the same backend if there is one, else
+/// the first backend's.
+fn with_baselines(
+    cells: &[CellResult],
+    baseline: Option<&str>,
+) -> Vec<(RoundValues, Option<RoundValues>)> {
+    let rounds = |backend: Option<&str>| {
+        cells
+            .iter()
+            .find(|c| {
+                Some(c.scenario.label().as_str()) == baseline
+                    && backend.is_none_or(|b| c.backend == b)
+                    && !c.samples().is_empty()
+            })
+            .map(|c| stats::round_medians(&measure::costs(c.samples())))
+    };
+    let fallback = rounds(None);
+    cells
+        .iter()
+        .map(|cell| {
+            let own = stats::round_medians(&measure::costs(cell.samples()));
+            let base = (!own.is_empty())
+                .then(|| rounds(Some(&cell.backend)).or_else(|| fallback.clone()))
+                .flatten();
+            (own, base)
+        })
+        .collect()
+}
+
+/// Whether other work on the machine moved the ratios to the baseline
+/// (see [`stats::other_work`]); `None` without per-round readings.
+pub fn other_work(
+    cells: &[CellResult],
+    baseline: Option<&str>,
+    rounds: &[Round],
+) -> Option<stats::OtherWork> {
+    let loads: Vec<(u32, f64)> = rounds
+        .iter()
+        .filter_map(|r| r.others_cpu.map(|cpu| (r.index, cpu)))
+        .collect();
+    let pairs: Vec<(RoundValues, RoundValues)> = with_baselines(cells, baseline)
+        .into_iter()
+        .filter_map(|(own, base)| base.filter(|b| *b != own).map(|b| (own, b)))
+        .collect();
+    stats::other_work(&loads, &pairs)
 }
 
 fn row_of(cell: &CellResult) -> Row {
@@ -416,6 +447,9 @@ pub struct HandshakeReport<'a> {
     pub seed: Option<u64>,
     pub precision: Option<f64>,
     pub cells: &'a [CellResult],
+    /// The run's rounds (empty when not known): other processes' CPU use
+    /// per round.
+    pub rounds: &'a [Round],
 }
 
 impl HandshakeReport<'_> {
@@ -440,6 +474,7 @@ impl HandshakeReport<'_> {
         let rows = build_rows(&cells, self.baseline);
         let drift = drift(&cells);
         let dtls_pairs = tls_vs_dtls::pairs(&cells);
+        let other_work = other_work(&cells, self.baseline, self.rounds);
         let data = super::json_with(
             super::provenance_json(
                 self.run_id,
@@ -453,6 +488,8 @@ impl HandshakeReport<'_> {
                 "baseline": self.baseline,
                 "rows": rows,
                 "tls_vs_dtls": dtls_pairs,
+                "other_work": other_work,
+                "round_times": self.rounds,
             }),
         );
         let mut tables = vec![table(&rows, self.baseline)];
@@ -462,7 +499,11 @@ impl HandshakeReport<'_> {
             tables,
             records: records(&rows),
             data,
-            footer: super::run_notes(drift.as_ref(), self.precision, self.complete),
+            footer: {
+                let mut notes = super::run_notes(drift.as_ref(), self.precision, self.complete);
+                notes.extend(other_work.as_ref().map(super::other_work_note));
+                notes
+            },
             figures: super::plot::handshake_figures(&rows, self.baseline),
         }
     }

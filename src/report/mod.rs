@@ -317,6 +317,31 @@ pub fn run_notes(drift: Option<&Drift>, precision: Option<f64>, complete: bool) 
     lines
 }
 
+/// What other work on the machine did to the ratios, for the footer.
+pub fn other_work_note(work: &crate::stats::OtherWork) -> String {
+    use crate::stats::{BUSY_CPU, QUIET_CPU};
+    let mut line = format!(
+        "Other work on this machine (other processes' CPU use, from the kernel's 10 ms counts): at least {BUSY_CPU} CPU during {} of {} rounds, under {QUIET_CPU} CPU during {}.",
+        work.busy_rounds, work.rounds, work.quiet_rounds
+    );
+    match (work.median_shift, work.worst_shift) {
+        (Some(median), Some(worst)) => line.push_str(&format!(
+            " Ratios to the baseline taken from those two sets of rounds differ by {:.1}% for the median row and {:.1}% at most ({} {} with at least {} pairs in each; sampling noise included).",
+            median * 100.0,
+            worst * 100.0,
+            work.ratios,
+            if work.ratios == 1 { "row" } else { "rows" },
+            crate::stats::MIN_SIDE_PAIRS
+        )),
+        _ if work.busy_rounds > 0 => line.push_str(&format!(
+            " Too few pairs on one side (fewer than {}) to compare the ratios from the two.",
+            crate::stats::MIN_SIDE_PAIRS
+        )),
+        _ => {}
+    }
+    line
+}
+
 /// The provenance every JSON export starts with.
 pub fn provenance_json(
     run_id: Option<i64>,

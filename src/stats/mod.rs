@@ -380,6 +380,82 @@ pub fn drift(cells: &[Vec<(u32, f64)>]) -> Option<Drift> {
     })
 }
 
+/// Other processes' CPU use (in CPUs) from which a round counts as run
+/// beside other work, and under which it counts as quiet.
+pub const BUSY_CPU: f64 = 0.5;
+pub const QUIET_CPU: f64 = 0.1;
+
+/// Whether other work on the machine moved the ratios: the same ratios
+/// taken from the rounds run beside other work and from the quiet rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct OtherWork {
+    /// Rounds with a reading of other processes' CPU use.
+    pub rounds: usize,
+    /// Rounds with at least [`BUSY_CPU`] of it.
+    pub busy_rounds: usize,
+    /// Rounds with less than [`QUIET_CPU`].
+    pub quiet_rounds: usize,
+    /// Ratios compared: those with at least [`MIN_SIDE_PAIRS`] pairs in
+    /// busy rounds and as many in quiet ones.
+    pub ratios: usize,
+    /// Over those ratios, |ratio from busy rounds / ratio from quiet
+    /// rounds - 1|: the median and the largest (sampling noise included).
+    pub median_shift: Option<f64>,
+    pub worst_shift: Option<f64>,
+}
+
+/// A cell's value per round (as [`round_medians`] gives them).
+pub type RoundValues = Vec<(u32, f64)>;
+
+/// Pairs a ratio needs in each kind of round to be compared.
+pub const MIN_SIDE_PAIRS: usize = 6;
+
+/// How ratios from busy and quiet rounds compare. `loads` is each round's
+/// other-process CPU use; `pairs` holds, per ratio, the numerator's and the
+/// denominator's per-round values (as [`round_medians`] gives them). `None`
+/// without any reading.
+pub fn other_work(loads: &[(u32, f64)], pairs: &[(RoundValues, RoundValues)]) -> Option<OtherWork> {
+    if loads.is_empty() {
+        return None;
+    }
+    let busy: std::collections::BTreeSet<u32> = loads
+        .iter()
+        .filter(|(_, cpu)| *cpu >= BUSY_CPU)
+        .map(|(round, _)| *round)
+        .collect();
+    let quiet: std::collections::BTreeSet<u32> = loads
+        .iter()
+        .filter(|(_, cpu)| *cpu < QUIET_CPU)
+        .map(|(round, _)| *round)
+        .collect();
+    let within =
+        |values: &[(u32, f64)], rounds: &std::collections::BTreeSet<u32>| -> Vec<(u32, f64)> {
+            values
+                .iter()
+                .filter(|(r, _)| rounds.contains(r))
+                .copied()
+                .collect()
+        };
+    let mut shifts: Vec<f64> = pairs
+        .iter()
+        .filter_map(|(numerator, denominator)| {
+            let on_busy = paired_ratio(&within(numerator, &busy), &within(denominator, &busy))?;
+            let on_quiet = paired_ratio(&within(numerator, &quiet), &within(denominator, &quiet))?;
+            (on_busy.pairs >= MIN_SIDE_PAIRS && on_quiet.pairs >= MIN_SIDE_PAIRS)
+                .then(|| (on_busy.value / on_quiet.value - 1.0).abs())
+        })
+        .collect();
+    shifts.sort_by(f64::total_cmp);
+    Some(OtherWork {
+        rounds: loads.len(),
+        busy_rounds: busy.len(),
+        quiet_rounds: quiet.len(),
+        ratios: shifts.len(),
+        median_shift: (!shifts.is_empty()).then(|| quantile_sorted(&shifts, 0.5)),
+        worst_shift: shifts.last().copied(),
+    })
+}
+
 /// A ratio of two medians with an approximate 95% interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Ratio {
@@ -553,5 +629,55 @@ mod tests {
         let at975 = median_ci_sorted_at(&values, 0.975);
         assert_eq!(at95, median_ci_sorted(&values));
         assert!(at975.coverage >= 0.975 && at975.interval.low <= at95.interval.low);
+    }
+
+    #[test]
+    fn other_work_compares_busy_and_quiet_rounds() {
+        // Rounds 0-9 quiet, 10-19 busy; the numerator costs 2x the
+        // denominator when quiet and 2.2x when busy.
+        let loads: Vec<(u32, f64)> = (0..20)
+            .map(|r| (r, if r < 10 { 0.0 } else { 1.0 }))
+            .collect();
+        let denominator: Vec<(u32, f64)> = (0..20).map(|r| (r, 100.0)).collect();
+        let numerator: Vec<(u32, f64)> = (0..20)
+            .map(|r| (r, if r < 10 { 200.0 } else { 220.0 }))
+            .collect();
+        let same = numerator.clone();
+        let work = other_work(
+            &loads,
+            &[(numerator, denominator.clone()), (same.clone(), same)],
+        )
+        .unwrap();
+        assert_eq!(
+            (work.rounds, work.busy_rounds, work.quiet_rounds),
+            (20, 10, 10)
+        );
+        assert_eq!(work.ratios, 2);
+        assert!((work.worst_shift.unwrap() - 0.1).abs() < 1e-9);
+        assert!((work.median_shift.unwrap() - 0.05).abs() < 1e-9);
+
+        // Half a CPU is busy, under a tenth quiet, in between neither; too
+        // few busy rounds compare nothing.
+        let few: Vec<(u32, f64)> = (0..20)
+            .map(|r| {
+                (
+                    r,
+                    if r < 3 {
+                        0.5
+                    } else if r < 6 {
+                        0.3
+                    } else {
+                        0.05
+                    },
+                )
+            })
+            .collect();
+        let work = other_work(&few, &[(denominator.clone(), denominator)]).unwrap();
+        assert_eq!(
+            (work.busy_rounds, work.quiet_rounds, work.ratios),
+            (3, 14, 0)
+        );
+        assert_eq!(work.median_shift, None);
+        assert_eq!(other_work(&[], &[]), None);
     }
 }

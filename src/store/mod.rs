@@ -239,11 +239,17 @@ impl Store {
         let tx = self.connection.transaction()?;
         {
             let mut insert = tx.prepare(
-                "INSERT OR REPLACE INTO rounds (run_id, round, offset_ns) VALUES (?1, ?2, ?3)",
+                "INSERT OR REPLACE INTO rounds (run_id, round, offset_ns, others_cpu)
+                 VALUES (?1, ?2, ?3, ?4)",
             )?;
             for round in rounds {
                 insert
-                    .execute(params![run_id, round.index, round.offset_ns as i64])
+                    .execute(params![
+                        run_id,
+                        round.index,
+                        round.offset_ns as i64,
+                        round.others_cpu
+                    ])
                     .with_context(|| format!("cannot save the rounds of run {run_id}"))?;
             }
         }
@@ -255,14 +261,15 @@ impl Store {
     /// start of sampling, a moment after the run's `started_at`. Empty for a
     /// run stored before rounds were kept.
     pub fn load_rounds(&self, run_id: i64) -> Result<Vec<Round>> {
-        let mut statement = self
-            .connection
-            .prepare("SELECT round, offset_ns FROM rounds WHERE run_id = ?1 ORDER BY round")?;
+        let mut statement = self.connection.prepare(
+            "SELECT round, offset_ns, others_cpu FROM rounds WHERE run_id = ?1 ORDER BY round",
+        )?;
         let rounds = statement
             .query_map([run_id], |row| {
                 Ok(Round {
                     index: row.get(0)?,
                     offset_ns: row.get::<_, i64>(1)? as u64,
+                    others_cpu: row.get(2)?,
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -710,7 +717,11 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         let run = store.begin_run(&run_info()).unwrap();
         let other = store.begin_run(&run_info()).unwrap();
-        let round = |index, offset_ns| Round { index, offset_ns };
+        let round = |index: u32, offset_ns| Round {
+            index,
+            offset_ns,
+            others_cpu: (index % 2 == 1).then_some(0.25 * index as f64),
+        };
         store
             .save_rounds(
                 run,
@@ -745,6 +756,7 @@ mod tests {
         let round = Round {
             index: 0,
             offset_ns: 1,
+            others_cpu: None,
         };
         assert!(store.save_rounds(42, &[round]).is_err());
     }
@@ -866,6 +878,7 @@ mod tests {
         let rounds = [Round {
             index: 0,
             offset_ns: 30,
+            others_cpu: Some(1.5),
         }];
         store.save_rounds(new_run, &rounds).unwrap();
         drop(store);

@@ -7,7 +7,7 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
@@ -18,6 +18,7 @@ const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_3_TO_4],
     &[VERSION_4_TO_5],
     &[VERSION_5_TO_6],
+    &[VERSION_6_TO_7],
 ];
 
 /// The latest schema, created directly in a new (empty) database. A
@@ -53,11 +54,14 @@ CREATE TABLE libraries (
     PRIMARY KEY (run_id, backend)
 );
 -- When each round of the interleaved sampler started, in nanoseconds from
--- the start of sampling (a moment after the run's `started_at`).
+-- the start of sampling (a moment after the run's `started_at`), and
+-- (version 7) other processes' CPU use while it ran, in CPUs (NULL where
+-- the machine does not say).
 CREATE TABLE rounds (
     run_id INTEGER NOT NULL REFERENCES runs (id),
     round INTEGER NOT NULL,
     offset_ns INTEGER NOT NULL,
+    others_cpu REAL,
     PRIMARY KEY (run_id, round)
 ) WITHOUT ROWID;
 CREATE TABLE scenarios (
@@ -616,6 +620,12 @@ CREATE TABLE load_intervals (
     max_us INTEGER,
     PRIMARY KEY (run_id, second)
 ) WITHOUT ROWID;
+"#;
+
+/// Version 7: other processes' CPU use per round (see the latest schema's
+/// comment).
+const VERSION_6_TO_7: &str = r#"
+ALTER TABLE rounds ADD COLUMN others_cpu REAL;
 "#;
 
 /// What a database holds before it is touched.

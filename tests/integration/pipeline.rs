@@ -9,7 +9,7 @@ use std::time::Duration;
 use tlslab::backend::mock::MockBackend;
 use tlslab::backend::Backend;
 use tlslab::host::HostInfo;
-use tlslab::measure::{self, Outcome, Sampled, SamplingOptions};
+use tlslab::measure::{self, Outcome, Round, Sampled, SamplingOptions};
 use tlslab::report::handshake::{build_rows, HandshakeReport};
 use tlslab::report::Format;
 use tlslab::scenario::{parse_list, HandshakeMatrix, HandshakeScenario, Resumption};
@@ -80,6 +80,7 @@ fn report<'a>(
     cells: &'a [CellResult],
     baseline: &'a str,
     host: &'a HostInfo,
+    rounds: &'a [Round],
 ) -> HandshakeReport<'a> {
     HandshakeReport {
         run_id: None,
@@ -90,6 +91,7 @@ fn report<'a>(
         seed: Some(11),
         precision: Some(0.01),
         cells,
+        rounds,
     }
 }
 
@@ -164,10 +166,19 @@ fn mock_matrix_to_store_to_exports() {
     got.sort_by_key(key);
     assert_eq!(got, expected);
     assert_eq!(store.load_rounds(run_id).unwrap(), run.rounds);
+    if cfg!(target_os = "linux") {
+        assert!(
+            run.rounds
+                .iter()
+                .all(|r| r.others_cpu.is_some_and(|cpu| cpu >= 0.0)),
+            "each round has a reading of other work: {:?}",
+            run.rounds
+        );
+    }
 
     // Deterministic timings give a deterministic CSV: compare with the snapshot.
     let host = HostInfo::current();
-    let document = report(&run.cells, baseline, &host).document();
+    let document = report(&run.cells, baseline, &host, &[]).document();
     let csv = document.render(Format::Csv).unwrap();
     let snapshot_path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -209,6 +220,55 @@ fn mock_matrix_to_store_to_exports() {
     assert!(markdown.contains("| mock "), "{markdown}");
     let table = document.render(Format::Table).unwrap();
     assert!(table.contains("same-round ratios"), "{table}");
+}
+
+/// Rounds run beside other work and quiet ones give the same ratios on the
+/// mock (its costs are fixed), and the footer says so.
+#[test]
+fn the_footer_compares_ratios_from_busy_and_quiet_rounds() {
+    let backend: Arc<dyn Backend> = Arc::new(MockBackend::default());
+    let mut store = Store::open_in_memory().unwrap();
+    let run_id = store.begin_run(&run_info(backend.as_ref())).unwrap();
+    let baseline = "handshake_1.2_rsa_rsa2048_aes128gcm";
+    let run = run_matrix(
+        &matrix().expand(),
+        &[backend],
+        util::certs(),
+        &fixed_runs(16),
+        Some(baseline),
+        &AtomicBool::new(false),
+        &mut Saving {
+            store: &mut store,
+            run_id,
+            stop_after_rounds: None,
+        },
+    )
+    .unwrap();
+    // Every other round beside a whole CPU of other work.
+    let rounds: Vec<Round> = run
+        .rounds
+        .iter()
+        .map(|r| Round {
+            others_cpu: Some(if r.index % 2 == 0 { 1.0 } else { 0.0 }),
+            ..*r
+        })
+        .collect();
+    let host = HostInfo::current();
+    let document = report(&run.cells, baseline, &host, &rounds).document();
+    let footer = document.footer.join("\n");
+    assert!(
+        footer.contains("at least 0.5 CPU during 8 of 16 rounds, under 0.1 CPU during 8.")
+            && footer.contains("differ by 0.0% for the median row and 0.0% at most (4 rows"),
+        "{footer}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&document.render(Format::Json).unwrap()).unwrap();
+    assert_eq!(json["other_work"]["busy_rounds"], 8);
+    assert_eq!(json["round_times"].as_array().unwrap().len(), 16);
+
+    // Without readings (an old run, another OS) there is no such line.
+    let document = report(&run.cells, baseline, &host, &run.rounds[..0]).document();
+    assert!(!document.footer.join("\n").contains("Other work"));
 }
 
 #[test]
