@@ -277,8 +277,10 @@ fn sample_matrix(
             .iter()
             .map(|&c| {
                 let scenario = cells[c].scenario;
-                let plain = BulkScenario::plain(scenario.write_bytes).over(scenario.transport);
-                probe_cell.iter().position(|&p| cells[p].scenario == plain)
+                let plain = scenario.no_crypto_twin();
+                (plain != scenario)
+                    .then(|| probe_cell.iter().position(|&p| cells[p].scenario == plain))
+                    .flatten()
             })
             .collect(),
     );

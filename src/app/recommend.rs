@@ -143,7 +143,8 @@ fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<
             .map(|c| {
                 let cost = row_cost(&c.outcome, c.samples(), Sampled::cost);
                 let (protocol, suite) = match c.scenario.channel {
-                    crate::scenario::bulk::Channel::Plain => {
+                    crate::scenario::bulk::Channel::Plain
+                    | crate::scenario::bulk::Channel::PlainDatagrams => {
                         ("none".to_string(), "none".to_string())
                     }
                     crate::scenario::bulk::Channel::Tls { version, aead } => (

@@ -1,34 +1,79 @@
-//! The no-crypto pair of `bulk`: the same application writes through the
-//! same memory pipe with the copies a record layer makes (plaintext into a
-//! record buffer behind a 5-byte header, the record onto the pipe; the
-//! record off the pipe, its body out to the reader), and no cryptography.
-//! Its cost is the harness and transport share of every bulk row.
+//! The no-crypto pairs of `bulk`: the same application writes through the
+//! same memory channel with the copies a record layer makes (plaintext into
+//! a record buffer behind a header, the record onto the channel; the record
+//! off the channel, its body out to the reader), and no cryptography. Over
+//! the byte pipe records are TLS-sized behind a 5-byte header; over the
+//! datagram channel each record is one datagram of at most the MTU behind
+//! DTLS's 13-byte header. Their cost is the harness and transport share of
+//! every bulk row.
 
 use std::io::{Read, Write};
 
 use anyhow::{bail, Context, Result};
 
 use super::{BulkPair, Negotiated};
+use crate::transport::datagram::{DatagramEnd, DatagramPipe};
 use crate::transport::memory::{Pipe, PipeEnd};
 
 /// The largest record body, as in TLS.
 pub const MAX_RECORD_BYTES: usize = 16_384;
-const HEADER_BYTES: usize = 5;
+const TLS_HEADER_BYTES: usize = 5;
+const DTLS_HEADER_BYTES: usize = 13;
 
 /// Records without protection between a sender and a receiver.
 pub struct PlainPair {
-    pipe: Pipe,
-    sender_end: PipeEnd,
-    receiver_end: PipeEnd,
+    link: Link,
     /// The record being written.
     record: Vec<u8>,
-    /// The body of the record being read, and how much of it was handed out.
+    /// The record being read: its body is `incoming[handed_out..body_end]`
+    /// once the first `handed_out` bytes went out (or were its header).
     incoming: Vec<u8>,
     handed_out: usize,
-    /// XORed into every byte on the pipe and back out (the mock's stand-in
-    /// for a cipher, so a pair that skips a step fails the content check).
+    body_end: usize,
+    /// XORed into every byte on the channel and back out (the mock's
+    /// stand-in for a cipher, so a pair that skips a step fails the content
+    /// check).
     mask: u8,
     fixed_ns_per_byte: Option<(f64, f64)>,
+}
+
+/// What carries the records.
+enum Link {
+    Stream {
+        pipe: Pipe,
+        sender: PipeEnd,
+        receiver: PipeEnd,
+    },
+    Datagrams {
+        pipe: DatagramPipe,
+        sender: DatagramEnd,
+        receiver: DatagramEnd,
+        /// The largest record body that fits a datagram.
+        body_bytes: usize,
+    },
+}
+
+impl Link {
+    fn header_bytes(&self) -> usize {
+        match self {
+            Link::Stream { .. } => TLS_HEADER_BYTES,
+            Link::Datagrams { .. } => DTLS_HEADER_BYTES,
+        }
+    }
+
+    fn body_bytes(&self) -> usize {
+        match self {
+            Link::Stream { .. } => MAX_RECORD_BYTES,
+            Link::Datagrams { body_bytes, .. } => *body_bytes,
+        }
+    }
+
+    fn pending_for_receiver(&self) -> bool {
+        match self {
+            Link::Stream { pipe, .. } => pipe.pending_for_server(),
+            Link::Datagrams { pipe, .. } => pipe.pending_for_server(),
+        }
+    }
 }
 
 impl Default for PlainPair {
@@ -38,15 +83,37 @@ impl Default for PlainPair {
 }
 
 impl PlainPair {
+    /// Records over the byte pipe.
     pub fn new() -> Self {
         let pipe = Pipe::default();
-        Self {
-            sender_end: pipe.client_end(),
-            receiver_end: pipe.server_end(),
+        Self::over(Link::Stream {
+            sender: pipe.client_end(),
+            receiver: pipe.server_end(),
             pipe,
-            record: Vec::with_capacity(HEADER_BYTES + MAX_RECORD_BYTES),
-            incoming: Vec::with_capacity(MAX_RECORD_BYTES),
+        })
+    }
+
+    /// Records over the datagram channel, one per datagram of at most
+    /// `mtu_bytes`.
+    pub fn datagrams(mtu_bytes: u16) -> Self {
+        let pipe = DatagramPipe::new(mtu_bytes);
+        Self::over(Link::Datagrams {
+            sender: pipe.client_end(),
+            receiver: pipe.server_end(),
+            body_bytes: usize::from(mtu_bytes)
+                .saturating_sub(DTLS_HEADER_BYTES)
+                .max(1),
+            pipe,
+        })
+    }
+
+    fn over(link: Link) -> Self {
+        Self {
+            record: Vec::with_capacity(link.header_bytes() + link.body_bytes()),
+            incoming: vec![0; link.header_bytes() + link.body_bytes()],
+            link,
             handed_out: 0,
+            body_end: 0,
             mask: 0,
             fixed_ns_per_byte: None,
         }
@@ -61,6 +128,46 @@ impl PlainPair {
             ..Self::new()
         }
     }
+
+    /// Reads the next record into `incoming`.
+    fn next_record(&mut self) -> Result<()> {
+        let header_bytes = self.link.header_bytes();
+        let length = match &mut self.link {
+            Link::Stream { receiver, .. } => {
+                let header = &mut self.incoming[..TLS_HEADER_BYTES];
+                receiver
+                    .read_exact(header)
+                    .context("a truncated record header")?;
+                if header[0] != 23 {
+                    bail!("a record of type {} (expected application data)", header[0]);
+                }
+                let body = usize::from(header[3]) << 8 | usize::from(header[4]);
+                if body > MAX_RECORD_BYTES {
+                    bail!("a record of {body} bytes, over the limit of {MAX_RECORD_BYTES}");
+                }
+                receiver
+                    .read_exact(&mut self.incoming[header_bytes..header_bytes + body])
+                    .context("a truncated record")?;
+                header_bytes + body
+            }
+            Link::Datagrams { receiver, .. } => {
+                let length = receiver
+                    .read(&mut self.incoming)
+                    .context("reading a datagram")?;
+                if length < header_bytes || self.incoming[0] != 23 {
+                    bail!("a datagram that is not an application data record");
+                }
+                let declared = usize::from(self.incoming[11]) << 8 | usize::from(self.incoming[12]);
+                if declared != length - header_bytes {
+                    bail!("a record of {declared} bytes in a datagram of {length}");
+                }
+                length
+            }
+        };
+        self.handed_out = header_bytes;
+        self.body_end = length;
+        Ok(())
+    }
 }
 
 impl BulkPair for PlainPair {
@@ -69,18 +176,30 @@ impl BulkPair for PlainPair {
     }
 
     fn send(&mut self, data: &[u8]) -> Result<()> {
-        for body in data.chunks(MAX_RECORD_BYTES) {
+        let header_bytes = self.link.header_bytes();
+        for body in data.chunks(self.link.body_bytes()) {
             let length = body.len() as u16;
             self.record.clear();
-            self.record
-                .extend_from_slice(&[23, 3, 3, (length >> 8) as u8, length as u8]);
+            match self.link {
+                Link::Stream { .. } => self.record.extend_from_slice(&[23, 3, 3]),
+                // Type, version, epoch 1 and a sequence number left at zero.
+                Link::Datagrams { .. } => self
+                    .record
+                    .extend_from_slice(&[23, 0xfe, 0xfd, 0, 1, 0, 0, 0, 0, 0, 0]),
+            }
+            self.record.extend_from_slice(&length.to_be_bytes());
             self.record.extend_from_slice(body);
             if self.mask != 0 {
-                for byte in &mut self.record[HEADER_BYTES..] {
+                for byte in &mut self.record[header_bytes..] {
                     *byte ^= self.mask;
                 }
             }
-            self.sender_end.write_all(&self.record)?;
+            match &mut self.link {
+                Link::Stream { sender, .. } => sender.write_all(&self.record)?,
+                Link::Datagrams { sender, .. } => {
+                    sender.write(&self.record).context("sending a datagram")?;
+                }
+            }
         }
         Ok(())
     }
@@ -88,7 +207,7 @@ impl BulkPair for PlainPair {
     fn receive(&mut self, out: &mut [u8]) -> Result<usize> {
         let mut filled = 0;
         loop {
-            let waiting = &self.incoming[self.handed_out..];
+            let waiting = &self.incoming[self.handed_out..self.body_end];
             let take = waiting.len().min(out.len() - filled);
             out[filled..filled + take].copy_from_slice(&waiting[..take]);
             if self.mask != 0 {
@@ -98,22 +217,10 @@ impl BulkPair for PlainPair {
             }
             self.handed_out += take;
             filled += take;
-            if filled == out.len() || !self.pipe.pending_for_server() {
+            if filled == out.len() || !self.link.pending_for_receiver() {
                 return Ok(filled);
             }
-            let mut header = [0u8; HEADER_BYTES];
-            self.receiver_end
-                .read_exact(&mut header)
-                .context("a truncated record header")?;
-            if header[0] != 23 {
-                bail!("a record of type {} (expected application data)", header[0]);
-            }
-            let length = usize::from(header[3]) << 8 | usize::from(header[4]);
-            self.incoming.resize(length, 0);
-            self.receiver_end
-                .read_exact(&mut self.incoming)
-                .context("a truncated record")?;
-            self.handed_out = 0;
+            self.next_record()?;
         }
     }
 
@@ -140,5 +247,20 @@ mod tests {
             assert_eq!(out, data);
             assert_eq!(pair.receive(&mut out).unwrap(), 0);
         }
+    }
+
+    #[test]
+    fn datagrams_carry_records_that_fit_the_mtu() {
+        let mut pair = PlainPair::datagrams(200);
+        let data: Vec<u8> = (0..5_000u32).map(|i| (i * 13 % 251) as u8).collect();
+        pair.send(&data).unwrap();
+        let Link::Datagrams { pipe, .. } = &pair.link else {
+            unreachable!()
+        };
+        assert!(pipe.pending_for_server());
+        let mut out = vec![0u8; data.len()];
+        assert_eq!(pair.receive(&mut out).unwrap(), data.len());
+        assert_eq!(out, data);
+        assert_eq!(pair.receive(&mut out).unwrap(), 0);
     }
 }

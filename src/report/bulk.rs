@@ -74,7 +74,7 @@ pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
         key(a).cmp(&key(b)).then_with(|| a.backend.cmp(&b.backend))
     });
     let plain_rounds = |of: &BulkScenario| {
-        let plain = BulkScenario::plain(of.write_bytes).over(of.transport);
+        let plain = of.no_crypto_twin();
         cells
             .iter()
             .find(|c| c.scenario == plain && !c.samples().is_empty())
@@ -183,18 +183,16 @@ fn table(rows: &[BulkRow]) -> Table {
         if row.status == "measured" && !row.precise {
             notes.push("precision not reached".to_string());
         }
-        if row.status != "unsupported" && row.scenario.channel != Channel::Plain {
+        if row.status != "unsupported" && !row.scenario.channel.is_plain() {
             notes.extend(row.security_notes.iter().map(|n| n.to_string()));
         }
         table.rows.push(vec![
             row.backend.clone(),
-            match row.scenario.channel {
-                Channel::Plain => "no crypto".to_string(),
-                Channel::Tls { version, .. } => version.protocol_name().to_string(),
-            } + &match row.scenario.transport {
-                crate::scenario::Transport::Memory => String::new(),
-                transport => format!(" over {}", transport.display()),
-            },
+            row.scenario.channel.protocol_name()
+                + &match row.scenario.transport {
+                    crate::scenario::Transport::Memory => String::new(),
+                    transport => format!(" over {}", transport.display()),
+                },
             row.scenario.suite_id().to_string(),
             row.scenario.write_bytes.to_string(),
             median(row.sender_ms_per_mb),
@@ -219,7 +217,7 @@ fn table(rows: &[BulkRow]) -> Table {
         ]);
     }
     table.notes.push("send/recv: the thread's CPU time inside the sender's calls (protect, put on the pipe) and the receiver's (take off the pipe, open), per MB (10^6 bytes) of application data, median over samples; MB/s per CPU second of that side. The handshake is not counted.".to_string());
-    table.notes.push("× no crypto: both sides' CPU time over that of the no-crypto row of the same write size (the same writes through the same pipe with the same copies), median of same-round ratios; crypto share = 1 - 1/ratio.".to_string());
+    table.notes.push("× no crypto: both sides' CPU time over that of the no-crypto row of the same write size (the same writes through the same pipe with the same copies; for DTLS rows, the same writes in datagrams of the same MTU), median of same-round ratios; crypto share = 1 - 1/ratio.".to_string());
     table
 }
 

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::axes::{Aead, CertKind, Group, Resumption, TlsVersion};
 use super::names::{parse_name, serialize_by_id, Named};
-use super::{HandshakeScenario, Transport, DEFAULT_CHAIN_DEPTH};
+use super::{HandshakeScenario, Transport, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES};
 
 /// The key exchange of every bulk handshake (the handshake is not counted;
 /// it only has to give the suite its keys).
@@ -23,9 +23,27 @@ pub enum Channel {
     /// No cryptography: the same writes through the same pipe with the same
     /// copies, framed as records; the baseline the crypto share is taken from.
     Plain,
-    /// A connection of this protocol version (TLS; DTLS once the version
-    /// axis has it) and suite.
+    /// No cryptography over the datagram channel: each write cut into
+    /// datagrams of the default MTU, one record each; the DTLS rows' baseline.
+    PlainDatagrams,
+    /// A connection of this protocol version (TLS or DTLS) and suite.
     Tls { version: TlsVersion, aead: Aead },
+}
+
+impl Channel {
+    /// True for the no-crypto channels.
+    pub fn is_plain(self) -> bool {
+        matches!(self, Channel::Plain | Channel::PlainDatagrams)
+    }
+
+    /// "no crypto", "no crypto, datagrams", or the protocol's name.
+    pub fn protocol_name(self) -> String {
+        match self {
+            Channel::Plain => "no crypto".to_string(),
+            Channel::PlainDatagrams => "no crypto, datagrams".to_string(),
+            Channel::Tls { version, .. } => version.protocol_name().to_string(),
+        }
+    }
 }
 
 /// One row of `bulk`: a channel, the bytes of each application write and
@@ -49,6 +67,30 @@ impl BulkScenario {
         }
     }
 
+    /// The no-crypto row over datagrams of a write size.
+    pub fn plain_datagrams(write_bytes: usize) -> Self {
+        Self {
+            channel: Channel::PlainDatagrams,
+            ..Self::plain(write_bytes)
+        }
+    }
+
+    /// The no-crypto row this row's crypto share is taken against: the same
+    /// writes over the same transport, in datagrams for DTLS.
+    pub fn no_crypto_twin(&self) -> Self {
+        let datagrams = match self.channel {
+            Channel::Plain => false,
+            Channel::PlainDatagrams => true,
+            Channel::Tls { version, .. } => version.is_datagram(),
+        };
+        let plain = if datagrams && self.transport == Transport::Memory {
+            Self::plain_datagrams(self.write_bytes)
+        } else {
+            Self::plain(self.write_bytes)
+        };
+        plain.over(self.transport)
+    }
+
     /// This row over `transport`.
     pub fn over(self, transport: Transport) -> Self {
         Self { transport, ..self }
@@ -60,6 +102,7 @@ impl BulkScenario {
         let suffix = self.transport.label_suffix();
         match self.channel {
             Channel::Plain => format!("bulk_plain_{}{suffix}", self.write_bytes),
+            Channel::PlainDatagrams => format!("bulk_plain_dgram_{}{suffix}", self.write_bytes),
             Channel::Tls { version, aead } => {
                 format!(
                     "bulk_{}_{}_{}{suffix}",
@@ -79,6 +122,8 @@ impl BulkScenario {
         let write_bytes = size.parse().ok()?;
         let channel = if head == "plain" {
             Channel::Plain
+        } else if head == "plain_dgram" {
+            Channel::PlainDatagrams
         } else {
             let (version, aead) = head.split_once('_')?;
             Channel::Tls {
@@ -96,7 +141,7 @@ impl BulkScenario {
     /// The handshake that sets up a protected row (`None` for the plain row).
     pub fn handshake(&self) -> Option<HandshakeScenario> {
         match self.channel {
-            Channel::Plain => None,
+            Channel::Plain | Channel::PlainDatagrams => None,
             Channel::Tls { version, aead } => Some(HandshakeScenario {
                 version,
                 group: BULK_GROUP,
@@ -105,7 +150,9 @@ impl BulkScenario {
                 resumption: Resumption::Off,
                 mutual: false,
                 chain_depth: DEFAULT_CHAIN_DEPTH,
-                mtu_bytes: None,
+                // DTLS rows run at the default MTU: each write is cut into
+                // records that fit it.
+                mtu_bytes: HandshakeScenario::mtu_for(version, DEFAULT_MTU_BYTES),
                 transport: self.transport,
             }),
         }
@@ -114,7 +161,7 @@ impl BulkScenario {
     /// The protocol id ("1.3", or "none" for the plain row).
     pub fn protocol_id(&self) -> &'static str {
         match self.channel {
-            Channel::Plain => "none",
+            Channel::Plain | Channel::PlainDatagrams => "none",
             Channel::Tls { version, .. } => version.id(),
         }
     }
@@ -122,7 +169,7 @@ impl BulkScenario {
     /// The suite id ("aes128gcm", or "none" for the plain row).
     pub fn suite_id(&self) -> &'static str {
         match self.channel {
-            Channel::Plain => "none",
+            Channel::Plain | Channel::PlainDatagrams => "none",
             Channel::Tls { aead, .. } => aead.id(),
         }
     }
@@ -130,7 +177,7 @@ impl BulkScenario {
     /// Known weaknesses of the row's protection, shown beside the figures.
     pub fn security_notes(&self) -> Vec<&'static str> {
         match self.channel {
-            Channel::Plain => vec!["no protection (the baseline)"],
+            Channel::Plain | Channel::PlainDatagrams => vec!["no protection (the baseline)"],
             Channel::Tls { aead, .. } => aead.security_notes(),
         }
     }
@@ -143,10 +190,14 @@ impl BulkScenario {
         };
         let text = match self.channel {
             Channel::Plain => format!("no crypto, {} B writes", self.write_bytes),
+            Channel::PlainDatagrams => format!(
+                "no crypto, {} B writes in {DEFAULT_MTU_BYTES}-byte datagrams",
+                self.write_bytes
+            ),
             Channel::Tls { version, aead } => {
                 format!(
-                    "TLS {} {}, {} B writes",
-                    version.id(),
+                    "{} {}, {} B writes",
+                    version.display(),
                     aead.id(),
                     self.write_bytes
                 )
@@ -194,6 +245,13 @@ impl BulkMatrix {
             for &transport in &self.transports {
                 if self.with_plain {
                     rows.push(BulkScenario::plain(write_bytes).over(transport));
+                    // DTLS rows over memory compare with datagrams.
+                    let datagrams = BulkScenario::plain_datagrams(write_bytes).over(transport);
+                    if transport == Transport::Memory
+                        && self.versions.iter().any(|v| v.is_datagram())
+                    {
+                        rows.push(datagrams);
+                    }
                 }
                 for &version in &self.versions {
                     for &aead in &self.aeads {
@@ -225,7 +283,7 @@ impl BulkMatrix {
         }
         if self.transports.contains(&Transport::Udp) {
             return Err(
-                "bulk runs over memory or tcp: udp would carry DTLS, whose application data is not measured yet"
+                "bulk runs over memory or tcp: DTLS application data is measured over the in-memory datagram channel (the default), not over udp"
                     .into(),
             );
         }
@@ -260,7 +318,8 @@ pub fn parse_sizes(list: &str) -> Result<Vec<usize>, String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BulkPreset {
     /// The payload half of the DTLS 1.2 study: AES-GCM, ChaCha20-Poly1305
-    /// and AES-CBC with HMAC over TLS 1.2, and the AEADs over DTLS 1.3.
+    /// and AES-CBC with HMAC over DTLS 1.2 and, for the price of DTLS, over
+    /// TLS 1.2 (OpenSSL); the AEADs over DTLS 1.2 and 1.3 on dimpl.
     DtlsStudy,
 }
 
@@ -277,24 +336,24 @@ impl Named for BulkPreset {
 
 impl BulkPreset {
     pub fn description(self) -> &'static str {
-        "payload cost per side of AES-128-CBC+HMAC-SHA256 (where supported), AES-128-GCM and ChaCha20-Poly1305 over TLS 1.2 (OpenSSL, rustls), and of AES-128-GCM and ChaCha20-Poly1305 over DTLS 1.3 (dimpl), 1 KiB and 16 KiB writes"
+        "payload cost per side of AES-128-CBC+HMAC-SHA256, AES-128-GCM and ChaCha20-Poly1305 over DTLS 1.2 and TLS 1.2 (OpenSSL), and of the two AEADs over DTLS 1.2 and 1.3 (dimpl), 1 KiB and 16 KiB writes"
     }
 
     /// The backend ids the matrix runs on unless `--backend` says otherwise.
     pub fn default_backends(self) -> &'static [&'static str] {
-        &["openssl", "rustls-aws-lc", "rustls-ring"]
+        &["openssl"]
     }
 
     /// Rows the preset adds on backends of their own unless `--backend` or
-    /// `--tls` says otherwise: DTLS 1.3 on dimpl (OpenSSL 3.6 has none),
-    /// with the study's AEADs (DTLS 1.3 has no CBC suites). They share the
-    /// matrix's no-crypto rows.
+    /// `--tls` says otherwise: DTLS 1.2 and 1.3 on dimpl (OpenSSL 3.6 has
+    /// no DTLS 1.3), with the study's AEADs (dimpl has no CBC suites). They
+    /// share the matrix's no-crypto rows.
     pub fn companions(self) -> Vec<(&'static [&'static str], BulkMatrix)> {
         let matrix = self.matrix();
         vec![(
             &["dimpl"],
             BulkMatrix {
-                versions: vec![TlsVersion::Dtls13],
+                versions: vec![TlsVersion::Dtls12, TlsVersion::Dtls13],
                 aeads: matrix.aeads.into_iter().filter(|a| a.is_aead()).collect(),
                 with_plain: false,
                 ..self.matrix()
@@ -304,7 +363,7 @@ impl BulkPreset {
 
     pub fn matrix(self) -> BulkMatrix {
         BulkMatrix {
-            versions: vec![TlsVersion::Tls12],
+            versions: vec![TlsVersion::Tls12, TlsVersion::Dtls12],
             aeads: study_suites(),
             write_sizes: vec![1024, 16384],
             with_plain: true,
@@ -331,6 +390,43 @@ fn study_suites() -> Vec<Aead> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dtls_rows_have_a_no_crypto_row_over_datagrams() {
+        let matrix = BulkMatrix {
+            versions: vec![TlsVersion::Tls13, TlsVersion::Dtls12],
+            aeads: vec![parse_name("aes128gcm").unwrap()],
+            write_sizes: vec![1024],
+            with_plain: true,
+            transports: vec![Transport::Memory],
+        };
+        let rows = matrix.expand();
+        let labels: Vec<String> = rows.iter().map(|r| r.label()).collect();
+        assert_eq!(
+            labels,
+            [
+                "bulk_plain_1024",
+                "bulk_plain_dgram_1024",
+                "bulk_1.3_aes128gcm_1024",
+                "bulk_dtls1.2_aes128gcm_1024"
+            ]
+        );
+        for row in &rows {
+            assert_eq!(BulkScenario::from_label(&row.label()), Some(*row));
+        }
+        assert_eq!(rows[2].no_crypto_twin(), rows[0]);
+        assert_eq!(rows[3].no_crypto_twin(), rows[1]);
+        assert_eq!(rows[1].no_crypto_twin(), rows[1]);
+        // Over TCP there are no datagrams.
+        let tcp = rows[3].over(Transport::Tcp);
+        assert_eq!(tcp.no_crypto_twin(), rows[0].over(Transport::Tcp));
+        assert!(rows[1].channel.is_plain() && !rows[3].channel.is_plain());
+        assert_eq!(
+            rows[3].handshake().unwrap().mtu_bytes,
+            Some(DEFAULT_MTU_BYTES)
+        );
+        assert_eq!(rows[2].handshake().unwrap().mtu_bytes, None);
+    }
 
     #[test]
     fn labels_round_trip() {
@@ -362,8 +458,12 @@ mod tests {
         assert_eq!(
             labels,
             vec![
+                "bulk_dtls1.2_aes128gcm_1024",
+                "bulk_dtls1.2_chacha20poly1305_1024",
                 "bulk_dtls1.3_aes128gcm_1024",
                 "bulk_dtls1.3_chacha20poly1305_1024",
+                "bulk_dtls1.2_aes128gcm_16384",
+                "bulk_dtls1.2_chacha20poly1305_16384",
                 "bulk_dtls1.3_aes128gcm_16384",
                 "bulk_dtls1.3_chacha20poly1305_16384",
             ]

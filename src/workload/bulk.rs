@@ -21,8 +21,8 @@ use crate::backend::socket::plain_pair_over_tcp;
 use crate::backend::{thread_cpu_ns, Backend, BulkPair, Negotiated, Unsupported};
 use crate::certs::{CertCache, Credentials};
 use crate::measure::{verify, Outcome, Probe, Sampled, Timed};
-use crate::scenario::bulk::BulkScenario;
-use crate::scenario::{HandshakeScenario, Transport};
+use crate::scenario::bulk::{BulkScenario, Channel};
+use crate::scenario::{HandshakeScenario, Transport, DEFAULT_MTU_BYTES};
 
 /// The most bytes the sender writes before the receiver reads them back.
 pub const CHUNK_BYTES: usize = 256 * 1024;
@@ -167,6 +167,9 @@ impl BulkProbe {
         let pair: Box<dyn BulkPair> = match (backend, scenario.handshake()) {
             (_, None) if scenario.transport == Transport::Tcp => {
                 Box::new(plain_pair_over_tcp().map_err(failed)?)
+            }
+            (_, None) if scenario.channel == Channel::PlainDatagrams => {
+                Box::new(PlainPair::datagrams(DEFAULT_MTU_BYTES))
             }
             (_, None) => Box::new(PlainPair::new()),
             (None, Some(_)) => {

@@ -265,11 +265,12 @@ fn the_plain_row_carries_checked_data() {
     }
 }
 
-/// The dtls-study preset runs its DTLS 1.3 rows on dimpl and its TLS 1.2
-/// rows on the TLS backends only; naming the backends crosses the matrix
+/// The dtls-study preset runs its TLS 1.2 and DTLS 1.2 rows on OpenSSL and
+/// its DTLS 1.2 and 1.3 AEAD rows on dimpl, the DTLS rows against a
+/// no-crypto row over datagrams; naming the backends crosses the matrix
 /// with them instead.
 #[test]
-fn dtls_study_preset_has_dtls13_rows_on_dimpl() {
+fn dtls_study_preset_has_dtls_rows_on_openssl_and_dimpl() {
     let cert_dir = util::cert_dir();
     let run_with = |extra: &[&str]| {
         let mut args = vec![
@@ -295,22 +296,33 @@ fn dtls_study_preset_has_dtls13_rows_on_dimpl() {
         run.stdout()
     };
     let out = run_with(&[]);
-    for suite in ["aes128gcm", "chacha20poly1305"] {
+    let measured = |backend: &str, protocol: &str, suite: &str| {
         let row = out
             .lines()
-            .find(|l| l.starts_with("dimpl") && l.contains("DTLSv1.3") && l.contains(suite))
-            .unwrap_or_else(|| panic!("no dimpl {suite} row:\n{out}"));
+            .find(|l| {
+                l.starts_with(backend) && l.contains(&format!(" {protocol} ")) && l.contains(suite)
+            })
+            .unwrap_or_else(|| panic!("no {backend} {protocol} {suite} row:\n{out}"));
         assert!(
             !row.contains("unsupported") && !row.contains("failed"),
             "{row}"
         );
+    };
+    for suite in ["aes128gcm", "chacha20poly1305"] {
+        measured("dimpl", "DTLSv1.2", suite);
+        measured("dimpl", "DTLSv1.3", suite);
     }
-    assert!(!util::has_row(&out, &["dimpl", "TLSv1.2"]), "{out}");
-    assert!(!util::has_row(&out, &["DTLSv1.3", "aes128cbc"]), "{out}");
+    for suite in ["aes128gcm", "chacha20poly1305", "aes128cbc_sha256"] {
+        measured("openssl", "DTLSv1.2", suite);
+        measured("openssl", "TLSv1.2", suite);
+    }
     assert!(
-        util::has_row(&out, &["openssl", "TLSv1.2", "aes128gcm"]),
+        util::has_row(&out, &["none", "no crypto, datagrams"]),
         "{out}"
     );
+    assert!(!util::has_row(&out, &["dimpl", " TLSv1.2"]), "{out}");
+    assert!(!util::has_row(&out, &["DTLSv1.3", "aes128cbc"]), "{out}");
+    assert!(!out.contains("rustls"), "{out}");
     let named = run_with(&["--backend", "openssl"]);
     assert!(!named.contains("dimpl"), "{named}");
 }

@@ -94,6 +94,25 @@ pub(super) fn set_mtu(ssl: &SslRef, mtu_bytes: u16) -> Result<()> {
     Ok(())
 }
 
+extern "C" {
+    // In libssl since OpenSSL 1.1.1; openssl-sys does not declare it.
+    fn DTLS_get_data_mtu(ssl: *const openssl_sys::SSL) -> libc::size_t;
+}
+
+/// The most application data one record of an established DTLS connection
+/// carries in one datagram of its MTU (its suite's header, explicit nonce
+/// or IV, padding, MAC or tag taken off).
+pub(super) fn data_mtu(ssl: &SslRef) -> Result<usize> {
+    // SAFETY: `ssl` is a live DTLS connection whose handshake is done, so
+    // its write cipher and MTU are set; the call only reads them.
+    let bytes = unsafe { DTLS_get_data_mtu(ssl.as_ptr()) };
+    if bytes == 0 {
+        openssl::error::ErrorStack::get();
+        bail!("OpenSSL gives no data MTU for this DTLS connection");
+    }
+    Ok(bytes)
+}
+
 /// Why OpenSSL cannot run this DTLS scenario, if it cannot (`None` for TLS).
 pub(super) fn unsupported_reason(scenario: &HandshakeScenario) -> Option<String> {
     let mtu_bytes = scenario.mtu_bytes?;

@@ -10,7 +10,7 @@ use crate::stats::Summary;
 /// A row's name without its write size: "openssl · TLS 1.3 aes128gcm".
 fn name(row: &BulkRow, one_backend: bool) -> String {
     let channel = match row.scenario.channel {
-        Channel::Plain => return "no crypto".to_string(),
+        Channel::Plain | Channel::PlainDatagrams => return row.scenario.channel.protocol_name(),
         Channel::Tls { version, .. } => {
             format!("{} {}", version.display(), row.scenario.suite_id())
         }
@@ -50,7 +50,7 @@ fn side_figure(
 ) -> Figure {
     let one_backend = rows
         .iter()
-        .filter(|r| r.scenario.channel != Channel::Plain)
+        .filter(|r| !r.scenario.channel.is_plain())
         .map(|r| &r.backend)
         .collect::<std::collections::BTreeSet<_>>()
         .len()
