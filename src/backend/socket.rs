@@ -158,6 +158,98 @@ impl BulkPair for SocketBulkPair {
     }
 }
 
+/// A writer that hands its inner writer at most `most` bytes per call: a
+/// DTLS application cuts its writes into records that fit a datagram.
+pub struct CutWrites<W> {
+    pub inner: W,
+    pub most: usize,
+}
+
+impl<W: Write> Write for CutWrites<W> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(&data[..data.len().min(self.most)])
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A reader of application data over UDP whose timed-out reads say that a
+/// datagram was lost.
+pub struct LossExplained<R>(pub R);
+
+impl<R: Read> Read for LossExplained<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        self.0
+            .read(out)
+            .map_err(crate::transport::udp::explain_lost_datagram)
+    }
+}
+
+/// The no-crypto pair over loopback UDP: each write cut into datagrams of
+/// at most `mtu_bytes`, one record behind a DTLS header each, in two
+/// threads like the protected rows.
+pub fn plain_pair_over_udp(mtu_bytes: u16) -> Result<SocketBulkPair> {
+    let (sender, receiver) = crate::transport::udp::udp_pair()?;
+    receiver.set_receive_buffer(crate::transport::udp::BULK_RECEIVE_BUFFER)?;
+    let header = super::plain::DTLS_HEADER_BYTES;
+    Ok(SocketBulkPair::new(
+        None,
+        Box::new(PlainDatagramWrites {
+            socket: sender,
+            body_bytes: usize::from(mtu_bytes).saturating_sub(header).max(1),
+            record: Vec::new(),
+        }),
+        Box::new(LossExplained(PlainDatagramReads {
+            socket: receiver,
+            datagram: vec![0; usize::from(mtu_bytes)],
+            body: 0..0,
+        })),
+    ))
+}
+
+struct PlainDatagramWrites {
+    socket: crate::transport::udp::Datagrams,
+    body_bytes: usize,
+    record: Vec<u8>,
+}
+
+impl Write for PlainDatagramWrites {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let body = &data[..data.len().min(self.body_bytes)];
+        super::plain::frame_datagram(body, &mut self.record);
+        self.socket.write_all(&self.record)?;
+        Ok(body.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+struct PlainDatagramReads {
+    socket: crate::transport::udp::Datagrams,
+    datagram: Vec<u8>,
+    /// The part of `datagram` not yet handed out.
+    body: std::ops::Range<usize>,
+}
+
+impl Read for PlainDatagramReads {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.body.is_empty() {
+            let length = self.socket.read(&mut self.datagram)?;
+            let body = super::plain::datagram_body(&self.datagram[..length])
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            self.body = length - body.len()..length;
+        }
+        let moved = self.body.len().min(out.len());
+        out[..moved].copy_from_slice(&self.datagram[self.body.start..self.body.start + moved]);
+        self.body.start += moved;
+        Ok(moved)
+    }
+}
+
 /// The no-crypto pair over loopback TCP: the application writes go onto
 /// the connection as they are, in two threads like the protected rows.
 pub fn plain_pair_over_tcp() -> Result<SocketBulkPair> {

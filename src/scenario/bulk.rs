@@ -76,19 +76,31 @@ impl BulkScenario {
     }
 
     /// The no-crypto row this row's crypto share is taken against: the same
-    /// writes over the same transport, in datagrams for DTLS.
+    /// writes over the same transport, in datagrams for DTLS (over memory)
+    /// and over UDP.
     pub fn no_crypto_twin(&self) -> Self {
         let datagrams = match self.channel {
             Channel::Plain => false,
             Channel::PlainDatagrams => true,
             Channel::Tls { version, .. } => version.is_datagram(),
         };
-        let plain = if datagrams && self.transport == Transport::Memory {
-            Self::plain_datagrams(self.write_bytes)
-        } else {
-            Self::plain(self.write_bytes)
+        Self::no_crypto(datagrams, self.write_bytes, self.transport)
+    }
+
+    /// The no-crypto row of a write size and transport for rows that use
+    /// datagrams (DTLS) or not: UDP always carries datagrams, TCP never.
+    fn no_crypto(datagrams: bool, write_bytes: usize, transport: Transport) -> Self {
+        let datagrams = match transport {
+            Transport::Udp => true,
+            Transport::Tcp => false,
+            Transport::Memory => datagrams,
         };
-        plain.over(self.transport)
+        let plain = if datagrams {
+            Self::plain_datagrams(write_bytes)
+        } else {
+            Self::plain(write_bytes)
+        };
+        plain.over(transport)
     }
 
     /// This row over `transport`.
@@ -244,14 +256,15 @@ impl BulkMatrix {
         for &write_bytes in &self.write_sizes {
             for &transport in &self.transports {
                 if self.with_plain {
-                    rows.push(BulkScenario::plain(write_bytes).over(transport));
-                    // DTLS rows over memory compare with datagrams.
-                    let datagrams = BulkScenario::plain_datagrams(write_bytes).over(transport);
-                    if transport == Transport::Memory
-                        && self.versions.iter().any(|v| v.is_datagram())
-                    {
-                        rows.push(datagrams);
-                    }
+                    // Every row's no-crypto twin, once.
+                    let mut twins: Vec<BulkScenario> = self
+                        .versions
+                        .iter()
+                        .map(|v| BulkScenario::no_crypto(v.is_datagram(), write_bytes, transport))
+                        .collect();
+                    twins.sort();
+                    twins.dedup();
+                    rows.extend(twins);
                 }
                 for &version in &self.versions {
                     for &aead in &self.aeads {
@@ -281,11 +294,10 @@ impl BulkMatrix {
         if self.transports.is_empty() {
             return Err("the transport list is empty".into());
         }
-        if self.transports.contains(&Transport::Udp) {
-            return Err(
-                "bulk runs over memory or tcp: DTLS application data is measured over the in-memory datagram channel (the default), not over udp"
-                    .into(),
-            );
+        if self.transports.contains(&Transport::Udp)
+            && !self.versions.iter().any(|v| v.is_datagram())
+        {
+            return Err("--transport udp carries DTLS: add dtls1.2 or dtls1.3 to --tls".into());
         }
         if let Some(bad) = self
             .write_sizes

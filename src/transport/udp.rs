@@ -36,6 +36,47 @@ impl Datagrams {
         self.socket.set_read_timeout(Some(wait))
     }
 
+    /// Asks for a receive buffer of `bytes` (beyond the system's limit where
+    /// the process may, as root can) and returns what the kernel granted: a
+    /// stream of application data, which DTLS never resends, must not be
+    /// dropped because the reader fell behind for a moment.
+    pub fn set_receive_buffer(&self, bytes: usize) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let fd = self.socket.as_raw_fd();
+        let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        let set = |option| {
+            // SAFETY: a live socket and an int option, passed by pointer and size.
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    option,
+                    (&value as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            }
+        };
+        if set(libc::SO_RCVBUFFORCE) != 0 && set(libc::SO_RCVBUF) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut granted: libc::c_int = 0;
+        let mut length = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: as above, the kernel writes an int and its size.
+        let read = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&mut granted as *mut libc::c_int).cast(),
+                &mut length,
+            )
+        };
+        if read != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(granted.max(0) as usize)
+    }
+
     /// Keeps a copy of every datagram this side sends from now on; the
     /// returned list fills as it sends.
     pub fn traced(&mut self) -> Arc<Mutex<Vec<Vec<u8>>>> {
@@ -62,6 +103,29 @@ impl Write for Datagrams {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// The receive buffer asked for on the reading socket of a bulk pair.
+pub const BULK_RECEIVE_BUFFER: usize = 16 << 20;
+
+/// What a reader of application data over UDP says when a read timed out:
+/// a datagram was lost (DTLS does not resend application data); other
+/// errors pass as they are.
+pub fn explain_lost_datagram(error: io::Error) -> io::Error {
+    if matches!(
+        error.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    ) {
+        io::Error::new(
+            error.kind(),
+            format!(
+                "no datagram for {} s: one was lost (UDP drops a datagram when the reader's buffer is full, and DTLS does not resend application data)",
+                IO_TIMEOUT.as_secs()
+            ),
+        )
+    } else {
+        error
     }
 }
 
@@ -107,5 +171,14 @@ mod tests {
         assert_eq!(server.read(&mut buffer).unwrap(), 6);
         server.write_all(b"back").unwrap();
         assert_eq!(client.read(&mut buffer).unwrap(), 4);
+    }
+
+    #[test]
+    fn a_bigger_receive_buffer_is_granted() {
+        let (_, server) = udp_pair().unwrap();
+        let granted = server.set_receive_buffer(4 << 20).unwrap();
+        // Linux doubles the value for its bookkeeping; without the right
+        // to exceed the system's limit it is capped there.
+        assert!(granted >= 200_000, "{granted}");
     }
 }

@@ -17,7 +17,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::backend::plain::PlainPair;
-use crate::backend::socket::plain_pair_over_tcp;
+use crate::backend::socket::{plain_pair_over_tcp, plain_pair_over_udp};
 use crate::backend::{thread_cpu_ns, Backend, BulkPair, Negotiated, Unsupported};
 use crate::certs::{CertCache, Credentials};
 use crate::measure::{verify, Outcome, Probe, Sampled, Timed};
@@ -165,13 +165,21 @@ impl BulkProbe {
             reason: format!("{error:#}"),
         };
         let pair: Box<dyn BulkPair> = match (backend, scenario.handshake()) {
-            (_, None) if scenario.transport == Transport::Tcp => {
-                Box::new(plain_pair_over_tcp().map_err(failed)?)
-            }
-            (_, None) if scenario.channel == Channel::PlainDatagrams => {
-                Box::new(PlainPair::datagrams(DEFAULT_MTU_BYTES))
-            }
-            (_, None) => Box::new(PlainPair::new()),
+            (_, None) => match (scenario.channel, scenario.transport) {
+                (Channel::PlainDatagrams, Transport::Udp) => {
+                    Box::new(plain_pair_over_udp(DEFAULT_MTU_BYTES).map_err(failed)?)
+                }
+                (Channel::PlainDatagrams, Transport::Memory) => {
+                    Box::new(PlainPair::datagrams(DEFAULT_MTU_BYTES))
+                }
+                (_, Transport::Tcp) => Box::new(plain_pair_over_tcp().map_err(failed)?),
+                (_, Transport::Memory) => Box::new(PlainPair::new()),
+                (_, Transport::Udp) => {
+                    return Err(Outcome::Unsupported {
+                        reason: "UDP carries datagrams: its no-crypto row is plain_dgram".into(),
+                    })
+                }
+            },
             (None, Some(_)) => {
                 return Err(Outcome::Failed {
                     reason: "a protected row needs a backend".into(),

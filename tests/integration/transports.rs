@@ -9,6 +9,7 @@ use std::process::Command;
 
 use tlslab::backend::openssl::dtls::{trace_udp_handshake, HELLO_VERIFY_REQUEST};
 use tlslab::backend::{backend_by_id, Backend};
+use tlslab::measure::Outcome;
 use tlslab::scenario::bulk::{BulkScenario, Channel};
 use tlslab::scenario::{
     Aead, CertKind, Group, HandshakeScenario, Resumption, TlsVersion, Transport,
@@ -223,6 +224,71 @@ fn bulk_over_tcp_carries_every_byte_per_backend_and_without_crypto() {
     }
 }
 
+/// DTLS application data over loopback UDP, on OpenSSL (1.2) and dimpl
+/// (1.2 and 1.3), and the no-crypto datagrams row: every byte arrives and
+/// is checked, each side has its CPU time.
+#[test]
+fn bulk_over_udp_carries_every_byte_per_dtls_backend_and_without_crypto() {
+    let dtls = |version, aead, write_bytes| BulkScenario {
+        channel: Channel::Tls { version, aead },
+        write_bytes,
+        transport: Transport::Udp,
+    };
+    let rows = [
+        (
+            None,
+            BulkScenario::plain_datagrams(1000).over(Transport::Udp),
+        ),
+        (
+            Some("openssl"),
+            dtls(TlsVersion::Dtls12, Aead::Aes128Gcm, 16_384),
+        ),
+        (
+            Some("openssl"),
+            dtls(TlsVersion::Dtls12, Aead::Aes128CbcSha256, 1000),
+        ),
+        (
+            Some("dimpl"),
+            dtls(TlsVersion::Dtls12, Aead::Chacha20Poly1305, 16_384),
+        ),
+        (
+            Some("dimpl"),
+            dtls(TlsVersion::Dtls13, Aead::Aes128Gcm, 1000),
+        ),
+    ];
+    for (id, row) in rows {
+        let backend = id.map(|id| backend_by_id(id).unwrap());
+        let (mut probe, negotiated) =
+            BulkProbe::prepare(backend.as_deref(), &row, util::certs(), Some(300_000))
+                .unwrap_or_else(|o| panic!("{}: {o:?}", row.label()));
+        assert_eq!(negotiated.is_some(), id.is_some(), "{}", row.label());
+        for _ in 0..2 {
+            let sample = probe
+                .run()
+                .unwrap_or_else(|e| panic!("{}: {e}", row.label()));
+            assert_eq!(sample.bytes, probe.sizing().sample_bytes() as u64);
+            assert!(
+                sample.sender_cpu_ns > 0 && sample.receiver_cpu_ns > 0,
+                "{sample:?}"
+            );
+        }
+    }
+    // TLS has no UDP row, and UDP alone is no bulk matrix.
+    let tls = BulkScenario {
+        channel: Channel::Tls {
+            version: TlsVersion::Tls13,
+            aead: Aead::Aes128Gcm,
+        },
+        write_bytes: 1000,
+        transport: Transport::Udp,
+    };
+    let openssl = backend_by_id("openssl").unwrap();
+    assert!(matches!(
+        BulkProbe::prepare(Some(openssl.as_ref()), &tls, util::certs(), Some(10_000)),
+        Err(Outcome::Unsupported { .. })
+    ));
+}
+
 /// The test hook binds the server to a port this test holds: every row
 /// fails with the kernel's reason, and the run goes on to its end.
 #[test]
@@ -234,6 +300,7 @@ fn a_socket_that_cannot_open_fails_its_row_with_the_reason() {
         ("1.3", "tcp", "handshake"),
         ("dtls1.2", "udp", "handshake"),
         ("1.3", "tcp", "bulk"),
+        ("dtls1.2", "udp", "bulk"),
     ] {
         let mut args = vec![
             command,

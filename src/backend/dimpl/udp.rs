@@ -2,17 +2,19 @@
 //! ([`run_sides`]) on a connected socket pair, each side feeding dimpl the
 //! datagrams it receives and sending what dimpl says, its retransmission
 //! timer on the real clock (a socket read waits at most until the timer is
-//! due). The server's cookie exchange happens as over memory.
+//! due). The server's cookie exchange happens as over memory. The bulk
+//! pair over UDP keeps both sides for application data, in two threads.
 
-use std::io::{ErrorKind, Read};
+use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::bulk::record_payload_bytes;
 use super::{DimplHandshaker, Side, MAX_TIMEOUTS};
-use crate::backend::socket::run_sides;
+use crate::backend::socket::{run_sides, LossExplained, SocketBulkPair};
 use crate::backend::HandshakeSample;
-use crate::transport::udp::{udp_pair, Datagrams};
+use crate::transport::udp::{udp_pair, Datagrams, BULK_RECEIVE_BUFFER};
 use crate::transport::IO_TIMEOUT;
 
 /// The least a socket read waits for a datagram.
@@ -70,4 +72,84 @@ fn complete(mut side: Side<Datagrams>) -> Result<Side<Datagrams>> {
         }
     }
     Ok(side)
+}
+
+impl DimplHandshaker {
+    /// A client and a server over a fresh pair of loopback UDP sockets,
+    /// their handshake done, ready to carry application data in two
+    /// threads: each write cut into records that fit the MTU, the reader's
+    /// socket given a large receive buffer.
+    pub(super) fn bulk_pair_over_udp(&self) -> Result<SocketBulkPair> {
+        let (client_socket, server_socket) = udp_pair()?;
+        server_socket.set_receive_buffer(BULK_RECEIVE_BUFFER)?;
+        let client_maker = self.side_maker(true);
+        let server_maker = self.side_maker(false);
+        let sides = run_sides(
+            || complete(client_maker.make(client_socket, Instant::now())?),
+            move || complete(server_maker.make(server_socket, Instant::now())?),
+        )
+        .context("the handshake over UDP")?;
+        let negotiated = self.negotiated_by(&sides.client, &sides.server)?;
+        Ok(SocketBulkPair::new(
+            Some(negotiated),
+            Box::new(DimplWrites {
+                side: sides.client,
+                record_bytes: record_payload_bytes(self.version, self.mtu_bytes),
+            }),
+            Box::new(LossExplained(DimplReads { side: sides.server })),
+        ))
+    }
+}
+
+/// The sending side: one record per write, at most `record_bytes`.
+struct DimplWrites {
+    side: Side<Datagrams>,
+    record_bytes: usize,
+}
+
+impl Write for DimplWrites {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let record = &data[..data.len().min(self.record_bytes)];
+        let accepted = self
+            .side
+            .dtls
+            .send_application_data(record)
+            .map_err(|error| {
+                std::io::Error::other(format!("sending application data failed: {error}"))
+            })?;
+        self.side.drain().map_err(std::io::Error::other)?;
+        Ok(accepted)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The receiving side: datagrams into dimpl, its plaintext out.
+struct DimplReads {
+    side: Side<Datagrams>,
+}
+
+impl Read for DimplReads {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let side = &mut self.side;
+            let waiting = &side.received[side.taken..];
+            if !waiting.is_empty() {
+                let moved = waiting.len().min(out.len());
+                out[..moved].copy_from_slice(&waiting[..moved]);
+                side.taken += moved;
+                return Ok(moved);
+            }
+            side.end.set_read_timeout(IO_TIMEOUT)?;
+            let length = side.end.read(&mut side.datagram)?;
+            side.dtls
+                .handle_packet(&side.datagram[..length])
+                .map_err(|error| {
+                    std::io::Error::other(format!("receiving application data failed: {error}"))
+                })?;
+            side.drain().map_err(std::io::Error::other)?;
+        }
+    }
 }

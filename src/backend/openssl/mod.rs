@@ -176,14 +176,11 @@ impl Backend for OpensslBackend {
         scenario: &HandshakeScenario,
         credentials: &Credentials,
     ) -> Result<Box<dyn BulkPair>> {
-        if scenario.version.is_datagram() && scenario.transport.is_socket() {
-            bail!(
-                "OpenSSL's application data over DTLS is measured over memory only, not over UDP"
-            );
-        }
         let mut handshaker = OpensslHandshaker::new(scenario, credentials)?;
-        if scenario.transport == Transport::Tcp {
-            return Ok(Box::new(socket::bulk_pair_over_tcp(&handshaker)?));
+        match scenario.transport {
+            Transport::Tcp => return Ok(Box::new(socket::bulk_pair_over_tcp(&handshaker)?)),
+            Transport::Udp => return Ok(Box::new(socket::bulk_pair_over_udp(&handshaker)?)),
+            Transport::Memory => {}
         }
         match handshaker.mtu_bytes {
             None => OpensslBulkPair::over(&mut handshaker, Pipe::default()),

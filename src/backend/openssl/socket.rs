@@ -12,12 +12,12 @@ use std::sync::Arc;
 use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslContext, SslStream};
 
 use super::{dtls, negotiated, OpensslHandshaker};
-use crate::backend::socket::{run_sides, Sides, SocketBulkPair};
+use crate::backend::socket::{run_sides, CutWrites, LossExplained, Sides, SocketBulkPair};
 use crate::backend::HandshakeSample;
 use crate::certs::SERVER_NAME;
 use crate::scenario::Transport;
 use crate::transport::tcp::TcpLoopback;
-use crate::transport::udp::udp_pair;
+use crate::transport::udp::{udp_pair, BULK_RECEIVE_BUFFER};
 use crate::transport::IO_TIMEOUT;
 
 impl OpensslHandshaker {
@@ -169,6 +169,31 @@ fn read_to_close<S: Read + Write>(stream: &mut SslStream<S>) -> Result<()> {
         Err(error) if error.code() == ErrorCode::ZERO_RETURN => Ok(()),
         Err(error) => Err(anyhow!("reading session tickets failed: {error}")),
     }
+}
+
+/// A DTLS client and server of this handshaker over loopback UDP, ready to
+/// carry application data in two threads: each write cut into records
+/// that fit the MTU, the reader's socket given a large receive buffer.
+pub(super) fn bulk_pair_over_udp(handshaker: &OpensslHandshaker) -> Result<SocketBulkPair> {
+    let (client_socket, server_socket) = udp_pair()?;
+    server_socket.set_receive_buffer(BULK_RECEIVE_BUFFER)?;
+    let client_address = server_socket.peer_address()?;
+    let server = handshaker.server_side();
+    let sides = run_sides(
+        || handshaker.connect(client_socket),
+        move || server.accept(server_socket, Some(client_address)),
+    )
+    .context("the handshake over UDP")?;
+    let negotiated = negotiated(sides.client.ssl())?;
+    let most = dtls::data_mtu(sides.client.ssl())?;
+    Ok(SocketBulkPair::new(
+        Some(negotiated),
+        Box::new(CutWrites {
+            inner: sides.client,
+            most,
+        }),
+        Box::new(LossExplained(sides.server)),
+    ))
 }
 
 /// A client and a server of this handshaker over loopback TCP, ready to
