@@ -125,6 +125,11 @@ impl CpuUse {
         })
     }
 
+    /// How long ago this reading was taken.
+    pub fn age(&self) -> std::time::Duration {
+        self.at.elapsed()
+    }
+
     /// How many CPUs' worth of time other processes used between `earlier`
     /// and this reading (0.5 = half a CPU throughout). The kernel counts the
     /// machine's time in clock ticks (10 ms), so over a short stretch this

@@ -323,16 +323,7 @@ pub fn sample<S: Sampled>(
     let mut shuffler = Shuffler::new(options.seed);
     let mut order: Vec<usize> = Vec::with_capacity(count);
     let mut round: u32 = 0;
-    // Other processes' CPU use is read as each round starts and once more
-    // at the end; each round gets the stretch up to the next reading.
-    let mut cpu_use = crate::host::CpuUse::now();
-    let mut close_round = |rounds: &mut Vec<Round>| {
-        let now = crate::host::CpuUse::now();
-        if let (Some(last), Some(before), Some(after)) = (rounds.last_mut(), cpu_use, now) {
-            last.others_cpu = Some(after.others_since(&before));
-        }
-        cpu_use = now;
-    };
+    let mut other_work = OtherWorkMeter::start();
     loop {
         if interrupt.load(Ordering::Relaxed) {
             run.interrupted = true;
@@ -348,7 +339,7 @@ pub fn sample<S: Sampled>(
             break;
         }
         shuffler.shuffle(&mut order);
-        close_round(&mut run.rounds);
+        other_work.round_starts(&mut run.rounds);
         run.rounds.push(Round {
             index: round,
             offset_ns: start.elapsed().as_nanos() as u64,
@@ -433,7 +424,7 @@ pub fn sample<S: Sampled>(
         round += 1;
     }
 
-    close_round(&mut run.rounds);
+    other_work.finish(&mut run.rounds);
 
     // Cells still sampling when the run stopped keep what they have.
     for index in 0..count {
@@ -464,6 +455,52 @@ pub fn sample<S: Sampled>(
         .map(|o| o.expect("every cell has an outcome"))
         .collect();
     Ok(run)
+}
+
+/// Reads other processes' CPU use for the rounds (see
+/// [`crate::host::CpuUse`]), at most every [`OtherWorkMeter::EVERY`]: a
+/// reading costs tens of microseconds, which rounds of one short sample
+/// must not pay each time. The rounds between two readings share the
+/// stretch's figure.
+struct OtherWorkMeter {
+    last: Option<crate::host::CpuUse>,
+    /// The first round not yet given a figure.
+    pending_from: usize,
+}
+
+impl OtherWorkMeter {
+    const EVERY: Duration = Duration::from_millis(50);
+
+    fn start() -> Self {
+        Self {
+            last: crate::host::CpuUse::now(),
+            pending_from: 0,
+        }
+    }
+
+    /// Before a new round: reads if the last reading is old enough.
+    fn round_starts(&mut self, rounds: &mut [Round]) {
+        if self.last.is_some_and(|last| last.age() >= Self::EVERY) {
+            self.read(rounds);
+        }
+    }
+
+    /// At the end of the run: every round left gets a figure.
+    fn finish(&mut self, rounds: &mut [Round]) {
+        self.read(rounds);
+    }
+
+    fn read(&mut self, rounds: &mut [Round]) {
+        let now = crate::host::CpuUse::now();
+        if let (Some(before), Some(after)) = (self.last, now) {
+            let others = after.others_since(&before);
+            for round in rounds.iter_mut().skip(self.pending_from) {
+                round.others_cpu = Some(others);
+            }
+        }
+        self.pending_from = rounds.len();
+        self.last = now;
+    }
 }
 
 /// The run was interrupted (Ctrl-C).
