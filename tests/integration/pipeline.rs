@@ -15,7 +15,9 @@ use tlslab::report::Format;
 use tlslab::scenario::{parse_list, HandshakeMatrix, HandshakeScenario, Resumption};
 use tlslab::stats;
 use tlslab::store::{RunInfo, Store};
-use tlslab::workload::handshake::{run_matrix, CellResult, HandshakeProbe, MatrixObserver};
+use tlslab::workload::handshake::{
+    run_matrix, CellResult, HandshakeProbe, MatrixObserver, MatrixRun,
+};
 
 use crate::util;
 
@@ -95,19 +97,20 @@ fn report<'a>(
     }
 }
 
-#[test]
-fn mock_matrix_to_store_to_exports() {
+const BASELINE: &str = "handshake_1.2_rsa_rsa2048_aes128gcm";
+
+/// The matrix on the mock, `runs` samples per cell against [`BASELINE`],
+/// each cell stored as it finishes in a new in-memory store.
+fn mock_run(runs: usize) -> (Store, i64, MatrixRun) {
     let backend: Arc<dyn Backend> = Arc::new(MockBackend::default());
     let mut store = Store::open_in_memory().unwrap();
     let run_id = store.begin_run(&run_info(backend.as_ref())).unwrap();
-    let scenarios = matrix().expand();
-    let baseline = "handshake_1.2_rsa_rsa2048_aes128gcm";
     let run = run_matrix(
-        &scenarios,
-        &[Arc::clone(&backend)],
+        &matrix().expand(),
+        &[backend],
         util::certs(),
-        &fixed_runs(6),
-        Some(baseline),
+        &fixed_runs(runs),
+        Some(BASELINE),
         &AtomicBool::new(false),
         &mut Saving {
             store: &mut store,
@@ -116,6 +119,13 @@ fn mock_matrix_to_store_to_exports() {
         },
     )
     .unwrap();
+    (store, run_id, run)
+}
+
+#[test]
+fn mock_matrix_to_store_to_exports() {
+    let (mut store, run_id, run) = mock_run(6);
+    let baseline = BASELINE;
     store.save_rounds(run_id, &run.rounds).unwrap();
     store.finish_run(run_id, !run.interrupted).unwrap();
     assert!(!run.interrupted);
@@ -226,24 +236,8 @@ fn mock_matrix_to_store_to_exports() {
 /// mock (its costs are fixed), and the footer says so.
 #[test]
 fn the_footer_compares_ratios_from_busy_and_quiet_rounds() {
-    let backend: Arc<dyn Backend> = Arc::new(MockBackend::default());
-    let mut store = Store::open_in_memory().unwrap();
-    let run_id = store.begin_run(&run_info(backend.as_ref())).unwrap();
-    let baseline = "handshake_1.2_rsa_rsa2048_aes128gcm";
-    let run = run_matrix(
-        &matrix().expand(),
-        &[backend],
-        util::certs(),
-        &fixed_runs(16),
-        Some(baseline),
-        &AtomicBool::new(false),
-        &mut Saving {
-            store: &mut store,
-            run_id,
-            stop_after_rounds: None,
-        },
-    )
-    .unwrap();
+    let (_, _, run) = mock_run(16);
+    let baseline = BASELINE;
     // Every other round beside a whole CPU of other work.
     let rounds: Vec<Round> = run
         .rounds

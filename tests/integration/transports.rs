@@ -205,22 +205,27 @@ fn bulk_over_tcp_carries_every_byte_per_backend_and_without_crypto() {
     }))
     .collect();
     for (id, row) in rows {
-        let row = row.over(Transport::Tcp);
-        let backend = id.map(|id| backend_by_id(id).unwrap());
-        let (mut probe, negotiated) =
-            BulkProbe::prepare(backend.as_deref(), &row, util::certs(), Some(300_000))
-                .unwrap_or_else(|o| panic!("{}: {o:?}", row.label()));
-        assert_eq!(negotiated.is_some(), id.is_some());
-        for _ in 0..2 {
-            let sample = probe
-                .run()
-                .unwrap_or_else(|e| panic!("{}: {e}", row.label()));
-            assert_eq!(sample.bytes, probe.sizing().sample_bytes() as u64);
-            assert!(
-                sample.sender_cpu_ns > 0 && sample.receiver_cpu_ns > 0,
-                "{sample:?}"
-            );
-        }
+        two_checked_samples(id, row.over(Transport::Tcp));
+    }
+}
+
+/// A bulk row (no backend: the no-crypto row) prepared and sampled twice:
+/// every byte arrives and is checked, each side has its CPU time.
+fn two_checked_samples(id: Option<&str>, row: BulkScenario) {
+    let backend = id.map(|id| backend_by_id(id).unwrap());
+    let (mut probe, negotiated) =
+        BulkProbe::prepare(backend.as_deref(), &row, util::certs(), Some(300_000))
+            .unwrap_or_else(|o| panic!("{}: {o:?}", row.label()));
+    assert_eq!(negotiated.is_some(), id.is_some(), "{}", row.label());
+    for _ in 0..2 {
+        let sample = probe
+            .run()
+            .unwrap_or_else(|e| panic!("{}: {e}", row.label()));
+        assert_eq!(sample.bytes, probe.sizing().sample_bytes() as u64);
+        assert!(
+            sample.sender_cpu_ns > 0 && sample.receiver_cpu_ns > 0,
+            "{sample:?}"
+        );
     }
 }
 
@@ -257,21 +262,7 @@ fn bulk_over_udp_carries_every_byte_per_dtls_backend_and_without_crypto() {
         ),
     ];
     for (id, row) in rows {
-        let backend = id.map(|id| backend_by_id(id).unwrap());
-        let (mut probe, negotiated) =
-            BulkProbe::prepare(backend.as_deref(), &row, util::certs(), Some(300_000))
-                .unwrap_or_else(|o| panic!("{}: {o:?}", row.label()));
-        assert_eq!(negotiated.is_some(), id.is_some(), "{}", row.label());
-        for _ in 0..2 {
-            let sample = probe
-                .run()
-                .unwrap_or_else(|e| panic!("{}: {e}", row.label()));
-            assert_eq!(sample.bytes, probe.sizing().sample_bytes() as u64);
-            assert!(
-                sample.sender_cpu_ns > 0 && sample.receiver_cpu_ns > 0,
-                "{sample:?}"
-            );
-        }
+        two_checked_samples(id, row);
     }
     // TLS has no UDP row, and UDP alone is no bulk matrix.
     let tls = BulkScenario {
