@@ -243,6 +243,11 @@ fn ctrl_c_keeps_finished_cells() {
     report.expect_code(0);
     let out = report.stdout();
     assert!(out.contains("(incomplete)"), "{out}");
+    // The interrupted run's rounds were stored with their readings of
+    // other work, and the report reads them back.
+    if cfg!(target_os = "linux") {
+        assert!(out.contains("Other work on this machine"), "{out}");
+    }
     assert!(
         has_row(&out, &["1.3", "ECDHE X25519", "ECDSA P-256"]),
         "{out}"
