@@ -170,22 +170,25 @@ pub struct HandshakeArgs {
   tlslab bulk --backend openssl --tls 1.2,1.3 --suite aes128gcm,chacha20poly1305 --size 64,1024,16384
   tlslab bulk --size 16384 --suite aes128gcm --export-markdown bulk.md
   tlslab bulk --size 16384 --suite aes128gcm --transport memory,tcp
+  tlslab bulk --backend openssl,dimpl --tls dtls1.2 --suite aes128gcm --transport memory,udp
 
-Each row: a TLS connection (X25519 key exchange, ECDSA P-256 certificate;
-the handshake is not counted) sends a fixed amount of data per sample
-(sized by a first sample to about 2 ms of CPU, 16 KiB to 4 MiB) from the
-client to the server; each side's calls are timed by the thread's CPU clock
-and every byte is checked.
-Per write size a no-crypto row moves the same writes through the same pipe.
+Each row: a TLS or DTLS connection (X25519 key exchange, ECDSA P-256
+certificate; the handshake is not counted) sends a fixed amount of data per
+sample (sized by a first sample to about 2 ms of CPU, 16 KiB to 4 MiB) from
+the client to the server; each side's calls are timed by the thread's CPU
+clock and every byte is checked. DTLS writes are cut into records that fit
+one datagram of the 1400-byte MTU.
+Per write size a no-crypto row moves the same writes through the same pipe
+(for DTLS rows, in datagrams).
 
 Sampling defaults: --precision 2% --max-time 1 --min-samples 10 --warmup 0.05
 (each sample lasts about 1-3 ms); with --preset dtls-study also
 --max-total-time 40")]
 pub struct BulkArgs {
-    /// A named study: dtls-study (TLS 1.2 on OpenSSL and rustls: AES-128-CBC+HMAC
-    /// where supported, AES-128-GCM, ChaCha20-Poly1305; DTLS 1.3 on dimpl: the two
-    /// AEADs; 1 KiB and 16 KiB writes). Axis options override it; with --backend
-    /// or --tls it is its TLS matrix crossed with the backends named.
+    /// A named study: dtls-study (DTLS 1.2 and TLS 1.2 on OpenSSL: AES-128-CBC+HMAC,
+    /// AES-128-GCM, ChaCha20-Poly1305; DTLS 1.2 and 1.3 on dimpl: the two AEADs;
+    /// 1 KiB and 16 KiB writes). Axis options override it; with --backend or --tls
+    /// it is its OpenSSL matrix crossed with the backends named.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
 
@@ -194,7 +197,8 @@ pub struct BulkArgs {
     #[arg(long, value_name = "LIST")]
     pub backend: Option<String>,
 
-    /// Protocol versions: 1.2, 1.3, dtls1.2, dtls1.3 (DTLS on dimpl). [default: 1.3]
+    /// Protocol versions: 1.2, 1.3, dtls1.2 (OpenSSL, dimpl), dtls1.3 (dimpl).
+    /// [default: 1.3]
     #[arg(long, value_name = "LIST")]
     pub tls: Option<String>,
 
@@ -217,10 +221,11 @@ pub struct BulkArgs {
     #[arg(long)]
     pub no_plain_row: bool,
 
-    /// What carries the data: memory (sender and receiver in one thread) or
-    /// tcp (a loopback connection, sender and receiver in two threads, each
-    /// side's CPU time including the kernel's socket work); a list runs
-    /// each row over each; rows over TCP are labelled `_tcp`. [default: memory]
+    /// What carries the data: memory (sender and receiver in one thread), tcp
+    /// (TLS) or udp (DTLS): a loopback socket, sender and receiver in two
+    /// threads, each side's CPU time including the kernel's socket work; a
+    /// list runs each row over each; rows over a socket are labelled `_tcp`
+    /// or `_udp`. [default: memory]
     #[arg(long, value_name = "LIST")]
     pub transport: Option<String>,
 
