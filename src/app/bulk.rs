@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::session::{
-    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, usage, Bar,
-    SamplingDefaults, Shard,
+    check_exports, chosen_backends, empty_shard, finish, interrupt_flag, open_store, run_info,
+    usage, Bar, SamplingDefaults, Shard,
 };
 use crate::backend::{backends_from_list, Backend};
 use crate::certs::CertCache;
@@ -98,15 +98,10 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
         .transpose()
         .map_err(usage)?;
     let matrix = matrix_from(args, preset)?;
-    let backend_list = args.backend.clone().unwrap_or_else(|| {
-        preset
-            .map(|p| p.default_backends().join(","))
-            .unwrap_or_else(|| "all".to_string())
-    });
-    let backends: Vec<Arc<dyn Backend>> = backends_from_list(&backend_list).map_err(usage)?;
-    if backends.is_empty() {
-        return Err(usage("the backend list is empty"));
-    }
+    let backends = chosen_backends(
+        args.backend.as_deref(),
+        preset.map(|p| p.default_backends()),
+    )?;
     // A preset's rows on backends of their own, unless the backends or
     // the protocols are chosen on the command line; the other axis
     // options apply to them too.

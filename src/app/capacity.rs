@@ -18,10 +18,11 @@ use super::cost::{backend_costs, primitive_costs, primitive_options};
 use super::handshake::matrix_from;
 use super::serve::cores;
 use super::session::{
-    check_exports, finish, interrupt_flag, open_store, run_info, usage, Bar, SamplingDefaults,
+    check_exports, chosen_backends, finish, interrupt_flag, open_store, run_info, usage, Bar,
+    SamplingDefaults,
 };
 use crate::backend::rustls::instrument::Side;
-use crate::backend::{backends_from_list, Backend};
+use crate::backend::Backend;
 use crate::certs::CertCache;
 use crate::cli::HandshakeArgs;
 use crate::host::HostInfo;
@@ -77,15 +78,10 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
         .transpose()
         .map_err(usage)?;
     let matrix = matrix_from(args, preset)?;
-    let backend_list = args.backend.clone().unwrap_or_else(|| {
-        preset
-            .map(|p| p.default_backends().join(","))
-            .unwrap_or_else(|| "all".to_string())
-    });
-    let backends: Vec<Arc<dyn Backend>> = backends_from_list(&backend_list).map_err(usage)?;
-    if backends.is_empty() {
-        return Err(usage("the backend list is empty"));
-    }
+    let backends = chosen_backends(
+        args.backend.as_deref(),
+        preset.map(|p| p.default_backends()),
+    )?;
     let threads = args.threads.unwrap_or_else(cores);
     if threads == 0 {
         return Err(usage("--threads must be at least 1"));

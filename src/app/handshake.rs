@@ -12,8 +12,8 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use super::session::{
-    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, usage, Bar,
-    SamplingDefaults, Shard,
+    check_exports, chosen_backends, empty_shard, finish, interrupt_flag, open_store, run_info,
+    usage, Bar, SamplingDefaults, Shard,
 };
 use super::speed::{cpu_feature_list, CpuFeatures, GENERIC_CPU_ENV};
 use crate::backend::{backends_from_list, Backend};
@@ -174,13 +174,11 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         .transpose()
         .map_err(usage)?;
     let matrix = matrix_from(args, preset)?;
-    let backend_list = args.backend.clone().unwrap_or_else(|| {
-        preset
-            .map(|p| p.default_backends().join(","))
-            .unwrap_or_else(|| "all".to_string())
-    });
     let backends: Vec<Arc<dyn Backend>> = match parse_server(args.server.as_deref())? {
-        Server::Inprocess => backends_from_list(&backend_list).map_err(usage)?,
+        Server::Inprocess => chosen_backends(
+            args.backend.as_deref(),
+            preset.map(|p| p.default_backends()),
+        )?,
         Server::Nginx => {
             if args.backend.as_deref().is_some_and(|b| b != "openssl") {
                 return Err(usage(
@@ -197,9 +195,6 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
             vec![Arc::new(NginxBackend::new()?)]
         }
     };
-    if backends.is_empty() {
-        return Err(usage("the backend list is empty"));
-    }
     // A preset's rows on backends of their own, unless the backends or
     // the protocols are chosen on the command line.
     let mut companions: Vec<(HandshakeMatrix, Vec<Arc<dyn Backend>>)> = Vec::new();

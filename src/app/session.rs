@@ -121,6 +121,24 @@ impl SamplingArgs {
 /// Opens the store the options name. A store that cannot be opened (a
 /// corrupt file, a full disk, another tool's database) is an error of the
 /// run, exit code 1, not a usage error.
+/// The backends a command runs on: those named on the command line, else
+/// its preset's, else all of them; an empty list is a usage error.
+pub(crate) fn chosen_backends(
+    named: Option<&str>,
+    preset: Option<&[&str]>,
+) -> Result<Vec<std::sync::Arc<dyn crate::backend::Backend>>> {
+    let list = match (named, preset) {
+        (Some(named), _) => named.to_string(),
+        (None, Some(ids)) => ids.join(","),
+        (None, None) => "all".to_string(),
+    };
+    let backends = crate::backend::backends_from_list(&list).map_err(usage)?;
+    if backends.is_empty() {
+        return Err(usage("the backend list is empty"));
+    }
+    Ok(backends)
+}
+
 pub(crate) fn open_store(database: &DatabaseArgs) -> Result<Store> {
     if database.no_db {
         return Store::open_in_memory();

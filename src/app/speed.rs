@@ -8,10 +8,10 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::session::{
-    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, usage, Bar,
-    SamplingDefaults, Shard, EXIT_INTERRUPTED,
+    check_exports, chosen_backends, empty_shard, finish, interrupt_flag, open_store, run_info,
+    usage, Bar, SamplingDefaults, Shard, EXIT_INTERRUPTED,
 };
-use crate::backend::{backends_from_list, Backend};
+use crate::backend::Backend;
 use crate::cli::SpeedArgs;
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, SamplingOptions};
@@ -103,11 +103,7 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
     if let (Some(shard), true) = (shard, rows.is_empty()) {
         return empty_shard(shard);
     }
-    let backends: Vec<std::sync::Arc<dyn Backend>> =
-        backends_from_list(&args.backend).map_err(usage)?;
-    if backends.is_empty() {
-        return Err(usage("the backend list is empty"));
-    }
+    let backends = chosen_backends(Some(&args.backend), None)?;
     let backend_ids: Vec<&'static str> = backends.iter().map(|b| b.id()).collect();
     let feature_sets = cpu_feature_list(&args.cpu_features)?;
     let options = args.sampling.options(DEFAULTS)?;

@@ -115,9 +115,12 @@ pub fn other_work(
         .iter()
         .filter_map(|r| r.others_cpu.map(|cpu| (r.index, cpu)))
         .collect();
-    let pairs: Vec<(RoundValues, RoundValues)> = with_baselines(cells, baseline)
-        .into_iter()
-        .filter_map(|(own, base)| base.filter(|b| *b != own).map(|b| (own, b)))
+    // Every cell but the baseline rows themselves.
+    let pairs: Vec<(RoundValues, RoundValues)> = cells
+        .iter()
+        .zip(with_baselines(cells, baseline))
+        .filter(|(cell, _)| Some(cell.scenario.label().as_str()) != baseline)
+        .filter_map(|(_, (own, base))| base.map(|base| (own, base)))
         .collect();
     stats::other_work(&loads, &pairs)
 }

@@ -55,11 +55,7 @@ impl BulkPair for DimplBulkPair {
     fn receive(&mut self, out: &mut [u8]) -> Result<usize> {
         let mut filled = 0;
         loop {
-            let waiting = &self.server.received[self.server.taken..];
-            let moved = waiting.len().min(out.len() - filled);
-            out[filled..filled + moved].copy_from_slice(&waiting[..moved]);
-            self.server.taken += moved;
-            filled += moved;
+            filled += self.server.hand_out(&mut out[filled..]);
             if filled == out.len() || !self.pipe.pending_for_server() {
                 return Ok(filled);
             }

@@ -307,6 +307,16 @@ impl<E: Read + Write> Side<E> {
         }
     }
 
+    /// Moves application data received and not yet handed out into `out`;
+    /// returns how many bytes.
+    fn hand_out(&mut self, out: &mut [u8]) -> usize {
+        let waiting = &self.received[self.taken..];
+        let moved = waiting.len().min(out.len());
+        out[..moved].copy_from_slice(&waiting[..moved]);
+        self.taken += moved;
+        moved
+    }
+
     /// Feeds dimpl every datagram waiting for this side.
     fn receive_all(&mut self) -> Result<()> {
         loop {

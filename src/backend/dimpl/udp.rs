@@ -135,11 +135,8 @@ impl Read for DimplReads {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         loop {
             let side = &mut self.side;
-            let waiting = &side.received[side.taken..];
-            if !waiting.is_empty() {
-                let moved = waiting.len().min(out.len());
-                out[..moved].copy_from_slice(&waiting[..moved]);
-                side.taken += moved;
+            let moved = side.hand_out(out);
+            if moved > 0 || out.is_empty() {
                 return Ok(moved);
             }
             side.end.set_read_timeout(IO_TIMEOUT)?;
