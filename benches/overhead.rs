@@ -5,7 +5,9 @@
 //! the same library's handshake with no timing or bookkeeping at all: TLS
 //! 1.3 on every backend, and DTLS 1.2 on OpenSSL over a datagram wire.
 //!
-//! Run: `cargo bench --bench overhead` (optionally `-- ROUNDS HANDSHAKES`).
+//! Run: `cargo bench --bench overhead` (optionally `-- ROUNDS HANDSHAKES`,
+//! and the names of the rows to run, `openssl-dtls` or `rustls-ring`, to
+//! run only those).
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -324,19 +326,29 @@ fn median(values: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let (counts, names): (Vec<&String>, Vec<&String>) =
+        args.iter().partition(|a| a.parse::<usize>().is_ok());
+    let count = |at: usize, default: usize| counts.get(at).map_or(default, |a| a.parse().unwrap());
     // Many short rounds: the machine's drift between a round of the plain
     // loop and its tlslab twin stays small (10 rounds of 400 let two runs
     // differ by up to 14% on a shared VM; 40 of 100 agree within 1-2%).
-    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(40);
-    let handshakes: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
+    let rounds = count(0, 40);
+    let handshakes = count(1, 100);
     let certs = CertCache::new(CertCache::default_dir());
     println!("rounds: {rounds}, handshakes per round and side: {handshakes}");
     println!(
-        "{:<14} {:<12} {:>14} {:>14} {:>7}",
-        "backend", "certificate", "plain hs/s", "tlslab hs/s", "ratio"
+        "{:<14} {:<12} {:>12} {:>12} {:>7} {:>7}",
+        "backend", "certificate", "plain hs/s", "tlslab hs/s", "ratio", "paired"
     );
-    for backend_id in ["openssl", "rustls-aws-lc", "rustls-ring", "openssl-dtls"] {
+    let rows = ["openssl", "rustls-aws-lc", "rustls-ring", "openssl-dtls"];
+    for backend_id in rows
+        .into_iter()
+        .filter(|row| names.is_empty() || names.contains(&&row.to_string()))
+    {
         let backend = backend_by_id(backend_id.trim_end_matches("-dtls")).unwrap();
         for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
             let dtls = backend_id == "openssl-dtls";
@@ -421,15 +433,21 @@ fn main() {
                     }
                 }
             }
+            let mut paired: Vec<f64> = tlslab_rates
+                .iter()
+                .zip(&plain_rates)
+                .map(|(ours, plain)| ours / plain)
+                .collect();
             let plain = median(&mut plain_rates);
             let ours = median(&mut tlslab_rates);
             println!(
-                "{:<14} {:<12} {:>14.0} {:>14.0} {:>7.3}",
+                "{:<14} {:<12} {:>12.0} {:>12.0} {:>7.3} {:>7.3}",
                 backend_id,
                 cert.id(),
                 plain,
                 ours,
-                ours / plain
+                ours / plain,
+                median(&mut paired)
             );
         }
     }

@@ -245,6 +245,7 @@ impl Handshaker for MockHandshaker {
                     .then(|| scenario.cert.acceptable_schemes(scenario.version)[0].to_string()),
                 resumed,
             },
+            split_unsure: false,
         })
     }
 }

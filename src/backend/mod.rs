@@ -11,6 +11,7 @@ pub mod openssl;
 pub mod plain;
 pub mod rustls;
 pub mod socket;
+pub mod turns;
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use serde::Serialize;
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+pub use turns::{CpuReadings, SideTimes, Turn, Turns};
 
 /// The name and version of the library a backend drives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -132,49 +134,6 @@ pub fn thread_cpu_ns() -> u64 {
     now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
-/// The two sides of a handshake run in turns on one thread: the time
-/// between two turns' ends belongs to the side whose turn ended. One
-/// reading of each clock per turn (the thread's CPU clock is a system
-/// call, about half a microsecond on a virtual machine) rather than two
-/// per call; the little bookkeeping between turns (which side is due) is
-/// charged to the next side.
-pub struct Turns {
-    wall: std::time::Instant,
-    cpu_ns: u64,
-    pub client: SideTime,
-    pub server: SideTime,
-}
-
-/// Whose turn just ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Turn {
-    Client,
-    Server,
-}
-
-impl Turns {
-    pub fn start() -> Self {
-        Self {
-            cpu_ns: thread_cpu_ns(),
-            wall: std::time::Instant::now(),
-            client: SideTime::default(),
-            server: SideTime::default(),
-        }
-    }
-
-    /// Charges the time since the previous turn ended to `turn`'s side.
-    pub fn ended(&mut self, turn: Turn) {
-        let (wall, cpu_ns) = (std::time::Instant::now(), thread_cpu_ns());
-        let side = match turn {
-            Turn::Client => &mut self.client,
-            Turn::Server => &mut self.server,
-        };
-        side.wall_ns += (wall - self.wall).as_nanos() as u64;
-        side.cpu_ns += cpu_ns.saturating_sub(self.cpu_ns);
-        (self.wall, self.cpu_ns) = (wall, cpu_ns);
-    }
-}
-
 /// The time each side of one handshake spent and what it negotiated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandshakeSample {
@@ -185,12 +144,22 @@ pub struct HandshakeSample {
     /// Time from creating the client connection to both sides being done.
     pub wall_ns: u64,
     pub negotiated: Negotiated,
+    /// True if the split of CPU time between the sides is unsure (see
+    /// [`SideTimes::split_unsure`]): the handshake is worth retaking with
+    /// [`CpuReadings::EveryTurn`].
+    pub split_unsure: bool,
 }
 
 /// Drives complete handshakes for one scenario, client and server in this thread.
 pub trait Handshaker {
     /// Runs one handshake and returns its times and negotiated parameters.
     fn handshake(&mut self) -> Result<HandshakeSample>;
+
+    /// When the following handshakes read the thread's CPU clock, for
+    /// handshakers whose sides run in turns on this thread (see
+    /// [`turns`]); until told, at every turn. Two threads read it around
+    /// each side's calls, and other handshakers ignore this.
+    fn read_cpu(&mut self, _readings: CpuReadings) {}
 }
 
 /// An established connection pair, client and server in this thread over

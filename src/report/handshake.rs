@@ -302,7 +302,7 @@ fn table(rows: &[Row], baseline: Option<&str>) -> Table {
         ]);
         table.rows.push(cells);
     }
-    table.notes.push("client/server CPU: the thread's CPU time inside each side's library calls (CLOCK_THREAD_CPUTIME_ID), median; the exports also hold the wall time inside the calls.".to_string());
+    table.notes.push("client/server CPU: the thread's CPU time inside each side's library calls (CLOCK_THREAD_CPUTIME_ID), median. Over memory, where the two sides take turns on one thread, it is the handshake's CPU time split as the wall time inside each side's calls; a handshake during which the thread was preempted is retaken with the clock read at every turn. The exports also hold the wall time inside the calls.".to_string());
     if with_transport {
         table.notes.push("TCP, UDP rows: client and server in two threads over a loopback socket; each side's CPU includes the kernel's work for its socket calls (and for TCP its connect or accept), the wall time runs until the later side is done.".to_string());
     }

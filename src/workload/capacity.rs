@@ -138,6 +138,9 @@ pub fn run_step(
                     let mut probe = prepared
                         .map(|(probe, _)| probe)
                         .map_err(|outcome| outcome.reason().unwrap_or_default().to_string())?;
+                    // Every handshake done in the window is counted, and
+                    // only the sums of CPU time are kept.
+                    probe.apportion_unsure_splits();
                     count_handshakes(&mut probe, begun + times.warmup, times.window, interrupt)
                 })
             })

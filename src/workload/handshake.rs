@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::backend::{Backend, Handshaker, Negotiated};
+use crate::backend::{Backend, CpuReadings, HandshakeSample, Handshaker, Negotiated};
 use crate::certs::{CertCache, Credentials};
 use crate::measure::{self, verify, Outcome, Probe, Round, Sampled, SamplingOptions};
 use crate::scenario::HandshakeScenario;
@@ -74,12 +74,42 @@ struct Renewal {
     since: u32,
 }
 
+/// How a probe's handshakes read the thread's CPU clock (see
+/// [`crate::backend::turns`]): at their ends, which leaves the split
+/// between the sides unsure when the thread was preempted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuSplit {
+    /// A handshake whose split is unsure is retaken with a reading at every
+    /// turn: every sample's split is measured, or right to 1%. On a quiet
+    /// machine a few handshakes in a thousand are unsure (an interrupt, the
+    /// hypervisor); two within [`BUSY_WITHIN`] handshakes mean a busy one,
+    /// and the next [`EVERY_TURN_WHEN_BUSY`] read the clock at every turn
+    /// rather than be retaken one in a few.
+    Retaken {
+        /// Handshakes timed at their ends since the last unsure one.
+        since_unsure: u32,
+        every_turn_left: u32,
+    },
+    /// Never retaken: an unsure split is the wall time's, right on average
+    /// (a preemption falls on each side in proportion to its time), and
+    /// every handshake done is one handshake counted.
+    Apportioned,
+}
+
+/// Two unsure handshakes within this many mean the machine is busy.
+pub const BUSY_WITHIN: u32 = 20;
+
+/// How many handshakes read the CPU clock at every turn once the machine
+/// is busy.
+pub const EVERY_TURN_WHEN_BUSY: u32 = 100;
+
 /// A handshaker with the scenario it must negotiate: one call, one verified sample.
 pub struct HandshakeProbe {
     handshaker: Box<dyn Handshaker>,
     scenario: HandshakeScenario,
     check_signature: bool,
     renewal: Option<Renewal>,
+    cpu_split: CpuSplit,
 }
 
 impl HandshakeProbe {
@@ -108,6 +138,10 @@ impl HandshakeProbe {
             scenario: *scenario,
             check_signature: backend.capabilities().reports_signature_scheme,
             renewal: None,
+            cpu_split: CpuSplit::Retaken {
+                since_unsure: BUSY_WITHIN,
+                every_turn_left: 0,
+            },
         };
         let negotiated = probe
             .handshake()
@@ -116,9 +150,14 @@ impl HandshakeProbe {
         Ok((probe, negotiated))
     }
 
+    /// Makes this probe's unsure splits apportioned rather than retaken.
+    pub fn apportion_unsure_splits(&mut self) {
+        self.cpu_split = CpuSplit::Apportioned;
+    }
+
     /// One handshake, verified.
     pub fn handshake(&mut self) -> Result<(Sample, Negotiated), String> {
-        let sample = self.handshaker.handshake().map_err(|e| format!("{e:#}"))?;
+        let sample = self.timed_handshake().map_err(|e| format!("{e:#}"))?;
         verify::check(&self.scenario, &sample.negotiated, self.check_signature)
             .map_err(|e| e.to_string())?;
         Ok((
@@ -131,6 +170,41 @@ impl HandshakeProbe {
             },
             sample.negotiated,
         ))
+    }
+
+    /// One handshake, its CPU clock read as [`Self::cpu_split`] says.
+    fn timed_handshake(&mut self) -> anyhow::Result<HandshakeSample> {
+        let readings = match &mut self.cpu_split {
+            CpuSplit::Retaken {
+                every_turn_left, ..
+            } if *every_turn_left > 0 => {
+                *every_turn_left -= 1;
+                CpuReadings::EveryTurn
+            }
+            _ => CpuReadings::AtEnds,
+        };
+        self.handshaker.read_cpu(readings);
+        let sample = self.handshaker.handshake()?;
+        let CpuSplit::Retaken {
+            since_unsure,
+            every_turn_left,
+        } = &mut self.cpu_split
+        else {
+            return Ok(sample);
+        };
+        if readings == CpuReadings::EveryTurn {
+            return Ok(sample);
+        }
+        if !sample.split_unsure {
+            *since_unsure = since_unsure.saturating_add(1);
+            return Ok(sample);
+        }
+        if *since_unsure < BUSY_WITHIN {
+            *every_turn_left = EVERY_TURN_WHEN_BUSY;
+        }
+        *since_unsure = 0;
+        self.handshaker.read_cpu(CpuReadings::EveryTurn);
+        self.handshaker.handshake()
     }
 
     /// Rebuilds the handshaker from `backend` and `credentials` after
@@ -312,5 +386,106 @@ impl measure::Observer<Sample> for Relay<'_> {
     fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
         self.observer
             .round_finished(round, self.already + finished, self.total);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::scenario::{Aead, CertKind, Group, Resumption, TlsVersion, Transport};
+
+    /// The mock's handshakes, reported unsure as a script says whenever
+    /// the CPU clock was to be read at the ends only; every request kept.
+    struct Scripted {
+        inner: Box<dyn Handshaker>,
+        unsure: VecDeque<bool>,
+        readings: CpuReadings,
+        asked: Arc<Mutex<Vec<CpuReadings>>>,
+    }
+
+    impl Handshaker for Scripted {
+        fn handshake(&mut self) -> anyhow::Result<HandshakeSample> {
+            self.asked.lock().unwrap().push(self.readings);
+            let mut sample = self.inner.handshake()?;
+            sample.split_unsure =
+                self.readings == CpuReadings::AtEnds && self.unsure.pop_front().unwrap_or(false);
+            Ok(sample)
+        }
+
+        fn read_cpu(&mut self, readings: CpuReadings) {
+            self.readings = readings;
+        }
+    }
+
+    fn scripted_probe(unsure: &[bool]) -> (HandshakeProbe, Arc<Mutex<Vec<CpuReadings>>>) {
+        let backend = crate::backend::mock::MockBackend::default();
+        let scenario = HandshakeScenario {
+            version: TlsVersion::Tls13,
+            group: Group::X25519,
+            cert: CertKind::EcdsaP256,
+            aead: Aead::Aes128Gcm,
+            resumption: Resumption::Off,
+            mutual: false,
+            chain_depth: crate::scenario::DEFAULT_CHAIN_DEPTH,
+            mtu_bytes: None,
+            transport: Transport::Memory,
+        };
+        let cert_dir = tempfile::tempdir().unwrap();
+        let certs = CertCache::new(cert_dir.path());
+        let (mut probe, _) = HandshakeProbe::prepare(&backend, &scenario, &certs).unwrap();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let inner = std::mem::replace(
+            &mut probe.handshaker,
+            backend
+                .handshaker(&scenario, &certs.get(scenario.cert, 3).unwrap())
+                .unwrap(),
+        );
+        probe.handshaker = Box::new(Scripted {
+            inner,
+            unsure: unsure.iter().copied().collect(),
+            readings: CpuReadings::EveryTurn,
+            asked: Arc::clone(&asked),
+        });
+        (probe, asked)
+    }
+
+    #[test]
+    fn an_unsure_split_is_retaken_reading_every_turn_and_a_busy_machine_reads_every_turn() {
+        use CpuReadings::{AtEnds, EveryTurn};
+        // Unsure at the 2nd handshake, then again three handshakes later.
+        let mut script = vec![false, true, false, false, false, true];
+        script.resize(200, false);
+        let (mut probe, asked) = scripted_probe(&script);
+        for _ in 0..6 {
+            probe.handshake().unwrap();
+        }
+        let asked = std::mem::take(&mut *asked.lock().unwrap());
+        // The 2nd is retaken; the 6th too, and two unsure within
+        // BUSY_WITHIN make the following ones read every turn.
+        assert_eq!(
+            asked,
+            vec![AtEnds, AtEnds, EveryTurn, AtEnds, AtEnds, AtEnds, AtEnds, EveryTurn]
+        );
+        let (mut probe, asked) = scripted_probe(&script);
+        for _ in 0..(6 + EVERY_TURN_WHEN_BUSY + 1) {
+            probe.handshake().unwrap();
+        }
+        let asked = asked.lock().unwrap();
+        let every_turn = asked.iter().filter(|r| **r == EveryTurn).count();
+        assert_eq!(every_turn, 2 + EVERY_TURN_WHEN_BUSY as usize);
+        assert_eq!(asked.last(), Some(&AtEnds));
+    }
+
+    #[test]
+    fn apportioned_splits_are_never_retaken() {
+        let (mut probe, asked) = scripted_probe(&[true, true, true]);
+        probe.apportion_unsure_splits();
+        for _ in 0..3 {
+            probe.handshake().unwrap();
+        }
+        assert_eq!(*asked.lock().unwrap(), vec![CpuReadings::AtEnds; 3]);
     }
 }

@@ -583,6 +583,7 @@ impl Handshaker for NginxHandshaker {
             },
             wall_ns: done.wall_ns,
             negotiated: done.negotiated,
+            split_unsure: false,
         })
     }
 }

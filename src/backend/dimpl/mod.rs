@@ -41,8 +41,8 @@ use bulk::{record_payload_bytes, DimplBulkPair};
 use peer::{certificate, PeerCheck};
 
 use super::{
-    Backend, BulkPair, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated,
-    PreparedOperation, PrimitiveBackend, Turn, Turns, Unsupported,
+    Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
+    Negotiated, PreparedOperation, PrimitiveBackend, SideTimes, Turn, Turns, Unsupported,
 };
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
@@ -247,6 +247,8 @@ pub(crate) struct DimplHandshaker {
     client_certificate: DtlsCertificate,
     client_check: PeerCheck,
     server_check: PeerCheck,
+    /// When a handshake over memory reads the thread's CPU clock.
+    cpu_readings: CpuReadings,
 }
 
 /// One side of a connection: the dimpl endpoint, its end of the channel
@@ -346,7 +348,7 @@ impl<E: Read + Write> Side<E> {
 struct Established<E = DatagramEnd> {
     client: Side<E>,
     server: Side<E>,
-    turns: Turns,
+    times: SideTimes,
     wall_ns: u64,
     /// How many times a retransmission timer had to fire (a lost datagram).
     timeouts: usize,
@@ -359,11 +361,16 @@ impl Handshaker for DimplHandshaker {
         }
         let established = self.establish_over(&DatagramPipe::new(self.mtu_bytes))?;
         Ok(HandshakeSample {
-            client: established.turns.client,
-            server: established.turns.server,
+            client: established.times.client,
+            server: established.times.server,
             wall_ns: established.wall_ns,
             negotiated: self.negotiated(&established)?,
+            split_unsure: established.times.split_unsure,
         })
+    }
+
+    fn read_cpu(&mut self, readings: CpuReadings) {
+        self.cpu_readings = readings;
     }
 }
 
@@ -405,6 +412,7 @@ impl DimplHandshaker {
             client_certificate,
             client_check,
             server_check,
+            cpu_readings: CpuReadings::EveryTurn,
         })
     }
 
@@ -449,7 +457,7 @@ impl DimplHandshaker {
         let start = Instant::now();
         // dimpl's clock: it moves only when a timer must fire.
         let mut clock = start;
-        let mut turns = Turns::start();
+        let mut turns = Turns::start(self.cpu_readings);
         let mut client = self
             .new_side(true, pipe.client_end(), clock)
             .context("client")?;
@@ -495,11 +503,12 @@ impl DimplHandshaker {
                 turns.ended(Turn::Server);
             }
         }
+        let wall_ns = start.elapsed().as_nanos() as u64;
         Ok(Established {
             client,
             server,
-            turns,
-            wall_ns: start.elapsed().as_nanos() as u64,
+            times: turns.finish(),
+            wall_ns,
             timeouts,
         })
     }

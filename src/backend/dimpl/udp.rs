@@ -35,6 +35,7 @@ impl DimplHandshaker {
             client: sides.client_time,
             server: sides.server_time,
             wall_ns: sides.wall_ns,
+            split_unsure: false,
         })
     }
 }

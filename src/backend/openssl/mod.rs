@@ -28,8 +28,8 @@ use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::X509;
 
 use super::{
-    Backend, BulkPair, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated, Turn,
-    Turns,
+    Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
+    Negotiated, SideTimes, Turn, Turns,
 };
 use crate::certs::{openssl_supports_key, CertChain, Credentials, SERVER_NAME};
 use crate::scenario::{
@@ -555,6 +555,8 @@ struct OpensslHandshaker {
     /// Over TCP, the listener every handshake of this handshaker connects
     /// to (as a server's is), opened on first use.
     listener: Option<Arc<TcpLoopback>>,
+    /// When a handshake over memory reads the thread's CPU clock.
+    cpu_readings: CpuReadings,
 }
 
 /// The most message flights a handshake may take before it counts as stalled.
@@ -564,7 +566,7 @@ const MAX_ROUNDS: usize = 32;
 struct Established<E> {
     client: SslStream<E>,
     server: SslStream<E>,
-    turns: Turns,
+    times: SideTimes,
     wall_ns: u64,
 }
 
@@ -577,6 +579,10 @@ impl Handshaker for OpensslHandshaker {
             None => self.handshake_over(&Pipe::default()),
             Some(mtu_bytes) => self.handshake_over(&DatagramPipe::new(mtu_bytes)),
         }
+    }
+
+    fn read_cpu(&mut self, readings: CpuReadings) {
+        self.cpu_readings = readings;
     }
 }
 
@@ -594,6 +600,7 @@ impl OpensslHandshaker {
             mtu_bytes: scenario.mtu_bytes,
             transport: scenario.transport,
             listener: None,
+            cpu_readings: CpuReadings::EveryTurn,
         };
         if handshaker.resume {
             handshaker.handshake()?;
@@ -610,7 +617,7 @@ impl OpensslHandshaker {
         let Established {
             mut client,
             mut server,
-            turns,
+            times,
             wall_ns,
         } = self.establish_over(pipe)?;
         let negotiated = negotiated(client.ssl())?;
@@ -623,10 +630,11 @@ impl OpensslHandshaker {
             self.session = client.ssl().session().map(|s| s.to_owned());
         }
         Ok(HandshakeSample {
-            client: turns.client,
-            server: turns.server,
+            client: times.client,
+            server: times.server,
             wall_ns,
             negotiated,
+            split_unsure: times.split_unsure,
         })
     }
 
@@ -636,7 +644,7 @@ impl OpensslHandshaker {
     /// waits for it), so setting it up costs no clock reading of its own.
     fn establish_over<P: Duplex>(&mut self, pipe: &P) -> Result<Established<P::End>> {
         let start = std::time::Instant::now();
-        let mut turns = Turns::start();
+        let mut turns = Turns::start(self.cpu_readings);
 
         let mut client = self.new_client(pipe)?;
         let mut server = None;
@@ -675,11 +683,12 @@ impl OpensslHandshaker {
                 bail!("handshake stalled after {rounds} rounds");
             }
         }
+        let wall_ns = start.elapsed().as_nanos() as u64;
         Ok(Established {
             client,
             server: server.context("the server never had a turn")?,
-            turns,
-            wall_ns: start.elapsed().as_nanos() as u64,
+            times: turns.finish(),
+            wall_ns,
         })
     }
 

@@ -115,6 +115,7 @@ impl OpensslHandshaker {
             server: server_time,
             wall_ns,
             negotiated,
+            split_unsure: false,
         })
     }
 }

@@ -28,8 +28,8 @@ use rustls::{
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 
 use super::{
-    Backend, BulkPair, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated, Turn,
-    Turns,
+    Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
+    Negotiated, SideTimes, Turn, Turns,
 };
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
 use crate::scenario::{
@@ -366,6 +366,7 @@ impl RustlsBackend {
             transport: scenario.transport,
             listener: None,
             resumes: scenario.resumption.is_on(),
+            cpu_readings: CpuReadings::EveryTurn,
         })
     }
 }
@@ -514,6 +515,8 @@ struct RustlsHandshaker {
     listener: Option<Arc<TcpLoopback>>,
     /// The client keeps sessions (read its tickets after each handshake).
     resumes: bool,
+    /// When a handshake over memory reads the thread's CPU clock.
+    cpu_readings: CpuReadings,
 }
 
 /// The most message flights a handshake may take before it counts as stalled.
@@ -543,7 +546,7 @@ struct Established {
     server_end: PipeEnd,
     client: ClientConnection,
     server: ServerConnection,
-    turns: Turns,
+    times: SideTimes,
     wall_ns: u64,
 }
 
@@ -554,7 +557,7 @@ impl RustlsHandshaker {
         let mut client_end = pipe.client_end();
         let mut server_end = pipe.server_end();
         let start = std::time::Instant::now();
-        let mut turns = Turns::start();
+        let mut turns = Turns::start(self.cpu_readings);
 
         instrument::set_side(Side::Client);
         let mut client = ClientConnection::new(Arc::clone(&self.client), self.server_name.clone())?;
@@ -590,13 +593,14 @@ impl RustlsHandshaker {
             }
         }
         let wall_ns = start.elapsed().as_nanos() as u64;
+        let times = turns.finish();
         Ok(Established {
             pipe,
             client_end,
             server_end,
             client,
             server,
-            turns,
+            times,
             wall_ns,
         })
     }
@@ -633,7 +637,7 @@ impl Handshaker for RustlsHandshaker {
         }
         let Established {
             client,
-            turns,
+            times,
             wall_ns,
             ..
         } = self.establish()?;
@@ -642,11 +646,16 @@ impl Handshaker for RustlsHandshaker {
             bail!("the handshake needed a HelloRetryRequest (an extra round trip)");
         }
         Ok(HandshakeSample {
-            client: turns.client,
-            server: turns.server,
+            client: times.client,
+            server: times.server,
             wall_ns,
             negotiated,
+            split_unsure: times.split_unsure,
         })
+    }
+
+    fn read_cpu(&mut self, readings: CpuReadings) {
+        self.cpu_readings = readings;
     }
 }
 

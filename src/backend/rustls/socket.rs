@@ -54,6 +54,7 @@ impl RustlsHandshaker {
             server: server_time,
             wall_ns,
             negotiated,
+            split_unsure: false,
         })
     }
 
