@@ -101,7 +101,7 @@ fn main() {
         let credentials = certs.get(cert, 3).unwrap();
         let mut handshaker = backend.handshaker(&scenario, &credentials).unwrap();
         let (mut every_turn, mut at_ends) = (Way::default(), Way::default());
-        let mut take = |handshaker: &mut Box<dyn Handshaker>, readings, way: &mut Way| {
+        let take = |handshaker: &mut Box<dyn Handshaker>, readings, way: &mut Way| {
             handshaker.read_cpu(readings);
             let sample = handshaker.handshake().unwrap();
             way.client.push(sample.client.cpu_ns);
