@@ -161,6 +161,9 @@ impl Write for DatagramEnd {
 
 const DTLS_MTU: u16 = 1400;
 
+/// How many clients and servers each side of a row is given (see `main`).
+const PLACEMENTS: usize = 8;
+
 /// OpenSSL contexts for a full DTLS 1.2 ECDHE P-256 handshake with
 /// AES-128-GCM, the server requiring a cookie (HMAC-SHA256).
 fn openssl_dtls_contexts(credentials: &Credentials, cert: CertKind) -> (SslContext, SslContext) {
@@ -368,28 +371,43 @@ fn main() {
                 transport: tlslab::scenario::Transport::Memory,
             };
             let credentials = certs.get(cert, 3).unwrap();
-            let mut plain: Box<dyn FnMut()> = match backend_id {
-                "openssl-dtls" => {
-                    let (c, s) = openssl_dtls_contexts(&credentials, cert);
-                    Box::new(move || openssl_plain_dtls_handshake(&c, &s))
-                }
-                "openssl" => {
-                    let (c, s) = openssl_contexts(&credentials);
-                    Box::new(move || openssl_plain_handshake(&c, &s))
-                }
-                "rustls-aws-lc" => {
-                    let (c, s) =
-                        rustls_configs(rustls::crypto::aws_lc_rs::default_provider(), &credentials);
-                    Box::new(move || rustls_plain_handshake(&c, &s))
-                }
-                _ => {
-                    let (c, s) =
-                        rustls_configs(rustls::crypto::ring::default_provider(), &credentials);
-                    Box::new(move || rustls_plain_handshake(&c, &s))
+            let make_plain = || -> Box<dyn FnMut()> {
+                match backend_id {
+                    "openssl-dtls" => {
+                        let (c, s) = openssl_dtls_contexts(&credentials, cert);
+                        Box::new(move || openssl_plain_dtls_handshake(&c, &s))
+                    }
+                    "openssl" => {
+                        let (c, s) = openssl_contexts(&credentials);
+                        Box::new(move || openssl_plain_handshake(&c, &s))
+                    }
+                    "rustls-aws-lc" => {
+                        let (c, s) = rustls_configs(
+                            rustls::crypto::aws_lc_rs::default_provider(),
+                            &credentials,
+                        );
+                        Box::new(move || rustls_plain_handshake(&c, &s))
+                    }
+                    _ => {
+                        let (c, s) =
+                            rustls_configs(rustls::crypto::ring::default_provider(), &credentials);
+                        Box::new(move || rustls_plain_handshake(&c, &s))
+                    }
                 }
             };
-            let (mut probe, _) =
-                HandshakeProbe::prepare(backend.as_ref(), &scenario, &certs).unwrap();
+            // Where the allocator puts a client's and a server's keys and
+            // contexts can make every handshake of theirs a few percent
+            // dearer or cheaper for their whole life; each side gets
+            // several placements, one per round in turn, so that neither
+            // side's luck decides the ratio.
+            let mut plains: Vec<Box<dyn FnMut()>> = (0..PLACEMENTS).map(|_| make_plain()).collect();
+            let mut probes: Vec<HandshakeProbe> = (0..PLACEMENTS)
+                .map(|_| {
+                    HandshakeProbe::prepare(backend.as_ref(), &scenario, &certs)
+                        .unwrap()
+                        .0
+                })
+                .collect();
             // The sampler as the commands use it, for a fixed count.
             let options = SamplingOptions {
                 runs: Some(handshakes),
@@ -410,23 +428,28 @@ fn main() {
                 assert_eq!(run.outcomes[0].samples().len(), handshakes, "{backend_id}");
             };
             // Warm both up.
-            for _ in 0..50 {
-                plain();
+            for plain in &mut plains {
+                for _ in 0..10 {
+                    plain();
+                }
             }
-            sampled(&mut probe);
+            for probe in &mut probes {
+                sampled(probe);
+            }
 
             let (mut plain_rates, mut tlslab_rates) = (Vec::new(), Vec::new());
             for round in 0..rounds {
                 // Alternate which side goes first, so drift favours neither.
                 for side in [round % 2, 1 - round % 2] {
                     let start = Instant::now();
+                    let placement = round % PLACEMENTS;
                     if side == 0 {
                         for _ in 0..handshakes {
-                            plain();
+                            plains[placement]();
                         }
                         plain_rates.push(handshakes as f64 / start.elapsed().as_secs_f64());
                     } else {
-                        sampled(&mut probe);
+                        sampled(&mut probes[placement]);
                         let elapsed = start.elapsed().as_secs_f64();
                         // The sampler always runs one warm-up handshake first.
                         tlslab_rates.push((handshakes + 1) as f64 / elapsed);
