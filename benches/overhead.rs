@@ -4,6 +4,9 @@
 //! timers, verification, sample bookkeeping) with a plain loop that drives
 //! the same library's handshake with no timing or bookkeeping at all: TLS
 //! 1.3 on every backend, and DTLS 1.2 on OpenSSL over a datagram wire.
+//! Each row prints the ratio of the two sides' median rates and the median
+//! of the per-round ratios (`paired`: a round and its twin run back to
+//! back, so the pair cancels the machine's drift).
 //!
 //! Run: `cargo bench --bench overhead` (optionally `-- ROUNDS HANDSHAKES`,
 //! and the names of the rows to run, `openssl-dtls` or `rustls-ring`, to
