@@ -134,7 +134,7 @@ impl CapacityReport<'_> {
         }
         table.notes.push("handshakes/s measured: handshakes that finished inside the window, all threads together, over the window's wall-clock time; each thread does both sides of its handshakes over memory, so this counts client and server work.".to_string());
         table.notes.push("scaling: handshakes/s over threads × the one-thread row's (100%: every thread as fast as one alone).".to_string());
-        table.notes.push("server CPU: the thread's CPU time inside the server's calls, mean per handshake; server capacity: threads (as cores) / server CPU per handshake, what a server with that many cores could answer, the client's work left out.".to_string());
+        table.notes.push("server CPU: the thread's CPU time inside the server's calls (the handshake's CPU time split as the wall time inside each side's calls), mean per handshake; server capacity: threads (as cores) / server CPU per handshake, what a server with that many cores could answer, the client's work left out.".to_string());
         table.notes.push("model × threads: `tlslab cost`'s one-core model (counted operations × primitive costs measured in this run) times the threads; it charges the public-key and key-derivation operations only.".to_string());
         let most = self
             .cells
