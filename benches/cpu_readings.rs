@@ -13,7 +13,7 @@
 
 use tlslab::backend::{backend_by_id, CpuReadings, Handshaker};
 use tlslab::certs::CertCache;
-use tlslab::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use tlslab::scenario::{CertKind, Group, HandshakeScenario, Named, TlsVersion};
 
 fn median(mut values: Vec<u64>) -> f64 {
     values.sort_unstable();
@@ -87,17 +87,7 @@ fn main() {
     );
     for (backend_id, version, group, cert) in rows {
         let backend = backend_by_id(backend_id).unwrap();
-        let scenario = HandshakeScenario {
-            version,
-            group,
-            cert,
-            aead: Aead::Aes128Gcm,
-            resumption: Resumption::Off,
-            mutual: false,
-            chain_depth: 3,
-            mtu_bytes: version.is_datagram().then_some(1400),
-            transport: tlslab::scenario::Transport::Memory,
-        };
+        let scenario = HandshakeScenario::full(version, group, cert);
         let credentials = certs.get(cert, 3).unwrap();
         let mut handshaker = backend.handshaker(&scenario, &credentials).unwrap();
         let (mut every_turn, mut at_ends) = (Way::default(), Way::default());

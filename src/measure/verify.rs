@@ -106,20 +106,10 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Aead, CertKind, Resumption};
+    use crate::scenario::CertKind;
 
     fn scenario() -> HandshakeScenario {
-        HandshakeScenario {
-            version: TlsVersion::Tls13,
-            group: Group::X25519,
-            cert: CertKind::EcdsaP256,
-            aead: Aead::Aes128Gcm,
-            resumption: Resumption::Off,
-            mutual: false,
-            chain_depth: 3,
-            mtu_bytes: None,
-            transport: crate::scenario::Transport::Memory,
-        }
+        HandshakeScenario::full(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256)
     }
 
     fn good() -> Negotiated {

@@ -144,20 +144,10 @@ fn equivalent_group(group: Group) -> Group {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{Aead, CertKind};
+    use crate::scenario::CertKind;
 
     fn scenario(version: TlsVersion, group: Group, cert: CertKind) -> HandshakeScenario {
-        HandshakeScenario {
-            version,
-            group,
-            cert,
-            aead: Aead::Aes128Gcm,
-            resumption: Resumption::Off,
-            mutual: false,
-            chain_depth: 3,
-            mtu_bytes: None,
-            transport: crate::scenario::Transport::Memory,
-        }
+        HandshakeScenario::full(version, group, cert)
     }
 
     #[test]

@@ -49,6 +49,24 @@ pub struct HandshakeScenario {
 }
 
 impl HandshakeScenario {
+    /// A full handshake of `version`, `group` and `cert` with everything
+    /// else at its default: AES-128-GCM, no resumption, the server alone
+    /// authenticated, the default chain, the default MTU for DTLS, over
+    /// memory.
+    pub fn full(version: TlsVersion, group: Group, cert: CertKind) -> Self {
+        Self {
+            version,
+            group,
+            cert,
+            aead: Aead::Aes128Gcm,
+            resumption: Resumption::Off,
+            mutual: false,
+            chain_depth: DEFAULT_CHAIN_DEPTH,
+            mtu_bytes: Self::mtu_for(version, DEFAULT_MTU_BYTES),
+            transport: Transport::Memory,
+        }
+    }
+
     /// The datagram MTU for a version: the given one for DTLS, none for TLS.
     pub fn mtu_for(version: TlsVersion, mtu_bytes: u16) -> Option<u16> {
         version.is_datagram().then_some(mtu_bytes)

@@ -219,17 +219,11 @@ mod tests {
     #[test]
     fn every_thread_counts_its_handshakes_on_the_mock() {
         let backend = crate::backend::mock::MockBackend::default();
-        let scenario = HandshakeScenario {
-            version: crate::scenario::TlsVersion::Tls13,
-            group: crate::scenario::Group::X25519,
-            cert: crate::scenario::CertKind::EcdsaP256,
-            aead: crate::scenario::Aead::Aes128Gcm,
-            resumption: crate::scenario::Resumption::Off,
-            mutual: false,
-            chain_depth: crate::scenario::DEFAULT_CHAIN_DEPTH,
-            mtu_bytes: None,
-            transport: crate::scenario::Transport::Memory,
-        };
+        let scenario = HandshakeScenario::full(
+            crate::scenario::TlsVersion::Tls13,
+            crate::scenario::Group::X25519,
+            crate::scenario::CertKind::EcdsaP256,
+        );
         let cert_dir = tempfile::tempdir().unwrap();
         let certs = CertCache::new(cert_dir.path());
         let times = StepTimes {

@@ -395,7 +395,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::scenario::{Aead, CertKind, Group, Resumption, TlsVersion, Transport};
+    use crate::scenario::{CertKind, Group, TlsVersion};
 
     /// The mock's handshakes, reported unsure as a script says whenever
     /// the CPU clock was to be read at the ends only; every request kept.
@@ -422,17 +422,8 @@ mod tests {
 
     fn scripted_probe(unsure: &[bool]) -> (HandshakeProbe, Arc<Mutex<Vec<CpuReadings>>>) {
         let backend = crate::backend::mock::MockBackend::default();
-        let scenario = HandshakeScenario {
-            version: TlsVersion::Tls13,
-            group: Group::X25519,
-            cert: CertKind::EcdsaP256,
-            aead: Aead::Aes128Gcm,
-            resumption: Resumption::Off,
-            mutual: false,
-            chain_depth: crate::scenario::DEFAULT_CHAIN_DEPTH,
-            mtu_bytes: None,
-            transport: Transport::Memory,
-        };
+        let scenario =
+            HandshakeScenario::full(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
         let cert_dir = tempfile::tempdir().unwrap();
         let certs = CertCache::new(cert_dir.path());
         let (mut probe, _) = HandshakeProbe::prepare(&backend, &scenario, &certs).unwrap();

@@ -4,23 +4,12 @@ use tlslab::backend::{Backend, HandshakeSample};
 use tlslab::measure::verify;
 use tlslab::scenario::{
     Aead, CertKind, Group, HandshakeScenario, KxKind, Named, Resumption, TlsVersion,
-    DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 
 use crate::util;
 
 pub fn scenario(version: TlsVersion, group: Group, cert: CertKind) -> HandshakeScenario {
-    HandshakeScenario {
-        version,
-        group,
-        cert,
-        aead: Aead::Aes128Gcm,
-        resumption: Resumption::Off,
-        mutual: false,
-        chain_depth: DEFAULT_CHAIN_DEPTH,
-        mtu_bytes: HandshakeScenario::mtu_for(version, DEFAULT_MTU_BYTES),
-        transport: tlslab::scenario::Transport::Memory,
-    }
+    HandshakeScenario::full(version, group, cert)
 }
 
 /// Runs three handshakes of `built_for` and checks each against
