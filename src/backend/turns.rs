@@ -6,8 +6,9 @@
 //! Wall time is read at every turn's end (the monotonic clock is read in
 //! user space, some tens of nanoseconds). The thread's CPU clock is a
 //! system call (about 0.65 µs on a virtual machine, seven or eight turns
-//! to a DTLS handshake: over 1% of a fast one), so by default it is read
-//! only at the handshake's two ends ([`CpuReadings::AtEnds`]). On one
+//! to a DTLS handshake: over 1% of a fast one), so the commands' probes
+//! read it only at the handshake's two ends ([`CpuReadings::AtEnds`]); a
+//! handshaker not told otherwise reads it at every turn. On one
 //! thread that ran throughout, CPU time and wall time are the same time, so
 //! each side's share of the handshake's CPU time is its share of the wall
 //! time. If the thread was off the CPU for part of the handshake
