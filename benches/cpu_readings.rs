@@ -14,22 +14,13 @@
 use tlslab::backend::{backend_by_id, CpuReadings, Handshaker};
 use tlslab::certs::CertCache;
 use tlslab::scenario::{CertKind, Group, HandshakeScenario, Named, TlsVersion};
-
-fn median(mut values: Vec<u64>) -> f64 {
-    values.sort_unstable();
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2] as f64
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) as f64 / 2.0
-    }
-}
+use tlslab::stats::median;
 
 /// Each side's CPU time per handshake, read one way, and how many were unsure.
 #[derive(Default)]
 struct Way {
-    client: Vec<u64>,
-    server: Vec<u64>,
+    client: Vec<f64>,
+    server: Vec<f64>,
     unsure: usize,
 }
 
@@ -94,8 +85,8 @@ fn main() {
         let take = |handshaker: &mut Box<dyn Handshaker>, readings, way: &mut Way| {
             handshaker.read_cpu(readings);
             let sample = handshaker.handshake().unwrap();
-            way.client.push(sample.client.cpu_ns);
-            way.server.push(sample.server.cpu_ns);
+            way.client.push(sample.client.cpu_ns as f64);
+            way.server.push(sample.server.cpu_ns as f64);
             way.unsure += usize::from(sample.split_unsure);
         };
         for _ in 0..50 {
@@ -116,8 +107,9 @@ fn main() {
             take(&mut handshaker, first.0, first.1);
             take(&mut handshaker, second.0, second.1);
         }
-        let (client, client_ends) = (median(every_turn.client), median(at_ends.client));
-        let (server, server_ends) = (median(every_turn.server), median(at_ends.server));
+        let median = |values: &[f64]| median(values).expect("handshakes ran");
+        let (client, client_ends) = (median(&every_turn.client), median(&at_ends.client));
+        let (server, server_ends) = (median(&every_turn.server), median(&at_ends.server));
         println!(
             "{:<14} {:<8} {:<8} {:>9.1} {:>9.1} {:>6.3} {:>9.1} {:>9.1} {:>6.3} {:>6.1}%",
             backend_id,

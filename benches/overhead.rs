@@ -24,7 +24,8 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, Server
 use tlslab::backend::backend_by_id;
 use tlslab::certs::{CertCache, Credentials, SERVER_NAME};
 use tlslab::measure::{self, SamplingOptions};
-use tlslab::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use tlslab::scenario::{CertKind, Group, HandshakeScenario, Named, TlsVersion, DEFAULT_MTU_BYTES};
+use tlslab::stats::median;
 use tlslab::workload::handshake::HandshakeProbe;
 
 mod common;
@@ -162,7 +163,8 @@ impl Write for DatagramEnd {
     }
 }
 
-const DTLS_MTU: u16 = 1400;
+/// The MTU of tlslab's DTLS rows unless `--mtu` says otherwise.
+const DTLS_MTU: u16 = DEFAULT_MTU_BYTES;
 
 /// How many clients and servers each side of a row is given (see `main`).
 const PLACEMENTS: usize = 8;
@@ -321,16 +323,6 @@ fn rustls_plain_handshake(
     }
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
-
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -358,20 +350,10 @@ fn main() {
         let backend = backend_by_id(backend_id.trim_end_matches("-dtls")).unwrap();
         for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
             let dtls = backend_id == "openssl-dtls";
-            let scenario = HandshakeScenario {
-                version: if dtls {
-                    TlsVersion::Dtls12
-                } else {
-                    TlsVersion::Tls13
-                },
-                group: if dtls { Group::P256 } else { Group::X25519 },
-                cert,
-                aead: Aead::Aes128Gcm,
-                resumption: Resumption::Off,
-                mutual: false,
-                chain_depth: 3,
-                mtu_bytes: dtls.then_some(DTLS_MTU),
-                transport: tlslab::scenario::Transport::Memory,
+            let scenario = if dtls {
+                HandshakeScenario::full(TlsVersion::Dtls12, Group::P256, cert)
+            } else {
+                HandshakeScenario::full(TlsVersion::Tls13, Group::X25519, cert)
             };
             let credentials = certs.get(cert, 3).unwrap();
             let make_plain = || -> Box<dyn FnMut()> {
@@ -459,13 +441,13 @@ fn main() {
                     }
                 }
             }
-            let mut paired: Vec<f64> = tlslab_rates
+            let paired: Vec<f64> = tlslab_rates
                 .iter()
                 .zip(&plain_rates)
                 .map(|(ours, plain)| ours / plain)
                 .collect();
-            let plain = median(&mut plain_rates);
-            let ours = median(&mut tlslab_rates);
+            let plain = median(&plain_rates).expect("rounds ran");
+            let ours = median(&tlslab_rates).expect("rounds ran");
             println!(
                 "{:<14} {:<12} {:>12.0} {:>12.0} {:>7.3} {:>7.3}",
                 backend_id,
@@ -473,7 +455,7 @@ fn main() {
                 plain,
                 ours,
                 ours / plain,
-                median(&mut paired)
+                median(&paired).expect("rounds ran")
             );
         }
     }

@@ -166,22 +166,22 @@ mod tests {
         }
     }
 
+    /// A client turn that works, then a server turn that sleeps 5 ms.
+    fn sleepy_server(readings: CpuReadings) -> SideTimes {
+        let mut turns = Turns::start(readings);
+        spin(100_000);
+        turns.ended(Turn::Client);
+        std::thread::sleep(Duration::from_millis(5));
+        turns.ended(Turn::Server);
+        turns.finish()
+    }
+
     #[test]
     fn a_sleep_inside_a_turn_makes_a_split_from_the_ends_unsure() {
-        let mut turns = Turns::start(CpuReadings::AtEnds);
-        spin(100_000);
-        turns.ended(Turn::Client);
-        std::thread::sleep(Duration::from_millis(5));
-        turns.ended(Turn::Server);
-        let times = turns.finish();
+        let times = sleepy_server(CpuReadings::AtEnds);
         assert!(times.split_unsure, "{times:?}");
         // Read at every turn, the sleeping side is charged no CPU for it.
-        let mut turns = Turns::start(CpuReadings::EveryTurn);
-        spin(100_000);
-        turns.ended(Turn::Client);
-        std::thread::sleep(Duration::from_millis(5));
-        turns.ended(Turn::Server);
-        let times = turns.finish();
+        let times = sleepy_server(CpuReadings::EveryTurn);
         assert!(!times.split_unsure);
         assert!(times.server.wall_ns >= 5_000_000, "{times:?}");
         assert!(times.server.cpu_ns < 2_000_000, "{times:?}");
