@@ -64,11 +64,7 @@ impl BulkPair for DimplBulkPair {
                 .end
                 .read(&mut self.server.datagram)
                 .context("reading a datagram")?;
-            self.server
-                .dtls
-                .handle_packet(&self.server.datagram[..length])
-                .map_err(|error| anyhow!("receiving application data failed: {error}"))?;
-            self.server.drain()?;
+            self.server.take(length, "receiving application data")?;
         }
     }
 }

@@ -319,16 +319,21 @@ impl<E: Read + Write> Side<E> {
         moved
     }
 
+    /// Hands dimpl the datagram just read (the first `length` bytes of
+    /// `datagram`) and puts out what it answers; `what` names the step in
+    /// errors ("handshake").
+    fn take(&mut self, length: usize, what: &str) -> Result<()> {
+        self.dtls
+            .handle_packet(&self.datagram[..length])
+            .map_err(|error| anyhow!("{what} failed: {error}"))?;
+        self.drain()
+    }
+
     /// Feeds dimpl every datagram waiting for this side.
     fn receive_all(&mut self) -> Result<()> {
         loop {
             match self.end.read(&mut self.datagram) {
-                Ok(length) => {
-                    self.dtls
-                        .handle_packet(&self.datagram[..length])
-                        .map_err(|error| anyhow!("handshake failed: {error}"))?;
-                    self.drain()?;
-                }
+                Ok(length) => self.take(length, "handshake")?,
                 Err(error) if error.kind() == ErrorKind::WouldBlock => return Ok(()),
                 Err(error) => return Err(error).context("reading a datagram"),
             }

@@ -8,11 +8,11 @@
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 
 use super::bulk::record_payload_bytes;
 use super::{DimplHandshaker, Side, MAX_TIMEOUTS};
-use crate::backend::socket::{run_sides, LossExplained, SocketBulkPair};
+use crate::backend::socket::{run_sides, LossExplained, Sides, SocketBulkPair};
 use crate::backend::HandshakeSample;
 use crate::transport::udp::{udp_pair, Datagrams, BULK_RECEIVE_BUFFER};
 use crate::transport::IO_TIMEOUT;
@@ -24,12 +24,7 @@ impl DimplHandshaker {
     /// One handshake over a fresh pair of loopback UDP sockets.
     pub(super) fn handshake_over_udp(&self) -> Result<HandshakeSample> {
         let (client_socket, server_socket) = udp_pair()?;
-        let client_maker = self.side_maker(true);
-        let server_maker = self.side_maker(false);
-        let sides = run_sides(
-            || complete(client_maker.make(client_socket, Instant::now())?),
-            move || complete(server_maker.make(server_socket, Instant::now())?),
-        )?;
+        let sides = self.connect_over_udp(client_socket, server_socket)?;
         Ok(HandshakeSample {
             negotiated: self.negotiated_by(&sides.client, &sides.server)?,
             client: sides.client_time,
@@ -37,6 +32,21 @@ impl DimplHandshaker {
             wall_ns: sides.wall_ns,
             split_unsure: false,
         })
+    }
+
+    /// A client and a server over these sockets, each in its own thread,
+    /// their handshake done.
+    fn connect_over_udp(
+        &self,
+        client_socket: Datagrams,
+        server_socket: Datagrams,
+    ) -> Result<Sides<Side<Datagrams>, Side<Datagrams>>> {
+        let client_maker = self.side_maker(true);
+        let server_maker = self.side_maker(false);
+        run_sides(
+            || complete(client_maker.make(client_socket, Instant::now())?),
+            move || complete(server_maker.make(server_socket, Instant::now())?),
+        )
     }
 }
 
@@ -54,12 +64,7 @@ fn complete(mut side: Side<Datagrams>) -> Result<Side<Datagrams>> {
             .clamp(MIN_WAIT, IO_TIMEOUT);
         side.end.set_read_timeout(wait)?;
         match side.end.read(&mut side.datagram) {
-            Ok(length) => {
-                side.dtls
-                    .handle_packet(&side.datagram[..length])
-                    .map_err(|error| anyhow!("handshake failed: {error}"))?;
-                side.drain()?;
-            }
+            Ok(length) => side.take(length, "handshake")?,
             Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 timeouts += 1;
                 if timeouts > MAX_TIMEOUTS {
@@ -83,13 +88,12 @@ impl DimplHandshaker {
     pub(super) fn bulk_pair_over_udp(&self) -> Result<SocketBulkPair> {
         let (client_socket, server_socket) = udp_pair()?;
         server_socket.set_receive_buffer(BULK_RECEIVE_BUFFER)?;
-        let client_maker = self.side_maker(true);
-        let server_maker = self.side_maker(false);
-        let sides = run_sides(
-            || complete(client_maker.make(client_socket, Instant::now())?),
-            move || complete(server_maker.make(server_socket, Instant::now())?),
-        )
-        .context("the handshake over UDP")?;
+        let sides = self
+            .connect_over_udp(client_socket, server_socket)
+            .context("the handshake over UDP")?;
+        // The handshake left whatever wait its last timer needed; every
+        // read of the data waits as long as any socket read may.
+        sides.server.end.set_read_timeout(IO_TIMEOUT)?;
         let negotiated = self.negotiated_by(&sides.client, &sides.server)?;
         Ok(SocketBulkPair::new(
             Some(negotiated),
@@ -140,14 +144,9 @@ impl Read for DimplReads {
             if moved > 0 || out.is_empty() {
                 return Ok(moved);
             }
-            side.end.set_read_timeout(IO_TIMEOUT)?;
             let length = side.end.read(&mut side.datagram)?;
-            side.dtls
-                .handle_packet(&side.datagram[..length])
-                .map_err(|error| {
-                    std::io::Error::other(format!("receiving application data failed: {error}"))
-                })?;
-            side.drain().map_err(std::io::Error::other)?;
+            side.take(length, "receiving application data")
+                .map_err(std::io::Error::other)?;
         }
     }
 }

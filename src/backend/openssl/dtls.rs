@@ -245,12 +245,7 @@ pub fn trace_udp_handshake(
     let mut handshaker = OpensslHandshaker::new(scenario, credentials)?;
     let (mut client, mut server) = crate::transport::udp::udp_pair()?;
     let (sent_by_client, sent_by_server) = (client.traced(), server.traced());
-    let client_address = server.peer_address()?;
-    let server_side = handshaker.server_side();
-    let sides = crate::backend::socket::run_sides(
-        || handshaker.connect(client),
-        move || server_side.accept(server, Some(client_address)),
-    )?;
+    let sides = handshaker.establish_over_udp(client, server)?;
     let sample = handshaker.finish(sides)?;
     let taken = |trace: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>| {
         std::mem::take(&mut *trace.lock().unwrap_or_else(|e| e.into_inner()))

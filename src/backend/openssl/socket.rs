@@ -17,7 +17,7 @@ use crate::backend::HandshakeSample;
 use crate::certs::SERVER_NAME;
 use crate::scenario::Transport;
 use crate::transport::tcp::TcpLoopback;
-use crate::transport::udp::{udp_pair, BULK_RECEIVE_BUFFER};
+use crate::transport::udp::{udp_pair, Datagrams, BULK_RECEIVE_BUFFER};
 use crate::transport::IO_TIMEOUT;
 
 impl OpensslHandshaker {
@@ -35,12 +35,7 @@ impl OpensslHandshaker {
             }
             Transport::Udp => {
                 let (client_socket, server_socket) = udp_pair()?;
-                let client_address = server_socket.peer_address()?;
-                let server = self.server_side();
-                let sides = run_sides(
-                    || self.connect(client_socket),
-                    move || server.accept(server_socket, Some(client_address)),
-                )?;
+                let sides = self.establish_over_udp(client_socket, server_socket)?;
                 self.finish(sides)
             }
             Transport::Memory => bail!("the memory transport has no socket"),
@@ -58,6 +53,21 @@ impl OpensslHandshaker {
         run_sides(
             || self.connect(loopback.connect()?),
             move || server.accept(listener.accept()?, None),
+        )
+    }
+
+    /// A DTLS handshake over a connected pair of UDP sockets, the server's
+    /// cookie bound to the client socket's address.
+    pub(super) fn establish_over_udp(
+        &self,
+        client_socket: Datagrams,
+        server_socket: Datagrams,
+    ) -> Result<Sides<SslStream<Datagrams>, SslStream<Datagrams>>> {
+        let client_address = server_socket.peer_address()?;
+        let server = self.server_side();
+        run_sides(
+            || self.connect(client_socket),
+            move || server.accept(server_socket, Some(client_address)),
         )
     }
 
@@ -178,13 +188,9 @@ fn read_to_close<S: Read + Write>(stream: &mut SslStream<S>) -> Result<()> {
 pub(super) fn bulk_pair_over_udp(handshaker: &OpensslHandshaker) -> Result<SocketBulkPair> {
     let (client_socket, server_socket) = udp_pair()?;
     server_socket.set_receive_buffer(BULK_RECEIVE_BUFFER)?;
-    let client_address = server_socket.peer_address()?;
-    let server = handshaker.server_side();
-    let sides = run_sides(
-        || handshaker.connect(client_socket),
-        move || server.accept(server_socket, Some(client_address)),
-    )
-    .context("the handshake over UDP")?;
+    let sides = handshaker
+        .establish_over_udp(client_socket, server_socket)
+        .context("the handshake over UDP")?;
     let negotiated = negotiated(sides.client.ssl())?;
     let most = dtls::data_mtu(sides.client.ssl())?;
     Ok(SocketBulkPair::new(
