@@ -19,7 +19,14 @@ use crate::transport::memory::{Pipe, PipeEnd};
 pub const MAX_RECORD_BYTES: usize = 16_384;
 const TLS_HEADER_BYTES: usize = 5;
 /// A DTLS record header: type, version, epoch, sequence number, length.
-pub const DTLS_HEADER_BYTES: usize = 13;
+const DTLS_HEADER_BYTES: usize = 13;
+
+/// The most a datagram of `mtu_bytes` carries behind its DTLS header.
+pub fn datagram_body_bytes(mtu_bytes: u16) -> usize {
+    usize::from(mtu_bytes)
+        .saturating_sub(DTLS_HEADER_BYTES)
+        .max(1)
+}
 
 /// Puts `body` into `record` behind a DTLS application data header (epoch
 /// 1, the sequence number left at zero), as the no-crypto datagram rows
@@ -126,9 +133,7 @@ impl PlainPair {
         Self::over(Link::Datagrams {
             sender: pipe.client_end(),
             receiver: pipe.server_end(),
-            body_bytes: usize::from(mtu_bytes)
-                .saturating_sub(DTLS_HEADER_BYTES)
-                .max(1),
+            body_bytes: datagram_body_bytes(mtu_bytes),
             pipe,
         })
     }
@@ -180,13 +185,7 @@ impl PlainPair {
                 let length = receiver
                     .read(&mut self.incoming)
                     .context("reading a datagram")?;
-                if length < header_bytes || self.incoming[0] != 23 {
-                    bail!("a datagram that is not an application data record");
-                }
-                let declared = usize::from(self.incoming[11]) << 8 | usize::from(self.incoming[12]);
-                if declared != length - header_bytes {
-                    bail!("a record of {declared} bytes in a datagram of {length}");
-                }
+                datagram_body(&self.incoming[..length])?;
                 length
             }
         };
@@ -204,17 +203,16 @@ impl BulkPair for PlainPair {
     fn send(&mut self, data: &[u8]) -> Result<()> {
         let header_bytes = self.link.header_bytes();
         for body in data.chunks(self.link.body_bytes()) {
-            let length = body.len() as u16;
-            self.record.clear();
             match self.link {
-                Link::Stream { .. } => self.record.extend_from_slice(&[23, 3, 3]),
-                // Type, version, epoch 1 and a sequence number left at zero.
-                Link::Datagrams { .. } => self
-                    .record
-                    .extend_from_slice(&[23, 0xfe, 0xfd, 0, 1, 0, 0, 0, 0, 0, 0]),
+                Link::Stream { .. } => {
+                    self.record.clear();
+                    self.record.extend_from_slice(&[23, 3, 3]);
+                    self.record
+                        .extend_from_slice(&(body.len() as u16).to_be_bytes());
+                    self.record.extend_from_slice(body);
+                }
+                Link::Datagrams { .. } => frame_datagram(body, &mut self.record),
             }
-            self.record.extend_from_slice(&length.to_be_bytes());
-            self.record.extend_from_slice(body);
             if self.mask != 0 {
                 for byte in &mut self.record[header_bytes..] {
                     *byte ^= self.mask;

@@ -215,12 +215,11 @@ impl<R: Read> Read for LossExplained<R> {
 pub fn plain_pair_over_udp(mtu_bytes: u16) -> Result<SocketBulkPair> {
     let (sender, receiver) = crate::transport::udp::udp_pair()?;
     receiver.set_receive_buffer(crate::transport::udp::BULK_RECEIVE_BUFFER)?;
-    let header = super::plain::DTLS_HEADER_BYTES;
     Ok(SocketBulkPair::new(
         None,
         Box::new(PlainDatagramWrites {
             socket: sender,
-            body_bytes: usize::from(mtu_bytes).saturating_sub(header).max(1),
+            body_bytes: super::plain::datagram_body_bytes(mtu_bytes),
             record: Vec::new(),
         }),
         Box::new(LossExplained(PlainDatagramReads {

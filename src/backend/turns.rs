@@ -63,9 +63,10 @@ const CLOCKS_DISAGREE: Duration = Duration::from_micros(2);
 pub struct Turns {
     readings: CpuReadings,
     started: Instant,
-    started_cpu_ns: u64,
     last: Instant,
-    last_cpu_ns: u64,
+    /// The CPU clock's last reading: at the start, or (every turn) at the
+    /// last turn's end.
+    cpu_ns: u64,
     client: SideTime,
     server: SideTime,
 }
@@ -77,9 +78,8 @@ impl Turns {
         Self {
             readings,
             started: now,
-            started_cpu_ns: cpu_ns,
             last: now,
-            last_cpu_ns: cpu_ns,
+            cpu_ns,
             client: SideTime::default(),
             server: SideTime::default(),
         }
@@ -96,8 +96,8 @@ impl Turns {
         self.last = now;
         if self.readings == CpuReadings::EveryTurn {
             let cpu_ns = thread_cpu_ns();
-            side.cpu_ns += cpu_ns.saturating_sub(self.last_cpu_ns);
-            self.last_cpu_ns = cpu_ns;
+            side.cpu_ns += cpu_ns.saturating_sub(self.cpu_ns);
+            self.cpu_ns = cpu_ns;
         }
     }
 
@@ -112,7 +112,7 @@ impl Turns {
             };
         }
         let (now, cpu_ns) = (Instant::now(), thread_cpu_ns());
-        let cpu_ns = cpu_ns.saturating_sub(self.started_cpu_ns);
+        let cpu_ns = cpu_ns.saturating_sub(self.cpu_ns);
         let wall = now - self.started;
         let off_cpu = wall.saturating_sub(Duration::from_nanos(cpu_ns));
         let cpu_per_wall = if wall.is_zero() {
