@@ -11,7 +11,7 @@ use super::session::{check_exports, usage};
 use crate::cli::CompareArgs;
 use crate::measure::{Outcome, Sampled, Timed};
 use crate::report::compare::{self, Cell, Kind, Run};
-use crate::scenario::{HandshakeScenario, Named, Transport};
+use crate::scenario::{HandshakeScenario, Named};
 use crate::store::Store;
 use crate::workload::bulk::BulkSample;
 use crate::workload::load::PHASE_IDS;
@@ -193,11 +193,7 @@ fn bulk_cells(store: &Store, id: i64) -> Result<Vec<Cell>> {
     let mut cells = Vec::new();
     for c in store.load_bulk_cells(id)? {
         let s = &c.scenario;
-        let protocol = s.channel.protocol_name()
-            + &match s.transport {
-                Transport::Memory => String::new(),
-                transport => format!(" over {}", transport.display()),
-            };
+        let protocol = s.channel.protocol_name() + &s.transport.over_suffix();
         let sides: [(&str, PerByte); 2] = [
             ("sender", BulkSample::sender_ns_per_byte),
             ("receiver", BulkSample::receiver_ns_per_byte),

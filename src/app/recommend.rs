@@ -142,16 +142,10 @@ fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<
             .iter()
             .map(|c| {
                 let cost = row_cost(&c.outcome, c.samples(), Sampled::cost);
-                let (protocol, suite) = match c.scenario.channel {
-                    crate::scenario::bulk::Channel::Plain
-                    | crate::scenario::bulk::Channel::PlainDatagrams => {
-                        ("none".to_string(), "none".to_string())
-                    }
-                    crate::scenario::bulk::Channel::Tls { version, aead } => (
-                        crate::scenario::Named::id(version).to_string(),
-                        crate::scenario::Named::id(aead).to_string(),
-                    ),
-                };
+                let (protocol, suite) = (
+                    c.scenario.protocol_id().to_string(),
+                    c.scenario.suite_id().to_string(),
+                );
                 Candidate {
                     backend: c.backend.clone(),
                     label: c.scenario.label(),

@@ -118,9 +118,6 @@ impl SamplingArgs {
     }
 }
 
-/// Opens the store the options name. A store that cannot be opened (a
-/// corrupt file, a full disk, another tool's database) is an error of the
-/// run, exit code 1, not a usage error.
 /// The backends a command runs on: those named on the command line, else
 /// its preset's, else all of them; an empty list is a usage error.
 pub(crate) fn chosen_backends(
@@ -139,6 +136,9 @@ pub(crate) fn chosen_backends(
     Ok(backends)
 }
 
+/// Opens the store the options name. A store that cannot be opened (a
+/// corrupt file, a full disk, another tool's database) is an error of the
+/// run, exit code 1, not a usage error.
 pub(crate) fn open_store(database: &DatabaseArgs) -> Result<Store> {
     if database.no_db {
         return Store::open_in_memory();

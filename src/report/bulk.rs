@@ -188,11 +188,7 @@ fn table(rows: &[BulkRow]) -> Table {
         }
         table.rows.push(vec![
             row.backend.clone(),
-            row.scenario.channel.protocol_name()
-                + &match row.scenario.transport {
-                    crate::scenario::Transport::Memory => String::new(),
-                    transport => format!(" over {}", transport.display()),
-                },
+            row.scenario.channel.protocol_name() + &row.scenario.transport.over_suffix(),
             row.scenario.suite_id().to_string(),
             row.scenario.write_bytes.to_string(),
             median(row.sender_ms_per_mb),

@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
-use super::axes::{Aead, CertKind, Group, Resumption, TlsVersion};
+use super::axes::{Aead, CertKind, Group, TlsVersion};
 use super::names::{parse_name, serialize_by_id, Named};
-use super::{HandshakeScenario, Transport, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES};
+use super::{HandshakeScenario, Transport, DEFAULT_MTU_BYTES};
 
 /// The key exchange of every bulk handshake (the handshake is not counted;
 /// it only has to give the suite its keys).
@@ -154,18 +154,12 @@ impl BulkScenario {
     pub fn handshake(&self) -> Option<HandshakeScenario> {
         match self.channel {
             Channel::Plain | Channel::PlainDatagrams => None,
+            // DTLS rows run at the default MTU: each write is cut into
+            // records that fit it.
             Channel::Tls { version, aead } => Some(HandshakeScenario {
-                version,
-                group: BULK_GROUP,
-                cert: BULK_CERT,
                 aead,
-                resumption: Resumption::Off,
-                mutual: false,
-                chain_depth: DEFAULT_CHAIN_DEPTH,
-                // DTLS rows run at the default MTU: each write is cut into
-                // records that fit it.
-                mtu_bytes: HandshakeScenario::mtu_for(version, DEFAULT_MTU_BYTES),
                 transport: self.transport,
+                ..HandshakeScenario::full(version, BULK_GROUP, BULK_CERT)
             }),
         }
     }
@@ -196,10 +190,6 @@ impl BulkScenario {
 
     /// A readable one-line description for tables.
     pub fn describe(&self) -> String {
-        let over = match self.transport {
-            Transport::Memory => String::new(),
-            transport => format!(" over {}", transport.display()),
-        };
         let text = match self.channel {
             Channel::Plain => format!("no crypto, {} B writes", self.write_bytes),
             Channel::PlainDatagrams => format!(
@@ -215,7 +205,7 @@ impl BulkScenario {
                 )
             }
         };
-        text + &over
+        text + &self.transport.over_suffix()
     }
 }
 

@@ -90,6 +90,15 @@ impl Transport {
         }
     }
 
+    /// What a row's description ends with: "" over memory (the default),
+    /// else " over TCP" or " over UDP".
+    pub fn over_suffix(self) -> String {
+        match self {
+            Transport::Memory => String::new(),
+            transport => format!(" over {}", transport.display()),
+        }
+    }
+
     /// The name for tables ("memory", "TCP", "UDP").
     pub fn display(self) -> &'static str {
         match self {
