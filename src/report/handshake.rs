@@ -65,40 +65,48 @@ fn micros(samples: &[Timed<Sample>], pick: fn(&Sample) -> u64) -> Option<Summary
 /// same backend if it has one, else to the first backend's baseline row,
 /// from the rounds both were sampled in.
 pub fn build_rows(cells: &[CellResult], baseline: Option<&str>) -> Vec<Row> {
+    rows_paired(cells, &with_baselines(cells, baseline))
+}
+
+/// The rows, with their ratios from `paired` (as [`with_baselines`] gives it).
+fn rows_paired(cells: &[CellResult], paired: &[Paired]) -> Vec<Row> {
     let mut rows: Vec<Row> = cells.iter().map(row_of).collect();
-    for (row, (cell, base)) in rows.iter_mut().zip(with_baselines(cells, baseline)) {
+    for (row, (cell, base)) in rows.iter_mut().zip(paired) {
         if let Some(base) = base {
-            row.ratio_to_baseline = stats::paired_ratio(&cell, &base);
+            row.ratio_to_baseline = stats::paired_ratio(cell, base);
         }
     }
     rows
 }
 
+/// A cell's round medians, and its baseline's if it is paired with one.
+type Paired = (RoundValues, Option<RoundValues>);
+
 /// Per cell, its round medians and, when it is measured and has one, its
 /// baseline's: the baseline row of the same backend if there is one, else
-/// the first backend's.
-fn with_baselines(
-    cells: &[CellResult],
-    baseline: Option<&str>,
-) -> Vec<(RoundValues, Option<RoundValues>)> {
-    let rounds = |backend: Option<&str>| {
-        cells
-            .iter()
-            .find(|c| {
-                Some(c.scenario.label().as_str()) == baseline
-                    && backend.is_none_or(|b| c.backend == b)
-                    && !c.samples().is_empty()
-            })
-            .map(|c| stats::round_medians(&measure::costs(c.samples())))
+/// the first backend's. Without a baseline, nothing.
+fn with_baselines(cells: &[CellResult], baseline: Option<&str>) -> Vec<Paired> {
+    let Some(baseline) = baseline else {
+        return vec![(Vec::new(), None); cells.len()];
     };
-    let fallback = rounds(None);
+    let medians = |cell: &CellResult| stats::round_medians(&measure::costs(cell.samples()));
+    let mut by_backend: std::collections::HashMap<&str, RoundValues> = Default::default();
+    let mut first = None;
+    for cell in cells {
+        if cell.scenario.label() == baseline && !cell.samples().is_empty() {
+            let values = medians(cell);
+            first.get_or_insert_with(|| values.clone());
+            by_backend.entry(cell.backend.as_str()).or_insert(values);
+        }
+    }
     cells
         .iter()
         .map(|cell| {
-            let own = stats::round_medians(&measure::costs(cell.samples()));
+            let own = medians(cell);
             let base = (!own.is_empty())
-                .then(|| rounds(Some(&cell.backend)).or_else(|| fallback.clone()))
-                .flatten();
+                .then(|| by_backend.get(cell.backend.as_str()).or(first.as_ref()))
+                .flatten()
+                .cloned();
             (own, base)
         })
         .collect()
@@ -106,10 +114,11 @@ fn with_baselines(
 
 /// Whether other work on the machine moved the ratios to the baseline
 /// (see [`stats::other_work`]); `None` without per-round readings.
-pub fn other_work(
+fn other_work(
     cells: &[CellResult],
     baseline: Option<&str>,
     rounds: &[Round],
+    paired: &[Paired],
 ) -> Option<stats::OtherWork> {
     let loads: Vec<(u32, f64)> = rounds
         .iter()
@@ -118,9 +127,9 @@ pub fn other_work(
     // Every cell but the baseline rows themselves.
     let pairs: Vec<(RoundValues, RoundValues)> = cells
         .iter()
-        .zip(with_baselines(cells, baseline))
+        .zip(paired)
         .filter(|(cell, _)| Some(cell.scenario.label().as_str()) != baseline)
-        .filter_map(|(_, (own, base))| base.map(|base| (own, base)))
+        .filter_map(|(_, (own, base))| base.clone().map(|base| (own.clone(), base)))
         .collect();
     stats::other_work(&loads, &pairs)
 }
@@ -474,10 +483,11 @@ impl HandshakeReport<'_> {
                 &b.backend,
             ))
         });
-        let rows = build_rows(&cells, self.baseline);
+        let paired = with_baselines(&cells, self.baseline);
+        let rows = rows_paired(&cells, &paired);
         let drift = drift(&cells);
         let dtls_pairs = tls_vs_dtls::pairs(&cells);
-        let other_work = other_work(&cells, self.baseline, self.rounds);
+        let other_work = other_work(&cells, self.baseline, self.rounds, &paired);
         let data = super::json_with(
             super::provenance_json(
                 self.run_id,
