@@ -273,7 +273,7 @@ fn sample_matrix(
             .map(|&c| {
                 let scenario = cells[c].scenario;
                 let plain = scenario.no_crypto_twin();
-                (plain != scenario)
+                (!scenario.channel.is_plain())
                     .then(|| probe_cell.iter().position(|&p| cells[p].scenario == plain))
                     .flatten()
             })

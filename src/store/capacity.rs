@@ -113,7 +113,7 @@ mod tests {
     use super::*;
     use crate::backend::LibraryInfo;
     use crate::host::HostInfo;
-    use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Resumption, TlsVersion};
+    use crate::scenario::{CertKind, Group, HandshakeScenario, TlsVersion};
     use crate::store::RunInfo;
 
     #[test]
@@ -133,17 +133,7 @@ mod tests {
                 }],
             })
             .unwrap();
-        let scenario = HandshakeScenario {
-            version: TlsVersion::Tls13,
-            group: Group::P256,
-            cert: CertKind::Rsa2048,
-            aead: Aead::Aes128Gcm,
-            resumption: Resumption::Off,
-            mutual: false,
-            chain_depth: 3,
-            mtu_bytes: None,
-            transport: crate::scenario::Transport::Memory,
-        };
+        let scenario = HandshakeScenario::full(TlsVersion::Tls13, Group::P256, CertKind::Rsa2048);
         let step = |threads: usize| Step {
             threads,
             handshakes: 1_000 * threads as u64,

@@ -169,7 +169,7 @@ pub fn table(pairs: &[Pair], cells: &[CellResult]) -> Option<Table> {
 mod tests {
     use super::*;
     use crate::measure::{Outcome, Timed};
-    use crate::scenario::{Aead, CertKind, Group, Resumption, DEFAULT_MTU_BYTES};
+    use crate::scenario::{CertKind, Group};
     use crate::workload::handshake::Sample;
 
     fn cell(version: TlsVersion, cost_ns: &[u64]) -> CellResult {
@@ -179,17 +179,7 @@ mod tests {
     fn cell_on(backend: &str, version: TlsVersion, cost_ns: &[u64]) -> CellResult {
         CellResult {
             backend: backend.into(),
-            scenario: HandshakeScenario {
-                version,
-                group: Group::P256,
-                cert: CertKind::EcdsaP256,
-                aead: Aead::Aes128Gcm,
-                resumption: Resumption::Off,
-                mutual: false,
-                chain_depth: 3,
-                mtu_bytes: HandshakeScenario::mtu_for(version, DEFAULT_MTU_BYTES),
-                transport: crate::scenario::Transport::Memory,
-            },
+            scenario: HandshakeScenario::full(version, Group::P256, CertKind::EcdsaP256),
             negotiated: None,
             outcome: Outcome::Measured {
                 samples: cost_ns
