@@ -213,8 +213,7 @@ impl<R: Read> Read for LossExplained<R> {
 /// at most `mtu_bytes`, one record behind a DTLS header each, in two
 /// threads like the protected rows.
 pub fn plain_pair_over_udp(mtu_bytes: u16) -> Result<SocketBulkPair> {
-    let (sender, receiver) = crate::transport::udp::udp_pair()?;
-    receiver.set_receive_buffer(crate::transport::udp::BULK_RECEIVE_BUFFER)?;
+    let (sender, receiver) = crate::transport::udp::bulk_udp_pair()?;
     Ok(SocketBulkPair::new(
         None,
         Box::new(PlainDatagramWrites {

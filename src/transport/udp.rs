@@ -107,7 +107,16 @@ impl Write for Datagrams {
 }
 
 /// The receive buffer asked for on the reading socket of a bulk pair.
-pub const BULK_RECEIVE_BUFFER: usize = 16 << 20;
+const BULK_RECEIVE_BUFFER: usize = 16 << 20;
+
+/// A pair as [`udp_pair`] makes it for application data from the client
+/// to the server: the server's socket (the reader) gets a large receive
+/// buffer, so a burst of writes waits there rather than being dropped.
+pub fn bulk_udp_pair() -> Result<(Datagrams, Datagrams)> {
+    let (client, server) = udp_pair()?;
+    server.set_receive_buffer(BULK_RECEIVE_BUFFER)?;
+    Ok((client, server))
+}
 
 /// What a reader of application data over UDP says when a read timed out:
 /// a datagram was lost (DTLS does not resend application data); other

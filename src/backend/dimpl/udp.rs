@@ -14,7 +14,7 @@ use super::bulk::record_payload_bytes;
 use super::{DimplHandshaker, Side, MAX_TIMEOUTS};
 use crate::backend::socket::{run_sides, LossExplained, Sides, SocketBulkPair};
 use crate::backend::HandshakeSample;
-use crate::transport::udp::{udp_pair, Datagrams, BULK_RECEIVE_BUFFER};
+use crate::transport::udp::{bulk_udp_pair, udp_pair, Datagrams};
 use crate::transport::IO_TIMEOUT;
 
 /// The least a socket read waits for a datagram.
@@ -86,8 +86,7 @@ impl DimplHandshaker {
     /// threads: each write cut into records that fit the MTU, the reader's
     /// socket given a large receive buffer.
     pub(super) fn bulk_pair_over_udp(&self) -> Result<SocketBulkPair> {
-        let (client_socket, server_socket) = udp_pair()?;
-        server_socket.set_receive_buffer(BULK_RECEIVE_BUFFER)?;
+        let (client_socket, server_socket) = bulk_udp_pair()?;
         let sides = self
             .connect_over_udp(client_socket, server_socket)
             .context("the handshake over UDP")?;

@@ -17,7 +17,7 @@ use crate::backend::HandshakeSample;
 use crate::certs::SERVER_NAME;
 use crate::scenario::Transport;
 use crate::transport::tcp::TcpLoopback;
-use crate::transport::udp::{udp_pair, Datagrams, BULK_RECEIVE_BUFFER};
+use crate::transport::udp::{bulk_udp_pair, udp_pair, Datagrams};
 use crate::transport::IO_TIMEOUT;
 
 impl OpensslHandshaker {
@@ -186,8 +186,7 @@ fn read_to_close<S: Read + Write>(stream: &mut SslStream<S>) -> Result<()> {
 /// carry application data in two threads: each write cut into records
 /// that fit the MTU, the reader's socket given a large receive buffer.
 pub(super) fn bulk_pair_over_udp(handshaker: &OpensslHandshaker) -> Result<SocketBulkPair> {
-    let (client_socket, server_socket) = udp_pair()?;
-    server_socket.set_receive_buffer(BULK_RECEIVE_BUFFER)?;
+    let (client_socket, server_socket) = bulk_udp_pair()?;
     let sides = handshaker
         .establish_over_udp(client_socket, server_socket)
         .context("the handshake over UDP")?;
