@@ -13,7 +13,7 @@ use openssl::pkey::PKey;
 use openssl::ssl::{SslAcceptor, SslMethod};
 use openssl::x509::X509;
 use tlslab::scenario::CertKind;
-use tlslab::workload::nginx::{nginx_binary, page_bytes};
+use tlslab::workload::nginx::page_bytes;
 
 use crate::plots::{rects_filled, svg_texts};
 use crate::util::{cert_dir, certs, has_row, nginx_lock, tlslab};
@@ -25,12 +25,7 @@ fn json_of(path: &std::path::Path) -> serde_json::Value {
 #[test]
 fn a_small_load_on_nginx_adds_up() {
     let _one = nginx_lock();
-    if nginx_binary().is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the load tests, but nginx is not installed"
-        );
-        eprintln!("skipped: nginx is not installed");
+    if crate::util::skip_without_nginx("a_small_load_on_nginx_adds_up") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -163,12 +158,7 @@ fn a_small_load_on_nginx_adds_up() {
 #[test]
 fn resumed_connections_resume_on_nginx() {
     let _one = nginx_lock();
-    if nginx_binary().is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the load tests, but nginx is not installed"
-        );
-        eprintln!("skipped: nginx is not installed");
+    if crate::util::skip_without_nginx("resumed_connections_resume_on_nginx") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

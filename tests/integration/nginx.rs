@@ -5,22 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use tlslab::workload::nginx::nginx_binary;
-
-use crate::util::{cert_dir, nginx_lock, tlslab, Run};
-
-/// Skips (or, in CI, fails) when nginx is not installed.
-fn nginx_present() -> bool {
-    if nginx_binary().is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must run the nginx tests, but nginx is not installed"
-    );
-    eprintln!("skipped: nginx is not installed (apt-get install nginx-light)");
-    false
-}
+use crate::util::{cert_dir, nginx_lock, skip_without_nginx, tlslab, Run};
 
 /// nginx processes started by tlslab (their prefix is a tlslab-nginx- directory).
 /// tlslab run with its temporary directory (where it puts nginx's prefix)
@@ -58,7 +43,7 @@ fn our_nginx_processes(tmp: &Path) -> Vec<String> {
 #[test]
 fn the_matrix_runs_against_nginx_and_stops_it() {
     let _one = nginx_lock();
-    if !nginx_present() {
+    if skip_without_nginx("the_matrix_runs_against_nginx_and_stops_it") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -129,7 +114,7 @@ fn the_matrix_runs_against_nginx_and_stops_it() {
 #[test]
 fn nginx_resumes_sessions_and_requires_client_certificates() {
     let _one = nginx_lock();
-    if !nginx_present() {
+    if skip_without_nginx("nginx_resumes_sessions_and_requires_client_certificates") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -193,7 +178,7 @@ fn nginx_resumes_sessions_and_requires_client_certificates() {
 #[test]
 fn ctrl_c_stops_every_nginx() {
     let _one = nginx_lock();
-    if !nginx_present() {
+    if skip_without_nginx("ctrl_c_stops_every_nginx") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

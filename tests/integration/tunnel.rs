@@ -262,12 +262,11 @@ fn leftover_namespaces() -> Vec<String> {
 
 #[test]
 fn the_openvpn_engine_measures_real_tunnels_beside_the_in_process_rows() {
-    if let Some(reason) = openvpn_missing() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the real engine, but {reason}"
-        );
-        eprintln!("skipped: the openvpn engine needs root and openvpn ({reason})");
+    if crate::util::skip_without(
+        openvpn_missing(),
+        "the_openvpn_engine_measures_real_tunnels_beside_the_in_process_rows",
+        "run as root; apt-get install openvpn iproute2",
+    ) {
         return;
     }
     let before = leftover_namespaces();

@@ -92,3 +92,33 @@ pub fn has_row(text: &str, fields: &[&str]) -> bool {
         })
     })
 }
+
+/// Returns true if and only if the test must skip because an external tool
+/// is missing: outside CI it says so on the terminal (written past the test
+/// harness's output capture, so `cargo test` shows it even for a passing
+/// test) and the caller returns; with `CI` set it panics, because CI must run
+/// every test with the real tools.
+pub fn skip_without(missing: Option<String>, test: &str, install: &str) -> bool {
+    let Some(what) = missing else {
+        return false;
+    };
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run {test}, but {what} (install: {install})"
+    );
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: {test}: {what} (install: {install})"
+    );
+    true
+}
+
+/// Returns true if and only if `test` must skip because nginx is not
+/// installed (see `skip_without`).
+pub fn skip_without_nginx(test: &str) -> bool {
+    let missing = tlslab::workload::nginx::nginx_binary()
+        .is_none()
+        .then(|| "nginx is not installed".to_string());
+    skip_without(missing, test, "apt-get install nginx-light")
+}
