@@ -64,6 +64,11 @@ impl CertCache {
         }
     }
 
+    /// Where the chains are kept.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     /// The default cache directory: the user's cache directory, `tlslab/certs`.
     pub fn default_dir() -> PathBuf {
         dirs::cache_dir()

@@ -56,6 +56,39 @@ pub enum Command {
     /// security (the Pareto set) above a security floor, and why every
     /// other row is out.
     Recommend(RecommendArgs),
+    /// Internal: count a plan's handshakes under callgrind (tlslab runs
+    /// itself so for `--measure instructions`).
+    #[command(name = "counted-child", hide = true)]
+    CountedChild(CountedChildArgs),
+}
+
+/// What a run measures: time, or counts that hold on any machine.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MeasureArgs {
+    /// What to measure, comma-separated: time (CPU and wall time per side,
+    /// sampled in interleaved rounds), instructions (executed per side,
+    /// counted under valgrind's callgrind, which tlslab runs itself under:
+    /// the same on any machine and beside any neighbour), memory (heap bytes
+    /// per side: the peak during a handshake and what the established
+    /// connection keeps, every allocation counted). Counted measures take
+    /// --runs samples per cell (default 6), one core each. [default: time]
+    #[arg(long, value_name = "LIST")]
+    pub measure: Option<String>,
+
+    /// With --measure instructions: where each side's instructions go, per
+    /// category (public key, hashing and KDF, symmetric ciphers, random
+    /// numbers, certificates and ASN.1, TLS state machine, library
+    /// plumbing, memory and libc, tlslab, other), from valgrind's count of
+    /// every function.
+    #[arg(long)]
+    pub breakdown: bool,
+}
+
+/// The files of a counted child: its plan, and where its outcomes go.
+#[derive(Debug, Args)]
+pub struct CountedChildArgs {
+    pub plan: PathBuf,
+    pub out: PathBuf,
 }
 
 /// Whether handshakes authenticate the client too.
@@ -133,6 +166,9 @@ pub struct HandshakeArgs {
     /// capability mask cleared; its rows are "<backend> (generic)").
     #[arg(long, value_name = "LIST", default_value = "native")]
     pub cpu_features: String,
+
+    #[command(flatten)]
+    pub measures: MeasureArgs,
 
     #[command(flatten)]
     pub sampling: SamplingArgs,

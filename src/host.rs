@@ -4,6 +4,11 @@ use std::fs;
 
 use serde::{Deserialize, Serialize};
 
+/// The cores this process may run on (1 if the system does not say).
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// The provenance of a run's hardware and system.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostInfo {
@@ -60,9 +65,7 @@ impl HostInfo {
                 }
             },
             cpu_flags,
-            cores: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            cores: available_cores(),
             kernel: read("/proc/sys/kernel/osrelease"),
             os,
         }

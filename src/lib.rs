@@ -7,6 +7,7 @@ pub mod app;
 pub mod backend;
 pub mod certs;
 pub mod cli;
+pub mod heap;
 pub mod host;
 pub mod measure;
 pub mod model;
@@ -16,6 +17,7 @@ pub mod security;
 pub mod stats;
 pub mod store;
 pub mod transport;
+pub mod valgrind;
 pub mod workload;
 
 /// Versions of the libraries this binary was built with (from Cargo.lock).

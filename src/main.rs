@@ -2,6 +2,9 @@
 
 use clap::Parser;
 
+// Every allocation passes tlslab's heap counter (`--measure memory`).
+tlslab::interpose_malloc!();
+
 fn main() {
     let cli = tlslab::cli::Cli::parse();
     match tlslab::app::run(cli) {

@@ -174,16 +174,14 @@ pub fn combine(store: &Store, run_ids: &[i64], baseline: Option<String>) -> Resu
 /// One host's shards as one document, by the view of their kind.
 fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Result<Document> {
     let first = &runs[0];
-    let options: serde_json::Value = serde_json::from_str(&first.options_json).unwrap_or_default();
     // One seed only when every shard used it.
     let seed = seed_of(first).filter(|seed| runs.iter().all(|r| seed_of(r) == Some(*seed)));
-    let precision = options
-        .pointer("/sampling/precision")
-        .and_then(|p| p.as_f64());
-    let stored_baseline = options
-        .get("baseline")
-        .and_then(|b| b.as_str())
-        .map(String::from);
+    let super::report::StoredSampling {
+        baseline: stored_baseline,
+        precision,
+        valgrind: counted_with,
+        ..
+    } = super::report::stored_sampling(&first.options_json);
     let complete = runs.iter().all(|r| r.status == "complete");
     let mut libraries = first.libraries.clone();
     for run in &runs[1..] {
@@ -277,6 +275,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 cells: &cells,
                 // Each shard numbers its rounds apart: no shared readings.
                 rounds: &[],
+                counted_with: counted_with.as_deref(),
             }
             .document();
             (document, pooled)

@@ -381,6 +381,7 @@ pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document
         precision: None,
         cells: &run.cells,
         rounds: &store.load_rounds(run.id)?,
+        counted_with: None,
     }
     .document();
     let speed = crate::report::speed::document(

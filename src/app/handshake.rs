@@ -5,6 +5,7 @@
 //! features, its rows beside the native ones.
 
 use std::process::{Command as Process, Stdio};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,10 +25,11 @@ use crate::measure::{Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
 use crate::scenario::presets::Preset;
 use crate::scenario::{
-    parse_list, parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Named,
-    Resumption, TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
+    parse_list, parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Measure,
+    Named, Resumption, TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::store::Store;
+use crate::workload::counted::{count_matrix, CountOptions};
 use crate::workload::handshake::{run_cells, CellResult, MatrixObserver, MatrixRun};
 use crate::workload::nginx::NginxBackend;
 
@@ -53,6 +55,10 @@ struct StoredOptions<'a> {
     baseline: Option<&'a str>,
     cpu_features: &'a str,
     shard: Option<Shard>,
+    measures: &'a [Measure],
+    /// The valgrind that counted instructions ("valgrind-3.19.0").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    valgrind: Option<&'a str>,
 }
 
 fn default_matrix() -> HandshakeMatrix {
@@ -233,6 +239,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     };
     let sampling = args.sampling.options(defaults)?;
     let feature_sets = cpu_feature_list(&args.cpu_features)?;
+    let counting = Counting::from_args(args, &feature_sets)?;
     let shard = args.shard.shard()?;
     // A shard measures its part of the matrix and the baseline row.
     let is_baseline = |s: &HandshakeScenario| baseline.as_deref() == Some(s.label().as_str());
@@ -273,6 +280,8 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         baseline: baseline.as_deref(),
         cpu_features: &args.cpu_features,
         shard,
+        measures: &counting.measures,
+        valgrind: counting.valgrind.as_deref(),
     };
     let run_id = store.begin_run(&run_info(
         "handshake",
@@ -284,7 +293,8 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
     let interrupt = interrupt_flag();
     let bar = Bar::new(planned.len(), args.quiet);
-    let mut run = if feature_sets.contains(&CpuFeatures::Native) {
+    let timed = counting.measures.contains(&Measure::Time);
+    let mut run = if timed && feature_sets.contains(&CpuFeatures::Native) {
         run_cells(
             &planned,
             &certs,
@@ -306,6 +316,16 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         }
     };
     bar.0.finish_and_clear();
+    if !run.interrupted && counting.any() {
+        run.interrupted = counting.run(
+            &planned,
+            &certs,
+            &interrupt,
+            args.quiet,
+            (&mut store, run_id),
+            &mut run.cells,
+        )?;
+    }
     if !run.interrupted && feature_sets.contains(&CpuFeatures::Generic) {
         let backend_ids: Vec<&str> = backends.iter().map(|b| b.id()).collect();
         for cell in generic_cells(args, &backend_ids, &scenarios)? {
@@ -328,6 +348,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         precision: Some(sampling.precision),
         cells: &run.cells,
         rounds: &run.rounds,
+        counted_with: counting.valgrind.as_deref(),
     }
     .document();
     args.display.print(&document)?;
@@ -346,12 +367,156 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     ))
 }
 
-/// The first row with samples: the default baseline.
+/// The first row with samples (timed, else counted): the default baseline.
 pub(crate) fn first_measured_label(cells: &[CellResult]) -> Option<String> {
+    let counted = |c: &&CellResult| {
+        c.counts
+            .instructions
+            .as_ref()
+            .is_some_and(|o| !o.samples().is_empty())
+            || c.counts
+                .memory
+                .as_ref()
+                .is_some_and(|o| !o.samples().is_empty())
+    };
     cells
         .iter()
         .find(|c| !c.samples().is_empty())
+        .or_else(|| cells.iter().find(counted))
         .map(|c| c.scenario.label())
+}
+
+/// The counted measures a run asks for (`--measure instructions,memory`)
+/// and what counting them takes.
+struct Counting {
+    /// Every measure asked for, time included.
+    measures: Vec<Measure>,
+    /// The valgrind that counts instructions, when they are asked for.
+    valgrind: Option<String>,
+    options: CountOptions,
+}
+
+/// Counted samples per cell without `--runs`: counts repeat, so a few
+/// suffice; rows whose counts vary (ML-DSA's rejection sampling) say so.
+pub(crate) const COUNTED_SAMPLES: usize = 6;
+
+impl Counting {
+    /// The measures from `--measure`, checked against the rest of the
+    /// command line; a missing valgrind is a usage error.
+    fn from_args(args: &HandshakeArgs, feature_sets: &[CpuFeatures]) -> Result<Self> {
+        let measures: Vec<Measure> = match &args.measures.measure {
+            None => vec![Measure::Time],
+            Some(list) => parse_list(list).map_err(usage)?,
+        };
+        if measures.is_empty() {
+            return Err(usage(
+                "--measure is empty; valid measures: time, instructions, memory",
+            ));
+        }
+        let counted = measures.iter().any(|m| m.is_counted());
+        if args.measures.breakdown && !measures.contains(&Measure::Instructions) {
+            return Err(usage(
+                "--breakdown counts instructions: add --measure instructions",
+            ));
+        }
+        if counted && args.server.as_deref() == Some("nginx") {
+            return Err(usage(
+                "counted measures run both sides in tlslab's process; against nginx use --measure time",
+            ));
+        }
+        if counted && feature_sets.contains(&CpuFeatures::Generic) {
+            return Err(usage(
+                "--cpu-features generic is timed only; leave --measure at time for it",
+            ));
+        }
+        let valgrind = if measures.contains(&Measure::Instructions) {
+            if !crate::valgrind::supported() {
+                return Err(usage(format!(
+                    "--measure instructions needs x86-64 or AArch64 (valgrind's client requests); this is {}",
+                    std::env::consts::ARCH
+                )));
+            }
+            Some(crate::valgrind::installed().map_err(|why| {
+                usage(format!(
+                    "--measure instructions runs tlslab under valgrind, and {why}: {}",
+                    crate::valgrind::INSTALL_HINT
+                ))
+            })?)
+        } else {
+            None
+        };
+        Ok(Self {
+            measures,
+            valgrind,
+            options: CountOptions {
+                samples: args.sampling.runs.unwrap_or(COUNTED_SAMPLES),
+                jobs: crate::host::available_cores(),
+                breakdown: args.measures.breakdown,
+            },
+        })
+    }
+
+    /// True if and only if some measure is counted.
+    fn any(&self) -> bool {
+        self.measures.iter().any(|m| m.is_counted())
+    }
+
+    /// Counts every planned cell and stores its counts: beside its timed
+    /// samples in `cells` (the time pass's cells, in planned order), or as
+    /// a new cell when time was not measured. Returns true if Ctrl-C
+    /// stopped it.
+    fn run(
+        &self,
+        planned: &[(HandshakeScenario, Arc<dyn Backend>)],
+        certs: &CertCache,
+        interrupt: &AtomicBool,
+        quiet: bool,
+        (store, run_id): (&mut Store, i64),
+        cells: &mut Vec<CellResult>,
+    ) -> Result<bool> {
+        let counted_measures = self.measures.iter().filter(|m| m.is_counted()).count();
+        let bar = Bar::counting(
+            planned.len() * self.options.samples * counted_measures,
+            quiet,
+        );
+        let counts = count_matrix(
+            planned,
+            certs,
+            &self.measures,
+            &self.options,
+            interrupt,
+            &|done| bar.0.set_position(done as u64),
+        )?;
+        bar.0.finish_and_clear();
+        let timed = !cells.is_empty();
+        for (i, ((scenario, backend), (counts, negotiated))) in
+            planned.iter().zip(counts).enumerate()
+        {
+            if timed {
+                let cell = &mut cells[i];
+                cell.counts = counts;
+                cell.negotiated = cell.negotiated.take().or(negotiated);
+                store.save_counts(run_id, cell)?;
+            } else {
+                let outcome = counts
+                    .instructions
+                    .as_ref()
+                    .map(Outcome::without_samples)
+                    .or_else(|| counts.memory.as_ref().map(Outcome::without_samples))
+                    .expect("a counted measure was asked for");
+                let cell = CellResult {
+                    backend: backend.id().to_string(),
+                    scenario: *scenario,
+                    negotiated,
+                    outcome,
+                    counts,
+                };
+                store.save_cell(run_id, &cell)?;
+                cells.push(cell);
+            }
+        }
+        Ok(interrupt.load(std::sync::atomic::Ordering::SeqCst))
+    }
 }
 
 /// The matrix again in a child process whose libraries see no CPU features
@@ -448,6 +613,7 @@ fn generic_cells(
     }
     if backends.contains(&"rustls-ring") {
         cells.extend(scenarios.iter().map(|scenario| CellResult {
+            counts: Default::default(),
             backend: "rustls-ring (generic)".to_string(),
             scenario: *scenario,
             negotiated: None,

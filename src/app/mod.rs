@@ -42,5 +42,9 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Tunnel(args) => tunnel::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::Recommend(args) => recommend::run(&args),
+        Command::CountedChild(args) => {
+            crate::workload::counted::child::run(&args.plan, &args.out)?;
+            Ok(0)
+        }
     }
 }

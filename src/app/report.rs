@@ -12,13 +12,15 @@ use crate::stats::Drift;
 use crate::store::{Store, StoredRun};
 
 /// What a run's stored options say about its sampling.
-struct StoredSampling {
-    baseline: Option<String>,
-    seed: Option<u64>,
-    precision: Option<f64>,
+pub(crate) struct StoredSampling {
+    pub(crate) baseline: Option<String>,
+    pub(crate) seed: Option<u64>,
+    pub(crate) precision: Option<f64>,
+    /// The valgrind that counted instructions, if the run counted them.
+    pub(crate) valgrind: Option<String>,
 }
 
-fn stored_sampling(options_json: &str) -> StoredSampling {
+pub(crate) fn stored_sampling(options_json: &str) -> StoredSampling {
     let options: serde_json::Value = serde_json::from_str(options_json).unwrap_or_default();
     StoredSampling {
         baseline: options
@@ -29,6 +31,10 @@ fn stored_sampling(options_json: &str) -> StoredSampling {
         precision: options
             .pointer("/sampling/precision")
             .and_then(|p| p.as_f64()),
+        valgrind: options
+            .get("valgrind")
+            .and_then(|v| v.as_str())
+            .map(String::from),
     }
 }
 
@@ -286,6 +292,7 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
                 precision: sampling.precision,
                 cells: &run.cells,
                 rounds: &store.load_rounds(run.id)?,
+                counted_with: sampling.valgrind.as_deref(),
             }
             .document()
         }

@@ -336,6 +336,19 @@ impl Bar {
         Self(bar)
     }
 
+    /// A bar for counted handshakes (`--measure instructions,memory`).
+    pub(crate) fn counting(total: usize, quiet: bool) -> Self {
+        let bar = Self::new(total, quiet);
+        bar.0.set_style(
+            ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30.cyan/blue}] {pos}/{len} counted handshakes {wide_msg}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        bar
+    }
+
     /// A round of the interleaved sampler finished.
     pub(crate) fn round(&self, round: u32, finished: usize) {
         self.0.set_position(finished as u64);

@@ -9,8 +9,8 @@ use anyhow::Result;
 
 use super::plain::PlainPair;
 use super::{
-    Backend, BulkPair, Capabilities, HandshakeSample, Handshaker, LibraryInfo, Negotiated,
-    PreparedOperation, PrimitiveBackend, SideTime, Unsupported,
+    Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
+    Negotiated, PreparedOperation, PrimitiveBackend, SideTime, Turn, Turns, Unsupported,
 };
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
@@ -214,9 +214,47 @@ fn mock_cost_ns(scenario: &HandshakeScenario) -> (u64, u64) {
     (100_000 + kx + signature / 10, 150_000 + kx + signature)
 }
 
+/// What the mock's sides allocate per handshake (its counted measures are
+/// known exactly): the client keeps [`MOCK_CLIENT_KEPT_BYTES`] for the
+/// connection and uses [`MOCK_CLIENT_SCRATCH_BYTES`] more for a moment; the
+/// server keeps [`MOCK_SERVER_KEPT_BYTES`].
+pub const MOCK_CLIENT_KEPT_BYTES: usize = 1_000;
+pub const MOCK_CLIENT_SCRATCH_BYTES: usize = 4_096;
+pub const MOCK_SERVER_KEPT_BYTES: usize = 3_000;
+
+/// Work the compiler cannot drop: `rounds` rounds of a multiply and xor.
+fn busy(rounds: u64) -> u64 {
+    (0..rounds).fold(1u64, |a, i| std::hint::black_box(a.wrapping_mul(31) ^ i))
+}
+
+/// Rounds of [`busy`] work in the client's and the server's turns: the
+/// server's are three times the client's, so counted instructions have a
+/// known ratio.
+pub const MOCK_BUSY_ROUNDS: (u64, u64) = (2_000, 6_000);
+
+impl MockHandshaker {
+    /// The mock's two turns, with real allocations and real work for the
+    /// counted measures; the clocks' figures are the fake ones.
+    fn turns(&self) {
+        let mut turns = Turns::start(CpuReadings::EveryTurn);
+        turns.begin(Turn::Client);
+        let client_state = std::hint::black_box(vec![1u8; MOCK_CLIENT_KEPT_BYTES]);
+        drop(std::hint::black_box(vec![2u8; MOCK_CLIENT_SCRATCH_BYTES]));
+        busy(MOCK_BUSY_ROUNDS.0);
+        turns.ended(Turn::Client);
+        turns.begin(Turn::Server);
+        let server_state = std::hint::black_box(vec![3u8; MOCK_SERVER_KEPT_BYTES]);
+        busy(MOCK_BUSY_ROUNDS.1);
+        turns.ended(Turn::Server);
+        turns.finish();
+        drop((client_state, server_state));
+    }
+}
+
 impl Handshaker for MockHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
         self.count += 1;
+        self.turns();
         let scenario = &self.scenario;
         let (client, server) = mock_cost_ns(scenario);
         // A small deterministic spread, so statistics have something to do.

@@ -99,7 +99,7 @@ impl Capabilities {
 }
 
 /// What one handshake negotiated, as reported by the client.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Negotiated {
     /// "TLSv1.2", "TLSv1.3" or "DTLSv1.2".
     pub version: String,

@@ -16,10 +16,71 @@
 //! disagree, the split is unsure, and [`SideTimes::split_unsure`] says so:
 //! the caller retakes such a handshake with a reading at every turn
 //! ([`CpuReadings::EveryTurn`]), which is exact either way.
+//!
+//! The counted measures hook in at the same places: each turn is bracketed
+//! by [`Turns::begin`] and [`Turns::ended`], and while a [`SideCounter`] is
+//! set, the instructions (under callgrind) or the heap allocations of each
+//! turn are charged to its side, the bookkeeping between turns to neither.
 
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{thread_cpu_ns, SideTime};
+use crate::valgrind::callgrind;
+
+/// What besides the clocks each side's turns are counted by, for the
+/// whole process (the counted measures set it around each sample).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SideCounter {
+    /// The clocks only.
+    None = 0,
+    /// Instructions, under callgrind: collection is on inside a turn, and
+    /// each turn's count is written to the profile labelled with its side
+    /// (see [`crate::workload::counted`]).
+    Instructions = 1,
+    /// Heap allocations, charged to the side whose turn makes them
+    /// ([`crate::heap`]).
+    Heap = 2,
+}
+
+static SIDE_COUNTER: AtomicU8 = AtomicU8::new(SideCounter::None as u8);
+
+/// True while callgrind collects (callgrind only toggles, so the state is
+/// kept here and a turn that failed half-way cannot invert it).
+static COLLECTING: AtomicBool = AtomicBool::new(false);
+
+/// Sets what the following turns are counted by; whatever a turn left on
+/// (collection, a side's allocations) is switched off.
+pub fn count_sides(counter: SideCounter) {
+    collect(false);
+    crate::heap::leave();
+    SIDE_COUNTER.store(counter as u8, Ordering::SeqCst);
+}
+
+/// Switches callgrind's collection on or off, if it is not already.
+fn collect(on: bool) {
+    if COLLECTING.swap(on, Ordering::Relaxed) != on {
+        callgrind::toggle_collect();
+    }
+}
+
+const INSTRUCTIONS: u8 = SideCounter::Instructions as u8;
+const HEAP: u8 = SideCounter::Heap as u8;
+
+#[inline]
+fn side_counter() -> u8 {
+    SIDE_COUNTER.load(Ordering::Relaxed)
+}
+
+impl Turn {
+    /// The label of this side's counts in a callgrind profile.
+    pub fn profile_label(self) -> &'static std::ffi::CStr {
+        match self {
+            Turn::Client => c"tlslab side client",
+            Turn::Server => c"tlslab side server",
+        }
+    }
+}
 
 /// When a handshake run in turns reads the thread's CPU clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,8 +146,30 @@ impl Turns {
         }
     }
 
+    /// `turn`'s side starts a turn: from here to [`Self::ended`] its
+    /// instructions or allocations are counted, when a [`SideCounter`] is set.
+    #[inline]
+    pub fn begin(&mut self, turn: Turn) {
+        match side_counter() {
+            INSTRUCTIONS => collect(true),
+            HEAP => crate::heap::enter(match turn {
+                Turn::Client => crate::heap::Side::Client,
+                Turn::Server => crate::heap::Side::Server,
+            }),
+            _ => {}
+        }
+    }
+
     /// Charges the time since the previous turn ended to `turn`'s side.
     pub fn ended(&mut self, turn: Turn) {
+        match side_counter() {
+            INSTRUCTIONS => {
+                callgrind::dump_at(turn.profile_label());
+                collect(false);
+            }
+            HEAP => crate::heap::leave(),
+            _ => {}
+        }
         let now = Instant::now();
         let side = match turn {
             Turn::Client => &mut self.client,
@@ -103,6 +186,9 @@ impl Turns {
 
     /// Each side's time, once the last turn has ended.
     pub fn finish(self) -> SideTimes {
+        if side_counter() == HEAP {
+            crate::heap::mark_done();
+        }
         let (mut client, mut server) = (self.client, self.server);
         if self.readings == CpuReadings::EveryTurn {
             return SideTimes {

@@ -121,6 +121,24 @@ impl<S> Outcome<S> {
     pub fn precise(&self) -> bool {
         matches!(self, Outcome::Measured { precise: true, .. })
     }
+
+    /// The same end (status, reason, precision) without any sample, for
+    /// samples of another kind: a cell that was counted and not timed has
+    /// the status its counts had.
+    pub fn without_samples<T>(&self) -> Outcome<T> {
+        match self {
+            Outcome::Measured { precise, .. } => Outcome::Measured {
+                samples: Vec::new(),
+                precise: *precise,
+            },
+            Outcome::Unsupported { reason } => Outcome::Unsupported {
+                reason: reason.clone(),
+            },
+            Outcome::Failed { reason } => Outcome::Failed {
+                reason: reason.clone(),
+            },
+        }
+    }
 }
 
 /// What one cell does per sample; an error fails the cell with its reason.

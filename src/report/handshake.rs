@@ -10,10 +10,12 @@ use serde::Serialize;
 use super::markup::format_us;
 use super::{ColumnKind, Document, Table};
 use crate::backend::{LibraryInfo, Negotiated};
+use crate::heap::HeapSample;
 use crate::host::HostInfo;
 use crate::measure::{self, Round, Timed};
 use crate::scenario::{HandshakeScenario, KxKind, SignatureFamily};
 use crate::stats::{self, Drift, PairedRatio, RoundValues, Summary};
+use crate::workload::counted::{CategoryCount, Instructions};
 use crate::workload::handshake::{CellResult, Sample};
 
 /// One row of a report: a cell with its statistics.
@@ -51,6 +53,54 @@ pub struct Row {
     pub security_notes: Vec<&'static str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<Timed<Sample>>,
+    /// Instructions per handshake per side (`--measure instructions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<CountedFigures>,
+    /// Heap bytes per side (`--measure memory`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryFigures>,
+    /// Per side and category, instructions per handshake (`--breakdown`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub breakdown: Vec<CategoryCount>,
+}
+
+/// A row's instructions per handshake, counted under valgrind.
+#[derive(Debug, Clone, Serialize)]
+pub struct CountedFigures {
+    /// "measured", "unsupported" or "failed".
+    pub status: &'static str,
+    pub reason: Option<String>,
+    pub client: Option<Summary>,
+    pub server: Option<Summary>,
+    /// Client plus server.
+    pub total: Option<Summary>,
+    /// (max − min) / median of the handshakes' totals.
+    pub spread: Option<f64>,
+    /// True if and only if the handshakes' totals spread by at most
+    /// [`REPEATABLE_SPREAD`]: the count is a property of the row.
+    pub repeatable: bool,
+    /// Client plus server relative to the baseline row: the median of the
+    /// ratios of same-numbered handshakes.
+    pub ratio_to_baseline: Option<PairedRatio>,
+    pub samples: Vec<Instructions>,
+}
+
+/// How far the counts of a row's handshakes may spread and still be one
+/// figure: a few random bits (RSA blinding, ECDSA nonces, DH exponents)
+/// move a count by hundredths of a percent; rejection sampling (ML-DSA
+/// signing) by tens of percent.
+pub const REPEATABLE_SPREAD: f64 = 0.01;
+
+/// A row's heap bytes per side, medians over its handshakes.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryFigures {
+    pub status: &'static str,
+    pub reason: Option<String>,
+    pub client_peak_heap_bytes: Option<f64>,
+    pub server_peak_heap_bytes: Option<f64>,
+    pub client_retained_bytes: Option<f64>,
+    pub server_retained_bytes: Option<f64>,
+    pub samples: Vec<HeapSample>,
 }
 
 fn micros(samples: &[Timed<Sample>], pick: fn(&Sample) -> u64) -> Option<Summary> {
@@ -65,18 +115,41 @@ fn micros(samples: &[Timed<Sample>], pick: fn(&Sample) -> u64) -> Option<Summary
 /// same backend if it has one, else to the first backend's baseline row,
 /// from the rounds both were sampled in.
 pub fn build_rows(cells: &[CellResult], baseline: Option<&str>) -> Vec<Row> {
-    rows_paired(cells, &with_baselines(cells, baseline))
+    rows_paired(cells, &with_baselines(cells, baseline), baseline)
 }
 
-/// The rows, with their ratios from `paired` (as [`with_baselines`] gives it).
-fn rows_paired(cells: &[CellResult], paired: &[Paired]) -> Vec<Row> {
+/// The rows, with their ratios from `paired` (as [`with_baselines`] gives
+/// it) and, for counted rows, from the instructions' pairs. A row counted
+/// and not timed has its instructions' ratio as its ratio to the baseline.
+fn rows_paired(cells: &[CellResult], paired: &[Paired], baseline: Option<&str>) -> Vec<Row> {
     let mut rows: Vec<Row> = cells.iter().map(row_of).collect();
     for (row, (cell, base)) in rows.iter_mut().zip(paired) {
         if let Some(base) = base {
             row.ratio_to_baseline = stats::paired_ratio(cell, base);
         }
     }
+    let counted = pair_with_baselines(cells, baseline, instruction_series);
+    for (row, (own, base)) in rows.iter_mut().zip(&counted) {
+        let Some(figures) = row.instructions.as_mut() else {
+            continue;
+        };
+        figures.ratio_to_baseline = base
+            .as_ref()
+            .and_then(|base| stats::paired_ratio(own, base));
+        if row.sample_count == 0 {
+            row.ratio_to_baseline = figures.ratio_to_baseline;
+        }
+    }
     rows
+}
+
+/// A cell's instructions per handshake, numbered by handshake.
+fn instruction_series(cell: &CellResult) -> RoundValues {
+    cell.counts
+        .instructions
+        .as_ref()
+        .map(|outcome| measure::costs(outcome.samples()))
+        .unwrap_or_default()
 }
 
 /// A cell's round medians, and its baseline's if it is paired with one.
@@ -86,28 +159,39 @@ type Paired = (RoundValues, Option<RoundValues>);
 /// baseline's: the baseline row of the same backend if there is one, else
 /// the first backend's. Without a baseline, nothing.
 fn with_baselines(cells: &[CellResult], baseline: Option<&str>) -> Vec<Paired> {
+    pair_with_baselines(cells, baseline, |cell| {
+        stats::round_medians(&measure::costs(cell.samples()))
+    })
+}
+
+/// Per cell, its `series` and, when it has one and a baseline is named,
+/// its baseline's (as [`with_baselines`] pairs them).
+fn pair_with_baselines(
+    cells: &[CellResult],
+    baseline: Option<&str>,
+    medians: impl Fn(&CellResult) -> RoundValues,
+) -> Vec<Paired> {
     let Some(baseline) = baseline else {
         return vec![(Vec::new(), None); cells.len()];
     };
-    let medians = |cell: &CellResult| stats::round_medians(&measure::costs(cell.samples()));
-    let mut by_backend: std::collections::HashMap<&str, RoundValues> = Default::default();
+    let all: Vec<RoundValues> = cells.iter().map(medians).collect();
+    let mut by_backend: std::collections::HashMap<&str, &RoundValues> = Default::default();
     let mut first = None;
-    for cell in cells {
-        if cell.scenario.label() == baseline && !cell.samples().is_empty() {
-            let values = medians(cell);
-            first.get_or_insert_with(|| values.clone());
+    for (cell, values) in cells.iter().zip(&all) {
+        if cell.scenario.label() == baseline && !values.is_empty() {
+            first.get_or_insert(values);
             by_backend.entry(cell.backend.as_str()).or_insert(values);
         }
     }
     cells
         .iter()
-        .map(|cell| {
-            let own = medians(cell);
+        .zip(&all)
+        .map(|(cell, own)| {
             let base = (!own.is_empty())
-                .then(|| by_backend.get(cell.backend.as_str()).or(first.as_ref()))
+                .then(|| by_backend.get(cell.backend.as_str()).copied().or(first))
                 .flatten()
                 .cloned();
-            (own, base)
+            (own.clone(), base)
         })
         .collect()
 }
@@ -161,6 +245,45 @@ fn row_of(cell: &CellResult) -> Row {
         weak: scenario.is_weak(),
         security_notes: scenario.security_notes(),
         samples: samples.to_vec(),
+        instructions: cell.counts.instructions.as_ref().map(counted_figures),
+        memory: cell.counts.memory.as_ref().map(memory_figures),
+        breakdown: cell.counts.breakdown.clone(),
+    }
+}
+
+fn counted_figures(outcome: &measure::Outcome<Instructions>) -> CountedFigures {
+    let samples: Vec<Instructions> = outcome.samples().iter().map(|t| t.value).collect();
+    let summary = |pick: fn(&Instructions) -> u64| {
+        stats::summarize(&samples.iter().map(|s| pick(s) as f64).collect::<Vec<_>>())
+    };
+    let total = summary(|s| s.client + s.server);
+    let spread = total.map(|t| (t.max - t.min) / t.median);
+    CountedFigures {
+        status: outcome.status(),
+        reason: outcome.reason().map(String::from),
+        client: summary(|s| s.client),
+        server: summary(|s| s.server),
+        total,
+        spread,
+        repeatable: spread.is_some_and(|s| s <= REPEATABLE_SPREAD),
+        ratio_to_baseline: None,
+        samples,
+    }
+}
+
+fn memory_figures(outcome: &measure::Outcome<HeapSample>) -> MemoryFigures {
+    let samples: Vec<HeapSample> = outcome.samples().iter().map(|t| t.value).collect();
+    let median = |pick: fn(&HeapSample) -> u64| {
+        stats::median(&samples.iter().map(|s| pick(s) as f64).collect::<Vec<_>>())
+    };
+    MemoryFigures {
+        status: outcome.status(),
+        reason: outcome.reason().map(String::from),
+        client_peak_heap_bytes: median(|s| s.client_peak_bytes),
+        server_peak_heap_bytes: median(|s| s.server_peak_bytes),
+        client_retained_bytes: median(|s| s.client_retained_bytes),
+        server_retained_bytes: median(|s| s.server_retained_bytes),
+        samples,
     }
 }
 
@@ -191,10 +314,37 @@ fn notes(row: &Row) -> String {
     if let Some(reason) = &row.reason {
         notes.push(format!("{}: {reason}", row.status));
     }
+    for (measure, status, reason) in [
+        (
+            "instructions",
+            row.instructions.as_ref().map(|f| f.status),
+            row.instructions.as_ref().and_then(|f| f.reason.as_deref()),
+        ),
+        (
+            "memory",
+            row.memory.as_ref().map(|m| m.status),
+            row.memory.as_ref().and_then(|m| m.reason.as_deref()),
+        ),
+    ] {
+        // A counted-only row says its reason once, as the row's own.
+        if let (Some(status), Some(reason)) = (status, reason) {
+            if row.reason.as_deref() != Some(reason) {
+                notes.push(format!("{measure} {status}: {reason}"));
+            }
+        }
+    }
+    if let Some(figures) = row.instructions.as_ref().filter(|f| !f.repeatable) {
+        if let Some(spread) = figures.spread {
+            notes.push(format!(
+                "instructions vary: handshakes' counts spread {:.1}%",
+                spread * 100.0
+            ));
+        }
+    }
     if row.weak {
         notes.push("WEAK".to_string());
     }
-    if row.status == "measured" && !row.precise {
+    if row.status == "measured" && !row.precise && row.sample_count > 0 {
         notes.push("precision not reached".to_string());
     }
     if let Some(wall) = row.wall_us {
@@ -243,87 +393,292 @@ pub(crate) fn axis_cells(scenario: &HandshakeScenario) -> Vec<String> {
     ]
 }
 
-/// The table a person reads. Narrow terminals drop first p99 and the
-/// sample count, then handshakes/s, then the CPU columns; the backend,
-/// scenario, wall time, ratio and notes always stay.
-fn table(rows: &[Row], baseline: Option<&str>) -> Table {
-    // The transport is a column only when some row ran over a socket.
-    let with_transport = rows.iter().any(|r| r.scenario.transport.is_socket());
-    let axis_count = AXIS_HEADERS.len() + usize::from(with_transport);
-    let mut headers = vec!["backend"];
-    headers.extend(AXIS_HEADERS);
-    if with_transport {
-        headers.push("transport");
-    }
-    headers.extend([
-        "handshakes/s",
-        "client CPU µs",
-        "server CPU µs",
-        "wall µs (median ±95% CI)",
-        "p99 µs",
-        "n",
-        "× baseline (±95% CI)",
-        "quantum-safe",
-        "notes",
-    ]);
-    let mut numeric = vec![false; 1 + axis_count];
-    numeric.extend([true, true, true, true, true, true, true, false, false]);
-    let mut priority = vec![0; 1 + axis_count];
-    priority.extend([3, 2, 2, 0, 5, 4, 0, 1, 0]);
-    // Quantum safety follows from the axes: said once when every row shares it.
-    let mut axes: Vec<usize> = (0..=axis_count).collect();
-    axes.push(headers.len() - 2);
-    let mut table = Table::new(&headers, &numeric)
-        .priorities(&priority)
-        .mark(&axes, ColumnKind::Axis)
-        .mark(&[headers.len() - 1], ColumnKind::Notes);
-    let dash = || "—".to_string();
-    let median = |s: Option<Summary>| s.map(|s| format_us(s.median)).unwrap_or_else(dash);
-    for row in rows {
-        let wall = row.wall_us.map(|w| {
-            let spread = w.median_ci95.relative_half_width(w.median) * 100.0;
-            format!("{} ±{spread:.1}%", format_us(w.median))
-        });
-        let mut cells = vec![row.backend.clone()];
-        cells.extend(axis_cells(&row.scenario));
-        if with_transport {
-            cells.push(row.scenario.transport.display().to_string());
+/// One column of the table a person reads.
+struct Column<'a> {
+    header: &'static str,
+    numeric: bool,
+    /// Which goes first on a narrow terminal (see [`Table::priority`]).
+    priority: u8,
+    kind: ColumnKind,
+    cell: Box<dyn Fn(&Row) -> String + 'a>,
+}
+
+impl<'a> Column<'a> {
+    fn new(header: &'static str, priority: u8, cell: impl Fn(&Row) -> String + 'a) -> Self {
+        Self {
+            header,
+            numeric: true,
+            priority,
+            kind: ColumnKind::Value,
+            cell: Box::new(cell),
         }
-        cells.extend([
-            row.handshakes_per_second
+    }
+
+    fn text(mut self) -> Self {
+        self.numeric = false;
+        self
+    }
+
+    fn kind(mut self, kind: ColumnKind) -> Self {
+        self.kind = kind;
+        self
+    }
+}
+
+fn dash() -> String {
+    "—".to_string()
+}
+
+/// Millions, to three figures.
+fn millions(value: f64) -> String {
+    format_us(value / 1e6)
+}
+
+/// Kibibytes, to three figures.
+fn kibibytes(value: f64) -> String {
+    format_us(value / 1024.0)
+}
+
+/// Which measures a table's rows carry.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    timed: bool,
+    counted: bool,
+    memory: bool,
+}
+
+impl Measured {
+    fn of(rows: &[Row]) -> Self {
+        let counted = rows.iter().any(|r| r.instructions.is_some());
+        let memory = rows.iter().any(|r| r.memory.is_some());
+        Self {
+            timed: rows.iter().any(|r| r.sample_count > 0) || !(counted || memory),
+            counted,
+            memory,
+        }
+    }
+}
+
+/// The time columns: handshakes/s, each side's CPU, the wall time with
+/// its interval, p99, n and the ratio.
+fn time_columns<'a>(measured: Measured) -> Vec<Column<'a>> {
+    let median = |s: Option<Summary>| s.map(|s| format_us(s.median)).unwrap_or_else(dash);
+    let ratio_header = if measured.counted {
+        "× baseline (CPU time)"
+    } else {
+        "× baseline (±95% CI)"
+    };
+    vec![
+        Column::new("handshakes/s", 3, |r: &Row| {
+            r.handshakes_per_second
                 .map(|h| format!("{h:.0}"))
-                .unwrap_or_else(dash),
-            median(row.client_cpu_us),
-            median(row.server_cpu_us),
-            wall.unwrap_or_else(dash),
-            row.wall_us.map(|s| format_us(s.p99)).unwrap_or_else(dash),
-            if row.sample_count > 0 {
-                row.sample_count.to_string()
+                .unwrap_or_else(dash)
+        }),
+        Column::new("client CPU µs", 2, move |r: &Row| median(r.client_cpu_us)),
+        Column::new("server CPU µs", 2, move |r: &Row| median(r.server_cpu_us)),
+        Column::new("wall µs (median ±95% CI)", 0, |r: &Row| {
+            r.wall_us
+                .map(|w| {
+                    let spread = w.median_ci95.relative_half_width(w.median) * 100.0;
+                    format!("{} ±{spread:.1}%", format_us(w.median))
+                })
+                .unwrap_or_else(dash)
+        }),
+        Column::new("p99 µs", 5, |r: &Row| {
+            r.wall_us.map(|s| format_us(s.p99)).unwrap_or_else(dash)
+        }),
+        Column::new("n", 4, |r: &Row| {
+            if r.sample_count > 0 {
+                r.sample_count.to_string()
             } else {
                 dash()
-            },
-            row.ratio_to_baseline
+            }
+        }),
+        Column::new(ratio_header, 0, |r: &Row| {
+            let timed = (r.sample_count > 0).then_some(r.ratio_to_baseline.as_ref());
+            timed.flatten().map(ratio_text).unwrap_or_else(dash)
+        }),
+    ]
+}
+
+/// The instruction columns: each side's millions, their spread, the
+/// handshakes counted (when no time column says n) and the ratio.
+fn instruction_columns<'a>(measured: Measured) -> Vec<Column<'a>> {
+    let side = |pick: fn(&CountedFigures) -> Option<Summary>| {
+        move |r: &Row| {
+            r.instructions
                 .as_ref()
-                .map(ratio_text)
-                .unwrap_or_else(dash),
-            quantum_safe(&row.scenario).to_string(),
-            notes(row),
-        ]);
-        table.rows.push(cells);
+                .and_then(pick)
+                .map(|s| millions(s.median))
+                .unwrap_or_else(dash)
+        }
+    };
+    let mut columns = vec![
+        Column::new("client M instr", 1, side(|f| f.client)),
+        Column::new("server M instr", 1, side(|f| f.server)),
+        Column::new("spread", 4, |r: &Row| {
+            r.instructions
+                .as_ref()
+                .and_then(|f| f.spread)
+                .map(|s| format!("{:.2}%", s * 100.0))
+                .unwrap_or_else(dash)
+        }),
+    ];
+    if !measured.timed {
+        columns.push(Column::new("n", 4, |r: &Row| {
+            r.instructions
+                .as_ref()
+                .map(|f| f.samples.len())
+                .filter(|n| *n > 0)
+                .map_or_else(dash, |n| n.to_string())
+        }));
     }
-    table.notes.push("client/server CPU: the thread's CPU time inside each side's library calls (CLOCK_THREAD_CPUTIME_ID), median. Over memory, where the two sides take turns on one thread, it is the handshake's CPU time split as the wall time inside each side's calls; a handshake during which the thread was preempted is retaken with the clock read at every turn. The exports also hold the wall time inside the calls.".to_string());
+    columns.push(Column::new(
+        if measured.timed {
+            "× baseline (instructions)"
+        } else {
+            "× baseline (±95% CI)"
+        },
+        0,
+        |r: &Row| {
+            r.instructions
+                .as_ref()
+                .and_then(|f| f.ratio_to_baseline.as_ref())
+                .map(ratio_text)
+                .unwrap_or_else(dash)
+        },
+    ));
+    columns
+}
+
+/// The heap columns: each side's peak and what it keeps, in KiB.
+fn memory_columns<'a>() -> Vec<Column<'a>> {
+    let figure = |pick: fn(&MemoryFigures) -> Option<f64>| {
+        move |r: &Row| {
+            r.memory
+                .as_ref()
+                .and_then(pick)
+                .map(kibibytes)
+                .unwrap_or_else(dash)
+        }
+    };
+    vec![
+        Column::new("client peak KiB", 1, figure(|m| m.client_peak_heap_bytes)),
+        Column::new("server peak KiB", 1, figure(|m| m.server_peak_heap_bytes)),
+        Column::new("client kept KiB", 2, figure(|m| m.client_retained_bytes)),
+        Column::new("server kept KiB", 2, figure(|m| m.server_retained_bytes)),
+    ]
+}
+
+/// The table a person reads. Narrow terminals drop first p99 and the
+/// sample count, then handshakes/s, then the CPU columns; the backend,
+/// scenario, wall time, ratio and notes always stay. Counted runs show
+/// each side's instructions (and heap bytes) beside or instead of the time.
+fn table(rows: &[Row], baseline: Option<&str>, counted_with: Option<&str>) -> Table {
+    let measured = Measured::of(rows);
+    // The transport is a column only when some row ran over a socket.
+    let with_transport = rows.iter().any(|r| r.scenario.transport.is_socket());
+    let mut columns = vec![Column::new("backend", 0, |r: &Row| r.backend.clone())
+        .text()
+        .kind(ColumnKind::Axis)];
+    for (i, header) in AXIS_HEADERS.iter().enumerate() {
+        columns.push(
+            Column::new(header, 0, move |r: &Row| axis_cells(&r.scenario)[i].clone())
+                .text()
+                .kind(ColumnKind::Axis),
+        );
+    }
     if with_transport {
-        table.notes.push("TCP, UDP rows: client and server in two threads over a loopback socket; each side's CPU includes the kernel's work for its socket calls (and for TCP its connect or accept), the wall time runs until the later side is done.".to_string());
+        columns.push(
+            Column::new("transport", 0, |r: &Row| {
+                r.scenario.transport.display().to_string()
+            })
+            .text()
+            .kind(ColumnKind::Axis),
+        );
+    }
+    if measured.timed {
+        columns.extend(time_columns(measured));
+    }
+    if measured.counted {
+        columns.extend(instruction_columns(measured));
+    }
+    if measured.memory {
+        columns.extend(memory_columns());
+    }
+    // Quantum safety follows from the axes: said once when every row shares it.
+    columns.push(
+        Column::new("quantum-safe", 1, |r: &Row| {
+            quantum_safe(&r.scenario).to_string()
+        })
+        .text()
+        .kind(ColumnKind::Axis),
+    );
+    columns.push(
+        Column::new("notes", 0, notes)
+            .text()
+            .kind(ColumnKind::Notes),
+    );
+    let headers: Vec<&str> = columns.iter().map(|c| c.header).collect();
+    let numeric: Vec<bool> = columns.iter().map(|c| c.numeric).collect();
+    let priority: Vec<u8> = columns.iter().map(|c| c.priority).collect();
+    let mut table = Table::new(&headers, &numeric).priorities(&priority);
+    for kind in [ColumnKind::Axis, ColumnKind::Notes] {
+        let marked: Vec<usize> = (0..columns.len())
+            .filter(|&i| columns[i].kind == kind)
+            .collect();
+        table = table.mark(&marked, kind);
+    }
+    table.rows = rows
+        .iter()
+        .map(|row| columns.iter().map(|c| (c.cell)(row)).collect())
+        .collect();
+    table.notes = table_notes(rows, baseline, counted_with, measured, with_transport);
+    table
+}
+
+/// What the columns mean and how the ratios were taken.
+fn table_notes(
+    rows: &[Row],
+    baseline: Option<&str>,
+    counted_with: Option<&str>,
+    measured: Measured,
+    with_transport: bool,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if measured.timed {
+        notes.push("client/server CPU: the thread's CPU time inside each side's library calls (CLOCK_THREAD_CPUTIME_ID), median. Over memory, where the two sides take turns on one thread, it is the handshake's CPU time split as the wall time inside each side's calls; a handshake during which the thread was preempted is retaken with the clock read at every turn. The exports also hold the wall time inside the calls.".to_string());
+    }
+    if with_transport {
+        notes.push("TCP, UDP rows: client and server in two threads over a loopback socket; each side's CPU includes the kernel's work for its socket calls (and for TCP its connect or accept), the wall time runs until the later side is done.".to_string());
     }
     if rows.iter().any(|r| r.backend == "nginx") {
-        table.notes.push("nginx rows: the client is tlslab's OpenSSL over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is nginx's worker process from before the connect to the connection's close (/proc/PID/schedstat), its kernel TCP work included.".to_string());
+        notes.push("nginx rows: the client is tlslab's OpenSSL over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is nginx's worker process from before the connect to the connection's close (/proc/PID/schedstat), its kernel TCP work included.".to_string());
     }
-    if let Some(baseline) = baseline {
-        table.notes.push(format!(
-            "× baseline: CPU time (client + server) relative to {baseline}, the median of same-round ratios (rounds interleave every cell); ±: the 95% interval of that median from order statistics."
+    if measured.counted {
+        notes.push(format!(
+            "client/server M instr: instructions executed inside each side's library calls per handshake, in millions, counted under {}'s callgrind (median of the handshakes counted; setup and tlslab's bookkeeping between turns not counted). Counts repeat on any machine and beside any other work, but say nothing of cache misses, stalls or the clock: a row of fewer instructions can still take longer. Under valgrind the libraries see no AVX-512 (valgrind hides it), so their code paths can differ from a native run. spread: (max − min) / median of the handshakes' totals.",
+            counted_with.unwrap_or("valgrind")
         ));
     }
-    table
+    if measured.memory {
+        notes.push("peak/kept KiB: heap bytes each side's allocations held at most during the handshake, and still held once it was done (what an established, idle connection keeps); every malloc of the libraries counted, median of the handshakes counted.".to_string());
+    }
+    if let Some(baseline) = baseline {
+        if measured.timed {
+            notes.push(format!(
+                "× baseline{}: CPU time (client + server) relative to {baseline}, the median of same-round ratios (rounds interleave every cell); ±: the 95% interval of that median from order statistics.",
+                if measured.counted { " (CPU time)" } else { "" }
+            ));
+        }
+        if measured.counted {
+            notes.push(format!(
+                "× baseline{}: instructions (client + server) relative to {baseline}, the median of the ratios of same-numbered handshakes; ± from six handshakes on.",
+                if measured.timed { " (instructions)" } else { "" }
+            ));
+        }
+    }
+    notes
 }
 
 /// One line per row with every statistic (CSV).
@@ -462,6 +817,8 @@ pub struct HandshakeReport<'a> {
     /// The run's rounds (empty when not known): other processes' CPU use
     /// per round.
     pub rounds: &'a [Round],
+    /// The valgrind that counted instructions, if any did.
+    pub counted_with: Option<&'a str>,
 }
 
 impl HandshakeReport<'_> {
@@ -484,7 +841,7 @@ impl HandshakeReport<'_> {
             ))
         });
         let paired = with_baselines(&cells, self.baseline);
-        let rows = rows_paired(&cells, &paired);
+        let rows = rows_paired(&cells, &paired, self.baseline);
         let drift = drift(&cells);
         let dtls_pairs = tls_vs_dtls::pairs(&cells);
         let other_work = other_work(&cells, self.baseline, self.rounds, &paired);
@@ -505,7 +862,7 @@ impl HandshakeReport<'_> {
                 "round_times": self.rounds,
             }),
         );
-        let mut tables = vec![table(&rows, self.baseline)];
+        let mut tables = vec![table(&rows, self.baseline, self.counted_with)];
         tables.extend(tls_vs_dtls::table(&dtls_pairs, &cells));
         Document {
             heading: super::heading(self.host, self.libraries),

@@ -5,6 +5,7 @@
 
 pub mod axes;
 pub mod bulk;
+pub mod measure;
 pub mod names;
 pub mod presets;
 pub mod speed;
@@ -15,6 +16,7 @@ pub mod tunnel_axes;
 use serde::Serialize;
 
 pub use axes::{Aead, CertKind, Group, KxKind, Resumption, SignatureFamily, TlsVersion};
+pub use measure::Measure;
 pub use names::{parse_list, parse_name, Named, UnknownName};
 pub use transport::Transport;
 
@@ -270,12 +272,45 @@ impl Serialize for HandshakeScenario {
         s.serialize_field("group", self.group.id())?;
         s.serialize_field("cert", self.cert.id())?;
         s.serialize_field("suite", self.suite_name())?;
+        s.serialize_field("aead", self.aead.id())?;
         s.serialize_field("resumption", self.resumption.id())?;
         s.serialize_field("mutual", &self.mutual)?;
         s.serialize_field("chain_depth", &self.chain_depth)?;
         s.serialize_field("mtu_bytes", &self.mtu_bytes)?;
         s.serialize_field("transport", &self.transport)?;
         s.end()
+    }
+}
+
+/// A scenario read back from what [`Serialize`] wrote (its ids; the MTU
+/// and the transport from the label).
+impl<'de> serde::Deserialize<'de> for HandshakeScenario {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Ids {
+            label: String,
+            tls_version: String,
+            group: String,
+            cert: String,
+            aead: String,
+            resumption: String,
+            mutual: bool,
+            chain_depth: u8,
+        }
+        let ids = Ids::deserialize(deserializer)?;
+        let bad = |e: UnknownName| serde::de::Error::custom(e.to_string());
+        let version: TlsVersion = parse_name(&ids.tls_version).map_err(bad)?;
+        Ok(HandshakeScenario {
+            version,
+            group: parse_name(&ids.group).map_err(bad)?,
+            cert: parse_name(&ids.cert).map_err(bad)?,
+            aead: parse_name(&ids.aead).map_err(bad)?,
+            resumption: parse_name(&ids.resumption).map_err(bad)?,
+            mutual: ids.mutual,
+            chain_depth: ids.chain_depth,
+            mtu_bytes: HandshakeScenario::mtu_from_label(version, &ids.label),
+            transport: Transport::from_label(&ids.label),
+        })
     }
 }
 

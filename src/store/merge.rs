@@ -12,13 +12,16 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 
 use super::{schema, Store};
 
-/// The tables holding a run's cells, each with its samples table.
-const CELL_TABLES: &[(&str, &str)] = &[
-    ("cells", "samples"),
-    ("speed_cells", "speed_samples"),
-    ("tunnel_cells", "tunnel_samples"),
-    ("bulk_cells", "bulk_samples"),
-    ("capacity_cells", "capacity_steps"),
+/// The tables holding a run's cells, each with the tables of its samples.
+const CELL_TABLES: &[(&str, &[&str])] = &[
+    (
+        "cells",
+        &["samples", "counts", "count_samples", "count_breakdown"],
+    ),
+    ("speed_cells", &["speed_samples"]),
+    ("tunnel_cells", &["tunnel_samples"]),
+    ("bulk_cells", &["bulk_samples"]),
+    ("capacity_cells", &["capacity_steps"]),
 ];
 
 /// The tables of scenarios, keyed by their stable label.
@@ -159,9 +162,11 @@ fn copy_run(tx: &Transaction, old: i64) -> Result<i64> {
     for table in RUN_TABLES {
         copy_rows(tx, table, ("run_id", old), ("run_id", new))?;
     }
-    for (cells, samples) in CELL_TABLES {
+    for (cells, sample_tables) in CELL_TABLES {
         for (old_cell, new_cell) in copy_rows(tx, cells, ("run_id", old), ("run_id", new))? {
-            copy_rows(tx, samples, ("cell_id", old_cell), ("cell_id", new_cell))?;
+            for samples in *sample_tables {
+                copy_rows(tx, samples, ("cell_id", old_cell), ("cell_id", new_cell))?;
+            }
         }
     }
     Ok(new)

@@ -7,6 +7,7 @@
 
 mod bulk;
 mod capacity;
+mod counts;
 mod load;
 mod merge;
 mod provenance;
@@ -219,6 +220,7 @@ impl Store {
                 ])?;
             }
         }
+        counts::write_counts(&tx, cell_id, &cell.counts)?;
         tx.commit()?;
         Ok(())
     }
@@ -442,6 +444,7 @@ impl Store {
                 resumed: row.resumed.unwrap_or(false),
             });
             cells.push(CellResult {
+                counts: counts::read_counts(&self.connection, row.cell_id)?,
                 backend: row.backend,
                 scenario,
                 negotiated,
@@ -593,6 +596,7 @@ mod tests {
 
     fn measured_cell() -> CellResult {
         CellResult {
+            counts: Default::default(),
             backend: "mock".into(),
             scenario: scenario(),
             negotiated: Some(negotiated()),
@@ -650,6 +654,7 @@ mod tests {
         let run = store.begin_run(&run_info()).unwrap();
         let measured = measured_cell();
         let unsupported = CellResult {
+            counts: Default::default(),
             scenario: HandshakeScenario {
                 group: Group::X448,
                 ..scenario()
@@ -661,6 +666,7 @@ mod tests {
             ..measured_cell()
         };
         let failed = CellResult {
+            counts: Default::default(),
             backend: "other".into(),
             negotiated: None,
             outcome: Outcome::Failed {
@@ -702,6 +708,7 @@ mod tests {
         let cells: Vec<CellResult> = [crate::scenario::DEFAULT_MTU_BYTES, 576]
             .into_iter()
             .map(|mtu| CellResult {
+                counts: Default::default(),
                 scenario: dtls(mtu),
                 ..measured_cell()
             })
@@ -851,6 +858,7 @@ mod tests {
         assert_eq!(
             run.cells,
             vec![CellResult {
+                counts: Default::default(),
                 backend: "mock".into(),
                 scenario: *s,
                 negotiated: Some(negotiated()),

@@ -7,7 +7,7 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
@@ -19,6 +19,7 @@ const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_4_TO_5],
     &[VERSION_5_TO_6],
     &[VERSION_6_TO_7],
+    &[VERSION_7_TO_8],
 ];
 
 /// The latest schema, created directly in a new (empty) database. A
@@ -315,6 +316,34 @@ CREATE TABLE load_intervals (
     p99_us INTEGER,
     max_us INTEGER,
     PRIMARY KEY (run_id, second)
+) WITHOUT ROWID;
+-- Version 8: the counted measures of handshake cells (`--measure
+-- instructions,memory`): per cell and measure how counting ended; its
+-- samples per side (instructions per handshake; memory as two series,
+-- peak_heap_bytes and retained_bytes); for instructions with
+-- `--breakdown`, each side's instructions per handshake per category.
+CREATE TABLE counts (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    measure TEXT NOT NULL CHECK (measure IN ('instructions', 'memory')),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    PRIMARY KEY (cell_id, measure)
+) WITHOUT ROWID;
+CREATE TABLE count_samples (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    series TEXT NOT NULL CHECK (series IN ('instructions', 'peak_heap_bytes', 'retained_bytes')),
+    seq INTEGER NOT NULL,
+    client INTEGER NOT NULL,
+    server INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, series, seq)
+) WITHOUT ROWID;
+CREATE TABLE count_breakdown (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    side TEXT NOT NULL CHECK (side IN ('client', 'server')),
+    category TEXT NOT NULL,
+    instructions REAL NOT NULL,
+    PRIMARY KEY (cell_id, side, category)
 ) WITHOUT ROWID;
 "#;
 
@@ -626,6 +655,33 @@ CREATE TABLE load_intervals (
 /// comment).
 const VERSION_6_TO_7: &str = r#"
 ALTER TABLE rounds ADD COLUMN others_cpu REAL;
+"#;
+
+/// Version 8: the counted measures of handshake cells.
+const VERSION_7_TO_8: &str = r#"
+CREATE TABLE counts (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    measure TEXT NOT NULL CHECK (measure IN ('instructions', 'memory')),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    PRIMARY KEY (cell_id, measure)
+) WITHOUT ROWID;
+CREATE TABLE count_samples (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    series TEXT NOT NULL CHECK (series IN ('instructions', 'peak_heap_bytes', 'retained_bytes')),
+    seq INTEGER NOT NULL,
+    client INTEGER NOT NULL,
+    server INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, series, seq)
+) WITHOUT ROWID;
+CREATE TABLE count_breakdown (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    side TEXT NOT NULL CHECK (side IN ('client', 'server')),
+    category TEXT NOT NULL,
+    instructions REAL NOT NULL,
+    PRIMARY KEY (cell_id, side, category)
+) WITHOUT ROWID;
 "#;
 
 /// What a database holds before it is touched.

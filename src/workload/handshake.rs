@@ -11,8 +11,10 @@ use serde::Serialize;
 
 use crate::backend::{Backend, CpuReadings, HandshakeSample, Handshaker, Negotiated};
 use crate::certs::{CertCache, Credentials};
+use crate::heap::HeapSample;
 use crate::measure::{self, verify, Outcome, Probe, Round, Sampled, SamplingOptions};
 use crate::scenario::HandshakeScenario;
+use crate::workload::counted::{CategoryCount, Instructions};
 
 /// One measured handshake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -47,7 +49,25 @@ pub struct CellResult {
     pub scenario: HandshakeScenario,
     /// What the handshakes negotiated (checked on every sample).
     pub negotiated: Option<Negotiated>,
+    /// The timed samples (none when time was not measured).
     pub outcome: Outcome<Sample>,
+    /// The counted measures, when asked for.
+    pub counts: Counts,
+}
+
+/// What the counted measures found for one cell (see
+/// [`crate::workload::counted`]): each is `None` unless it was asked for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Counts {
+    /// Instructions per side per handshake, one sample per handshake.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<Outcome<Instructions>>,
+    /// Per side and category, instructions per handshake.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub breakdown: Vec<CategoryCount>,
+    /// Heap bytes per side, one sample per handshake.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Outcome<HeapSample>>,
 }
 
 impl CellResult {
@@ -303,6 +323,7 @@ pub fn run_cells(
     for (scenario, backend) in planned {
         let prepared = HandshakeProbe::prepare(backend.as_ref(), scenario, certs);
         let mut cell = CellResult {
+            counts: Default::default(),
             backend: backend.id().to_string(),
             scenario: *scenario,
             negotiated: None,

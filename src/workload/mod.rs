@@ -6,6 +6,7 @@
 
 pub mod bulk;
 pub mod capacity;
+pub mod counted;
 pub mod handshake;
 pub mod load;
 pub mod nginx;

@@ -192,7 +192,7 @@ pub fn per_category(symbols: &[SymbolShare]) -> Vec<(String, f64)> {
 /// What a sampled symbol was doing, told by its name: the study's
 /// categories (public key, hashing, symmetric, random numbers,
 /// certificates) and the rest of a server's time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Category {
     /// Big numbers, RSA, elliptic curves, X25519/X448, DH, ML-KEM, ML-DSA.
     PublicKey,
@@ -267,7 +267,16 @@ const PREFIXES: &[(Category, &[&str])] = &[
             "ml_kem",
             "mlkem",
             "ml_dsa",
+            "mldsa",
+            "kyber",
+            "pqcrystals",
+            "dilithium",
+            "limbs",
+            "fiat_",
             "p256",
+            "p384",
+            "p521",
+            "gfp",
             "nistz256",
             "felem",
             "evp_pkey",
@@ -367,7 +376,7 @@ impl Category {
             Category::Random => "random numbers",
             Category::Certificates => "certificates and ASN.1",
             Category::TlsStateMachine => "TLS state machine",
-            Category::OpensslPlumbing => "OpenSSL plumbing",
+            Category::OpensslPlumbing => "library plumbing",
             Category::MemoryLibc => "memory and libc",
             Category::Kernel => "kernel",
             Category::HttpTlslab => "HTTP and tlslab (Rust)",
@@ -375,8 +384,12 @@ impl Category {
         }
     }
 
-    /// The category a label names, if any.
+    /// The category a label names, if any (runs stored before the
+    /// plumbing of every library was one category said "OpenSSL plumbing").
     pub fn from_label(label: &str) -> Option<Category> {
+        if label == "OpenSSL plumbing" {
+            return Some(Category::OpensslPlumbing);
+        }
         Category::ALL.iter().copied().find(|c| c.label() == label)
     }
 
@@ -385,15 +398,28 @@ impl Category {
         if share.kernel || share.object.starts_with("[kernel") {
             return Category::Kernel;
         }
-        let symbol = share.symbol.as_str();
-        if symbol.starts_with("0x") {
+        Self::of_symbol(&share.symbol, &share.object)
+    }
+
+    /// The category of a function counted by callgrind: its demangled
+    /// name and the path of the object it is in.
+    pub fn of_function(function: &str, object: &str) -> Category {
+        let object = object.rsplit('/').next().unwrap_or(object);
+        Self::of_symbol(function, object)
+    }
+
+    /// The category of a user-space symbol in `object` (a file name).
+    fn of_symbol(symbol: &str, object: &str) -> Category {
+        if symbol.starts_with("0x") || symbol.is_empty() || symbol == "???" {
             return Category::Other;
         }
         if symbol.contains("::") || symbol.starts_with("_R") || symbol.starts_with("_ZN") {
-            return Category::HttpTlslab;
+            return Self::of_rust(symbol);
         }
         let lower = symbol.to_ascii_lowercase();
-        let trimmed = lower.trim_start_matches('_');
+        // aws-lc's and ring's C and assembly symbols carry a version prefix.
+        let unprefixed = strip_version_prefix(&lower);
+        let trimmed = unprefixed.trim_start_matches('_');
         let openssl_internal = trimmed.starts_with("ossl_");
         let name = trimmed.strip_prefix("ossl_").unwrap_or(trimmed);
         let found = PREFIXES
@@ -402,23 +428,115 @@ impl Category {
         if let Some((category, _)) = found {
             return *category;
         }
-        if share.object.starts_with("libc.") || share.object.starts_with("ld-linux") {
+        if object.starts_with("libc.") || object.starts_with("ld-linux") {
             return Category::MemoryLibc;
         }
         let plumbing = [
-            "evp_", "crypto_", "bio", "err_", "openssl_", "obj_", "lh_", "ossl_",
+            "evp_", "crypto_", "bio", "err_", "openssl_", "obj_", "lh_", "ossl_", "cbb_", "cbs_",
         ];
         if openssl_internal
+            || unprefixed.len() != lower.len()
             || plumbing.iter().any(|p| trimmed.starts_with(p))
-            || share.object.starts_with("libcrypto")
+            || object.starts_with("libcrypto")
         {
             return Category::OpensslPlumbing;
         }
-        if share.object.starts_with("libssl") {
+        if object.starts_with("libssl") {
             return Category::TlsStateMachine;
         }
         Category::Other
     }
+
+    /// The category of a Rust function by its path: the TLS libraries'
+    /// modules by what they do, tlslab's own code apart.
+    fn of_rust(symbol: &str) -> Category {
+        let path = symbol.to_ascii_lowercase();
+        let has = |words: &[&str]| words.iter().any(|w| path.contains(w));
+        if has(&["tlslab::"]) && !has(&["rustls::", "aws_lc_rs::", "ring::", "dimpl::"]) {
+            return Category::HttpTlslab;
+        }
+        if has(&["webpki", "x509", "pki_types", "::der::", "::pem"]) {
+            return Category::Certificates;
+        }
+        if has(&["::rand::", "systemrandom", "getrandom", "::rand_"]) {
+            return Category::Random;
+        }
+        if has(&[
+            "agreement",
+            "::kx",
+            "ecdh",
+            "x25519",
+            "x448",
+            "::signature",
+            "::sign",
+            "rsa",
+            "::ec::",
+            "ecdsa",
+            "ed25519",
+            "kem",
+            "::pqdsa",
+            "::bigint",
+            "::arithmetic",
+        ]) {
+            return Category::PublicKey;
+        }
+        if has(&[
+            "hmac",
+            "hkdf",
+            "digest",
+            "sha2",
+            "sha1",
+            "::hash",
+            "prf",
+            "transcript",
+        ]) {
+            return Category::Hashing;
+        }
+        if has(&[
+            "aead",
+            "aes",
+            "gcm",
+            "chacha",
+            "poly1305",
+            "::cipher",
+            "encrypter",
+            "decrypter",
+        ]) {
+            return Category::Symmetric;
+        }
+        if has(&["rustls::", "dimpl::"]) {
+            return Category::TlsStateMachine;
+        }
+        if has(&["aws_lc_rs::", "ring::"]) {
+            return Category::OpensslPlumbing;
+        }
+        if has(&[
+            "alloc::",
+            "__rust_alloc",
+            "__rdl_",
+            "__rust_dealloc",
+            "__rust_realloc",
+            "core::ptr::",
+        ]) {
+            return Category::MemoryLibc;
+        }
+        Category::Other
+    }
+}
+
+/// A symbol without aws-lc's (`aws_lc_0_28_2_`) or ring's
+/// (`ring_core_0_17_14_`) version prefix.
+fn strip_version_prefix(lower: &str) -> &str {
+    for prefix in ["aws_lc_", "ring_core_"] {
+        if let Some(rest) = lower.strip_prefix(prefix) {
+            // The version: digits and underscores.
+            let skipped = rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == '_');
+            if skipped.len() < rest.len() {
+                return skipped;
+            }
+        }
+    }
+    lower
 }
 
 #[cfg(test)]
@@ -468,7 +586,7 @@ mod tests {
         assert_eq!(share("random numbers"), 3.0);
         assert_eq!(share("certificates and ASN.1"), 3.0);
         assert_eq!(share("TLS state machine"), 3.0);
-        assert_eq!(share("OpenSSL plumbing"), 2.0);
+        assert_eq!(share("library plumbing"), 2.0);
         assert_eq!(share("memory and libc"), 5.0);
         assert_eq!(share("kernel"), 12.0);
         assert_eq!(share("HTTP and tlslab (Rust)"), 3.0);

@@ -94,6 +94,7 @@ fn report<'a>(
         precision: Some(0.01),
         cells,
         rounds,
+        counted_with: None,
     }
 }
 

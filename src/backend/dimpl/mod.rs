@@ -463,10 +463,12 @@ impl DimplHandshaker {
         // dimpl's clock: it moves only when a timer must fire.
         let mut clock = start;
         let mut turns = Turns::start(self.cpu_readings);
+        turns.begin(Turn::Client);
         let mut client = self
             .new_side(true, pipe.client_end(), clock)
             .context("client")?;
         turns.ended(Turn::Client);
+        turns.begin(Turn::Server);
         let mut server = self
             .new_side(false, pipe.server_end(), clock)
             .context("server")?;
@@ -475,11 +477,13 @@ impl DimplHandshaker {
         loop {
             let server_turn = pipe.pending_for_server();
             if server_turn {
+                turns.begin(Turn::Server);
                 server.receive_all().context("server")?;
                 turns.ended(Turn::Server);
             }
             let client_turn = pipe.pending_for_client();
             if client_turn {
+                turns.begin(Turn::Client);
                 client.receive_all().context("client")?;
                 turns.ended(Turn::Client);
             }
@@ -502,8 +506,10 @@ impl DimplHandshaker {
                     );
                 };
                 clock = clock.max(due) + Duration::from_micros(1);
+                turns.begin(Turn::Client);
                 client.tick(clock).context("client")?;
                 turns.ended(Turn::Client);
+                turns.begin(Turn::Server);
                 server.tick(clock).context("server")?;
                 turns.ended(Turn::Server);
             }

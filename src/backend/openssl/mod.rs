@@ -646,6 +646,7 @@ impl OpensslHandshaker {
         let start = std::time::Instant::now();
         let mut turns = Turns::start(self.cpu_readings);
 
+        turns.begin(Turn::Client);
         let mut client = self.new_client(pipe)?;
         let mut server = None;
         let (mut client_done, mut server_done) = (false, false);
@@ -653,11 +654,15 @@ impl OpensslHandshaker {
         loop {
             let client_turn = rounds == 0 || pipe.pending_for_client();
             if client_turn {
+                if rounds > 0 {
+                    turns.begin(Turn::Client);
+                }
                 step(&mut client, &mut client_done).context("client")?;
                 turns.ended(Turn::Client);
             }
             let server_turn = pipe.pending_for_server();
             if server_turn {
+                turns.begin(Turn::Server);
                 let server = match &mut server {
                     Some(server) => server,
                     None => server.insert(self.new_server(pipe)?),

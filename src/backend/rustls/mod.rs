@@ -560,9 +560,11 @@ impl RustlsHandshaker {
         let mut turns = Turns::start(self.cpu_readings);
 
         instrument::set_side(Side::Client);
+        turns.begin(Turn::Client);
         let mut client = ClientConnection::new(Arc::clone(&self.client), self.server_name.clone())?;
         turns.ended(Turn::Client);
         instrument::set_side(Side::Server);
+        turns.begin(Turn::Server);
         let mut server = ServerConnection::new(Arc::clone(&self.server))?;
         turns.ended(Turn::Server);
         let mut rounds = 0;
@@ -571,12 +573,14 @@ impl RustlsHandshaker {
             if client_turn {
                 let input = pipe.pending_for_client();
                 instrument::set_side(Side::Client);
+                turns.begin(Turn::Client);
                 pump(&mut *client, &mut client_end, input).context("client")?;
                 turns.ended(Turn::Client);
             }
             let server_turn = pipe.pending_for_server();
             if server_turn {
                 instrument::set_side(Side::Server);
+                turns.begin(Turn::Server);
                 pump(&mut *server, &mut server_end, true).context("server")?;
                 turns.ended(Turn::Server);
             }

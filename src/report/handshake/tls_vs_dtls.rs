@@ -178,6 +178,7 @@ mod tests {
 
     fn cell_on(backend: &str, version: TlsVersion, cost_ns: &[u64]) -> CellResult {
         CellResult {
+            counts: Default::default(),
             backend: backend.into(),
             scenario: HandshakeScenario::full(version, Group::P256, CertKind::EcdsaP256),
             negotiated: None,

@@ -1,0 +1,550 @@
+//! The counted measures of handshakes, which hold on any machine because
+//! they count rather than time: instructions executed per side under
+//! valgrind's callgrind, and heap bytes per side ([`memory`]).
+//!
+//! For instructions tlslab runs itself again, under callgrind, as
+//! `tlslab counted-child` ([`child`]): one child per core, each with a
+//! share of the cells. A child prepares each cell uncounted and takes a
+//! fixed number of samples: no work in it depends on time, so the counts
+//! repeat. Each side's turns are counted apart (the turns of
+//! [`crate::backend::turns`] switch collection on and write each turn's
+//! count to the profile, labelled with its side); setup (certificates,
+//! contexts) and tlslab's bookkeeping between turns are not counted. The
+//! parent reads the profiles ([`profile`]) and, for the breakdown, sorts
+//! every function's own count into the study's categories.
+
+pub mod child;
+pub mod memory;
+pub mod profile;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{Backend, Negotiated};
+use crate::certs::CertCache;
+use crate::measure::{Outcome, Sampled, Timed};
+use crate::scenario::{HandshakeScenario, KxKind, Measure, SignatureFamily};
+use crate::workload::handshake::Counts;
+use crate::workload::perf::Category;
+
+/// The label of the empty dump a child writes before each sample:
+/// "tlslab sample CELL SAMPLE".
+pub const SAMPLE_LABEL: &str = "tlslab sample";
+
+/// The hidden subcommand a counted child runs.
+pub const CHILD_COMMAND: &str = "counted-child";
+
+/// What one counted child is asked to do.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CountPlan {
+    pub cert_dir: PathBuf,
+    pub cells: Vec<PlannedCount>,
+}
+
+/// One cell of a counted child's plan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlannedCount {
+    /// The cell's index in the parent's plan.
+    pub index: usize,
+    pub backend: String,
+    pub scenario: HandshakeScenario,
+    pub samples: usize,
+}
+
+/// The instructions one handshake executed, per side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Instructions {
+    pub client: u64,
+    pub server: u64,
+}
+
+/// A handshake's count is both sides' instructions.
+impl Sampled for Instructions {
+    fn cost(&self) -> f64 {
+        (self.client + self.server) as f64
+    }
+}
+
+/// One side's instructions per handshake in one category (the mean over
+/// the samples).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CategoryCount {
+    /// "client" or "server".
+    pub side: String,
+    /// A [`Category`] label.
+    pub category: String,
+    pub instructions: f64,
+}
+
+/// What counting found for one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountedCell {
+    pub outcome: Outcome<Instructions>,
+    pub negotiated: Option<Negotiated>,
+    /// Per side and category (empty unless asked for).
+    pub breakdown: Vec<CategoryCount>,
+}
+
+/// How to count.
+#[derive(Debug, Clone)]
+pub struct CountOptions {
+    /// Samples per cell.
+    pub samples: usize,
+    /// Children at once (one per core).
+    pub jobs: usize,
+    /// Sort every function's count into categories.
+    pub breakdown: bool,
+}
+
+/// Why a cell cannot be counted, if it cannot: counted handshakes run both
+/// sides in turns on one thread, over memory.
+pub fn uncountable(scenario: &HandshakeScenario) -> Option<String> {
+    scenario.transport.is_socket().then(|| {
+        format!(
+            "counted over memory only (both sides in turns on one thread); {} rows are timed",
+            scenario.transport.display()
+        )
+    })
+}
+
+/// Counts what `measures` ask for (instructions, memory; time is not
+/// counted) on every planned cell; per cell its counts and, when counting
+/// prepared it, what it negotiated. `progress` is told the counted
+/// handshakes done so far.
+pub fn count_matrix(
+    planned: &[(HandshakeScenario, Arc<dyn Backend>)],
+    certs: &CertCache,
+    measures: &[Measure],
+    options: &CountOptions,
+    interrupt: &AtomicBool,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<(Counts, Option<Negotiated>)>> {
+    let countable: Vec<usize> = (0..planned.len())
+        .filter(|&i| uncountable(&planned[i].0).is_none())
+        .collect();
+    let subset: Vec<(HandshakeScenario, Arc<dyn Backend>)> =
+        countable.iter().map(|&i| planned[i].clone()).collect();
+    let mut results: Vec<(Counts, Option<Negotiated>)> = planned
+        .iter()
+        .map(|(scenario, _)| {
+            let mut counts = Counts::default();
+            if let Some(reason) = uncountable(scenario) {
+                let outcome: Outcome<()> = Outcome::Unsupported { reason };
+                if measures.contains(&Measure::Instructions) {
+                    counts.instructions = Some(outcome.without_samples());
+                }
+                if measures.contains(&Measure::Memory) {
+                    counts.memory = Some(outcome.without_samples());
+                }
+            }
+            (counts, None)
+        })
+        .collect();
+    let done_before = std::sync::atomic::AtomicUsize::new(0);
+    if measures.contains(&Measure::Memory) && !interrupted(interrupt) {
+        let memory = memory::count_memory(&subset, certs, options.samples, interrupt, &|n| {
+            done_before.store(n, Ordering::Relaxed);
+            progress(n)
+        })?;
+        for (&i, cell) in countable.iter().zip(memory) {
+            results[i].1 = results[i].1.take().or(cell.negotiated);
+            results[i].0.memory = Some(cell.outcome);
+        }
+    }
+    if measures.contains(&Measure::Instructions) && !interrupted(interrupt) {
+        let before = done_before.load(Ordering::Relaxed);
+        let counted = count_instructions(&subset, certs, options, interrupt, &|n| {
+            progress(before + n)
+        })?;
+        for (&i, cell) in countable.iter().zip(counted) {
+            results[i].1 = results[i].1.take().or(cell.negotiated);
+            results[i].0.instructions = Some(cell.outcome);
+            results[i].0.breakdown = cell.breakdown;
+        }
+    }
+    Ok(results)
+}
+
+/// The valgrind command a counted child runs under.
+fn valgrind_command(profile: &Path) -> Command {
+    let mut command = Command::new("valgrind");
+    command.args([
+        "--tool=callgrind",
+        "--collect-atstart=no",
+        "--combine-dumps=yes",
+        "--compress-pos=no",
+        "--quiet",
+    ]);
+    command.arg(format!("--callgrind-out-file={}", profile.display()));
+    command
+}
+
+/// A rough relative cost of a cell, to share the cells out evenly among
+/// the children (the biggest first to the least loaded).
+fn weight(scenario: &HandshakeScenario) -> f64 {
+    use crate::scenario::{CertKind, Group};
+    let kx = match (scenario.group, scenario.group.kind()) {
+        (_, KxKind::Ffdh { bits }) => (f64::from(bits) / 1024.0).powf(2.5),
+        (Group::P384, _) => 6.0,
+        (Group::P521, _) => 14.0,
+        (Group::X448, _) => 3.0,
+        _ => 1.0,
+    };
+    let cert = match (scenario.cert, scenario.cert.family()) {
+        (CertKind::Rsa3072, _) => 2.0,
+        (CertKind::Rsa4096, _) => 4.0,
+        (CertKind::EcdsaP384, _) => 6.0,
+        (CertKind::EcdsaP521, _) => 14.0,
+        (CertKind::Ed448, _) => 3.0,
+        (_, SignatureFamily::MlDsa) => 2.0,
+        _ => 1.0,
+    };
+    kx + cert
+}
+
+/// Shares out cells (index, scenario) among `jobs` children: each cell
+/// to the child with the least weight so far, the heaviest first; each
+/// child keeps the plan's order.
+fn share_out(cells: &[(usize, HandshakeScenario)], jobs: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..cells.len()).collect();
+    order.sort_by(|&a, &b| weight(&cells[b].1).total_cmp(&weight(&cells[a].1)));
+    let mut shares: Vec<(f64, Vec<usize>)> = vec![(0.0, Vec::new()); jobs.max(1)];
+    for at in order {
+        let least = shares
+            .iter_mut()
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .expect("at least one share");
+        least.0 += weight(&cells[at].1);
+        least.1.push(at);
+    }
+    shares
+        .into_iter()
+        .map(|(_, mut share)| {
+            share.sort_unstable();
+            share
+        })
+        .filter(|share| !share.is_empty())
+        .collect()
+}
+
+/// A child under way.
+struct Running {
+    child: Child,
+    profile: PathBuf,
+    out: PathBuf,
+    /// What the child wrote to standard error that was not progress.
+    messages: Arc<Mutex<Vec<String>>>,
+    /// (cell, sample) the child finished and verified.
+    done: Arc<Mutex<Vec<(usize, usize)>>>,
+}
+
+/// Counts every cell's instructions per side in children under callgrind.
+/// `progress` is called with the number of samples done so far. Ctrl-C
+/// (`interrupt`) stops the children; what they finished is kept.
+pub fn count_instructions(
+    cells: &[(HandshakeScenario, Arc<dyn Backend>)],
+    certs: &CertCache,
+    options: &CountOptions,
+    interrupt: &AtomicBool,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<CountedCell>> {
+    // Chains are made here, once, not under valgrind.
+    for (scenario, _) in cells {
+        let _ = certs.get(scenario.cert, scenario.chain_depth);
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("tlslab-counted-")
+        .tempdir()
+        .context("making a scratch directory")?;
+    let exe = std::env::current_exe().context("finding tlslab's own binary")?;
+    let indexed: Vec<(usize, HandshakeScenario)> = cells
+        .iter()
+        .enumerate()
+        .map(|(i, (scenario, _))| (i, *scenario))
+        .collect();
+    let shares = share_out(&indexed, options.jobs);
+    let done_total = Mutex::new(0usize);
+    let mut counted: Vec<Option<CountedCell>> = vec![None; cells.len()];
+    std::thread::scope(|scope| -> Result<()> {
+        let mut running = Vec::new();
+        let mut readers = Vec::new();
+        for (job, share) in shares.iter().enumerate() {
+            let plan = CountPlan {
+                cert_dir: certs.dir().to_path_buf(),
+                cells: share
+                    .iter()
+                    .map(|&i| PlannedCount {
+                        index: i,
+                        backend: cells[i].1.id().to_string(),
+                        scenario: cells[i].0,
+                        samples: options.samples,
+                    })
+                    .collect(),
+            };
+            let plan_path = scratch.path().join(format!("plan-{job}.json"));
+            std::fs::write(&plan_path, serde_json::to_vec(&plan)?)?;
+            let profile = scratch.path().join(format!("profile-{job}"));
+            let out = scratch.path().join(format!("out-{job}.jsonl"));
+            let mut child = valgrind_command(&profile)
+                .arg(&exe)
+                .arg(CHILD_COMMAND)
+                .arg(&plan_path)
+                .arg(&out)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .context("starting valgrind")?;
+            let stderr = child.stderr.take().expect("stderr is piped");
+            let messages = Arc::new(Mutex::new(Vec::new()));
+            let done = Arc::new(Mutex::new(Vec::new()));
+            let (to_messages, to_done, done_total) =
+                (Arc::clone(&messages), Arc::clone(&done), &done_total);
+            readers.push(scope.spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    match sample_of(&line) {
+                        Some(sample) => {
+                            to_done.lock().unwrap().push(sample);
+                            let mut total = done_total.lock().unwrap();
+                            *total += 1;
+                            progress(*total);
+                        }
+                        None => to_messages.lock().unwrap().push(line),
+                    }
+                }
+            }));
+            running.push(Running {
+                child,
+                profile,
+                out,
+                messages,
+                done,
+            });
+        }
+        wait_all(&mut running, interrupt);
+        // Each reader ends with its child's standard error.
+        for reader in readers {
+            let _ = reader.join();
+        }
+        for run in &running {
+            read_child(run, options.breakdown, &mut counted)?;
+        }
+        Ok(())
+    })?;
+    Ok(counted
+        .into_iter()
+        .map(|cell| {
+            cell.unwrap_or_else(|| CountedCell {
+                outcome: if interrupted(interrupt) {
+                    Outcome::Measured {
+                        samples: Vec::new(),
+                        precise: false,
+                    }
+                } else {
+                    Outcome::Failed {
+                        reason: "the counted child process ended before this cell".to_string(),
+                    }
+                },
+                negotiated: None,
+                breakdown: Vec::new(),
+            })
+        })
+        .collect())
+}
+
+fn interrupted(interrupt: &AtomicBool) -> bool {
+    interrupt.load(Ordering::SeqCst)
+}
+
+/// Waits for every child; on Ctrl-C stops those still running.
+fn wait_all(running: &mut [Running], interrupt: &AtomicBool) {
+    loop {
+        let mut all_done = true;
+        for run in running.iter_mut() {
+            if matches!(run.child.try_wait(), Ok(None)) {
+                all_done = false;
+                if interrupted(interrupt) {
+                    let _ = run.child.kill();
+                    let _ = run.child.wait();
+                }
+            }
+        }
+        if all_done {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// "tlslab sample CELL SAMPLE" → (cell, sample).
+fn sample_of(label: &str) -> Option<(usize, usize)> {
+    let rest = label.strip_prefix(SAMPLE_LABEL)?;
+    let mut numbers = rest.split_ascii_whitespace().map(str::parse::<usize>);
+    match (numbers.next(), numbers.next(), numbers.next()) {
+        (Some(Ok(cell)), Some(Ok(sample)), None) => Some((cell, sample)),
+        _ => None,
+    }
+}
+
+/// Reads one child's profile and outcomes into `counted`.
+fn read_child(run: &Running, breakdown: bool, counted: &mut [Option<CountedCell>]) -> Result<()> {
+    let text = std::fs::read_to_string(&run.profile).unwrap_or_default();
+    let parts = profile::parse(&text, breakdown);
+    let done = run.done.lock().unwrap().clone();
+    // Per (cell, sample): each side's instructions; per (cell, side,
+    // category): instructions over the cell's samples.
+    let mut samples: BTreeMap<(usize, usize), Instructions> = BTreeMap::new();
+    let mut categories: BTreeMap<(usize, &'static str, Category), u64> = BTreeMap::new();
+    let mut current: Option<(usize, usize)> = None;
+    for part in &parts {
+        if let Some(sample) = sample_of(&part.label) {
+            current = Some(sample);
+            continue;
+        }
+        let side = match part.label.as_str() {
+            "tlslab side client" => "client",
+            "tlslab side server" => "server",
+            _ => continue,
+        };
+        let Some(sample) = current.filter(|s| done.contains(s)) else {
+            continue;
+        };
+        let counts = samples.entry(sample).or_default();
+        if side == "client" {
+            counts.client += part.total;
+        } else {
+            counts.server += part.total;
+        }
+        for function in &part.functions {
+            let category = Category::of_function(&function.function, &function.object);
+            *categories.entry((sample.0, side, category)).or_default() += function.instructions;
+        }
+    }
+    let outcomes = std::fs::read_to_string(&run.out).unwrap_or_default();
+    let mut reported = std::collections::BTreeSet::new();
+    for line in outcomes.lines() {
+        let cell: child::ChildCell =
+            serde_json::from_str(line).context("reading a counted child's outcome")?;
+        reported.insert(cell.index);
+        let taken: Vec<Timed<Instructions>> = samples
+            .range((cell.index, 0)..(cell.index + 1, 0))
+            .map(|(&(_, sample), &value)| Timed {
+                round: sample as u32,
+                value,
+            })
+            .collect();
+        let outcome = match cell.status.as_str() {
+            "measured" => Outcome::Measured {
+                precise: taken.len() == cell.samples,
+                samples: taken.clone(),
+            },
+            "unsupported" => Outcome::Unsupported {
+                reason: cell.reason.unwrap_or_default(),
+            },
+            _ => Outcome::Failed {
+                reason: cell.reason.unwrap_or_default(),
+            },
+        };
+        counted[cell.index] = Some(CountedCell {
+            breakdown: category_means(&categories, cell.index, taken.len()),
+            outcome,
+            negotiated: cell.negotiated,
+        });
+    }
+    // Cells the child was in when it stopped: their finished samples.
+    let started: std::collections::BTreeSet<usize> = done.iter().map(|(cell, _)| *cell).collect();
+    for index in started.difference(&reported) {
+        let taken: Vec<Timed<Instructions>> = samples
+            .range((*index, 0)..(*index + 1, 0))
+            .map(|(&(_, sample), &value)| Timed {
+                round: sample as u32,
+                value,
+            })
+            .collect();
+        counted[*index] = Some(CountedCell {
+            breakdown: category_means(&categories, *index, taken.len()),
+            outcome: Outcome::Measured {
+                samples: taken,
+                precise: false,
+            },
+            negotiated: None,
+        });
+    }
+    let messages = run.messages.lock().unwrap();
+    if parts.is_empty() && outcomes.is_empty() && !messages.is_empty() {
+        bail!("the counted child failed: {}", messages.join("\n"));
+    }
+    Ok(())
+}
+
+/// One cell's categories per side, as means per sample.
+fn category_means(
+    categories: &BTreeMap<(usize, &'static str, Category), u64>,
+    index: usize,
+    samples: usize,
+) -> Vec<CategoryCount> {
+    if samples == 0 {
+        return Vec::new();
+    }
+    categories
+        .iter()
+        .filter(|((cell, _, _), _)| *cell == index)
+        .map(|((_, side, category), total)| CategoryCount {
+            side: side.to_string(),
+            category: category.label().to_string(),
+            instructions: *total as f64 / samples as f64,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{CertKind, Group, TlsVersion};
+
+    #[test]
+    fn cells_are_shared_out_evenly_and_in_order() {
+        let cells: Vec<(usize, HandshakeScenario)> = [
+            Group::P521,
+            Group::X25519,
+            Group::P256,
+            Group::Dhe4096,
+            Group::X25519,
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, group)| {
+            (
+                i,
+                HandshakeScenario::full(TlsVersion::Tls12, *group, CertKind::EcdsaP256),
+            )
+        })
+        .collect();
+        let shares = share_out(&cells, 2);
+        assert_eq!(shares.len(), 2);
+        // The two heavy cells (P-521, DHE-4096) go to different children.
+        let with = |i: usize| shares.iter().position(|s| s.contains(&i)).unwrap();
+        assert_ne!(with(0), with(3));
+        for share in &shares {
+            assert!(share.windows(2).all(|w| w[0] < w[1]));
+        }
+        let all: usize = shares.iter().map(Vec::len).sum();
+        assert_eq!(all, 5);
+        assert_eq!(share_out(&cells[..1], 4).len(), 1);
+    }
+
+    #[test]
+    fn sample_labels_read_back() {
+        assert_eq!(sample_of("tlslab sample 3 14"), Some((3, 14)));
+        assert_eq!(sample_of("tlslab sample 3"), None);
+        assert_eq!(sample_of("tlslab side client"), None);
+    }
+}
