@@ -29,10 +29,6 @@ pub enum Side {
 /// True while a handshake is tracked: the hooks look further.
 static TRACKING: AtomicBool = AtomicBool::new(false);
 
-/// True once the `malloc` of this process is tlslab's own (the hooks have
-/// seen an allocation): without them nothing can be counted.
-static HOOKED: AtomicBool = AtomicBool::new(false);
-
 thread_local! {
     /// The side whose turn this thread runs (0: none).
     static SIDE: Cell<u8> = const { Cell::new(0) };
@@ -45,14 +41,20 @@ extern "C" {
     fn __libc_free(ptr: *mut c_void);
 }
 
+// Each hook goes straight to the C library's function unless a handshake
+// is tracked: one load and one branch more per call.
+
 /// The C library's `malloc`, with the allocation counted.
 ///
 /// # Safety
 /// As `malloc`.
+#[inline(always)]
 pub unsafe fn malloc(size: usize) -> *mut c_void {
     // SAFETY: forwarded as it came.
     let ptr = unsafe { __libc_malloc(size) };
-    allocated(ptr, size);
+    if TRACKING.load(Ordering::Relaxed) {
+        allocated(ptr, size);
+    }
     ptr
 }
 
@@ -60,10 +62,13 @@ pub unsafe fn malloc(size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// As `calloc`.
+#[inline(always)]
 pub unsafe fn calloc(count: usize, size: usize) -> *mut c_void {
     // SAFETY: forwarded as it came.
     let ptr = unsafe { __libc_calloc(count, size) };
-    allocated(ptr, count.saturating_mul(size));
+    if TRACKING.load(Ordering::Relaxed) {
+        allocated(ptr, count.saturating_mul(size));
+    }
     ptr
 }
 
@@ -71,6 +76,7 @@ pub unsafe fn calloc(count: usize, size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// As `realloc`.
+#[inline(always)]
 pub unsafe fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     // SAFETY: forwarded as it came.
     let moved = unsafe { __libc_realloc(ptr, size) };
@@ -84,8 +90,11 @@ pub unsafe fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// As `free`.
+#[inline(always)]
 pub unsafe fn free(ptr: *mut c_void) {
-    freed(ptr);
+    if TRACKING.load(Ordering::Relaxed) {
+        freed(ptr);
+    }
     // SAFETY: forwarded as it came.
     unsafe { __libc_free(ptr) }
 }
@@ -142,11 +151,7 @@ macro_rules! interpose_malloc {
 }
 
 /// Counts an allocation of `size` bytes at `ptr` (the hooks call it).
-#[inline]
 pub fn allocated(ptr: *mut c_void, size: usize) {
-    if !HOOKED.load(Ordering::Relaxed) {
-        HOOKED.store(true, Ordering::Relaxed);
-    }
     if !TRACKING.load(Ordering::Relaxed) || ptr.is_null() {
         return;
     }
@@ -158,7 +163,6 @@ pub fn allocated(ptr: *mut c_void, size: usize) {
 }
 
 /// Counts the release of the allocation at `ptr` (the hooks call it).
-#[inline]
 pub fn freed(ptr: *mut c_void) {
     if !TRACKING.load(Ordering::Relaxed) || ptr.is_null() {
         return;
@@ -187,11 +191,16 @@ fn reallocated(old: *mut c_void, new: *mut c_void, size: usize) {
 }
 
 /// True if and only if this process's `malloc` is counted (the `tlslab`
-/// binary; not a test harness or another program linking the library).
+/// binary; not a test harness or another program linking the library):
+/// an allocation made in a tracked turn is seen.
 pub fn hooked() -> bool {
-    // Make sure at least one allocation went through the hooks if they exist.
-    drop(std::hint::black_box(Box::new(0u8)));
-    HOOKED.load(Ordering::Relaxed)
+    begin();
+    enter(Side::Client);
+    let probe = std::hint::black_box(vec![0u8; 64]);
+    leave();
+    mark_done();
+    drop(probe);
+    end().is_some_and(|seen| seen.client_peak_bytes >= 64)
 }
 
 /// Each side's heap figures over one tracked handshake, in bytes.

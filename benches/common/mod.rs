@@ -1,6 +1,8 @@
 //! What the overhead benches share: OpenSSL contexts configured as tlslab
 //! configures them, for the plain loops that drive the library directly.
 
+pub mod plain;
+
 use openssl::ssl::{SslContext, SslContextBuilder, SslMethod, SslOptions, SslSessionCacheMode};
 use openssl::ssl::{SslVerifyMode, SslVersion};
 use tlslab::certs::Credentials;

@@ -17,6 +17,7 @@ use crate::scenario::{HandshakeScenario, KxKind, SignatureFamily};
 use crate::stats::{self, Drift, PairedRatio, RoundValues, Summary};
 use crate::workload::counted::{CategoryCount, Instructions};
 use crate::workload::handshake::{CellResult, Sample};
+use crate::workload::perf::Category;
 
 /// One row of a report: a cell with its statistics.
 #[derive(Debug, Clone, Serialize)]
@@ -681,6 +682,70 @@ fn table_notes(
     notes
 }
 
+/// The short headers of the breakdown's categories, in
+/// [`Category::ALL`]'s order (the kernel is never counted in user space).
+const CATEGORY_HEADERS: [(Category, &str); 10] = [
+    (Category::PublicKey, "pubkey"),
+    (Category::Hashing, "hash"),
+    (Category::Symmetric, "sym"),
+    (Category::Random, "rand"),
+    (Category::Certificates, "x509"),
+    (Category::TlsStateMachine, "tls"),
+    (Category::OpensslPlumbing, "plumb"),
+    (Category::MemoryLibc, "libc"),
+    (Category::HttpTlslab, "tlslab"),
+    (Category::Other, "other"),
+];
+
+/// Where each side's instructions go: per row and side, each category's
+/// share of the side's instructions, and the side's total.
+fn breakdown_table(rows: &[Row]) -> Option<Table> {
+    let counted: Vec<&Row> = rows.iter().filter(|r| !r.breakdown.is_empty()).collect();
+    if counted.is_empty() {
+        return None;
+    }
+    let mut headers = vec!["backend"];
+    headers.extend(AXIS_HEADERS);
+    headers.push("side");
+    headers.extend(CATEGORY_HEADERS.map(|(_, h)| h));
+    headers.push("M instr");
+    let axes = 1 + AXIS_HEADERS.len();
+    let mut numeric = vec![false; axes + 1];
+    numeric.extend([true; CATEGORY_HEADERS.len() + 1]);
+    let mut table = Table::new(&headers, &numeric)
+        .mark(&(0..axes).collect::<Vec<_>>(), ColumnKind::Axis)
+        .titled("Where the instructions go (% of each side's instructions per handshake)");
+    for row in counted {
+        for side in ["client", "server"] {
+            let of_side = |category: Category| -> f64 {
+                row.breakdown
+                    .iter()
+                    .filter(|c| {
+                        c.side == side && Category::from_label(&c.category) == Some(category)
+                    })
+                    .map(|c| c.instructions)
+                    .sum()
+            };
+            let total: f64 = CATEGORY_HEADERS.iter().map(|(c, _)| of_side(*c)).sum();
+            if total <= 0.0 {
+                continue;
+            }
+            let mut cells = vec![row.backend.clone()];
+            cells.extend(axis_cells(&row.scenario));
+            cells.push(side.to_string());
+            cells.extend(
+                CATEGORY_HEADERS
+                    .iter()
+                    .map(|(category, _)| format!("{:.1}", of_side(*category) / total * 100.0)),
+            );
+            cells.push(millions(total));
+            table.rows.push(cells);
+        }
+    }
+    table.notes.push("pubkey: public key (big numbers, RSA, elliptic curves, X25519/X448, DH, ML-KEM, ML-DSA); hash: hashing and KDF; sym: symmetric ciphers; rand: random numbers; x509: certificates and ASN.1; tls: the TLS state machine (libssl, rustls, dimpl); plumb: the rest of the library (provider and algorithm look-ups, BIO, error stack, wrappers); libc: allocation, memcpy and the rest of libc and Rust's core; tlslab: tlslab's own code inside the turns (the memory transport); other: unnamed code. Each function's own instructions, as callgrind counted them, sorted by its name and object; the categories of a side add up to its total (M instr, the mean per handshake).".to_string());
+    Some(table)
+}
+
 /// One line per row with every statistic (CSV).
 fn records(rows: &[Row]) -> Table {
     use crate::scenario::Named;
@@ -863,6 +928,7 @@ impl HandshakeReport<'_> {
             }),
         );
         let mut tables = vec![table(&rows, self.baseline, self.counted_with)];
+        tables.extend(breakdown_table(&rows));
         tables.extend(tls_vs_dtls::table(&dtls_pairs, &cells));
         Document {
             heading: super::heading(self.host, self.libraries),

@@ -277,6 +277,8 @@ const PREFIXES: &[(Category, &[&str])] = &[
             "p384",
             "p521",
             "gfp",
+            "beeu",
+            "bignum_",
             "nistz256",
             "felem",
             "evp_pkey",
@@ -341,6 +343,165 @@ const PREFIXES: &[(Category, &[&str])] = &[
     ),
 ];
 
+/// Source paths per category, checked in this order: a fragment of the
+/// path (lower case), or with `=` the start of the file's own name. The
+/// crates are matched by their directory in Cargo's registry.
+const SOURCES: &[(Category, &[&str])] = &[
+    (
+        Category::Certificates,
+        &[
+            "/crypto/x509",
+            "/crypto/asn1/",
+            "/crypto/pem/",
+            "/crypto/encode_decode/",
+            "/implementations/encode_decode/",
+            "/rustls-webpki-",
+            "/webpki-",
+            "/rustls-pki-types-",
+            "/untrusted-",
+            "/der-",
+        ],
+    ),
+    (
+        Category::Random,
+        &[
+            "/crypto/rand/",
+            "/implementations/rands/",
+            "/fipsmodule/rand/",
+            "/crypto/rand_extra/",
+            "/getrandom-",
+            "=rand.rs",
+        ],
+    ),
+    (
+        Category::Hashing,
+        &[
+            "/crypto/sha/",
+            "/crypto/md5/",
+            "/crypto/hmac/",
+            "/crypto/kdf/",
+            "/crypto/hkdf/",
+            "/implementations/kdfs/",
+            "/implementations/digests/",
+            "/implementations/macs/",
+            "/crypto/evp/digest.c",
+            "/fipsmodule/sha/",
+            "/fipsmodule/hmac/",
+            "/fipsmodule/digest/",
+            "/fipsmodule/hkdf/",
+            "/fipsmodule/tls/",
+            "/crypto/fipsmodule/sha",
+            "=digest",
+            "=hmac",
+            "=hkdf",
+            "=hash.rs",
+            "=prf.rs",
+            "=sha",
+        ],
+    ),
+    (
+        Category::Symmetric,
+        &[
+            "/crypto/aes/",
+            "/crypto/modes/",
+            "/crypto/chacha/",
+            "/crypto/poly1305/",
+            "/implementations/ciphers/",
+            "/fipsmodule/aes/",
+            "/fipsmodule/modes/",
+            "/fipsmodule/cipher/",
+            "/crypto/cipher_extra/",
+            "/crypto/evp/evp_enc.c",
+            "/src/aead/",
+            "=aead",
+            "=cipher.rs",
+        ],
+    ),
+    (
+        Category::PublicKey,
+        &[
+            "/crypto/bn/",
+            "/crypto/ec/",
+            "/crypto/rsa/",
+            "/crypto/dh/",
+            "/crypto/dsa/",
+            "/crypto/ffc/",
+            "/crypto/ml_kem/",
+            "/crypto/ml_dsa/",
+            "/crypto/slh_dsa/",
+            "/crypto/curve25519/",
+            "/crypto/curve448/",
+            "/crypto/kyber/",
+            "/crypto/dilithium/",
+            "/fipsmodule/bn/",
+            "/fipsmodule/ec/",
+            "/fipsmodule/ecdsa/",
+            "/fipsmodule/ecdh/",
+            "/fipsmodule/rsa/",
+            "/fipsmodule/dh/",
+            "/fipsmodule/ml_kem/",
+            "/fipsmodule/ml_dsa/",
+            "/fipsmodule/curve25519/",
+            "/third_party/fiat/",
+            "/implementations/keymgmt/",
+            "/implementations/exchange/",
+            "/implementations/signature/",
+            "/implementations/kem/",
+            "/src/ec/",
+            "/src/rsa/",
+            "/src/arithmetic/",
+            "/src/bigint",
+            "/src/limb",
+            "=agreement",
+            "=kem.rs",
+            "=signature.rs",
+            "=ecdsa",
+            "=ed25519",
+            "=rsa",
+            "=kx.rs",
+            "=sign.rs",
+        ],
+    ),
+    (
+        Category::TlsStateMachine,
+        &["/ssl/", "/rustls-0.", "/dimpl-"],
+    ),
+    (
+        Category::HttpTlslab,
+        &[
+            "/src/transport/",
+            "/src/backend/",
+            "/src/workload/",
+            "/src/heap.rs",
+        ],
+    ),
+    (
+        Category::MemoryLibc,
+        &[
+            "/library/alloc/",
+            "/library/core/src/ptr",
+            "/library/core/src/slice",
+            "/csu/",
+            "/sysdeps/",
+            "/malloc/",
+            "/crypto/mem.c",
+            "/crypto/mem_clr.c",
+        ],
+    ),
+];
+
+/// The libraries' source trees: what no file or name rule placed is the
+/// library's plumbing.
+const LIBRARY_SOURCES: &[&str] = &[
+    "/openssl-build/",
+    "/aws-lc/",
+    "/aws-lc-rs-",
+    "/aws-lc-sys-",
+    "/ring-0.",
+    "/openssl-0.",
+    "/openssl-sys-",
+];
+
 impl Category {
     pub const ALL: &'static [Category] = &[
         Category::PublicKey,
@@ -402,10 +563,43 @@ impl Category {
     }
 
     /// The category of a function counted by callgrind: its demangled
-    /// name and the path of the object it is in.
-    pub fn of_function(function: &str, object: &str) -> Category {
+    /// name, the source file it was compiled from (when the debug
+    /// information says) and the path of the object it is in. The source
+    /// file's directory tells the most (OpenSSL's `crypto/bn/`, aws-lc's
+    /// `fipsmodule/ec/`, rustls's own sources); the name is the fallback.
+    pub fn of_function(function: &str, file: &str, object: &str) -> Category {
+        if let Some(category) = Self::of_source(file) {
+            return category;
+        }
         let object = object.rsplit('/').next().unwrap_or(object);
-        Self::of_symbol(function, object)
+        match Self::of_symbol(function, object) {
+            Category::Other if LIBRARY_SOURCES.iter().any(|dir| file.contains(dir)) => {
+                Category::OpensslPlumbing
+            }
+            category => category,
+        }
+    }
+
+    /// The category of the code in a source file, by its path, when the
+    /// path says.
+    fn of_source(file: &str) -> Option<Category> {
+        let path = file.to_ascii_lowercase();
+        if path.is_empty() || path == "???" {
+            return None;
+        }
+        let file_name = path.rsplit('/').next().unwrap_or(&path);
+        SOURCES
+            .iter()
+            .find(|(_, fragments)| {
+                fragments.iter().any(|fragment| {
+                    if let Some(name) = fragment.strip_prefix('=') {
+                        file_name.starts_with(name)
+                    } else {
+                        path.contains(fragment)
+                    }
+                })
+            })
+            .map(|(category, _)| *category)
     }
 
     /// The category of a user-space symbol in `object` (a file name).

@@ -7,6 +7,7 @@ mod capacity;
 mod cli;
 mod compare;
 mod cost;
+mod counted;
 mod dtls;
 mod load;
 mod merge;

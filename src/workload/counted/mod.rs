@@ -424,7 +424,8 @@ fn read_child(run: &Running, breakdown: bool, counted: &mut [Option<CountedCell>
             counts.server += part.total;
         }
         for function in &part.functions {
-            let category = Category::of_function(&function.function, &function.object);
+            let category =
+                Category::of_function(&function.function, &function.file, &function.object);
             *categories.entry((sample.0, side, category)).or_default() += function.instructions;
         }
     }

@@ -20,6 +20,8 @@ use std::collections::HashMap;
 pub struct FunctionCount {
     /// The function's name, demangled.
     pub function: String,
+    /// The source file it was compiled from ("???" without debug information).
+    pub file: String,
     /// The object it is in (the executable or a shared library's path).
     pub object: String,
     pub instructions: u64,
@@ -57,9 +59,11 @@ struct Reader {
     /// The part being read and whether its `totals:` line was seen.
     current: Option<(Part, bool)>,
     names: Names,
-    /// The current part's functions' own counts, by (object, function).
-    own: HashMap<(String, String), u64>,
+    /// The current part's functions' own counts, by (object, file, function).
+    own: HashMap<(String, String, String), u64>,
     object: String,
+    /// The file of the next function (`fl=`).
+    file: String,
     function: String,
     /// The next cost line is a call's inclusive cost (after `calls=`).
     call_cost_next: bool,
@@ -97,11 +101,13 @@ impl Reader {
             self.object = self.names.objects.resolve(name);
         } else if let Some(name) = line.strip_prefix("fn=") {
             self.function = self.names.functions.resolve(name);
+        } else if let Some(name) = line.strip_prefix("fl=") {
+            self.file = self.names.files.resolve(name);
         } else if let Some(name) = line.strip_prefix("cob=") {
             self.names.objects.resolve(name);
         } else if let Some(name) = line.strip_prefix("cfn=") {
             self.names.functions.resolve(name);
-        } else if let Some(name) = ["fl=", "fi=", "fe=", "cfi=", "cfl="]
+        } else if let Some(name) = ["fi=", "fe=", "cfi=", "cfl="]
             .iter()
             .find_map(|prefix| line.strip_prefix(prefix))
         {
@@ -124,7 +130,11 @@ impl Reader {
                 .unwrap_or(0);
             *self
                 .own
-                .entry((self.object.clone(), self.function.clone()))
+                .entry((
+                    self.object.clone(),
+                    self.file.clone(),
+                    self.function.clone(),
+                ))
                 .or_default() += count;
         }
     }
@@ -138,8 +148,9 @@ impl Reader {
         part.functions = own
             .into_iter()
             .filter(|(_, n)| *n > 0)
-            .map(|((object, function), instructions)| FunctionCount {
+            .map(|((object, file, function), instructions)| FunctionCount {
                 function,
+                file,
                 object,
                 instructions,
             })

@@ -1,0 +1,296 @@
+//! Issue 17: counted measures. Heap bytes per side are counted exactly (the
+//! mock's known allocations come out to the byte), instructions per side
+//! under valgrind (the mock's known 1:3 work, real libraries' both sides),
+//! a stored counted run reads back as it was shown, and what cannot be
+//! counted says why.
+
+use std::path::Path;
+use std::process::Command;
+
+use tlslab::backend::mock::{
+    MOCK_CLIENT_KEPT_BYTES, MOCK_CLIENT_SCRATCH_BYTES, MOCK_SERVER_KEPT_BYTES,
+};
+
+use crate::util::{cert_dir, has_row, skip_without, tlslab, Run};
+
+fn json_of(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Skips (or, in CI, fails) without valgrind.
+fn skip_without_valgrind(test: &str) -> bool {
+    let missing = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_err()
+        .then(|| "valgrind is not installed".to_string());
+    skip_without(missing, test, "apt-get install valgrind")
+}
+
+/// A handshake run with the certificates of the test cache.
+fn handshake(args: &[&str]) -> Run {
+    let certs = cert_dir();
+    let mut all = vec![
+        "handshake",
+        "--quiet",
+        "--cert-dir",
+        certs.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    tlslab(&all)
+}
+
+#[test]
+fn the_mocks_known_allocations_are_counted_to_the_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    handshake(&[
+        "--backend",
+        "mock",
+        "--tls",
+        "1.2,1.3",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--measure",
+        "memory",
+        "--runs",
+        "3",
+        "--no-db",
+        "--export-json",
+        json.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let rows = json_of(&json)["rows"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        let memory = &row["memory"];
+        let figure = |name: &str| memory[name].as_f64().unwrap() as usize;
+        assert_eq!(
+            figure("client_peak_heap_bytes"),
+            MOCK_CLIENT_KEPT_BYTES + MOCK_CLIENT_SCRATCH_BYTES,
+            "{memory}"
+        );
+        assert_eq!(figure("client_retained_bytes"), MOCK_CLIENT_KEPT_BYTES);
+        assert_eq!(figure("server_peak_heap_bytes"), MOCK_SERVER_KEPT_BYTES);
+        assert_eq!(figure("server_retained_bytes"), MOCK_SERVER_KEPT_BYTES);
+        assert_eq!(memory["samples"].as_array().unwrap().len(), 3);
+        // Memory alone: no time was measured.
+        assert!(row.get("samples").is_none(), "{row}");
+    }
+}
+
+#[test]
+fn real_libraries_keep_heap_bytes_on_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    handshake(&[
+        "--backend",
+        "openssl,rustls-aws-lc,rustls-ring",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--measure",
+        "memory",
+        "--runs",
+        "2",
+        "--no-db",
+        "--export-json",
+        json.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    for row in json_of(&json)["rows"].as_array().unwrap() {
+        let memory = &row["memory"];
+        for side in ["client", "server"] {
+            let peak = memory[format!("{side}_peak_heap_bytes")].as_f64().unwrap();
+            let kept = memory[format!("{side}_retained_bytes")].as_f64().unwrap();
+            // A connection holds at least its keys and buffers, and never
+            // more than it held at its peak.
+            assert!(
+                kept > 1_000.0 && kept <= peak,
+                "{}: {memory}",
+                row["backend"]
+            );
+            assert!(peak < 10_000_000.0, "{}: {memory}", row["backend"]);
+        }
+    }
+}
+
+#[test]
+fn the_mocks_sides_are_counted_apart_under_valgrind() {
+    if skip_without_valgrind("the_mocks_sides_are_counted_apart_under_valgrind") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let db = dir.path().join("db.sqlite");
+    let run = handshake(&[
+        "--backend",
+        "mock",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519,p256",
+        "--cert",
+        "ecdsa_p256",
+        "--measure",
+        "time,instructions",
+        "--runs",
+        "3",
+        "--db",
+        db.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let rows = json_of(&json)["rows"].as_array().unwrap().clone();
+    for row in &rows {
+        let counted = &row["instructions"];
+        let median = |side: &str| counted[side]["median"].as_f64().unwrap();
+        // The server's turn does three times the client's work.
+        let ratio = median("server") / median("client");
+        assert!((2.5..3.5).contains(&ratio), "{ratio}: {counted}");
+        assert_eq!(counted["samples"].as_array().unwrap().len(), 3);
+        assert!(counted["repeatable"].as_bool().unwrap(), "{counted}");
+        // Time was measured too, in the same run.
+        assert_eq!(row["samples"].as_array().unwrap().len(), 3, "{row}");
+    }
+    // Both ratios side by side, and the report of the stored run shows
+    // the same table.
+    let shown = run.stdout();
+    assert!(shown.contains("× baseline (instructions)"), "{shown}");
+    assert!(shown.contains("× baseline (CPU time)"), "{shown}");
+    assert!(shown.contains("valgrind-"), "{shown}");
+    let report = tlslab(&["report", "--db", db.to_str().unwrap()]);
+    report.expect_code(0);
+    let table = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("mock"))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(table(&report.stdout()), table(&shown));
+}
+
+#[test]
+fn real_libraries_are_counted_on_both_sides() {
+    if skip_without_valgrind("real_libraries_are_counted_on_both_sides") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let run = handshake(&[
+        "--backend",
+        "openssl,rustls-ring",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--measure",
+        "instructions",
+        "--breakdown",
+        "--runs",
+        "2",
+        "--no-db",
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    for row in json_of(&json)["rows"].as_array().unwrap() {
+        let counted = &row["instructions"];
+        for side in ["client", "server"] {
+            let median = counted[side]["median"].as_f64().unwrap();
+            // An X25519 + ECDSA P-256 handshake is millions of
+            // instructions per side, not thousands, not billions.
+            assert!(
+                (300_000.0..50_000_000.0).contains(&median),
+                "{} {side}: {counted}",
+                row["backend"]
+            );
+            // Its categories add up to its total.
+            let categories: f64 = row["breakdown"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["side"] == side)
+                .map(|c| c["instructions"].as_f64().unwrap())
+                .sum();
+            let mean = counted[side]["mean"].as_f64().unwrap();
+            assert!(
+                (categories - mean).abs() <= mean * 0.001,
+                "{side}: {categories} against {mean}"
+            );
+            let public_key = row["breakdown"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["side"] == side && c["category"] == "public key")
+                .map(|c| c["instructions"].as_f64().unwrap())
+                .unwrap_or(0.0);
+            assert!(public_key > mean * 0.2, "{side}: {}", row["breakdown"]);
+        }
+    }
+    assert!(
+        run.stdout().contains("Where the instructions go"),
+        "{}",
+        run.stdout()
+    );
+}
+
+#[test]
+fn what_cannot_be_counted_says_why() {
+    // Unknown measures list the valid ones.
+    let run = handshake(&["--measure", "cycles"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr().contains("time, instructions, memory"),
+        "{}",
+        run.stderr()
+    );
+    // The breakdown counts instructions.
+    let run = handshake(&["--breakdown"]);
+    run.expect_code(2);
+    assert!(run.stderr().contains("--measure instructions"));
+    // nginx's side is another process.
+    let run = handshake(&["--server", "nginx", "--measure", "memory"]);
+    run.expect_code(2);
+    assert!(run.stderr().contains("--measure time"), "{}", run.stderr());
+    // Without valgrind, instructions cannot be counted: exit 2, how to install it.
+    let empty = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args(["handshake", "--measure", "instructions", "--no-db"])
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("apt-get install valgrind"), "{stderr}");
+    // Rows over a socket are timed, not counted: a row that says so.
+    let run = handshake(&[
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--transport",
+        "tcp",
+        "--measure",
+        "memory",
+        "--no-db",
+    ]);
+    run.expect_code(0);
+    assert!(
+        has_row(&run.stdout(), &["openssl", "counted over memory only"]),
+        "{}",
+        run.stdout()
+    );
+}
