@@ -10,6 +10,7 @@ pub mod cost;
 pub mod handshake;
 pub mod list;
 pub mod load;
+pub mod manual;
 pub mod merge;
 pub mod recommend;
 pub mod report;
@@ -42,5 +43,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Tunnel(args) => tunnel::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::Recommend(args) => recommend::run(&args),
+        Command::Completions(args) => manual::completions(&args),
+        Command::Man(args) => manual::man(&args),
     }
 }

@@ -9,6 +9,7 @@ mod compare;
 mod cost;
 mod dtls;
 mod load;
+mod manual;
 mod merge;
 mod nginx;
 mod pipeline;
