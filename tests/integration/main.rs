@@ -16,6 +16,7 @@ mod pipeline;
 mod plots;
 mod recommend;
 mod serve;
+mod slurm;
 mod tables;
 mod target;
 mod transports;
