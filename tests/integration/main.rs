@@ -7,6 +7,7 @@ mod capacity;
 mod cli;
 mod compare;
 mod cost;
+mod docs;
 mod dtls;
 mod load;
 mod manual;
