@@ -56,6 +56,12 @@ pub enum Command {
     /// security (the Pareto set) above a security floor, and why every
     /// other row is out.
     Recommend(RecommendArgs),
+    /// Print a shell completion script on standard output: bash, zsh, fish,
+    /// powershell or elvish.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on standard output: tlslab's, or one
+    /// command's (`tlslab man handshake`).
+    Man(ManArgs),
     /// Internal: count a plan's handshakes under callgrind (tlslab runs
     /// itself so for `--measure instructions`).
     #[command(name = "counted-child", hide = true)]
@@ -945,4 +951,26 @@ pub struct ServeArgs {
     /// Do not print the line saying where the server listens.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab completions bash > ~/.local/share/bash-completion/completions/tlslab
+  tlslab completions zsh > ~/.zfunc/_tlslab   (with fpath+=~/.zfunc in ~/.zshrc)
+  tlslab completions fish > ~/.config/fish/completions/tlslab.fish")]
+pub struct CompletionsArgs {
+    /// The shell the script is for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  tlslab man | man -l -
+  tlslab man > ~/.local/share/man/man1/tlslab.1
+  tlslab man handshake > ~/.local/share/man/man1/tlslab-handshake.1")]
+pub struct ManArgs {
+    /// One command's page (tlslab-COMMAND(1)) instead of tlslab(1).
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }

@@ -10,6 +10,7 @@ pub mod cost;
 pub mod handshake;
 pub mod list;
 pub mod load;
+pub mod manual;
 pub mod merge;
 pub mod recommend;
 pub mod report;
@@ -46,5 +47,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             crate::workload::counted::child::run(&args.plan, &args.out)?;
             Ok(0)
         }
+        Command::Completions(args) => manual::completions(&args),
+        Command::Man(args) => manual::man(&args),
     }
 }

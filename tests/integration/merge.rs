@@ -31,7 +31,7 @@ const HANDSHAKE: &[&str] = &[
     "7",
 ];
 
-fn path_text(path: &Path) -> String {
+pub(crate) fn path_text(path: &Path) -> String {
     path.to_str().unwrap().to_string()
 }
 
@@ -53,7 +53,7 @@ fn measure(base: &[&str], extra: &[&str], db: &Path) {
 /// summed over runs (so a cell stored twice shows as twice the samples). A
 /// shard also measures the reference rows (baselines) other shards own:
 /// those copies are left out, so the shards' cells add up to the matrix.
-fn cells(db: &Path) -> BTreeMap<(String, String, String, String), i64> {
+pub(crate) fn cells(db: &Path) -> BTreeMap<(String, String, String, String), i64> {
     let connection = Connection::open(db).unwrap();
     let mut cells = BTreeMap::new();
     for (table, who) in [
@@ -460,6 +460,68 @@ fn a_load_run_merges_with_its_results_and_only_once() {
     );
 }
 
+/// The rows of `tlslab report --db DB EXTRA`, from its JSON export, by label.
+pub(crate) fn report_rows(db: &Path, extra: &[&str]) -> BTreeMap<String, serde_json::Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("rows.json");
+    let db = path_text(db);
+    let json_text = path_text(&json);
+    let mut args = vec!["report", "--db", &db];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--export-json", &json_text]);
+    tlslab(&args).expect_code(0);
+    let data: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    data["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| (row["label"].as_str().unwrap().to_string(), row.clone()))
+        .collect()
+}
+
+/// Asserts that the rows of `shards` merged shards reported with
+/// `--combine` equal the unsharded run's: the same labels, statuses,
+/// medians and ratios to the baseline, and the same sample counts but the
+/// baseline's, which every shard measured and which is shown once with
+/// every shard's samples.
+pub(crate) fn assert_combined_rows_equal(
+    unsharded: &BTreeMap<String, serde_json::Value>,
+    combined: &BTreeMap<String, serde_json::Value>,
+    baseline: &str,
+    shards: u64,
+) {
+    assert_eq!(
+        unsharded.keys().collect::<Vec<_>>(),
+        combined.keys().collect::<Vec<_>>()
+    );
+    for (label, row) in unsharded {
+        let other = &combined[label];
+        assert_eq!(row["status"], other["status"], "{label}");
+        for field in ["client_cpu_us", "server_cpu_us"] {
+            assert_eq!(
+                row[field]["median"], other[field]["median"],
+                "{label} {field}"
+            );
+        }
+        assert_eq!(
+            row["ratio_to_baseline"]["value"], other["ratio_to_baseline"]["value"],
+            "{label}"
+        );
+        let count = row["sample_count"].as_u64().unwrap_or(0);
+        let expected = if label == baseline {
+            shards * count
+        } else {
+            count
+        };
+        assert_eq!(
+            other["sample_count"].as_u64().unwrap_or(0),
+            expected,
+            "{label}"
+        );
+    }
+}
+
 /// Issue 10: `report --combine` over the merged shards of a mock matrix
 /// prints one table whose rows equal the unsharded run's: the same
 /// medians and ratios to the baseline (paired within each shard), the
@@ -486,48 +548,9 @@ fn merged_shards_reported_combined_equal_the_unsharded_table() {
     let merge: Vec<&str> = merge.iter().map(String::as_str).collect();
     tlslab(&merge).expect_code(0);
 
-    let rows = |db: &Path, extra: &[&str]| -> BTreeMap<String, serde_json::Value> {
-        let json = dir.path().join("rows.json");
-        let mut args = vec!["report", "--db"];
-        let db = path_text(db);
-        args.push(&db);
-        args.extend_from_slice(extra);
-        let json_text = path_text(&json);
-        args.extend_from_slice(&["--export-json", &json_text]);
-        let run = tlslab(&args);
-        run.expect_code(0);
-        let data: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        data["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|row| (row["label"].as_str().unwrap().to_string(), row.clone()))
-            .collect()
-    };
-    let unsharded = rows(&whole, &[]);
-    let combined = rows(&all, &["--run", "1,2,3", "--combine"]);
-    assert_eq!(
-        unsharded.keys().collect::<Vec<_>>(),
-        combined.keys().collect::<Vec<_>>()
-    );
-    for (label, row) in &unsharded {
-        let other = &combined[label];
-        for field in ["status", "client_cpu_us", "server_cpu_us"] {
-            assert_eq!(
-                row[field]["median"], other[field]["median"],
-                "{label} {field}"
-            );
-            assert_eq!(row["status"], other["status"], "{label}");
-        }
-        assert_eq!(
-            row["ratio_to_baseline"]["value"], other["ratio_to_baseline"]["value"],
-            "{label}"
-        );
-        let count = row["sample_count"].as_u64().unwrap();
-        let expected = if label == BASELINE { 3 * count } else { count };
-        assert_eq!(other["sample_count"], expected, "{label}");
-    }
+    let unsharded = report_rows(&whole, &[]);
+    let combined = report_rows(&all, &["--run", "1,2,3", "--combine"]);
+    assert_combined_rows_equal(&unsharded, &combined, BASELINE, 3);
 
     // The table says which shards it combined and that the baseline is pooled.
     let shown = tlslab(&[
@@ -596,4 +619,158 @@ fn runs_of_different_commands_do_not_combine() {
         run.expect_code(2);
         assert!(run.stderr().contains(message), "{}", run.stderr());
     }
+}
+
+/// Issue 19: an array with a step (`--array=0-4:2`) gives each task the
+/// shard of its place in the array, so the merged shards still equal the
+/// unsharded run; an array given as a list (`--array=0,1,5`), whose task
+/// ids a task cannot place, is refused by every task (exit 2, no file)
+/// with a message saying to submit a range. Before, task 4 of `0-4:2`
+/// asked for `--shard 5/3` and the merge was silently partial.
+#[test]
+fn the_slurm_recipe_places_a_stepped_array_and_refuses_a_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = format!(
+        "--backend mock --runs 2 --warmup 0 --cert-dir {}",
+        cert_dir().display()
+    );
+    let whole = dir.path().join("whole.sqlite");
+    let mut args: Vec<&str> = vec!["handshake", "--preset", "kex-matrix"];
+    args.extend(extra.split(' '));
+    let whole_text = path_text(&whole);
+    args.extend(["--db", &whole_text, "-q"]);
+    tlslab(&args).expect_code(0);
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/slurm-array.sh");
+    let task = |out: &Path, id: u32, max: u32, step: u32| {
+        let bin_dir = Path::new(env!("CARGO_BIN_EXE_tlslab")).parent().unwrap();
+        std::process::Command::new("bash")
+            .arg(&script)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    bin_dir.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("SLURM_ARRAY_TASK_ID", id.to_string())
+            .env("SLURM_ARRAY_TASK_COUNT", "3")
+            .env("SLURM_ARRAY_TASK_MIN", "0")
+            .env("SLURM_ARRAY_TASK_MAX", max.to_string())
+            .env("SLURM_ARRAY_TASK_STEP", step.to_string())
+            .env("TLSLAB_OUT", out)
+            .env("TLSLAB_ARGS", &extra)
+            .output()
+            .unwrap()
+    };
+
+    // --array=0-4:2: tasks 0, 2, 4 of 3 (what Slurm sets: MIN 0, MAX 4, STEP 2).
+    let stepped = dir.path().join("stepped");
+    for id in [0, 2, 4] {
+        let output = task(&stepped, id, 4, 2);
+        assert!(
+            output.status.success(),
+            "task {id}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let all = stepped.join("all.sqlite");
+    let mut merge = vec!["merge".to_string(), path_text(&all)];
+    for id in [0, 2, 4] {
+        let shard = stepped.join(format!("shard-{id}.sqlite"));
+        if shard.exists() {
+            merge.push(path_text(&shard));
+        }
+    }
+    let merge: Vec<&str> = merge.iter().map(String::as_str).collect();
+    tlslab(&merge).expect_code(0);
+    assert_eq!(cells(&all), cells(&whole));
+
+    // --array=0,1,5: Slurm sets MIN 0, MAX 5, STEP 1 for 3 tasks.
+    let listed = dir.path().join("listed");
+    for id in [0, 1, 5] {
+        let output = task(&listed, id, 5, 1);
+        assert_eq!(output.status.code(), Some(2), "task {id}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("cannot tell which shard is its")
+                && stderr.contains("sbatch --array=0-2"),
+            "{stderr}"
+        );
+        assert!(!listed.join(format!("shard-{id}.sqlite")).exists());
+    }
+}
+
+/// Kubernetes cannot run here, so the Indexed Job manifest is checked by a
+/// dry parse: a Job in Indexed completion mode whose SHARDS equals its
+/// completions, with the one container's script giving pod k shard k+1 of
+/// SHARDS in its own file (the script itself runs in
+/// `the_cluster_recipes_give_each_cell_to_exactly_one_shard`).
+#[test]
+fn the_kubernetes_manifest_parses_as_an_indexed_job_with_one_shard_per_completion() {
+    use yaml_rust2::{Yaml, YamlLoader};
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/k8s-indexed-job.yaml"),
+    )
+    .unwrap();
+    let documents = YamlLoader::load_from_str(&text).expect("the manifest is YAML");
+    assert_eq!(documents.len(), 1, "one document");
+    let job = &documents[0];
+    assert_eq!(job["apiVersion"].as_str(), Some("batch/v1"));
+    assert_eq!(job["kind"].as_str(), Some("Job"));
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"].as_str(), Some("Indexed"));
+    let completions = spec["completions"].as_i64().expect("completions");
+    assert!(completions >= 1);
+    assert!(spec["parallelism"].as_i64().unwrap() <= completions);
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"].as_str(), Some("Never"));
+    let containers = pod["containers"].as_vec().expect("containers");
+    assert_eq!(containers.len(), 1);
+    let container = &containers[0];
+    let env: BTreeMap<&str, &str> = container["env"]
+        .as_vec()
+        .expect("env")
+        .iter()
+        .map(|pair| {
+            (
+                pair["name"].as_str().unwrap(),
+                pair["value"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        env["SHARDS"].parse::<i64>().ok(),
+        Some(completions),
+        "SHARDS must equal completions"
+    );
+    assert!(env.contains_key("TLSLAB_ARGS"));
+    assert_eq!(
+        container["command"],
+        Yaml::Array(vec![
+            Yaml::String("/bin/sh".into()),
+            Yaml::String("-c".into())
+        ])
+    );
+    let script = container["args"][0].as_str().expect("one script");
+    for needle in [
+        "--shard \"$((JOB_COMPLETION_INDEX + 1))/$SHARDS\"",
+        "--db \"/out/shard-$JOB_COMPLETION_INDEX.sqlite\"",
+        "rm -f \"/out/shard-$JOB_COMPLETION_INDEX.sqlite\"",
+        "exec tlslab handshake",
+    ] {
+        assert!(script.contains(needle), "{needle}:\n{script}");
+    }
+    // The volume the script writes to is mounted at /out.
+    let mounts = container["volumeMounts"].as_vec().expect("volumeMounts");
+    assert!(mounts
+        .iter()
+        .any(|m| m["mountPath"].as_str() == Some("/out")));
+    // The parsed script is the one the local run takes from the file.
+    assert_eq!(
+        script.trim_end(),
+        k8s_script(Path::new("/out")).trim_end(),
+        "the line-based extraction and the YAML parser read the same script"
+    );
 }
