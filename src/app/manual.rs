@@ -38,6 +38,7 @@ pub fn page(command: Option<&str>) -> Result<Vec<u8>> {
         Some(name) => {
             let names: Vec<String> = tlslab
                 .get_subcommands()
+                .filter(|sub| !sub.is_hide_set())
                 .map(|sub| sub.get_name().to_string())
                 .filter(|name| name != "help")
                 .collect();

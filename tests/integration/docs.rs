@@ -275,6 +275,7 @@ fn every_tlslab_command_has_an_example_in_the_docs() {
     let commands = all_commands();
     let missing: Vec<String> = tlslab::cli::Cli::command()
         .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
         .map(|sub| sub.get_name().to_string())
         .filter(|name| name != "help")
         .filter(|name| !commands.iter().any(|c| c.words.get(1) == Some(name)))

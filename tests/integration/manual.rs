@@ -8,8 +8,10 @@ use crate::util::tlslab;
 
 /// The names of tlslab's commands, from the clap definitions.
 fn commands() -> Vec<String> {
+    // The hidden internal command (`counted-child`) has no page.
     let names: Vec<String> = tlslab::cli::Cli::command()
         .get_subcommands()
+        .filter(|command| !command.is_hide_set())
         .map(|command| command.get_name().to_string())
         .collect();
     for known in ["handshake", "bulk", "tunnel", "merge", "completions", "man"] {
