@@ -176,12 +176,12 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
     let first = &runs[0];
     // One seed only when every shard used it.
     let seed = seed_of(first).filter(|seed| runs.iter().all(|r| seed_of(r) == Some(*seed)));
-    let super::report::StoredSampling {
+    let super::session::StoredSampling {
         baseline: stored_baseline,
         precision,
         valgrind: counted_with,
         ..
-    } = super::report::stored_sampling(&first.options_json);
+    } = super::session::stored_sampling(&first.options_json);
     let complete = runs.iter().all(|r| r.status == "complete");
     let mut libraries = first.libraries.clone();
     for run in &runs[1..] {

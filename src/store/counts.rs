@@ -9,8 +9,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::{outcome_from_columns, precise_column, Store};
 use crate::heap::HeapSample;
 use crate::measure::Timed;
-use crate::workload::counted::{CategoryCount, Instructions};
-use crate::workload::handshake::{CellResult, Counts};
+use crate::workload::counted::{CategoryCount, Counts, Instructions};
+use crate::workload::handshake::CellResult;
 
 impl Store {
     /// Adds a cell's counted measures to the cell stored for it in `run_id`

@@ -11,10 +11,9 @@ use serde::Serialize;
 
 use crate::backend::{Backend, CpuReadings, HandshakeSample, Handshaker, Negotiated};
 use crate::certs::{CertCache, Credentials};
-use crate::heap::HeapSample;
 use crate::measure::{self, verify, Outcome, Probe, Round, Sampled, SamplingOptions};
 use crate::scenario::HandshakeScenario;
-use crate::workload::counted::{CategoryCount, Instructions};
+use crate::workload::counted::values::Counts;
 
 /// One measured handshake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -53,21 +52,6 @@ pub struct CellResult {
     pub outcome: Outcome<Sample>,
     /// The counted measures, when asked for.
     pub counts: Counts,
-}
-
-/// What the counted measures found for one cell (see
-/// [`crate::workload::counted`]): each is `None` unless it was asked for.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Counts {
-    /// Instructions per side per handshake, one sample per handshake.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub instructions: Option<Outcome<Instructions>>,
-    /// Per side and category, instructions per handshake.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub breakdown: Vec<CategoryCount>,
-    /// Heap bytes per side, one sample per handshake.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory: Option<Outcome<HeapSample>>,
 }
 
 impl CellResult {

@@ -16,6 +16,9 @@
 pub mod child;
 pub mod memory;
 pub mod profile;
+pub mod values;
+
+pub use values::{CategoryCount, Counts, Instructions};
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -30,9 +33,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Negotiated};
 use crate::certs::CertCache;
-use crate::measure::{Outcome, Sampled, Timed};
+use crate::measure::{Outcome, Timed};
 use crate::scenario::{HandshakeScenario, KxKind, Measure, SignatureFamily};
-use crate::workload::handshake::Counts;
 use crate::workload::perf::Category;
 
 /// The label of the empty dump a child writes before each sample:
@@ -57,31 +59,6 @@ pub struct PlannedCount {
     pub backend: String,
     pub scenario: HandshakeScenario,
     pub samples: usize,
-}
-
-/// The instructions one handshake executed, per side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Instructions {
-    pub client: u64,
-    pub server: u64,
-}
-
-/// A handshake's count is both sides' instructions.
-impl Sampled for Instructions {
-    fn cost(&self) -> f64 {
-        (self.client + self.server) as f64
-    }
-}
-
-/// One side's instructions per handshake in one category (the mean over
-/// the samples).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CategoryCount {
-    /// "client" or "server".
-    pub side: String,
-    /// A [`Category`] label.
-    pub category: String,
-    pub instructions: f64,
 }
 
 /// What counting found for one cell.
