@@ -528,6 +528,33 @@ pub(crate) fn empty_shard(shard: Shard) -> Result<i32> {
     Ok(0)
 }
 
+/// What a run's stored options say about its sampling.
+pub(crate) struct StoredSampling {
+    pub(crate) baseline: Option<String>,
+    pub(crate) seed: Option<u64>,
+    pub(crate) precision: Option<f64>,
+    /// The valgrind that counted instructions, if the run counted them.
+    pub(crate) valgrind: Option<String>,
+}
+
+pub(crate) fn stored_sampling(options_json: &str) -> StoredSampling {
+    let options: serde_json::Value = serde_json::from_str(options_json).unwrap_or_default();
+    StoredSampling {
+        baseline: options
+            .get("baseline")
+            .and_then(|b| b.as_str())
+            .map(String::from),
+        seed: options.pointer("/sampling/seed").and_then(|s| s.as_u64()),
+        precision: options
+            .pointer("/sampling/precision")
+            .and_then(|p| p.as_f64()),
+        valgrind: options
+            .get("valgrind")
+            .and_then(|v| v.as_str())
+            .map(String::from),
+    }
+}
+
 #[cfg(test)]
 mod shard_tests {
     use super::*;
@@ -594,32 +621,5 @@ mod shard_tests {
             all.sort();
             assert_eq!(seen, all, "{count} shards");
         }
-    }
-}
-
-/// What a run's stored options say about its sampling.
-pub(crate) struct StoredSampling {
-    pub(crate) baseline: Option<String>,
-    pub(crate) seed: Option<u64>,
-    pub(crate) precision: Option<f64>,
-    /// The valgrind that counted instructions, if the run counted them.
-    pub(crate) valgrind: Option<String>,
-}
-
-pub(crate) fn stored_sampling(options_json: &str) -> StoredSampling {
-    let options: serde_json::Value = serde_json::from_str(options_json).unwrap_or_default();
-    StoredSampling {
-        baseline: options
-            .get("baseline")
-            .and_then(|b| b.as_str())
-            .map(String::from),
-        seed: options.pointer("/sampling/seed").and_then(|s| s.as_u64()),
-        precision: options
-            .pointer("/sampling/precision")
-            .and_then(|p| p.as_f64()),
-        valgrind: options
-            .get("valgrind")
-            .and_then(|v| v.as_str())
-            .map(String::from),
     }
 }
