@@ -580,8 +580,11 @@ tested over every request's latency; p99 and the rates are shown without
 a test).
 Rows match on backend and scenario; when none match and each run has
 one backend, on the scenario alone (a run per library).
-Exit status: 0 no row slower beyond the threshold, 1 some row is,
-2 bad options (a missing run, runs of two kinds).")]
+Counted runs (handshake --measure instructions) are compared on their
+counts, with a 0.5% threshold: the gate of a library's change.
+Exit status: 0 no row slower beyond the threshold, 1 some row is, or no
+row was compared, or a row measured in A failed in B; 2 bad options (a
+missing run, runs of two kinds).")]
 pub struct CompareArgs {
     /// The reference run: an id in --db, or FILE:ID for a run in another database.
     #[arg(value_name = "A")]
@@ -593,8 +596,15 @@ pub struct CompareArgs {
 
     /// A row fails (exit status 1) when B is significantly slower than A
     /// and its median is more than this much slower, e.g. 5% or 0.5%.
-    #[arg(long, value_name = "PERCENT", default_value = "5%")]
-    pub threshold: String,
+    /// [default: 5% on time, 0.5% on counts (instructions, memory)]
+    #[arg(long, value_name = "PERCENT")]
+    pub threshold: Option<String>,
+
+    /// What two handshake runs are compared on: time (CPU time per
+    /// handshake), instructions or memory (counted with --measure).
+    /// [default: instructions when both runs counted them, else time]
+    #[arg(long, value_name = "MEASURE")]
+    pub measure: Option<String>,
 
     /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]
     #[arg(long, value_name = "PATH")]

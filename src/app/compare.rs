@@ -11,9 +11,10 @@ use super::session::{check_exports, usage};
 use crate::cli::CompareArgs;
 use crate::measure::{Outcome, Sampled, Timed};
 use crate::report::compare::{self, Cell, Kind, Run};
-use crate::scenario::{HandshakeScenario, Named};
+use crate::scenario::{parse_name, HandshakeScenario, Measure, Named};
 use crate::store::Store;
 use crate::workload::bulk::BulkSample;
+use crate::workload::counted::Instructions;
 use crate::workload::load::PHASE_IDS;
 
 /// Parses "5%", "0.5%" or "5" (percent) into a fraction, zero allowed.
@@ -50,10 +51,37 @@ pub(super) fn open_existing(path: &Path) -> Result<Store> {
     Store::open(path)
 }
 
-/// What a run kind's rows measure, or a usage error for a kind compare cannot read.
-fn kind_of(name: &str) -> Result<Kind> {
-    Ok(match name {
-        "handshake" => Kind {
+/// What a run kind's rows measure (for a handshake run, by `measure`), or
+/// a usage error for a kind compare cannot read.
+fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
+    if name != "handshake" && measure != Measure::Time {
+        return Err(usage(format!(
+            "--measure {} compares handshake runs; a {name} run is compared on time",
+            measure.id()
+        )));
+    }
+    Ok(match (name, measure) {
+        ("handshake", Measure::Instructions) => Kind {
+            name: "handshake",
+            unit: "M instr",
+            cost: "both sides' instructions per handshake (client + server), counted under valgrind",
+            scale: 1e-6,
+            backend_header: "backend",
+            axis_headers: crate::report::handshake::AXIS_HEADERS.to_vec(),
+            notes: Vec::new(),
+            counted: true,
+        },
+        ("handshake", Measure::Memory) => Kind {
+            name: "handshake",
+            unit: "peak KiB",
+            cost: "both sides' peak heap bytes per handshake (client + server)",
+            scale: 1.0 / 1024.0,
+            backend_header: "backend",
+            axis_headers: crate::report::handshake::AXIS_HEADERS.to_vec(),
+            notes: Vec::new(),
+            counted: true,
+        },
+        ("handshake", _) => Kind {
             name: "handshake",
             unit: "CPU µs",
             cost: "both sides' CPU time per handshake (client + server)",
@@ -61,8 +89,9 @@ fn kind_of(name: &str) -> Result<Kind> {
             backend_header: "backend",
             axis_headers: crate::report::handshake::AXIS_HEADERS.to_vec(),
             notes: Vec::new(),
+            counted: false,
         },
-        "speed" => Kind {
+        ("speed", _) => Kind {
             name: "speed",
             unit: "µs/op",
             cost: "the time per operation",
@@ -70,8 +99,9 @@ fn kind_of(name: &str) -> Result<Kind> {
             backend_header: "backend",
             axis_headers: vec!["algorithm", "operation", "bytes"],
             notes: Vec::new(),
+            counted: false,
         },
-        "tunnel" => Kind {
+        ("tunnel", _) => Kind {
             name: "tunnel",
             unit: "CPU ns/byte",
             cost: "the CPU time per payload byte through both ends (in process) or the transfer's time per byte (OpenVPN)",
@@ -79,8 +109,9 @@ fn kind_of(name: &str) -> Result<Kind> {
             backend_header: "engine",
             axis_headers: crate::report::tunnel::AXIS_HEADERS.to_vec(),
             notes: Vec::new(),
+            counted: false,
         },
-        "bulk" => Kind {
+        ("bulk", _) => Kind {
             name: "bulk",
             unit: "CPU ms/MB",
             cost: "one side's CPU time per MB (10^6 bytes) of application data (sender: protect and write; receiver: read and open), a row per side",
@@ -88,8 +119,9 @@ fn kind_of(name: &str) -> Result<Kind> {
             backend_header: "backend",
             axis_headers: vec!["protocol", "suite", "write B", "side"],
             notes: Vec::new(),
+            counted: false,
         },
-        "cost" => Kind {
+        ("cost", _) => Kind {
             name: "cost",
             unit: "µs",
             cost: "on a handshake row both sides' CPU time per handshake, on an operation row the time per operation of a primitive the model uses",
@@ -97,20 +129,22 @@ fn kind_of(name: &str) -> Result<Kind> {
             backend_header: "backend",
             axis_headers: vec!["measured", "row"],
             notes: Vec::new(),
+            counted: false,
         },
-        "load" => Kind {
+        ("load", _) => Kind {
             name: "load",
             unit: "ms",
             cost: "one request's latency in that phase (total: from the moment it was due)",
             scale: 1e-3,
             backend_header: "server",
             axis_headers: vec!["phase", "statistic"],
+            counted: false,
             notes: vec![
                 "Load p50 rows: the samples of the test are every answered request's latency, read back from the run's HDR histogram (3 significant digits). The requests of one run are not independent (a stall delays every request queued behind it), so the interval is narrower than the truth: take a verdict as a pointer, and repeat the runs to confirm it.",
                 "Load p99 rows: one figure per run (its order-statistic interval is not computed): B/A without an interval or a verdict, never failing the gate.",
             ],
         },
-        other => {
+        (other, _) => {
             return Err(usage(format!(
                 "compare reads handshake, speed, tunnel, bulk, cost and load runs; this is a {other} run"
             )))
@@ -138,25 +172,49 @@ fn cell<S: Sampled>(
 }
 
 /// A handshake run's cells (also the handshakes of a cost run), with the
-/// axes `axes` makes of each scenario.
+/// axes `axes` makes of each scenario, on the figure `measure` names.
 fn handshake_cells(
     stored: &crate::store::StoredRun,
     axes: fn(&HandshakeScenario) -> Vec<String>,
+    measure: Measure,
 ) -> Vec<Cell> {
     let mut cells = stored.cells.clone();
     cells.sort_by(|a, b| (a.scenario, &a.backend).cmp(&(b.scenario, &b.backend)));
+    let not_counted = || Outcome::<Instructions>::Unsupported {
+        reason: format!("{} was not counted in this run", measure.id()),
+    };
     cells
         .iter()
         .map(|c| {
-            cell(
-                &c.backend,
-                c.scenario.label(),
-                axes(&c.scenario),
-                &c.outcome,
-                c.samples(),
-            )
+            let (label, axes) = (c.scenario.label(), axes(&c.scenario));
+            match measure {
+                Measure::Time => cell(&c.backend, label, axes, &c.outcome, c.samples()),
+                Measure::Instructions => match &c.counts.instructions {
+                    Some(outcome) => cell(&c.backend, label, axes, outcome, outcome.samples()),
+                    None => cell(&c.backend, label, axes, &not_counted(), &[]),
+                },
+                Measure::Memory => match &c.counts.memory {
+                    Some(outcome) => cell(&c.backend, label, axes, outcome, outcome.samples()),
+                    None => cell(&c.backend, label, axes, &not_counted(), &[]),
+                },
+            }
         })
         .collect()
+}
+
+/// The figure two handshake runs are compared on: `--measure`, else
+/// instructions when both runs counted them, else time.
+fn measure_of(asked: Option<&str>, runs: [&crate::store::StoredRun; 2]) -> Result<Measure> {
+    if let Some(name) = asked {
+        return parse_name(name).map_err(usage);
+    }
+    let counted =
+        |run: &crate::store::StoredRun| run.cells.iter().any(|c| c.counts.instructions.is_some());
+    Ok(if runs.iter().all(|run| counted(run)) {
+        Measure::Instructions
+    } else {
+        Measure::Time
+    })
 }
 
 /// A speed run's cells, with the axes `axes` makes of each row.
@@ -290,12 +348,17 @@ fn load_rows(store: &Store, id: i64) -> Result<(Vec<Cell>, Figures)> {
     ))
 }
 
-/// A stored run with its cells, ready to compare.
-fn load(store: &Store, id: i64, kind: &str) -> Result<Run> {
-    let stored = store.load_run(id)?;
+/// A stored run with its cells, ready to compare on `measure`.
+fn load(
+    store: &Store,
+    stored: crate::store::StoredRun,
+    kind: &str,
+    measure: Measure,
+) -> Result<Run> {
+    let id = stored.id;
     let mut figures = Vec::new();
     let cells = match kind {
-        "handshake" => handshake_cells(&stored, crate::report::handshake::axis_cells),
+        "handshake" => handshake_cells(&stored, crate::report::handshake::axis_cells, measure),
         "speed" => speed_cells(store, id, |row| {
             vec![
                 row.primitive.id().to_string(),
@@ -305,9 +368,11 @@ fn load(store: &Store, id: i64, kind: &str) -> Result<Run> {
         })?,
         "bulk" => bulk_cells(store, id)?,
         "cost" => {
-            let mut cells = handshake_cells(&stored, |scenario| {
-                vec!["handshake".to_string(), scenario.describe()]
-            });
+            let mut cells = handshake_cells(
+                &stored,
+                |scenario| vec!["handshake".to_string(), scenario.describe()],
+                Measure::Time,
+            );
             cells.extend(speed_cells(store, id, |row| {
                 vec!["operation".to_string(), row.label()]
             })?);
@@ -343,8 +408,16 @@ fn load(store: &Store, id: i64, kind: &str) -> Result<Run> {
     })
 }
 
+/// The gate's default threshold on time: machines drift.
+const TIME_THRESHOLD: &str = "5%";
+/// The gate's default threshold on counts: they repeat within hundredths of
+/// a percent, so half a percent is a change of the code.
+const COUNTED_THRESHOLD: &str = "0.5%";
+
 pub fn run(args: &CompareArgs) -> Result<i32> {
-    let threshold = parse_threshold(&args.threshold)?;
+    if let Some(threshold) = &args.threshold {
+        parse_threshold(threshold)?;
+    }
     check_exports(&args.exports)?;
     let default_db = args.db.clone().unwrap_or_else(Store::default_path);
     let (path_a, id_a) = run_spec(&args.a, &default_db)?;
@@ -368,18 +441,57 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
             "run {id_a} is a {kind_a} run and run {id_b} a {kind_b} run: compare needs two runs of one kind"
         )));
     }
-    let kind = kind_of(&kind_a)?;
-    let a = load(&store_a, id_a, &kind_a)?;
-    let b = load(store_b, id_b, &kind_b)?;
+    let (stored_a, stored_b) = (store_a.load_run(id_a)?, store_b.load_run(id_b)?);
+    let measure = if kind_a == "handshake" {
+        measure_of(args.measure.as_deref(), [&stored_a, &stored_b])?
+    } else {
+        args.measure
+            .as_deref()
+            .map(parse_name)
+            .transpose()
+            .map_err(usage)?
+            .unwrap_or(Measure::Time)
+    };
+    let kind = kind_of(&kind_a, measure)?;
+    let threshold = parse_threshold(args.threshold.as_deref().unwrap_or(if kind.counted {
+        COUNTED_THRESHOLD
+    } else {
+        TIME_THRESHOLD
+    }))?;
+    let a = load(&store_a, stored_a, &kind_a, measure)?;
+    let b = load(store_b, stored_b, &kind_b, measure)?;
     let comparison = compare::compare(kind, a, b, threshold);
     let document = comparison.document();
     args.display.print(&document)?;
     args.exports.write(&document)?;
-    Ok(if comparison.slower_beyond_threshold() > 0 {
-        1
-    } else {
-        0
-    })
+    Ok(gate(&comparison))
+}
+
+/// The exit status a CI job gates on: 1 when a row is slower beyond the
+/// threshold, when no row was compared at all (nothing shared, an empty
+/// run), or when a row measured in A failed in B; else 0. Each reason is
+/// said on standard error.
+fn gate(comparison: &compare::Comparison) -> i32 {
+    let mut failed = false;
+    if comparison.slower_beyond_threshold() > 0 {
+        failed = true;
+    }
+    if comparison.compared() == 0 {
+        eprintln!(
+            "no row was compared (the runs share no measured row): the gate fails rather than pass on nothing"
+        );
+        failed = true;
+    }
+    let broken = comparison.failed_in_b();
+    if !broken.is_empty() {
+        eprintln!(
+            "{} row(s) measured in A failed in B: {}",
+            broken.len(),
+            broken.join(", ")
+        );
+        failed = true;
+    }
+    i32::from(failed)
 }
 
 #[cfg(test)]

@@ -49,6 +49,9 @@ pub struct Kind {
     pub axis_headers: Vec<&'static str>,
     /// Notes of this kind under the table (how its rows were tested).
     pub notes: Vec<&'static str>,
+    /// True if and only if the costs are counts (instructions, bytes):
+    /// rows are tested on the range of every pair, not order statistics.
+    pub counted: bool,
 }
 
 /// A stored run ready to compare.
@@ -194,7 +197,11 @@ pub fn compare(kind: Kind, a: Run, b: Run, threshold: f64) -> Comparison {
             });
             continue;
         };
-        let ratio = stats::median_ratio(&y.costs, &x.costs);
+        let ratio = if kind.counted {
+            stats::counted_ratio(&y.costs, &x.costs)
+        } else {
+            stats::median_ratio(&y.costs, &x.costs)
+        };
         let verdict = match &ratio {
             None => Verdict::NotCompared,
             Some(_) if !(x.tested && y.tested) => Verdict::NotTested,
@@ -275,6 +282,20 @@ impl Comparison {
         self.rows.iter().filter(|r| r.beyond_threshold).count()
     }
 
+    /// How many shared rows both runs measured, so that a ratio was taken.
+    pub fn compared(&self) -> usize {
+        self.rows.iter().filter(|r| r.ratio.is_some()).count()
+    }
+
+    /// The shared rows that A measured and B failed, by label and backend.
+    pub fn failed_in_b(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter(|r| r.status_a == "measured" && r.status_b == "failed")
+            .map(|r| format!("{} on {}", r.label, r.backend_b))
+            .collect()
+    }
+
     fn percent(&self) -> String {
         format!("{}%", self.threshold * 100.0)
     }
@@ -350,9 +371,11 @@ impl Comparison {
             self.kind.unit,
             self.kind.cost
         ));
-        table.notes.push(
-            "Test: ratio of medians with a distribution-free 95% interval for two unpaired runs: each median's exact order-statistic interval at 97.5% (binomial), combined as [low B / high A, high B / low A], which holds with probability at least 95% (Bonferroni). Slower or faster when the interval excludes 1; seven samples per run at least.".to_string(),
-        );
+        table.notes.push(if self.kind.counted {
+            "Test: counts repeat on any machine, so no order statistics: the interval is the range of every pair, [lowest B / highest A, highest B / lowest A]. Slower or faster when the whole range excludes 1: the code path changed, whatever the number of samples.".to_string()
+        } else {
+            "Test: ratio of medians with a distribution-free 95% interval for two unpaired runs: each median's exact order-statistic interval at 97.5% (binomial), combined as [low B / high A, high B / low A], which holds with probability at least 95% (Bonferroni). Slower or faster when the interval excludes 1; seven samples per run at least.".to_string()
+        });
         table
             .notes
             .extend(self.kind.notes.iter().map(|n| n.to_string()));
@@ -361,7 +384,9 @@ impl Comparison {
             self.percent(),
             1.0 + self.threshold
         ));
-        table.notes.push("The runs were taken at different times, perhaps on different machines: a change of the machine's speed between them moves every row alike (within a run, ratios come from same-round pairs; across runs they cannot).".to_string());
+        if !self.kind.counted {
+            table.notes.push("The runs were taken at different times, perhaps on different machines: a change of the machine's speed between them moves every row alike (within a run, ratios come from same-round pairs; across runs they cannot).".to_string());
+        }
         if self.across_backends {
             table.notes.push(format!(
                 "Rows matched by scenario across backends: {} (A) and {} (B).",

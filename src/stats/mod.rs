@@ -223,6 +223,36 @@ pub fn median_ratio(numerator: &[f64], denominator: &[f64]) -> Option<MedianRati
     })
 }
 
+/// The ratio of the medians of two series of counts (instructions, bytes:
+/// the same figure on any machine, up to the work a few random bits move),
+/// `numerator / denominator`, with the range of every pair as its interval:
+/// `[min_n / max_d, max_n / min_d]`. No order statistics: a count does not
+/// vary with the machine, so a ratio whose whole range lies above 1 is a
+/// change of the code path, whatever the number of samples. `None` when a
+/// side has no samples or a non-positive value.
+pub fn counted_ratio(numerator: &[f64], denominator: &[f64]) -> Option<MedianRatio> {
+    let (Some(median_n), Some(median_d)) = (median(numerator), median(denominator)) else {
+        return None;
+    };
+    let low = |values: &[f64]| values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = |values: &[f64]| values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if low(numerator) <= 0.0 || low(denominator) <= 0.0 {
+        return None;
+    }
+    Some(MedianRatio {
+        value: median_n / median_d,
+        ci95: Interval {
+            low: low(numerator) / high(denominator),
+            high: high(numerator) / low(denominator),
+        },
+        coverage: 1.0,
+        numerator_median: median_n,
+        denominator_median: median_d,
+        numerator_count: numerator.len(),
+        denominator_count: denominator.len(),
+    })
+}
+
 /// The 95% interval of the median of sorted samples (see [`median_ci_sorted`]).
 pub fn median_ci95_sorted(sorted: &[f64]) -> Interval {
     median_ci_sorted(sorted).interval
@@ -490,6 +520,17 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn a_counted_ratio_spans_every_pair() {
+        let ratio = counted_ratio(&[101.0, 102.0, 103.0], &[100.0, 100.5]).unwrap();
+        assert!(close(ratio.value, 102.0 / 100.25));
+        assert!(close(ratio.ci95.low, 101.0 / 100.5));
+        assert!(close(ratio.ci95.high, 103.0 / 100.0));
+        assert_eq!(ratio.coverage, 1.0);
+        assert!(counted_ratio(&[], &[1.0]).is_none());
+        assert!(counted_ratio(&[1.0], &[0.0]).is_none());
     }
 
     #[test]

@@ -294,3 +294,59 @@ fn what_cannot_be_counted_says_why() {
         run.stdout()
     );
 }
+
+/// A counted run of one library.
+fn counted_run(db: &Path, backend: &str, group: &str) {
+    handshake(&[
+        "--backend",
+        backend,
+        "--tls",
+        "1.3",
+        "--group",
+        group,
+        "--cert",
+        "ecdsa_p256",
+        "--measure",
+        "instructions",
+        "--runs",
+        "2",
+        "--db",
+        db.to_str().unwrap(),
+    ])
+    .expect_code(0);
+}
+
+#[test]
+fn compare_gates_on_counts_and_fails_when_nothing_was_compared() {
+    if skip_without_valgrind("compare_gates_on_counts_and_fails_when_nothing_was_compared") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db_text = db.to_str().unwrap();
+    counted_run(&db, "rustls-ring", "x25519"); // run 1
+    counted_run(&db, "rustls-ring", "x25519"); // run 2
+    counted_run(&db, "openssl", "x25519"); // run 3
+    counted_run(&db, "rustls-ring", "p256"); // run 4
+                                             // The same build counted twice: nothing moved, on counts, at 0.5%.
+    let same = tlslab(&["compare", "1", "2", "--db", db_text]);
+    same.expect_code(0);
+    assert!(same.stdout().contains("M instr"), "{}", same.stdout());
+    assert!(same.stdout().contains("0.5%"), "{}", same.stdout());
+    // OpenSSL's handshake executes more instructions than ring's: a
+    // regression the gate catches (rows matched across one-library runs).
+    let worse = tlslab(&["compare", "1", "3", "--db", db_text]);
+    worse.expect_code(1);
+    assert!(worse.stdout().contains("SLOWER"), "{}", worse.stdout());
+    // Runs that share no row compared nothing: the gate does not pass.
+    let nothing = tlslab(&["compare", "1", "4", "--db", db_text]);
+    nothing.expect_code(1);
+    assert!(
+        nothing.stderr().contains("no row was compared"),
+        "{}",
+        nothing.stderr()
+    );
+    // Time was not measured in these runs: compared on time, nothing is.
+    let on_time = tlslab(&["compare", "1", "2", "--db", db_text, "--measure", "time"]);
+    on_time.expect_code(1);
+}
