@@ -8,7 +8,6 @@ pub mod bulk;
 pub mod capacity;
 pub mod compare;
 pub mod cost;
-mod csv;
 pub mod fit;
 pub mod handshake;
 pub mod html;
@@ -21,7 +20,7 @@ pub mod serve;
 pub mod speed;
 pub mod tunnel;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
@@ -221,20 +220,28 @@ impl Exporter for Markup {
     }
 }
 
-/// The record table as CSV.
+/// The record table as CSV (RFC 4180 quoting, `\n` between records). Every
+/// row must have as many fields as the header: a short or long row is an
+/// error, never a shifted column.
 struct Csv;
 
 impl Exporter for Csv {
     fn export(&self, document: &Document) -> Result<String> {
-        let line = |fields: &[String]| -> String {
-            let quoted: Vec<String> = fields.iter().map(|f| csv::quote(f)).collect();
-            quoted.join(",") + "\n"
-        };
-        let mut out = line(&document.records.headers);
-        for row in &document.records.rows {
-            out.push_str(&line(row));
+        let records = &document.records;
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.write_record(&records.headers)?;
+        for (index, row) in records.rows.iter().enumerate() {
+            writer.write_record(row).with_context(|| {
+                format!(
+                    "CSV row {} has {} fields, the header {}",
+                    index + 1,
+                    row.len(),
+                    records.headers.len()
+                )
+            })?;
         }
-        Ok(out)
+        let bytes = writer.into_inner().map_err(|e| e.into_error())?;
+        Ok(String::from_utf8(bytes)?)
     }
 }
 
@@ -372,4 +379,81 @@ pub fn json_with(
         target.extend(source);
     }
     provenance
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A document whose record table has these rows under `headers`.
+    fn records(headers: &[&str], rows: Vec<Vec<String>>) -> Document {
+        let mut records = Table::new(headers, &vec![false; headers.len()]);
+        records.rows = rows;
+        Document {
+            heading: String::new(),
+            tables: Vec::new(),
+            records,
+            data: serde_json::Value::Null,
+            footer: Vec::new(),
+            figures: Vec::new(),
+        }
+    }
+
+    /// Issue 19: a carriage return was written bare, so a reader split the
+    /// record there. Every awkward field comes back whole from a CSV reader.
+    #[test]
+    fn issue_19_csv_fields_with_breaks_quotes_and_commas_round_trip() {
+        let awkward: Vec<String> = [
+            "carriage\rreturn",
+            "line\nfeed",
+            "both\r\nat once",
+            "a \"quoted\" word",
+            "a, comma",
+            "\r\n\",",
+            "",
+            " padded ",
+            "plain",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let headers: Vec<String> = (0..awkward.len()).map(|i| format!("f{i}")).collect();
+        let header_refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+        let document = records(&header_refs, vec![awkward.clone(), awkward.clone()]);
+        let text = document.render(Format::Csv).unwrap();
+
+        let mut reader = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+        let read_headers: Vec<String> = reader
+            .headers()
+            .unwrap()
+            .iter()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(read_headers, headers);
+        let rows: Vec<Vec<String>> = reader
+            .records()
+            .map(|record| record.unwrap().iter().map(str::to_string).collect())
+            .collect();
+        assert_eq!(rows, vec![awkward.clone(), awkward], "{text:?}");
+        assert!(text.contains("\"carriage\rreturn\""), "{text:?}");
+    }
+
+    #[test]
+    fn a_csv_row_of_the_wrong_length_is_an_error() {
+        let document = records(&["a", "b"], vec![vec!["1".into()]]);
+        let error = document.render(Format::Csv).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("CSV row 1 has 1 fields, the header 2"),
+            "{error:#}"
+        );
+    }
+
+    #[test]
+    fn plain_csv_is_unquoted_with_one_line_per_record() {
+        let document = records(&["label", "mean_us"], vec![vec!["x".into(), "1.5".into()]]);
+        assert_eq!(
+            document.render(Format::Csv).unwrap(),
+            "label,mean_us\nx,1.5\n"
+        );
+    }
 }

@@ -2,16 +2,11 @@
 //! over stored samples: nothing here runs inside a timing loop.
 
 use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
 
-/// The z value of a two-sided 95% interval.
+/// The z value of a two-sided 95% interval (the first guess of the
+/// median interval's ranks).
 const Z95: f64 = 1.959_963_984_540_054;
-
-/// Two-sided 95% critical values of Student's t for 1..=30 degrees of freedom.
-const T95: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
 
 /// A closed interval `[low, high]`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -88,13 +83,15 @@ fn sample_stdev(samples: &[f64], mean: f64) -> f64 {
     (squares / (samples.len() - 1) as f64).sqrt()
 }
 
-/// The two-sided 95% critical value of Student's t; infinite for 0 degrees of freedom.
+/// The two-sided 95% critical value of Student's t (its 0.975 quantile),
+/// exact for every number of degrees of freedom; infinite for 0.
 pub fn t_critical_95(degrees_of_freedom: usize) -> f64 {
-    match degrees_of_freedom {
-        0 => f64::INFINITY,
-        1..=30 => T95[degrees_of_freedom - 1],
-        _ => Z95,
+    if degrees_of_freedom == 0 {
+        return f64::INFINITY;
     }
+    StudentsT::new(0.0, 1.0, degrees_of_freedom as f64)
+        .expect("a positive number of degrees of freedom")
+        .inverse_cdf(0.975)
 }
 
 /// The `q` quantile of sorted samples, interpolating linearly between
@@ -544,10 +541,10 @@ mod tests {
         assert!((s.stdev - 2.138_090).abs() < 1e-6);
         assert!(close(s.min, 2.0) && close(s.max, 9.0));
         assert!(close(s.p99, 8.86));
-        // t(7) = 2.365: 5 ± 2.365 * 2.138090 / sqrt(8)
-        let half = 2.365 * 2.138_090 / 8f64.sqrt();
-        assert!((s.mean_ci95.low - (5.0 - half)).abs() < 1e-5);
-        assert!((s.mean_ci95.high - (5.0 + half)).abs() < 1e-5);
+        // R: qt(0.975, 7) = 2.3646243; 5 ± 2.3646243 * 2.1380899 / sqrt(8)
+        let half = 1.787_487_918_236;
+        assert!((s.mean_ci95.low - (5.0 - half)).abs() < 1e-8);
+        assert!((s.mean_ci95.high - (5.0 + half)).abs() < 1e-8);
     }
 
     #[test]
@@ -638,6 +635,49 @@ mod tests {
         assert!(close(drift.min, 1.0) && close(drift.max, 1.5), "{drift:?}");
         assert!(drift.spread() > 0.1);
         assert!(super::drift(&[vec![(0, 1.0)]]).is_none());
+    }
+
+    /// Issue 19: past 30 degrees of freedom the table fell back to z = 1.96,
+    /// about 4% short at 31. The reference values are the 0.975 quantiles
+    /// (R's `qt(0.975, df)`, checked to 17 digits with mpmath).
+    #[test]
+    fn issue_19_t_quantiles_are_exact_at_every_degree_of_freedom() {
+        let known = [
+            (1, 12.706_204_736_174_705),
+            (5, 2.570_581_835_636_315_5),
+            (30, 2.042_272_456_301_238),
+            (31, 2.039_513_446_396_408_5),
+            (60, 2.000_297_822_014_260_5),
+            (120, 1.979_930_405_082_441),
+            (1000, 1.962_339_080_826_408_5),
+        ];
+        for (degrees_of_freedom, expected) in known {
+            let t = t_critical_95(degrees_of_freedom);
+            assert!(
+                (t - expected).abs() < 1e-9 * expected,
+                "df {degrees_of_freedom}: {t} against {expected}"
+            );
+        }
+        assert_eq!(t_critical_95(0), f64::INFINITY);
+        // Decreasing towards z, never below it.
+        let mut previous = f64::INFINITY;
+        for degrees_of_freedom in 1..=2000 {
+            let t = t_critical_95(degrees_of_freedom);
+            assert!(t < previous && t > Z95, "df {degrees_of_freedom}: {t}");
+            previous = t;
+        }
+    }
+
+    #[test]
+    fn the_mean_interval_of_fifty_samples_uses_t_with_49_degrees_of_freedom() {
+        let samples: Vec<f64> = (0..50).map(|i| 100.0 + (i % 10) as f64).collect();
+        let s = summarize(&samples).unwrap();
+        let half_width = (s.mean_ci95.high - s.mean_ci95.low) / 2.0;
+        let expected = 2.009_575_237_129_239_7 * s.stdev / 50f64.sqrt();
+        assert!(
+            (half_width - expected).abs() < 1e-9 * expected,
+            "{half_width} against {expected}"
+        );
     }
 
     #[test]

@@ -27,29 +27,15 @@ pub(crate) fn font_face() -> &'static str {
     RULE.get_or_init(|| {
         format!(
             "@font-face {{ font-family: \"{FAMILY}\"; src: url(data:font/ttf;base64,{}) format(\"truetype\"); }}",
-            base64(FONT)
+            to_base64(FONT)
         )
     })
 }
 
 /// Standard base64 (RFC 4648, with padding), for the embedded font.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+fn to_base64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// Registers the embedded font once: plotters then needs no system font.
@@ -592,7 +578,7 @@ pub fn png(figure: &Figure, path: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::base64;
+    use super::{font_face, to_base64, FONT};
 
     #[test]
     fn base64_matches_rfc_4648() {
@@ -606,7 +592,25 @@ mod tests {
             ("fooba", "Zm9vYmE="),
             ("foobar", "Zm9vYmFy"),
         ] {
-            assert_eq!(base64(plain.as_bytes()), encoded);
+            assert_eq!(to_base64(plain.as_bytes()), encoded);
         }
+    }
+
+    #[test]
+    fn the_css_rule_carries_the_whole_embedded_font() {
+        use base64::Engine;
+        let rule = font_face();
+        let data = rule
+            .split("base64,")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .expect("a data URL");
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .expect("valid base64");
+        assert!(
+            decoded == FONT,
+            "the decoded font differs from the embedded one"
+        );
     }
 }
