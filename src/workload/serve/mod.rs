@@ -1,21 +1,31 @@
 //! The embedded HTTPS server: HTTP/1.1 over any backend's
 //! [`TlsAcceptor`], serving generated pages `/page_SIZE` (the content of
-//! [`page_bytes`], so a load generator can check every byte). Worker
-//! threads take turns accepting from one listening socket; a worker serves
-//! one connection at a time, with blocking I/O, until the client closes
-//! it. Each worker keeps its thread's CPU time, the time tlslab spends in
-//! HTTP (parsing requests, finding pages, building headers), the time the
-//! TLS library spent in its own calls when the stream can tell, and, on
-//! the instrumented rustls provider, the counted crypto per category.
+//! [`page_bytes`](crate::workload::nginx::page_bytes), so a load generator
+//! can check every byte). Each worker thread is an event loop (epoll) over
+//! nonblocking sockets holding many connections at once, as nginx's
+//! workers are: the workers share one listening socket with a long
+//! backlog, and a slow, idle or hostile client holds a descriptor and a
+//! few hundred bytes, never a worker. Everything is bounded: connections
+//! per worker ([`Limits::max_connections`], within the open-file limit),
+//! the time of each phase of a connection (see [`connection`]), the bytes
+//! of a request head, and the memory of a response (pages are streamed
+//! from one static pattern, none is cached).
+//!
+//! Each worker keeps its thread's CPU time, the time tlslab spends in HTTP
+//! (parsing requests, building responses), the time the TLS library spent
+//! in its own calls when the session can tell, and, on the instrumented
+//! rustls provider, the counted crypto per category.
 //!
 //! A [`Server`] stops its workers when stopped or dropped (on errors and
 //! Ctrl-C alike), so no thread is left serving.
 
-use std::collections::HashMap;
-use std::io::{ErrorKind, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod connection;
+pub mod http;
+mod poll;
+
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -25,31 +35,89 @@ use serde::Serialize;
 
 use crate::backend::rustls::instrument::{self, Category, Side};
 use crate::backend::{thread_cpu_ns, TlsAcceptor};
-use crate::workload::nginx::page_bytes;
+use connection::{Connection, Turn};
+use poll::Epoll;
 
-/// How often an idle worker looks at the stop flag.
-const POLL_INTERVAL: Duration = Duration::from_millis(50);
-/// How long one blocking read or write may wait before the worker looks at
-/// the stop flag again.
-const IO_SLICE: Duration = Duration::from_millis(200);
-/// A connection idle (or stuck mid-request) this long is closed.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
-/// The longest request head the server reads.
-const MAX_HEAD_BYTES: usize = 16 * 1024;
-/// The largest page served (as `tlslab load --size` allows).
-pub const MAX_PAGE_BYTES: usize = 100_000_000;
+pub use http::MAX_PAGE_BYTES;
+
+/// How often a worker looks at the stop flag and its connections' deadlines.
+const TICK: Duration = Duration::from_millis(100);
+/// The most connections a worker accepts in one go before serving the
+/// ones it has.
+const ACCEPT_BATCH: usize = 64;
+/// Plaintext read from a connection at once.
+const READ_CHUNK_BYTES: usize = 16 * 1024;
+/// Descriptors kept for everything but connections (the listener, epoll
+/// sets, the database, files, the load generator's own sockets).
+const RESERVED_DESCRIPTORS: u64 = 256;
+/// The token of the listening socket in every worker's epoll set.
+const LISTENER: u64 = u64::MAX;
+
+/// The server's bounds in time and number.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The handshake and the first request head must be complete this long
+    /// after the connection, and each later head this long after its first
+    /// byte; else 408 (as nginx's `client_header_timeout`).
+    pub head_timeout: Duration,
+    /// A connection idle between requests this long is closed.
+    pub keep_alive_timeout: Duration,
+    /// A response that makes no progress this long (the client does not
+    /// read) is abandoned.
+    pub send_timeout: Duration,
+    /// The most connections held at once, over all workers (lowered to
+    /// what the open-file limit allows).
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            head_timeout: Duration::from_secs(10),
+            keep_alive_timeout: Duration::from_secs(10),
+            send_timeout: Duration::from_secs(10),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// The default bound on connections held at once.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
+
+/// Counts shared by the workers.
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// Connections open now, and the most at once.
+    open: AtomicU64,
+    most: AtomicU64,
+}
 
 /// What the server did, over all its workers.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ServerStats {
     pub workers: usize,
+    /// Connections accepted.
+    pub connections: u64,
+    /// The most connections held at once.
+    pub most_connections: u64,
+    /// The most connections the server holds at once (its workers' bound).
+    pub connection_limit: u64,
+    /// Connections closed before their client sent a byte (it closed,
+    /// stayed silent past the deadline, or the server stopped).
+    pub silent_connections: u64,
     /// Requests answered with a page.
     pub requests: u64,
-    /// Requests answered with an error status (unknown path, bad method).
+    /// Requests answered with an error status (unknown path, bad method,
+    /// malformed or too long head).
     pub refused_requests: u64,
+    /// Request heads not complete in time, answered 408.
+    pub timed_out_requests: u64,
     /// Handshakes completed, and how many of them resumed a session.
     pub handshakes: u64,
     pub resumed: u64,
+    /// Handshakes that failed or were not complete in time.
     pub failed_handshakes: u64,
     /// The first failed handshake's message.
     pub first_failure: Option<String>,
@@ -78,9 +146,18 @@ pub struct Share {
 }
 
 impl ServerStats {
+    /// Counts a failed handshake, keeping the first failure's message.
+    fn fail_handshake(&mut self, message: String) {
+        self.failed_handshakes += 1;
+        self.first_failure.get_or_insert(message);
+    }
+
     fn add(&mut self, other: &ServerStats) {
+        self.connections += other.connections;
+        self.silent_connections += other.silent_connections;
         self.requests += other.requests;
         self.refused_requests += other.refused_requests;
+        self.timed_out_requests += other.timed_out_requests;
         self.handshakes += other.handshakes;
         self.resumed += other.resumed;
         self.failed_handshakes += other.failed_handshakes;
@@ -111,7 +188,7 @@ impl ServerStats {
 
     /// Where the server's CPU went, when the crypto was counted: each
     /// counted category, the rest of the TLS library's calls, HTTP, and the
-    /// rest (the kernel's socket work, accepting, waiting, bookkeeping).
+    /// rest (the kernel's socket work, accepting, the event loop).
     /// The counted categories and the library's calls are wall time inside
     /// calls, the total is the threads' CPU time: a share can only be too
     /// large if a thread was descheduled inside a call. Returns None
@@ -140,7 +217,7 @@ impl ServerStats {
         });
         let accounted = library_ns.max(crypto_ns) + self.http_ns;
         shares.push(Share {
-            name: "rest (kernel, I/O, accepting)".to_string(),
+            name: "rest (kernel, I/O, event loop)".to_string(),
             ns: self.cpu_ns.saturating_sub(accounted),
         });
         Some(shares)
@@ -152,46 +229,76 @@ pub struct Server {
     address: SocketAddr,
     /// The workers' kernel thread ids (for `perf record -t`).
     thread_ids: Vec<u32>,
-    stop: Arc<AtomicBool>,
+    shared: Arc<Shared>,
     workers: Vec<JoinHandle<ServerStats>>,
     started: Instant,
+    connection_limit: usize,
+    open_file_limit: u64,
 }
 
 impl Server {
     /// Listens on `address` and starts `workers` threads serving TLS
-    /// connections through `acceptor`; `counted` says the acceptor runs on
-    /// the instrumented provider, whose tallies the workers collect.
+    /// connections through `acceptor`, with the default [`Limits`];
+    /// `counted` says the acceptor runs on the instrumented provider,
+    /// whose tallies the workers collect.
     pub fn start(
         acceptor: Arc<dyn TlsAcceptor>,
         address: SocketAddr,
         workers: usize,
         counted: bool,
     ) -> Result<Self> {
+        Self::start_with(acceptor, address, workers, counted, Limits::default())
+    }
+
+    /// As [`Server::start`], within `limits`. The soft open-file limit is
+    /// raised to the hard one; the connections held at once are bounded by
+    /// what it allows.
+    pub fn start_with(
+        acceptor: Arc<dyn TlsAcceptor>,
+        address: SocketAddr,
+        workers: usize,
+        counted: bool,
+        limits: Limits,
+    ) -> Result<Self> {
         let listener = TcpListener::bind(address).map_err(|error| {
-            let hint = if error.kind() == ErrorKind::AddrInUse {
+            let hint = if error.kind() == std::io::ErrorKind::AddrInUse {
                 " (the port is in use: pick another with --bind, or 127.0.0.1:0 for any free port)"
             } else {
                 ""
             };
             anyhow!("cannot listen on {address}: {error}{hint}")
         })?;
-        let address = listener.local_addr()?;
+        poll::set_backlog(&listener, poll::LISTEN_BACKLOG).context("setting the listen backlog")?;
         listener.set_nonblocking(true)?;
-        let stop = Arc::new(AtomicBool::new(false));
+        let address = listener.local_addr()?;
+        let workers = workers.max(1);
+        let open_file_limit = poll::raise_open_file_limit();
+        let room = open_file_limit
+            .saturating_sub(poll::open_descriptors() + RESERVED_DESCRIPTORS + workers as u64)
+            .max(workers as u64);
+        let connection_limit = limits.max_connections.min(room as usize).max(workers);
+        let per_worker = connection_limit.div_ceil(workers);
+        let shared = Arc::new(Shared::default());
         let (started, thread_ids) = std::sync::mpsc::channel();
         let mut server = Self {
             address,
             thread_ids: Vec::new(),
-            stop: Arc::clone(&stop),
+            shared: Arc::clone(&shared),
             workers: Vec::new(),
             started: Instant::now(),
+            connection_limit: per_worker * workers,
+            open_file_limit,
         };
-        for index in 0..workers.max(1) {
+        for index in 0..workers {
             let listener = listener
                 .try_clone()
                 .context("sharing the listening socket")?;
+            let epoll = Epoll::new().context("creating a worker's epoll set")?;
+            epoll
+                .add_listener(listener.as_raw_fd(), LISTENER)
+                .context("watching the listening socket")?;
             let acceptor = Arc::clone(&acceptor);
-            let stop = Arc::clone(&stop);
+            let shared = Arc::clone(&shared);
             let started = started.clone();
             let worker = std::thread::Builder::new()
                 .name(format!("tlslab-serve-{index}"))
@@ -199,7 +306,15 @@ impl Server {
                     // SAFETY: gettid(2) has no arguments and cannot fail.
                     let _ = started.send(unsafe { libc::gettid() } as u32);
                     drop(started);
-                    worker(&listener, acceptor.as_ref(), &stop, counted)
+                    Worker {
+                        listener: &listener,
+                        epoll: &epoll,
+                        acceptor: acceptor.as_ref(),
+                        shared: &shared,
+                        limits: &limits,
+                        max_connections: per_worker,
+                    }
+                    .run(counted)
                 })
                 .context("starting a server worker")?;
             // Pushed at once: a failure to start the next one drops `server`,
@@ -216,21 +331,32 @@ impl Server {
         self.address
     }
 
-    /// The worker threads' kernel ids.
+    /// The workers' kernel thread ids.
     pub fn thread_ids(&self) -> &[u32] {
         &self.thread_ids
     }
 
-    /// Stops every worker (a connection being served is closed after its
-    /// current request) and returns what the server did.
+    /// The most connections the server holds at once.
+    pub fn connection_limit(&self) -> usize {
+        self.connection_limit
+    }
+
+    /// The soft open-file limit the server runs under (raised to the hard one).
+    pub fn open_file_limit(&self) -> u64 {
+        self.open_file_limit
+    }
+
+    /// Stops every worker (open connections are closed) and returns what
+    /// the server did.
     pub fn stop(mut self) -> Result<ServerStats> {
         self.stop_workers()
     }
 
     fn stop_workers(&mut self) -> Result<ServerStats> {
-        self.stop.store(true, Ordering::SeqCst);
+        self.shared.stop.store(true, Ordering::SeqCst);
         let mut stats = ServerStats {
             workers: self.workers.len(),
+            connection_limit: self.connection_limit as u64,
             ..ServerStats::default()
         };
         let mut panicked = false;
@@ -240,6 +366,7 @@ impl Server {
                 Err(_) => panicked = true,
             }
         }
+        stats.most_connections = self.shared.most.load(Ordering::SeqCst);
         stats.elapsed = self.started.elapsed();
         if panicked {
             return Err(anyhow!("a server worker panicked"));
@@ -256,274 +383,290 @@ impl Drop for Server {
     }
 }
 
-/// Waits up to `timeout` for the listener to have a connection waiting.
-fn wait_readable(listener: &TcpListener, timeout: Duration) {
-    let mut poll = libc::pollfd {
-        fd: listener.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: poll(2) on one pollfd we own, for a bounded time.
-    unsafe { libc::poll(&mut poll, 1, timeout.as_millis() as libc::c_int) };
-}
-
-/// A worker: accepts and serves connections until told to stop; returns
-/// what it did and its thread's CPU time (after the library's per-thread
-/// warm-up, which is not counted).
-fn worker(
-    listener: &TcpListener,
-    acceptor: &dyn TlsAcceptor,
-    stop: &AtomicBool,
-    counted: bool,
-) -> ServerStats {
-    acceptor.warm_up();
-    let cpu_start = thread_cpu_ns();
-    if counted {
-        instrument::set_side(Side::Server);
-        instrument::take_tally();
-    }
-    let mut stats = ServerStats::default();
-    let mut pages = Pages::default();
-    let mut library_ns = None;
-    while !stop.load(Ordering::Relaxed) {
-        wait_readable(listener, POLL_INTERVAL);
-        let tcp = match listener.accept() {
-            Ok((tcp, _)) => tcp,
-            // Another worker took it, or nothing came.
-            Err(_) => continue,
-        };
-        if let Some(ns) = serve_connection(tcp, acceptor, stop, &mut stats, &mut pages) {
-            *library_ns.get_or_insert(0) += ns;
-        }
-    }
-    stats.library_ns = library_ns;
-    if counted {
-        let tally = instrument::take_tally();
-        stats.counted_ns = Some(
-            Category::ALL
-                .iter()
-                .map(|c| {
-                    (
-                        *c,
-                        tally
-                            .category_ns
-                            .get(&(Side::Server, *c))
-                            .copied()
-                            .unwrap_or(0),
-                    )
-                })
-                .collect(),
-        );
-    }
-    stats.cpu_ns = thread_cpu_ns().saturating_sub(cpu_start);
-    stats
-}
-
-/// Generated pages by size, made once per worker (as a server's page cache
-/// would hold a file).
+/// A worker's connections, each under a token that names its slot and the
+/// slot's generation (so an event for a connection closed earlier in the
+/// same batch never reaches the one that took its slot).
 #[derive(Default)]
-struct Pages(HashMap<usize, Vec<u8>>);
+struct Connections {
+    slots: Vec<(u32, Option<Connection>)>,
+    free: Vec<usize>,
+    held: usize,
+}
 
-impl Pages {
-    fn get(&mut self, size: usize) -> &[u8] {
-        if self.0.len() >= 16 && !self.0.contains_key(&size) {
-            self.0.clear();
+impl Connections {
+    fn insert(&mut self, connection: Connection) -> u64 {
+        let index = self.free.pop().unwrap_or_else(|| {
+            self.slots.push((0, None));
+            self.slots.len() - 1
+        });
+        let slot = &mut self.slots[index];
+        slot.0 = slot.0.wrapping_add(1);
+        slot.1 = Some(connection);
+        self.held += 1;
+        (u64::from(slot.0) << 32) | index as u64
+    }
+
+    fn get(&mut self, token: u64) -> Option<&mut Connection> {
+        let (generation, index) = ((token >> 32) as u32, (token & 0xffff_ffff) as usize);
+        match self.slots.get_mut(index) {
+            Some((current, Some(connection))) if *current == generation => Some(connection),
+            _ => None,
         }
-        self.0.entry(size).or_insert_with(|| page_bytes(size))
+    }
+
+    fn remove(&mut self, token: u64) -> Option<Connection> {
+        let index = (token & 0xffff_ffff) as usize;
+        let taken = self.slots.get_mut(index)?.1.take()?;
+        self.free.push(index);
+        self.held -= 1;
+        Some(taken)
+    }
+
+    /// The tokens of the connections whose deadline has passed.
+    fn expired(&self, now: Instant) -> Vec<u64> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(index, (generation, slot))| {
+                slot.as_ref()
+                    .filter(|c| c.deadline <= now)
+                    .map(|_| (u64::from(*generation) << 32) | index as u64)
+            })
+            .collect()
+    }
+
+    fn tokens(&self) -> Vec<u64> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, slot))| slot.is_some())
+            .map(|(index, (generation, _))| (u64::from(*generation) << 32) | index as u64)
+            .collect()
     }
 }
 
-/// Serves one connection until the client closes it, asks to close, goes
-/// idle or the server stops. Returns the library's time on it, if known.
-fn serve_connection(
-    tcp: TcpStream,
-    acceptor: &dyn TlsAcceptor,
-    stop: &AtomicBool,
-    stats: &mut ServerStats,
-    pages: &mut Pages,
-) -> Option<u64> {
-    let setup = || -> std::io::Result<()> {
-        tcp.set_nonblocking(false)?;
-        tcp.set_nodelay(true)?;
-        tcp.set_read_timeout(Some(IO_SLICE))?;
-        tcp.set_write_timeout(Some(IDLE_TIMEOUT))
-    };
-    if setup().is_err() {
-        return None;
-    }
-    // The handshake waits for the client with the same patience as a
-    // request, and no longer than the server runs.
-    let mut waited = Duration::ZERO;
-    let mut give_up = || {
-        waited += IO_SLICE;
-        stop.load(Ordering::Relaxed) || waited >= IDLE_TIMEOUT
-    };
-    let mut stream = match acceptor.accept(tcp, &mut give_up) {
-        Ok(stream) => stream,
-        Err(error) => {
-            stats.failed_handshakes += 1;
-            stats
-                .first_failure
-                .get_or_insert_with(|| format!("{error:#}"));
-            return None;
+/// One worker: an event loop over the connections it accepted.
+struct Worker<'a> {
+    listener: &'a TcpListener,
+    epoll: &'a Epoll,
+    acceptor: &'a dyn TlsAcceptor,
+    shared: &'a Shared,
+    limits: &'a Limits,
+    /// The most connections this worker holds at once.
+    max_connections: usize,
+}
+
+/// A worker's state while it runs.
+struct Loop {
+    connections: Connections,
+    stats: ServerStats,
+    library_ns: Option<u64>,
+    chunk: Vec<u8>,
+    /// Connections that gave way to others with work left.
+    again: Vec<u64>,
+    /// The listener is in the epoll set (it leaves while the worker is full).
+    listening: bool,
+    /// Accepting failed (out of descriptors): not before this again.
+    accept_paused_until: Instant,
+}
+
+impl Worker<'_> {
+    /// Accepts and serves connections until told to stop; returns what it
+    /// did and its thread's CPU time (after the library's per-thread
+    /// warm-up, which is not counted).
+    fn run(&self, counted: bool) -> ServerStats {
+        self.acceptor.warm_up();
+        let cpu_start = thread_cpu_ns();
+        if counted {
+            instrument::set_side(Side::Server);
+            instrument::take_tally();
         }
-    };
-    stats.handshakes += 1;
-    if stream.resumed() {
-        stats.resumed += 1;
-    }
-    let mut buffer = Vec::with_capacity(1024);
-    while let Some(head) = read_head(stream.as_mut(), &mut buffer, stop, &mut stats.http_ns) {
-        let began = Instant::now();
-        let request = parse_request(&head);
-        let (status, body): (&str, &[u8]) = match &request {
-            Ok(request) => ("200 OK", pages.get(request.page_size)),
-            Err(status) => (status, b""),
+        let mut state = Loop {
+            connections: Connections::default(),
+            stats: ServerStats::default(),
+            library_ns: None,
+            chunk: vec![0; READ_CHUNK_BYTES],
+            again: Vec::new(),
+            listening: true,
+            accept_paused_until: Instant::now(),
         };
-        let keep_alive =
-            request.as_ref().is_ok_and(|r| r.keep_alive) && !stop.load(Ordering::Relaxed);
-        let response_head = format!(
-            "HTTP/1.1 {status}\r\nServer: tlslab\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n",
-            body.len(),
-            if keep_alive { "keep-alive" } else { "close" }
-        );
-        stats.http_ns += began.elapsed().as_nanos() as u64;
-        let written = stream
-            .write_all(response_head.as_bytes())
-            .and_then(|()| stream.write_all(body))
-            .and_then(|()| stream.flush());
-        if written.is_err() {
-            break;
-        }
-        match request {
-            Ok(_) => {
-                stats.requests += 1;
-                stats.body_bytes += body.len() as u64;
-            }
-            Err(_) => stats.refused_requests += 1,
-        }
-        if !keep_alive {
-            break;
-        }
-    }
-    stream.close();
-    stream.library_ns()
-}
-
-/// Reads the next request head (up to the blank line) into a string,
-/// keeping any bytes after it in `buffer`. None when the client closed the
-/// connection, went idle, sent too much, or the server stops.
-fn read_head(
-    stream: &mut dyn crate::backend::ServerStream,
-    buffer: &mut Vec<u8>,
-    stop: &AtomicBool,
-    http_ns: &mut u64,
-) -> Option<String> {
-    let mut chunk = [0u8; 4096];
-    let mut idle = Duration::ZERO;
-    loop {
-        let began = Instant::now();
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buffer[..end]).into_owned();
-            buffer.drain(..end + 4);
-            *http_ns += began.elapsed().as_nanos() as u64;
-            return Some(head);
-        }
-        *http_ns += began.elapsed().as_nanos() as u64;
-        if buffer.len() > MAX_HEAD_BYTES {
-            return None;
-        }
-        match stream.read(&mut chunk) {
-            Ok(0) => return None,
-            Ok(n) => {
-                buffer.extend_from_slice(&chunk[..n]);
-                idle = Duration::ZERO;
-            }
-            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                idle += IO_SLICE;
-                if stop.load(Ordering::Relaxed) || idle >= IDLE_TIMEOUT {
-                    return None;
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
+        let mut next_sweep = Instant::now() + TICK;
+        while !self.shared.stop.load(Ordering::Relaxed) {
+            let timeout = if state.again.is_empty() {
+                TICK
+            } else {
+                Duration::ZERO
+            };
+            let ready = match self.epoll.wait(&mut events, timeout) {
+                Ok(ready) => ready,
+                Err(error) => {
+                    state
+                        .stats
+                        .first_failure
+                        .get_or_insert(format!("the worker's epoll wait failed: {error}"));
+                    break;
+                }
+            };
+            let now = Instant::now();
+            let mut accept = false;
+            let mut due: Vec<u64> = std::mem::take(&mut state.again);
+            for event in &events[..ready] {
+                match event.u64 {
+                    LISTENER => accept = true,
+                    token => due.push(token),
                 }
             }
-            Err(_) => return None,
+            for token in due {
+                self.turn(&mut state, token, now, false);
+            }
+            if accept {
+                self.accept(&mut state, now);
+            }
+            self.listen_while_room(&mut state, now);
+            if now >= next_sweep {
+                for token in state.connections.expired(now) {
+                    self.turn(&mut state, token, now, true);
+                }
+                next_sweep = now + TICK;
+            }
+        }
+        for token in state.connections.tokens() {
+            if let Some(mut connection) = state.connections.remove(token) {
+                connection.stop(&mut state.stats);
+                self.closed(&mut state, &connection);
+            }
+        }
+        let mut stats = state.stats;
+        stats.library_ns = state.library_ns;
+        if counted {
+            let tally = instrument::take_tally();
+            stats.counted_ns = Some(
+                Category::ALL
+                    .iter()
+                    .map(|c| {
+                        (
+                            *c,
+                            tally
+                                .category_ns
+                                .get(&(Side::Server, *c))
+                                .copied()
+                                .unwrap_or(0),
+                        )
+                    })
+                    .collect(),
+            );
+        }
+        stats.cpu_ns = thread_cpu_ns().saturating_sub(cpu_start);
+        stats
+    }
+
+    /// Moves one connection on (or, `expired`, handles its deadline).
+    fn turn(&self, state: &mut Loop, token: u64, now: Instant, expired: bool) {
+        let Some(connection) = state.connections.get(token) else {
+            return;
+        };
+        let turn = if expired {
+            connection.expire(
+                self.acceptor,
+                now,
+                self.limits,
+                &mut state.stats,
+                &mut state.chunk,
+            )
+        } else {
+            connection.turn(
+                self.acceptor,
+                now,
+                self.limits,
+                &mut state.stats,
+                &mut state.chunk,
+            )
+        };
+        match turn {
+            Turn::Waiting => {}
+            Turn::Again => state.again.push(token),
+            Turn::Closed => {
+                if let Some(connection) = state.connections.remove(token) {
+                    self.closed(state, &connection);
+                }
+            }
         }
     }
-}
 
-/// A request the server answers with a page.
-#[derive(Debug, PartialEq, Eq)]
-struct Request {
-    page_size: usize,
-    keep_alive: bool,
-}
-
-/// Parses a request head; an error is the status line to answer with.
-fn parse_request(head: &str) -> std::result::Result<Request, &'static str> {
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next().unwrap_or("").split_whitespace();
-    let (method, path, version) = (first.next(), first.next(), first.next());
-    if method != Some("GET") {
-        return Err("405 Method Not Allowed");
+    /// Counts a closed connection out.
+    fn closed(&self, state: &mut Loop, connection: &Connection) {
+        if let Some(ns) = connection.library_ns() {
+            *state.library_ns.get_or_insert(0) += ns;
+        }
+        self.shared.open.fetch_sub(1, Ordering::Relaxed);
     }
-    let page_size = path
-        .and_then(|p| p.strip_prefix("/page_"))
-        .and_then(|size| size.parse::<usize>().ok())
-        .filter(|size| *size <= MAX_PAGE_BYTES)
-        .ok_or("404 Not Found")?;
-    let connection = lines.find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.trim()
-            .eq_ignore_ascii_case("connection")
-            .then(|| value.trim().to_ascii_lowercase())
-    });
-    // HTTP/1.1 keeps the connection unless told otherwise; HTTP/1.0 closes it.
-    let keep_alive = match connection.as_deref() {
-        Some("close") => false,
-        Some("keep-alive") => true,
-        _ => version == Some("HTTP/1.1"),
-    };
-    Ok(Request {
-        page_size,
-        keep_alive,
-    })
+
+    /// Accepts what the listener has, up to a batch and the worker's bound.
+    fn accept(&self, state: &mut Loop, now: Instant) {
+        for _ in 0..ACCEPT_BATCH {
+            if state.connections.held >= self.max_connections {
+                return;
+            }
+            let tcp = match self.listener.accept() {
+                Ok((tcp, _)) => tcp,
+                // Another worker took it, or nothing came.
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return,
+                // Out of descriptors or memory: leave the rest in the
+                // backlog for a tick instead of spinning on it.
+                Err(error) => {
+                    state
+                        .stats
+                        .first_failure
+                        .get_or_insert(format!("accepting a connection failed: {error}"));
+                    self.stop_listening(state);
+                    state.accept_paused_until = now + TICK;
+                    return;
+                }
+            };
+            if tcp.set_nonblocking(true).is_err() || tcp.set_nodelay(true).is_err() {
+                continue;
+            }
+            let fd = tcp.as_raw_fd();
+            let token = state
+                .connections
+                .insert(Connection::new(tcp, now, self.limits));
+            if self.epoll.add_connection(fd, token).is_err() {
+                state.connections.remove(token);
+                continue;
+            }
+            state.stats.connections += 1;
+            let open = self.shared.open.fetch_add(1, Ordering::Relaxed) + 1;
+            self.shared.most.fetch_max(open, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the listener out of the epoll set while the worker is full (or
+    /// accepting failed), and back when there is room: a full worker leaves
+    /// new connections to the others, or to the backlog.
+    fn listen_while_room(&self, state: &mut Loop, now: Instant) {
+        let room =
+            state.connections.held < self.max_connections && now >= state.accept_paused_until;
+        if room && !state.listening {
+            state.listening = self
+                .epoll
+                .add_listener(self.listener.as_raw_fd(), LISTENER)
+                .is_ok();
+        } else if !room && state.listening {
+            self.stop_listening(state);
+        }
+    }
+
+    fn stop_listening(&self, state: &mut Loop) {
+        if state.listening && self.epoll.remove(self.listener.as_raw_fd()).is_ok() {
+            state.listening = false;
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn requests_parse() {
-        assert_eq!(
-            parse_request("GET /page_50000 HTTP/1.1\r\nHost: x\r\nConnection: close"),
-            Ok(Request {
-                page_size: 50_000,
-                keep_alive: false
-            })
-        );
-        assert_eq!(
-            parse_request("GET /page_10 HTTP/1.1\r\nHost: x"),
-            Ok(Request {
-                page_size: 10,
-                keep_alive: true
-            })
-        );
-        assert_eq!(
-            parse_request("GET /page_10 HTTP/1.0"),
-            Ok(Request {
-                page_size: 10,
-                keep_alive: false
-            })
-        );
-        assert_eq!(
-            parse_request("GET /index.html HTTP/1.1"),
-            Err("404 Not Found")
-        );
-        assert_eq!(
-            parse_request("POST /page_10 HTTP/1.1"),
-            Err("405 Method Not Allowed")
-        );
-    }
 
     #[test]
     fn the_breakdown_adds_up_to_the_cpu_time() {

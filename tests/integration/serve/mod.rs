@@ -2,14 +2,20 @@
 //! embedded` on every backend (counts add up, bodies are checked, the
 //! server's threads' CPU is known and, on rustls, the counted categories
 //! fit inside it), `serve` answering a client of the test's own and
-//! stopping by itself, and bad options refused.
+//! stopping by itself (after its duration, SIGINT or SIGTERM), the root
+//! it prints, and bad options refused. [`hostile`] has the clients that
+//! try to starve or break it.
 
-use std::io::{Read, Write};
+mod hostile;
+
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use openssl::ssl::{SslConnector, SslMethod};
+use openssl::ssl::{SslConnector, SslMethod, SslStream};
 use openssl::x509::X509;
 use tlslab::scenario::CertKind;
 use tlslab::workload::nginx::page_bytes;
@@ -353,8 +359,8 @@ fn the_embedded_server_is_profiled_by_its_own_threads_or_says_why() {
     }
 }
 
-/// A client that connects and never says hello holds a worker in its
-/// handshake; the server still stops on time and says so.
+/// A client that connects and never says hello; the server still stops on
+/// time and says so.
 #[test]
 fn a_silent_client_does_not_keep_the_server_running() {
     for backend in ["openssl", "rustls-aws-lc"] {
@@ -399,9 +405,374 @@ fn a_silent_client_does_not_keep_the_server_running() {
             "{backend}: the server took {:?} to stop",
             started.elapsed()
         );
+        // A client that never sent a byte made no handshake.
         assert!(
-            has_row(&stdout, &["failed handshakes", "1"]),
+            has_row(&stdout, &["connections closed before a byte came", "1"]),
             "{backend}: {stdout}"
+        );
+        assert!(
+            has_row(&stdout, &["failed handshakes", "0"]),
+            "{backend}: {stdout}"
+        );
+    }
+}
+
+/// A `tlslab serve` process of a test: where it listens and the root file
+/// it said clients trust. Killed if the test ends before it stops.
+pub(super) struct Served {
+    child: Option<Child>,
+    pub address: SocketAddr,
+    pub root_pem: PathBuf,
+    stderr: Arc<Mutex<String>>,
+}
+
+/// How a [`Served`] process ended.
+pub(super) struct Ended {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Served {
+    /// Starts `tlslab serve` with `args` (and the tests' certificate
+    /// directory; on any free loopback port unless `--bind` is given) and
+    /// waits for the lines saying where it listens and which root to trust.
+    pub fn start(args: &[&str]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tlslab"));
+        command
+            .arg("serve")
+            .args(args)
+            .args(["--cert-dir", cert_dir().to_str().unwrap()]);
+        if !args.contains(&"--bind") {
+            command.args(["--bind", "127.0.0.1:0"]);
+        }
+        let mut child = command
+            .env_remove("COLUMNS")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (lines, started) = std::sync::mpsc::channel();
+        let reader = BufReader::new(child.stderr.take().unwrap());
+        let kept = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in reader.lines().map_while(Result::ok) {
+                kept.lock().unwrap().push_str(&format!("{line}\n"));
+                let _ = lines.send(line);
+            }
+        });
+        let mut served = Self {
+            child: Some(child),
+            address: SocketAddr::from(([127, 0, 0, 1], 0)),
+            root_pem: PathBuf::new(),
+            stderr,
+        };
+        let mut address = None;
+        while let Ok(line) = started.recv_timeout(Duration::from_secs(60)) {
+            if let Some(rest) = line.strip_prefix("serving https://") {
+                address = rest.split("/page_SIZE").next().map(|a| a.parse().unwrap());
+            }
+            if let Some((_, rest)) = line.split_once("--cacert ") {
+                served.root_pem = PathBuf::from(rest.split(' ').next().unwrap());
+                break;
+            }
+        }
+        served.address = address.unwrap_or_else(|| {
+            panic!(
+                "serve {args:?} did not say where it listens:\n{}",
+                served.stderr.lock().unwrap()
+            )
+        });
+        served
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    /// The most memory the process has had resident so far, in kB (VmHWM).
+    pub fn peak_rss_kb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+
+    /// Sends SIGTERM and waits for the process to end.
+    pub fn terminate(self) -> Ended {
+        // SAFETY: a signal to the child this test started and still owns.
+        unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+        self.wait()
+    }
+
+    /// Waits for the process to end by itself.
+    pub fn wait(mut self) -> Ended {
+        let output = self.child.take().unwrap().wait_with_output().unwrap();
+        // The reader thread sees the end of stderr once the process is gone.
+        std::thread::sleep(Duration::from_millis(50));
+        Ended {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: self.stderr.lock().unwrap().clone(),
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A TLS client trusting only the certificates of `root_pem`.
+pub(super) fn connect(address: SocketAddr, root_pem: &Path) -> SslStream<TcpStream> {
+    let tcp = TcpStream::connect_timeout(&address, Duration::from_secs(5)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut connector = SslConnector::builder(SslMethod::tls()).unwrap();
+    connector.set_ca_file(root_pem).unwrap();
+    connector
+        .build()
+        .connect(tlslab::certs::SERVER_NAME, tcp)
+        .unwrap()
+}
+
+/// Reads one response to `request` on `tls`: its head and body.
+pub(super) fn exchange(tls: &mut SslStream<TcpStream>, request: &[u8]) -> (String, Vec<u8>) {
+    tls.write_all(request).unwrap();
+    read_response(tls)
+}
+
+/// Reads one response: its head, and a body of its Content-Length.
+pub(super) fn read_response(tls: &mut SslStream<TcpStream>) -> (String, Vec<u8>) {
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 16384];
+    let end = loop {
+        if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        let read = tls.read(&mut chunk).unwrap();
+        assert!(read > 0, "the connection closed before a response head");
+        received.extend_from_slice(&chunk[..read]);
+    };
+    let head = String::from_utf8_lossy(&received[..end]).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .map_or(0, |v| v.trim().parse().unwrap());
+    let mut body = received[end + 4..].to_vec();
+    while body.len() < length {
+        let read = tls.read(&mut chunk).unwrap();
+        assert!(read > 0, "the connection closed inside a body");
+        body.extend_from_slice(&chunk[..read]);
+    }
+    (head, body)
+}
+
+#[test]
+fn serve_prints_the_root_clients_trust_and_load_target_works_against_it() {
+    let served = Served::start(&["--backend", "rustls-ring", "--duration", "60"]);
+    assert!(
+        served.root_pem.extension().is_some_and(|e| e == "pem")
+            && served.root_pem.starts_with(cert_dir()),
+        "{}",
+        served.root_pem.display()
+    );
+    // A client trusting that file alone gets the page.
+    let mut tls = connect(served.address, &served.root_pem);
+    let (head, body) = exchange(
+        &mut tls,
+        b"GET /page_1000 HTTP/1.1\r\nHost: tlslab.test\r\n\r\n",
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body, page_bytes(1000));
+    // The load example of serve's help, on this server's port.
+    let help = tlslab(&["serve", "--help"]).stdout();
+    assert!(
+        help.contains("tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5"),
+        "{help}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let target = served.address.to_string();
+    tlslab(&[
+        "load",
+        "--target",
+        &target,
+        "--rate",
+        "20",
+        "--duration",
+        "1",
+        "--no-db",
+        "-q",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    assert_eq!(json_of(&json)["answered"], 20);
+    let ended = served.terminate();
+    assert_eq!(ended.code, Some(0), "{}", ended.stderr);
+}
+
+#[test]
+fn sigterm_stops_serve_with_its_report_as_sigint_does() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let served = Served::start(&["--backend", "openssl", "--duration", "60"]);
+        let started = Instant::now();
+        // SAFETY: a signal to the child this test started.
+        unsafe { libc::kill(served.pid(), signal) };
+        let ended = served.wait();
+        assert_eq!(ended.code, Some(0), "signal {signal}: {}", ended.stderr);
+        assert!(
+            has_row(&ended.stdout, &["requests answered with a page", "0"]),
+            "signal {signal}: {}",
+            ended.stdout
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+}
+
+#[test]
+fn serve_binds_a_host_name_that_resolves_to_loopback() {
+    let served = Served::start(&["--bind", "localhost:0", "--duration", "60"]);
+    assert!(served.address.ip().is_loopback(), "{}", served.address);
+    let mut tls = connect(served.address, &served.root_pem);
+    let (head, _) = exchange(
+        &mut tls,
+        b"GET /page_10 HTTP/1.1\r\nHost: tlslab.test\r\nConnection: close\r\n\r\n",
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    served.terminate();
+}
+
+/// The signature algorithms a test client offers decide which of the
+/// server's certificates it gets; returns the leaf's key type.
+fn leaf_key_with_sigalgs(served: &Served, sigalgs: &str) -> openssl::pkey::Id {
+    let tcp = TcpStream::connect(served.address).unwrap();
+    let mut connector = SslConnector::builder(SslMethod::tls()).unwrap();
+    connector.set_ca_file(&served.root_pem).unwrap();
+    connector.set_sigalgs_list(sigalgs).unwrap();
+    let tls = connector
+        .build()
+        .connect(tlslab::certs::SERVER_NAME, tcp)
+        .unwrap();
+    let leaf = tls.ssl().peer_certificate().unwrap();
+    leaf.public_key().unwrap().id()
+}
+
+/// With no axis given, serve offers TLS 1.3 and 1.2, three groups, an
+/// ECDSA and an RSA certificate and three suites, as its help says, so
+/// clients of every kind connect; typing the help's default list works.
+#[test]
+fn serve_offers_every_value_of_its_lists() {
+    for backend in ["openssl", "rustls-aws-lc"] {
+        for args in [
+            vec!["--backend", backend],
+            vec![
+                "--backend",
+                backend,
+                "--tls",
+                "1.3,1.2",
+                "--group",
+                "x25519,p256,p384",
+                "--cert",
+                "ecdsa_p256,rsa2048",
+                "--suite",
+                "aes128gcm,aes256gcm,chacha20poly1305",
+            ],
+        ] {
+            let served = Served::start(&args);
+            let dir = tempfile::tempdir().unwrap();
+            let json = dir.path().join("probe.json");
+            let target = served.address.to_string();
+            tlslab(&[
+                "load",
+                "--target",
+                &target,
+                "--probe-only",
+                "-q",
+                "--cert-dir",
+                cert_dir().to_str().unwrap(),
+                "--export-json",
+                json.to_str().unwrap(),
+            ])
+            .expect_code(0);
+            let probe = json_of(&json);
+            let accepted = &probe["accepted"];
+            let has = |axis: &str, value: &str| {
+                accepted[axis]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|v| v.as_str() == Some(value))
+            };
+            for (axis, value) in [
+                ("versions", "TLS 1.3"),
+                ("versions", "TLS 1.2"),
+                ("groups", "x25519"),
+                ("groups", "p256"),
+                ("groups", "p384"),
+                ("suites", "TLS_AES_128_GCM_SHA256"),
+                ("suites", "TLS_AES_256_GCM_SHA384"),
+                ("suites", "TLS_CHACHA20_POLY1305_SHA256"),
+            ] {
+                assert!(has(axis, value), "{backend} {args:?}: {value}: {probe}");
+            }
+            // Each client gets the certificate its signature algorithms
+            // allow, and the printed roots verify both.
+            assert_eq!(
+                leaf_key_with_sigalgs(&served, "ECDSA+SHA256:RSA-PSS+SHA256"),
+                openssl::pkey::Id::EC,
+                "{backend}"
+            );
+            assert_eq!(
+                leaf_key_with_sigalgs(&served, "RSA-PSS+SHA256:RSA+SHA256"),
+                openssl::pkey::Id::RSA,
+                "{backend}"
+            );
+            let ended = served.terminate();
+            assert_eq!(ended.code, Some(0), "{}", ended.stderr);
+        }
+    }
+}
+
+#[test]
+fn an_offer_value_no_handshake_can_use_is_refused_with_its_reason() {
+    let dir = cert_dir();
+    let dir = dir.to_str().unwrap();
+    for (args, expected) in [
+        (vec!["--tls", "1.3", "--group", "rsa"], "--group rsa"),
+        (vec!["--tls", "1.3", "--suite", "aes128cbc_sha"], "--suite"),
+        (
+            vec![
+                "--backend",
+                "rustls-ring",
+                "--group",
+                "x25519,x25519mlkem768",
+            ],
+            "x25519mlkem768",
+        ),
+        (
+            vec!["--backend", "openssl", "--cert", "ecdsa_p256,ecdsa_p384"],
+            "one certificate per key type",
+        ),
+        (vec!["--tls", ""], "--tls lists no value"),
+    ] {
+        let mut args = [vec!["serve"], args, vec!["--cert-dir", dir]].concat();
+        args.extend(["--duration", "1"]);
+        let run = tlslab(&args);
+        run.expect_code(2);
+        assert!(
+            run.stderr().contains(expected),
+            "{args:?}: {}",
+            run.stderr()
         );
     }
 }
