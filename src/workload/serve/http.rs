@@ -74,6 +74,7 @@ pub fn parse(received: &[u8]) -> Parsed {
         }
         Ok(httparse::Status::Partial) => return Parsed::Incomplete,
         Err(httparse::Error::TooManyHeaders) => return Parsed::Refused(Status::HeadTooLarge),
+        Err(httparse::Error::Version) => return Parsed::Refused(Status::VersionNotSupported),
         Err(_) => return Parsed::Refused(Status::BadRequest),
     };
     if head_bytes > MAX_HEAD_BYTES {
@@ -82,9 +83,6 @@ pub fn parse(received: &[u8]) -> Parsed {
     let version = request.version.unwrap_or(1);
     if request.method != Some("GET") {
         return Parsed::Refused(Status::MethodNotAllowed);
-    }
-    if version > 1 {
-        return Parsed::Refused(Status::VersionNotSupported);
     }
     let Some(page_size) = request
         .path
@@ -203,6 +201,10 @@ mod tests {
         assert_eq!(
             refused("GET /page_10 HTTP/1.1\r\nBad Header\r\n\r\n"),
             Some(Status::BadRequest)
+        );
+        assert_eq!(
+            refused("GET /page_10 HTTP/2.0\r\n\r\n"),
+            Some(Status::VersionNotSupported)
         );
     }
 
