@@ -1,7 +1,8 @@
 //! `tlslab serve` against the clients that tried to starve or break it:
 //! idle and trickling connections beside a well-behaved client, a head
 //! that never ends, huge pages, a huge head, bare LF line ends, a record
-//! the server cannot decrypt, and a KeyUpdate in the middle of a request.
+//! the server cannot decrypt, a handshake fragment interleaved with data,
+//! and a KeyUpdate in the middle of a request.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -237,8 +238,7 @@ fn records(bytes: &[u8]) -> Vec<(u8, usize)> {
 }
 
 /// A record the server cannot decrypt is a fatal error: the server sends
-/// its alert and closes, with no close_notify after it (a conformance
-/// suite's probes got a warning close_notify from the rustls server).
+/// its alert and closes, with nothing after it.
 #[test]
 fn a_fatal_tls_error_ends_with_the_alert_and_no_close_notify() {
     for backend in ["openssl", "rustls-aws-lc"] {
@@ -264,6 +264,142 @@ fn a_fatal_tls_error_ends_with_the_alert_and_no_close_notify() {
             let ended = served.terminate();
             assert_eq!(ended.code, Some(0), "{}", ended.stderr);
         }
+    }
+}
+
+/// TLS 1.3 records under a connection's traffic keys (AES-128-GCM), made
+/// by the test itself so it can send what no TLS library would.
+struct Records {
+    key: Vec<u8>,
+    iv: Vec<u8>,
+    sequence: u64,
+}
+
+impl Records {
+    fn new((sequence, secrets): (u64, rustls::ConnectionTrafficSecrets)) -> Self {
+        let rustls::ConnectionTrafficSecrets::Aes128Gcm { key, iv } = secrets else {
+            panic!("the test offers AES-128-GCM only");
+        };
+        Self {
+            key: key.as_ref().to_vec(),
+            iv: iv.as_ref().to_vec(),
+            sequence,
+        }
+    }
+
+    fn nonce(&mut self) -> Vec<u8> {
+        let mut nonce = self.iv.clone();
+        for (byte, count) in nonce[4..].iter_mut().zip(self.sequence.to_be_bytes()) {
+            *byte ^= count;
+        }
+        self.sequence += 1;
+        nonce
+    }
+
+    /// One record of inner content type `kind`.
+    fn seal(&mut self, kind: u8, payload: &[u8]) -> Vec<u8> {
+        let mut inner = payload.to_vec();
+        inner.push(kind);
+        let length = (inner.len() + 16) as u16;
+        let mut record = vec![0x17, 0x03, 0x03];
+        record.extend_from_slice(&length.to_be_bytes());
+        let mut tag = [0u8; 16];
+        let nonce = self.nonce();
+        let sealed = openssl::symm::encrypt_aead(
+            openssl::symm::Cipher::aes_128_gcm(),
+            &self.key,
+            Some(&nonce),
+            &record,
+            &inner,
+            &mut tag,
+        )
+        .unwrap();
+        record.extend_from_slice(&sealed);
+        record.extend_from_slice(&tag);
+        record
+    }
+
+    /// The inner content type and payload of each record in `bytes`.
+    fn open_all(&mut self, bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
+        let mut opened = Vec::new();
+        let mut rest = bytes;
+        while rest.len() >= 5 {
+            let length = usize::from(u16::from_be_bytes([rest[3], rest[4]]));
+            let (header, body) = (&rest[..5], &rest[5..5 + length]);
+            let (sealed, tag) = body.split_at(length - 16);
+            let nonce = self.nonce();
+            let mut inner = openssl::symm::decrypt_aead(
+                openssl::symm::Cipher::aes_128_gcm(),
+                &self.key,
+                Some(&nonce),
+                header,
+                sealed,
+                tag,
+            )
+            .unwrap();
+            while inner.last() == Some(&0) {
+                inner.pop();
+            }
+            let kind = inner.pop().unwrap();
+            opened.push((kind, inner));
+            rest = &rest[5 + length..];
+        }
+        opened
+    }
+}
+
+/// A handshake message split over two records with application data
+/// between them (a fragmented KeyUpdate, as a conformance suite sends) is
+/// a fatal error: the server sends the alert its library queued, if any,
+/// and never close_notify (the rustls server sent a warning close_notify,
+/// since rustls queues no alert for this error).
+#[test]
+fn a_handshake_fragment_interleaved_with_data_gets_no_close_notify() {
+    for backend in ["rustls-aws-lc", "openssl"] {
+        let served = Served::start(&["--backend", backend, "--tls", "1.3"]);
+        let pem = std::fs::read(&served.root_pem).unwrap();
+        let mut roots = RootCertStore::empty();
+        for cert in openssl::x509::X509::stack_from_pem(&pem).unwrap() {
+            roots
+                .add(CertificateDer::from(cert.to_der().unwrap()))
+                .unwrap();
+        }
+        let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+        provider.cipher_suites =
+            vec![rustls::crypto::aws_lc_rs::cipher_suite::TLS13_AES_128_GCM_SHA256];
+        let mut config = ClientConfig::builder_with_provider(Arc::new(provider))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.enable_secret_extraction = true;
+        let mut client = ClientConnection::new(
+            Arc::new(config),
+            ServerName::try_from(tlslab::certs::SERVER_NAME).unwrap(),
+        )
+        .unwrap();
+        let mut tcp = TcpStream::connect(served.address).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        while client.is_handshaking() || client.wants_write() {
+            client.complete_io(&mut tcp).unwrap();
+        }
+        let secrets = client.dangerous_extract_secrets().unwrap();
+        let (mut out, mut back) = (Records::new(secrets.tx), Records::new(secrets.rx));
+        // A KeyUpdate's first two bytes, data, then the rest of it.
+        let mut probe = out.seal(0x16, &[0x18, 0x00]);
+        probe.extend(out.seal(0x17, b"GET"));
+        probe.extend(out.seal(0x16, &[0x00, 0x01, 0x00]));
+        tcp.write_all(&probe).unwrap();
+        let mut after = Vec::new();
+        let _ = tcp.read_to_end(&mut after);
+        let sent = back.open_all(&after);
+        assert!(
+            sent.iter().all(|(kind, payload)| *kind == 0x15 && payload[0] == 2),
+            "{backend}: after the interleaved fragment the server sent {sent:?} (only a fatal alert, or nothing, expected)"
+        );
+        assert!(sent.len() <= 1, "{backend}: {sent:?}");
+        let ended = served.terminate();
+        assert_eq!(ended.code, Some(0), "{}", ended.stderr);
     }
 }
 

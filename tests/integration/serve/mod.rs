@@ -469,9 +469,14 @@ impl Served {
             stderr,
         };
         let mut address = None;
-        while let Ok(line) = started.recv_timeout(Duration::from_secs(60)) {
+        // The root's line follows the address's at once; a server without
+        // it (an older tlslab) serves the default chain's root.
+        served.root_pem = cert_dir().join("ecdsa_p256_depth3").join("root.pem");
+        let mut patience = Duration::from_secs(60);
+        while let Ok(line) = started.recv_timeout(patience) {
             if let Some(rest) = line.strip_prefix("serving https://") {
                 address = rest.split("/page_SIZE").next().map(|a| a.parse().unwrap());
+                patience = Duration::from_secs(2);
             }
             if let Some((_, rest)) = line.split_once("--cacert ") {
                 served.root_pem = PathBuf::from(rest.split(' ').next().unwrap());
