@@ -1,11 +1,14 @@
 //! In-process certificate chains for every key type: root -> intermediates ->
 //! leaf, one leaf for the server and one for the client, all with the same key
 //! type. Chains are generated with OpenSSL once, cached on disk, and never
-//! generated inside a measurement.
+//! generated inside a measurement. Private keys are written 0600 in 0700
+//! folders, and a cache written before that rule has its modes fixed when
+//! it is read.
 
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::fs;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -84,9 +87,12 @@ impl CertCache {
         if let Some(found) = loaded.get(&(kind, depth)) {
             return Ok(Arc::clone(found));
         }
-        let folder = self.dir.join(format!("{}_depth{}", kind.id(), depth));
+        let folder = self.folder(kind, depth);
         let credentials = match load(&folder, kind, depth) {
-            Ok(credentials) => credentials,
+            Ok(credentials) => {
+                restrict_modes(&folder);
+                credentials
+            }
             Err(_) => {
                 generate_into(&folder, kind, depth)
                     .with_context(|| format!("generating a {} certificate chain", kind.id()))?;
@@ -97,6 +103,82 @@ impl CertCache {
         loaded.insert((kind, depth), Arc::clone(&credentials));
         Ok(credentials)
     }
+}
+
+impl CertCache {
+    /// The folder of one chain.
+    fn folder(&self, kind: CertKind, depth: u8) -> PathBuf {
+        self.dir.join(format!("{}_depth{}", kind.id(), depth))
+    }
+
+    /// The PEM file of the root that signed the chain of a key type and
+    /// depth (what a client passes to `curl --cacert`), the chain generated
+    /// on first use.
+    pub fn root_pem(&self, kind: CertKind, depth: u8) -> Result<PathBuf> {
+        self.get(kind, depth)?;
+        Ok(self.folder(kind, depth).join("root.pem"))
+    }
+}
+
+impl CertCache {
+    /// A PEM file with the roots of the chains of `kinds` at `depth` (each
+    /// key type has its own root), for a client of a server that offers
+    /// all of them: the one root's file for one kind, else a bundle written
+    /// beside the chains.
+    pub fn root_bundle(&self, kinds: &[CertKind], depth: u8) -> Result<PathBuf> {
+        if let [kind] = kinds {
+            return self.root_pem(*kind, depth);
+        }
+        let mut pem = Vec::new();
+        for kind in kinds {
+            pem.extend(fs::read(self.root_pem(*kind, depth)?)?);
+        }
+        let names: Vec<&str> = kinds.iter().map(|k| k.id()).collect();
+        let path = self
+            .dir
+            .join(format!("roots_{}_depth{depth}.pem", names.join("+")));
+        if fs::read(&path).ok().as_ref() != Some(&pem) {
+            let staging = self.dir.join(format!(".roots.{}", std::process::id()));
+            fs::write(&staging, &pem)
+                .and_then(|()| fs::rename(&staging, &path))
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(path)
+    }
+}
+
+/// The mode of a chain's folder: only its owner may list or enter it.
+const FOLDER_MODE: u32 = 0o700;
+/// The mode of a private key file: only its owner may read it.
+const KEY_MODE: u32 = 0o600;
+
+/// Gives a chain's folder and its private keys their modes, if they have
+/// others (a cache written by an older tlslab: 0755 and 0644). Best effort:
+/// a cache the user does not own is read as it is.
+fn restrict_modes(folder: &Path) {
+    let restrict = |path: &Path, mode: u32| {
+        if let Ok(metadata) = fs::metadata(path) {
+            if metadata.permissions().mode() & 0o777 != mode {
+                let _ = fs::set_permissions(path, fs::Permissions::from_mode(mode));
+            }
+        }
+    };
+    restrict(folder, FOLDER_MODE);
+    for key in ["server.key", "client.key"] {
+        restrict(&folder.join(key), KEY_MODE);
+    }
+}
+
+/// Writes a private key readable by its owner only: created with that
+/// mode, never readable by others even for a moment.
+fn write_key(path: &Path, pem: &[u8]) -> Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(KEY_MODE)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    std::io::Write::write_all(&mut file, pem).with_context(|| format!("writing {}", path.display()))
 }
 
 fn load(folder: &Path, kind: CertKind, depth: u8) -> Result<Credentials> {
@@ -141,7 +223,10 @@ fn generate_into(folder: &Path, kind: CertKind, depth: u8) -> Result<()> {
     let parent = folder
         .parent()
         .context("certificate folder has no parent")?;
-    fs::create_dir_all(parent)
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(FOLDER_MODE)
+        .create(parent)
         .with_context(|| format!("creating certificate cache {}", parent.display()))?;
     let staging = parent.join(format!(
         ".{}.{}",
@@ -152,7 +237,10 @@ fn generate_into(folder: &Path, kind: CertKind, depth: u8) -> Result<()> {
         std::process::id()
     ));
     let _ = fs::remove_dir_all(&staging);
-    fs::create_dir_all(&staging)?;
+    fs::DirBuilder::new()
+        .mode(FOLDER_MODE)
+        .create(&staging)
+        .with_context(|| format!("creating {}", staging.display()))?;
 
     let root_key = generate_key(kind)?;
     let root = build_cert(
@@ -187,9 +275,9 @@ fn generate_into(folder: &Path, kind: CertKind, depth: u8) -> Result<()> {
             pem.extend(cert.to_pem()?);
         }
         fs::write(staging.join(format!("{file}.pem")), pem)?;
-        fs::write(
-            staging.join(format!("{file}.key")),
-            key.private_key_to_pem_pkcs8()?,
+        write_key(
+            &staging.join(format!("{file}.key")),
+            &key.private_key_to_pem_pkcs8()?,
         )?;
     }
     fs::write(staging.join("root.pem"), root.to_pem()?)?;
@@ -414,6 +502,46 @@ mod tests {
             .get(CertKind::EcdsaP256, 4)
             .unwrap();
         assert_eq!(again.root_der, credentials.root_der);
+    }
+
+    fn mode_of(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn private_keys_are_written_0600_in_0700_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CertCache::new(dir.path().join("certs"));
+        cache.get(CertKind::EcdsaP256, 2).unwrap();
+        let folder = cache.folder(CertKind::EcdsaP256, 2);
+        assert_eq!(mode_of(&dir.path().join("certs")), 0o700);
+        assert_eq!(mode_of(&folder), 0o700);
+        assert_eq!(mode_of(&folder.join("server.key")), 0o600);
+        assert_eq!(mode_of(&folder.join("client.key")), 0o600);
+    }
+
+    #[test]
+    fn an_old_cache_readable_by_others_gets_its_modes_fixed() {
+        let dir = tempfile::tempdir().unwrap();
+        CertCache::new(dir.path())
+            .get(CertKind::Ed25519, 2)
+            .unwrap();
+        let folder = dir.path().join("ed25519_depth2");
+        let open = |path: &Path, mode| {
+            fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap()
+        };
+        open(&folder, 0o755);
+        open(&folder.join("server.key"), 0o644);
+        open(&folder.join("client.key"), 0o644);
+        // A new process reads the old cache.
+        CertCache::new(dir.path())
+            .get(CertKind::Ed25519, 2)
+            .unwrap();
+        assert_eq!(mode_of(&folder), 0o700);
+        assert_eq!(mode_of(&folder.join("server.key")), 0o600);
+        assert_eq!(mode_of(&folder.join("client.key")), 0o600);
+        // Certificates are public.
+        assert_eq!(mode_of(&folder.join("root.pem")) & 0o044, 0o044);
     }
 
     #[test]

@@ -431,6 +431,48 @@ pub struct AxisArgs {
     pub mtu: Option<u16>,
 }
 
+/// What `tlslab serve` offers. As nginx does, a server offers every value
+/// of a list, in the list's order of preference, and each client picks
+/// what it supports; one value pins the server to it.
+#[derive(Debug, Args)]
+pub struct ServeOfferArgs {
+    /// Protocol versions offered: 1.3, 1.2. [default: 1.3,1.2]
+    #[arg(long, value_name = "LIST")]
+    pub tls: Option<String>,
+
+    /// Key exchange groups offered, preferred first: x25519, p256, p384,
+    /// p521, x448, x25519mlkem768, secp256r1mlkem768, mlkem512/768/1024,
+    /// ffdhe2048..ffdhe8192 (TLS 1.3); rsa (key transport) and one of
+    /// dhe1024..dhe4096 (TLS 1.2, OpenSSL). [default: x25519,p256,p384]
+    #[arg(long, value_name = "LIST")]
+    pub group: Option<String>,
+
+    /// Certificates offered, one chain per key type, preferred first (the
+    /// first the client's signature algorithms allow is sent): rsa2048,
+    /// rsa3072, rsa4096, ecdsa_p256, ecdsa_p384, ecdsa_p521, ed25519, ed448,
+    /// mldsa44, mldsa65, mldsa87. [default: ecdsa_p256,rsa2048]
+    #[arg(long, value_name = "LIST")]
+    pub cert: Option<String>,
+
+    /// Bulk ciphers offered, preferred first: aes128gcm, aes256gcm,
+    /// chacha20poly1305, and for TLS 1.2 on OpenSSL aes128cbc_sha,
+    /// aes256cbc_sha, aes128cbc_sha256, aes256cbc_sha256, aes256cbc_sha384;
+    /// the rest of a TLS 1.2 suite follows from group and certificate.
+    /// [default: aes128gcm,aes256gcm,chacha20poly1305]
+    #[arg(long, value_name = "LIST")]
+    pub suite: Option<String>,
+
+    /// Resumption, one value: off (full handshakes), session_id, ticket
+    /// (TLS 1.2), psk (TLS 1.3). [default: off]
+    #[arg(long, value_name = "MODE")]
+    pub resumption: Option<String>,
+
+    /// Certificates in each chain, root to leaf inclusive (3 = root,
+    /// intermediate, leaf). [default: 3]
+    #[arg(long, value_name = "N")]
+    pub chain_depth: Option<u8>,
+}
+
 /// How long and how precisely to sample. Every cell is warmed up, then all
 /// cells are sampled in interleaved rounds (one short batch of each per
 /// round, in a shuffled order) so that a change in the machine's speed hits
@@ -773,9 +815,9 @@ pub struct LoadArgs {
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<String>,
 
-    /// The embedded server's worker threads, each serving one connection
-    /// at a time: the cores its handshakes can use (`--workers` is an old
-    /// name of it). [default: every core; in keepalive mode at least --clients]
+    /// The embedded server's worker threads, each an event loop serving
+    /// many connections: the cores its handshakes can use (`--workers` is
+    /// an old name of it). [default: every core]
     #[arg(long, alias = "workers", value_name = "N")]
     pub threads: Option<usize>,
 
@@ -913,23 +955,27 @@ pub struct RecommendArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  tlslab serve                                         (rustls-aws-lc, TLS 1.3 X25519 ECDSA P-256, on 127.0.0.1:8443)
-  tlslab serve --backend openssl --tls 1.2 --group p256 --cert rsa2048 --duration 60
+  tlslab serve                 (rustls-aws-lc on 127.0.0.1:8443: TLS 1.3 and 1.2, X25519, P-256, P-384,
+                               ECDSA P-256 and RSA-2048 certificates, AES-GCM and ChaCha20 suites)
+  tlslab serve --backend openssl --tls 1.2 --group p256 --cert rsa2048 --duration 60   (one configuration)
   tlslab serve --bind 127.0.0.1:0 --workers 4           (any free port, printed at start)
   curl --cacert ROOT.pem --resolve tlslab.test:8443:127.0.0.1 https://tlslab.test:8443/page_50000
+  tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (load it; the page is /page_SIZE)
 
 Pages: GET /page_SIZE answers SIZE bytes of the generated page that
-`tlslab load` checks. The certificate is tlslab's test chain for the
-name tlslab.test.")]
+`tlslab load` checks; there is no other page. The certificate is
+tlslab's test chain for the name tlslab.test; ROOT.pem is its root, whose
+path serve prints at start (in --cert-dir, by default the user's cache
+directory).")]
 pub struct ServeArgs {
     /// The TLS backend: openssl, rustls-aws-lc, rustls-ring (rustls counts
     /// its crypto per category).
     #[arg(long, value_name = "BACKEND", default_value = "rustls-aws-lc")]
     pub backend: String,
 
-    /// One value per axis: protocol, group, certificate, suite, resumption.
+    /// What the server offers: each list in its order of preference.
     #[command(flatten)]
-    pub axes: AxisArgs,
+    pub offer: ServeOfferArgs,
 
     /// Where to listen, ADDRESS:PORT (port 0: any free port). Only loopback
     /// unless --allow-non-loopback.
@@ -940,9 +986,21 @@ pub struct ServeArgs {
     #[arg(long)]
     pub allow_non_loopback: bool,
 
-    /// Worker threads; each serves one connection at a time. [default: one per core]
+    /// Worker threads, each an event loop serving many connections. [default: one per core]
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+
+    /// The most connections held at once, over all workers; more wait in
+    /// the listen backlog. Lowered to what the open-file limit allows (the
+    /// soft limit is raised to the hard one). [default: 16384]
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+
+    /// Seconds a client has for the TLS handshake and its first request
+    /// head, and for each later head from its first byte; then 408 and the
+    /// connection closed (nginx's client_header_timeout). [default: 10]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub header_timeout: Option<f64>,
 
     /// Stop after this many seconds. [default: run until Ctrl-C]
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]

@@ -375,12 +375,10 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         .transpose()?
         .map(|id| Ok::<_, anyhow::Error>((id, check_supported(id, scenario)?)))
         .transpose()?;
-    // A worker thread serves one connection at a time: in keepalive mode
-    // every client keeps one, so there are at least as many as clients.
+    // Each worker is an event loop holding many connections: one per core.
     let workers = match args.threads {
         Some(0) => return Err(usage("--threads must be at least 1")),
         Some(n) => n,
-        None if mode == Mode::KeepAlive => cores().max(plan.clients),
         None => cores(),
     };
     let profile_wanted = args.perf || preset.is_some();

@@ -1,23 +1,27 @@
-//! `tlslab serve`: tlslab's own HTTPS server on one backend and scenario,
-//! on loopback unless told otherwise, until `--duration` is over or Ctrl-C;
-//! then what it served, its CPU per request and per handshake and, on
-//! rustls, where that CPU went.
+//! `tlslab serve`: tlslab's own HTTPS server on one backend, offering the
+//! versions, groups, certificates and suites it is given (each list in its
+//! order of preference; one value pins it), on loopback unless told
+//! otherwise, until `--duration` is over, Ctrl-C or SIGTERM; then what it
+//! served, its CPU per request and per handshake and, on rustls, where
+//! that CPU went.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::load::one_scenario;
 use super::session::{check_exports, interrupt_flag, seconds, usage};
-use crate::backend::{server_acceptor, BackendId, LibraryInfo, BACKEND_IDS};
+use crate::backend::{offer_acceptor, BackendId, LibraryInfo, BACKEND_IDS};
 use crate::certs::CertCache;
-use crate::cli::ServeArgs;
+use crate::cli::{ServeArgs, ServeOfferArgs};
 use crate::host::HostInfo;
 use crate::report::heading;
-use crate::scenario::{parse_name, Group, HandshakeScenario};
-use crate::workload::serve::Server;
+use crate::scenario::{
+    parse_list, parse_name, Group, HandshakeScenario, KxKind, Named, ServerOffer, SignatureFamily,
+    TlsVersion,
+};
+use crate::workload::serve::{Limits, Server};
 
 /// A real backend by name (not the mock), for a server.
 pub(crate) fn server_backend(name: &str) -> Result<BackendId> {
@@ -48,19 +52,163 @@ pub(crate) fn check_supported(id: BackendId, scenario: &HandshakeScenario) -> Re
     Ok(backend.library())
 }
 
-/// `--bind`: an address and port; loopback only unless `allow_non_loopback`.
-fn parse_bind(text: &str, allow_non_loopback: bool) -> Result<SocketAddr> {
-    let address: SocketAddr = text.parse().map_err(|_| {
-        usage(format!(
-            "--bind '{text}' is not ADDRESS:PORT (e.g. 127.0.0.1:8443, [::1]:0)"
-        ))
-    })?;
-    if !address.ip().is_loopback() && !allow_non_loopback {
-        return Err(usage(format!(
-            "--bind {address} is not on loopback: other hosts could reach the server; add --allow-non-loopback if that is meant"
-        )));
+/// The offer of `serve`'s options: each list given replaces the default's.
+/// Refused (with the reason) if a value takes part in no handshake the
+/// backend can make with the rest of the offer.
+fn offer_from(args: &ServeOfferArgs, id: BackendId) -> Result<(ServerOffer, LibraryInfo)> {
+    fn list<T: Named>(option: &str, given: &Option<String>, default: Vec<T>) -> Result<Vec<T>> {
+        let Some(text) = given else {
+            return Ok(default);
+        };
+        let values: Vec<T> = parse_list(text).map_err(usage)?;
+        if values.is_empty() {
+            return Err(usage(format!("{option} lists no value")));
+        }
+        Ok(values)
     }
-    Ok(address)
+    let default = ServerOffer::default();
+    let mut offer = ServerOffer {
+        versions: list("--tls", &args.tls, default.versions)?,
+        groups: list("--group", &args.group, default.groups)?,
+        certs: list("--cert", &args.cert, default.certs)?,
+        aeads: list("--suite", &args.suite, default.aeads)?,
+        ..default
+    };
+    if let Some(name) = &args.resumption {
+        offer.resumption = parse_name(name).map_err(usage)?;
+    }
+    if let Some(depth) = args.chain_depth {
+        if !(2..=8).contains(&depth) {
+            return Err(usage(format!(
+                "--chain-depth must be 2..8 (root and leaf at least), got {depth}"
+            )));
+        }
+        offer.chain_depth = depth;
+    }
+    if offer.versions.iter().any(|v| v.is_datagram()) {
+        return Err(usage(
+            "serve speaks HTTP/1.1 over TLS on TCP; DTLS is measured by handshake (--tls dtls1.2)",
+        ));
+    }
+    let backend = id.open();
+    // Why a combination cannot be served: the protocol's rule or the backend's gap.
+    let why_not = |s: &HandshakeScenario| {
+        s.protocol_conflict()
+            .map(|reason| (false, reason))
+            .or_else(|| backend.unsupported_reason(s).map(|reason| (true, reason)))
+    };
+    let combinations = offer.combinations();
+    let check = |option: &str, value: &str, uses: &dyn Fn(&HandshakeScenario) -> bool| {
+        let reasons: Vec<(bool, String)> = combinations
+            .iter()
+            .filter(|s| uses(s))
+            .map(why_not)
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default();
+        if reasons.is_empty() {
+            return Ok(());
+        }
+        // The backend's gap says more than a rule the other values break.
+        let (_, reason) = reasons
+            .iter()
+            .find(|(backend_gap, _)| *backend_gap)
+            .unwrap_or(&reasons[0]);
+        Err(usage(format!("{option} {value}: {reason}")))
+    };
+    // The options given are blamed before the defaults they break.
+    for given_only in [true, false] {
+        if args.group.is_some() || !given_only {
+            for group in &offer.groups {
+                let hint = if *group == Group::RsaKeyTransport && id != BackendId::Openssl {
+                    " (rustls has no RSA key transport: give --group x25519, or --backend openssl)"
+                } else {
+                    ""
+                };
+                check("--group", group.id(), &|s| s.group == *group)
+                    .map_err(|e| usage(format!("{e:#}{hint}")))?;
+            }
+        }
+        if args.cert.is_some() || !given_only {
+            for cert in &offer.certs {
+                check("--cert", cert.id(), &|s| s.cert == *cert)?;
+            }
+        }
+        if args.suite.is_some() || !given_only {
+            for aead in &offer.aeads {
+                check("--suite", aead.id(), &|s| s.aead == *aead)?;
+            }
+        }
+        if args.tls.is_some() || !given_only {
+            for version in &offer.versions {
+                check("--tls", version.id(), &|s| s.version == *version)?;
+            }
+        }
+        check("--resumption", offer.resumption.id(), &|_| true)?;
+    }
+    if id == BackendId::Openssl {
+        for family in [SignatureFamily::Rsa, SignatureFamily::Ecdsa] {
+            if offer.certs.iter().filter(|c| c.family() == family).count() > 1 {
+                return Err(usage(
+                    "an OpenSSL server holds one certificate per key type: offer one RSA and one ECDSA certificate at most",
+                ));
+            }
+        }
+        let dhe = offer.groups.iter().filter(|g| {
+            matches!(g.kind(), KxKind::Ffdh { .. })
+                && g.protocol_conflict(TlsVersion::Tls12).is_none()
+        });
+        if dhe.count() > 1 {
+            return Err(usage(
+                "an OpenSSL server has one set of TLS 1.2 DHE parameters: offer one of dhe1024..dhe4096",
+            ));
+        }
+    }
+    Ok((offer, backend.library()))
+}
+
+/// `--bind`: ADDRESS:PORT, or HOST:PORT with a host name (`localhost:8443`)
+/// resolved here; loopback only unless `allow_non_loopback`. A name must
+/// resolve to loopback addresses only; the server listens on the first
+/// IPv4 one if there is one (curl and browsers try every address of a
+/// name), else on the first.
+fn parse_bind(text: &str, allow_non_loopback: bool) -> Result<SocketAddr> {
+    let not_address = || {
+        usage(format!(
+            "--bind '{text}' is not ADDRESS:PORT or HOST:PORT (e.g. 127.0.0.1:8443, [::1]:0, localhost:8443)"
+        ))
+    };
+    let resolved: Vec<SocketAddr> = match text.parse::<SocketAddr>() {
+        Ok(address) => vec![address],
+        Err(_) => {
+            let (host, port) = text.rsplit_once(':').ok_or_else(not_address)?;
+            let port: u16 = port.parse().map_err(|_| not_address())?;
+            if host.is_empty() {
+                return Err(not_address());
+            }
+            (host, port)
+                .to_socket_addrs()
+                .map_err(|error| usage(format!("--bind {text}: cannot resolve {host}: {error}")))?
+                .collect()
+        }
+    };
+    if !allow_non_loopback {
+        if let Some(outside) = resolved.iter().find(|a| !a.ip().is_loopback()) {
+            let resolves = if text.parse::<SocketAddr>().is_ok() {
+                String::new()
+            } else {
+                format!(" ({text} resolves to it)")
+            };
+            return Err(usage(format!(
+                "--bind {outside} is not on loopback{resolves}: other hosts could reach the server; add --allow-non-loopback if that is meant"
+            )));
+        }
+    }
+    resolved
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(resolved.first())
+        .copied()
+        .ok_or_else(|| usage(format!("--bind {text}: the name resolves to no address")))
 }
 
 /// The default number of workers: one per core.
@@ -70,8 +218,7 @@ pub(crate) fn cores() -> usize {
 
 pub fn run(args: &ServeArgs) -> Result<i32> {
     let id = server_backend(&args.backend)?;
-    let scenario = one_scenario(&args.axes, None, "serve")?;
-    let library = check_supported(id, &scenario)?;
+    let (offer, library) = offer_from(&args.offer, id)?;
     let address = parse_bind(&args.bind, args.allow_non_loopback)?;
     let workers = args.workers.unwrap_or_else(cores);
     if workers == 0 {
@@ -81,24 +228,56 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
         .duration
         .map(|s| seconds("duration", s, false))
         .transpose()?;
+    let mut limits = Limits::default();
+    if let Some(timeout) = args.header_timeout {
+        limits.head_timeout = seconds("header-timeout", timeout, false)?;
+    }
+    if let Some(connections) = args.max_connections {
+        if connections < workers {
+            return Err(usage(format!(
+                "--max-connections must be at least --workers ({workers})"
+            )));
+        }
+        limits.max_connections = connections;
+    }
     check_exports(&args.exports)?;
 
     let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
-    let credentials = certs.get(scenario.cert, scenario.chain_depth)?;
-    let acceptor = server_acceptor(id, &scenario, &credentials)?;
+    let chains = offer
+        .certs
+        .iter()
+        .map(|cert| certs.get(*cert, offer.chain_depth))
+        .collect::<Result<Vec<_>>>()?;
+    let root_pem = certs.root_bundle(&offer.certs, offer.chain_depth)?;
+    let acceptor = offer_acceptor(id, &offer, &chains)?;
     let interrupt = interrupt_flag();
-    let server = Server::start(acceptor, address, workers, id != BackendId::Openssl)?;
+    let server = Server::start_with(acceptor, address, workers, id != BackendId::Openssl, limits)?;
     if !args.quiet {
         eprintln!(
             "serving https://{}/page_SIZE ({}, {} on {}, {workers} workers) {}",
             server.address(),
             crate::certs::SERVER_NAME,
-            scenario.describe(),
+            offer.describe(),
             library.backend,
             match duration {
                 Some(d) => format!("for {:.0} s; Ctrl-C stops it sooner", d.as_secs_f64()),
                 None => "until Ctrl-C".to_string(),
             }
+        );
+        if server.connection_limit() < limits.max_connections {
+            eprintln!(
+                "note: the open-file limit (ulimit -n) is {}: the server holds at most {} connections at once (raise the hard limit to hold more)",
+                server.open_file_limit(),
+                server.connection_limit()
+            );
+        }
+        eprintln!(
+            "clients trust the test root{}: curl --cacert {root} --resolve {name}:{port}:{ip} https://{name}:{port}/page_1000",
+            if offer.certs.len() > 1 { "s (one per certificate)" } else { "" },
+            root = root_pem.display(),
+            name = crate::certs::SERVER_NAME,
+            port = server.address().port(),
+            ip = server.address().ip(),
         );
     }
     let started = Instant::now();
@@ -108,7 +287,7 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     let stats = server.stop()?;
     let document = crate::report::serve::document(
         heading(&HostInfo::current(), std::slice::from_ref(&library)),
-        &scenario.describe(),
+        &offer.describe(),
         &library.backend,
         &stats,
     );
@@ -129,5 +308,14 @@ mod tests {
         assert!(parse_bind("0.0.0.0:8443", false).is_err());
         assert!(parse_bind("0.0.0.0:8443", true).is_ok());
         assert!(parse_bind("localhost", false).is_err());
+    }
+
+    #[test]
+    fn a_host_name_that_resolves_to_loopback_binds() {
+        let address = parse_bind("localhost:8450", false).unwrap();
+        assert!(address.ip().is_loopback(), "{address}");
+        assert_eq!(address.port(), 8450);
+        assert!(parse_bind("localhost:", false).is_err());
+        assert!(parse_bind(":8450", false).is_err());
     }
 }

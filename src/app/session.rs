@@ -268,10 +268,14 @@ impl DisplayArgs {
     }
 }
 
-/// The flag Ctrl-C sets, once its handler is installed.
+/// The flag Ctrl-C (SIGINT), SIGTERM and SIGHUP set, once their handler
+/// is installed.
 static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
-/// The flag Ctrl-C sets; the handler is installed once per process.
+/// The flag Ctrl-C sets; the handler is installed once per process. It
+/// also catches SIGTERM and SIGHUP (what `timeout`, CI cancellation and a
+/// closed terminal send), so they stop a run as Ctrl-C does: its results
+/// kept and reported, exit status 130.
 pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = FLAG.get_or_init(|| {
         let flag = Arc::new(AtomicBool::new(false));

@@ -241,36 +241,57 @@ pub trait Backend: Send + Sync {
     }
 }
 
-/// A TLS server's half of one TCP connection, its handshake done: the
-/// embedded HTTPS server (`tlslab serve`) reads requests and writes
-/// answers through it.
-pub trait ServerStream: std::io::Read + std::io::Write + Send {
+/// A TLS server's half of one nonblocking TCP connection, driven by the
+/// embedded HTTPS server's event loop (`tlslab serve`). No call blocks:
+/// one that must wait for the socket fails with
+/// [`std::io::ErrorKind::WouldBlock`] and is called again when the socket
+/// is ready. After a fatal TLS error the session sends the library's alert
+/// (what it queued) and nothing else: never close_notify.
+pub trait ServerSession: Send {
+    /// Moves the handshake on with what the socket holds and sends what
+    /// the library made; Ok(true) once the handshake is complete, Ok(false)
+    /// while it waits for the socket, an error when it failed (the alert
+    /// sent, best effort).
+    fn handshake(&mut self) -> std::io::Result<bool>;
+
+    /// Reads plaintext: Ok(0) when the client closed the connection. After
+    /// every read from the socket it sends what the library wants to write
+    /// (a KeyUpdate reply, session tickets) without waiting for a response.
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize>;
+
+    /// Hands plaintext to the library, which encrypts it and sends what the
+    /// socket takes; returns how many bytes it took (at least one, or
+    /// WouldBlock). A call after WouldBlock must pass the same bytes.
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize>;
+
+    /// Sends what the library still holds: Ok(true) when nothing is left,
+    /// Ok(false) when the socket is full.
+    fn flush(&mut self) -> std::io::Result<bool>;
+
+    /// Queues close_notify (then [`ServerSession::flush`] sends it); does
+    /// nothing after a fatal error.
+    fn close_notify(&mut self);
+
     /// True if and only if the handshake resumed a session.
     fn resumed(&self) -> bool;
 
-    /// Sends close_notify and what is still buffered (best effort).
-    fn close(&mut self);
+    /// The TCP connection, for its descriptor and to shut it down.
+    fn tcp(&self) -> &std::net::TcpStream;
 
     /// Wall time spent in the library's own calls on this connection
     /// (handshake processing, record protection; socket I/O not included),
-    /// if the stream drives the socket itself and can tell.
+    /// if the session drives the socket itself and can tell.
     fn library_ns(&self) -> Option<u64> {
         None
     }
 }
 
-/// A TLS server configured for one scenario: completes the server's
-/// handshake over an accepted TCP connection.
+/// A TLS server configured for one scenario (or one offer of several
+/// versions, groups, certificates and suites): starts the server's side
+/// of each accepted connection.
 pub trait TlsAcceptor: Send + Sync {
-    /// Completes the server's handshake over `tcp`, whose reads time out
-    /// in short slices: after each slice without progress `give_up` says
-    /// whether to abandon the handshake (the server is stopping, the
-    /// client has been silent too long).
-    fn accept(
-        &self,
-        tcp: std::net::TcpStream,
-        give_up: &mut dyn FnMut() -> bool,
-    ) -> Result<Box<dyn ServerStream>>;
+    /// The server's session over `tcp`, a nonblocking socket just accepted.
+    fn session(&self, tcp: std::net::TcpStream) -> Result<Box<dyn ServerSession>>;
 
     /// Does once, on the calling thread, what the library does on a
     /// thread's first connection only (aws-lc seeds a per-thread random
@@ -301,6 +322,34 @@ pub fn server_acceptor(
             &rustls::RustlsBackend::ring().instrumented(),
             scenario,
             credentials,
+        )?)),
+        BackendId::Mock => anyhow::bail!("the mock backend has no TLS server"),
+        BackendId::Dimpl => anyhow::bail!("dimpl implements DTLS only, not a TLS server over TCP"),
+    }
+}
+
+/// The TLS server of a real backend offering several versions, groups,
+/// certificates (`chains`, one per certificate of the offer, in its order)
+/// and suites, in the offer's order of preference; rustls servers run on
+/// the instrumented provider.
+pub fn offer_acceptor(
+    backend: BackendId,
+    offer: &crate::scenario::ServerOffer,
+    chains: &[Arc<Credentials>],
+) -> Result<Arc<dyn TlsAcceptor>> {
+    match backend {
+        BackendId::Openssl => Ok(Arc::new(openssl::serve::OpensslAcceptor::offering(
+            offer, chains,
+        )?)),
+        BackendId::RustlsAwsLc => Ok(Arc::new(rustls::serve::RustlsAcceptor::offering(
+            &rustls::RustlsBackend::aws_lc_rs().instrumented(),
+            offer,
+            chains,
+        )?)),
+        BackendId::RustlsRing => Ok(Arc::new(rustls::serve::RustlsAcceptor::offering(
+            &rustls::RustlsBackend::ring().instrumented(),
+            offer,
+            chains,
         )?)),
         BackendId::Mock => anyhow::bail!("the mock backend has no TLS server"),
         BackendId::Dimpl => anyhow::bail!("dimpl implements DTLS only, not a TLS server over TCP"),

@@ -21,10 +21,25 @@ pub fn summary_table(stats: &ServerStats, title: String) -> Table {
     let mut table = Table::new(&["measure", "value"], &[false, true]).titled(title);
     let rows: Vec<(&str, String)> = vec![
         ("worker threads", stats.workers.to_string()),
+        (
+            "connections (most at once / limit)",
+            format!(
+                "{} ({} / {})",
+                stats.connections, stats.most_connections, stats.connection_limit
+            ),
+        ),
+        (
+            "connections closed before a byte came",
+            stats.silent_connections.to_string(),
+        ),
         ("requests answered with a page", stats.requests.to_string()),
         (
-            "requests refused (bad path or method)",
+            "requests refused (bad path, method or head)",
             stats.refused_requests.to_string(),
+        ),
+        (
+            "request heads not complete in time (408)",
+            stats.timed_out_requests.to_string(),
         ),
         (
             "handshakes (resumed)",
@@ -81,7 +96,7 @@ pub fn breakdown_table(stats: &ServerStats, backend: &str) -> Table {
                 ]);
             }
             table.notes.push(
-                "Every crypto call of the server's rustls provider timed on the worker threads (exclusive times, as cost --breakdown counts them); rest of TLS: rustls's own calls less that crypto; HTTP: tlslab's request parsing and response building; rest: the threads' CPU time (the total) less all of these — the kernel's socket work, accepting, idle polling.".to_string(),
+                "Every crypto call of the server's rustls provider timed on the worker threads (exclusive times, as cost --breakdown counts them); rest of TLS: rustls's own calls less that crypto; HTTP: tlslab's request parsing and response building; rest: the threads' CPU time (the total) less all of these — the kernel's socket work, accepting, the event loop.".to_string(),
             );
         }
         None => {

@@ -7,6 +7,7 @@ pub mod axes;
 pub mod bulk;
 pub mod measure;
 pub mod names;
+pub mod offer;
 pub mod presets;
 pub mod speed;
 pub mod transport;
@@ -18,6 +19,7 @@ use serde::Serialize;
 pub use axes::{Aead, CertKind, Group, KxKind, Resumption, SignatureFamily, TlsVersion};
 pub use measure::Measure;
 pub use names::{parse_list, parse_name, Named, UnknownName};
+pub use offer::ServerOffer;
 pub use transport::Transport;
 
 /// The number of certificates in the default chain: root -> intermediate -> leaf.

@@ -514,8 +514,21 @@ pub(crate) fn server_context(
     if let Some(parameters) = dhe_parameters(scenario.group)? {
         ctx.set_tmp_dh(&parameters)?;
     }
+    configure_resumption(&mut ctx, scenario.resumption)?;
+    if scenario.mutual {
+        ctx.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+        ctx.set_cert_store(trust_store(credentials)?);
+    }
+    if scenario.version.is_datagram() {
+        dtls::require_cookies(&mut ctx)?;
+    }
+    Ok(ctx.build())
+}
+
+/// A server's session cache and tickets for one kind of resumption.
+fn configure_resumption(ctx: &mut SslContextBuilder, resumption: Resumption) -> Result<()> {
     ctx.set_session_id_context(b"tlslab")?;
-    match scenario.resumption {
+    match resumption {
         Resumption::Off => {
             ctx.set_session_cache_mode(SslSessionCacheMode::OFF);
             ctx.set_options(SslOptions::NO_TICKET);
@@ -532,14 +545,7 @@ pub(crate) fn server_context(
             ctx.set_num_tickets(1)?;
         }
     }
-    if scenario.mutual {
-        ctx.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
-        ctx.set_cert_store(trust_store(credentials)?);
-    }
-    if scenario.version.is_datagram() {
-        dtls::require_cookies(&mut ctx)?;
-    }
-    Ok(ctx.build())
+    Ok(())
 }
 
 struct OpensslHandshaker {

@@ -1,16 +1,43 @@
 //! OpenSSL as the embedded HTTPS server's TLS: the scenario's server
-//! context (group, certificate chain, suite, resumption) and a blocking
-//! `SSL_accept` over each accepted TCP connection.
+//! context (group, certificate chain, suite, resumption) and a nonblocking
+//! `SSL_accept`, `SSL_read` and `SSL_write` over each accepted TCP
+//! connection. OpenSSL writes to the socket inside its calls (its alerts
+//! and session tickets included), except the KeyUpdate a client asks for,
+//! which it keeps for its next write: the session sends it after the read
+//! that brought the request.
 
+use std::io::{self, ErrorKind};
 use std::net::TcpStream;
 
 use anyhow::{bail, Context, Result};
-use openssl::ssl::{HandshakeError, Ssl, SslContext, SslStream};
+use foreign_types::{ForeignType, ForeignTypeRef};
+use openssl::pkey::{PKey, Private};
+use openssl::ssl::{
+    ErrorCode, Ssl, SslContext, SslContextBuilder, SslMethod, SslOptions, SslStream,
+};
+use openssl::x509::X509;
 
-use super::server_context;
-use crate::backend::{ServerStream, TlsAcceptor};
+use super::{
+    certificate_curve, configure_resumption, dhe_parameters, openssl_group_name, protocol,
+    server_context, tls12_cipher_name,
+};
+use crate::backend::{ServerSession, TlsAcceptor};
 use crate::certs::Credentials;
-use crate::scenario::HandshakeScenario;
+use crate::scenario::{
+    CertKind, HandshakeScenario, KxKind, Named, ServerOffer, SignatureFamily, TlsVersion,
+};
+
+extern "C" {
+    /// The KeyUpdate OpenSSL will send (-1: none), not bound by openssl-sys.
+    fn SSL_get_key_update_type(ssl: *const openssl_sys::SSL) -> libc::c_int;
+    /// Schedules a KeyUpdate of the given type, sent by the next write or
+    /// `SSL_do_handshake`.
+    fn SSL_key_update(ssl: *mut openssl_sys::SSL, update_type: libc::c_int) -> libc::c_int;
+}
+
+/// OpenSSL's `SSL_KEY_UPDATE_NOT_REQUESTED`: the type of a KeyUpdate that
+/// answers a client's request.
+const KEY_UPDATE_NOT_REQUESTED: libc::c_int = 0;
 
 /// The server's context for one scenario.
 pub struct OpensslAcceptor {
@@ -27,56 +54,254 @@ impl OpensslAcceptor {
                 .context("configuring the OpenSSL server")?,
         })
     }
+
+    /// The server of an offer: every version, group, certificate and
+    /// suite in it, the suites and groups in its order (the server's
+    /// preference, not the client's), one certificate chain per key type
+    /// (`chains` in the offer's order; OpenSSL picks the one the client's
+    /// signature algorithms allow).
+    pub fn offering(offer: &ServerOffer, chains: &[std::sync::Arc<Credentials>]) -> Result<Self> {
+        Ok(Self {
+            context: offer_context(offer, chains).context("configuring the OpenSSL server")?,
+        })
+    }
+}
+
+/// OpenSSL's key slot of a certificate type: one certificate per slot.
+fn key_slot(cert: CertKind) -> &'static str {
+    match cert.family() {
+        SignatureFamily::Rsa => "RSA",
+        SignatureFamily::Ecdsa => "ECDSA",
+        _ => cert.id(),
+    }
+}
+
+fn offer_context(
+    offer: &ServerOffer,
+    chains: &[std::sync::Arc<Credentials>],
+) -> Result<SslContext> {
+    let scenarios = offer.scenarios();
+    if scenarios.is_empty() {
+        bail!("the offer has no version, group, certificate and suite that go together");
+    }
+    let mut ctx = SslContextBuilder::new(SslMethod::tls())?;
+    let lowest = offer
+        .versions
+        .iter()
+        .min()
+        .copied()
+        .unwrap_or(TlsVersion::Tls13);
+    let highest = offer
+        .versions
+        .iter()
+        .max()
+        .copied()
+        .unwrap_or(TlsVersion::Tls13);
+    ctx.set_min_proto_version(Some(protocol(lowest)))?;
+    ctx.set_max_proto_version(Some(protocol(highest)))?;
+    ctx.set_options(SslOptions::CIPHER_SERVER_PREFERENCE);
+    let mut tls13_suites: Vec<&str> = Vec::new();
+    let mut tls12_suites: Vec<&str> = Vec::new();
+    for scenario in &scenarios {
+        let (list, name) = match scenario.version {
+            TlsVersion::Tls13 => (&mut tls13_suites, scenario.suite_name()),
+            _ => (&mut tls12_suites, tls12_cipher_name(scenario)?),
+        };
+        if !list.contains(&name) {
+            list.push(name);
+        }
+    }
+    if !tls13_suites.is_empty() {
+        ctx.set_ciphersuites(&tls13_suites.join(":"))?;
+    }
+    if !tls12_suites.is_empty() {
+        ctx.set_cipher_list(&tls12_suites.join(":"))?;
+    }
+    let mut groups: Vec<&str> = offer
+        .groups
+        .iter()
+        .filter_map(|g| openssl_group_name(*g))
+        .collect();
+    if offer.versions.contains(&TlsVersion::Tls12) {
+        // In TLS 1.2 an ECDSA certificate may only be used on a curve the
+        // client lists, so the server lists its certificates' curves too.
+        for curve in offer.certs.iter().filter_map(|c| certificate_curve(*c)) {
+            if !groups.contains(&curve) && !groups.is_empty() {
+                groups.push(curve);
+            }
+        }
+    }
+    if !groups.is_empty() {
+        ctx.set_groups_list(&groups.join(":"))?;
+    }
+    let dhe: Vec<_> = offer
+        .groups
+        .iter()
+        .filter(|g| matches!(g.kind(), KxKind::Ffdh { .. }) && g.ffdh_bits().is_some())
+        .filter_map(|g| dhe_parameters(*g).transpose())
+        .collect::<Result<_>>()?;
+    match dhe.as_slice() {
+        [] => {}
+        [parameters] => ctx.set_tmp_dh(parameters)?,
+        _ => bail!("an OpenSSL server has one set of TLS 1.2 DHE parameters: offer one of dhe1024..dhe4096"),
+    }
+    if scenarios.iter().any(|s| s.is_weak()) {
+        ctx.set_security_level(0);
+    }
+    let mut slots: Vec<&str> = Vec::new();
+    for credentials in chains {
+        let slot = key_slot(credentials.kind);
+        if slots.contains(&slot) {
+            bail!(
+                "an OpenSSL server holds one certificate per key type: offer one {slot} certificate"
+            );
+        }
+        slots.push(slot);
+        add_certificate(&mut ctx, credentials)?;
+    }
+    configure_resumption(&mut ctx, offer.resumption)?;
+    Ok(ctx.build())
+}
+
+/// Adds a server certificate with its own chain (each certificate of a
+/// context has its own, unlike `add_extra_chain_cert`'s shared one).
+fn add_certificate(ctx: &mut SslContextBuilder, credentials: &Credentials) -> Result<()> {
+    let chain = &credentials.server.chain_der;
+    let (leaf, intermediates) = chain.split_first().context("empty certificate chain")?;
+    let leaf = X509::from_der(leaf)?;
+    ctx.set_certificate(&leaf)?;
+    for der in intermediates {
+        let intermediate = X509::from_der(der)?;
+        // SAFETY: SSL_CTX_add1_chain_cert (a macro over SSL_CTX_ctrl) adds
+        // the certificate to the current one's chain, taking a reference of
+        // its own; `intermediate` stays ours.
+        let added = unsafe {
+            openssl_sys::SSL_CTX_ctrl(
+                ctx.as_ptr(),
+                openssl_sys::SSL_CTRL_CHAIN_CERT,
+                1,
+                intermediate.as_ptr().cast(),
+            )
+        };
+        if added != 1 {
+            return Err(openssl::error::ErrorStack::get().into());
+        }
+    }
+    let key: PKey<Private> = PKey::private_key_from_pkcs8(&credentials.server.key_pkcs8_der)?;
+    ctx.set_private_key(&key)?;
+    ctx.check_private_key()?;
+    Ok(())
 }
 
 impl TlsAcceptor for OpensslAcceptor {
-    fn accept(
-        &self,
-        tcp: TcpStream,
-        give_up: &mut dyn FnMut() -> bool,
-    ) -> Result<Box<dyn ServerStream>> {
-        let ssl = Ssl::new(&self.context)?;
-        let mut attempt = ssl.accept(tcp);
-        loop {
-            match attempt {
-                Ok(stream) => return Ok(Box::new(OpensslServerStream(stream))),
-                // A read timed out: the client has not sent its next flight yet.
-                Err(HandshakeError::WouldBlock(midway)) => {
-                    if give_up() {
-                        bail!("TLS handshake abandoned: the client sent nothing in time");
-                    }
-                    attempt = midway.handshake();
+    fn session(&self, tcp: TcpStream) -> Result<Box<dyn ServerSession>> {
+        let mut ssl = Ssl::new(&self.context)?;
+        ssl.set_accept_state();
+        Ok(Box::new(OpensslSession {
+            stream: SslStream::new(ssl, tcp)?,
+            failed: false,
+        }))
+    }
+}
+
+struct OpensslSession {
+    stream: SslStream<TcpStream>,
+    /// OpenSSL reported a fatal error: it sent its alert, and nothing may
+    /// follow it (not even close_notify).
+    failed: bool,
+}
+
+impl OpensslSession {
+    /// Turns an OpenSSL error into WouldBlock when the call waits for the
+    /// socket; any other error is fatal to the connection.
+    fn fail(&mut self, error: openssl::ssl::Error) -> io::Error {
+        match error.code() {
+            ErrorCode::WANT_READ | ErrorCode::WANT_WRITE => ErrorKind::WouldBlock.into(),
+            _ => {
+                self.failed = true;
+                match error.into_io_error() {
+                    Ok(error) => error,
+                    Err(error) => io::Error::new(ErrorKind::InvalidData, error.to_string()),
                 }
-                Err(error) => bail!("TLS handshake failed: {error}"),
             }
         }
     }
 }
 
-struct OpensslServerStream(SslStream<TcpStream>);
-
-impl std::io::Read for OpensslServerStream {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.0.read(buf)
+impl OpensslSession {
+    /// Sends now the KeyUpdate a client asked for, which OpenSSL would
+    /// otherwise keep until the response is written.
+    fn answer_key_update(&mut self) {
+        let ssl = self.stream.ssl().as_ptr();
+        // SAFETY: `ssl` is this session's live SSL object; both calls only
+        // read or set its key update state (SSL_key_update refuses while a
+        // write is pending or the handshake is not finished).
+        let scheduled = unsafe {
+            SSL_get_key_update_type(ssl) == KEY_UPDATE_NOT_REQUESTED
+                && SSL_key_update(ssl, KEY_UPDATE_NOT_REQUESTED) == 1
+        };
+        if scheduled {
+            // A full socket leaves the rest to the next call.
+            let _ = self.stream.do_handshake();
+        } else {
+            // SSL_key_update's refusal, if any, is not this connection's error.
+            openssl::error::ErrorStack::get();
+        }
     }
 }
 
-impl std::io::Write for OpensslServerStream {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf)
+impl ServerSession for OpensslSession {
+    fn handshake(&mut self) -> io::Result<bool> {
+        match self.stream.do_handshake() {
+            Ok(()) => Ok(true),
+            Err(error) => match self.fail(error) {
+                error if error.kind() == ErrorKind::WouldBlock => Ok(false),
+                error => Err(error),
+            },
+        }
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        match self.stream.ssl_read(buffer) {
+            Ok(read) => {
+                self.answer_key_update();
+                Ok(read)
+            }
+            // close_notify from the client.
+            Err(error) if error.code() == ErrorCode::ZERO_RETURN => Ok(0),
+            Err(error) => {
+                let error = self.fail(error);
+                if error.kind() == ErrorKind::WouldBlock {
+                    self.answer_key_update();
+                }
+                Err(error)
+            }
+        }
     }
-}
 
-impl ServerStream for OpensslServerStream {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.stream
+            .ssl_write(bytes)
+            .map_err(|error| self.fail(error))
+    }
+
+    fn flush(&mut self) -> io::Result<bool> {
+        // OpenSSL writes its records to the socket inside its calls; a
+        // write cut short by a full socket is finished by the next call.
+        Ok(true)
+    }
+
+    fn close_notify(&mut self) {
+        if !self.failed {
+            let _ = self.stream.shutdown();
+        }
+    }
+
     fn resumed(&self) -> bool {
-        self.0.ssl().session_reused()
+        self.stream.ssl().session_reused()
     }
 
-    fn close(&mut self) {
-        let _ = self.0.shutdown();
+    fn tcp(&self) -> &TcpStream {
+        self.stream.get_ref()
     }
 }
