@@ -271,6 +271,14 @@ pub struct BulkArgs {
     #[arg(long, value_name = "LIST")]
     pub transport: Option<String>,
 
+    /// What to measure: time, or instructions (each side's per byte,
+    /// counted under valgrind: the same on any machine), or both, e.g.
+    /// time,instructions. Counted rows carry --bytes-per-sample bytes per
+    /// sample (default 256 KiB) and take --runs samples (default 6).
+    /// [default: time]
+    #[arg(long, value_name = "LIST")]
+    pub measure: Option<String>,
+
     #[command(flatten)]
     pub sampling: SamplingArgs,
 

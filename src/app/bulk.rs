@@ -15,15 +15,16 @@ use super::session::{
 };
 use crate::backend::{backends_from_list, Backend};
 use crate::certs::CertCache;
-use crate::cli::BulkArgs;
+use crate::cli::{BulkArgs, MeasureArgs};
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::bulk::BulkReport;
 use crate::report::{Document, Format};
 use crate::scenario::bulk::{parse_sizes, BulkMatrix, BulkPreset, BulkScenario};
-use crate::scenario::{parse_list, parse_name, Aead, TlsVersion};
+use crate::scenario::{parse_list, parse_name, Aead, Measure, TlsVersion};
 use crate::store::{Store, StoredRun};
 use crate::workload::bulk::{BulkCell, BulkProbe, BulkSample, PLAIN_BACKEND, SAMPLES_PER_PAIR};
+use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 
 /// Sampling defaults of `bulk`: each sample is already a batch of writes
 /// lasting about 1-3 ms.
@@ -47,6 +48,10 @@ struct StoredOptions<'a> {
     bytes_per_sample: Option<usize>,
     sampling: &'a SamplingOptions,
     shard: Option<Shard>,
+    measures: &'a [Measure],
+    /// The valgrind that counted instructions ("valgrind-3.19.0").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    valgrind: Option<&'a str>,
 }
 
 fn default_matrix() -> BulkMatrix {
@@ -117,6 +122,16 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
     if args.bytes_per_sample == Some(0) {
         return Err(usage("--bytes-per-sample must be at least 1"));
     }
+    let (measures, valgrind) = MeasureArgs {
+        measure: args.measure.clone(),
+        breakdown: false,
+    }
+    .checked()?;
+    if measures.contains(&Measure::Memory) {
+        return Err(usage(
+            "bulk measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
+        ));
+    }
     let defaults = match preset {
         Some(preset) => SamplingDefaults {
             max_total_s: Some(preset.budget_s()),
@@ -170,6 +185,8 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
         bytes_per_sample: args.bytes_per_sample,
         sampling: &sampling,
         shard,
+        measures: &measures,
+        valgrind: valgrind.as_deref(),
     };
     let run_id = store.begin_run(&run_info(
         "bulk",
@@ -180,16 +197,38 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
 
     let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
     let bar = Bar::new(planned.len(), args.quiet);
-    let (cells, interrupted) = sample_matrix(
-        &planned,
-        &certs,
-        args.bytes_per_sample,
-        &sampling,
-        &mut store,
-        run_id,
-        &bar,
-    )?;
+    let (mut cells, mut interrupted) = if measures.contains(&Measure::Time) {
+        sample_matrix(
+            &planned,
+            &certs,
+            args.bytes_per_sample,
+            &sampling,
+            &mut store,
+            run_id,
+            &bar,
+        )?
+    } else {
+        (Vec::new(), false)
+    };
     bar.0.finish_and_clear();
+    if measures.contains(&Measure::Instructions) && !interrupted {
+        interrupted = count_matrix(
+            &planned,
+            &certs,
+            CountOptions {
+                samples: args
+                    .sampling
+                    .runs
+                    .unwrap_or(super::handshake::COUNTED_SAMPLES),
+                jobs: crate::host::available_cores(),
+                breakdown: false,
+            },
+            args.bytes_per_sample.unwrap_or(COUNTED_BYTES),
+            args.quiet,
+            (&mut store, run_id),
+            &mut cells,
+        )?;
+    }
     store.finish_run(run_id, !interrupted)?;
 
     let document = BulkReport {
@@ -200,6 +239,7 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
         seed: Some(sampling.seed),
         precision: Some(sampling.precision),
         cells: &cells,
+        counted_with: valgrind.as_deref(),
     }
     .document();
     print!("{}", document.render(Format::Table)?);
@@ -213,6 +253,85 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
 
 /// A row and the backend that runs it (`None` for a no-crypto row).
 type Planned = (BulkScenario, Option<Arc<dyn Backend>>);
+
+/// Application bytes per counted sample without `--bytes-per-sample`: one
+/// chunk of the sender's writes and the receiver's reads.
+const COUNTED_BYTES: usize = 256 * 1024;
+
+/// Counts every planned row's instructions per side under valgrind and
+/// stores them: beside the timed samples of `cells` (in planned order), or
+/// as new cells when time was not measured. Returns true if Ctrl-C
+/// stopped it.
+#[allow(clippy::too_many_arguments)]
+fn count_matrix(
+    planned: &[Planned],
+    certs: &CertCache,
+    options: CountOptions,
+    bytes: usize,
+    quiet: bool,
+    (store, run_id): (&mut Store, i64),
+    cells: &mut Vec<BulkCell>,
+) -> Result<bool> {
+    let interrupt = interrupt_flag();
+    let countable: Vec<usize> = (0..planned.len())
+        .filter(|&i| !planned[i].0.transport.is_socket())
+        .collect();
+    let work: Vec<CountedWork> = countable
+        .iter()
+        .map(|&i| {
+            let (scenario, backend) = &planned[i];
+            (
+                Work::Bulk {
+                    row: scenario.label(),
+                    bytes,
+                },
+                backend.clone(),
+            )
+        })
+        .collect();
+    let bar = Bar::counting(work.len() * options.samples, quiet);
+    let counted = count_instructions(&work, certs, &options, &interrupt, &|done| {
+        bar.0.set_position(done as u64)
+    })?;
+    bar.0.finish_and_clear();
+    let mut counted = countable.into_iter().zip(counted).peekable();
+    let timed = !cells.is_empty();
+    for (i, (scenario, backend)) in planned.iter().enumerate() {
+        let (outcome, negotiated) = match counted.next_if(|(at, _)| *at == i) {
+            Some((_, cell)) => (cell.outcome, cell.negotiated),
+            None => (
+                Outcome::Unsupported {
+                    reason: format!(
+                        "counted in memory only (sender and receiver in turns on one thread); {} rows are timed",
+                        scenario.transport.display()
+                    ),
+                },
+                None,
+            ),
+        };
+        if timed {
+            let cell = &mut cells[i];
+            cell.instructions = Some(outcome);
+            cell.negotiated = cell.negotiated.take().or(negotiated);
+            store.save_bulk_counts(run_id, cell)?;
+        } else {
+            let cell = BulkCell {
+                backend: backend
+                    .as_ref()
+                    .map_or(PLAIN_BACKEND, |b| b.id())
+                    .to_string(),
+                scenario: *scenario,
+                negotiated,
+                sample_bytes: bytes as u64,
+                outcome: outcome.without_samples(),
+                instructions: Some(outcome),
+            };
+            store.save_bulk_cell(run_id, &cell)?;
+            cells.push(cell);
+        }
+    }
+    Ok(interrupt.load(std::sync::atomic::Ordering::SeqCst))
+}
 
 /// Prepares every planned cell, samples the runnable ones in interleaved
 /// rounds, each paired with the no-crypto row of its size, and stores each
@@ -240,6 +359,7 @@ fn sample_matrix(
                 samples: Vec::new(),
                 precise: false,
             },
+            instructions: None,
         };
         match BulkProbe::prepare(
             backend.map(|b| b.as_ref()),
@@ -343,6 +463,7 @@ pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document
             .pointer("/sampling/precision")
             .and_then(|p| p.as_f64()),
         cells: &cells,
+        counted_with: options.get("valgrind").and_then(|v| v.as_str()),
     }
     .document())
 }

@@ -250,6 +250,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 seed,
                 precision,
                 cells: &cells,
+                counted_with: counted_with.as_deref(),
             }
             .document();
             (document, pooled)

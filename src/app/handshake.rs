@@ -404,21 +404,8 @@ impl Counting {
     /// The measures from `--measure`, checked against the rest of the
     /// command line; a missing valgrind is a usage error.
     fn from_args(args: &HandshakeArgs, feature_sets: &[CpuFeatures]) -> Result<Self> {
-        let measures: Vec<Measure> = match &args.measures.measure {
-            None => vec![Measure::Time],
-            Some(list) => parse_list(list).map_err(usage)?,
-        };
-        if measures.is_empty() {
-            return Err(usage(
-                "--measure is empty; valid measures: time, instructions, memory",
-            ));
-        }
+        let (measures, valgrind) = args.measures.checked()?;
         let counted = measures.iter().any(|m| m.is_counted());
-        if args.measures.breakdown && !measures.contains(&Measure::Instructions) {
-            return Err(usage(
-                "--breakdown counts instructions: add --measure instructions",
-            ));
-        }
         if counted && args.server.as_deref() == Some("nginx") {
             return Err(usage(
                 "counted measures run both sides in tlslab's process; against nginx use --measure time",
@@ -429,22 +416,6 @@ impl Counting {
                 "--cpu-features generic is timed only; leave --measure at time for it",
             ));
         }
-        let valgrind = if measures.contains(&Measure::Instructions) {
-            if !crate::valgrind::supported() {
-                return Err(usage(format!(
-                    "--measure instructions needs x86-64 or AArch64 (valgrind's client requests); this is {}",
-                    std::env::consts::ARCH
-                )));
-            }
-            Some(crate::valgrind::installed().map_err(|why| {
-                usage(format!(
-                    "--measure instructions runs tlslab under valgrind, and {why}: {}",
-                    crate::valgrind::INSTALL_HINT
-                ))
-            })?)
-        } else {
-            None
-        };
         Ok(Self {
             measures,
             valgrind,

@@ -12,10 +12,11 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::backend::LibraryInfo;
-use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs, SamplingArgs};
+use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs, MeasureArgs, SamplingArgs};
 use crate::host::HostInfo;
 use crate::measure::{fresh_seed, SamplingOptions};
 use crate::report::{Document, Format};
+use crate::scenario::{parse_list, Measure};
 use crate::store::{RunInfo, Store};
 
 /// The exit code of a run stopped by Ctrl-C (128 + SIGINT).
@@ -530,6 +531,45 @@ impl crate::cli::ShardArgs {
 pub(crate) fn empty_shard(shard: Shard) -> Result<i32> {
     eprintln!("shard {shard} holds no cell of this matrix: nothing to run");
     Ok(0)
+}
+
+impl MeasureArgs {
+    /// The measures `--measure` asks for (time without it), checked: a
+    /// `--breakdown` without instructions and a missing valgrind are usage
+    /// errors. Returns them and, when instructions are counted, the
+    /// valgrind that counts them.
+    pub(crate) fn checked(&self) -> Result<(Vec<Measure>, Option<String>)> {
+        let measures: Vec<Measure> = match &self.measure {
+            None => vec![Measure::Time],
+            Some(list) => parse_list(list).map_err(usage)?,
+        };
+        if measures.is_empty() {
+            return Err(usage(
+                "--measure is empty; valid measures: time, instructions, memory",
+            ));
+        }
+        if self.breakdown && !measures.contains(&Measure::Instructions) {
+            return Err(usage(
+                "--breakdown counts instructions: add --measure instructions",
+            ));
+        }
+        if !measures.contains(&Measure::Instructions) {
+            return Ok((measures, None));
+        }
+        if !crate::valgrind::supported() {
+            return Err(usage(format!(
+                "--measure instructions needs x86-64 or AArch64 (valgrind's client requests); this is {}",
+                std::env::consts::ARCH
+            )));
+        }
+        let valgrind = crate::valgrind::installed().map_err(|why| {
+            usage(format!(
+                "--measure instructions runs tlslab under valgrind, and {why}: {}",
+                crate::valgrind::INSTALL_HINT
+            ))
+        })?;
+        Ok((measures, Some(valgrind)))
+    }
 }
 
 /// What a run's stored options say about its sampling.

@@ -72,6 +72,36 @@ fn side_counter() -> u8 {
     SIDE_COUNTER.load(Ordering::Relaxed)
 }
 
+/// `turn`'s side starts some work: from here to [`side_ends`] its
+/// instructions or allocations are counted, when a [`SideCounter`] is set
+/// (one relaxed load otherwise). [`Turns`] calls it at every turn; `bulk`
+/// around the sender's and the receiver's calls.
+#[inline]
+pub fn side_begins(turn: Turn) {
+    match side_counter() {
+        INSTRUCTIONS => collect(true),
+        HEAP => crate::heap::enter(match turn {
+            Turn::Client => crate::heap::Side::Client,
+            Turn::Server => crate::heap::Side::Server,
+        }),
+        _ => {}
+    }
+}
+
+/// `turn`'s side ends the work [`side_begins`] started: under callgrind
+/// its count is written to the profile, labelled with the side.
+#[inline]
+pub fn side_ends(turn: Turn) {
+    match side_counter() {
+        INSTRUCTIONS => {
+            callgrind::dump_at(turn.profile_label());
+            collect(false);
+        }
+        HEAP => crate::heap::leave(),
+        _ => {}
+    }
+}
+
 impl Turn {
     /// The label of this side's counts in a callgrind profile.
     pub fn profile_label(self) -> &'static std::ffi::CStr {
@@ -150,26 +180,12 @@ impl Turns {
     /// instructions or allocations are counted, when a [`SideCounter`] is set.
     #[inline]
     pub fn begin(&mut self, turn: Turn) {
-        match side_counter() {
-            INSTRUCTIONS => collect(true),
-            HEAP => crate::heap::enter(match turn {
-                Turn::Client => crate::heap::Side::Client,
-                Turn::Server => crate::heap::Side::Server,
-            }),
-            _ => {}
-        }
+        side_begins(turn);
     }
 
     /// Charges the time since the previous turn ended to `turn`'s side.
     pub fn ended(&mut self, turn: Turn) {
-        match side_counter() {
-            INSTRUCTIONS => {
-                callgrind::dump_at(turn.profile_label());
-                collect(false);
-            }
-            HEAP => crate::heap::leave(),
-            _ => {}
-        }
+        side_ends(turn);
         let now = Instant::now();
         let side = match turn {
             Turn::Client => &mut self.client,

@@ -13,6 +13,7 @@ use crate::measure::{self, Timed};
 use crate::scenario::bulk::{BulkScenario, Channel};
 use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::bulk::{BulkCell, BulkSample};
+use crate::workload::counted::Instructions;
 
 /// One bulk row with its statistics.
 #[derive(Debug, Clone, Serialize)]
@@ -46,6 +47,52 @@ pub struct BulkRow {
     pub security_notes: Vec<&'static str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<Timed<BulkSample>>,
+    /// Instructions per byte, counted under valgrind (`--measure instructions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<BulkCounted>,
+}
+
+/// A bulk row's instructions per application byte, each side's.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkCounted {
+    pub status: &'static str,
+    pub reason: Option<String>,
+    /// The sender's instructions per byte (protect and put on the pipe).
+    pub sender_per_byte: Option<Summary>,
+    /// The receiver's instructions per byte (take off the pipe and open).
+    pub receiver_per_byte: Option<Summary>,
+    /// (max − min) / median of the samples' totals.
+    pub spread: Option<f64>,
+    /// Both sides' instructions over the no-crypto row's of the same write
+    /// size (medians).
+    pub ratio_to_plain: Option<f64>,
+    /// Each sample's instructions for the cell's bytes, sender as client.
+    pub samples: Vec<Instructions>,
+}
+
+/// A cell's counted instructions as figures per byte.
+fn counted(cell: &BulkCell) -> Option<BulkCounted> {
+    let outcome = cell.instructions.as_ref()?;
+    let samples: Vec<Instructions> = outcome.samples().iter().map(|t| t.value).collect();
+    let bytes = cell.sample_bytes.max(1) as f64;
+    let per_byte = |pick: fn(&Instructions) -> u64| {
+        stats::summarize(
+            &samples
+                .iter()
+                .map(|s| pick(s) as f64 / bytes)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let total = per_byte(|s| s.client + s.server);
+    Some(BulkCounted {
+        status: outcome.status(),
+        reason: outcome.reason().map(String::from),
+        sender_per_byte: per_byte(|s| s.client),
+        receiver_per_byte: per_byte(|s| s.server),
+        spread: total.map(|t| (t.max - t.min) / t.median),
+        ratio_to_plain: None,
+        samples,
+    })
 }
 
 fn summary(samples: &[Timed<BulkSample>], pick: fn(&BulkSample) -> f64) -> Option<Summary> {
@@ -80,7 +127,7 @@ pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
             .find(|c| c.scenario == plain && !c.samples().is_empty())
             .map(|c| stats::round_medians(&measure::costs(c.samples())))
     };
-    cells
+    let rows = cells
         .iter()
         .map(|cell| {
             let samples = cell.samples();
@@ -114,9 +161,99 @@ pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
                 ratio_to_plain: ratio,
                 security_notes: cell.scenario.security_notes(),
                 samples: samples.to_vec(),
+                instructions: counted(cell),
             }
         })
-        .collect()
+        .collect();
+    with_counted_ratios(rows)
+}
+
+/// Sets each counted row's ratio to the no-crypto row of its write size.
+fn with_counted_ratios(mut rows: Vec<BulkRow>) -> Vec<BulkRow> {
+    {
+        let total = |row: &BulkRow| {
+            let counted = row.instructions.as_ref()?;
+            Some(counted.sender_per_byte?.median + counted.receiver_per_byte?.median)
+        };
+        let plains: Vec<(BulkScenario, f64)> = rows
+            .iter()
+            .filter(|r| r.scenario.channel.is_plain())
+            .filter_map(|r| Some((r.scenario, total(r)?)))
+            .collect();
+        for row in &mut rows {
+            let plain = row.scenario.no_crypto_twin();
+            let base = plains.iter().find(|(s, _)| *s == plain).map(|(_, t)| *t);
+            if let (Some(own), Some(base)) = (total(row), base) {
+                if !row.scenario.channel.is_plain() {
+                    row.instructions.as_mut().expect("counted").ratio_to_plain = Some(own / base);
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// The counted instructions per byte beside each row, when counted.
+fn counted_table(rows: &[BulkRow], counted_with: Option<&str>) -> Option<Table> {
+    if rows.iter().all(|r| r.instructions.is_none()) {
+        return None;
+    }
+    let mut table = Table::new(
+        &[
+            "backend",
+            "protocol",
+            "suite",
+            "write B",
+            "send instr/B",
+            "recv instr/B",
+            "spread",
+            "× no crypto",
+            "n",
+            "notes",
+        ],
+        &[
+            false, false, false, true, true, true, true, true, true, false,
+        ],
+    )
+    .titled("Instructions per byte of application data (counted under valgrind)");
+    let dash = || "—".to_string();
+    for row in rows {
+        let Some(counted) = &row.instructions else {
+            continue;
+        };
+        let median = |s: Option<Summary>| s.map(|s| ms(s.median)).unwrap_or_else(dash);
+        let notes = counted
+            .reason
+            .as_ref()
+            .map(|reason| format!("{}: {reason}", counted.status))
+            .unwrap_or_default();
+        table.rows.push(vec![
+            row.backend.clone(),
+            row.scenario.channel.protocol_name() + &row.scenario.transport.over_suffix(),
+            row.scenario.suite_id().to_string(),
+            row.scenario.write_bytes.to_string(),
+            median(counted.sender_per_byte),
+            median(counted.receiver_per_byte),
+            counted
+                .spread
+                .map(|s| format!("{:.2}%", s * 100.0))
+                .unwrap_or_else(dash),
+            counted
+                .ratio_to_plain
+                .map(|r| format!("{r:.2}"))
+                .unwrap_or_else(dash),
+            match counted.samples.len() {
+                0 => dash(),
+                n => n.to_string(),
+            },
+            notes,
+        ]);
+    }
+    table.notes.push(format!(
+        "send/recv instr/B: instructions executed inside the sender's calls (protect, put on the pipe) and the receiver's (take off the pipe, open) per byte of application data, counted under {}'s callgrind (median of the samples; each sample one row's bytes per sample). Counts repeat on any machine, but say nothing of cache misses or stalls; under valgrind the libraries see no AVX-512. × no crypto: both sides' instructions over the no-crypto row's of the same write size.",
+        counted_with.unwrap_or("valgrind")
+    ));
+    Some(table)
 }
 
 /// The drift of the machine over a bulk run, from every measured cell.
@@ -323,6 +460,8 @@ pub struct BulkReport<'a> {
     pub seed: Option<u64>,
     pub precision: Option<f64>,
     pub cells: &'a [BulkCell],
+    /// The valgrind that counted instructions, if any did.
+    pub counted_with: Option<&'a str>,
 }
 
 impl BulkReport<'_> {
@@ -342,7 +481,17 @@ impl BulkReport<'_> {
         );
         Document {
             heading: super::heading(self.host, self.libraries),
-            tables: vec![table(&rows)],
+            tables: {
+                // A run that counted and did not time shows its counts only.
+                let timed = rows.iter().any(|r| r.sample_count > 0)
+                    || rows.iter().all(|r| r.instructions.is_none());
+                let mut tables = Vec::new();
+                if timed {
+                    tables.push(table(&rows));
+                }
+                tables.extend(counted_table(&rows, self.counted_with));
+                tables
+            },
             records: records(&rows),
             data,
             footer: super::run_notes(drift.as_ref(), self.precision, self.complete),

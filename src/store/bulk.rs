@@ -4,13 +4,14 @@
 //! committed on its own, like handshake cells.
 
 use anyhow::{Context, Result};
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use super::{outcome_from_columns, precise_column, Store};
 use crate::backend::Negotiated;
-use crate::measure::Timed;
+use crate::measure::{Outcome, Timed};
 use crate::scenario::bulk::BulkScenario;
 use crate::workload::bulk::{BulkCell, BulkSample};
+use crate::workload::counted::Instructions;
 
 impl Store {
     /// Commits one finished bulk cell with all its samples.
@@ -64,6 +65,34 @@ impl Store {
                 ])?;
             }
         }
+        write_bulk_counts(&tx, cell_id, cell)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Adds a bulk cell's counted instructions to the cell stored for it
+    /// in `run_id` (by its label and backend), replacing any stored before.
+    pub fn save_bulk_counts(&mut self, run_id: i64, cell: &BulkCell) -> Result<()> {
+        let tx = self.connection.transaction()?;
+        let cell_id: i64 = tx
+            .query_row(
+                "SELECT id FROM bulk_cells WHERE run_id = ?1 AND scenario_id = ?2 AND backend = ?3",
+                params![run_id, cell.scenario.label(), cell.backend],
+                |row| row.get(0),
+            )
+            .with_context(|| {
+                format!(
+                    "run {run_id} has no bulk cell {} on {}",
+                    cell.scenario.label(),
+                    cell.backend
+                )
+            })?;
+        tx.execute("DELETE FROM bulk_counts WHERE cell_id = ?1", [cell_id])?;
+        tx.execute(
+            "DELETE FROM bulk_count_samples WHERE cell_id = ?1",
+            [cell_id],
+        )?;
+        write_bulk_counts(&tx, cell_id, cell)?;
         tx.commit()?;
         Ok(())
     }
@@ -132,10 +161,80 @@ impl Store {
                 negotiated,
                 sample_bytes: sample_bytes as u64,
                 outcome,
+                instructions: self.load_bulk_counts(cell_id)?,
             });
         }
         Ok(cells)
     }
+
+    /// A bulk cell's counted instructions, if it was counted.
+    fn load_bulk_counts(&self, cell_id: i64) -> Result<Option<Outcome<Instructions>>> {
+        let ended = self
+            .connection
+            .query_row(
+                "SELECT status, reason, precise FROM bulk_counts WHERE cell_id = ?1",
+                [cell_id],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, Option<String>>(1)?,
+                        row.get::<_, Option<bool>>(2)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((status, reason, precise)) = ended else {
+            return Ok(None);
+        };
+        let outcome = outcome_from_columns(&status, reason, precise, || {
+            let mut query = self.connection.prepare(
+                "SELECT seq, sender, receiver FROM bulk_count_samples WHERE cell_id = ?1
+                 ORDER BY seq",
+            )?;
+            let samples = query
+                .query_map([cell_id], |r| {
+                    Ok(Timed {
+                        round: r.get(0)?,
+                        value: Instructions {
+                            client: r.get::<_, i64>(1)? as u64,
+                            server: r.get::<_, i64>(2)? as u64,
+                        },
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(samples)
+        })?;
+        Ok(Some(outcome))
+    }
+}
+
+/// Writes a bulk cell's counted instructions, if it has them (the caller commits).
+fn write_bulk_counts(tx: &rusqlite::Connection, cell_id: i64, cell: &BulkCell) -> Result<()> {
+    let Some(counted) = &cell.instructions else {
+        return Ok(());
+    };
+    tx.execute(
+        "INSERT INTO bulk_counts (cell_id, status, reason, precise) VALUES (?1, ?2, ?3, ?4)",
+        params![
+            cell_id,
+            counted.status(),
+            counted.reason(),
+            precise_column(counted)
+        ],
+    )?;
+    let mut insert = tx.prepare(
+        "INSERT INTO bulk_count_samples (cell_id, seq, sender, receiver)
+             VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (seq, Timed { value, .. }) in counted.samples().iter().enumerate() {
+        insert.execute(params![
+            cell_id,
+            seq as i64,
+            value.client as i64,
+            value.server as i64
+        ])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -143,7 +242,6 @@ mod tests {
     use super::*;
     use crate::backend::LibraryInfo;
     use crate::host::HostInfo;
-    use crate::measure::Outcome;
     use crate::scenario::bulk::Channel;
     use crate::scenario::{Aead, TlsVersion};
     use crate::store::RunInfo;
@@ -198,6 +296,16 @@ mod tests {
                 samples: vec![sample(0, 900_000), sample(2, 950_000)],
                 precise: true,
             },
+            instructions: Some(Outcome::Measured {
+                samples: vec![Timed {
+                    round: 0,
+                    value: Instructions {
+                        client: 2_100_000,
+                        server: 2_300_000,
+                    },
+                }],
+                precise: true,
+            }),
         };
         let plain = BulkCell {
             backend: "none".into(),
@@ -208,6 +316,7 @@ mod tests {
                 samples: vec![sample(0, 100_000)],
                 precise: false,
             },
+            instructions: None,
         };
         let unsupported = BulkCell {
             backend: "rustls-ring".into(),

@@ -20,7 +20,10 @@ const CELL_TABLES: &[(&str, &[&str])] = &[
     ),
     ("speed_cells", &["speed_samples"]),
     ("tunnel_cells", &["tunnel_samples"]),
-    ("bulk_cells", &["bulk_samples"]),
+    (
+        "bulk_cells",
+        &["bulk_samples", "bulk_counts", "bulk_count_samples"],
+    ),
     ("capacity_cells", &["capacity_steps"]),
 ];
 

@@ -317,8 +317,8 @@ CREATE TABLE load_intervals (
     max_us INTEGER,
     PRIMARY KEY (run_id, second)
 ) WITHOUT ROWID;
--- Version 8: the counted measures of handshake cells (`--measure
--- instructions,memory`): per cell and measure how counting ended; its
+-- Version 8: the counted measures of handshake and bulk cells (`--measure
+-- instructions,memory`); of handshake cells: per cell and measure how counting ended; its
 -- samples per side (instructions per handshake; memory as two series,
 -- peak_heap_bytes and retained_bytes); for instructions with
 -- `--breakdown`, each side's instructions per handshake per category.
@@ -344,6 +344,21 @@ CREATE TABLE count_breakdown (
     category TEXT NOT NULL,
     instructions REAL NOT NULL,
     PRIMARY KEY (cell_id, side, category)
+) WITHOUT ROWID;
+-- And of bulk cells (`bulk --measure instructions`): how counting ended,
+-- and each sample's instructions per side for the cell's sample_bytes.
+CREATE TABLE bulk_counts (
+    cell_id INTEGER PRIMARY KEY REFERENCES bulk_cells (id),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER
+);
+CREATE TABLE bulk_count_samples (
+    cell_id INTEGER NOT NULL REFERENCES bulk_cells (id),
+    seq INTEGER NOT NULL,
+    sender INTEGER NOT NULL,
+    receiver INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
 "#;
 
@@ -681,6 +696,21 @@ CREATE TABLE count_breakdown (
     category TEXT NOT NULL,
     instructions REAL NOT NULL,
     PRIMARY KEY (cell_id, side, category)
+) WITHOUT ROWID;
+-- And of bulk cells (`bulk --measure instructions`): how counting ended,
+-- and each sample's instructions per side for the cell's sample_bytes.
+CREATE TABLE bulk_counts (
+    cell_id INTEGER PRIMARY KEY REFERENCES bulk_cells (id),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER
+);
+CREATE TABLE bulk_count_samples (
+    cell_id INTEGER NOT NULL REFERENCES bulk_cells (id),
+    seq INTEGER NOT NULL,
+    sender INTEGER NOT NULL,
+    receiver INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
 "#;
 

@@ -18,11 +18,13 @@ use serde::Serialize;
 
 use crate::backend::plain::PlainPair;
 use crate::backend::socket::{plain_pair_over_tcp, plain_pair_over_udp};
+use crate::backend::turns::{side_begins, side_ends, Turn};
 use crate::backend::{thread_cpu_ns, Backend, BulkPair, Negotiated, Unsupported};
 use crate::certs::{CertCache, Credentials};
 use crate::measure::{verify, Outcome, Probe, Sampled, Timed};
 use crate::scenario::bulk::{BulkScenario, Channel};
 use crate::scenario::{HandshakeScenario, Transport, DEFAULT_MTU_BYTES};
+use crate::workload::counted::values::Instructions;
 
 /// The most bytes the sender writes before the receiver reads them back.
 pub const CHUNK_BYTES: usize = 256 * 1024;
@@ -81,7 +83,13 @@ pub struct BulkCell {
     pub negotiated: Option<Negotiated>,
     /// Application bytes per sample.
     pub sample_bytes: u64,
+    /// The timed samples (none when time was not measured).
     pub outcome: Outcome<BulkSample>,
+    /// Instructions per sample of `sample_bytes` bytes, the sender's as
+    /// the client's and the receiver's as the server's (`--measure
+    /// instructions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<Outcome<Instructions>>,
 }
 
 impl BulkCell {
@@ -327,12 +335,17 @@ impl BulkProbe {
         for _ in 0..chunks {
             self.stamp();
             let (wall, cpu) = (Instant::now(), thread_cpu_ns());
+            // The sender is counted as the client, the receiver as the
+            // server (the counted measures; nothing otherwise).
+            side_begins(Turn::Client);
             for write in self.payload.chunks(write_bytes) {
                 self.pair
                     .send(write)
                     .map_err(|e| format!("sending: {e:#}"))?;
             }
+            side_ends(Turn::Client);
             let (sent, sent_cpu) = (Instant::now(), thread_cpu_ns());
+            side_begins(Turn::Server);
             let mut filled = 0;
             while filled < chunk_bytes {
                 let read = self
@@ -346,6 +359,7 @@ impl BulkProbe {
                 }
                 filled += read;
             }
+            side_ends(Turn::Server);
             let (received, received_cpu) = (Instant::now(), thread_cpu_ns());
             if self.received != self.payload {
                 let at = self

@@ -69,6 +69,7 @@ fn mock_bulk_rows_to_store_to_exports() {
             outcome: Outcome::Failed {
                 reason: "not sampled".into(),
             },
+            instructions: None,
         });
         probes.push(probe);
     }
@@ -137,6 +138,7 @@ fn mock_bulk_rows_to_store_to_exports() {
         seed: Some(3),
         precision: Some(0.02),
         cells: &loaded,
+        counted_with: None,
     }
     .document();
     let text = document.render(Format::Table).unwrap();

@@ -350,3 +350,64 @@ fn compare_gates_on_counts_and_fails_when_nothing_was_compared() {
     let on_time = tlslab(&["compare", "1", "2", "--db", db_text, "--measure", "time"]);
     on_time.expect_code(1);
 }
+
+#[test]
+fn bulk_counts_each_sides_instructions_per_byte() {
+    if skip_without_valgrind("bulk_counts_each_sides_instructions_per_byte") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let certs = cert_dir();
+    let run = tlslab(&[
+        "bulk",
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.3",
+        "--suite",
+        "aes128gcm",
+        "--size",
+        "16384",
+        "--measure",
+        "instructions",
+        "--runs",
+        "2",
+        "--quiet",
+        "--no-db",
+        "--cert-dir",
+        certs.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let text = run.stdout();
+    assert!(text.contains("send instr/B"), "{text}");
+    // Counted and not timed: the time table is left out.
+    assert!(!text.contains("send ms/MB"), "{text}");
+    let rows = json_of(&json)["rows"].as_array().unwrap().clone();
+    let protected = rows.iter().find(|r| r["backend"] == "openssl").unwrap();
+    let plain = rows.iter().find(|r| r["backend"] == "none").unwrap();
+    let per_byte = |row: &serde_json::Value, side: &str| {
+        row["instructions"][format!("{side}_per_byte")]["median"]
+            .as_f64()
+            .unwrap()
+    };
+    for side in ["sender", "receiver"] {
+        // Encrypting and decrypting cost more than copying, and far less
+        // than a hundred instructions a byte.
+        assert!(
+            per_byte(protected, side) > per_byte(plain, side),
+            "{side}: {protected}"
+        );
+        assert!(per_byte(protected, side) < 100.0, "{side}: {protected}");
+    }
+    // Memory is counted per handshake, not per byte.
+    let refused = tlslab(&["bulk", "--measure", "memory", "--no-db"]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr().contains("per handshake"),
+        "{}",
+        refused.stderr()
+    );
+}

@@ -15,12 +15,13 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{CountPlan, SAMPLE_LABEL};
+use super::{CountPlan, PlannedCount, Work, SAMPLE_LABEL};
 use crate::backend::turns::{count_sides, SideCounter};
 use crate::backend::{backend_by_id, Negotiated};
 use crate::certs::CertCache;
-use crate::measure::Outcome;
+use crate::scenario::bulk::BulkScenario;
 use crate::valgrind::callgrind;
+use crate::workload::bulk::BulkProbe;
 use crate::workload::handshake::HandshakeProbe;
 
 /// What the child says of one cell.
@@ -48,26 +49,60 @@ pub fn run(plan: &Path, out: &Path) -> Result<()> {
         .with_context(|| format!("opening {}", out.display()))?;
     let certs = CertCache::new(&plan.cert_dir);
     for cell in &plan.cells {
-        let result = count_cell(
-            cell.index,
-            &cell.backend,
-            &cell.scenario,
-            cell.samples,
-            &certs,
-        );
+        let result = count_cell(cell, &certs);
         writeln!(out, "{}", serde_json::to_string(&result)?)?;
         out.flush()?;
     }
     Ok(())
 }
 
-fn count_cell(
-    index: usize,
-    backend: &str,
-    scenario: &crate::scenario::HandshakeScenario,
-    samples: usize,
+/// One verified sample of a cell's work, counted or not.
+type Sample<'a> = Box<dyn FnMut() -> Result<(), String> + 'a>;
+
+/// Prepares a cell's work uncounted: its sample, and what its handshake
+/// negotiated; or how it ended (unsupported, failed).
+fn prepare(
+    work: &Work,
+    backend: Option<&str>,
     certs: &CertCache,
-) -> ChildCell {
+) -> Result<(Sample<'static>, Option<Negotiated>), (String, String)> {
+    let ended = |status: &str, reason: String| (status.to_string(), reason);
+    let backend = backend
+        .map(backend_by_id)
+        .transpose()
+        .map_err(|e| ended("failed", e.to_string()))?;
+    match work {
+        Work::Handshake { scenario } => {
+            let backend = backend.ok_or_else(|| ended("failed", "no backend".into()))?;
+            let (mut probe, negotiated) =
+                HandshakeProbe::prepare(backend.as_ref(), scenario, certs)
+                    .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
+            // Counted handshakes are never retaken: under valgrind the
+            // clocks always disagree.
+            probe.apportion_unsure_splits();
+            // One more uncounted handshake: whatever a library does lazily
+            // on its second connection is done before counting.
+            probe
+                .handshake()
+                .map_err(|reason| ended("failed", reason))?;
+            Ok((
+                Box::new(move || probe.handshake().map(drop)),
+                Some(negotiated),
+            ))
+        }
+        Work::Bulk { row, bytes } => {
+            let scenario = BulkScenario::from_label(row)
+                .ok_or_else(|| ended("failed", format!("no bulk row '{row}'")))?;
+            let (mut probe, negotiated) =
+                BulkProbe::prepare(backend.as_deref(), &scenario, certs, Some(*bytes))
+                    .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
+            Ok((Box::new(move || probe.run().map(drop)), negotiated))
+        }
+    }
+}
+
+fn count_cell(planned: &PlannedCount, certs: &CertCache) -> ChildCell {
+    let index = planned.index;
     let mut cell = ChildCell {
         index,
         status: "measured".to_string(),
@@ -75,50 +110,29 @@ fn count_cell(
         negotiated: None,
         samples: 0,
     };
-    let backend = match backend_by_id(backend) {
-        Ok(backend) => backend,
-        Err(error) => {
-            cell.status = "failed".to_string();
-            cell.reason = Some(error.to_string());
-            return cell;
-        }
-    };
-    let (mut probe, negotiated) = match HandshakeProbe::prepare(backend.as_ref(), scenario, certs) {
+    let (mut sample, negotiated) = match prepare(&planned.work, planned.backend.as_deref(), certs) {
         Ok(prepared) => prepared,
-        Err(outcome) => {
-            cell.status = outcome.status().to_string();
-            cell.reason = outcome.reason().map(String::from);
+        Err((status, reason)) => {
+            cell.status = status;
+            cell.reason = Some(reason);
             return cell;
         }
     };
-    cell.negotiated = Some(negotiated);
-    // Counted handshakes are never retaken: under valgrind the clocks
-    // always disagree.
-    probe.apportion_unsure_splits();
-    // One more uncounted handshake: whatever a library does lazily on its
-    // second connection is done before counting.
-    if let Err(reason) = probe.handshake() {
-        return failed(cell, reason);
-    }
-    for sample in 0..samples {
+    cell.negotiated = negotiated;
+    for taken in 0..planned.samples {
         let label =
-            CString::new(format!("{SAMPLE_LABEL} {index} {sample}")).expect("no NUL in a label");
+            CString::new(format!("{SAMPLE_LABEL} {index} {taken}")).expect("no NUL in a label");
         callgrind::dump_at(&label);
         count_sides(SideCounter::Instructions);
-        let result = probe.handshake();
+        let result = sample();
         count_sides(SideCounter::None);
         if let Err(reason) = result {
-            return failed(cell, reason);
+            cell.status = "failed".to_string();
+            cell.reason = Some(reason);
+            return cell;
         }
         cell.samples += 1;
-        eprintln!("{SAMPLE_LABEL} {index} {sample}");
+        eprintln!("{SAMPLE_LABEL} {index} {taken}");
     }
-    cell
-}
-
-fn failed(mut cell: ChildCell, reason: String) -> ChildCell {
-    let outcome: Outcome<()> = Outcome::Failed { reason };
-    cell.status = outcome.status().to_string();
-    cell.reason = outcome.reason().map(String::from);
     cell
 }

@@ -56,9 +56,42 @@ pub struct CountPlan {
 pub struct PlannedCount {
     /// The cell's index in the parent's plan.
     pub index: usize,
-    pub backend: String,
-    pub scenario: HandshakeScenario,
+    /// The backend's id (`None` for bulk's no-crypto rows).
+    pub backend: Option<String>,
+    pub work: Work,
     pub samples: usize,
+}
+
+/// What one counted sample does.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Work {
+    /// A complete handshake, each side's turns counted.
+    Handshake { scenario: HandshakeScenario },
+    /// `bytes` of application data through an established pair of the
+    /// bulk row labelled `row`, the sender counted as the client and the
+    /// receiver as the server.
+    Bulk { row: String, bytes: usize },
+}
+
+impl Work {
+    /// A rough relative cost, to share the cells out evenly among the children.
+    fn weight(&self) -> f64 {
+        match self {
+            Work::Handshake { scenario } => weight(scenario),
+            Work::Bulk { .. } => 1.0,
+        }
+    }
+
+    /// The certificate chain the work needs, if any.
+    fn chain(&self) -> Option<(crate::scenario::CertKind, u8)> {
+        match self {
+            Work::Handshake { scenario } => Some((scenario.cert, scenario.chain_depth)),
+            Work::Bulk { row, .. } => crate::scenario::bulk::BulkScenario::from_label(row)
+                .and_then(|s| s.handshake())
+                .map(|h| (h.cert, h.chain_depth)),
+        }
+    }
 }
 
 /// What counting found for one cell.
@@ -138,9 +171,19 @@ pub fn count_matrix(
     }
     if measures.contains(&Measure::Instructions) && !interrupted(interrupt) {
         let before = done_before.load(Ordering::Relaxed);
-        let counted = count_instructions(&subset, certs, options, interrupt, &|n| {
-            progress(before + n)
-        })?;
+        let work: Vec<CountedWork> = subset
+            .iter()
+            .map(|(scenario, backend)| {
+                (
+                    Work::Handshake {
+                        scenario: *scenario,
+                    },
+                    Some(Arc::clone(backend)),
+                )
+            })
+            .collect();
+        let counted =
+            count_instructions(&work, certs, options, interrupt, &|n| progress(before + n))?;
         for (&i, cell) in countable.iter().zip(counted) {
             results[i].1 = results[i].1.take().or(cell.negotiated);
             results[i].0.instructions = Some(cell.outcome);
@@ -187,19 +230,19 @@ fn weight(scenario: &HandshakeScenario) -> f64 {
     kx + cert
 }
 
-/// Shares out cells (index, scenario) among `jobs` children: each cell
-/// to the child with the least weight so far, the heaviest first; each
-/// child keeps the plan's order.
-fn share_out(cells: &[(usize, HandshakeScenario)], jobs: usize) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..cells.len()).collect();
-    order.sort_by(|&a, &b| weight(&cells[b].1).total_cmp(&weight(&cells[a].1)));
+/// Shares out cells by their weights among `jobs` children: each cell to
+/// the child with the least weight so far, the heaviest first; each child
+/// keeps the plan's order (cell indices).
+fn share_out(weights: &[f64], jobs: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|&a, &b| weights[b].total_cmp(&weights[a]));
     let mut shares: Vec<(f64, Vec<usize>)> = vec![(0.0, Vec::new()); jobs.max(1)];
     for at in order {
         let least = shares
             .iter_mut()
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .expect("at least one share");
-        least.0 += weight(&cells[at].1);
+        least.0 += weights[at];
         least.1.push(at);
     }
     shares
@@ -223,31 +266,30 @@ struct Running {
     done: Arc<Mutex<Vec<(usize, usize)>>>,
 }
 
+/// A cell of counted work and its backend (`None` for bulk's no-crypto rows).
+pub type CountedWork = (Work, Option<Arc<dyn Backend>>);
+
 /// Counts every cell's instructions per side in children under callgrind.
 /// `progress` is called with the number of samples done so far. Ctrl-C
 /// (`interrupt`) stops the children; what they finished is kept.
 pub fn count_instructions(
-    cells: &[(HandshakeScenario, Arc<dyn Backend>)],
+    cells: &[CountedWork],
     certs: &CertCache,
     options: &CountOptions,
     interrupt: &AtomicBool,
     progress: &(dyn Fn(usize) + Sync),
 ) -> Result<Vec<CountedCell>> {
     // Chains are made here, once, not under valgrind.
-    for (scenario, _) in cells {
-        let _ = certs.get(scenario.cert, scenario.chain_depth);
+    for (cert, depth) in cells.iter().filter_map(|(work, _)| work.chain()) {
+        let _ = certs.get(cert, depth);
     }
     let scratch = tempfile::Builder::new()
         .prefix("tlslab-counted-")
         .tempdir()
         .context("making a scratch directory")?;
     let exe = std::env::current_exe().context("finding tlslab's own binary")?;
-    let indexed: Vec<(usize, HandshakeScenario)> = cells
-        .iter()
-        .enumerate()
-        .map(|(i, (scenario, _))| (i, *scenario))
-        .collect();
-    let shares = share_out(&indexed, options.jobs);
+    let weights: Vec<f64> = cells.iter().map(|(work, _)| work.weight()).collect();
+    let shares = share_out(&weights, options.jobs);
     let done_total = Mutex::new(0usize);
     let mut counted: Vec<Option<CountedCell>> = vec![None; cells.len()];
     std::thread::scope(|scope| -> Result<()> {
@@ -260,8 +302,8 @@ pub fn count_instructions(
                     .iter()
                     .map(|&i| PlannedCount {
                         index: i,
-                        backend: cells[i].1.id().to_string(),
-                        scenario: cells[i].0,
+                        backend: cells[i].1.as_ref().map(|b| b.id().to_string()),
+                        work: cells[i].0.clone(),
                         samples: options.samples,
                     })
                     .collect(),
@@ -506,7 +548,8 @@ mod tests {
             )
         })
         .collect();
-        let shares = share_out(&cells, 2);
+        let weights: Vec<f64> = cells.iter().map(|(_, s)| weight(s)).collect();
+        let shares = share_out(&weights, 2);
         assert_eq!(shares.len(), 2);
         // The two heavy cells (P-521, DHE-4096) go to different children.
         let with = |i: usize| shares.iter().position(|s| s.contains(&i)).unwrap();
@@ -516,7 +559,7 @@ mod tests {
         }
         let all: usize = shares.iter().map(Vec::len).sum();
         assert_eq!(all, 5);
-        assert_eq!(share_out(&cells[..1], 4).len(), 1);
+        assert_eq!(share_out(&weights[..1], 4).len(), 1);
     }
 
     #[test]
