@@ -355,6 +355,7 @@ pub struct SpeedArgs {
   tlslab cost --preset rsa-vs-ecdsa
   tlslab cost --breakdown                      (TLS 1.3 X25519 with ECDSA P-256 and RSA-2048)
   tlslab cost --breakdown --backend rustls-aws-lc --tls 1.3 --group x25519mlkem768 --cert mldsa65
+  tlslab cost --breakdown --measure time,instructions   (the model beside valgrind's exact count)
 
 Sampling defaults: --precision 2% --max-time 2 --min-samples 20 --warmup 0.2")]
 pub struct CostArgs {
@@ -365,6 +366,12 @@ pub struct CostArgs {
     /// Show where each side's handshake time goes, by category.
     #[arg(long)]
     pub breakdown: bool,
+
+    /// With instructions: each measured handshake also counted under
+    /// valgrind, and with --breakdown each side's instructions per category
+    /// beside the model's time. [default: time]
+    #[arg(long, value_name = "LIST")]
+    pub measure: Option<String>,
 
     /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
     /// [default: openssl,rustls-aws-lc; the preset's]

@@ -16,7 +16,7 @@ use super::session::{
 use crate::backend::rustls::instrument::Side;
 use crate::backend::{backends_from_list, Backend};
 use crate::certs::CertCache;
-use crate::cli::CostArgs;
+use crate::cli::{CostArgs, MeasureArgs};
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::model::{counted_breakdown, counts, model_side, modelled_breakdown, Breakdown};
@@ -25,11 +25,12 @@ use crate::report::Document;
 use crate::scenario::presets::CostPreset;
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::{
-    parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Named, Resumption,
-    TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
+    parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Measure, Named,
+    Resumption, TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::stats;
 use crate::store::{Store, StoredRun};
+use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::handshake::{run_matrix, CellResult};
 use crate::workload::speed::{PreparedRow, SpeedCell};
 
@@ -78,6 +79,16 @@ pub fn run(args: &CostArgs) -> Result<i32> {
     let backends: Vec<Arc<dyn Backend>> =
         backends_from_list(args.backend.as_deref().unwrap_or(default_backends)).map_err(usage)?;
     let options = args.sampling.options(DEFAULTS)?;
+    let (measures, valgrind) = MeasureArgs {
+        measure: args.measure.clone(),
+        breakdown: false,
+    }
+    .checked()?;
+    if measures.contains(&Measure::Memory) || !measures.contains(&Measure::Time) {
+        return Err(usage(
+            "cost models time: --measure takes time and instructions (time,instructions); memory is handshake's",
+        ));
+    }
     let shard = args.shard.shard()?;
     let scenarios = Shard::filter(shard, matrix.expand(), |s| s.label(), |_| false);
     if let (Some(shard), true) = (shard, scenarios.is_empty()) {
@@ -97,6 +108,8 @@ pub fn run(args: &CostArgs) -> Result<i32> {
             "sampling": options,
             "breakdown": args.breakdown,
             "shard": shard,
+            "measures": measures,
+            "valgrind": valgrind,
         })
         .to_string(),
         &host,
@@ -164,9 +177,20 @@ pub fn run(args: &CostArgs) -> Result<i32> {
         }
         results.push(result);
     }
+    let mut handshakes = handshakes;
+    if measures.contains(&Measure::Instructions) && !interrupted {
+        interrupted = count_cells(
+            &mut handshakes.cells,
+            &backends,
+            &certs,
+            args,
+            &interrupt,
+            (&mut store, run_id),
+        )?;
+    }
     store.finish_run(run_id, !interrupted)?;
 
-    let document = crate::report::cost::document(
+    let mut document = crate::report::cost::document(
         &results,
         args.breakdown,
         store.path().map(|_| run_id),
@@ -180,6 +204,9 @@ pub fn run(args: &CostArgs) -> Result<i32> {
                 .collect::<BTreeMap<String, f64>>(),
         )?,
     );
+    document
+        .tables
+        .extend(crate::report::handshake::breakdown_table(&handshakes.cells));
     args.display.print(&document)?;
     args.exports.write(&document)?;
     let failed = handshakes
@@ -194,6 +221,56 @@ pub fn run(args: &CostArgs) -> Result<i32> {
         handshakes.cells.len(),
         failed,
     ))
+}
+
+/// Counts each measured handshake's instructions per side under valgrind
+/// (with `--breakdown`, per category too) and stores them with its cell.
+/// Returns true if Ctrl-C stopped it.
+fn count_cells(
+    cells: &mut [CellResult],
+    backends: &[Arc<dyn Backend>],
+    certs: &CertCache,
+    args: &CostArgs,
+    interrupt: &AtomicBool,
+    (store, run_id): (&mut Store, i64),
+) -> Result<bool> {
+    let measured: Vec<usize> = (0..cells.len())
+        .filter(|&i| !cells[i].samples().is_empty())
+        .collect();
+    let work: Vec<CountedWork> = measured
+        .iter()
+        .map(|&i| {
+            let backend = backends
+                .iter()
+                .find(|b| b.id() == cells[i].backend)
+                .cloned();
+            (
+                Work::Handshake {
+                    scenario: cells[i].scenario,
+                },
+                backend,
+            )
+        })
+        .collect();
+    let options = CountOptions {
+        samples: args
+            .sampling
+            .runs
+            .unwrap_or(super::handshake::COUNTED_SAMPLES),
+        jobs: crate::host::available_cores(),
+        breakdown: args.breakdown,
+    };
+    let bar = Bar::counting(work.len() * options.samples, args.quiet);
+    let counted = count_instructions(&work, certs, &options, interrupt, &|done| {
+        bar.0.set_position(done as u64)
+    })?;
+    bar.0.finish_and_clear();
+    for (i, cell) in measured.into_iter().zip(counted) {
+        cells[i].counts.instructions = Some(cell.outcome);
+        cells[i].counts.breakdown = cell.breakdown;
+        store.save_counts(run_id, &cells[i])?;
+    }
+    Ok(interrupt.load(std::sync::atomic::Ordering::SeqCst))
 }
 
 /// Median nanoseconds per operation, by backend id and primitive row.

@@ -697,10 +697,15 @@ const CATEGORY_HEADERS: [(Category, &str); 10] = [
     (Category::Other, "other"),
 ];
 
-/// Where each side's instructions go: per row and side, each category's
-/// share of the side's instructions, and the side's total.
-fn breakdown_table(rows: &[Row]) -> Option<Table> {
-    let counted: Vec<&Row> = rows.iter().filter(|r| !r.breakdown.is_empty()).collect();
+/// Where each side's instructions go: per cell and side, each category's
+/// share of the side's instructions, and the side's total (`None` when no
+/// cell has a breakdown). `cost --breakdown --measure instructions` shows
+/// it beside its model.
+pub fn breakdown_table(cells: &[CellResult]) -> Option<Table> {
+    let counted: Vec<&CellResult> = cells
+        .iter()
+        .filter(|c| !c.counts.breakdown.is_empty())
+        .collect();
     if counted.is_empty() {
         return None;
     }
@@ -718,7 +723,8 @@ fn breakdown_table(rows: &[Row]) -> Option<Table> {
     for row in counted {
         for side in ["client", "server"] {
             let of_side = |category: Category| -> f64 {
-                row.breakdown
+                row.counts
+                    .breakdown
                     .iter()
                     .filter(|c| {
                         c.side == side && Category::from_label(&c.category) == Some(category)
@@ -928,7 +934,7 @@ impl HandshakeReport<'_> {
             }),
         );
         let mut tables = vec![table(&rows, self.baseline, self.counted_with)];
-        tables.extend(breakdown_table(&rows));
+        tables.extend(breakdown_table(&cells));
         tables.extend(tls_vs_dtls::table(&dtls_pairs, &cells));
         Document {
             heading: super::heading(self.host, self.libraries),
