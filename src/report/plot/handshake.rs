@@ -40,6 +40,8 @@ pub fn figures(rows: &[Row], baseline: Option<&str>) -> Vec<Figure> {
             }
         })
         .collect();
+    let timed = rows.iter().any(|r| r.sample_count > 0);
+    let counted = rows.iter().any(|r| r.instructions.is_some());
     let mut figures = vec![Figure {
         id: "handshake_cpu".to_string(),
         title: "Handshake CPU time per side".to_string(),
@@ -52,6 +54,10 @@ pub fn figures(rows: &[Row], baseline: Option<&str>) -> Vec<Figure> {
             "Bars: the median of each side's thread CPU time inside its library calls; whiskers: the 95% interval of the median (order statistics).".to_string(),
         ],
     }];
+    if !timed && (counted || rows.iter().any(|r| r.memory.is_some())) {
+        figures.clear();
+    }
+    figures.extend(counted_figures(rows, &label));
     if let Some(baseline) = baseline {
         if rows.iter().any(|r| r.ratio_to_baseline.is_some()) {
             let bars = rows
@@ -65,19 +71,106 @@ pub fn figures(rows: &[Row], baseline: Option<&str>) -> Vec<Figure> {
                     None => missing(row, label(row), 1),
                 })
                 .collect();
+            let (title, axis) = if timed {
+                (
+                    format!("Handshake CPU time (client + server) relative to {baseline}"),
+                    "× baseline (CPU time ratio, same-round pairs)".to_string(),
+                )
+            } else {
+                (
+                    format!("Handshake instructions (client + server) relative to {baseline}"),
+                    "× baseline (instructions, same-numbered handshakes)".to_string(),
+                )
+            };
             figures.push(Figure {
                 id: "handshake_ratio".to_string(),
-                title: format!("Handshake CPU time (client + server) relative to {baseline}"),
-                axis: "× baseline (CPU time ratio, same-round pairs)".to_string(),
+                title,
+                axis,
                 series: vec!["× baseline".to_string()],
                 layout: Layout::Grouped,
                 bars,
                 reference: Some((1.0, "baseline = 1".to_string())),
                 notes: vec![
-                    "Bars: the median of same-round ratios to the baseline row; whiskers: the 95% interval of that median.".to_string(),
+                    "Bars: the median of the ratios to the baseline row; whiskers: the 95% interval of that median.".to_string(),
                 ],
             });
         }
+    }
+    figures
+}
+
+/// Each side's instructions and heap bytes per handshake, for the rows
+/// that counted them.
+fn counted_figures(rows: &[Row], label: &dyn Fn(&Row) -> String) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    if rows.iter().any(|r| r.instructions.is_some()) {
+        let bars = rows
+            .iter()
+            .map(|row| match &row.instructions {
+                Some(counted) if counted.total.is_some() => {
+                    let millions = |s: &Option<Summary>| s.map(|s| s.median / 1e6);
+                    let range = |s: &Option<Summary>| s.map(|s| (s.min / 1e6, s.max / 1e6));
+                    Bar {
+                        intervals: vec![range(&counted.client), range(&counted.server)],
+                        weak: row.weak,
+                        ..Bar::new(
+                            label(row),
+                            vec![millions(&counted.client), millions(&counted.server)],
+                        )
+                    }
+                }
+                _ => missing(row, label(row), 2),
+            })
+            .collect();
+        figures.push(Figure {
+            id: "handshake_instructions".to_string(),
+            title: "Handshake instructions per side (valgrind)".to_string(),
+            axis: "instructions per handshake (millions), median".to_string(),
+            series: vec!["client".to_string(), "server".to_string()],
+            layout: Layout::Grouped,
+            bars,
+            reference: None,
+            notes: vec![
+                "Bars: the median of each side's instructions inside its library calls, counted under callgrind; whiskers: the lowest and highest of the handshakes counted.".to_string(),
+            ],
+        });
+    }
+    if rows.iter().any(|r| r.memory.is_some()) {
+        let bars = rows
+            .iter()
+            .map(|row| match &row.memory {
+                Some(memory) if memory.client_peak_heap_bytes.is_some() => {
+                    let kib = |b: Option<f64>| b.map(|b| b / 1024.0);
+                    Bar::new(
+                        label(row),
+                        vec![
+                            kib(memory.client_peak_heap_bytes),
+                            kib(memory.server_peak_heap_bytes),
+                            kib(memory.client_retained_bytes),
+                            kib(memory.server_retained_bytes),
+                        ],
+                    )
+                }
+                _ => missing(row, label(row), 4),
+            })
+            .collect();
+        figures.push(Figure {
+            id: "handshake_memory".to_string(),
+            title: "Heap bytes per side of a handshake".to_string(),
+            axis: "KiB".to_string(),
+            series: vec![
+                "client peak".to_string(),
+                "server peak".to_string(),
+                "client kept".to_string(),
+                "server kept".to_string(),
+            ],
+            layout: Layout::Grouped,
+            bars,
+            reference: None,
+            notes: vec![
+                "Peak: the most bytes a side's allocations held at once during the handshake; kept: what they still held once it was done (the established connection).".to_string(),
+            ],
+        });
     }
     figures
 }
