@@ -4,8 +4,13 @@
 //! TRICKLING clients that send a request head a byte every half second are
 //! held open, and the server's resident memory before and during.
 //!
+//! Then the server's resident memory per established connection: clients
+//! that made a full handshake and one keep-alive request and then stay
+//! idle, held by the thousand up to KEPT (the C10K figure of connections
+//! with their TLS state, beside the idle sockets above that have none).
+//!
 //! Run: `cargo bench --bench serve_idle` (optionally `-- IDLE TRICKLING
-//! REQUESTS BACKEND`, default 10000 10 50 rustls-aws-lc). The server runs
+//! REQUESTS BACKEND KEPT`, default 10000 10 50 rustls-aws-lc 10000). The server runs
 //! as its own process (the release build of `tlslab serve`, two workers,
 //! `--header-timeout 60` so no connection is closed during the run, as
 //! nginx's default client_header_timeout); the idle connections are this
@@ -29,9 +34,10 @@ fn main() {
     let trickling: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10);
     let requests: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(50);
     let backend = args.next().unwrap_or_else(|| "rustls-aws-lc".to_string());
+    let kept: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10_000);
 
     let limit = raise_open_file_limit();
-    if limit < idle as u64 + 256 {
+    if limit < idle.max(kept) as u64 + 256 {
         eprintln!(
             "the open-file limit (ulimit -Hn) is {limit}: too low for {idle} idle connections; raise the hard limit (e.g. in /etc/security/limits.conf) or ask for fewer"
         );
@@ -44,7 +50,9 @@ fn main() {
             "--workers",
             "2",
             "--header-timeout",
-            "60",
+            "600",
+            "--keep-alive-timeout",
+            "600",
             "--duration",
             "600",
         ])
@@ -93,6 +101,8 @@ fn main() {
         let _ = trickler.join();
     }
     drop(held);
+    std::thread::sleep(Duration::from_secs(1));
+    let per_kept = kept_alive(address, &root, kept, pid);
     // SAFETY: a signal to the server this bench started.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
     let output = server.wait_with_output().unwrap();
@@ -115,6 +125,17 @@ fn main() {
         rss_held.saturating_sub(rss_start) as f64 / idle.max(1) as f64,
         rss_peak as f64 / 1000.0
     );
+    println!(
+        "established keep-alive connections (a full handshake and one 1 kB page each, then idle): server RSS"
+    );
+    for (held, rss) in &per_kept {
+        println!(
+            "  {held:>6} held: {:.1} MB, {:.1} kB per connection above the {:.1} MB before",
+            *rss as f64 / 1000.0,
+            rss.saturating_sub(per_kept[0].1) as f64 / (*held).max(1) as f64,
+            per_kept[0].1 as f64 / 1000.0
+        );
+    }
     for line in report.lines().filter(|l| {
         l.starts_with("connections")
             || l.starts_with("requests answered")
@@ -122,6 +143,40 @@ fn main() {
     }) {
         println!("server: {line}");
     }
+}
+
+/// Opens `kept` connections that each make a full handshake and one
+/// keep-alive request, then stay idle; returns the server's RSS (kB) with
+/// none held and after each thousand (and at `kept`).
+fn kept_alive(address: SocketAddr, root: &Path, kept: usize, pid: u32) -> Vec<(usize, u64)> {
+    let connector = connector(root);
+    let mut held = Vec::with_capacity(kept);
+    let mut rss = vec![(0, rss_kb(pid, "VmRSS"))];
+    while held.len() < kept {
+        let mut tls = connect(address, &connector);
+        tls.write_all(b"GET /page_1000 HTTP/1.1\r\nHost: tlslab.test\r\n\r\n")
+            .unwrap();
+        // The head, then the 1000-byte body; the connection stays open.
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 4096];
+        loop {
+            let n = tls.read(&mut buffer).unwrap();
+            assert!(n > 0, "the server closed a kept-alive connection");
+            answer.extend_from_slice(&buffer[..n]);
+            if let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
+                if answer.len() >= end + 4 + 1000 {
+                    break;
+                }
+            }
+        }
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "a kept request failed");
+        held.push(tls);
+        if held.len() % 1000 == 0 || held.len() == kept {
+            std::thread::sleep(Duration::from_millis(300));
+            rss.push((held.len(), rss_kb(pid, "VmRSS")));
+        }
+    }
+    rss
 }
 
 fn print_row(name: &str, samples: &[f64]) {

@@ -1017,6 +1017,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub header_timeout: Option<f64>,
 
+    /// Seconds a kept-alive connection may stay idle between requests
+    /// before it is closed (nginx's keepalive_timeout). [default: 10]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub keep_alive_timeout: Option<f64>,
+
     /// Stop after this many seconds. [default: run until Ctrl-C]
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub duration: Option<f64>,

@@ -232,6 +232,9 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     if let Some(timeout) = args.header_timeout {
         limits.head_timeout = seconds("header-timeout", timeout, false)?;
     }
+    if let Some(timeout) = args.keep_alive_timeout {
+        limits.keep_alive_timeout = seconds("keep-alive-timeout", timeout, false)?;
+    }
     if let Some(connections) = args.max_connections {
         if connections < workers {
             return Err(usage(format!(
