@@ -326,6 +326,13 @@ pub struct SpeedArgs {
     #[arg(long, value_name = "LIST", default_value = "native")]
     pub cpu_features: String,
 
+    /// What to measure: time, or instructions per operation (counted under
+    /// valgrind: the same on any machine), or both (time,instructions).
+    /// Counted rows take --runs samples (default 6) of a few operations.
+    /// [default: time]
+    #[arg(long, value_name = "LIST")]
+    pub measure: Option<String>,
+
     #[command(flatten)]
     pub sampling: SamplingArgs,
 

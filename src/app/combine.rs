@@ -209,6 +209,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 &first.host,
                 &libraries,
                 seed,
+                counted_with.as_deref(),
             );
             (document, pooled)
         }

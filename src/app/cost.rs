@@ -321,6 +321,7 @@ pub(crate) fn primitive_costs(
             .find(|b| b.id() == backend_id)
             .expect("a backend of this run");
         let mut cell = SpeedCell {
+            counted: None,
             backend: backend_id.clone(),
             row: *row,
             batch: 0,
@@ -467,6 +468,7 @@ pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document
         run.status == "complete",
         &run.host,
         &run.libraries,
+        None,
         None,
     );
     document.tables.extend(speed.tables);

@@ -246,6 +246,7 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
             &run.host,
             &run.libraries,
             sampling.seed,
+            sampling.valgrind.as_deref(),
         ),
         "cost" => super::cost::stored_document(store, run)?,
         "bulk" => super::bulk::stored_document(store, run)?,

@@ -12,13 +12,15 @@ use super::session::{
     usage, Bar, SamplingDefaults, Shard, EXIT_INTERRUPTED,
 };
 use crate::backend::Backend;
-use crate::cli::SpeedArgs;
+use crate::certs::CertCache;
+use crate::cli::{MeasureArgs, SpeedArgs};
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::scenario::speed::{expand, Primitive, SpeedRow, DEFAULT_SIZES};
-use crate::scenario::{parse_list, Named};
+use crate::scenario::{parse_list, Measure, Named};
 use crate::store::Store;
-use crate::workload::speed::{PreparedRow, SpeedCell};
+use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
+use crate::workload::speed::{counted_operations, CountedOperations, PreparedRow, SpeedCell};
 
 /// Sampling defaults of `speed`.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
@@ -107,6 +109,21 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
     let backend_ids: Vec<&'static str> = backends.iter().map(|b| b.id()).collect();
     let feature_sets = cpu_feature_list(&args.cpu_features)?;
     let options = args.sampling.options(DEFAULTS)?;
+    let (measures, valgrind) = MeasureArgs {
+        measure: args.measure.clone(),
+        breakdown: false,
+    }
+    .checked()?;
+    if measures.contains(&Measure::Memory) {
+        return Err(usage(
+            "speed measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
+        ));
+    }
+    if measures.contains(&Measure::Instructions) && feature_sets.contains(&CpuFeatures::Generic) {
+        return Err(usage(
+            "--cpu-features generic is timed only; leave --measure at time for it",
+        ));
+    }
     check_exports(&args.exports)?;
     let mut store = open_store(&args.database)?;
     let host = HostInfo::current();
@@ -120,6 +137,8 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
             "cpu_features": args.cpu_features,
             "sampling": options,
             "shard": shard,
+            "measures": measures,
+            "valgrind": valgrind,
         })
         .to_string(),
         &host,
@@ -128,12 +147,15 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
 
     let mut cells: Vec<SpeedCell> = Vec::new();
     let mut interrupted = false;
-    if feature_sets.contains(&CpuFeatures::Native) {
+    if measures.contains(&Measure::Time) && feature_sets.contains(&CpuFeatures::Native) {
         let quiet = args.quiet || args.emit_cells.is_some();
         let (native, stopped) =
             measure_rows(&backends, &rows, &options, quiet, &mut store, run_id)?;
         cells.extend(native);
         interrupted = stopped;
+    }
+    if !interrupted && measures.contains(&Measure::Instructions) {
+        interrupted = count_rows(&backends, &rows, args, (&mut store, run_id), &mut cells)?;
     }
     if !interrupted && feature_sets.contains(&CpuFeatures::Generic) {
         let generic = generic_cells(args, &backend_ids, &rows)?;
@@ -157,6 +179,7 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
         &host,
         &libraries,
         Some(options.seed),
+        valgrind.as_deref(),
     );
     args.display.print(&document)?;
     args.exports.write(&document)?;
@@ -185,6 +208,7 @@ fn measure_rows(
     for row in rows {
         for (backend, library) in backends.iter().zip(&primitives) {
             let mut cell = SpeedCell {
+                counted: None,
                 backend: backend.id().to_string(),
                 row: *row,
                 batch: 0,
@@ -226,6 +250,75 @@ fn measure_rows(
     }
     store.save_rounds(run_id, &run.rounds)?;
     Ok((cells, run.interrupted))
+}
+
+/// Counts every row's instructions per operation on every backend under
+/// valgrind and stores them: beside the timed samples of `cells` (rows
+/// by backend, in order), or as new cells when time was not measured.
+/// Returns true if Ctrl-C stopped it.
+fn count_rows(
+    backends: &[std::sync::Arc<dyn Backend>],
+    rows: &[SpeedRow],
+    args: &SpeedArgs,
+    (store, run_id): (&mut Store, i64),
+    cells: &mut Vec<SpeedCell>,
+) -> Result<bool> {
+    let planned: Vec<(SpeedRow, &std::sync::Arc<dyn Backend>)> = rows
+        .iter()
+        .flat_map(|row| backends.iter().map(move |b| (*row, b)))
+        .collect();
+    let work: Vec<CountedWork> = planned
+        .iter()
+        .map(|(row, backend)| {
+            (
+                Work::Speed {
+                    row: *row,
+                    operations: counted_operations(row),
+                },
+                Some(std::sync::Arc::clone(backend)),
+            )
+        })
+        .collect();
+    let options = CountOptions {
+        samples: args
+            .sampling
+            .runs
+            .unwrap_or(super::handshake::COUNTED_SAMPLES),
+        jobs: crate::host::available_cores(),
+        breakdown: false,
+    };
+    let interrupt = interrupt_flag();
+    let bar = Bar::counting(work.len() * options.samples, args.quiet);
+    let counted = count_instructions(
+        &work,
+        &CertCache::new(CertCache::default_dir()),
+        &options,
+        &interrupt,
+        &|done| bar.0.set_position(done as u64),
+    )?;
+    bar.0.finish_and_clear();
+    let timed = !cells.is_empty();
+    for (i, ((row, backend), cell)) in planned.iter().zip(counted).enumerate() {
+        let counted = CountedOperations {
+            operations: counted_operations(row),
+            outcome: cell.outcome,
+        };
+        if timed {
+            cells[i].counted = Some(counted);
+            store.save_speed_counts(run_id, &cells[i])?;
+        } else {
+            let cell = SpeedCell {
+                backend: backend.id().to_string(),
+                row: *row,
+                batch: counted.operations,
+                outcome: counted.outcome.without_samples(),
+                counted: Some(counted),
+            };
+            store.save_speed_cell(run_id, &cell)?;
+            cells.push(cell);
+        }
+    }
+    Ok(interrupt.load(Ordering::SeqCst))
 }
 
 /// Measures the rows again in a child process whose libraries see no CPU
@@ -288,6 +381,7 @@ fn generic_cells(
     if backends.contains(&"rustls-ring") {
         for row in rows {
             cells.push(SpeedCell {
+                counted: None,
                 backend: "rustls-ring (generic)".to_string(),
                 row: *row,
                 batch: 0,

@@ -32,6 +32,12 @@ pub struct SpeedReportRow {
     pub batch: u64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<Timed<SpeedSample>>,
+    /// Instructions per operation, counted under valgrind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions_per_op: Option<Summary>,
+    /// Why counting did not give a figure, when it was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counted_reason: Option<String>,
 }
 
 pub fn build_rows(cells: &[SpeedCell]) -> Vec<SpeedReportRow> {
@@ -50,6 +56,15 @@ pub fn build_rows(cells: &[SpeedCell]) -> Vec<SpeedReportRow> {
                 precise: false,
                 batch: cell.batch,
                 samples: Vec::new(),
+                instructions_per_op: cell
+                    .counted
+                    .as_ref()
+                    .and_then(|c| stats::summarize(&c.per_operation())),
+                counted_reason: cell.counted.as_ref().and_then(|c| {
+                    c.outcome
+                        .reason()
+                        .map(|r| format!("{}: {r}", c.outcome.status()))
+                }),
             };
             match &cell.outcome {
                 Outcome::Measured { samples, precise } => {
@@ -195,6 +210,7 @@ pub fn document(
     host: &HostInfo,
     libraries: &[LibraryInfo],
     seed: Option<u64>,
+    counted_with: Option<&str>,
 ) -> Document {
     let rows = build_rows(cells);
     let per_cell: Vec<Vec<(u32, f64)>> = cells
@@ -203,9 +219,16 @@ pub fn document(
         .map(|c| stats::round_medians(&measure::costs(c.outcome.samples())))
         .collect();
     let drift = stats::drift(&per_cell);
+    let timed = cells.iter().any(|c| !c.outcome.samples().is_empty())
+        || cells.iter().all(|c| c.counted.is_none());
+    let mut tables = Vec::new();
+    if timed {
+        tables.push(table(&rows));
+    }
+    tables.extend(counted_table(&rows, counted_with));
     Document {
         heading: super::heading(host, libraries),
-        tables: vec![table(&rows)],
+        tables,
         records: records(&rows),
         data: super::json_with(
             super::provenance_json(run_id, complete, host, libraries, seed, drift.as_ref()),
@@ -214,4 +237,64 @@ pub fn document(
         footer: super::run_notes(drift.as_ref(), None, complete),
         figures: super::plot::speed_figures(&rows),
     }
+}
+
+/// Instructions per operation (and per byte for buffer rows), for the
+/// rows counted under valgrind.
+fn counted_table(rows: &[SpeedReportRow], counted_with: Option<&str>) -> Option<Table> {
+    if rows
+        .iter()
+        .all(|r| r.instructions_per_op.is_none() && r.counted_reason.is_none())
+    {
+        return None;
+    }
+    let mut table = Table::new(
+        &[
+            "backend",
+            "algorithm",
+            "operation",
+            "bytes",
+            "instr/op",
+            "instr/B",
+            "spread",
+            "n",
+            "notes",
+        ],
+        &[false, false, false, true, true, true, true, true, false],
+    )
+    .titled("Instructions per operation (counted under valgrind)")
+    .mark(&[0], ColumnKind::Axis);
+    let dash = || "—".to_string();
+    for row in rows
+        .iter()
+        .filter(|r| r.instructions_per_op.is_some() || r.counted_reason.is_some())
+    {
+        let per_op = row.instructions_per_op;
+        table.rows.push(vec![
+            row.backend.clone(),
+            row.row.primitive.id().to_string(),
+            row.row.operation.id().to_string(),
+            row.row
+                .size_bytes
+                .map(|s| s.to_string())
+                .unwrap_or_default(),
+            per_op
+                .map(|s| format!("{:.0}", s.median))
+                .unwrap_or_else(dash),
+            per_op
+                .zip(row.row.size_bytes)
+                .map(|(s, size)| format!("{:.2}", s.median / size as f64))
+                .unwrap_or_else(dash),
+            per_op
+                .map(|s| format!("{:.2}%", (s.max - s.min) / s.median * 100.0))
+                .unwrap_or_else(dash),
+            per_op.map_or_else(dash, |s| s.count.to_string()),
+            row.counted_reason.clone().unwrap_or_default(),
+        ]);
+    }
+    table.notes.push(format!(
+        "instr/op: instructions executed per operation, counted under {}'s callgrind (median of the samples, each a fixed number of operations after one uncounted); instr/B: per byte of the buffer. Counts repeat on any machine but say nothing of the clock; valgrind hides AVX-512 from the libraries.",
+        counted_with.unwrap_or("valgrind")
+    ));
+    Some(table)
 }

@@ -18,7 +18,10 @@ const CELL_TABLES: &[(&str, &[&str])] = &[
         "cells",
         &["samples", "counts", "count_samples", "count_breakdown"],
     ),
-    ("speed_cells", &["speed_samples"]),
+    (
+        "speed_cells",
+        &["speed_samples", "speed_counts", "speed_count_samples"],
+    ),
     ("tunnel_cells", &["tunnel_samples"]),
     (
         "bulk_cells",

@@ -317,7 +317,7 @@ CREATE TABLE load_intervals (
     max_us INTEGER,
     PRIMARY KEY (run_id, second)
 ) WITHOUT ROWID;
--- Version 8: the counted measures of handshake and bulk cells (`--measure
+-- Version 8: the counted measures of handshake, bulk and speed cells (`--measure
 -- instructions,memory`); of handshake cells: per cell and measure how counting ended; its
 -- samples per side (instructions per handshake; memory as two series,
 -- peak_heap_bytes and retained_bytes); for instructions with
@@ -358,6 +358,21 @@ CREATE TABLE bulk_count_samples (
     seq INTEGER NOT NULL,
     sender INTEGER NOT NULL,
     receiver INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+-- And of speed cells: how counting ended, the operations per sample, and
+-- each sample's instructions for them.
+CREATE TABLE speed_counts (
+    cell_id INTEGER PRIMARY KEY REFERENCES speed_cells (id),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    operations INTEGER NOT NULL
+);
+CREATE TABLE speed_count_samples (
+    cell_id INTEGER NOT NULL REFERENCES speed_cells (id),
+    seq INTEGER NOT NULL,
+    instructions INTEGER NOT NULL,
     PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
 "#;
@@ -710,6 +725,21 @@ CREATE TABLE bulk_count_samples (
     seq INTEGER NOT NULL,
     sender INTEGER NOT NULL,
     receiver INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+-- And of speed cells: how counting ended, the operations per sample, and
+-- each sample's instructions for them.
+CREATE TABLE speed_counts (
+    cell_id INTEGER PRIMARY KEY REFERENCES speed_cells (id),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    operations INTEGER NOT NULL
+);
+CREATE TABLE speed_count_samples (
+    cell_id INTEGER NOT NULL REFERENCES speed_cells (id),
+    seq INTEGER NOT NULL,
+    instructions INTEGER NOT NULL,
     PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
 "#;

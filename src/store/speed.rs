@@ -3,13 +3,14 @@
 //! and round.
 
 use anyhow::Result;
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use super::{outcome_from_columns, precise_column, Store};
 use crate::measure::Timed;
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::{parse_name, Named};
-use crate::workload::speed::{SpeedCell, SpeedSample};
+use crate::workload::counted::Instructions;
+use crate::workload::speed::{CountedOperations, SpeedCell, SpeedSample};
 
 impl Store {
     /// Commits one finished speed cell with all its samples.
@@ -42,8 +43,75 @@ impl Store {
                 insert.execute(params![cell_id, seq as i64, round, value.ns_per_op])?;
             }
         }
+        if let Some(counted) = &cell.counted {
+            write_speed_counts(&tx, cell_id, counted)?;
+        }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Adds a speed cell's counted instructions to the cell stored for it
+    /// in `run_id` (by its row and backend), replacing any stored before.
+    pub fn save_speed_counts(&mut self, run_id: i64, cell: &SpeedCell) -> Result<()> {
+        let tx = self.connection.transaction()?;
+        let cell_id: i64 = tx.query_row(
+            "SELECT id FROM speed_cells WHERE run_id = ?1 AND row_id = ?2 AND backend = ?3",
+            params![run_id, cell.row.label(), cell.backend],
+            |row| row.get(0),
+        )?;
+        tx.execute("DELETE FROM speed_counts WHERE cell_id = ?1", [cell_id])?;
+        tx.execute(
+            "DELETE FROM speed_count_samples WHERE cell_id = ?1",
+            [cell_id],
+        )?;
+        if let Some(counted) = &cell.counted {
+            write_speed_counts(&tx, cell_id, counted)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A speed cell's counted instructions, if it was counted.
+    fn load_speed_counts(&self, cell_id: i64) -> Result<Option<CountedOperations>> {
+        let ended = self
+            .connection
+            .query_row(
+                "SELECT status, reason, precise, operations FROM speed_counts WHERE cell_id = ?1",
+                [cell_id],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, Option<String>>(1)?,
+                        row.get::<_, Option<bool>>(2)?,
+                        row.get::<_, i64>(3)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((status, reason, precise, operations)) = ended else {
+            return Ok(None);
+        };
+        let outcome = outcome_from_columns(&status, reason, precise, || {
+            let mut query = self.connection.prepare(
+                "SELECT seq, instructions FROM speed_count_samples WHERE cell_id = ?1 ORDER BY seq",
+            )?;
+            let samples = query
+                .query_map([cell_id], |r| {
+                    Ok(Timed {
+                        round: r.get(0)?,
+                        value: Instructions {
+                            client: r.get::<_, i64>(1)? as u64,
+                            server: 0,
+                        },
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(samples)
+        })?;
+        Ok(Some(CountedOperations {
+            operations: operations as u64,
+            outcome,
+        }))
     }
 
     /// Reads a run's speed cells back with their samples.
@@ -84,6 +152,7 @@ impl Store {
                     .collect::<Result<Vec<_>, _>>()?)
             })?;
             cells.push(SpeedCell {
+                counted: self.load_speed_counts(id)?,
                 backend,
                 row: SpeedRow {
                     primitive: parse_name(&primitive)?,
@@ -126,6 +195,7 @@ mod tests {
             })
             .unwrap();
         let measured = SpeedCell {
+            counted: None,
             backend: "openssl".into(),
             row: SpeedRow {
                 primitive: Primitive::Aes128Gcm,
@@ -150,6 +220,7 @@ mod tests {
             },
         };
         let unsupported = SpeedCell {
+            counted: None,
             backend: "rustls".into(),
             row: SpeedRow {
                 primitive: Primitive::Ed448,
@@ -162,6 +233,7 @@ mod tests {
             },
         };
         let failed = SpeedCell {
+            counted: None,
             backend: "rustls".into(),
             batch: 0,
             outcome: Outcome::Failed {
@@ -178,4 +250,31 @@ mod tests {
         );
         assert_eq!(store.load_speed_cells(run + 1).unwrap(), vec![]);
     }
+}
+
+/// Writes a speed cell's counted instructions (the caller commits).
+fn write_speed_counts(
+    tx: &rusqlite::Connection,
+    cell_id: i64,
+    counted: &CountedOperations,
+) -> Result<()> {
+    let outcome = &counted.outcome;
+    tx.execute(
+        "INSERT INTO speed_counts (cell_id, status, reason, precise, operations)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            cell_id,
+            outcome.status(),
+            outcome.reason(),
+            precise_column(outcome),
+            counted.operations as i64
+        ],
+    )?;
+    let mut insert = tx.prepare(
+        "INSERT INTO speed_count_samples (cell_id, seq, instructions) VALUES (?1, ?2, ?3)",
+    )?;
+    for (seq, Timed { value, .. }) in outcome.samples().iter().enumerate() {
+        insert.execute(params![cell_id, seq as i64, value.client as i64])?;
+    }
+    Ok(())
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{PreparedOperation, PrimitiveBackend, Unsupported};
 use crate::measure::{Outcome, Probe, Sampled};
 use crate::scenario::speed::SpeedRow;
+use crate::workload::counted::values::Instructions;
 
 /// How long one sample should take.
 const SAMPLE_TARGET: Duration = Duration::from_millis(2);
@@ -33,7 +34,41 @@ pub struct SpeedCell {
     pub row: SpeedRow,
     /// Operations per sample (0 when not measured).
     pub batch: u64,
+    /// The timed samples (none when time was not measured).
     pub outcome: Outcome<SpeedSample>,
+    /// Instructions counted under valgrind (`--measure instructions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<CountedOperations>,
+}
+
+/// A speed row's counted instructions: each sample is `operations`
+/// operations, its count the client's of an [`Instructions`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CountedOperations {
+    pub operations: u64,
+    pub outcome: Outcome<Instructions>,
+}
+
+impl CountedOperations {
+    /// Instructions per operation, one value per sample.
+    pub fn per_operation(&self) -> Vec<f64> {
+        self.outcome
+            .samples()
+            .iter()
+            .map(|s| s.value.client as f64 / self.operations.max(1) as f64)
+            .collect()
+    }
+}
+
+/// Operations per counted sample of a row: a few of a public-key
+/// operation (one RSA-4096 signature is a hundred million instructions
+/// under valgrind), more of a cipher or a hash over a buffer.
+pub fn counted_operations(row: &SpeedRow) -> u64 {
+    if row.size_bytes.is_some() {
+        16
+    } else {
+        2
+    }
 }
 
 /// A primitive operation ready to sample, with its calibrated batch.
@@ -62,6 +97,26 @@ impl PreparedRow {
             batch *= 2;
         }
         Ok(Self { operation, batch })
+    }
+
+    /// Runs the operation `count` times, untimed (counted samples).
+    pub fn run(&mut self, count: u64) -> Result<()> {
+        for _ in 0..count {
+            (self.operation)()?;
+        }
+        Ok(())
+    }
+
+    /// A row prepared without calibrating a batch (counted samples, whose
+    /// work must not depend on time).
+    pub fn uncalibrated(
+        backend: &dyn PrimitiveBackend,
+        row: &SpeedRow,
+    ) -> Result<Self, Unsupported> {
+        Ok(Self {
+            operation: backend.prepare(row)?,
+            batch: 0,
+        })
     }
 
     /// One sample: the batch, timed.

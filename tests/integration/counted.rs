@@ -411,3 +411,54 @@ fn bulk_counts_each_sides_instructions_per_byte() {
         refused.stderr()
     );
 }
+
+#[test]
+fn speed_counts_instructions_per_operation_and_report_reads_them_back() {
+    if skip_without_valgrind("speed_counts_instructions_per_operation_and_report_reads_them_back") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let run = tlslab(&[
+        "speed",
+        "--backend",
+        "openssl",
+        "--algorithm",
+        "ecdsa_p256,aes128gcm",
+        "--size",
+        "1024,16384",
+        "--measure",
+        "instructions",
+        "--runs",
+        "2",
+        "--quiet",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let text = run.stdout();
+    assert!(text.contains("instr/op"), "{text}");
+    // Encrypting 16 KiB takes more instructions than 1 KiB, and fewer per byte.
+    let per_op = |bytes: &str| -> f64 {
+        text.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.len() > 4 && f[1] == "aes128gcm" && f[3] == bytes)
+            .and_then(|f| f[4].parse().ok())
+            .unwrap_or_else(|| panic!("no {bytes}-byte row: {text}"))
+    };
+    let (small, large) = (per_op("1024"), per_op("16384"));
+    assert!(large > small * 2.0, "{small} {large}");
+    assert!(large / 16384.0 < small / 1024.0, "{small} {large}");
+    let report = tlslab(&["report", "--db", db.to_str().unwrap()]);
+    report.expect_code(0);
+    assert_eq!(
+        report
+            .stdout()
+            .lines()
+            .filter(|l| l.starts_with("openssl"))
+            .collect::<Vec<_>>(),
+        text.lines()
+            .filter(|l| l.starts_with("openssl"))
+            .collect::<Vec<_>>()
+    );
+}

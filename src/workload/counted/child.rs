@@ -16,13 +16,14 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{CountPlan, PlannedCount, Work, SAMPLE_LABEL};
-use crate::backend::turns::{count_sides, SideCounter};
+use crate::backend::turns::{count_sides, side_begins, side_ends, SideCounter, Turn};
 use crate::backend::{backend_by_id, Negotiated};
 use crate::certs::CertCache;
 use crate::scenario::bulk::BulkScenario;
 use crate::valgrind::callgrind;
 use crate::workload::bulk::BulkProbe;
 use crate::workload::handshake::HandshakeProbe;
+use crate::workload::speed::PreparedRow;
 
 /// What the child says of one cell.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -97,6 +98,26 @@ fn prepare(
                 BulkProbe::prepare(backend.as_deref(), &scenario, certs, Some(*bytes))
                     .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
             Ok((Box::new(move || probe.run().map(drop)), negotiated))
+        }
+        Work::Speed { row, operations } => {
+            let backend = backend.ok_or_else(|| ended("failed", "no backend".into()))?;
+            let primitives = backend.primitives();
+            let mut prepared = PreparedRow::uncalibrated(primitives.as_ref(), row)
+                .map_err(|unsupported| ended("unsupported", unsupported.0))?;
+            // One uncounted operation: lazy set-up is done before counting.
+            prepared
+                .run(1)
+                .map_err(|e| ended("failed", format!("{e:#}")))?;
+            let operations = *operations;
+            Ok((
+                Box::new(move || {
+                    side_begins(Turn::Client);
+                    let result = prepared.run(operations);
+                    side_ends(Turn::Client);
+                    result.map_err(|e| format!("{e:#}"))
+                }),
+                None,
+            ))
         }
     }
 }

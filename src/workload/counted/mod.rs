@@ -72,6 +72,11 @@ pub enum Work {
     /// bulk row labelled `row`, the sender counted as the client and the
     /// receiver as the server.
     Bulk { row: String, bytes: usize },
+    /// `operations` of a primitive row (`speed`), counted as the client.
+    Speed {
+        row: crate::scenario::speed::SpeedRow,
+        operations: u64,
+    },
 }
 
 impl Work {
@@ -79,7 +84,7 @@ impl Work {
     fn weight(&self) -> f64 {
         match self {
             Work::Handshake { scenario } => weight(scenario),
-            Work::Bulk { .. } => 1.0,
+            Work::Bulk { .. } | Work::Speed { .. } => 1.0,
         }
     }
 
@@ -90,6 +95,7 @@ impl Work {
             Work::Bulk { row, .. } => crate::scenario::bulk::BulkScenario::from_label(row)
                 .and_then(|s| s.handshake())
                 .map(|h| (h.cert, h.chain_depth)),
+            Work::Speed { .. } => None,
         }
     }
 }
