@@ -168,6 +168,33 @@ impl Store {
     }
 }
 
+/// Writes a speed cell's counted instructions (the caller commits).
+fn write_speed_counts(
+    tx: &rusqlite::Connection,
+    cell_id: i64,
+    counted: &CountedOperations,
+) -> Result<()> {
+    let outcome = &counted.outcome;
+    tx.execute(
+        "INSERT INTO speed_counts (cell_id, status, reason, precise, operations)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            cell_id,
+            outcome.status(),
+            outcome.reason(),
+            precise_column(outcome),
+            counted.operations as i64
+        ],
+    )?;
+    let mut insert = tx.prepare(
+        "INSERT INTO speed_count_samples (cell_id, seq, instructions) VALUES (?1, ?2, ?3)",
+    )?;
+    for (seq, Timed { value, .. }) in outcome.samples().iter().enumerate() {
+        insert.execute(params![cell_id, seq as i64, value.client as i64])?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,31 +277,4 @@ mod tests {
         );
         assert_eq!(store.load_speed_cells(run + 1).unwrap(), vec![]);
     }
-}
-
-/// Writes a speed cell's counted instructions (the caller commits).
-fn write_speed_counts(
-    tx: &rusqlite::Connection,
-    cell_id: i64,
-    counted: &CountedOperations,
-) -> Result<()> {
-    let outcome = &counted.outcome;
-    tx.execute(
-        "INSERT INTO speed_counts (cell_id, status, reason, precise, operations)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![
-            cell_id,
-            outcome.status(),
-            outcome.reason(),
-            precise_column(outcome),
-            counted.operations as i64
-        ],
-    )?;
-    let mut insert = tx.prepare(
-        "INSERT INTO speed_count_samples (cell_id, seq, instructions) VALUES (?1, ?2, ?3)",
-    )?;
-    for (seq, Timed { value, .. }) in outcome.samples().iter().enumerate() {
-        insert.execute(params![cell_id, seq as i64, value.client as i64])?;
-    }
-    Ok(())
 }
