@@ -18,8 +18,9 @@
 # runs of one mock matrix, 3 a bulk run, 4 a tunnel run, 5 a load run, 6 a
 # handshake run again; other.sqlite is a copy of it. A `tlslab serve` on
 # 127.0.0.1:8443 runs for the examples that load "a server you run".
-# Commands that need nginx, or root and OpenVPN, are skipped with a line
-# saying so where those are missing.
+# Commands that need nginx, or root and OpenVPN (or the tun link), are
+# skipped with a line saying so where those are missing. The --remote
+# examples go to a `tlslab serve --handshakes` on 127.0.0.1:8445.
 #
 #   scripts/check-docs.sh                 # every document
 #   scripts/check-docs.sh docs/bulk.md    # some
@@ -130,7 +131,14 @@ else
   done
 fi
 
+# A handshake server for the --remote examples (which name a device on
+# the network: the script aims them at this one).
+"$real" serve --handshakes --bind 127.0.0.1:8445 --duration 3600 -q >"$scratch/handshakes.log" 2>&1 &
+handshake_server_pid=$!
+trap 'kill $handshake_server_pid 2>/dev/null; cleanup' EXIT
+
 have_nginx() { command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; }
+have_link() { [ "$(id -u)" = 0 ] && [ -e /dev/net/tun ] && command -v ip >/dev/null 2>&1; }
 have_openvpn() { [ "$(id -u)" = 0 ] && command -v openvpn >/dev/null 2>&1 && command -v ip >/dev/null 2>&1; }
 
 # Prints "FILE:LINE<TAB>COMMAND LINE" for every documented command line.
@@ -189,6 +197,12 @@ for doc in "${documents[@]}"; do
     fi
     if [[ $command == *"--engine"*openvpn* ]]; then
       have_openvpn || why="needs root, openvpn and ip (install: apt-get install openvpn iproute2)"
+    fi
+    if [[ $command == *"--link tun"* ]] || [[ $command == *"--preset pq-network"* ]]; then
+      have_link || why="needs root, /dev/net/tun and ip (install: apt-get install iproute2)"
+    fi
+    if [[ $command == *"--remote "* ]]; then
+      command=$(sed -E 's/--remote [^ ]+/--remote 127.0.0.1:8445/' <<<"$command")
     fi
     if [[ $command == *"| man "* ]] && ! command -v man >/dev/null 2>&1; then
       why="man is not installed"

@@ -115,15 +115,21 @@ pub enum MutualArg {
   tlslab handshake --backend openssl --tls 1.2,dtls1.2 --group p256 --cert ecdsa_p256 --mtu 576
   tlslab handshake --tls 1.2,1.3,dtls1.2 --group p256 --cert ecdsa_p256 --transport memory,tcp,udp
   tlslab handshake --capacity --tls 1.3 --group x25519,p256 --cert rsa2048,ecdsa_p256 --threads 4
+  tlslab handshake --tls 1.2,1.3 --group x25519,x25519mlkem768 --cert ecdsa_p256,mldsa65 --wire --network wan,mobile
+  tlslab handshake --preset pq-network   (as root: measured over tlslab's emulated link too)
+  tlslab handshake --remote 192.168.1.20:8444 --preset kex-matrix   (tlslab serve --handshakes there)
   tlslab list   (every valid name)
 
 Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2;
-with --preset also --max-total-time: kex-matrix 24, tls13-matrix 48, post-quantum 60, dtls-study 30
+with --preset also --max-total-time: kex-matrix 24, tls13-matrix 48, post-quantum 60, dtls-study 30,
+pq-network 40 (then 8 handshakes per row and profile over the link)
 (about twice their time on a quiet 2-core machine); with --capacity --max-time 2 per thread
 count and --warmup 0.2, and --max-total-time stops the run after the step it is in")]
 pub struct HandshakeArgs {
-    /// A named matrix: kex-matrix, tls13-matrix, post-quantum, dtls-study. Axis options
-    /// override its axes; dtls-study's DTLS 1.3 rows on dimpl come only without --backend and --tls.
+    /// A named matrix: kex-matrix, tls13-matrix, post-quantum, dtls-study,
+    /// pq-network (post-quantum over --network wan,mobile,satellite, --link
+    /// tun where it can be built). Axis options override its axes;
+    /// dtls-study's DTLS 1.3 rows on dimpl come only without --backend and --tls.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
 
@@ -137,6 +143,14 @@ pub struct HandshakeArgs {
     /// as the client over TCP; the server's CPU is its worker's). [default: inprocess]
     #[arg(long, value_name = "SERVER")]
     pub server: Option<String>,
+
+    /// Handshake with tlslab's server on another host instead of in this
+    /// process: `tlslab serve --handshakes` running there, at HOST:PORT. It
+    /// reports its CPU per handshake, so both sides' columns are filled;
+    /// TLS runs over TCP, DTLS over UDP, and the client's time runs from
+    /// its connect().
+    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["server", "transport", "link"])]
+    pub remote: Option<String>,
 
     #[command(flatten)]
     pub axes: AxisArgs,
@@ -153,13 +167,36 @@ pub struct HandshakeArgs {
     #[arg(long, value_enum, value_name = "MODE")]
     pub mutual: Option<MutualArg>,
 
+    /// Also print the handshake on the wire: bytes and records each side
+    /// sent, flights, round trips until each side can send application
+    /// data, TCP segments at the MSS or DTLS datagrams and fragments at
+    /// the MTU. The exports carry these figures always.
+    #[arg(long)]
+    pub wire: bool,
+
+    /// Network profiles, comma-separated: lan (1 ms, 1 Gbit/s), wan (50 ms,
+    /// 20 Mbit/s), mobile (100 ms, 5 Mbit/s, 1% loss), satellite (600 ms),
+    /// or custom key=value fields, e.g. rtt=50ms,rate=20mbit,loss=0.5%,initcwnd=10
+    /// (a key given again starts another profile). Per row and profile,
+    /// the model's time from connect() until the client can send
+    /// application data, from the row's bytes, flights and measured CPU.
+    #[arg(long, value_name = "LIST")]
+    pub network: Option<String>,
+
+    /// With --network: measure each row over each profile on a link as
+    /// well: tun (tlslab's own link between two network namespaces, over
+    /// TUN devices; root). TLS over TCP, DTLS over UDP; the server is a
+    /// tlslab process in the far namespace that reports its CPU.
+    #[arg(long, value_name = "KIND")]
+    pub link: Option<String>,
+
     /// Server capacity on several cores: per row, 1, 2, ... --threads
     /// threads at once, each doing complete verified in-memory handshakes
     /// for --max-time seconds (default 2, in four slices taken in turn with
     /// the other thread counts, each after --warmup); new handshakes
     /// per second, the server's CPU per handshake and the capacity it
     /// implies, beside `cost`'s one-core model times the threads.
-    #[arg(long, conflicts_with_all = ["server", "transport", "cpu_features", "baseline", "shard", "precision", "min_samples", "runs", "seed"])]
+    #[arg(long, conflicts_with_all = ["server", "transport", "cpu_features", "baseline", "shard", "precision", "min_samples", "runs", "seed", "network", "wire", "remote"])]
     pub capacity: bool,
 
     /// With --capacity: the most threads at once (rows from 1 to N).
@@ -981,6 +1018,7 @@ pub struct RecommendArgs {
                                ECDSA P-256 and RSA-2048 certificates, AES-GCM and ChaCha20 suites)
   tlslab serve --backend openssl --tls 1.2 --group p256 --cert rsa2048 --duration 60   (one configuration)
   tlslab serve --bind 127.0.0.1:0 --workers 4           (any free port, printed at start)
+  tlslab serve --handshakes --bind 0.0.0.0:8444 --allow-non-loopback   (for `tlslab handshake --remote`)
   curl --cacert ROOT.pem --resolve tlslab.test:8443:127.0.0.1 https://tlslab.test:8443/page_50000
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (load it; the page is /page_SIZE)
 
@@ -1007,6 +1045,20 @@ pub struct ServeArgs {
     /// Allow --bind on an address other hosts can reach.
     #[arg(long)]
     pub allow_non_loopback: bool,
+
+    /// Serve handshakes to a measuring `tlslab handshake --remote
+    /// ADDRESS:PORT` instead of HTTPS: --bind is the control connection's
+    /// address; the client names each row (backend, scenario, test chain),
+    /// this server runs the server's side of each handshake on a port it
+    /// picks at --bind's address (TLS over TCP, DTLS over UDP) and reports
+    /// its CPU per handshake. --backend and the axis options do not apply.
+    #[arg(long)]
+    pub handshakes: bool,
+
+    /// Internal: with --handshakes, the control connection is standard
+    /// input and output (tlslab starting its own server in a namespace).
+    #[arg(long, hide = true, requires = "handshakes")]
+    pub control_stdio: bool,
 
     /// Worker threads, each an event loop serving many connections. [default: one per core]
     #[arg(long, value_name = "N")]

@@ -278,6 +278,10 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 // Each shard numbers its rounds apart: no shared readings.
                 rounds: &[],
                 counted_with: counted_with.as_deref(),
+                show_wire: crate::app::session::stored_sampling(&first.options_json).wire,
+                server_elsewhere: crate::app::session::stored_sampling(&first.options_json)
+                    .remote
+                    .as_deref(),
             }
             .document();
             (document, pooled)

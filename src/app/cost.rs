@@ -460,6 +460,8 @@ pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document
         cells: &run.cells,
         rounds: &store.load_rounds(run.id)?,
         counted_with: None,
+        show_wire: false,
+        server_elsewhere: None,
     }
     .document();
     let speed = crate::report::speed::document(

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use super::network::NetworkPlan;
 use super::session::{
     check_exports, chosen_backends, empty_shard, finish, interrupt_flag, open_store, run_info,
     usage, Bar, SamplingDefaults, Shard,
@@ -26,12 +27,13 @@ use crate::report::handshake::HandshakeReport;
 use crate::scenario::presets::Preset;
 use crate::scenario::{
     parse_list, parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Measure,
-    Named, Resumption, TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
+    Named, Resumption, TlsVersion, Transport, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::store::Store;
 use crate::workload::counted::{count_matrix, CountOptions};
 use crate::workload::handshake::{run_cells, CellResult, MatrixObserver, MatrixRun};
 use crate::workload::nginx::NginxBackend;
+use crate::workload::remote::{Remote, RemoteBackend};
 
 /// Sampling defaults of `handshake`.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
@@ -59,6 +61,22 @@ struct StoredOptions<'a> {
     /// The valgrind that counted instructions ("valgrind-3.19.0").
     #[serde(skip_serializing_if = "Option::is_none")]
     valgrind: Option<&'a str>,
+    /// The wire table was asked for (`--wire`).
+    wire: bool,
+    /// The network profiles, the link and its handshakes per row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    network: Option<&'a NetworkPlan>,
+    /// The server elsewhere (`--remote`): where, its host and libraries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remote: Option<RemoteServer<'a>>,
+}
+
+/// Where a run's server ran, when not in this process.
+#[derive(Debug, Serialize)]
+struct RemoteServer<'a> {
+    address: &'a str,
+    host: &'a HostInfo,
+    libraries: &'a [crate::backend::LibraryInfo],
 }
 
 fn default_matrix() -> HandshakeMatrix {
@@ -179,7 +197,15 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         .map(parse_name::<Preset>)
         .transpose()
         .map_err(usage)?;
-    let matrix = matrix_from(args, preset)?;
+    let mut matrix = matrix_from(args, preset)?;
+    let remote = match &args.remote {
+        Some(target) => {
+            // TLS over TCP, DTLS over UDP, to the server elsewhere.
+            matrix.transports = vec![Transport::Tcp, Transport::Udp];
+            Some(Remote::connect(target)?)
+        }
+        None => None,
+    };
     let backends: Vec<Arc<dyn Backend>> = match parse_server(args.server.as_deref())? {
         Server::Inprocess => chosen_backends(
             args.backend.as_deref(),
@@ -201,12 +227,24 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
             vec![Arc::new(NginxBackend::new()?)]
         }
     };
+    let backends: Vec<Arc<dyn Backend>> = match &remote {
+        Some(remote) => backends
+            .into_iter()
+            .map(|local| {
+                Arc::new(RemoteBackend::new(local, Arc::clone(remote))) as Arc<dyn Backend>
+            })
+            .collect(),
+        None => backends,
+    };
     // A preset's rows on backends of their own, unless the backends or
     // the protocols are chosen on the command line.
     let mut companions: Vec<(HandshakeMatrix, Vec<Arc<dyn Backend>>)> = Vec::new();
-    if let Some(preset) = preset
-        .filter(|_| args.backend.is_none() && args.axes.tls.is_none() && args.server.is_none())
-    {
+    if let Some(preset) = preset.filter(|_| {
+        args.backend.is_none()
+            && args.axes.tls.is_none()
+            && args.server.is_none()
+            && args.remote.is_none()
+    }) {
         for companion in preset.companions() {
             companions.push((
                 overridden(args, companion.matrix)?,
@@ -240,6 +278,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     let sampling = args.sampling.options(defaults)?;
     let feature_sets = cpu_feature_list(&args.cpu_features)?;
     let counting = Counting::from_args(args, &feature_sets)?;
+    let network = NetworkPlan::from_args(args, preset.and_then(Preset::network))?;
     let shard = args.shard.shard()?;
     // A shard measures its part of the matrix and the baseline row.
     let is_baseline = |s: &HandshakeScenario| baseline.as_deref() == Some(s.label().as_str());
@@ -282,6 +321,16 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         shard,
         measures: &counting.measures,
         valgrind: counting.valgrind.as_deref(),
+        wire: args.wire || preset.is_some_and(|p| p.network().is_some()),
+        network: network.as_ref(),
+        remote: remote
+            .as_ref()
+            .zip(args.remote.as_deref())
+            .map(|(r, address)| RemoteServer {
+                address,
+                host: &r.host,
+                libraries: &r.libraries,
+            }),
     };
     let run_id = store.begin_run(&run_info(
         "handshake",
@@ -326,6 +375,17 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
             &mut run.cells,
         )?;
     }
+    if !run.interrupted {
+        let traced = planned.len().min(run.cells.len());
+        run.interrupted = super::network::run(
+            network.as_ref(),
+            &mut run.cells[..traced],
+            &certs,
+            &interrupt,
+            args.quiet,
+            (&mut store, run_id),
+        )?;
+    }
     if !run.interrupted && feature_sets.contains(&CpuFeatures::Generic) {
         let backend_ids: Vec<&str> = backends.iter().map(|b| b.id()).collect();
         for cell in generic_cells(args, &backend_ids, &scenarios)? {
@@ -334,10 +394,17 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         }
         run.interrupted = interrupt.load(std::sync::atomic::Ordering::SeqCst);
     }
+    if let Some(remote) = &remote {
+        remote.close();
+    }
     store.save_rounds(run_id, &run.rounds)?;
     store.finish_run(run_id, !run.interrupted)?;
 
     let baseline = baseline.or_else(|| first_measured_label(&run.cells));
+    let server_elsewhere = remote
+        .as_ref()
+        .zip(args.remote.as_deref())
+        .map(|(remote, address)| super::session::remote_description(address, &remote.host));
     let document = HandshakeReport {
         run_id: store.path().map(|_| run_id),
         complete: !run.interrupted,
@@ -349,14 +416,23 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         cells: &run.cells,
         rounds: &run.rounds,
         counted_with: counting.valgrind.as_deref(),
+        show_wire: args.wire || preset.is_some_and(|p| p.network().is_some()),
+        server_elsewhere: server_elsewhere.as_deref(),
     }
     .document();
     args.display.print(&document)?;
     args.exports.write(&document)?;
+    // A row that failed over a link fails the run as a failed cell does.
     let failed = run
         .cells
         .iter()
-        .filter(|c| c.outcome.status() == "failed")
+        .filter(|c| {
+            c.outcome.status() == "failed"
+                || c.counts
+                    .network
+                    .iter()
+                    .any(|n| n.measured.as_ref().is_some_and(|m| m.status() == "failed"))
+        })
         .count();
     Ok(finish(
         &store,
@@ -406,6 +482,16 @@ impl Counting {
     fn from_args(args: &HandshakeArgs, feature_sets: &[CpuFeatures]) -> Result<Self> {
         let (measures, valgrind) = args.measures.checked()?;
         let counted = measures.iter().any(|m| m.is_counted());
+        if counted && args.remote.is_some() {
+            return Err(usage(
+                "counted measures run both sides in tlslab's process; against a --remote server use --measure time",
+            ));
+        }
+        if args.remote.is_some() && feature_sets.contains(&CpuFeatures::Generic) {
+            return Err(usage(
+                "--cpu-features generic runs the matrix again in a child process, which has no --remote server: leave it out",
+            ));
+        }
         if counted && args.server.as_deref() == Some("nginx") {
             return Err(usage(
                 "counted measures run both sides in tlslab's process; against nginx use --measure time",

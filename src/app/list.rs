@@ -48,6 +48,11 @@ pub fn text() -> String {
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    out.push_str("network profiles (tlslab handshake --network LIST):\n");
+    for (name, what, ..) in crate::scenario::network::NAMED_PROFILES {
+        out.push_str(&format!("  {name:<10} {what}\n"));
+    }
+    out.push_str("  or fields: rtt=50ms,rate=20mbit,loss=0.5%,initcwnd=10\n\n");
     out.push_str("presets (tlslab COMMAND --preset NAME):\n");
     for entry in crate::scenario::presets::all() {
         out.push_str(&format!(

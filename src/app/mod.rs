@@ -12,6 +12,7 @@ pub mod list;
 pub mod load;
 pub mod manual;
 pub mod merge;
+mod network;
 pub mod recommend;
 pub mod report;
 pub mod serve;

@@ -267,6 +267,8 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
                 cells: &run.cells,
                 rounds: &store.load_rounds(run.id)?,
                 counted_with: sampling.valgrind.as_deref(),
+                show_wire: sampling.wire,
+                server_elsewhere: sampling.remote.as_deref(),
             }
             .document()
         }

@@ -217,6 +217,9 @@ pub(crate) fn cores() -> usize {
 }
 
 pub fn run(args: &ServeArgs) -> Result<i32> {
+    if args.handshakes {
+        return serve_handshakes(args);
+    }
     let id = server_backend(&args.backend)?;
     let (offer, library) = offer_from(&args.offer, id)?;
     let address = parse_bind(&args.bind, args.allow_non_loopback)?;
@@ -297,6 +300,67 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     args.display.print(&document)?;
     args.exports.write(&document)?;
     // Ctrl-C is how a server without --duration is meant to stop: not an error.
+    Ok(0)
+}
+
+/// `serve --handshakes`: the server's side of a measuring `handshake
+/// --remote`, one control connection at a time (or standard input and
+/// output, for a server tlslab starts itself), until --duration or Ctrl-C.
+fn serve_handshakes(args: &ServeArgs) -> Result<i32> {
+    use crate::workload::remote::{serve_control, Control};
+    use std::os::fd::AsFd;
+    let address = parse_bind(&args.bind, args.allow_non_loopback)?;
+    let duration = args
+        .duration
+        .map(|s| seconds("duration", s, false))
+        .transpose()?;
+    let interrupt = interrupt_flag();
+    if args.control_stdio {
+        let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+        let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+        let mut control = Control::new(stdin, stdout, "the measuring tlslab");
+        serve_control(&mut control, address.ip(), &interrupt)?;
+        return Ok(0);
+    }
+    let listener = std::net::TcpListener::bind(address)
+        .map_err(|e| usage(format!("cannot listen on {address}: {e}")))?;
+    listener.set_nonblocking(true)?;
+    if !args.quiet {
+        eprintln!(
+            "serving handshakes to `tlslab handshake --remote {}` {}",
+            listener.local_addr()?,
+            match duration {
+                Some(d) => format!("for {:.0} s; Ctrl-C stops it sooner", d.as_secs_f64()),
+                None => "until Ctrl-C".to_string(),
+            }
+        );
+    }
+    let started = Instant::now();
+    while !interrupt.load(Ordering::SeqCst) && duration.is_none_or(|d| started.elapsed() < d) {
+        let (stream, peer) = match listener.accept() {
+            Ok(accepted) => accepted,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            Err(error) => return Err(error.into()),
+        };
+        stream.set_nonblocking(false)?;
+        stream.set_nodelay(true)?;
+        // Waits are cut in slices so that Ctrl-C is seen.
+        stream.set_read_timeout(Some(Duration::from_millis(500)))?;
+        if !args.quiet {
+            eprintln!("measuring client {peer} connected");
+        }
+        let reader = stream.try_clone()?;
+        let mut control = Control::new(reader, stream, format!("the client at {peer}"))
+            .stopping_on(std::sync::Arc::clone(&interrupt));
+        match serve_control(&mut control, address.ip(), &interrupt) {
+            Ok(()) if !args.quiet => eprintln!("measuring client {peer} is done"),
+            Ok(()) => {}
+            Err(error) => eprintln!("measuring client {peer}: {error:#}"),
+        }
+    }
     Ok(0)
 }
 

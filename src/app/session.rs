@@ -579,6 +579,18 @@ pub(crate) struct StoredSampling {
     pub(crate) precision: Option<f64>,
     /// The valgrind that counted instructions, if the run counted them.
     pub(crate) valgrind: Option<String>,
+    /// The run asked for the wire table (`--wire`).
+    pub(crate) wire: bool,
+    /// Where its server ran, if elsewhere (`--remote`).
+    pub(crate) remote: Option<String>,
+}
+
+/// A server elsewhere, as a table's note says it: its address and host.
+pub(crate) fn remote_description(address: &str, host: &crate::host::HostInfo) -> String {
+    format!(
+        "{address} ({}, {}, {} cores, {})",
+        host.hostname, host.cpu_model, host.cores, host.kernel
+    )
 }
 
 pub(crate) fn stored_sampling(options_json: &str) -> StoredSampling {
@@ -596,6 +608,15 @@ pub(crate) fn stored_sampling(options_json: &str) -> StoredSampling {
             .get("valgrind")
             .and_then(|v| v.as_str())
             .map(String::from),
+        wire: options
+            .get("wire")
+            .and_then(|w| w.as_bool())
+            .unwrap_or(false),
+        remote: options.get("remote").and_then(|remote| {
+            let host: crate::host::HostInfo =
+                serde_json::from_value(remote.get("host")?.clone()).ok()?;
+            Some(remote_description(remote.get("address")?.as_str()?, &host))
+        }),
     }
 }
 

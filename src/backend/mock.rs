@@ -251,10 +251,130 @@ impl MockHandshaker {
     }
 }
 
+/// The mock's key shares on the wire, client's and server's, in bytes.
+fn mock_key_shares(group: Group) -> (usize, usize) {
+    match group {
+        Group::X25519Mlkem768 => (32 + 1_184, 32 + 1_088),
+        Group::Mlkem768 => (1_184, 1_088),
+        Group::RsaKeyTransport => (256, 0),
+        other => match other.kind() {
+            KxKind::Ffdh { bits } => (bits as usize / 8, bits as usize / 8),
+            KxKind::Kem => (800, 768),
+            _ => (32, 32),
+        },
+    }
+}
+
+/// One TLS record of `body_bytes` of `content` (22 handshake, 20
+/// change_cipher_spec, 23 application data).
+fn mock_record(content: u8, body_bytes: usize) -> Vec<u8> {
+    let mut record = vec![content, 3, 3];
+    record.extend_from_slice(&(body_bytes as u16).to_be_bytes());
+    record.resize(5 + body_bytes, 0);
+    record
+}
+
+impl MockHandshaker {
+    /// The mock's handshake as it would cross the wire, while the wire tap
+    /// records: its flights of TLS records (fixed sizes from the key
+    /// shares and the certificate), TLS 1.3 in one round trip, TLS 1.2 in
+    /// two (one when resumed).
+    fn wire_turns(&self) -> Result<()> {
+        use std::io::{Read, Write};
+        let scenario = &self.scenario;
+        let (client_share, server_share) = mock_key_shares(scenario.group);
+        let resumed = scenario.resumption.is_on();
+        let certificate = if resumed {
+            0
+        } else {
+            400 * usize::from(scenario.chain_depth)
+        };
+        let pipe = crate::transport::memory::Pipe::default();
+        let (mut client, mut server) = (pipe.client_end(), pipe.server_end());
+        let mut turns = Turns::start(CpuReadings::EveryTurn);
+        let drain = |end: &mut crate::transport::memory::PipeEnd| {
+            let mut buffer = [0u8; 4096];
+            while end.read(&mut buffer).is_ok() {}
+        };
+        let mut flight = |turn: Turn, records: &[Vec<u8>], done: bool| -> Result<()> {
+            turns.begin(turn);
+            let end = match turn {
+                Turn::Client => &mut client,
+                Turn::Server => &mut server,
+            };
+            drain(end);
+            for record in records {
+                end.write_all(record)?;
+            }
+            if done {
+                turns.done(turn);
+            }
+            turns.ended(turn);
+            Ok(())
+        };
+        flight(Turn::Client, &[mock_record(22, 200 + client_share)], false)?;
+        if scenario.version.tls_rules() == TlsVersion::Tls13 {
+            flight(
+                Turn::Server,
+                &[
+                    mock_record(22, 90 + server_share),
+                    mock_record(23, 100 + certificate),
+                ],
+                false,
+            )?;
+            flight(Turn::Client, &[mock_record(23, 53)], true)?;
+            flight(Turn::Server, &[], true)?;
+        } else if resumed {
+            flight(
+                Turn::Server,
+                &[mock_record(22, 90), mock_record(20, 1), mock_record(22, 40)],
+                false,
+            )?;
+            flight(
+                Turn::Client,
+                &[mock_record(20, 1), mock_record(22, 40)],
+                true,
+            )?;
+            flight(Turn::Server, &[], true)?;
+        } else {
+            flight(
+                Turn::Server,
+                &[
+                    mock_record(22, 90),
+                    mock_record(22, certificate),
+                    mock_record(22, 40 + server_share),
+                    mock_record(22, 4),
+                ],
+                false,
+            )?;
+            flight(
+                Turn::Client,
+                &[
+                    mock_record(22, 4 + client_share),
+                    mock_record(20, 1),
+                    mock_record(22, 40),
+                ],
+                false,
+            )?;
+            flight(
+                Turn::Server,
+                &[mock_record(20, 1), mock_record(22, 40)],
+                true,
+            )?;
+            flight(Turn::Client, &[], true)?;
+        }
+        Ok(())
+    }
+}
+
 impl Handshaker for MockHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
         self.count += 1;
-        self.turns();
+        if crate::transport::tap::recording() {
+            self.wire_turns()?;
+        } else {
+            self.turns();
+        }
         let scenario = &self.scenario;
         let (client, server) = mock_cost_ns(scenario);
         // A small deterministic spread, so statistics have something to do.

@@ -25,7 +25,7 @@ use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumptio
 pub use turns::{CpuReadings, SideTimes, Turn, Turns};
 
 /// The name and version of the library a backend drives.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct LibraryInfo {
     pub backend: String,
     pub library: String,
@@ -198,6 +198,47 @@ pub trait BulkPair {
     }
 }
 
+/// The socket one side of a handshake runs over when the two sides run
+/// apart: TLS over TCP, DTLS over a UDP socket connected to the peer.
+pub enum Carrier {
+    Tcp(std::net::TcpStream),
+    Udp(crate::transport::udp::Datagrams),
+}
+
+/// One side's part of a handshake that has just completed apart.
+pub struct ApartHandshake {
+    /// What the client negotiated (`None` on the server's side).
+    pub negotiated: Option<Negotiated>,
+    /// The established connection: dropping it closes it (kept until the
+    /// peer is done too, so a close never cuts the peer's last flight).
+    pub connection: Box<dyn ApartConnection>,
+}
+
+/// An established connection of a side run apart, kept while the peer
+/// finishes its handshake.
+pub trait ApartConnection: Send {
+    /// Over datagrams, the socket to watch: the peer resends its last
+    /// flight when ours was lost, and the library must answer it (TCP
+    /// resends in the kernel: `None`).
+    fn linger_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+
+    /// Hands the library what waits on the socket, so it answers a
+    /// resent flight; returns at once if nothing waits.
+    fn answer(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// One side of a scenario's handshakes, the other side elsewhere (another
+/// process, another host): `tlslab serve --handshakes` runs the server's,
+/// the measuring client the client's.
+pub trait ApartSide: Send {
+    /// One complete handshake over `carrier`.
+    fn handshake(&mut self, carrier: Carrier) -> Result<ApartHandshake>;
+}
+
 /// A TLS library that can run handshake scenarios.
 pub trait Backend: Send + Sync {
     /// The stable id used on the command line and in the database ("openssl").
@@ -229,6 +270,17 @@ pub trait Backend: Send + Sync {
         _credentials: &Credentials,
     ) -> Result<Box<dyn BulkPair>> {
         Err(Unsupported::new(format!("{} cannot carry application data", self.id())).into())
+    }
+
+    /// One side (`side`) of this scenario's handshakes over sockets, the
+    /// other side run apart; an [`Unsupported`] error if the backend cannot.
+    fn apart(
+        &self,
+        _scenario: &HandshakeScenario,
+        _credentials: &Credentials,
+        _side: Turn,
+    ) -> Result<Box<dyn ApartSide>> {
+        Err(Unsupported::new(format!("{} cannot run its sides apart", self.id())).into())
     }
 
     /// The library's primitives, measured by `speed` and charged by the cost model.

@@ -21,11 +21,14 @@
 //! by [`Turns::begin`] and [`Turns::ended`], and while a [`SideCounter`] is
 //! set, the instructions (under callgrind) or the heap allocations of each
 //! turn are charged to its side, the bookkeeping between turns to neither.
+//! The wire tap ([`tap`]) hooks in there too: it notes each turn, and
+//! the turn in which a side's handshake was done ([`Turns::done`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{thread_cpu_ns, SideTime};
+use crate::transport::tap;
 use crate::valgrind::callgrind;
 
 /// What besides the clocks each side's turns are counted by, for the
@@ -103,6 +106,14 @@ pub fn side_ends(turn: Turn) {
 }
 
 impl Turn {
+    /// This side as the wire tap names it.
+    pub fn tap_side(self) -> tap::Side {
+        match self {
+            Turn::Client => tap::Side::Client,
+            Turn::Server => tap::Side::Server,
+        }
+    }
+
     /// The label of this side's counts in a callgrind profile.
     pub fn profile_label(self) -> &'static std::ffi::CStr {
         match self {
@@ -180,11 +191,20 @@ impl Turns {
     /// instructions or allocations are counted, when a [`SideCounter`] is set.
     #[inline]
     pub fn begin(&mut self, turn: Turn) {
+        tap::turn_began(turn.tap_side());
         side_begins(turn);
+    }
+
+    /// `turn`'s side is done with its handshake (it can send application
+    /// data): the wire tap marks its latest turn, the first time only.
+    #[inline]
+    pub fn done(&mut self, turn: Turn) {
+        tap::done(turn.tap_side());
     }
 
     /// Charges the time since the previous turn ended to `turn`'s side.
     pub fn ended(&mut self, turn: Turn) {
+        tap::turn_ended(turn.tap_side());
         side_ends(turn);
         let now = Instant::now();
         let side = match turn {

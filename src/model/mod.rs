@@ -3,6 +3,7 @@
 //! beside what it does cost, and where the time goes.
 
 pub mod counts;
+pub mod network;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;

@@ -1,9 +1,11 @@
 //! The handshake view: per row the handshakes per second, each side's CPU
 //! time, the wall time with the interval of its median, and the ratio to
 //! the baseline row taken from same-round pairs; and, when a run has both,
-//! TLS rows beside their DTLS twins ([`tls_vs_dtls`]).
+//! TLS rows beside their DTLS twins ([`tls_vs_dtls`]); the handshake on
+//! the wire and over networks ([`wire`]).
 
 pub mod tls_vs_dtls;
+pub mod wire;
 
 use serde::Serialize;
 
@@ -63,6 +65,12 @@ pub struct Row {
     /// Per side and category, instructions per handshake (`--breakdown`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub breakdown: Vec<CategoryCount>,
+    /// The handshake on the wire.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wire: Option<wire::WireFigures>,
+    /// Per network profile, the model and what a link measured.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<wire::NetworkFigures>,
 }
 
 /// A row's instructions per handshake, counted under valgrind.
@@ -249,6 +257,13 @@ fn row_of(cell: &CellResult) -> Row {
         instructions: cell.counts.instructions.as_ref().map(counted_figures),
         memory: cell.counts.memory.as_ref().map(memory_figures),
         breakdown: cell.counts.breakdown.clone(),
+        wire: cell.counts.wire.as_ref().map(wire::WireFigures::of),
+        network: cell
+            .counts
+            .network
+            .iter()
+            .map(wire::NetworkFigures::of)
+            .collect(),
     }
 }
 
@@ -811,6 +826,7 @@ fn records(rows: &[Row]) -> Table {
         ]
         .map(String::from),
     );
+    headers.extend(wire::RECORD_HEADERS.map(String::from));
     let number = |value: Option<f64>| value.map(|v| format!("{v:.3}")).unwrap_or_default();
     let mut table = Table {
         headers,
@@ -870,7 +886,17 @@ fn records(rows: &[Row]) -> Table {
             row.weak.to_string(),
             row.security_notes.join("; "),
         ]);
-        table.rows.push(fields);
+        // One record per network profile, or one without.
+        let networks: Vec<Option<&wire::NetworkFigures>> = if row.network.is_empty() {
+            vec![None]
+        } else {
+            row.network.iter().map(Some).collect()
+        };
+        for network in networks {
+            let mut record = fields.clone();
+            record.extend(wire::record_fields(row, network));
+            table.rows.push(record);
+        }
     }
     table
 }
@@ -890,6 +916,11 @@ pub struct HandshakeReport<'a> {
     pub rounds: &'a [Round],
     /// The valgrind that counted instructions, if any did.
     pub counted_with: Option<&'a str>,
+    /// Show the wire table (`--wire`); the exports have the figures always.
+    pub show_wire: bool,
+    /// Where the server ran when not in this process (`--remote`): its
+    /// address and host, said under the table.
+    pub server_elsewhere: Option<&'a str>,
 }
 
 impl HandshakeReport<'_> {
@@ -934,7 +965,16 @@ impl HandshakeReport<'_> {
             }),
         );
         let mut tables = vec![table(&rows, self.baseline, self.counted_with)];
+        if let Some(server) = self.server_elsewhere {
+            let notes = &mut tables[0].notes;
+            notes.retain(|note| !note.starts_with("TCP, UDP rows:"));
+            notes.push(format!("Server elsewhere: `tlslab serve --handshakes` at {server}. Its CPU per handshake is its thread's from taking the connection to the end of its handshake, as it reported it; the client's CPU and wall time run from its connect() (TCP's handshake included) until its library was done, over the network between them."));
+        }
         tables.extend(breakdown_table(&cells));
+        if self.show_wire {
+            tables.extend(wire::wire_table(&rows));
+        }
+        tables.extend(wire::network_table(&rows));
         tables.extend(tls_vs_dtls::table(&dtls_pairs, &cells));
         Document {
             heading: super::heading(self.host, self.libraries),

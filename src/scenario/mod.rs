@@ -7,6 +7,7 @@ pub mod axes;
 pub mod bulk;
 pub mod measure;
 pub mod names;
+pub mod network;
 pub mod offer;
 pub mod presets;
 pub mod speed;

@@ -21,6 +21,20 @@ pub enum Preset {
     /// The DTLS 1.2 handshake study: FFDH-2048 with RSA-2048, ECDH P-256
     /// with RSA-2048 and with ECDSA P-256, AES-128-GCM, each side's CPU.
     DtlsStudy,
+    /// The post-quantum matrix over three networks: per row the bytes on
+    /// the wire, the network model and the handshakes over an emulated
+    /// link (wan, mobile, satellite), the rows whose flight costs an extra
+    /// round trip called out.
+    PqNetwork,
+}
+
+/// A preset's networks: the profiles, the link (measured where it can be
+/// built) and the handshakes per row and profile over it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PresetNetwork {
+    pub profiles: &'static str,
+    pub link: &'static str,
+    pub link_samples: usize,
 }
 
 impl Named for Preset {
@@ -30,6 +44,7 @@ impl Named for Preset {
         Preset::Tls13Matrix,
         Preset::PostQuantum,
         Preset::DtlsStudy,
+        Preset::PqNetwork,
     ];
 
     fn id(self) -> &'static str {
@@ -38,6 +53,7 @@ impl Named for Preset {
             Preset::Tls13Matrix => "tls13-matrix",
             Preset::PostQuantum => "post-quantum",
             Preset::DtlsStudy => "dtls-study",
+            Preset::PqNetwork => "pq-network",
         }
     }
 }
@@ -49,6 +65,7 @@ impl Preset {
             Preset::Tls13Matrix => "TLS 1.3: X25519, P-256, P-384, X25519MLKEM768, ffdhe2048 with RSA-2048, ECDSA P-256 and Ed25519 certificates",
             Preset::PostQuantum => "TLS 1.3: X25519 vs X25519MLKEM768 vs ML-KEM-768, ECDSA P-256 vs ML-DSA-44/65 certificates",
             Preset::DtlsStudy => "DTLS 1.2 AES-128-GCM, 1400-byte MTU: DHE-2048 with RSA-2048, ECDHE P-256 with RSA-2048 and ECDSA P-256 on OpenSSL; DTLS 1.3 ECDHE P-256 with ECDSA P-256 on dimpl (add --tls 1.2,dtls1.2 for the price of DTLS)",
+            Preset::PqNetwork => "post-quantum's matrix on OpenSSL over wan, mobile and satellite: bytes on the wire, the network model beside handshakes over an emulated link (root), extra round trips called out",
         }
     }
 
@@ -81,7 +98,7 @@ impl Preset {
                 ],
                 vec![CertKind::Rsa2048, CertKind::EcdsaP256, CertKind::Ed25519],
             ),
-            Preset::PostQuantum => (
+            Preset::PostQuantum | Preset::PqNetwork => (
                 vec![TlsVersion::Tls13],
                 vec![Group::X25519, Group::X25519Mlkem768, Group::Mlkem768],
                 vec![CertKind::EcdsaP256, CertKind::MlDsa44, CertKind::MlDsa65],
@@ -110,7 +127,7 @@ impl Preset {
     /// The backend ids the preset runs on unless `--backend` says otherwise.
     pub fn default_backends(self) -> &'static [&'static str] {
         match self {
-            Preset::KexMatrix | Preset::DtlsStudy => &["openssl"],
+            Preset::KexMatrix | Preset::DtlsStudy | Preset::PqNetwork => &["openssl"],
             Preset::Tls13Matrix | Preset::PostQuantum => &["openssl", "rustls-aws-lc"],
         }
     }
@@ -132,7 +149,9 @@ impl Preset {
                     ..self.matrix()
                 },
             }],
-            Preset::KexMatrix | Preset::Tls13Matrix | Preset::PostQuantum => Vec::new(),
+            Preset::KexMatrix | Preset::Tls13Matrix | Preset::PostQuantum | Preset::PqNetwork => {
+                Vec::new()
+            }
         }
     }
 
@@ -147,7 +166,17 @@ impl Preset {
             Preset::Tls13Matrix => 48.0,
             Preset::PostQuantum => 60.0,
             Preset::DtlsStudy => 30.0,
+            Preset::PqNetwork => 40.0,
         }
+    }
+
+    /// The networks the preset runs its rows over, if any.
+    pub fn network(self) -> Option<PresetNetwork> {
+        (self == Preset::PqNetwork).then_some(PresetNetwork {
+            profiles: "wan,mobile,satellite",
+            link: "tun",
+            link_samples: 8,
+        })
     }
 
     /// The row every other row is compared with unless `--baseline` says otherwise.

@@ -1,7 +1,8 @@
 //! The counted measures of handshake cells (`--measure instructions,memory`):
 //! per cell and measure, how counting ended (`counts`), every sample per
 //! side (`count_samples`) and the instructions per category
-//! (`count_breakdown`).
+//! (`count_breakdown`); and the wire figures and network results, kept
+//! with them ([`super::wire`]).
 
 use anyhow::{bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -31,7 +32,14 @@ impl Store {
                 cell.backend
             );
         };
-        for table in ["counts", "count_samples", "count_breakdown"] {
+        for table in [
+            "counts",
+            "count_samples",
+            "count_breakdown",
+            "wire",
+            "network",
+            "network_samples",
+        ] {
             tx.execute(
                 &format!("DELETE FROM {table} WHERE cell_id = ?1"),
                 [cell_id],
@@ -111,7 +119,7 @@ pub(super) fn write_counts(connection: &Connection, cell_id: i64, counts: &Count
             count.instructions
         ])?;
     }
-    Ok(())
+    super::wire::write_wire(connection, cell_id, counts.wire.as_ref(), &counts.network)
 }
 
 /// Reads a cell's counted measures back.
@@ -197,5 +205,6 @@ pub(super) fn read_counts(connection: &Connection, cell_id: i64) -> Result<Count
         })?
         .collect::<rusqlite::Result<Vec<_>>>()
         .context("reading a cell's breakdown")?;
+    (counts.wire, counts.network) = super::wire::read_wire(connection, cell_id)?;
     Ok(counts)
 }

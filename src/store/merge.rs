@@ -16,7 +16,15 @@ use super::{schema, Store};
 const CELL_TABLES: &[(&str, &[&str])] = &[
     (
         "cells",
-        &["samples", "counts", "count_samples", "count_breakdown"],
+        &[
+            "samples",
+            "counts",
+            "count_samples",
+            "count_breakdown",
+            "wire",
+            "network",
+            "network_samples",
+        ],
     ),
     (
         "speed_cells",

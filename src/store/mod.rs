@@ -14,6 +14,7 @@ mod provenance;
 mod schema;
 mod speed;
 mod tunnel;
+mod wire;
 
 pub use load::LoadRecord;
 pub use merge::MergeSummary;
@@ -688,6 +689,69 @@ mod tests {
         assert_eq!(store.latest_run_id().unwrap(), Some(run));
         assert_eq!(store.run_kind(run).unwrap().as_deref(), Some("handshake"));
         assert_eq!(store.run_kind(run + 1).unwrap(), None);
+    }
+
+    /// Wire figures, a modelled profile and one measured over a link come
+    /// back as they were saved, in order; saving the counts again replaces them.
+    #[test]
+    fn wire_figures_and_network_results_round_trip() {
+        use crate::scenario::network::parse_profiles;
+        use crate::transport::tap::{Side, TurnRecord};
+        use crate::workload::network::{model_cells, LinkSample};
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.begin_run(&run_info()).unwrap();
+        let mut cell = measured_cell();
+        let turn = |side, writes: &[usize], read_from: &[usize], done| TurnRecord {
+            side,
+            ns: 5_000,
+            writes: writes.to_vec(),
+            read_from: read_from.to_vec(),
+            done,
+        };
+        cell.counts.wire = Some(crate::workload::wire::Wire {
+            client_bytes: 300,
+            server_bytes: 4_000,
+            client_records: 2,
+            server_records: 6,
+            client_flights: 2,
+            server_flights: 1,
+            round_trips: Some(1.0),
+            server_round_trips: Some(1.5),
+            client_packets: 2,
+            server_packets: 3,
+            datagrams: false,
+            fragments: None,
+            handshakes: 5,
+            bytes_spread: 2,
+            turns: vec![
+                turn(Side::Client, &[250], &[], false),
+                turn(Side::Server, &[4_000], &[0], false),
+                turn(Side::Client, &[50], &[1], true),
+            ],
+        });
+        let profiles = parse_profiles("wan,rtt=10ms,loss=1%").unwrap();
+        model_cells(std::slice::from_mut(&mut cell), &profiles);
+        cell.counts.network[1].link = Some("tun".to_string());
+        cell.counts.network[1].measured = Some(Outcome::Measured {
+            samples: (0..3)
+                .map(|i| Timed {
+                    round: i,
+                    value: LinkSample {
+                        latency_ns: 21_000_000 + u64::from(i),
+                        client_cpu_ns: 300_000,
+                        server_cpu_ns: 500_000,
+                    },
+                })
+                .collect(),
+            precise: false,
+        });
+        store.save_cell(run, &cell).unwrap();
+        let loaded = store.load_run(run).unwrap();
+        assert_eq!(loaded.cells, vec![cell.clone()]);
+        assert!(loaded.cells[0].counts.network[0].model.unwrap().ms > 100.0);
+        cell.counts.network.truncate(1);
+        store.save_counts(run, &cell).unwrap();
+        assert_eq!(store.load_run(run).unwrap().cells, vec![cell]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
@@ -20,6 +20,7 @@ const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_5_TO_6],
     &[VERSION_6_TO_7],
     &[VERSION_7_TO_8],
+    &[VERSION_8_TO_9],
 ];
 
 /// The latest schema, created directly in a new (empty) database. A
@@ -374,6 +375,52 @@ CREATE TABLE speed_count_samples (
     seq INTEGER NOT NULL,
     instructions INTEGER NOT NULL,
     PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+-- Version 9: each handshake cell's bytes on the wire, traced over
+-- memory (`turns_json`: the traced handshake's turns, which the network
+-- model replays); per network profile (`--network`) the model's time in
+-- ms (`model_json`: the rest of its answer) and, over an emulated link
+-- (`link`), every handshake's latency from connect() until the client
+-- could send application data, with each side's CPU.
+CREATE TABLE wire (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    client_bytes INTEGER NOT NULL,
+    server_bytes INTEGER NOT NULL,
+    client_records INTEGER NOT NULL,
+    server_records INTEGER NOT NULL,
+    client_flights INTEGER NOT NULL,
+    server_flights INTEGER NOT NULL,
+    round_trips REAL,
+    server_round_trips REAL,
+    client_packets INTEGER NOT NULL,
+    server_packets INTEGER NOT NULL,
+    datagrams INTEGER NOT NULL,
+    fragments INTEGER,
+    handshakes INTEGER NOT NULL,
+    bytes_spread INTEGER NOT NULL,
+    turns_json TEXT NOT NULL,
+    PRIMARY KEY (cell_id)
+) WITHOUT ROWID;
+CREATE TABLE network (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    profile TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    profile_json TEXT NOT NULL,
+    model_ms REAL,
+    model_json TEXT,
+    link TEXT,
+    status TEXT CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    PRIMARY KEY (cell_id, profile)
+) WITHOUT ROWID;
+CREATE TABLE network_samples (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    profile TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    latency_ns INTEGER NOT NULL,
+    client_cpu_ns INTEGER NOT NULL,
+    server_cpu_ns INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, profile, seq)
 ) WITHOUT ROWID;
 "#;
 
@@ -741,6 +788,50 @@ CREATE TABLE speed_count_samples (
     seq INTEGER NOT NULL,
     instructions INTEGER NOT NULL,
     PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+"#;
+
+/// Version 9: wire figures and network results of handshake cells.
+const VERSION_8_TO_9: &str = r#"
+CREATE TABLE wire (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    client_bytes INTEGER NOT NULL,
+    server_bytes INTEGER NOT NULL,
+    client_records INTEGER NOT NULL,
+    server_records INTEGER NOT NULL,
+    client_flights INTEGER NOT NULL,
+    server_flights INTEGER NOT NULL,
+    round_trips REAL,
+    server_round_trips REAL,
+    client_packets INTEGER NOT NULL,
+    server_packets INTEGER NOT NULL,
+    datagrams INTEGER NOT NULL,
+    fragments INTEGER,
+    handshakes INTEGER NOT NULL,
+    bytes_spread INTEGER NOT NULL,
+    turns_json TEXT NOT NULL,
+    PRIMARY KEY (cell_id)
+) WITHOUT ROWID;
+CREATE TABLE network (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    profile TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    profile_json TEXT NOT NULL,
+    model_ms REAL,
+    model_json TEXT,
+    link TEXT,
+    status TEXT CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    PRIMARY KEY (cell_id, profile)
+) WITHOUT ROWID;
+CREATE TABLE network_samples (
+    cell_id INTEGER NOT NULL REFERENCES cells (id),
+    profile TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    latency_ns INTEGER NOT NULL,
+    client_cpu_ns INTEGER NOT NULL,
+    server_cpu_ns INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, profile, seq)
 ) WITHOUT ROWID;
 "#;
 

@@ -11,6 +11,8 @@ use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::rc::Rc;
 
+use super::tap;
+
 /// The datagrams in flight one way, and every datagram sent that way when
 /// the channel keeps a trace.
 #[derive(Debug, Default)]
@@ -132,6 +134,16 @@ pub struct DatagramEnd {
     is_client: bool,
 }
 
+impl DatagramEnd {
+    fn side(&self) -> tap::Side {
+        if self.is_client {
+            tap::Side::Client
+        } else {
+            tap::Side::Server
+        }
+    }
+}
+
 impl Read for DatagramEnd {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let mut channel = self.channel.borrow_mut();
@@ -155,6 +167,7 @@ impl Read for DatagramEnd {
             ));
         }
         out[..datagram.len()].copy_from_slice(&datagram);
+        tap::read(self.side(), datagram.len(), true);
         Ok(datagram.len())
     }
 }
@@ -174,6 +187,7 @@ impl Write for DatagramEnd {
         }
         let index = channel.sent;
         channel.sent += 1;
+        tap::wrote(self.side(), datagram, true);
         let fault = channel.fault;
         let outgoing = if self.is_client {
             &mut channel.to_server

@@ -1,10 +1,13 @@
 //! An in-memory duplex byte pipe: the "network" between a client and a
-//! server running in the same thread.
+//! server running in the same thread. The wire tap ([`tap`]) sees every
+//! write and read while it records.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::rc::Rc;
+
+use super::tap;
 
 #[derive(Debug, Default)]
 struct Buffers {
@@ -52,6 +55,16 @@ pub struct PipeEnd {
     is_client: bool,
 }
 
+impl PipeEnd {
+    fn side(&self) -> tap::Side {
+        if self.is_client {
+            tap::Side::Client
+        } else {
+            tap::Side::Server
+        }
+    }
+}
+
 impl Read for PipeEnd {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let mut buffers = self.buffers.borrow_mut();
@@ -63,7 +76,9 @@ impl Read for PipeEnd {
         if incoming.is_empty() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        incoming.read(out)
+        let read = incoming.read(out)?;
+        tap::read(self.side(), read, false);
+        Ok(read)
     }
 }
 
@@ -76,6 +91,7 @@ impl Write for PipeEnd {
             &mut buffers.to_client
         };
         outgoing.extend(data);
+        tap::wrote(self.side(), data, false);
         Ok(data.len())
     }
 

@@ -5,7 +5,10 @@
 //! sides run in two threads.
 
 pub mod datagram;
+pub mod link;
 pub mod memory;
+pub mod netns;
+pub mod tap;
 pub mod tcp;
 pub mod udp;
 

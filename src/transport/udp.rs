@@ -22,6 +22,14 @@ pub struct Datagrams {
 }
 
 impl Datagrams {
+    /// A socket already connected to its peer.
+    pub fn new(socket: UdpSocket) -> Self {
+        Self {
+            socket,
+            trace: None,
+        }
+    }
+
     pub fn local_address(&self) -> io::Result<SocketAddr> {
         self.socket.local_addr()
     }
@@ -81,6 +89,12 @@ impl Datagrams {
     /// returned list fills as it sends.
     pub fn traced(&mut self) -> Arc<Mutex<Vec<Vec<u8>>>> {
         Arc::clone(self.trace.get_or_insert_with(Default::default))
+    }
+}
+
+impl std::os::fd::AsRawFd for Datagrams {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.socket.as_raw_fd()
     }
 }
 

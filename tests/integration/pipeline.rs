@@ -95,6 +95,8 @@ fn report<'a>(
         cells,
         rounds,
         counted_with: None,
+        show_wire: true,
+        server_elsewhere: None,
     }
 }
 
@@ -187,9 +189,23 @@ fn mock_matrix_to_store_to_exports() {
         );
     }
 
+    // The wire trace and the network model are deterministic on the mock.
+    let mut cells = run.cells.clone();
+    let untraced = tlslab::workload::wire::trace_cells(&mut cells, util::certs(), &mut |_| {});
+    assert!(untraced.is_empty(), "{untraced:?}");
+    // The traced turns' own times share each side's CPU out; without them
+    // the shares are equal and the model's figures fixed.
+    for wire in cells.iter_mut().filter_map(|c| c.counts.wire.as_mut()) {
+        wire.turns.iter_mut().for_each(|turn| turn.ns = 0);
+    }
+    let profiles = tlslab::scenario::network::parse_profiles("wan,rtt=100ms,initcwnd=1").unwrap();
+    tlslab::workload::network::model_cells(&mut cells, &profiles);
+    let traced = cells.iter().filter(|c| c.counts.wire.is_some()).count();
+    assert_eq!(traced, measured.len());
+
     // Deterministic timings give a deterministic CSV: compare with the snapshot.
     let host = HostInfo::current();
-    let document = report(&run.cells, baseline, &host, &[]).document();
+    let document = report(&cells, baseline, &host, &[]).document();
     let csv = document.render(Format::Csv).unwrap();
     let snapshot_path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -225,9 +241,23 @@ fn mock_matrix_to_store_to_exports() {
     assert_eq!(json_rows[0]["samples"][0]["round"], 0);
     assert_eq!(json["seed"], 11);
 
+    // The exports name the wire and network figures as the issue does.
+    let wire = &json_rows[0]["wire"];
+    assert_eq!(wire["round_trips"], 2.0);
+    assert!(wire["client_bytes"].as_u64().unwrap() > 0);
+    assert!(wire["records"].as_u64().unwrap() > 0);
+    assert!(wire["segments"].as_u64().is_some() && wire["datagrams"].is_null());
+    let network = json_rows[0]["network"].as_array().unwrap();
+    assert_eq!(network.len(), 2);
+    assert_eq!(network[0]["profile"], "wan");
+    assert!(network[0]["model_ms"].as_f64().unwrap() > 150.0);
+    assert!(json_rows[0]["network"][0]["measured_ms"].is_null());
+
+    // The main table, the wire table and the network table (a line per
+    // row and profile).
     let markdown = document.render(Format::Markdown).unwrap();
     let table_lines = markdown.lines().filter(|l| l.starts_with('|')).count();
-    assert_eq!(table_lines, 2 + 12, "{markdown}");
+    assert_eq!(table_lines, (2 + 12) + (2 + 5) + (2 + 2 * 5), "{markdown}");
     assert!(markdown.contains("| mock "), "{markdown}");
     let table = document.render(Format::Table).unwrap();
     assert!(table.contains("same-round ratios"), "{table}");

@@ -147,6 +147,18 @@ impl Backend for DimplBackend {
         Ok(Box::new(DimplHandshaker::new(scenario, credentials)?))
     }
 
+    fn apart(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+        side: Turn,
+    ) -> Result<Box<dyn super::ApartSide>> {
+        Ok(Box::new(udp::DimplApart {
+            handshaker: DimplHandshaker::new(scenario, credentials)?,
+            side,
+        }))
+    }
+
     fn bulk_pair(
         &self,
         scenario: &HandshakeScenario,
@@ -267,6 +279,9 @@ struct Side<E = DatagramEnd> {
     /// Plaintext handshake datagrams this side sent, kept to read what it
     /// chose (the server's; `None` for the client).
     kept: Option<Vec<Vec<u8>>>,
+    /// Plaintext handshake datagrams this side received, when kept (a
+    /// client whose server runs elsewhere reads the server's choices there).
+    heard: Option<Vec<Vec<u8>>>,
     /// Application data received and not yet handed out, from `taken` on.
     received: Vec<u8>,
     taken: usize,
@@ -323,6 +338,11 @@ impl<E: Read + Write> Side<E> {
     /// `datagram`) and puts out what it answers; `what` names the step in
     /// errors ("handshake").
     fn take(&mut self, length: usize, what: &str) -> Result<()> {
+        if let Some(heard) = &mut self.heard {
+            if self.datagram.first() == Some(&22) {
+                heard.push(self.datagram[..length].to_vec());
+            }
+        }
         self.dtls
             .handle_packet(&self.datagram[..length])
             .map_err(|error| anyhow!("{what} failed: {error}"))?;
@@ -479,12 +499,18 @@ impl DimplHandshaker {
             if server_turn {
                 turns.begin(Turn::Server);
                 server.receive_all().context("server")?;
+                if server.connected {
+                    turns.done(Turn::Server);
+                }
                 turns.ended(Turn::Server);
             }
             let client_turn = pipe.pending_for_client();
             if client_turn {
                 turns.begin(Turn::Client);
                 client.receive_all().context("client")?;
+                if client.connected {
+                    turns.done(Turn::Client);
+                }
                 turns.ended(Turn::Client);
             }
             if client.connected
@@ -536,12 +562,17 @@ impl DimplHandshaker {
     /// What a client and a server of this handshaker negotiated (see
     /// [`Self::negotiated`]).
     fn negotiated_by<C, S>(&self, client: &Side<C>, server: &Side<S>) -> Result<Negotiated> {
+        self.negotiated_from(client, server.kept.as_deref().unwrap_or_default())
+    }
+
+    /// What a client of this handshaker negotiated, read off the
+    /// server's plaintext handshake datagrams `kept` (see [`Self::negotiated`]).
+    fn negotiated_from<C>(&self, client: &Side<C>, kept: &[Vec<u8>]) -> Result<Negotiated> {
         let version = match client.dtls.protocol_version() {
             Some(ProtocolVersion::DTLS1_2) => "DTLSv1.2",
             Some(ProtocolVersion::DTLS1_3) => "DTLSv1.3",
             other => bail!("dimpl negotiated an unexpected version: {other:?}"),
         };
-        let kept = server.kept.as_deref().unwrap_or_default();
         let choices = wire::server_choices(kept)?;
         let wire_version = match choices.version {
             Some(0xfefd) => "DTLSv1.2",
@@ -611,6 +642,7 @@ impl SideMaker {
             connected: false,
             peer_leaf: None,
             kept: (!self.client).then(Vec::new),
+            heard: None,
             received: Vec::new(),
             taken: 0,
         };

@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use super::bulk::record_payload_bytes;
 use super::{DimplHandshaker, Side, MAX_TIMEOUTS};
 use crate::backend::socket::{run_sides, LossExplained, Sides, SocketBulkPair};
-use crate::backend::HandshakeSample;
+use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample, Turn};
 use crate::transport::udp::{bulk_udp_pair, udp_pair, Datagrams};
 use crate::transport::IO_TIMEOUT;
 
@@ -146,6 +146,59 @@ impl Read for DimplReads {
             let length = side.end.read(&mut side.datagram)?;
             side.take(length, "receiving application data")
                 .map_err(std::io::Error::other)?;
+        }
+    }
+}
+
+/// One side of a dimpl handshaker over UDP, its peer elsewhere.
+pub(super) struct DimplApart {
+    pub(super) handshaker: DimplHandshaker,
+    pub(super) side: Turn,
+}
+
+impl ApartSide for DimplApart {
+    fn handshake(&mut self, carrier: Carrier) -> Result<ApartHandshake> {
+        let Carrier::Udp(socket) = carrier else {
+            bail!("dimpl implements DTLS only, not TLS over TCP");
+        };
+        let client = self.side == Turn::Client;
+        let mut side = self
+            .handshaker
+            .side_maker(client)
+            .make(socket, Instant::now())?;
+        if client {
+            side.heard = Some(Vec::new());
+        }
+        let side = complete(side)?;
+        let negotiated = if client {
+            let heard = side.heard.clone().unwrap_or_default();
+            Some(self.handshaker.negotiated_from(&side, &heard)?)
+        } else {
+            None
+        };
+        Ok(ApartHandshake {
+            negotiated,
+            connection: Box::new(side),
+        })
+    }
+}
+
+/// A side kept after its handshake feeds dimpl what arrives (a resent
+/// flight) and sends what it answers, its timer on the real clock.
+impl ApartConnection for Side<Datagrams> {
+    fn linger_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        Some(self.end.as_raw_fd())
+    }
+
+    fn answer(&mut self) -> Result<()> {
+        self.end.set_read_timeout(MIN_WAIT)?;
+        match self.end.read(&mut self.datagram) {
+            Ok(length) => self.take(length, "answering the peer"),
+            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                self.tick(Instant::now())
+            }
+            Err(error) => Err(error).context("reading a datagram"),
         }
     }
 }

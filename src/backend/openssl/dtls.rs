@@ -81,6 +81,51 @@ fn cookie(
 /// Holds a DTLS connection to datagrams of at most `mtu_bytes` (its
 /// context must have `SslOptions::NO_QUERY_MTU`, so OpenSSL does not ask
 /// the channel instead).
+/// `DTLS_CTRL_GET_TIMEOUT` and `DTLS_CTRL_HANDLE_TIMEOUT` (the macros
+/// `DTLSv1_get_timeout` and `DTLSv1_handle_timeout`).
+const DTLS_CTRL_GET_TIMEOUT: libc::c_int = 73;
+const DTLS_CTRL_HANDLE_TIMEOUT: libc::c_int = 74;
+
+/// How long until the connection's retransmission timer is due, if one
+/// runs (zero when it is due).
+pub(super) fn timer(ssl: &SslRef) -> Option<std::time::Duration> {
+    let mut left = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    // SAFETY: the control writes one timeval.
+    let running = unsafe {
+        openssl_sys::SSL_ctrl(
+            ssl.as_ptr(),
+            DTLS_CTRL_GET_TIMEOUT,
+            0,
+            (&mut left as *mut libc::timeval).cast(),
+        )
+    };
+    (running > 0).then(|| {
+        std::time::Duration::from_secs(left.tv_sec.max(0) as u64)
+            + std::time::Duration::from_micros(left.tv_usec.max(0) as u64)
+    })
+}
+
+/// Lets OpenSSL resend its last flight if its timer is due; returns true
+/// if it did.
+pub(super) fn handle_timer(ssl: &SslRef) -> Result<bool> {
+    // SAFETY: the control takes no argument.
+    let handled = unsafe {
+        openssl_sys::SSL_ctrl(
+            ssl.as_ptr(),
+            DTLS_CTRL_HANDLE_TIMEOUT,
+            0,
+            std::ptr::null_mut(),
+        )
+    };
+    if handled < 0 {
+        bail!("resending a DTLS flight failed");
+    }
+    Ok(handled > 0)
+}
+
 pub(super) fn set_mtu(ssl: &SslRef, mtu_bytes: u16) -> Result<()> {
     // SAFETY: `ssl` is a live DTLS connection with its BIO set (OpenSSL
     // reads the BIO's overhead to check the minimum); SSL_set_mtu only

@@ -171,6 +171,30 @@ impl Backend for OpensslBackend {
         Ok(Box::new(OpensslHandshaker::new(scenario, credentials)?))
     }
 
+    fn apart(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+        side: Turn,
+    ) -> Result<Box<dyn super::ApartSide>> {
+        if scenario.resumption.is_on() {
+            bail!("resumed handshakes are not run apart (each connection would need the last one's session)");
+        }
+        let transport = if scenario.version.is_datagram() {
+            Transport::Udp
+        } else {
+            Transport::Tcp
+        };
+        let scenario = HandshakeScenario {
+            transport,
+            ..*scenario
+        };
+        Ok(Box::new(socket::OpensslApart {
+            handshaker: OpensslHandshaker::new(&scenario, credentials)?,
+            side,
+        }))
+    }
+
     fn bulk_pair(
         &self,
         scenario: &HandshakeScenario,
@@ -663,7 +687,11 @@ impl OpensslHandshaker {
                 if rounds > 0 {
                     turns.begin(Turn::Client);
                 }
+                let was_done = client_done;
                 step(&mut client, &mut client_done).context("client")?;
+                if client_done && !was_done {
+                    turns.done(Turn::Client);
+                }
                 turns.ended(Turn::Client);
             }
             let server_turn = pipe.pending_for_server();
@@ -673,7 +701,11 @@ impl OpensslHandshaker {
                     Some(server) => server,
                     None => server.insert(self.new_server(pipe)?),
                 };
+                let was_done = server_done;
                 step(server, &mut server_done).context("server")?;
+                if server_done && !was_done {
+                    turns.done(Turn::Server);
+                }
                 turns.ended(Turn::Server);
             }
             if client_done

@@ -13,7 +13,7 @@ use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslContext, SslStream};
 
 use super::{dtls, negotiated, OpensslHandshaker};
 use crate::backend::socket::{run_sides, CutWrites, LossExplained, Sides, SocketBulkPair};
-use crate::backend::HandshakeSample;
+use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample, Turn};
 use crate::certs::SERVER_NAME;
 use crate::scenario::Transport;
 use crate::transport::tcp::TcpLoopback;
@@ -80,6 +80,13 @@ impl OpensslHandshaker {
     }
 
     pub(super) fn connect<S: Read + Write>(&self, socket: S) -> Result<SslStream<S>> {
+        let mut stream = self.client_stream(socket)?;
+        handshake(&mut stream)?;
+        Ok(stream)
+    }
+
+    /// The client's connection over `socket`, before its handshake.
+    fn client_stream<S: Read + Write>(&self, socket: S) -> Result<SslStream<S>> {
         let mut ssl = Ssl::new(&self.client)?;
         ssl.set_connect_state();
         ssl.set_hostname(SERVER_NAME)?;
@@ -88,9 +95,7 @@ impl OpensslHandshaker {
             // SAFETY: the session was made by a client of this same context.
             unsafe { ssl.set_session(session)? };
         }
-        let mut stream = self.open(ssl, socket)?;
-        handshake(&mut stream)?;
-        Ok(stream)
+        self.open(ssl, socket)
     }
 
     /// What the client negotiated; the session kept for resumption (its
@@ -144,19 +149,73 @@ impl ServerSide {
         socket: S,
         peer: Option<SocketAddr>,
     ) -> Result<SslStream<S>> {
+        let mut stream = self.server_stream(socket, peer)?;
+        handshake(&mut stream)?;
+        Ok(stream)
+    }
+
+    /// The server's connection over `socket`, before its handshake.
+    fn server_stream<S: Read + Write>(
+        &self,
+        socket: S,
+        peer: Option<SocketAddr>,
+    ) -> Result<SslStream<S>> {
         let mut ssl = Ssl::new(&self.context)?;
         ssl.set_accept_state();
         if let Some(peer) = peer {
             dtls::set_peer_address(&mut ssl, peer);
         }
-        let mut stream = SslStream::new(ssl, socket)?;
+        let stream = SslStream::new(ssl, socket)?;
         if let Some(mtu_bytes) = self.mtu_bytes {
             dtls::set_mtu(stream.ssl(), mtu_bytes)?;
         }
-        handshake(&mut stream)?;
         Ok(stream)
     }
 }
+
+/// Runs a DTLS handshake to its end over a UDP socket with OpenSSL's
+/// retransmission timer on the real clock: reads wait in slices of at most
+/// [`DTLS_SLICE`] (OpenSSL may start a timer inside a call, while a read
+/// waits), and a due timer resends the last flight (a lost datagram). It
+/// fails after [`IO_TIMEOUT`] without a timer running and without progress.
+fn dtls_handshake(stream: &mut SslStream<Datagrams>) -> Result<()> {
+    const LONGEST: std::time::Duration = std::time::Duration::from_secs(60);
+    let started = std::time::Instant::now();
+    let mut quiet_since = started;
+    let mut state = stream.ssl().state_string();
+    loop {
+        let wait = dtls::timer(stream.ssl())
+            .unwrap_or(DTLS_SLICE)
+            .clamp(std::time::Duration::from_micros(100), DTLS_SLICE);
+        stream.get_ref().set_read_timeout(wait)?;
+        match stream.do_handshake() {
+            Ok(()) => return Ok(()),
+            Err(error) if error.code() == ErrorCode::WANT_READ => {
+                let resent = dtls::handle_timer(stream.ssl())?;
+                let now = stream.ssl().state_string();
+                if resent || now != state || dtls::timer(stream.ssl()).is_some() {
+                    quiet_since = std::time::Instant::now();
+                    state = now;
+                } else if quiet_since.elapsed() > IO_TIMEOUT {
+                    bail!(
+                        "handshake failed: nothing from the peer for {} s",
+                        IO_TIMEOUT.as_secs()
+                    );
+                }
+                if started.elapsed() > LONGEST {
+                    bail!(
+                        "handshake failed: still resending after {} s",
+                        LONGEST.as_secs()
+                    );
+                }
+            }
+            Err(error) => bail!("handshake failed: {error}"),
+        }
+    }
+}
+
+/// The longest a DTLS read waits before its handshake looks at its timer.
+const DTLS_SLICE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Runs a handshake to its end over a blocking socket: a "want read" here
 /// is a read that timed out.
@@ -215,4 +274,75 @@ pub(super) fn bulk_pair_over_tcp(handshaker: &OpensslHandshaker) -> Result<Socke
         Box::new(sides.client),
         Box::new(sides.server),
     ))
+}
+
+/// One side of an OpenSSL handshaker, its peer elsewhere.
+pub(super) struct OpensslApart {
+    pub(super) handshaker: OpensslHandshaker,
+    pub(super) side: Turn,
+}
+
+impl ApartSide for OpensslApart {
+    fn handshake(&mut self, carrier: Carrier) -> Result<ApartHandshake> {
+        let connection: Box<dyn ApartConnection>;
+        let mut negotiated_here = None;
+        match (self.side, carrier) {
+            (Turn::Client, Carrier::Tcp(socket)) => {
+                let stream = self.handshaker.connect(socket)?;
+                negotiated_here = Some(negotiated(stream.ssl())?);
+                connection = Box::new(stream);
+            }
+            (Turn::Client, Carrier::Udp(socket)) => {
+                let mut stream = self.handshaker.client_stream(socket)?;
+                dtls_handshake(&mut stream)?;
+                negotiated_here = Some(negotiated(stream.ssl())?);
+                connection = Box::new(stream);
+            }
+            (Turn::Server, Carrier::Tcp(socket)) => {
+                connection = Box::new(self.handshaker.server_side().accept(socket, None)?);
+            }
+            (Turn::Server, Carrier::Udp(socket)) => {
+                let peer = socket.peer_address()?;
+                let mut stream = self
+                    .handshaker
+                    .server_side()
+                    .server_stream(socket, Some(peer))?;
+                dtls_handshake(&mut stream)?;
+                connection = Box::new(stream);
+            }
+        }
+        Ok(ApartHandshake {
+            negotiated: negotiated_here,
+            connection,
+        })
+    }
+}
+
+impl ApartConnection for SslStream<std::net::TcpStream> {}
+
+/// A DTLS connection kept after its handshake answers the peer's resent
+/// flight (a lost Finished flight): OpenSSL resends its own on reading it.
+impl ApartConnection for SslStream<Datagrams> {
+    fn linger_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        Some(self.get_ref().as_raw_fd())
+    }
+
+    fn answer(&mut self) -> Result<()> {
+        self.get_ref()
+            .set_read_timeout(std::time::Duration::from_millis(1))?;
+        let mut byte = [0u8; 1];
+        match self.ssl_read(&mut byte) {
+            Ok(_) => Ok(()),
+            Err(error)
+                if matches!(
+                    error.code(),
+                    ErrorCode::WANT_READ | ErrorCode::ZERO_RETURN | ErrorCode::SYSCALL
+                ) =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(anyhow!("answering the peer: {error}")),
+        }
+    }
 }

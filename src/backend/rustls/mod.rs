@@ -233,6 +233,21 @@ impl Backend for RustlsBackend {
         Ok(Box::new(handshaker))
     }
 
+    fn apart(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+        side: Turn,
+    ) -> Result<Box<dyn super::ApartSide>> {
+        if scenario.resumption.is_on() {
+            bail!("resumed handshakes are not run apart (each connection would need the last one's session)");
+        }
+        Ok(Box::new(socket::RustlsApart {
+            handshaker: self.configure(scenario, credentials)?,
+            side,
+        }))
+    }
+
     fn bulk_pair(
         &self,
         scenario: &HandshakeScenario,
@@ -575,6 +590,9 @@ impl RustlsHandshaker {
                 instrument::set_side(Side::Client);
                 turns.begin(Turn::Client);
                 pump(&mut *client, &mut client_end, input).context("client")?;
+                if !client.is_handshaking() {
+                    turns.done(Turn::Client);
+                }
                 turns.ended(Turn::Client);
             }
             let server_turn = pipe.pending_for_server();
@@ -582,6 +600,9 @@ impl RustlsHandshaker {
                 instrument::set_side(Side::Server);
                 turns.begin(Turn::Server);
                 pump(&mut *server, &mut server_end, true).context("server")?;
+                if !server.is_handshaking() {
+                    turns.done(Turn::Server);
+                }
                 turns.ended(Turn::Server);
             }
             if !client.is_handshaking()

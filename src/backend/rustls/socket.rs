@@ -11,7 +11,7 @@ use rustls::{ClientConnection, HandshakeKind, ServerConnection, StreamOwned};
 use super::instrument::{self, Side};
 use super::RustlsHandshaker;
 use crate::backend::socket::{run_sides, Sides, SocketBulkPair};
-use crate::backend::HandshakeSample;
+use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample, Turn};
 use crate::transport::tcp::TcpLoopback;
 
 type Established = Sides<(ClientConnection, TcpStream), (ServerConnection, TcpStream)>;
@@ -106,3 +106,56 @@ pub(super) fn bulk_pair_over_tcp(handshaker: &RustlsHandshaker) -> Result<Socket
         Box::new(StreamOwned::new(server, server_socket)),
     ))
 }
+
+/// One side of a rustls handshaker over TCP, its peer elsewhere.
+pub(super) struct RustlsApart {
+    pub(super) handshaker: RustlsHandshaker,
+    pub(super) side: Turn,
+}
+
+impl ApartSide for RustlsApart {
+    fn handshake(&mut self, carrier: Carrier) -> Result<ApartHandshake> {
+        let Carrier::Tcp(mut socket) = carrier else {
+            bail!("rustls has no DTLS to run over UDP");
+        };
+        let handshaker = &self.handshaker;
+        match self.side {
+            Turn::Client => {
+                let mut client = ClientConnection::new(
+                    Arc::clone(&handshaker.client),
+                    handshaker.server_name.clone(),
+                )?;
+                while client.is_handshaking() {
+                    client.complete_io(&mut socket)?;
+                }
+                // The client's last flight (TLS 1.3: its Finished).
+                while client.wants_write() {
+                    client.write_tls(&mut socket)?;
+                }
+                if client.handshake_kind() == Some(HandshakeKind::FullWithHelloRetryRequest) {
+                    bail!("the handshake needed a HelloRetryRequest (an extra round trip)");
+                }
+                Ok(ApartHandshake {
+                    negotiated: Some(handshaker.negotiated(&client)),
+                    connection: Box::new((client, socket)),
+                })
+            }
+            Turn::Server => {
+                let mut server = ServerConnection::new(Arc::clone(&handshaker.server))?;
+                while server.is_handshaking() {
+                    server.complete_io(&mut socket)?;
+                }
+                while server.wants_write() {
+                    server.write_tls(&mut socket)?;
+                }
+                Ok(ApartHandshake {
+                    negotiated: None,
+                    connection: Box::new((server, socket)),
+                })
+            }
+        }
+    }
+}
+
+impl ApartConnection for (ClientConnection, TcpStream) {}
+impl ApartConnection for (ServerConnection, TcpStream) {}

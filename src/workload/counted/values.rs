@@ -34,7 +34,9 @@ pub struct CategoryCount {
 }
 
 /// What the counted measures found for one cell (see
-/// [`crate::workload::counted`]): each is `None` unless it was asked for.
+/// [`crate::workload::counted`]): each is `None` unless it was asked for;
+/// and the bytes on the wire, counted too, with what the network model and
+/// an emulated link make of them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Counts {
     /// Instructions per side per handshake, one sample per handshake.
@@ -46,4 +48,11 @@ pub struct Counts {
     /// Heap bytes per side, one sample per handshake.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<Outcome<HeapSample>>,
+    /// The handshake on the wire, traced over memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wire: Option<crate::workload::wire::Wire>,
+    /// Per network profile (`--network`): the model and, over a link, the
+    /// latencies measured.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<crate::workload::network::NetworkResult>,
 }

@@ -1,0 +1,159 @@
+//! What `handshake` adds beside its time and counts: every measured row's
+//! handshake traced on the wire, the network model of each row over each
+//! `--network` profile, and with `--link` the rows measured over an
+//! emulated link; each cell stored again with them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::session::{usage, Bar};
+use crate::certs::CertCache;
+use crate::cli::HandshakeArgs;
+use crate::scenario::network::{parse_profiles, NetworkProfile};
+use crate::scenario::presets::PresetNetwork;
+use crate::store::Store;
+use crate::workload::handshake::CellResult;
+use crate::workload::network::model_cells;
+
+/// The link a run measures over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LinkKind {
+    /// tlslab's user-space link over TUN devices between two namespaces.
+    Tun,
+}
+
+impl LinkKind {
+    fn parse(text: &str) -> Result<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "tun" => Ok(LinkKind::Tun),
+            "netem" => Err(usage(
+                "--link netem: not built; use --link tun (tlslab's own link, which works where the kernel has no netem)",
+            )),
+            other => Err(usage(format!("unknown link '{other}'; valid links: tun"))),
+        }
+    }
+}
+
+/// The network part of a run, as stored with its options.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct NetworkPlan {
+    pub profiles: Vec<NetworkProfile>,
+    pub link: Option<LinkKind>,
+    /// Handshakes per row and profile over the link.
+    pub link_samples: usize,
+}
+
+/// Handshakes per row and profile over a link unless `--runs` says.
+pub(crate) const LINK_SAMPLES: usize = 10;
+
+impl NetworkPlan {
+    /// The plan from `--network`, `--link` and `--runs` (or a preset's
+    /// profiles); `None` without profiles.
+    pub(crate) fn from_args(
+        args: &HandshakeArgs,
+        preset: Option<PresetNetwork>,
+    ) -> Result<Option<Self>> {
+        let profiles = match (&args.network, preset) {
+            (Some(list), _) => list.as_str(),
+            (None, Some(preset)) => preset.profiles,
+            (None, None) if args.link.is_some() => {
+                return Err(usage(
+                    "--link measures rows over --network's profiles: give --network too",
+                ))
+            }
+            (None, None) => return Ok(None),
+        };
+        let profiles = parse_profiles(profiles).map_err(usage)?;
+        let mut link = args.link.as_deref().map(LinkKind::parse).transpose()?;
+        let missing = crate::transport::netns::missing();
+        if let (Some(_), Some(missing)) = (link, &missing) {
+            return Err(usage(format!(
+                "--link tun builds two network namespaces joined by TUN devices; missing: {missing}"
+            )));
+        }
+        // A preset's link where it can be built; the model alone elsewhere.
+        if let Some(preset) = preset.filter(|_| link.is_none() && args.network.is_none()) {
+            match missing {
+                None => link = Some(LinkKind::parse(preset.link)?),
+                Some(missing) => eprintln!(
+                    "note: the model alone, no link to measure it over: the tun link needs {missing}"
+                ),
+            }
+        }
+        let link_samples = args
+            .sampling
+            .runs
+            .or(preset.map(|p| p.link_samples))
+            .unwrap_or(LINK_SAMPLES)
+            .max(1);
+        Ok(Some(Self {
+            profiles,
+            link,
+            link_samples,
+        }))
+    }
+}
+
+/// Traces every cell on the wire, models it over the plan's profiles,
+/// measures it over the plan's link, and stores each cell again.
+/// Returns true if Ctrl-C stopped it.
+pub(crate) fn run(
+    plan: Option<&NetworkPlan>,
+    cells: &mut [CellResult],
+    certs: &CertCache,
+    interrupt: &AtomicBool,
+    quiet: bool,
+    (store, run_id): (&mut Store, i64),
+) -> Result<bool> {
+    let bar = Bar::new(cells.len(), quiet);
+    bar.0.set_message("tracing the wire");
+    let untraced = crate::workload::wire::trace_cells(cells, certs, &mut |done| {
+        bar.0.set_position(done as u64)
+    });
+    for (index, reason) in untraced {
+        let cell = &cells[index];
+        bar.println(&format!(
+            "no wire trace: {} {}: {reason}",
+            cell.backend,
+            cell.scenario.label()
+        ));
+    }
+    bar.0.finish_and_clear();
+    let mut interrupted = false;
+    if let Some(plan) = plan {
+        model_cells(cells, &plan.profiles);
+        if plan.link.is_some() {
+            let bar = Bar::new(0, quiet);
+            bar.0.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:30.cyan/blue}] {pos}/{len} handshakes over the link {wide_msg}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            interrupted = crate::workload::link::measure_cells(
+                cells,
+                &plan.profiles,
+                plan.link_samples,
+                certs,
+                interrupt,
+                &|done, total| {
+                    bar.0.set_length(total as u64);
+                    bar.0.set_position(done as u64);
+                },
+            )?;
+            bar.0.finish_and_clear();
+        }
+    }
+    for cell in cells.iter() {
+        if cell.counts.wire.is_some() || !cell.counts.network.is_empty() {
+            store
+                .save_counts(run_id, cell)
+                .context("saving a cell's wire figures")?;
+        }
+    }
+    Ok(interrupted || interrupt.load(Ordering::SeqCst))
+}

@@ -1,0 +1,127 @@
+//! A row over a network: per profile, the model's time from connect()
+//! until the client can send application data (from the row's wire trace
+//! and its measured CPU per side), and, over an emulated link, the same
+//! time measured handshake by handshake ([`crate::workload::remote`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::Outcome;
+use crate::model::network::{model, ModelInput, Modelled};
+use crate::scenario::network::NetworkProfile;
+use crate::stats;
+use crate::workload::handshake::CellResult;
+
+/// One handshake over a link, as the client saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkSample {
+    /// From the client's connect() until it could send application data.
+    pub latency_ns: u64,
+    /// Each side's thread CPU time for the handshake (the server's as its
+    /// process reported it).
+    pub client_cpu_ns: u64,
+    pub server_cpu_ns: u64,
+}
+
+impl crate::measure::Sampled for LinkSample {
+    fn cost(&self) -> f64 {
+        self.latency_ns as f64
+    }
+}
+
+/// A row over one profile.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetworkResult {
+    pub profile: NetworkProfile,
+    /// `None` when the row has no wire trace to model.
+    pub model: Option<Modelled>,
+    /// The link the row was measured over (`tun`: tlslab's link between
+    /// two network namespaces), `None` for the model alone.
+    pub link: Option<String>,
+    /// The handshakes over the link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Outcome<LinkSample>>,
+}
+
+impl NetworkResult {
+    /// The measured latencies, milliseconds, sorted.
+    pub fn latencies_ms(&self) -> Vec<f64> {
+        let mut values: Vec<f64> = self
+            .measured
+            .as_ref()
+            .map(|outcome| {
+                outcome
+                    .samples()
+                    .iter()
+                    .map(|s| s.value.latency_ns as f64 / 1e6)
+                    .collect()
+            })
+            .unwrap_or_default();
+        values.sort_by(f64::total_cmp);
+        values
+    }
+
+    /// The median measured latency, milliseconds.
+    pub fn measured_ms(&self) -> Option<f64> {
+        stats::median(&self.latencies_ms())
+    }
+
+    /// The 95th percentile of the measured latencies, milliseconds.
+    pub fn p95_ms(&self) -> Option<f64> {
+        let sorted = self.latencies_ms();
+        (!sorted.is_empty()).then(|| stats::quantile_sorted(&sorted, 0.95))
+    }
+}
+
+/// Each side's median CPU per handshake of a cell, nanoseconds: timed
+/// samples, else none (the model then prices the path alone).
+pub fn cpu_medians(cell: &CellResult) -> Option<(f64, f64)> {
+    let samples = cell.samples();
+    let median = |pick: fn(&crate::workload::handshake::Sample) -> u64| {
+        stats::median(
+            &samples
+                .iter()
+                .map(|s| pick(&s.value) as f64)
+                .collect::<Vec<_>>(),
+        )
+    };
+    Some((median(|s| s.client_cpu_ns)?, median(|s| s.server_cpu_ns)?))
+}
+
+/// The model of `cell` over `profile`, if the cell has a wire trace.
+pub fn model_cell(cell: &CellResult, profile: &NetworkProfile) -> Option<Modelled> {
+    let wire = cell.counts.wire.as_ref()?;
+    let (client_cpu_ns, server_cpu_ns) = cpu_medians(cell).unwrap_or((0.0, 0.0));
+    Some(model(
+        &ModelInput {
+            turns: &wire.turns,
+            datagrams: wire.datagrams,
+            client_cpu_ns,
+            server_cpu_ns,
+        },
+        profile,
+    ))
+}
+
+/// Sets the model over every profile of every cell traced on the wire
+/// (keeping what a link measured for a profile already there).
+pub fn model_cells(cells: &mut [CellResult], profiles: &[NetworkProfile]) {
+    for cell in cells.iter_mut().filter(|c| c.counts.wire.is_some()) {
+        for profile in profiles {
+            let modelled = model_cell(cell, profile);
+            match cell
+                .counts
+                .network
+                .iter_mut()
+                .find(|r| r.profile.label == profile.label)
+            {
+                Some(result) => result.model = modelled,
+                None => cell.counts.network.push(NetworkResult {
+                    profile: profile.clone(),
+                    model: modelled,
+                    link: None,
+                    measured: None,
+                }),
+            }
+        }
+    }
+}
