@@ -14,8 +14,8 @@ use crate::cli::HandshakeArgs;
 use crate::scenario::network::{parse_profiles, NetworkProfile};
 use crate::scenario::presets::PresetNetwork;
 use crate::store::Store;
+use crate::workload::annotate::model_cells;
 use crate::workload::handshake::CellResult;
-use crate::workload::network::model_cells;
 
 /// The link a run measures over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -110,7 +110,7 @@ pub(crate) fn run(
 ) -> Result<bool> {
     let bar = Bar::new(cells.len(), quiet);
     bar.0.set_message("tracing the wire");
-    let untraced = crate::workload::wire::trace_cells(cells, certs, &mut |done| {
+    let untraced = crate::workload::annotate::trace_cells(cells, certs, &mut |done| {
         bar.0.set_position(done as u64)
     });
     for (index, reason) in untraced {

@@ -18,8 +18,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::scenario::network::NetworkProfile;
+use crate::transport::tap::MSS_BYTES;
 use crate::transport::tap::{Side, TurnRecord};
-use crate::workload::wire::MSS_BYTES;
 
 /// IPv4 and TCP headers with the timestamp option, per segment.
 pub const TCP_HEADER_BYTES: usize = 52;

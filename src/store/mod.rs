@@ -697,7 +697,8 @@ mod tests {
     fn wire_figures_and_network_results_round_trip() {
         use crate::scenario::network::parse_profiles;
         use crate::transport::tap::{Side, TurnRecord};
-        use crate::workload::network::{model_cells, LinkSample};
+        use crate::workload::annotate::model_cells;
+        use crate::workload::network::LinkSample;
         let mut store = Store::open_in_memory().unwrap();
         let run = store.begin_run(&run_info()).unwrap();
         let mut cell = measured_cell();

@@ -14,6 +14,11 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+/// TCP payload bytes per segment on an Ethernet path (1500-byte MTU) with
+/// TCP timestamps, as Linux sends them: 1500 − 20 (IP) − 32 (TCP with
+/// the timestamp option).
+pub const MSS_BYTES: usize = 1448;
+
 /// How many threads are recording: zero keeps every hook to one load.
 static TAPPING: AtomicUsize = AtomicUsize::new(0);
 

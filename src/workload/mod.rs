@@ -4,6 +4,7 @@
 //! threads handshaking at once for a window (capacity); and the servers that `load` aims at (nginx, the embedded server).
 //! The sampler in `measure` runs them.
 
+pub mod annotate;
 pub mod bulk;
 pub mod capacity;
 pub mod counted;

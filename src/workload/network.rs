@@ -6,10 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::measure::Outcome;
-use crate::model::network::{model, ModelInput, Modelled};
+use crate::model::network::Modelled;
 use crate::scenario::network::NetworkProfile;
 use crate::stats;
-use crate::workload::handshake::CellResult;
 
 /// One handshake over a link, as the client saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,59 +68,5 @@ impl NetworkResult {
     pub fn p95_ms(&self) -> Option<f64> {
         let sorted = self.latencies_ms();
         (!sorted.is_empty()).then(|| stats::quantile_sorted(&sorted, 0.95))
-    }
-}
-
-/// Each side's median CPU per handshake of a cell, nanoseconds: timed
-/// samples, else none (the model then prices the path alone).
-pub fn cpu_medians(cell: &CellResult) -> Option<(f64, f64)> {
-    let samples = cell.samples();
-    let median = |pick: fn(&crate::workload::handshake::Sample) -> u64| {
-        stats::median(
-            &samples
-                .iter()
-                .map(|s| pick(&s.value) as f64)
-                .collect::<Vec<_>>(),
-        )
-    };
-    Some((median(|s| s.client_cpu_ns)?, median(|s| s.server_cpu_ns)?))
-}
-
-/// The model of `cell` over `profile`, if the cell has a wire trace.
-pub fn model_cell(cell: &CellResult, profile: &NetworkProfile) -> Option<Modelled> {
-    let wire = cell.counts.wire.as_ref()?;
-    let (client_cpu_ns, server_cpu_ns) = cpu_medians(cell).unwrap_or((0.0, 0.0));
-    Some(model(
-        &ModelInput {
-            turns: &wire.turns,
-            datagrams: wire.datagrams,
-            client_cpu_ns,
-            server_cpu_ns,
-        },
-        profile,
-    ))
-}
-
-/// Sets the model over every profile of every cell traced on the wire
-/// (keeping what a link measured for a profile already there).
-pub fn model_cells(cells: &mut [CellResult], profiles: &[NetworkProfile]) {
-    for cell in cells.iter_mut().filter(|c| c.counts.wire.is_some()) {
-        for profile in profiles {
-            let modelled = model_cell(cell, profile);
-            match cell
-                .counts
-                .network
-                .iter_mut()
-                .find(|r| r.profile.label == profile.label)
-            {
-                Some(result) => result.model = modelled,
-                None => cell.counts.network.push(NetworkResult {
-                    profile: profile.clone(),
-                    model: modelled,
-                    link: None,
-                    measured: None,
-                }),
-            }
-        }
     }
 }

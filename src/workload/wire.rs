@@ -8,20 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::Backend;
-use crate::certs::CertCache;
-use crate::scenario::{HandshakeScenario, Transport, MAX_MTU_BYTES};
-use crate::transport::tap::{self, Recording, Side, TurnRecord};
-use crate::workload::handshake::{CellResult, HandshakeProbe};
-
-/// TCP payload bytes per segment on an Ethernet path (1500-byte MTU) with
-/// TCP timestamps, as Linux sends them: 1500 − 20 (IP) − 32 (TCP with
-/// the timestamp option).
-pub const MSS_BYTES: usize = 1448;
-
-/// Handshakes traced per row: ECDSA signatures are DER-encoded and vary
-/// by a byte or two, so the row keeps the handshake of median size.
-pub const TRACED_HANDSHAKES: usize = 5;
+use crate::transport::tap::{Recording, Side, TurnRecord, MSS_BYTES};
 
 /// A row's handshake on the wire (see the module's documentation).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -206,92 +193,6 @@ pub fn figures(recording: &Recording) -> Wire {
     }
 }
 
-/// Traces `count` verified handshakes of `scenario` over memory and
-/// returns the figures of each.
-fn trace(
-    backend: &dyn Backend,
-    scenario: &HandshakeScenario,
-    certs: &CertCache,
-    count: usize,
-) -> Result<Vec<Wire>, String> {
-    let (mut probe, _) = HandshakeProbe::prepare(backend, scenario, certs)
-        .map_err(|outcome| outcome.reason().unwrap_or("failed").to_string())?;
-    // One handshake per recording: none retaken for an unsure CPU split.
-    probe.apportion_unsure_splits();
-    let mut traced = Vec::with_capacity(count);
-    for _ in 0..count {
-        let (result, recording) = tap::record(|| probe.handshake());
-        result?;
-        if recording.turns.is_empty() {
-            return Err(format!(
-                "{} put nothing on the in-memory transport",
-                backend.id()
-            ));
-        }
-        traced.push(figures(&recording));
-    }
-    Ok(traced)
-}
-
-/// A row's wire figures: [`TRACED_HANDSHAKES`] handshakes of its twin
-/// over memory, the one of median size kept; for DTLS, the fragments from
-/// one more at the largest MTU. The reason if the row cannot be traced.
-pub fn trace_cell(
-    backend: &dyn Backend,
-    scenario: &HandshakeScenario,
-    certs: &CertCache,
-) -> Result<Wire, String> {
-    let twin = HandshakeScenario {
-        transport: Transport::Memory,
-        ..*scenario
-    };
-    let mut traced = trace(backend, &twin, certs, TRACED_HANDSHAKES)?;
-    traced.sort_by_key(Wire::total_bytes);
-    let spread = traced.last().map_or(0, Wire::total_bytes) - traced[0].total_bytes();
-    let mut wire = traced.swap_remove(traced.len() / 2);
-    wire.handshakes = TRACED_HANDSHAKES as u32;
-    wire.bytes_spread = spread;
-    if twin.mtu_bytes.is_some_and(|mtu| mtu < MAX_MTU_BYTES) {
-        let unlimited = HandshakeScenario {
-            mtu_bytes: Some(MAX_MTU_BYTES),
-            ..twin
-        };
-        wire.fragments = trace(backend, &unlimited, certs, 1)
-            .ok()
-            .map(|whole| wire.records().saturating_sub(whole[0].records()));
-    }
-    Ok(wire)
-}
-
-/// Traces every cell that was measured (timed or counted), on the
-/// backend of its name (the wire is the library's, wherever its server
-/// ran; rows of a server outside tlslab, nginx's, are left out). Returns
-/// the cells that could not be traced, with why. `progress` is told after
-/// each cell.
-pub fn trace_cells(
-    cells: &mut [CellResult],
-    certs: &CertCache,
-    progress: &mut dyn FnMut(usize),
-) -> Vec<(usize, String)> {
-    let mut untraced = Vec::new();
-    for (i, cell) in cells.iter_mut().enumerate() {
-        let measured = cell.outcome.status() == "measured"
-            && (!cell.samples().is_empty()
-                || cell.counts.instructions.is_some()
-                || cell.counts.memory.is_some());
-        // A server outside tlslab (nginx) has no library here to trace.
-        let backend = crate::backend::backend_by_id(&cell.backend).ok();
-        if let Some(backend) = backend.filter(|_| measured) {
-            match trace_cell(backend.as_ref(), &cell.scenario, certs) {
-                Ok(wire) => cell.counts.wire = Some(wire),
-                Err(reason) => untraced.push((i, reason)),
-            }
-        }
-        progress(i + 1);
-    }
-    untraced
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,28 +278,5 @@ mod tests {
         assert_eq!(wire.round_trips, Some(3.0));
         assert_eq!(wire.server_round_trips, Some(2.5));
         assert_eq!((wire.client_records, wire.server_records), (7, 9));
-    }
-
-    #[test]
-    fn the_mock_is_traced_through_the_memory_pipe() {
-        use crate::scenario::{CertKind, Group, TlsVersion};
-        let backend = crate::backend::mock::MockBackend::default();
-        let dir = tempfile::tempdir().unwrap();
-        let certs = CertCache::new(dir.path());
-        let figures = |version, group| {
-            let scenario = HandshakeScenario::full(version, group, CertKind::EcdsaP256);
-            trace_cell(&backend, &scenario, &certs).unwrap()
-        };
-        let classic = figures(TlsVersion::Tls13, Group::X25519);
-        let hybrid = figures(TlsVersion::Tls13, Group::X25519Mlkem768);
-        assert_eq!(hybrid.client_bytes - classic.client_bytes, 1_184);
-        assert_eq!(hybrid.server_bytes - classic.server_bytes, 1_088);
-        assert_eq!(classic.round_trips, Some(1.0));
-        assert_eq!(classic.handshakes, TRACED_HANDSHAKES as u32);
-        assert_eq!(classic.bytes_spread, 0);
-        let tls12 = figures(TlsVersion::Tls12, Group::X25519);
-        assert_eq!(tls12.round_trips, Some(2.0));
-        assert_eq!(tls12.server_round_trips, Some(1.5));
-        assert_eq!((tls12.client_flights, tls12.server_flights), (2, 2));
     }
 }

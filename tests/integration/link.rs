@@ -168,10 +168,11 @@ fn bytes_segments_and_round_trips_match_the_links_own_log() {
     use tlslab::backend::backend_by_id;
     use tlslab::model::network::{model, ModelInput};
     use tlslab::scenario::{CertKind, Group, HandshakeScenario, TlsVersion};
+    use tlslab::transport::tap::MSS_BYTES;
+    use tlslab::workload::annotate::trace_cell;
     use tlslab::workload::handshake::HandshakeProbe;
     use tlslab::workload::link::start_server;
     use tlslab::workload::remote::RemoteBackend;
-    use tlslab::workload::wire::{trace_cell, MSS_BYTES};
 
     let test = "bytes_segments_and_round_trips_match_the_links_own_log";
     // A round trip long beside the handshakes' CPU (on a busy machine

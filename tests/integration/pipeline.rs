@@ -191,7 +191,7 @@ fn mock_matrix_to_store_to_exports() {
 
     // The wire trace and the network model are deterministic on the mock.
     let mut cells = run.cells.clone();
-    let untraced = tlslab::workload::wire::trace_cells(&mut cells, util::certs(), &mut |_| {});
+    let untraced = tlslab::workload::annotate::trace_cells(&mut cells, util::certs(), &mut |_| {});
     assert!(untraced.is_empty(), "{untraced:?}");
     // The traced turns' own times share each side's CPU out; without them
     // the shares are equal and the model's figures fixed.
@@ -199,7 +199,7 @@ fn mock_matrix_to_store_to_exports() {
         wire.turns.iter_mut().for_each(|turn| turn.ns = 0);
     }
     let profiles = tlslab::scenario::network::parse_profiles("wan,rtt=100ms,initcwnd=1").unwrap();
-    tlslab::workload::network::model_cells(&mut cells, &profiles);
+    tlslab::workload::annotate::model_cells(&mut cells, &profiles);
     let traced = cells.iter().filter(|c| c.counts.wire.is_some()).count();
     assert_eq!(traced, measured.len());
 

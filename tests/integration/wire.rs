@@ -4,7 +4,8 @@
 
 use tlslab::backend::backend_by_id;
 use tlslab::scenario::{CertKind, Group, HandshakeScenario, TlsVersion};
-use tlslab::workload::wire::{trace_cell, Wire};
+use tlslab::workload::annotate::trace_cell;
+use tlslab::workload::wire::Wire;
 
 use crate::util;
 
@@ -88,7 +89,7 @@ fn round_trips_per_protocol_and_segments_of_a_large_chain() {
         mldsa.server_packets as u64,
         mldsa
             .server_bytes
-            .div_ceil(tlslab::workload::wire::MSS_BYTES as u64)
+            .div_ceil(tlslab::transport::tap::MSS_BYTES as u64)
     );
 }
 

@@ -11,8 +11,9 @@ use super::super::markup::format_us;
 use super::super::{ColumnKind, Table};
 use super::{axis_cells, Row, AXIS_HEADERS};
 use crate::transport::tap::TurnRecord;
+use crate::transport::tap::MSS_BYTES;
 use crate::workload::network::NetworkResult;
-use crate::workload::wire::{Wire, MSS_BYTES};
+use crate::workload::wire::Wire;
 
 /// A row's wire figures, as exported (`wire.client_bytes`...).
 #[derive(Debug, Clone, Serialize)]
@@ -244,7 +245,7 @@ pub fn wire_table(rows: &[Row]) -> Option<Table> {
     }
     table.notes.push(format!(
         "client/server B: the TLS or DTLS records each side sent in the handshake (no TCP, UDP or IP headers), traced over memory, the median of {} handshakes; records, flights (a side's writes between two of the peer's) per side; RTs: round trips from the client's first byte until each side's library says it is done and can send application data (TCP's own handshake not counted; DTLS's cookie exchange counted); segments: TCP segments the flights take at an MSS of {MSS_BYTES} bytes (a 1500-byte MTU with timestamps); datagrams: DTLS datagrams at the row's MTU; fragments: records beyond those the same handshake takes at the largest MTU.",
-        crate::workload::wire::TRACED_HANDSHAKES
+        crate::workload::annotate::TRACED_HANDSHAKES
     ));
     Some(table)
 }
