@@ -368,6 +368,7 @@ mod tests {
             status: "complete".into(),
             started_at: String::new(),
             options_json: format!(r#"{{"runs":4,"sampling":{{"seed":{id}}},"shard":"{shard}"}}"#),
+            baseline: None,
             host: crate::host::HostInfo {
                 hostname: host.into(),
                 ..crate::host::HostInfo::current()

@@ -98,7 +98,7 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
             "--export-json, --export-csv and --export-markdown take one run; --html and --plot take several",
         ));
     }
-    let store = Store::open(&path)?;
+    let store = Store::open_read_only(&path)?;
     if args.list {
         let document = list_document(&store, &path)?;
         args.display.print(&document)?;

@@ -20,6 +20,7 @@ mod plots;
 mod recommend;
 mod serve;
 mod slurm;
+mod store;
 mod tables;
 mod target;
 mod transports;
