@@ -253,9 +253,7 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
         "load" => super::load::stored_document(store, run)?,
         "capacity" => super::capacity::stored_document(store, run)?,
         _ => {
-            let baseline = baseline
-                .or(sampling.baseline)
-                .or_else(|| super::handshake::first_measured_label(&run.cells));
+            let baseline = baseline.or_else(|| recorded_baseline(run));
             HandshakeReport {
                 run_id: Some(run.id),
                 complete,
@@ -273,6 +271,16 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
             .document()
         }
     })
+}
+
+/// The row a stored handshake run's ratios were taken against: the one the
+/// run recorded; for a run stored before runs recorded it, its
+/// `--baseline` or preset's, else the first row measured in the store's order.
+pub(super) fn recorded_baseline(run: &StoredRun) -> Option<String> {
+    run.baseline
+        .clone()
+        .or_else(|| stored_sampling(&run.options_json).baseline)
+        .or_else(|| super::handshake::first_measured_label(&run.cells))
 }
 
 /// A load run's latencies per phase, each request's stored in the phase's
