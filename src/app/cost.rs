@@ -10,11 +10,11 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::session::{
-    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, usage, Bar,
-    SamplingDefaults, Shard,
+    check_exports, chosen_backends, empty_shard, finish, interrupt_flag, open_store, run_info,
+    usage, Bar, SamplingDefaults, Shard,
 };
 use crate::backend::rustls::instrument::Side;
-use crate::backend::{backends_from_list, Backend};
+use crate::backend::Backend;
 use crate::certs::CertCache;
 use crate::cli::{CostArgs, MeasureArgs};
 use crate::host::HostInfo;
@@ -72,12 +72,15 @@ pub fn run(args: &CostArgs) -> Result<i32> {
         .transpose()
         .map_err(usage)?;
     let matrix = matrix(args, preset)?;
-    let default_backends = match preset {
-        Some(CostPreset::RsaVsEcdsa) => "openssl",
-        None => "openssl,rustls-aws-lc",
+    let default_backends: &[&str] = match preset {
+        Some(CostPreset::RsaVsEcdsa) => &["openssl"],
+        None => &["openssl", "rustls-aws-lc"],
     };
-    let backends: Vec<Arc<dyn Backend>> =
-        backends_from_list(args.backend.as_deref().unwrap_or(default_backends)).map_err(usage)?;
+    let backends: Vec<Arc<dyn Backend>> = chosen_backends(
+        args.backend.as_deref(),
+        Some(default_backends),
+        Some(&matrix.versions),
+    )?;
     let options = args.sampling.options(DEFAULTS)?;
     let (measures, valgrind) = MeasureArgs {
         measure: args.measure.clone(),

@@ -210,6 +210,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         Server::Inprocess => chosen_backends(
             args.backend.as_deref(),
             preset.map(|p| p.default_backends()),
+            Some(&matrix.versions),
         )?,
         Server::Nginx => {
             if args.backend.as_deref().is_some_and(|b| b != "openssl") {

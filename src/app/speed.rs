@@ -105,7 +105,7 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
     if let (Some(shard), true) = (shard, rows.is_empty()) {
         return empty_shard(shard);
     }
-    let backends = chosen_backends(Some(&args.backend), None)?;
+    let backends = chosen_backends(Some(&args.backend), None, None)?;
     let backend_ids: Vec<&'static str> = backends.iter().map(|b| b.id()).collect();
     let feature_sets = cpu_feature_list(&args.cpu_features)?;
     let options = args.sampling.options(DEFAULTS)?;

@@ -325,3 +325,53 @@ fn handshake_generic_cpu_rows_sit_beside_native_ones() {
         run.stderr()
     );
 }
+
+/// Issue 18 item 12: `--backend all` (the default) gave TLS-only matrices
+/// a dimpl row per scenario saying "dimpl implements DTLS only".
+#[test]
+fn backend_all_keeps_the_backends_that_run_the_asked_protocols() {
+    let dir = tempfile::tempdir().unwrap();
+    let backends_of = |extra: &[&str]| -> std::collections::BTreeSet<String> {
+        let json = dir.path().join("run.json");
+        let mut args = vec![
+            "handshake",
+            "--group",
+            "x25519",
+            "--cert",
+            "ecdsa_p256",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--no-db",
+            "-q",
+            "--export-json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let cert_dir = cert_dir();
+        args.extend_from_slice(&["--cert-dir", cert_dir.to_str().unwrap()]);
+        tlslab(&args).expect_code(0);
+        let data: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        data["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row["backend"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let tls = ["openssl", "rustls-aws-lc", "rustls-ring"].map(String::from);
+    assert_eq!(backends_of(&["--tls", "1.3"]), tls.clone().into());
+    assert_eq!(
+        backends_of(&["--tls", "1.2,1.3", "--backend", "all"]),
+        tls.into()
+    );
+    // dimpl named on its own stays, with its unsupported rows.
+    assert!(backends_of(&["--tls", "1.3", "--backend", "all,dimpl"]).contains("dimpl"));
+    // A DTLS matrix keeps the backends that speak DTLS.
+    assert_eq!(
+        backends_of(&["--tls", "dtls1.2", "--backend", "all"]),
+        ["dimpl", "openssl"].map(String::from).into()
+    );
+}
