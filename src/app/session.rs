@@ -32,6 +32,12 @@ pub const EXIT_USAGE: i32 = 2;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A stored run with nothing to show (a load run stopped before its load
+/// ended stores no results): `report` of several runs leaves it out.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NoResults(pub String);
+
 pub(crate) fn usage(error: impl std::fmt::Display) -> anyhow::Error {
     UsageError(error.to_string()).into()
 }
@@ -110,7 +116,10 @@ impl SamplingArgs {
                 true,
             )?,
             max_total_time,
-            min_samples: self.min_samples.unwrap_or(defaults.min_samples).max(1),
+            min_samples: match self.min_samples {
+                Some(0) => return Err(usage("--min-samples must be at least 1")),
+                given => given.unwrap_or(defaults.min_samples),
+            },
             runs: self.runs,
             warmup: seconds("warmup", self.warmup.unwrap_or(defaults.warmup_s), true)?,
             seed: self.seed.unwrap_or_else(fresh_seed),

@@ -91,11 +91,17 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
     } else {
         parse_list(&args.algorithm).map_err(usage)?
     };
-    let sizes = if args.size.trim().is_empty() {
-        DEFAULT_SIZES.to_vec()
-    } else {
-        sizes(&args.size)?
-    };
+    let sizes = sizes(&args.size)?;
+    if sizes.is_empty() {
+        return Err(usage(format!(
+            "--size is empty; give byte counts from 1 to 16777216 (default: {})",
+            DEFAULT_SIZES
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        )));
+    }
     let rows = expand(&primitives, &sizes);
     if rows.is_empty() {
         return Err(usage("no algorithm to measure"));
