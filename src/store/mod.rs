@@ -333,6 +333,20 @@ impl Store {
             .flatten())
     }
 
+    /// The id of the most recent run of one of these kinds, if any.
+    pub fn latest_run_of(&self, kinds: &[&str]) -> Result<Option<i64>> {
+        let mut latest = None;
+        for kind in kinds {
+            let id: Option<i64> = self.connection.query_row(
+                "SELECT max(id) FROM runs WHERE kind = ?1",
+                [kind],
+                |row| row.get(0),
+            )?;
+            latest = latest.max(id);
+        }
+        Ok(latest)
+    }
+
     /// Every stored run, oldest first.
     pub fn list_runs(&self) -> Result<Vec<RunListing>> {
         let mut statement = self.connection.prepare(
