@@ -106,6 +106,7 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
     let backends = chosen_backends(
         args.backend.as_deref(),
         preset.map(|p| p.default_backends()),
+        Some(&matrix.versions),
     )?;
     // A preset's rows on backends of their own, unless the backends or
     // the protocols are chosen on the command line; the other axis

@@ -81,6 +81,7 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
     let backends = chosen_backends(
         args.backend.as_deref(),
         preset.map(|p| p.default_backends()),
+        Some(&matrix.versions),
     )?;
     let threads = args.threads.unwrap_or_else(cores);
     if threads == 0 {

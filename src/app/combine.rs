@@ -263,8 +263,14 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 |c| format!("{} {}", c.backend, c.scenario.label()),
                 |c| &mut c.outcome,
             );
+            // The shards' recorded baseline when they all recorded one.
+            let recorded = super::report::recorded_baseline(first).filter(|b| {
+                runs.iter()
+                    .all(|r| r.baseline.as_deref() == Some(b.as_str()))
+            });
             let baseline = baseline
                 .or(stored_baseline)
+                .or(recorded)
                 .or_else(|| super::handshake::first_measured_label(&cells));
             let document = crate::report::handshake::HandshakeReport {
                 run_id: None,
@@ -368,6 +374,7 @@ mod tests {
             status: "complete".into(),
             started_at: String::new(),
             options_json: format!(r#"{{"runs":4,"sampling":{{"seed":{id}}},"shard":"{shard}"}}"#),
+            baseline: None,
             host: crate::host::HostInfo {
                 hostname: host.into(),
                 ..crate::host::HostInfo::current()

@@ -43,12 +43,13 @@ fn run_spec(text: &str, default_db: &Path) -> Result<(PathBuf, i64)> {
         })
 }
 
-/// Opens a database that must already exist (nothing is created for a typo).
+/// Opens a database that must already exist (nothing is created for a
+/// typo) to read it: the file is never changed.
 pub(super) fn open_existing(path: &Path) -> Result<Store> {
     if !path.exists() {
         return Err(usage(format!("there is no database at {}", path.display())));
     }
-    Store::open(path)
+    Store::open_read_only(path)
 }
 
 /// What a run kind's rows measure (for a handshake run, by `measure`), or

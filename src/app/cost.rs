@@ -10,11 +10,11 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::session::{
-    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, usage, Bar,
-    SamplingDefaults, Shard,
+    check_exports, chosen_backends, empty_shard, finish, interrupt_flag, open_store, run_info,
+    usage, Bar, SamplingDefaults, Shard,
 };
 use crate::backend::rustls::instrument::Side;
-use crate::backend::{backends_from_list, Backend};
+use crate::backend::Backend;
 use crate::certs::CertCache;
 use crate::cli::{CostArgs, MeasureArgs};
 use crate::host::HostInfo;
@@ -72,12 +72,15 @@ pub fn run(args: &CostArgs) -> Result<i32> {
         .transpose()
         .map_err(usage)?;
     let matrix = matrix(args, preset)?;
-    let default_backends = match preset {
-        Some(CostPreset::RsaVsEcdsa) => "openssl",
-        None => "openssl,rustls-aws-lc",
+    let default_backends: &[&str] = match preset {
+        Some(CostPreset::RsaVsEcdsa) => &["openssl"],
+        None => &["openssl", "rustls-aws-lc"],
     };
-    let backends: Vec<Arc<dyn Backend>> =
-        backends_from_list(args.backend.as_deref().unwrap_or(default_backends)).map_err(usage)?;
+    let backends: Vec<Arc<dyn Backend>> = chosen_backends(
+        args.backend.as_deref(),
+        Some(default_backends),
+        Some(&matrix.versions),
+    )?;
     let options = args.sampling.options(DEFAULTS)?;
     let (measures, valgrind) = MeasureArgs {
         measure: args.measure.clone(),
@@ -158,12 +161,15 @@ pub fn run(args: &CostArgs) -> Result<i32> {
     };
 
     let mut results = Vec::new();
-    for cell in &handshakes.cells {
+    // In the order `report` shows them again.
+    let mut in_order = handshakes.cells.clone();
+    crate::report::handshake::sort_cells(&mut in_order);
+    for cell in &in_order {
         let backend = backends
             .iter()
             .find(|b| b.id() == cell.backend)
             .expect("cells come from these backends");
-        let mut result = scenario_cost(cell, backend.as_ref(), &primitive_ns);
+        let mut result = scenario_cost(cell, backend.id(), &primitive_ns);
         if args.breakdown && result.reason.is_none() && !interrupted {
             let credentials = certs.get(cell.scenario.cert, cell.scenario.chain_depth)?;
             result.breakdown = breakdown(
@@ -197,12 +203,7 @@ pub fn run(args: &CostArgs) -> Result<i32> {
         !interrupted,
         &host,
         &libraries,
-        serde_json::to_value(
-            primitive_ns
-                .iter()
-                .map(|((backend, row), ns)| (format!("{backend}/{}", row.label()), *ns))
-                .collect::<BTreeMap<String, f64>>(),
-        )?,
+        primitive_costs_json(&primitive_ns),
     );
     document
         .tables
@@ -354,9 +355,16 @@ pub(crate) fn primitive_costs(
     for (index, outcome) in run.outcomes.into_iter().enumerate() {
         speed_cells[prepared_cell[index]].outcome = outcome;
     }
-    let mut costs = BTreeMap::new();
     for cell in &speed_cells {
         store.save_speed_cell(run_id, cell)?;
+    }
+    Ok((medians(&speed_cells), run.interrupted))
+}
+
+/// The median time per operation of each measured primitive row.
+fn medians(speed_cells: &[SpeedCell]) -> PrimitiveCosts {
+    let mut costs = BTreeMap::new();
+    for cell in speed_cells {
         let values: Vec<f64> = cell
             .outcome
             .samples()
@@ -367,7 +375,17 @@ pub(crate) fn primitive_costs(
             costs.insert((cell.backend.clone(), cell.row), median);
         }
     }
-    Ok((costs, run.interrupted))
+    costs
+}
+
+/// The primitive costs in the JSON export: "backend/row label" -> ns.
+fn primitive_costs_json(primitive_ns: &PrimitiveCosts) -> serde_json::Value {
+    serde_json::Value::Object(
+        primitive_ns
+            .iter()
+            .map(|((backend, row), ns)| (format!("{backend}/{}", row.label()), (*ns).into()))
+            .collect(),
+    )
 }
 
 /// One backend's primitive costs, by row.
@@ -383,16 +401,12 @@ pub(crate) fn backend_costs(
 }
 
 /// The model beside the measurement for one cell.
-fn scenario_cost(
-    cell: &CellResult,
-    backend: &dyn Backend,
-    primitive_ns: &PrimitiveCosts,
-) -> ScenarioCost {
+fn scenario_cost(cell: &CellResult, backend: &str, primitive_ns: &PrimitiveCosts) -> ScenarioCost {
     let scenario = &cell.scenario;
     let mut result = ScenarioCost {
         label: scenario.label(),
         scenario: *scenario,
-        backend: backend.id().to_string(),
+        backend: backend.to_string(),
         description: scenario.describe(),
         reason: cell
             .outcome
@@ -414,7 +428,7 @@ fn scenario_cost(
             .collect();
         stats::median(&values)
     };
-    let costs = backend_costs(primitive_ns, backend.id());
+    let costs = backend_costs(primitive_ns, backend);
     let client = model_side(scenario, Side::Client, &costs, measured(|s| s.client_ns));
     let server = model_side(scenario, Side::Server, &costs, measured(|s| s.server_ns));
     result.capacity_per_core = server.measured_ns.map(|ns| 1e9 / ns);
@@ -446,34 +460,34 @@ fn breakdown(
     }
 }
 
-/// A stored cost run: its handshakes and the primitive costs it measured
-/// (the model is recomputed only when the command runs).
+/// A stored cost run as the command showed it: the model recomputed from
+/// the primitive costs the run measured and stored, beside its handshakes.
+/// The breakdown per category (`--breakdown`) is not stored.
 pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document> {
-    let mut document = crate::report::handshake::HandshakeReport {
-        run_id: Some(run.id),
-        complete: run.status == "complete",
-        baseline: None,
-        host: &run.host,
-        libraries: &run.libraries,
-        seed: None,
-        precision: None,
-        cells: &run.cells,
-        rounds: &store.load_rounds(run.id)?,
-        counted_with: None,
-        show_wire: false,
-        server_elsewhere: None,
-    }
-    .document();
-    let speed = crate::report::speed::document(
-        &store.load_speed_cells(run.id)?,
+    let primitive_ns = medians(&store.load_speed_cells(run.id)?);
+    let mut cells = run.cells.clone();
+    crate::report::handshake::sort_cells(&mut cells);
+    let results: Vec<ScenarioCost> = cells
+        .iter()
+        .map(|cell| scenario_cost(cell, &cell.backend, &primitive_ns))
+        .collect();
+    let mut document = crate::report::cost::document(
+        &results,
+        false,
         Some(run.id),
         run.status == "complete",
         &run.host,
         &run.libraries,
-        None,
-        None,
+        primitive_costs_json(&primitive_ns),
     );
-    document.tables.extend(speed.tables);
-    document.figures.extend(speed.figures);
+    document
+        .tables
+        .extend(crate::report::handshake::breakdown_table(&run.cells));
+    let options: serde_json::Value = serde_json::from_str(&run.options_json).unwrap_or_default();
+    if options["breakdown"].as_bool() == Some(true) {
+        document.footer.push(
+            "The run's breakdown of each side's time by category (--breakdown) is computed when the command runs and not stored: run it again to see it.".to_string(),
+        );
+    }
     Ok(document)
 }

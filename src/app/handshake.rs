@@ -210,6 +210,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         Server::Inprocess => chosen_backends(
             args.backend.as_deref(),
             preset.map(|p| p.default_backends()),
+            Some(&matrix.versions),
         )?,
         Server::Nginx => {
             if args.backend.as_deref().is_some_and(|b| b != "openssl") {
@@ -397,10 +398,14 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     if let Some(remote) = &remote {
         remote.close();
     }
+    // Without --baseline or a preset's, the first row measured in the
+    // matrix's order; recorded with the run, so that `report` divides by
+    // the same row (the store keeps cells in the order they finished).
+    let baseline = baseline.or_else(|| first_measured_label(&run.cells));
+    store.record_baseline(run_id, baseline.as_deref())?;
     store.save_rounds(run_id, &run.rounds)?;
     store.finish_run(run_id, !run.interrupted)?;
 
-    let baseline = baseline.or_else(|| first_measured_label(&run.cells));
     let server_elsewhere = remote
         .as_ref()
         .zip(args.remote.as_deref())

@@ -651,11 +651,11 @@ fn document(record: &LoadRecord, heading: &str) -> Document {
 
 /// A stored load run as a document (for `tlslab report`).
 pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document> {
-    let record = store.load_load(run.id)?.with_context(|| {
-        format!(
+    let record = store.load_load(run.id)?.ok_or_else(|| {
+        super::session::NoResults(format!(
             "load run {} stored no results (it stopped before the load ended)",
             run.id
-        )
+        ))
     })?;
     Ok(document(&record, &heading(&run.host, &run.libraries)))
 }

@@ -1,13 +1,14 @@
 //! `tlslab merge OUT IN...`: joins result databases, typically the shards
 //! of one matrix run on several machines (`--shard i/n`), into OUT. Each
 //! run keeps its own host record and provenance; runs already in OUT are
-//! skipped. Every input is checked before OUT is touched.
+//! skipped. Every input is checked before OUT is touched, and a merge that
+//! fails leaves no OUT it created.
 
 use anyhow::Result;
 
 use super::session::usage;
 use crate::cli::MergeArgs;
-use crate::store::Store;
+use crate::store::{same_file, Store};
 
 pub fn run(args: &MergeArgs) -> Result<i32> {
     for input in &args.inputs {
@@ -19,8 +20,9 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
         }
         if same_file(input, &args.out) {
             return Err(usage(format!(
-                "{} is both the output and an input",
-                input.display()
+                "{} is the output {} (the same file): the output cannot be an input",
+                input.display(),
+                args.out.display()
             )));
         }
     }
@@ -28,6 +30,16 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
     for input in &args.inputs {
         Store::check_mergeable(input)?;
     }
+    let created = !args.out.exists();
+    let merged = merge_into(args);
+    if merged.is_err() && created {
+        remove_database(&args.out);
+    }
+    merged
+}
+
+/// Opens OUT and merges every input into it.
+fn merge_into(args: &MergeArgs) -> Result<i32> {
     let mut store = Store::open(&args.out)?;
     let (mut copied, mut skipped) = (0, 0);
     for input in &args.inputs {
@@ -54,10 +66,12 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Returns true if and only if both paths name one existing file.
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
+/// Removes a database this merge created, with SQLite's files beside it.
+fn remove_database(path: &std::path::Path) {
+    let _ = std::fs::remove_file(path);
+    for suffix in ["-journal", "-wal", "-shm"] {
+        let mut beside = path.as_os_str().to_owned();
+        beside.push(suffix);
+        let _ = std::fs::remove_file(beside);
     }
 }

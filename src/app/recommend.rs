@@ -18,6 +18,18 @@ use crate::store::Store;
 const ROLES: &str =
     "server, client (handshake and cost runs), tunnel (tunnel runs), bulk (bulk runs)";
 
+/// The run kinds a role reads (without a role, every kind recommend
+/// reads); none for an unknown role.
+fn kinds_read(role: Option<&str>) -> Vec<&'static str> {
+    match role {
+        Some("server" | "client") => vec!["handshake", "cost"],
+        Some("tunnel") => vec!["tunnel"],
+        Some("bulk") => vec!["bulk"],
+        Some(_) => Vec::new(),
+        None => vec!["handshake", "cost", "tunnel", "bulk"],
+    }
+}
+
 /// The cost axis of a role for a run kind, or a usage error when the run
 /// has no such figure.
 fn cost_axis(role: &str, kind: &str) -> Result<CostAxis> {
@@ -166,11 +178,40 @@ pub fn run(args: &RecommendArgs) -> Result<i32> {
     check_exports(&args.exports)?;
     let path = args.db.clone().unwrap_or_else(Store::default_path);
     let store = open_existing(&path)?;
+    if let Some(role) = args.role.as_deref() {
+        if kinds_read(Some(role)).is_empty() {
+            return Err(usage(format!("unknown role '{role}'; roles: {ROLES}")));
+        }
+    }
     let run_id = match args.run {
         Some(id) => id,
-        None => store
-            .latest_run_id()?
-            .ok_or_else(|| usage(format!("there is no run in {}", path.display())))?,
+        // The latest run recommend can read (for the role, if given).
+        None => {
+            let kinds = kinds_read(args.role.as_deref());
+            match store.latest_run_of(&kinds)? {
+                Some(id) => id,
+                None => {
+                    let latest = match store.latest_run_id()? {
+                        Some(id) => format!(
+                            " (the latest, run {id}, is a {} run)",
+                            store.run_kind(id)?.unwrap_or_default()
+                        ),
+                        None => String::new(),
+                    };
+                    return Err(usage(match args.role.as_deref() {
+                        Some(role) => format!(
+                            "there is no {} run for the role {role} in {}{latest}",
+                            kinds.join(" or "),
+                            path.display()
+                        ),
+                        None => format!(
+                            "there is no run recommend reads in {}{latest}: it reads {ROLES}",
+                            path.display()
+                        ),
+                    }));
+                }
+            }
+        }
     };
     let kind = store
         .run_kind(run_id)?

@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 
-use super::session::{check_exports, check_output, stored_sampling, usage};
+use super::session::{check_exports, check_output, stored_sampling, usage, NoResults};
 use crate::cli::ReportArgs;
 use crate::report::handshake::HandshakeReport;
 use crate::report::html::{self, RunSection};
@@ -82,8 +82,15 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
     if let Some(html) = &args.html {
         check_output(html)?;
     }
+    // Each run once, in the order asked.
+    let mut asked: Vec<i64> = Vec::new();
+    for id in &args.run {
+        if !asked.contains(id) {
+            asked.push(*id);
+        }
+    }
     // Combined shards make one document per host.
-    let several = args.run.len() > 1 && !args.combine;
+    let several = asked.len() > 1 && !args.combine;
     let exports = &args.exports;
     if several
         && [
@@ -98,19 +105,19 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
             "--export-json, --export-csv and --export-markdown take one run; --html and --plot take several",
         ));
     }
-    let store = Store::open(&path)?;
+    let store = Store::open_read_only(&path)?;
     if args.list {
         let document = list_document(&store, &path)?;
         args.display.print(&document)?;
         args.exports.write(&document)?;
         return Ok(0);
     }
-    let run_ids = if args.run.is_empty() {
+    let run_ids = if asked.is_empty() {
         vec![store
             .latest_run_id()?
             .ok_or_else(|| usage(format!("the database {} holds no run", path.display())))?]
     } else {
-        args.run.clone()
+        asked
     };
     // Every run is checked before anything is printed or written.
     for run_id in &run_ids {
@@ -119,6 +126,9 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
                 "there is no run {run_id} in {}",
                 path.display()
             )));
+        }
+        if let Some(baseline) = &args.baseline {
+            check_baseline(&store, *run_id, baseline)?;
         }
     }
     if args.combine {
@@ -136,10 +146,18 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         }
     }
     let mut shown = Vec::new();
-    for (i, run_id) in run_ids.iter().enumerate() {
+    for run_id in &run_ids {
         let run = store.load_run(*run_id)?;
-        let document = stored_document(&store, &run, args.baseline.clone())?;
-        if i > 0 {
+        let document = match stored_document(&store, &run, args.baseline.clone()) {
+            Ok(document) => document,
+            // Among several runs, one with nothing to show is passed over.
+            Err(error) if several && error.downcast_ref::<NoResults>().is_some() => {
+                eprintln!("note: run {run_id} is left out: {error:#}");
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
+        if !shown.is_empty() {
             println!();
         }
         args.display.print_line(&format!(
@@ -160,10 +178,10 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
             .iter()
             .map(|(run, document)| section(&store, run, document))
             .collect::<Result<_>>()?;
-        let ids: Vec<String> = run_ids.iter().map(|id| id.to_string()).collect();
+        let ids: Vec<String> = shown.iter().map(|(run, _)| run.id.to_string()).collect();
         let title = format!(
             "tlslab report: run{} {}",
-            if several { "s" } else { "" },
+            if ids.len() > 1 { "s" } else { "" },
             ids.join(", ")
         );
         std::fs::write(html, html::page(&title, &sections)?)
@@ -233,6 +251,39 @@ fn show_combined(store: &Store, run_ids: &[i64], args: &ReportArgs) -> Result<i3
     Ok(0)
 }
 
+/// Refuses a `--baseline` that is not a row of the run (listing its rows),
+/// or a run whose kind has no baseline row.
+fn check_baseline(store: &Store, run_id: i64, baseline: &str) -> Result<()> {
+    let kind = store.run_kind(run_id)?.unwrap_or_default();
+    let mut labels: Vec<String> = match kind.as_str() {
+        "handshake" => store
+            .load_run(run_id)?
+            .cells
+            .iter()
+            .map(|c| c.scenario.label())
+            .collect(),
+        "tunnel" => store
+            .load_tunnel_cells(run_id)?
+            .iter()
+            .map(|c| c.scenario.label())
+            .collect(),
+        _ => {
+            return Err(usage(format!(
+                "--baseline names a row of a handshake or tunnel run; run {run_id} is a {kind} run"
+            )))
+        }
+    };
+    if labels.iter().any(|label| label == baseline) {
+        return Ok(());
+    }
+    labels.sort();
+    labels.dedup();
+    Err(usage(format!(
+        "the baseline '{baseline}' is not a row of run {run_id}; its rows: {}",
+        labels.join(", ")
+    )))
+}
+
 /// A stored run as a document, by the view of its kind.
 fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> Result<Document> {
     let sampling = stored_sampling(&run.options_json);
@@ -253,9 +304,7 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
         "load" => super::load::stored_document(store, run)?,
         "capacity" => super::capacity::stored_document(store, run)?,
         _ => {
-            let baseline = baseline
-                .or(sampling.baseline)
-                .or_else(|| super::handshake::first_measured_label(&run.cells));
+            let baseline = baseline.or_else(|| recorded_baseline(run));
             HandshakeReport {
                 run_id: Some(run.id),
                 complete,
@@ -273,6 +322,16 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
             .document()
         }
     })
+}
+
+/// The row a stored handshake run's ratios were taken against: the one the
+/// run recorded; for a run stored before runs recorded it, its
+/// `--baseline` or preset's, else the first row measured in the store's order.
+pub(super) fn recorded_baseline(run: &StoredRun) -> Option<String> {
+    run.baseline
+        .clone()
+        .or_else(|| stored_sampling(&run.options_json).baseline)
+        .or_else(|| super::handshake::first_measured_label(&run.cells))
 }
 
 /// A load run's latencies per phase, each request's stored in the phase's

@@ -32,6 +32,12 @@ pub const EXIT_USAGE: i32 = 2;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A stored run with nothing to show (a load run stopped before its load
+/// ended stores no results): `report` of several runs leaves it out.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NoResults(pub String);
+
 pub(crate) fn usage(error: impl std::fmt::Display) -> anyhow::Error {
     UsageError(error.to_string()).into()
 }
@@ -110,7 +116,10 @@ impl SamplingArgs {
                 true,
             )?,
             max_total_time,
-            min_samples: self.min_samples.unwrap_or(defaults.min_samples).max(1),
+            min_samples: match self.min_samples {
+                Some(0) => return Err(usage("--min-samples must be at least 1")),
+                given => given.unwrap_or(defaults.min_samples),
+            },
             runs: self.runs,
             warmup: seconds("warmup", self.warmup.unwrap_or(defaults.warmup_s), true)?,
             seed: self.seed.unwrap_or_else(fresh_seed),
@@ -120,19 +129,36 @@ impl SamplingArgs {
 }
 
 /// The backends a command runs on: those named on the command line, else
-/// its preset's, else all of them; an empty list is a usage error.
+/// its preset's, else all of them; `all` keeps the backends that run at
+/// least one of `protocols` (when the command has protocols). An empty list
+/// is a usage error.
 pub(crate) fn chosen_backends(
     named: Option<&str>,
     preset: Option<&[&str]>,
+    protocols: Option<&[crate::scenario::TlsVersion]>,
 ) -> Result<Vec<std::sync::Arc<dyn crate::backend::Backend>>> {
     let list = match (named, preset) {
         (Some(named), _) => named.to_string(),
         (None, Some(ids)) => ids.join(","),
         (None, None) => "all".to_string(),
     };
-    let backends = crate::backend::backends_from_list(&list).map_err(usage)?;
+    if list.split(',').all(|name| name.trim().is_empty()) {
+        return Err(usage(format!(
+            "the backend list is empty; valid backends: all, {}",
+            crate::backend::BACKEND_IDS.join(", ")
+        )));
+    }
+    let backends = crate::backend::backends_running(&list, protocols).map_err(usage)?;
     if backends.is_empty() {
-        return Err(usage("the backend list is empty"));
+        let asked: Vec<&str> = protocols
+            .unwrap_or_default()
+            .iter()
+            .map(|v| crate::scenario::Named::id(*v))
+            .collect();
+        return Err(usage(format!(
+            "no backend runs {}; name one with --backend",
+            asked.join(", ")
+        )));
     }
     Ok(backends)
 }

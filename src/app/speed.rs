@@ -91,11 +91,17 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
     } else {
         parse_list(&args.algorithm).map_err(usage)?
     };
-    let sizes = if args.size.trim().is_empty() {
-        DEFAULT_SIZES.to_vec()
-    } else {
-        sizes(&args.size)?
-    };
+    let sizes = sizes(&args.size)?;
+    if sizes.is_empty() {
+        return Err(usage(format!(
+            "--size is empty; give byte counts from 1 to 16777216 (default: {})",
+            DEFAULT_SIZES
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        )));
+    }
     let rows = expand(&primitives, &sizes);
     if rows.is_empty() {
         return Err(usage("no algorithm to measure"));
@@ -105,7 +111,7 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
     if let (Some(shard), true) = (shard, rows.is_empty()) {
         return empty_shard(shard);
     }
-    let backends = chosen_backends(Some(&args.backend), None)?;
+    let backends = chosen_backends(Some(&args.backend), None, None)?;
     let backend_ids: Vec<&'static str> = backends.iter().map(|b| b.id()).collect();
     let feature_sets = cpu_feature_list(&args.cpu_features)?;
     let options = args.sampling.options(DEFAULTS)?;

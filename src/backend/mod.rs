@@ -510,27 +510,54 @@ pub fn backend_by_id(id: &str) -> Result<Arc<dyn Backend>, crate::scenario::Unkn
 pub fn backends_from_list(
     list: &str,
 ) -> Result<Vec<Arc<dyn Backend>>, crate::scenario::UnknownName> {
-    let mut ids: Vec<BackendId> = Vec::new();
+    backends_running(list, None)
+}
+
+/// Parses a comma-separated backend list as [`backends_from_list`] does,
+/// but `all` means every real backend that runs at least one of
+/// `protocols` (a TLS-only matrix leaves out dimpl, a DTLS-only one
+/// rustls); a backend named on its own stays, whatever it runs, so its
+/// rows say why they are unsupported.
+pub fn backends_running(
+    list: &str,
+    protocols: Option<&[TlsVersion]>,
+) -> Result<Vec<Arc<dyn Backend>>, crate::scenario::UnknownName> {
+    // Each id, and whether it was named on its own.
+    let mut ids: Vec<(BackendId, bool)> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|id| !id.is_empty()) {
-        let found: Vec<BackendId> = if name.eq_ignore_ascii_case("all") {
-            BackendId::ALL
+        let (found, named): (Vec<BackendId>, bool) = if name.eq_ignore_ascii_case("all") {
+            let real = BackendId::ALL
                 .iter()
                 .copied()
-                .filter(|id| *id != BackendId::Mock)
-                .collect()
+                .filter(|id| *id != BackendId::Mock);
+            (real.collect(), false)
         } else {
-            vec![crate::scenario::parse_name(name).map_err(|mut error| {
+            let id = crate::scenario::parse_name(name).map_err(|mut error| {
                 error.valid = BACKEND_IDS.to_vec();
                 error
-            })?]
+            })?;
+            (vec![id], true)
         };
         for id in found {
-            if !ids.contains(&id) {
-                ids.push(id);
+            match ids.iter_mut().find(|(seen, _)| *seen == id) {
+                Some((_, was_named)) => *was_named |= named,
+                None => ids.push((id, named)),
             }
         }
     }
-    Ok(ids.into_iter().map(BackendId::open).collect())
+    Ok(ids
+        .into_iter()
+        .map(|(id, named)| (id.open(), named))
+        .filter(|(backend, named)| {
+            *named
+                || protocols.is_none_or(|protocols| {
+                    protocols
+                        .iter()
+                        .any(|v| backend.capabilities().versions.contains(v))
+                })
+        })
+        .map(|(backend, _)| backend)
+        .collect())
 }
 
 /// Maps a library's group name to our id, keeping unknown names as they are.

@@ -21,10 +21,20 @@ pub struct CapacityReport<'a> {
     pub load_average: Option<f64>,
 }
 
-/// The model's handshakes per second on `threads` cores.
-fn modelled(cell: &CapacityCell, threads: usize) -> Option<f64> {
+/// The model's handshakes per second on the cores a step counts.
+fn modelled(cell: &CapacityCell, step: &Step, cores: usize) -> Option<f64> {
     cell.modelled_capacity_per_core()
-        .map(|per_core| per_core * threads as f64)
+        .map(|per_core| per_core * step.capacity_cores(cores) as f64)
+}
+
+/// What a row with more threads than the machine has cores says.
+fn beyond_cores(step: &Step, cores: usize) -> Option<String> {
+    (step.threads > cores).then(|| {
+        format!(
+            "{} threads on {cores} cores: the capacity counts {cores} cores",
+            step.threads
+        )
+    })
 }
 
 fn rate(value: Option<f64>) -> String {
@@ -50,7 +60,11 @@ impl CapacityReport<'_> {
                 ),
                 serde_json::json!({
                     "load_average": self.load_average,
-                    "cells": self.cells.iter().map(cell_json).collect::<Vec<_>>(),
+                    "cells": self
+                        .cells
+                        .iter()
+                        .map(|cell| cell_json(cell, self.host.cores))
+                        .collect::<Vec<_>>(),
                 }),
             ),
             footer: self
@@ -58,7 +72,7 @@ impl CapacityReport<'_> {
                 .into_iter()
                 .chain(super::run_notes(None, None, self.complete))
                 .collect(),
-            figures: super::plot::capacity_figures(self.cells),
+            figures: super::plot::capacity_figures(self.cells, self.host.cores),
         }
     }
 
@@ -101,6 +115,7 @@ impl CapacityReport<'_> {
             .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis)
             .mark(&[headers.len() - 1], ColumnKind::Notes);
         table.empty = Some("no row ran".to_string());
+        let cores = self.host.cores;
         for cell in self.cells {
             let leading = || {
                 let mut row = vec![cell.backend.clone()];
@@ -118,10 +133,10 @@ impl CapacityReport<'_> {
                     step.server_cpu_per_handshake_ns()
                         .map(|ns| format_us(ns / 1000.0))
                         .unwrap_or_else(|| "—".to_string()),
-                    rate(step.server_capacity_per_second()),
-                    rate(modelled(cell, step.threads)),
+                    rate(step.server_capacity_per_second(cores)),
+                    rate(modelled(cell, step, cores)),
                     step.handshakes.to_string(),
-                    String::new(),
+                    beyond_cores(step, cores).unwrap_or_default(),
                 ]);
                 table.rows.push(row);
             }
@@ -134,18 +149,17 @@ impl CapacityReport<'_> {
         }
         table.notes.push("handshakes/s measured: handshakes that finished inside the window, all threads together, over the window's wall-clock time; each thread does both sides of its handshakes over memory, so this counts client and server work.".to_string());
         table.notes.push("scaling: handshakes/s over threads × the one-thread row's (100%: every thread as fast as one alone).".to_string());
-        table.notes.push("server CPU: the thread's CPU time inside the server's calls (the handshake's CPU time split as the wall time inside each side's calls), mean per handshake; server capacity: threads (as cores) / server CPU per handshake, what a server with that many cores could answer, the client's work left out.".to_string());
-        table.notes.push("model × threads: `tlslab cost`'s one-core model (counted operations × primitive costs measured in this run) times the threads; it charges the public-key and key-derivation operations only.".to_string());
+        table.notes.push("server CPU: the thread's CPU time inside the server's calls (the handshake's CPU time split as the wall time inside each side's calls), mean per handshake; server capacity: the threads as cores, at most the machine's cores, / server CPU per handshake: what a server with that many cores could answer, the client's work left out (threads beyond the cores share them and add no capacity).".to_string());
+        table.notes.push("model × threads: `tlslab cost`'s one-core model (counted operations × primitive costs measured in this run) times the same cores; it charges the public-key and key-derivation operations only.".to_string());
         let most = self
             .cells
             .iter()
             .flat_map(|c| c.steps.iter().map(|s| s.threads))
             .max()
             .unwrap_or(0);
-        if most > self.host.cores {
+        if most > cores {
             table.notes.push(format!(
-                "This machine has {} cores: rows with more threads share them, so their handshakes/s cannot keep scaling.",
-                self.host.cores
+                "This machine has {cores} cores: rows with more threads share them, so their handshakes/s cannot keep scaling, and their capacity counts {cores} cores."
             ));
         }
         table
@@ -169,6 +183,7 @@ impl CapacityReport<'_> {
                 "server_capacity_per_s",
                 "modelled_server_ns",
                 "modelled_capacity_per_s",
+                "capacity_cores",
             ]
             .iter()
             .map(|h| h.to_string())
@@ -176,6 +191,7 @@ impl CapacityReport<'_> {
             ..Table::default()
         };
         let optional = |value: Option<f64>| value.map(|v| format!("{v:.4}")).unwrap_or_default();
+        let cores = self.host.cores;
         for cell in self.cells {
             let fields = |step: Option<&Step>| {
                 vec![
@@ -190,9 +206,11 @@ impl CapacityReport<'_> {
                     optional(step.and_then(|s| cell.scaling_efficiency(s))),
                     optional(step.and_then(Step::server_cpu_per_handshake_ns)),
                     optional(step.and_then(client_cpu_per_handshake_ns)),
-                    optional(step.and_then(Step::server_capacity_per_second)),
+                    optional(step.and_then(|s| s.server_capacity_per_second(cores))),
                     optional(cell.modelled_server_ns),
-                    optional(step.and_then(|s| modelled(cell, s.threads))),
+                    optional(step.and_then(|s| modelled(cell, s, cores))),
+                    step.map(|s| s.capacity_cores(cores).to_string())
+                        .unwrap_or_default(),
                 ]
             };
             if cell.steps.is_empty() {
@@ -210,8 +228,9 @@ fn client_cpu_per_handshake_ns(step: &Step) -> Option<f64> {
     (step.handshakes > 0).then(|| step.client_cpu_ns as f64 / step.handshakes as f64)
 }
 
-/// A cell in the JSON export: what was stored and the figures drawn from it.
-fn cell_json(cell: &CapacityCell) -> serde_json::Value {
+/// A cell in the JSON export: what was stored and the figures drawn from
+/// it on a machine of `cores`.
+fn cell_json(cell: &CapacityCell, cores: usize) -> serde_json::Value {
     serde_json::json!({
         "label": cell.scenario.label(),
         "backend": cell.backend,
@@ -229,8 +248,9 @@ fn cell_json(cell: &CapacityCell) -> serde_json::Value {
             "handshakes_per_s": step.handshakes_per_second(),
             "scaling_efficiency": cell.scaling_efficiency(step),
             "server_cpu_ns_per_handshake": step.server_cpu_per_handshake_ns(),
-            "server_capacity_per_s": step.server_capacity_per_second(),
-            "modelled_capacity_per_s": modelled(cell, step.threads),
+            "capacity_cores": step.capacity_cores(cores),
+            "server_capacity_per_s": step.server_capacity_per_second(cores),
+            "modelled_capacity_per_s": modelled(cell, step, cores),
         })).collect::<Vec<_>>(),
     })
 }

@@ -52,6 +52,11 @@ pub struct Row {
     /// CPU time (client + server) relative to the baseline row, from
     /// same-round pairs.
     pub ratio_to_baseline: Option<PairedRatio>,
+    /// Why a measured row has no ratio although the run has a baseline:
+    /// "no baseline row on BACKEND" (a row is only divided by its own
+    /// backend's baseline row, never by another library's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_note: Option<String>,
     pub weak: bool,
     pub security_notes: Vec<&'static str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -121,8 +126,8 @@ fn micros(samples: &[Timed<Sample>], pick: fn(&Sample) -> u64) -> Option<Summary
 }
 
 /// Builds report rows. The ratio of each row is to the baseline row of the
-/// same backend if it has one, else to the first backend's baseline row,
-/// from the rounds both were sampled in.
+/// same backend, from the rounds both were sampled in; a backend without a
+/// measured baseline row has no ratios, and its rows say so.
 pub fn build_rows(cells: &[CellResult], baseline: Option<&str>) -> Vec<Row> {
     rows_paired(cells, &with_baselines(cells, baseline), baseline)
 }
@@ -149,6 +154,17 @@ fn rows_paired(cells: &[CellResult], paired: &[Paired], baseline: Option<&str>) 
             row.ratio_to_baseline = figures.ratio_to_baseline;
         }
     }
+    if baseline.is_some() {
+        for (row, ((timed, timed_base), (counted, counted_base))) in
+            rows.iter_mut().zip(paired.iter().zip(&counted))
+        {
+            let unpaired =
+                |own: &RoundValues, base: &Option<RoundValues>| !own.is_empty() && base.is_none();
+            if unpaired(timed, timed_base) || unpaired(counted, counted_base) {
+                row.ratio_note = Some(format!("no baseline row on {}", row.backend));
+            }
+        }
+    }
     rows
 }
 
@@ -164,9 +180,8 @@ fn instruction_series(cell: &CellResult) -> RoundValues {
 /// A cell's round medians, and its baseline's if it is paired with one.
 type Paired = (RoundValues, Option<RoundValues>);
 
-/// Per cell, its round medians and, when it is measured and has one, its
-/// baseline's: the baseline row of the same backend if there is one, else
-/// the first backend's. Without a baseline, nothing.
+/// Per cell, its round medians and, when it is measured and its backend
+/// has a measured baseline row, that row's. Without a baseline, nothing.
 fn with_baselines(cells: &[CellResult], baseline: Option<&str>) -> Vec<Paired> {
     pair_with_baselines(cells, baseline, |cell| {
         stats::round_medians(&measure::costs(cell.samples()))
@@ -185,10 +200,8 @@ fn pair_with_baselines(
     };
     let all: Vec<RoundValues> = cells.iter().map(medians).collect();
     let mut by_backend: std::collections::HashMap<&str, &RoundValues> = Default::default();
-    let mut first = None;
     for (cell, values) in cells.iter().zip(&all) {
         if cell.scenario.label() == baseline && !values.is_empty() {
-            first.get_or_insert(values);
             by_backend.entry(cell.backend.as_str()).or_insert(values);
         }
     }
@@ -197,7 +210,7 @@ fn pair_with_baselines(
         .zip(&all)
         .map(|(cell, own)| {
             let base = (!own.is_empty())
-                .then(|| by_backend.get(cell.backend.as_str()).copied().or(first))
+                .then(|| by_backend.get(cell.backend.as_str()).copied())
                 .flatten()
                 .cloned();
             (own.clone(), base)
@@ -251,6 +264,7 @@ fn row_of(cell: &CellResult) -> Row {
         client_call_us: micros(samples, |s| s.client_ns),
         server_call_us: micros(samples, |s| s.server_ns),
         ratio_to_baseline: None,
+        ratio_note: None,
         weak: scenario.is_weak(),
         security_notes: scenario.security_notes(),
         samples: samples.to_vec(),
@@ -356,6 +370,9 @@ fn notes(row: &Row) -> String {
                 spread * 100.0
             ));
         }
+    }
+    if let Some(note) = &row.ratio_note {
+        notes.push(note.clone());
     }
     if row.weak {
         notes.push("WEAK".to_string());
@@ -821,6 +838,7 @@ fn records(rows: &[Row]) -> Table {
             "ratio_ci_low",
             "ratio_ci_high",
             "ratio_pairs",
+            "ratio_note",
             "weak",
             "security_notes",
         ]
@@ -883,6 +901,7 @@ fn records(rows: &[Row]) -> Table {
             number(ratio.map(|r| r.ci95.low)),
             number(ratio.map(|r| r.ci95.high)),
             ratio.map(|r| r.pairs.to_string()).unwrap_or_default(),
+            row.ratio_note.clone().unwrap_or_default(),
             row.weak.to_string(),
             row.security_notes.join("; "),
         ]);
@@ -899,6 +918,21 @@ fn records(rows: &[Row]) -> Table {
         }
     }
     table
+}
+
+/// Puts cells in one order for a live run and for the same run read back
+/// from the store (which keeps cells in the order they finished): the
+/// scenario's axes in their declared order, then the backend.
+pub fn sort_cells(cells: &mut [CellResult]) {
+    let rank = |backend: &str| {
+        crate::backend::BACKEND_IDS
+            .iter()
+            .position(|id| *id == backend)
+            .unwrap_or(usize::MAX)
+    };
+    cells.sort_by(|a, b| {
+        (a.scenario, rank(&a.backend), &a.backend).cmp(&(b.scenario, rank(&b.backend), &b.backend))
+    });
 }
 
 /// A finished (or interrupted) handshake run, ready to export.
@@ -925,23 +959,8 @@ pub struct HandshakeReport<'a> {
 
 impl HandshakeReport<'_> {
     pub fn document(&self) -> Document {
-        // One order for a live run and for the same run read back from the
-        // store (which keeps cells in the order they finished): the
-        // scenario's axes in their declared order, then the backend.
         let mut cells = self.cells.to_vec();
-        let rank = |backend: &str| {
-            crate::backend::BACKEND_IDS
-                .iter()
-                .position(|id| *id == backend)
-                .unwrap_or(usize::MAX)
-        };
-        cells.sort_by(|a, b| {
-            (a.scenario, rank(&a.backend), &a.backend).cmp(&(
-                b.scenario,
-                rank(&b.backend),
-                &b.backend,
-            ))
-        });
+        sort_cells(&mut cells);
         let paired = with_baselines(&cells, self.baseline);
         let rows = rows_paired(&cells, &paired, self.baseline);
         let drift = drift(&cells);

@@ -8,9 +8,9 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
+use rusqlite::{params, OptionalExtension, Transaction};
 
-use super::{schema, Store};
+use super::Store;
 
 /// The tables holding a run's cells, each with the tables of its samples.
 const CELL_TABLES: &[(&str, &[&str])] = &[
@@ -186,35 +186,11 @@ fn copy_run(tx: &Transaction, old: i64) -> Result<i64> {
     Ok(new)
 }
 
-/// Opens another tlslab database to read it: refused if it is not one or a
-/// newer tlslab wrote it; an older one is migrated in a scratch copy (kept
-/// alive by the returned directory), never in place. Returns the path to attach.
-fn readable_input(path: &Path) -> Result<(std::path::PathBuf, Option<tempfile::TempDir>)> {
-    if !path.is_file() {
-        bail!("{} does not exist or is not a file", path.display());
-    }
-    let name = path.display().to_string();
-    let connection = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .with_context(|| format!("cannot open the database {name}"))?;
-    let version = schema::check_input(&connection, &name)?;
-    if version == schema::SCHEMA_VERSION {
-        return Ok((path.to_path_buf(), None));
-    }
-    let scratch = tempfile::tempdir().context("making a scratch directory")?;
-    let copy = scratch.path().join("input.sqlite");
-    connection
-        .execute("VACUUM INTO ?1", [copy.to_string_lossy()])
-        .with_context(|| format!("cannot copy {name} to migrate it"))?;
-    let mut migrated = Connection::open(&copy)?;
-    schema::bring_up_to_date(&mut migrated, &name)?;
-    Ok((copy, Some(scratch)))
-}
-
 impl Store {
     /// Checks that `path` is a tlslab database this code can read, without
     /// changing it (for checking every input before a merge writes anything).
     pub fn check_mergeable(path: &Path) -> Result<()> {
-        readable_input(path).map(|_| ())
+        super::readable(path).map(|_| ())
     }
 
     /// Copies every run of the database at `path` that this one does not
@@ -222,12 +198,15 @@ impl Store {
     /// and samples, in one transaction; `path` is only read.
     pub fn merge_from(&mut self, path: &Path) -> Result<MergeSummary> {
         if let Some(own) = self.path() {
-            let same = std::fs::canonicalize(own).ok() == std::fs::canonicalize(path).ok();
-            if same {
-                bail!("{} is the database being merged into", path.display());
+            if super::same_file(own, path) {
+                bail!(
+                    "{} is the database being merged into, {} (the same file)",
+                    path.display(),
+                    own.display()
+                );
             }
         }
-        let (attach, _scratch) = readable_input(path)?;
+        let (attach, _scratch) = super::readable(path)?;
         self.connection
             .execute(
                 "ATTACH DATABASE ?1 AS input",
@@ -276,6 +255,8 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::schema;
+    use rusqlite::Connection;
 
     fn user_version(path: &Path) -> i64 {
         Connection::open(path)

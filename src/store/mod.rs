@@ -24,7 +24,7 @@ pub use schema::SCHEMA_VERSION;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, DatabaseName, OpenFlags, OptionalExtension};
 
 use crate::backend::{LibraryInfo, Negotiated};
 use crate::host::HostInfo;
@@ -53,6 +53,10 @@ pub struct StoredRun {
     pub status: String,
     pub started_at: String,
     pub options_json: String,
+    /// The label of the row the run's ratios were taken against, as the
+    /// run resolved it; `None` when it had none or was stored before
+    /// tlslab recorded it.
+    pub baseline: Option<String>,
     pub host: HostInfo,
     pub libraries: Vec<LibraryInfo>,
     pub cells: Vec<CellResult>,
@@ -75,6 +79,9 @@ pub struct RunListing {
 pub struct Store {
     connection: Connection,
     path: Option<PathBuf>,
+    /// Where an older database opened to read was migrated (a copy), kept
+    /// as long as the store is open.
+    _scratch: Option<tempfile::TempDir>,
 }
 
 impl Store {
@@ -99,6 +106,22 @@ impl Store {
         Self::prepare(connection, Some(path.to_path_buf()))
     }
 
+    /// Opens an existing database to read it (for `report`, `compare`,
+    /// `recommend`): the file is never written. Refuses a file that is not
+    /// a tlslab database or that a newer tlslab wrote; an older one is
+    /// migrated in a scratch copy, never in place.
+    pub fn open_read_only(path: &Path) -> Result<Self> {
+        let (readable, scratch) = readable(path)?;
+        let connection = Connection::open_with_flags(&readable, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .with_context(|| format!("cannot open the database {}", path.display()))?;
+        connection.busy_timeout(std::time::Duration::from_secs(5))?;
+        Ok(Self {
+            connection,
+            path: Some(path.to_path_buf()),
+            _scratch: scratch,
+        })
+    }
+
     /// A database in memory (for tests and `--no-db`).
     pub fn open_in_memory() -> Result<Self> {
         Self::prepare(Connection::open_in_memory()?, None)
@@ -110,13 +133,25 @@ impl Store {
             None => "(in memory)".to_string(),
         };
         connection.busy_timeout(std::time::Duration::from_secs(5))?;
+        // SQLite opens a file it may not write read-only, and says so only
+        // at the first write.
+        if connection.is_readonly(DatabaseName::Main)? {
+            bail!("cannot write to the database {name}: the file is read-only");
+        }
         schema::bring_up_to_date(&mut connection, &name)?;
         connection.execute_batch("PRAGMA foreign_keys = ON;")?;
-        // Proves the file is writable now, before anything is measured.
+        // Proves the file is writable now, before anything is measured: a
+        // write (rolled back) needs the journal beside the file too.
         connection
-            .execute_batch("BEGIN IMMEDIATE; COMMIT;")
+            .execute_batch(&format!(
+                "BEGIN IMMEDIATE; PRAGMA user_version = {SCHEMA_VERSION}; ROLLBACK;"
+            ))
             .with_context(|| format!("cannot write to the database {name}"))?;
-        Ok(Self { connection, path })
+        Ok(Self {
+            connection,
+            path,
+            _scratch: None,
+        })
     }
 
     pub fn path(&self) -> Option<&Path> {
@@ -226,6 +261,16 @@ impl Store {
         Ok(())
     }
 
+    /// Records the row a run's ratios were taken against (its label), so
+    /// that `report` shows the ratios the run showed.
+    pub fn record_baseline(&mut self, run_id: i64, baseline: Option<&str>) -> Result<()> {
+        self.connection.execute(
+            "UPDATE runs SET baseline = ?2 WHERE id = ?1",
+            params![run_id, baseline],
+        )?;
+        Ok(())
+    }
+
     /// Marks a run finished: `complete` only if every cell ran.
     pub fn finish_run(&mut self, run_id: i64, complete: bool) -> Result<()> {
         self.connection.execute(
@@ -288,6 +333,20 @@ impl Store {
             .flatten())
     }
 
+    /// The id of the most recent run of one of these kinds, if any.
+    pub fn latest_run_of(&self, kinds: &[&str]) -> Result<Option<i64>> {
+        let mut latest = None;
+        for kind in kinds {
+            let id: Option<i64> = self.connection.query_row(
+                "SELECT max(id) FROM runs WHERE kind = ?1",
+                [kind],
+                |row| row.get(0),
+            )?;
+            latest = latest.max(id);
+        }
+        Ok(latest)
+    }
+
     /// Every stored run, oldest first.
     pub fn list_runs(&self) -> Result<Vec<RunListing>> {
         let mut statement = self.connection.prepare(
@@ -325,7 +384,7 @@ impl Store {
             .connection
             .query_row(
                 "SELECT r.status, r.started_at, r.options_json, h.hostname, h.cpu_model, h.cpu_flags,
-                        h.cores, h.kernel, h.os, r.kind
+                        h.cores, h.kernel, h.os, r.kind, r.baseline
                  FROM runs r JOIN hosts h ON h.id = r.host_id WHERE r.id = ?1",
                 [run_id],
                 |row| {
@@ -342,11 +401,12 @@ impl Store {
                             os: row.get(8)?,
                         },
                         row.get::<_, String>(9)?,
+                        row.get::<_, Option<String>>(10)?,
                     ))
                 },
             )
             .optional()?;
-        let Some((status, started_at, options_json, host, kind)) = run else {
+        let Some((status, started_at, options_json, host, kind, baseline)) = run else {
             bail!("there is no run {run_id} in this database");
         };
         let mut libraries = Vec::new();
@@ -368,6 +428,7 @@ impl Store {
             status,
             started_at,
             options_json,
+            baseline,
             host,
             libraries,
             cells: self.load_cells(run_id)?,
@@ -454,6 +515,43 @@ impl Store {
         }
         Ok(cells)
     }
+}
+
+/// Returns true if and only if both paths name one existing file: the
+/// same device and inode, so a hard link or a symbolic link to a file is
+/// that file.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// Opens a tlslab database at `path` to read it: refused if it is not one
+/// or a newer tlslab wrote it; an older one is migrated in a scratch copy
+/// (kept alive by the returned directory), never in place. Returns the path
+/// to read: the file itself, or the copy.
+fn readable(path: &Path) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+    if !path.is_file() {
+        bail!("{} does not exist or is not a file", path.display());
+    }
+    let name = path.display().to_string();
+    let connection = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .with_context(|| format!("cannot open the database {name}"))?;
+    connection.busy_timeout(std::time::Duration::from_secs(5))?;
+    let version = schema::check_input(&connection, &name)?;
+    if version == schema::SCHEMA_VERSION {
+        return Ok((path.to_path_buf(), None));
+    }
+    let scratch = tempfile::tempdir().context("making a scratch directory")?;
+    let copy = scratch.path().join("input.sqlite");
+    connection
+        .execute("VACUUM INTO ?1", [copy.to_string_lossy()])
+        .with_context(|| format!("cannot copy {name} to migrate it"))?;
+    let mut migrated = Connection::open(&copy)?;
+    schema::bring_up_to_date(&mut migrated, &name)?;
+    Ok((copy, Some(scratch)))
 }
 
 /// Adds a handshake scenario to `scenarios` unless it is there; returns its id (its label).
@@ -1011,6 +1109,51 @@ mod tests {
         assert!(message.contains("foo"), "{message}");
         assert_eq!(tables(&path), vec!["foo".to_string()]);
         assert_eq!(user_version(&path), 0);
+    }
+
+    /// Issue 18 item 8: a `runs` table is not enough to be tlslab's.
+    #[test]
+    fn a_foreign_runs_table_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE runs (id INTEGER PRIMARY KEY, name TEXT);")
+            .unwrap();
+        let before = std::fs::read(&path).unwrap();
+        for error in [
+            Store::open(&path).err().expect("must fail"),
+            Store::open_read_only(&path).err().expect("must fail"),
+        ] {
+            let message = format!("{error:#}");
+            assert!(
+                message.contains(&format!("{} is not a tlslab database", path.display())),
+                "{message}"
+            );
+            assert!(message.contains("(id, name)"), "{message}");
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    /// Issue 18 item 9: SQLite opens a file it may not write read-only and
+    /// said so at the first write, naming no file.
+    #[test]
+    fn a_read_only_file_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.sqlite");
+        drop(Store::open(&path).unwrap());
+        let read_only =
+            Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let error = Store::prepare(read_only, Some(path.clone()))
+            .err()
+            .expect("must fail");
+        assert_eq!(
+            format!("{error:#}"),
+            format!(
+                "cannot write to the database {}: the file is read-only",
+                path.display()
+            )
+        );
     }
 
     #[test]

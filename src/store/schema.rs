@@ -7,7 +7,7 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
@@ -21,7 +21,36 @@ const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_6_TO_7],
     &[VERSION_7_TO_8],
     &[VERSION_8_TO_9],
+    &[VERSION_9_TO_10],
 ];
+
+/// The columns of tlslab's `runs` table as version 0 made it. No migration
+/// has changed them, and no other tool's table is likely to have exactly
+/// these: they are how a file is known as a tlslab database.
+const RUNS_COLUMNS: &[&str] = &[
+    "id",
+    "started_at",
+    "finished_at",
+    "status",
+    "kind",
+    "tool_version",
+    "command_line",
+    "options_json",
+    "host_id",
+];
+
+/// The columns migrations added to `runs` after [`RUNS_COLUMNS`], each
+/// with the version that added it.
+const RUNS_COLUMNS_ADDED: &[(i64, &str)] = &[(10, "baseline")];
+
+/// The columns of `runs` at a schema version, in order.
+fn runs_columns_at(version: i64) -> Vec<&'static str> {
+    let added = RUNS_COLUMNS_ADDED
+        .iter()
+        .filter(|(since, _)| *since <= version)
+        .map(|(_, column)| *column);
+    RUNS_COLUMNS.iter().copied().chain(added).collect()
+}
 
 /// The latest schema, created directly in a new (empty) database. A
 /// migrated database ends up with the same tables and columns, in the same
@@ -37,6 +66,9 @@ CREATE TABLE hosts (
     os TEXT NOT NULL,
     UNIQUE (hostname, cpu_model, cpu_flags, cores, kernel, os)
 );
+-- Version 10: `baseline`, the label of the row the run's ratios were
+-- taken against, as the run resolved it (NULL: none, or a run stored
+-- before version 10).
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
     started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
@@ -46,7 +78,8 @@ CREATE TABLE runs (
     tool_version TEXT NOT NULL,
     command_line TEXT NOT NULL,
     options_json TEXT NOT NULL,
-    host_id INTEGER NOT NULL REFERENCES hosts (id)
+    host_id INTEGER NOT NULL REFERENCES hosts (id),
+    baseline TEXT
 );
 CREATE TABLE libraries (
     run_id INTEGER NOT NULL REFERENCES runs (id),
@@ -835,12 +868,19 @@ CREATE TABLE network_samples (
 ) WITHOUT ROWID;
 "#;
 
+/// Version 10: the baseline row each run's ratios were taken against.
+const VERSION_9_TO_10: &str = r#"
+ALTER TABLE runs ADD COLUMN baseline TEXT;
+"#;
+
 /// What a database holds before it is touched.
 struct Found {
     /// Every table, SQLite's own excepted.
     tables: Vec<String>,
     /// `PRAGMA user_version`.
     version: i64,
+    /// The columns of its `runs` table, in order (empty without one).
+    runs_columns: Vec<String>,
 }
 
 impl Found {
@@ -869,10 +909,24 @@ impl Found {
         let version = connection
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .with_context(|| format!("cannot read the schema version of {name}"))?;
-        Ok(Self { tables, version })
+        let runs_columns = connection
+            .prepare("SELECT name FROM pragma_table_info('runs') ORDER BY cid")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| row.get(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .with_context(|| format!("cannot read the database {name}"))?;
+        Ok(Self {
+            tables,
+            version,
+            runs_columns,
+        })
     }
 
-    /// Refuses a database from another tool or from a newer tlslab.
+    /// Refuses a database from another tool or from a newer tlslab: a
+    /// tlslab database is empty, or its `runs` table has exactly tlslab's
+    /// columns for its version.
     fn check(&self, name: &str) -> Result<()> {
         // Tables without `runs` are someone else's, whatever their version says.
         if !self.tables.is_empty() && !self.tables.iter().any(|t| t == "runs") {
@@ -886,6 +940,25 @@ impl Found {
                 "{name} is not a tlslab database (schema version {})",
                 self.version
             );
+        }
+        // A `runs` table of someone else's: tlslab's has exactly its
+        // columns (a newer tlslab's may have more after them).
+        if !self.tables.is_empty() {
+            let expected = runs_columns_at(self.version.min(SCHEMA_VERSION));
+            let found: Vec<&str> = self.runs_columns.iter().map(String::as_str).collect();
+            let ours = if self.version > SCHEMA_VERSION {
+                found.starts_with(&expected)
+            } else {
+                found == expected
+            };
+            if !ours {
+                bail!(
+                    "{name} is not a tlslab database: its `runs` table has the columns ({}), \
+                     not tlslab's ({})",
+                    found.join(", "),
+                    expected.join(", ")
+                );
+            }
         }
         if self.version > SCHEMA_VERSION {
             bail!(

@@ -87,13 +87,21 @@ impl Step {
             .then(|| self.server_cpu_ns as f64 / self.handshakes as f64)
     }
 
-    /// New handshakes per second a server with one core per thread could
-    /// answer at this step's CPU per handshake: `threads` cores over the
-    /// server's CPU per handshake. The client's work is left out, as a
-    /// real server does not do it.
-    pub fn server_capacity_per_second(&self) -> Option<f64> {
+    /// The cores a step's capacity counts on a machine of `cores`: one per
+    /// thread, but no more than the machine has.
+    pub fn capacity_cores(&self, cores: usize) -> usize {
+        self.threads.min(cores.max(1))
+    }
+
+    /// New handshakes per second a server could answer at this step's CPU
+    /// per handshake on a machine of `cores`: one core per thread, at most
+    /// the machine's ([`Step::capacity_cores`]), over the server's CPU per
+    /// handshake. Threads beyond the cores share them: they add no
+    /// capacity. The client's work is left out, as a real server does not
+    /// do it.
+    pub fn server_capacity_per_second(&self, cores: usize) -> Option<f64> {
         self.server_cpu_per_handshake_ns()
-            .map(|ns| self.threads as f64 * 1e9 / ns)
+            .map(|ns| self.capacity_cores(cores) as f64 * 1e9 / ns)
     }
 }
 
@@ -207,13 +215,16 @@ mod tests {
         };
         assert_eq!(step.handshakes_per_second(), 1_000.0);
         assert_eq!(step.server_cpu_per_handshake_ns(), Some(500_000.0));
-        assert_eq!(step.server_capacity_per_second(), Some(8_000.0));
+        assert_eq!(step.server_capacity_per_second(8), Some(8_000.0));
+        // Issue 18 item 14: four threads on two cores are two cores' capacity.
+        assert_eq!(step.capacity_cores(2), 2);
+        assert_eq!(step.server_capacity_per_second(2), Some(4_000.0));
         let none = Step {
             handshakes: 0,
             server_cpu_ns: 0,
             ..step
         };
-        assert_eq!(none.server_capacity_per_second(), None);
+        assert_eq!(none.server_capacity_per_second(8), None);
     }
 
     #[test]

@@ -331,18 +331,18 @@ pub fn run_cells(
         }
         cells.push(cell);
     }
-    // Each cell pairs with the baseline row of its own backend, or else
-    // with that of the first backend that has it (as the report does).
-    let baseline_of = |backend: Option<&str>| {
+    // Each cell pairs with the baseline row of its own backend, if it has
+    // one (as the report does: never with another library's).
+    let baseline_of = |backend: &str| {
         let label = baseline?;
-        probe_cell.iter().position(|&c| {
-            cells[c].scenario.label() == label && backend.is_none_or(|b| cells[c].backend == b)
-        })
+        probe_cell
+            .iter()
+            .position(|&c| cells[c].scenario.label() == label && cells[c].backend == backend)
     };
     let pairing = measure::Pairing::PerCell(
         probe_cell
             .iter()
-            .map(|&c| baseline_of(Some(&cells[c].backend)).or_else(|| baseline_of(None)))
+            .map(|&c| baseline_of(&cells[c].backend))
             .collect(),
     );
     let total = cells.len();

@@ -786,6 +786,9 @@ pub fn validate(plan: &Plan) -> Result<()> {
     if plan.clients == 0 {
         anyhow::bail!("--clients must be at least 1");
     }
+    if plan.max_requests == 0 {
+        anyhow::bail!("--max-requests must be at least 1");
+    }
     Ok(())
 }
 

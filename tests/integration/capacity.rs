@@ -199,3 +199,63 @@ fn max_total_time_stops_a_capacity_run_after_the_step_it_is_in() {
     assert_eq!(steps(&exported).len(), 1, "{exported:#}");
     assert_eq!(exported["cells"].as_array().unwrap().len(), 1);
 }
+
+/// Issue 18 item 14: with more threads than cores, "server capacity" was
+/// the threads over the server CPU per handshake, as if each thread had a
+/// core of its own (55,578 handshakes/s on 2 cores).
+#[test]
+fn capacity_beyond_the_cores_counts_the_cores() {
+    let cores = tlslab::host::HostInfo::current().cores;
+    let threads = (cores + 1).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("capacity.json");
+    let run = tlslab(&[
+        "handshake",
+        "--capacity",
+        "--backend",
+        "mock",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--threads",
+        &threads,
+        "--max-time",
+        "0.08",
+        "--warmup",
+        "0",
+        "-q",
+        "--no-db",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let exported: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cell = &exported["cells"][0];
+    let steps = cell["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), cores + 1, "{exported:#}");
+    for step in steps {
+        let threads = step["threads"].as_u64().unwrap() as usize;
+        let counted = threads.min(cores);
+        assert_eq!(step["capacity_cores"], counted, "{step}");
+        let cpu_ns = step["server_cpu_ns_per_handshake"].as_f64().unwrap();
+        let capacity = step["server_capacity_per_s"].as_f64().unwrap();
+        assert!(
+            (capacity - counted as f64 * 1e9 / cpu_ns).abs() < 1e-6 * capacity,
+            "{step}"
+        );
+        let per_core = cell["modelled_capacity_per_core"].as_f64().unwrap();
+        let modelled = step["modelled_capacity_per_s"].as_f64().unwrap();
+        assert!((modelled - counted as f64 * per_core).abs() < 1e-6 * modelled);
+    }
+    let note = format!(
+        "{} threads on {cores} cores: the capacity counts {cores} cores",
+        cores + 1
+    );
+    assert!(run.stdout().contains(&note), "{}", run.stdout());
+}

@@ -325,3 +325,188 @@ fn handshake_generic_cpu_rows_sit_beside_native_ones() {
         run.stderr()
     );
 }
+
+/// Issue 18 item 12: `--backend all` (the default) gave TLS-only matrices
+/// a dimpl row per scenario saying "dimpl implements DTLS only".
+#[test]
+fn backend_all_keeps_the_backends_that_run_the_asked_protocols() {
+    let dir = tempfile::tempdir().unwrap();
+    let backends_of = |extra: &[&str]| -> std::collections::BTreeSet<String> {
+        let json = dir.path().join("run.json");
+        let mut args = vec![
+            "handshake",
+            "--group",
+            "x25519",
+            "--cert",
+            "ecdsa_p256",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--no-db",
+            "-q",
+            "--export-json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let cert_dir = cert_dir();
+        args.extend_from_slice(&["--cert-dir", cert_dir.to_str().unwrap()]);
+        tlslab(&args).expect_code(0);
+        let data: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        data["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row["backend"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let tls = ["openssl", "rustls-aws-lc", "rustls-ring"].map(String::from);
+    assert_eq!(backends_of(&["--tls", "1.3"]), tls.clone().into());
+    assert_eq!(
+        backends_of(&["--tls", "1.2,1.3", "--backend", "all"]),
+        tls.into()
+    );
+    // dimpl named on its own stays, with its unsupported rows.
+    assert!(backends_of(&["--tls", "1.3", "--backend", "all,dimpl"]).contains("dimpl"));
+    // A DTLS matrix keeps the backends that speak DTLS.
+    assert_eq!(
+        backends_of(&["--tls", "dtls1.2", "--backend", "all"]),
+        ["dimpl", "openssl"].map(String::from).into()
+    );
+}
+
+/// Issue 18 item 15: these ran (and stored an empty run, or changed the
+/// value without a word) instead of being refused.
+#[test]
+fn empty_lists_and_zero_bounds_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db_text = db.to_str().unwrap();
+    for (args, expected) in [
+        (
+            vec!["cost", "--backend", ""],
+            "the backend list is empty; valid backends: all, openssl",
+        ),
+        (
+            vec!["load", "--server", "embedded", "--max-requests", "0"],
+            "--max-requests must be at least 1",
+        ),
+        (
+            vec!["handshake", "--backend", "mock", "--min-samples", "0"],
+            "--min-samples must be at least 1",
+        ),
+        (
+            vec!["speed", "--min-samples", "0"],
+            "--min-samples must be at least 1",
+        ),
+        (vec!["speed", "--size", ""], "--size is empty"),
+        (vec!["speed", "--size", " , "], "--size is empty"),
+    ] {
+        let mut all = args.clone();
+        all.extend_from_slice(&["--db", db_text]);
+        let run = tlslab(&all);
+        run.expect_code(2);
+        assert!(
+            run.stderr().contains(expected),
+            "{args:?}: {}",
+            run.stderr()
+        );
+    }
+    assert!(!db.exists(), "nothing may be stored for bad options");
+}
+
+/// Issue 18 item 15: `report --baseline nope` printed "relative to nope";
+/// `--run 1,1` printed the run twice; one run without results (a killed
+/// load run) among several made `--html` write nothing.
+#[test]
+fn report_checks_its_baseline_shows_each_run_once_and_passes_over_an_empty_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db_text = db.to_str().unwrap();
+    let cert_dir = cert_dir();
+    let handshake = [
+        "handshake",
+        "--backend",
+        "mock",
+        "--group",
+        "x25519,p256",
+        "--cert",
+        "ecdsa_p256",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "-q",
+        "--db",
+        db_text,
+        "--cert-dir",
+        cert_dir.to_str().unwrap(),
+    ];
+    tlslab(&handshake).expect_code(0);
+    // What a load run killed before its load ended leaves: its run alone.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "INSERT INTO runs (status, kind, tool_version, command_line, options_json, host_id)
+             SELECT 'incomplete', 'load', tool_version, 'tlslab load', '{}', host_id
+             FROM runs WHERE id = 1;",
+        )
+        .unwrap();
+    tlslab(&handshake).expect_code(0);
+
+    let refused = tlslab(&[
+        "report",
+        "--db",
+        db_text,
+        "--run",
+        "1",
+        "--baseline",
+        "nope",
+    ]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr().contains(
+            "the baseline 'nope' is not a row of run 1; its rows: \
+             handshake_1.3_p256_ecdsa_p256_aes128gcm, handshake_1.3_x25519_ecdsa_p256_aes128gcm"
+        ),
+        "{}",
+        refused.stderr()
+    );
+    assert!(refused.stdout().is_empty(), "{}", refused.stdout());
+    let not_a_ratio = tlslab(&["report", "--db", db_text, "--run", "2", "--baseline", "x"]);
+    not_a_ratio.expect_code(2);
+    assert!(
+        not_a_ratio.stderr().contains("run 2 is a load run"),
+        "{}",
+        not_a_ratio.stderr()
+    );
+
+    let twice = tlslab(&["report", "--db", db_text, "--run", "1,1"]);
+    twice.expect_code(0);
+    assert_eq!(twice.stdout().matches("handshake run 1 ").count(), 1);
+
+    let html = dir.path().join("runs.html");
+    let shown = tlslab(&[
+        "report",
+        "--db",
+        db_text,
+        "--run",
+        "1,2,3",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    shown.expect_code(0);
+    assert!(
+        shown
+            .stderr()
+            .contains("run 2 is left out: load run 2 stored no results"),
+        "{}",
+        shown.stderr()
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("run-1") && page.contains("run-3"));
+    assert!(!page.contains("run-2"));
+    // Alone, the empty run is an error.
+    tlslab(&["report", "--db", db_text, "--run", "2"]).expect_code(1);
+}

@@ -390,11 +390,16 @@ fn report_refuses_missing_runs_and_unusable_paths_before_writing() {
         "--db",
         db,
         "--run",
-        "1,1",
+        "1,2",
         "--export-json",
         dir.path().join("r.json").to_str().unwrap(),
     ]);
     several.expect_code(2);
+    assert!(
+        several.stderr().contains("take one run"),
+        "{}",
+        several.stderr()
+    );
 }
 
 #[test]

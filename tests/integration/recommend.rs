@@ -157,3 +157,62 @@ fn a_tunnel_run_is_priced_per_megabyte_and_weak_ciphers_are_out() {
     assert!(reasons.contains("forward secrecy not known"), "{reasons}");
     tlslab(&["recommend", "--db", &db, "--role", "server"]).expect_code(2);
 }
+
+/// Issue 18 item 19: after a load run, a bare `recommend` read the load
+/// run and blamed "the role server", which no one had given.
+#[test]
+fn bare_recommend_reads_the_latest_run_it_can_and_says_which_kinds_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db_text = db.to_str().unwrap();
+    let load = || {
+        tlslab(&[
+            "load",
+            "--server",
+            "embedded",
+            "--rate",
+            "20",
+            "--duration",
+            "0.3",
+            "--clients",
+            "2",
+            "--size",
+            "1k",
+            "-q",
+            "--db",
+            db_text,
+        ])
+        .expect_code(0)
+        .stdout()
+    };
+    load();
+    let none = tlslab(&["recommend", "--db", db_text]);
+    none.expect_code(2);
+    assert!(
+        none.stderr().contains(&format!(
+            "there is no run recommend reads in {db_text} (the latest, run 1, is a load run): it reads server, client (handshake and cost runs), tunnel (tunnel runs), bulk (bulk runs)"
+        )),
+        "{}",
+        none.stderr()
+    );
+    assert!(!none.stderr().contains("the role server"));
+
+    mock_run(dir.path());
+    load();
+    let picked = tlslab(&["recommend", "--db", db_text]);
+    picked.expect_code(0);
+    assert!(
+        picked.stdout().contains("Run 2 (handshake run)"),
+        "{}",
+        picked.stdout()
+    );
+    let tunnel = tlslab(&["recommend", "--db", db_text, "--role", "tunnel"]);
+    tunnel.expect_code(2);
+    assert!(
+        tunnel
+            .stderr()
+            .contains("there is no tunnel run for the role tunnel"),
+        "{}",
+        tunnel.stderr()
+    );
+}

@@ -4,8 +4,8 @@
 use super::{Bar, Figure, Layout};
 use crate::workload::capacity::CapacityCell;
 
-/// The charts of a capacity report.
-pub fn figures(cells: &[CapacityCell]) -> Vec<Figure> {
+/// The charts of a capacity report, run on a machine of `cores`.
+pub fn figures(cells: &[CapacityCell], cores: usize) -> Vec<Figure> {
     let one_backend = cells.windows(2).all(|w| w[0].backend == w[1].backend);
     let mut bars = Vec::new();
     for cell in cells {
@@ -19,9 +19,9 @@ pub fn figures(cells: &[CapacityCell]) -> Vec<Figure> {
                 ),
                 vec![
                     Some(step.handshakes_per_second()),
-                    step.server_capacity_per_second(),
+                    step.server_capacity_per_second(cores),
                     cell.modelled_capacity_per_core()
-                        .map(|per_core| per_core * step.threads as f64),
+                        .map(|per_core| per_core * step.capacity_cores(cores) as f64),
                 ],
             ));
         }
@@ -35,14 +35,14 @@ pub fn figures(cells: &[CapacityCell]) -> Vec<Figure> {
         axis: "handshakes/s".to_string(),
         series: vec![
             "measured (client and server)".to_string(),
-            "server capacity (threads / server CPU)".to_string(),
-            "model × threads".to_string(),
+            "server capacity (cores / server CPU)".to_string(),
+            "model × cores".to_string(),
         ],
         layout: Layout::Grouped,
         bars,
         reference: None,
         notes: vec![
-            "measured: all threads' handshakes (both sides) per second of wall clock; server capacity: threads / server CPU per handshake; model: cost's one-core model × threads.".to_string(),
+            "measured: all threads' handshakes (both sides) per second of wall clock; server capacity: the cores counted (one per thread, at most the machine's) / server CPU per handshake; model: cost's one-core model × the same cores.".to_string(),
         ],
     }]
 }

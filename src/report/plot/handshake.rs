@@ -68,7 +68,10 @@ pub fn figures(rows: &[Row], baseline: Option<&str>) -> Vec<Figure> {
                         weak: row.weak,
                         ..Bar::new(label(row), vec![Some(ratio.value)])
                     },
-                    None => missing(row, label(row), 1),
+                    None => match &row.ratio_note {
+                        Some(note) => Bar::missing(label(row), 1, note.clone()),
+                        None => missing(row, label(row), 1),
+                    },
                 })
                 .collect();
             let (title, axis) = if timed {

@@ -1,0 +1,235 @@
+//! The result database from the outside (issue 18, items 8 and 9): the
+//! commands that only read never change a file, a SQLite file of another
+//! tool is refused and left byte for byte as it was (even with a table
+//! named `runs`), a merge that fails leaves no output behind, the output
+//! given again as an input through a hard link is refused at once, and a
+//! database that cannot be written is named.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+
+use rusqlite::Connection;
+
+use crate::merge::path_text;
+use crate::util::{cert_dir, tlslab, Run};
+
+/// A tiny mock handshake run stored in `db`.
+fn mock_run(db: &Path) {
+    tlslab(&[
+        "handshake",
+        "--backend",
+        "mock",
+        "--group",
+        "x25519,p256",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "-q",
+        "--db",
+        &path_text(db),
+        "--cert-dir",
+        &path_text(&cert_dir()),
+    ])
+    .expect_code(0);
+}
+
+/// Issue 18 item 8: a file of another tool with a table named `runs` was
+/// migrated into a tlslab database by `report --list`.
+#[test]
+fn a_foreign_database_with_a_runs_table_is_refused_and_left_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("jobs.sqlite");
+    Connection::open(&foreign)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, name TEXT, started TEXT);
+             INSERT INTO runs (name, started) VALUES ('nightly', '2026-01-01');",
+        )
+        .unwrap();
+    let before = std::fs::read(&foreign).unwrap();
+    let good = dir.path().join("good.sqlite");
+    mock_run(&good);
+    let out = dir.path().join("out.sqlite");
+    let (foreign_text, good_text, out_text) =
+        (path_text(&foreign), path_text(&good), path_text(&out));
+    let foreign_run = format!("{foreign_text}:1");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["report", "--list", "--db", &foreign_text],
+        vec!["report", "--db", &foreign_text],
+        vec!["report", "--run", "1", "--db", &foreign_text],
+        vec!["compare", &foreign_run, &foreign_run],
+        vec!["recommend", "--db", &foreign_text],
+        vec!["merge", &out_text, &foreign_text],
+        vec!["merge", &foreign_text, &good_text],
+        vec!["handshake", "--backend", "mock", "--db", &foreign_text],
+    ];
+    for args in commands {
+        let run = tlslab(&args);
+        run.expect_code(1);
+        assert!(
+            run.stderr()
+                .contains(&format!("{foreign_text} is not a tlslab database")),
+            "{}: {}",
+            run.command,
+            run.stderr()
+        );
+        assert!(
+            std::fs::read(&foreign).unwrap() == before,
+            "`{}` changed the file",
+            run.command
+        );
+    }
+    assert!(!out.exists(), "a refused merge must not create its output");
+}
+
+/// Issue 18 item 8: `report` opened the database read-write and migrated
+/// an older tlslab file in place; commands that only read leave it as it was.
+#[test]
+fn report_compare_and_recommend_read_an_older_database_without_changing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("old.sqlite");
+    mock_run(&db);
+    // The layout of schema version 9, before runs recorded their baseline.
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch("ALTER TABLE runs DROP COLUMN baseline; PRAGMA user_version = 9;")
+        .unwrap();
+    let before = std::fs::read(&db).unwrap();
+    let db_text = path_text(&db);
+    for args in [
+        vec!["report", "--list", "--db", &db_text],
+        vec!["report", "--run", "1", "--db", &db_text],
+        vec!["compare", "--db", &db_text, "1", "1"],
+        vec!["recommend", "--db", &db_text],
+    ] {
+        let run = tlslab(&args);
+        run.expect_code(0);
+        assert!(
+            std::fs::read(&db).unwrap() == before,
+            "`{}` changed the file",
+            run.command
+        );
+    }
+}
+
+/// Issue 18 item 8: a merge that fails after creating its output (an input
+/// whose pages are damaged past its schema) leaves no output file.
+#[test]
+fn a_failed_merge_leaves_no_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let damaged = dir.path().join("damaged.sqlite");
+    mock_run(&damaged);
+    let (page_bytes, root_page): (u64, u64) = {
+        let connection = Connection::open(&damaged).unwrap();
+        let page_bytes = connection
+            .pragma_query_value(None, "page_size", |row| row.get(0))
+            .unwrap();
+        let root_page = connection
+            .query_row(
+                "SELECT rootpage FROM sqlite_master WHERE name = 'samples'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        (page_bytes, root_page)
+    };
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    let start = ((root_page - 1) * page_bytes) as usize;
+    bytes[start..start + page_bytes as usize].fill(0xa5);
+    std::fs::write(&damaged, &bytes).unwrap();
+
+    let out = dir.path().join("merged.sqlite");
+    let run = tlslab(&["merge", &path_text(&out), &path_text(&damaged)]);
+    run.expect_code(1);
+    assert!(
+        run.stderr().contains(&path_text(&damaged)),
+        "{}",
+        run.stderr()
+    );
+    assert!(!out.exists(), "the failed merge left {}", out.display());
+    for suffix in ["-journal", "-wal"] {
+        assert!(!dir.path().join(format!("merged.sqlite{suffix}")).exists());
+    }
+
+    // An output that existed before is kept.
+    let existing = dir.path().join("existing.sqlite");
+    mock_run(&existing);
+    tlslab(&["merge", &path_text(&existing), &path_text(&damaged)]).expect_code(1);
+    assert!(existing.exists());
+    tlslab(&["report", "--db", &path_text(&existing)]).expect_code(0);
+}
+
+/// Issue 18 item 9: a hard link of the output given as an input waited 5 s
+/// for a lock, then failed with "database is locked".
+#[test]
+fn merge_refuses_a_hard_link_of_its_output_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.sqlite");
+    mock_run(&out);
+    let link = dir.path().join("link.sqlite");
+    std::fs::hard_link(&out, &link).unwrap();
+    let before = std::fs::read(&out).unwrap();
+    let run = tlslab(&["merge", &path_text(&out), &path_text(&link)]);
+    run.expect_code(2);
+    for path in [&out, &link] {
+        assert!(run.stderr().contains(&path_text(path)), "{}", run.stderr());
+    }
+    assert!(run.stderr().contains("the same file"), "{}", run.stderr());
+    assert!(std::fs::read(&out).unwrap() == before);
+}
+
+/// Runs tlslab as a user who may not write what root may: `nobody` when
+/// the tests run as root (root writes any file), else the user itself.
+fn tlslab_unprivileged(args: &[&str]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tlslab"));
+    command.args(args).env_remove("COLUMNS");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        command.uid(65534).gid(65534);
+    }
+    Run {
+        output: command.output().expect("the tlslab binary runs"),
+        command: format!("tlslab {}", args.join(" ")),
+    }
+}
+
+/// Issue 18 item 9: a database in a read-only file or directory failed
+/// with "attempt to write a readonly database", naming no file.
+#[test]
+fn a_read_only_database_is_named_before_anything_runs() {
+    use std::fs::{set_permissions, Permissions};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    set_permissions(dir.path(), Permissions::from_mode(0o755)).unwrap();
+    let read_only_file = dir.path().join("file.sqlite");
+    mock_run(&read_only_file);
+    set_permissions(&read_only_file, Permissions::from_mode(0o444)).unwrap();
+    let read_only_dir = dir.path().join("locked");
+    std::fs::create_dir(&read_only_dir).unwrap();
+    let in_read_only_dir = read_only_dir.join("db.sqlite");
+    mock_run(&in_read_only_dir);
+    set_permissions(&in_read_only_dir, Permissions::from_mode(0o666)).unwrap();
+    set_permissions(&read_only_dir, Permissions::from_mode(0o555)).unwrap();
+    for db in [&read_only_file, &in_read_only_dir] {
+        let run = tlslab_unprivileged(&[
+            "handshake",
+            "--backend",
+            "mock",
+            "--runs",
+            "2",
+            "--db",
+            &path_text(db),
+        ]);
+        run.expect_code(1);
+        assert!(
+            run.stderr()
+                .contains(&format!("cannot write to the database {}", path_text(db))),
+            "{}",
+            run.stderr()
+        );
+        assert!(run.stdout().is_empty(), "nothing may run: {}", run.stdout());
+    }
+    set_permissions(&read_only_dir, Permissions::from_mode(0o755)).unwrap();
+}
