@@ -555,7 +555,14 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     };
     let result = load::run(&plan, &endpoint, driver, &interrupt).context("running the load")?;
     let mut server_cpu_ns = match (&server, cpu_before) {
-        (Some(nginx), Some(before)) => Some(nginx.worker_cpu_ns()?.saturating_sub(before)),
+        // After Ctrl-C nginx may be gone too (a signal sent to every
+        // process, as at a shutdown): its CPU is then not known, and what
+        // the load measured is still kept.
+        (Some(nginx), Some(before)) => match nginx.worker_cpu_ns() {
+            Ok(after) => Some(after.saturating_sub(before)),
+            Err(_) if result.interrupted => None,
+            Err(error) => return Err(error.context("nginx ended during the load")),
+        },
         _ => None,
     };
     let embedded_stats = match embedded_server.take() {
