@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::serve::{check_supported, cores, server_backend};
+use super::serve::{check_supported, cores, event_loop_threads, server_backend, MAX_EVENT_LOOPS};
 use super::session::{
     check_exports, interrupt_flag, open_store, run_info, usage, EXIT_INTERRUPTED,
 };
@@ -37,6 +37,11 @@ use crate::workload::load::{self, Driver, Endpoint, Mode, Plan};
 use crate::workload::nginx::{page_bytes, Nginx, NginxBackend, Site};
 use crate::workload::perf;
 use crate::workload::serve::Server;
+
+/// The most clients of the blocking driver, one thread each (about 8 MiB
+/// of address space and a kernel task per thread): beyond it, event loops
+/// hold the connections.
+const MAX_CLIENT_THREADS: usize = 1024;
 
 /// Why nginx's samples are not put in symbol categories.
 const NGINX_STRIPPED: &str = "nginx runs on Debian's libcrypto.so.3, which is stripped of its internal symbols: perf names only its exported functions there, so a split per symbol category would mislead; the split per shared object above stands (for categories, run the embedded server: --server embedded --backend openssl)";
@@ -321,8 +326,15 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let driver = match args.event_loops {
         None if mode == Mode::KeepAlive => Driver::EventLoops(1),
         None | Some(0) => Driver::Threads,
-        Some(loops) => Driver::EventLoops(loops),
+        Some(loops) => Driver::EventLoops(event_loop_threads("event-loops", Some(loops))?),
     };
+    if driver == Driver::Threads && plan.clients > MAX_CLIENT_THREADS {
+        return Err(usage(format!(
+            "--clients {} would start as many threads (one blocking thread per client); at most {MAX_CLIENT_THREADS}: for more connections, drive them from event loops, e.g. --event-loops {} (each loop holds many nonblocking connections)",
+            plan.clients,
+            cores().min(MAX_EVENT_LOOPS)
+        )));
+    }
     // Checked before anything is started or sent.
     let max_rate = parse_max_rate(args.max_rate)?;
     let target = target_text
@@ -376,11 +388,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         .map(|id| Ok::<_, anyhow::Error>((id, check_supported(id, scenario)?)))
         .transpose()?;
     // Each worker is an event loop holding many connections: one per core.
-    let workers = match args.threads {
-        Some(0) => return Err(usage("--threads must be at least 1")),
-        Some(n) => n,
-        None => cores(),
-    };
+    let workers = event_loop_threads("threads", args.threads)?;
     let profile_wanted = args.perf || preset.is_some();
     if target.is_some() && args.perf {
         return Err(usage(

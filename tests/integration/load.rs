@@ -907,3 +907,31 @@ fn ctrl_c_ends_a_load_on_a_silent_server_at_once() {
     }
     stop.store(true, Ordering::Relaxed);
 }
+
+/// Issue 18 item 4: thread counts are bounded; beyond the bound the
+/// command is refused before anything starts, saying what to use instead.
+#[test]
+fn thread_counts_are_bounded() {
+    for (args, expected) in [
+        (vec!["load", "--clients", "100000"], "--event-loops"),
+        (vec!["load", "--event-loops", "100000"], "at most 256"),
+        (
+            vec!["load", "--server", "embedded", "--threads", "100000"],
+            "at most 256",
+        ),
+        (
+            vec!["serve", "--workers", "100000", "--duration", "1"],
+            "at most 256",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let run = tlslab(&args);
+        run.expect_code(2);
+        assert!(
+            run.stderr().contains(expected),
+            "{args:?}: {}",
+            run.stderr()
+        );
+        assert!(started.elapsed() < Duration::from_secs(5), "{args:?}");
+    }
+}
