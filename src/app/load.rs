@@ -489,15 +489,23 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let mut recording = None;
     let mut profile = Err("not asked for (--perf)".to_string());
     let mut profile_scope = "the server's worker process".to_string();
-    let perf_dir = tempfile::Builder::new().prefix("tlslab-perf-").tempdir()?;
-    let file: PathBuf = perf_dir.path().join("perf.data");
+    // perf's file goes in a scratch directory made only when profiling,
+    // kept until the profile is read.
+    let mut perf_dir = None;
+    let mut perf_file = || -> Result<PathBuf> {
+        crate::child::remove_leftovers();
+        let dir = crate::child::scratch_dir("perf").context("making perf's directory")?;
+        let file = dir.path().join("perf.data");
+        perf_dir = Some(dir);
+        Ok(file)
+    };
     let started_recording = match (&server, &embedded_server, profile_wanted) {
         (_, _, false) | (None, None, true) => None,
-        (Some(nginx), _, true) => Some(perf::record(nginx.worker_pid(), &file)),
+        (Some(nginx), _, true) => Some(perf::record(nginx.worker_pid(), &perf_file()?)),
         (None, Some((running, _)), true) => {
             profile_scope =
                 "the embedded server's worker threads only (perf record -t)".to_string();
-            Some(perf::record_threads(running.thread_ids(), &file))
+            Some(perf::record_threads(running.thread_ids(), &perf_file()?))
         }
     };
     match started_recording {

@@ -935,3 +935,40 @@ fn thread_counts_are_bounded() {
         assert!(started.elapsed() < Duration::from_secs(5), "{args:?}");
     }
 }
+
+/// Issue 18 item 6: without --perf, a load run makes no perf directory
+/// (checked while it runs, and after Ctrl-C ends it).
+#[test]
+fn a_load_without_perf_makes_no_perf_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let perf_directories = || {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("tlslab-perf-"))
+            .count()
+    };
+    let mut job = crate::util::Job::start(
+        &[
+            "load",
+            "--server",
+            "embedded",
+            "--rate",
+            "20",
+            "--duration",
+            "30",
+            "--clients",
+            "2",
+            "--no-db",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+        ],
+        &[("TMPDIR", tmp.path().as_os_str())],
+    );
+    job.wait_for_line("loading", Duration::from_secs(30));
+    assert_eq!(perf_directories(), 0);
+    job.signal(libc::SIGINT);
+    let (status, stderr) = job.finish(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert_eq!(perf_directories(), 0);
+}
