@@ -848,13 +848,14 @@ pub struct LoadArgs {
     pub mode: Option<String>,
 
     /// Clients: connections with one request at a time each (a due request
-    /// waits for a free one, and that wait counts).
+    /// waits for a free one, and that wait counts). At most 1024 with a
+    /// blocking thread each; more with --event-loops.
     #[arg(long, value_name = "N")]
     pub clients: Option<usize>,
 
-    /// Drive the clients from N threads, each an epoll loop over nonblocking
-    /// connections; 0 gives each client a blocking thread of its own.
-    /// [default: 1 in keepalive mode, else 0]
+    /// Drive the clients from N threads (at most 256), each an epoll loop
+    /// over nonblocking connections; 0 gives each client a blocking thread
+    /// of its own. [default: 1 in keepalive mode, else 0]
     #[arg(long, value_name = "N")]
     pub event_loops: Option<usize>,
 
@@ -876,7 +877,7 @@ pub struct LoadArgs {
 
     /// The embedded server's worker threads, each an event loop serving
     /// many connections: the cores its handshakes can use (`--workers` is
-    /// an old name of it). [default: every core]
+    /// an old name of it); at most 256. [default: every core]
     #[arg(long, alias = "workers", value_name = "N")]
     pub threads: Option<usize>,
 
@@ -1060,7 +1061,8 @@ pub struct ServeArgs {
     #[arg(long, hide = true, requires = "handshakes")]
     pub control_stdio: bool,
 
-    /// Worker threads, each an event loop serving many connections. [default: one per core]
+    /// Worker threads, each an event loop serving many connections; at most
+    /// 256, since more workers than cores add only switching. [default: one per core]
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
 

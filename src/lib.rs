@@ -6,6 +6,7 @@
 pub mod app;
 pub mod backend;
 pub mod certs;
+pub mod child;
 pub mod cli;
 pub mod heap;
 pub mod host;

@@ -389,7 +389,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
     }
     if !run.interrupted && feature_sets.contains(&CpuFeatures::Generic) {
         let backend_ids: Vec<&str> = backends.iter().map(|b| b.id()).collect();
-        for cell in generic_cells(args, &backend_ids, &scenarios)? {
+        for cell in generic_cells(args, &backend_ids, &scenarios, &interrupt)? {
             store.save_cell(run_id, &cell)?;
             run.cells.push(cell);
         }
@@ -591,6 +591,7 @@ fn generic_cells(
     args: &HandshakeArgs,
     backends: &[&str],
     scenarios: &[HandshakeScenario],
+    interrupt: &std::sync::atomic::AtomicBool,
 ) -> Result<Vec<CellResult>> {
     let maskable: Vec<&str> = backends
         .iter()
@@ -599,7 +600,8 @@ fn generic_cells(
         .collect();
     let mut cells = Vec::new();
     if !maskable.is_empty() {
-        let scratch = tempfile::tempdir().context("making a scratch directory")?;
+        crate::child::remove_leftovers();
+        let scratch = crate::child::scratch_dir("generic").context("making a scratch directory")?;
         let database = scratch.path().join("generic.sqlite");
         let mut child = Process::new(std::env::current_exe()?);
         child
@@ -652,16 +654,23 @@ fn generic_cells(
         if let Some(dir) = &args.cert_dir {
             child.arg("--cert-dir").arg(dir);
         }
-        let output = child
+        child
             .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1)
-            .stdin(Stdio::null())
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Killed with tlslab; stopped as tlslab is (Ctrl-C, SIGTERM), and
+        // what it measured until then is kept.
+        let output = crate::child::run_worker(child, interrupt)
             .context("starting the generic-CPU child process")?;
         let stored = Store::open(&database).ok().and_then(|store| {
             let run_id = store.latest_run_id().ok()??;
             store.load_run(run_id).ok()
         });
         let Some(stored) = stored else {
+            if interrupt.load(std::sync::atomic::Ordering::SeqCst) {
+                // Stopped before it stored a run: nothing of it to keep.
+                return Ok(cells);
+            }
             bail!(
                 "the generic-CPU child process failed ({}): {}",
                 output.status,

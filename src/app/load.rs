@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::serve::{check_supported, cores, server_backend};
+use super::serve::{check_supported, cores, event_loop_threads, server_backend, MAX_EVENT_LOOPS};
 use super::session::{
     check_exports, interrupt_flag, open_store, run_info, usage, EXIT_INTERRUPTED,
 };
@@ -37,6 +37,11 @@ use crate::workload::load::{self, Driver, Endpoint, Mode, Plan};
 use crate::workload::nginx::{page_bytes, Nginx, NginxBackend, Site};
 use crate::workload::perf;
 use crate::workload::serve::Server;
+
+/// The most clients of the blocking driver, one thread each (about 8 MiB
+/// of address space and a kernel task per thread): beyond it, event loops
+/// hold the connections.
+const MAX_CLIENT_THREADS: usize = 1024;
 
 /// Why nginx's samples are not put in symbol categories.
 const NGINX_STRIPPED: &str = "nginx runs on Debian's libcrypto.so.3, which is stripped of its internal symbols: perf names only its exported functions there, so a split per symbol category would mislead; the split per shared object above stands (for categories, run the embedded server: --server embedded --backend openssl)";
@@ -321,8 +326,15 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let driver = match args.event_loops {
         None if mode == Mode::KeepAlive => Driver::EventLoops(1),
         None | Some(0) => Driver::Threads,
-        Some(loops) => Driver::EventLoops(loops),
+        Some(loops) => Driver::EventLoops(event_loop_threads("event-loops", Some(loops))?),
     };
+    if driver == Driver::Threads && plan.clients > MAX_CLIENT_THREADS {
+        return Err(usage(format!(
+            "--clients {} would start as many threads (one blocking thread per client); at most {MAX_CLIENT_THREADS}: for more connections, drive them from event loops, e.g. --event-loops {} (each loop holds many nonblocking connections)",
+            plan.clients,
+            cores().min(MAX_EVENT_LOOPS)
+        )));
+    }
     // Checked before anything is started or sent.
     let max_rate = parse_max_rate(args.max_rate)?;
     let target = target_text
@@ -376,11 +388,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         .map(|id| Ok::<_, anyhow::Error>((id, check_supported(id, scenario)?)))
         .transpose()?;
     // Each worker is an event loop holding many connections: one per core.
-    let workers = match args.threads {
-        Some(0) => return Err(usage("--threads must be at least 1")),
-        Some(n) => n,
-        None => cores(),
-    };
+    let workers = event_loop_threads("threads", args.threads)?;
     let profile_wanted = args.perf || preset.is_some();
     if target.is_some() && args.perf {
         return Err(usage(
@@ -481,15 +489,23 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let mut recording = None;
     let mut profile = Err("not asked for (--perf)".to_string());
     let mut profile_scope = "the server's worker process".to_string();
-    let perf_dir = tempfile::Builder::new().prefix("tlslab-perf-").tempdir()?;
-    let file: PathBuf = perf_dir.path().join("perf.data");
+    // perf's file goes in a scratch directory made only when profiling,
+    // kept until the profile is read.
+    let mut perf_dir = None;
+    let mut perf_file = || -> Result<PathBuf> {
+        crate::child::remove_leftovers();
+        let dir = crate::child::scratch_dir("perf").context("making perf's directory")?;
+        let file = dir.path().join("perf.data");
+        perf_dir = Some(dir);
+        Ok(file)
+    };
     let started_recording = match (&server, &embedded_server, profile_wanted) {
         (_, _, false) | (None, None, true) => None,
-        (Some(nginx), _, true) => Some(perf::record(nginx.worker_pid(), &file)),
+        (Some(nginx), _, true) => Some(perf::record(nginx.worker_pid(), &perf_file()?)),
         (None, Some((running, _)), true) => {
             profile_scope =
                 "the embedded server's worker threads only (perf record -t)".to_string();
-            Some(perf::record_threads(running.thread_ids(), &file))
+            Some(perf::record_threads(running.thread_ids(), &perf_file()?))
         }
     };
     match started_recording {
@@ -555,7 +571,14 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     };
     let result = load::run(&plan, &endpoint, driver, &interrupt).context("running the load")?;
     let mut server_cpu_ns = match (&server, cpu_before) {
-        (Some(nginx), Some(before)) => Some(nginx.worker_cpu_ns()?.saturating_sub(before)),
+        // After Ctrl-C nginx may be gone too (a signal sent to every
+        // process, as at a shutdown): its CPU is then not known, and what
+        // the load measured is still kept.
+        (Some(nginx), Some(before)) => match nginx.worker_cpu_ns() {
+            Ok(after) => Some(after.saturating_sub(before)),
+            Err(_) if result.interrupted => None,
+            Err(error) => return Err(error.context("nginx ended during the load")),
+        },
         _ => None,
     };
     let embedded_stats = match embedded_server.take() {

@@ -216,6 +216,26 @@ pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The most event-loop threads a server (`--workers`) or the load
+/// generator (`--event-loops`) may start: each holds many connections, so
+/// more of them than cores add only switching, and a bound keeps a typo
+/// from starting 100,000 threads.
+pub(crate) const MAX_EVENT_LOOPS: usize = 256;
+
+/// `--NAME`, a number of event-loop threads: `given`, or one per core;
+/// 0 and more than [`MAX_EVENT_LOOPS`] are usage errors.
+pub(crate) fn event_loop_threads(name: &str, given: Option<usize>) -> Result<usize> {
+    match given {
+        None => Ok(cores().min(MAX_EVENT_LOOPS)),
+        Some(0) => Err(usage(format!("--{name} must be at least 1"))),
+        Some(n) if n > MAX_EVENT_LOOPS => Err(usage(format!(
+            "--{name} {n} is too many: at most {MAX_EVENT_LOOPS} (each is an event loop holding many connections; this machine has {} cores, and more threads than cores add only switching)",
+            cores()
+        ))),
+        Some(n) => Ok(n),
+    }
+}
+
 pub fn run(args: &ServeArgs) -> Result<i32> {
     if args.handshakes {
         return serve_handshakes(args);
@@ -223,10 +243,7 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     let id = server_backend(&args.backend)?;
     let (offer, library) = offer_from(&args.offer, id)?;
     let address = parse_bind(&args.bind, args.allow_non_loopback)?;
-    let workers = args.workers.unwrap_or_else(cores);
-    if workers == 0 {
-        return Err(usage("--workers must be at least 1"));
-    }
+    let workers = event_loop_threads("workers", args.workers)?;
     let duration = args
         .duration
         .map(|s| seconds("duration", s, false))

@@ -317,7 +317,10 @@ pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
 
 /// For tests: `TLSLAB_TEST_SIGINT_AFTER_ROUNDS=N` makes the process send
 /// itself SIGINT when round N has finished, so Ctrl-C is tested at a known
-/// point of a run instead of after a guessed sleep.
+/// point of a run instead of after a guessed sleep. With
+/// `TLSLAB_TEST_SIGINT_GROUP` set as well, SIGINT goes to the whole process
+/// group, as a terminal's Ctrl-C does (the test starts tlslab in a group
+/// of its own).
 fn sigint_after_round(round: u32) {
     static AFTER: OnceLock<Option<u32>> = OnceLock::new();
     let after = AFTER.get_or_init(|| {
@@ -326,8 +329,14 @@ fn sigint_after_round(round: u32) {
             .and_then(|v| v.parse().ok())
     });
     if *after == Some(round + 1) {
-        // SAFETY: raising a signal this process handles (the Ctrl-C handler).
-        unsafe { libc::raise(libc::SIGINT) };
+        if std::env::var_os("TLSLAB_TEST_SIGINT_GROUP").is_some() {
+            // SAFETY: SIGINT to this process's group, which the test made
+            // for it; this process handles it (the Ctrl-C handler).
+            unsafe { libc::kill(0, libc::SIGINT) };
+        } else {
+            // SAFETY: raising a signal this process handles (the Ctrl-C handler).
+            unsafe { libc::raise(libc::SIGINT) };
+        }
         // The handler runs on its own thread: wait until it has set the
         // flag, so the run stops exactly after this round.
         let started = std::time::Instant::now();

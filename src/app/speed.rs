@@ -341,7 +341,8 @@ fn generic_cells(
         .collect();
     let mut cells = Vec::new();
     if !maskable.is_empty() {
-        let output_file = tempfile_path();
+        crate::child::remove_leftovers();
+        let output_file = crate::child::scratch_file("speed", "json");
         let mut child = Process::new(std::env::current_exe()?);
         child
             .args(["speed", "--no-db", "-q", "--cpu-features", "native"])
@@ -370,12 +371,19 @@ fn generic_cells(
             .arg("--emit-cells")
             .arg(&output_file)
             .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1);
-        let status = child
-            .status()
+        // Killed with tlslab; stopped as tlslab is (Ctrl-C, SIGTERM).
+        let status = crate::child::spawn_tied(child, crate::child::Tie::Worker)
+            .and_then(|mut child| {
+                crate::child::wait_forwarding_interrupt(&mut child, &interrupt_flag())
+            })
             .context("starting the generic-CPU child process")?;
         let text = std::fs::read_to_string(&output_file);
         let _ = std::fs::remove_file(&output_file);
         if !status.success() && text.is_err() {
+            if interrupt_flag().load(Ordering::SeqCst) {
+                // Stopped before it wrote its cells: nothing of it to keep.
+                return Ok(cells);
+            }
             bail!("the generic-CPU child process failed ({status})");
         }
         let measured: Vec<SpeedCell> = serde_json::from_str(&text?)?;
@@ -398,8 +406,4 @@ fn generic_cells(
         }
     }
     Ok(cells)
-}
-
-fn tempfile_path() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("tlslab-speed-{}.json", std::process::id()))
 }

@@ -300,7 +300,11 @@ pub fn sample<S: Sampled>(
         let mut failure = None;
         while calls == 0 || warm.elapsed() < options.warmup {
             if let Err(reason) = (cell.probe)() {
-                failure = Some(reason);
+                // After Ctrl-C a failure is the interrupt's doing (it may
+                // have reached the server measured): not the cell's.
+                if !interrupt.load(Ordering::SeqCst) {
+                    failure = Some(reason);
+                }
                 break;
             }
             calls += 1;
@@ -369,6 +373,8 @@ pub fn sample<S: Sampled>(
             for _ in 0..cell.batch {
                 match (cell.probe)() {
                     Ok(value) => cell.samples.push(Timed { round, value }),
+                    // As in the warm-up: the cell keeps what it had.
+                    Err(_) if interrupt.load(Ordering::SeqCst) => break,
                     Err(reason) => {
                         cell.active = false;
                         let outcome = Outcome::Failed { reason };
@@ -620,6 +626,42 @@ mod tests {
             }
         );
         assert!(run.outcomes[1].precise());
+    }
+
+    /// Issue 18 item 1: a terminal's Ctrl-C may stop the server measured
+    /// along with tlslab; the sample that fails then ends the run as
+    /// interrupted, and the cell keeps its samples instead of failing.
+    #[test]
+    fn a_sample_that_fails_after_ctrl_c_ends_the_run_and_keeps_the_cell() {
+        let interrupt = AtomicBool::new(false);
+        let mut calls = 0;
+        let probes: Vec<Probe<Cost>> = vec![Box::new(|| {
+            calls += 1;
+            if calls > 3 {
+                // Ctrl-C, and the server went with it.
+                interrupt.store(true, Ordering::SeqCst);
+                Err("reading /proc/1234/schedstat: No such file".to_string())
+            } else {
+                Ok(Cost(1.0 + calls as f64))
+            }
+        })];
+        let options = SamplingOptions {
+            runs: Some(100),
+            ..options()
+        };
+        let run = sample(probes, Pairing::None, &options, &interrupt, &mut Quietly).unwrap();
+        assert!(run.interrupted);
+        assert_eq!(
+            run.outcomes[0].status(),
+            "measured",
+            "{:?}",
+            run.outcomes[0]
+        );
+        assert_eq!(
+            run.outcomes[0].samples().len(),
+            2,
+            "the warm-up call is not kept"
+        );
     }
 
     #[test]

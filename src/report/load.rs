@@ -304,6 +304,13 @@ impl LoadReport<'_> {
                 plan.rate
             ));
         }
+        let never_started = result.offered.saturating_sub(result.sent);
+        if never_started > 0 && !result.interrupted {
+            footer.push(format!(
+                "{never_started} of the {} requests due were never started: every client was still busy when the run ended (more --clients or a lower --rate would start them; the latencies of those started count their wait for a client).",
+                result.offered
+            ));
+        }
         if let Some(knee) = result.latency_knee() {
             footer.push(format!(
                 "Latency took off in second {} of the run, at {} requests due in it: median total latency {} ms against {} ms early in the run.",

@@ -7,27 +7,73 @@
 //! are timed apart (TCP connect, TLS handshake, time to first byte,
 //! transfer), its body is checked byte for byte, and its errors are
 //! counted by kind. A run is bounded in time and in requests and stops by
-//! itself.
+//! itself about a second after its plan ends, whatever the server does, and
+//! at once on Ctrl-C.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use hdrhistogram::Histogram;
-use openssl::ssl::{SslContext, SslSession, SslStream};
+use openssl::ssl::SslContext;
 use serde::Serialize;
 
-use crate::backend::openssl::remote::connect_tls_resuming;
-use crate::backend::thread_cpu_ns;
-
 mod events;
+mod threads;
 
-/// How long one step of a request (connect, read, write) may block.
+/// How long one step of a request (connect, read, write) may wait
+/// without progress.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long requests under way when the plan ends have to finish; then
+/// they fail as timed out, and the run is over.
+pub const GRACE: Duration = Duration::from_secs(1);
+
+/// When the clients stop: no request starts after the plan's end, none
+/// goes on after the deadline, and after Ctrl-C none goes on at all.
+#[derive(Clone, Copy)]
+struct Stop<'a> {
+    /// The plan's end: a request not started by then never is.
+    end: Instant,
+    /// The plan's end plus [`GRACE`].
+    deadline: Instant,
+    interrupt: &'a AtomicBool,
+}
+
+impl Stop<'_> {
+    fn interrupted(&self) -> bool {
+        self.interrupt.load(Ordering::Relaxed)
+    }
+
+    /// Why a request whose step has waited since `since` must give up
+    /// now, if it must: Ctrl-C (the caller drops the request), the
+    /// deadline, or no progress for [`IO_TIMEOUT`].
+    fn reason(&self, since: Instant) -> Option<(ErrorKind, String)> {
+        let now = Instant::now();
+        if self.interrupted() {
+            Some((ErrorKind::Io, "interrupted".to_string()))
+        } else if now >= self.deadline {
+            Some((ErrorKind::Timeout, Self::late()))
+        } else if now.duration_since(since) >= IO_TIMEOUT {
+            Some((
+                ErrorKind::Timeout,
+                format!("no progress for {} s", IO_TIMEOUT.as_secs()),
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// The message of a request cut at the deadline.
+    fn late() -> String {
+        format!(
+            "still unanswered {} s after the end of the run",
+            GRACE.as_secs()
+        )
+    }
+}
 
 /// How connections are used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -255,7 +301,8 @@ impl Latencies {
 pub struct LoadResult {
     /// Requests that were due (offered).
     pub offered: usize,
-    /// Requests started (offered minus those never started, e.g. after Ctrl-C).
+    /// Requests started: offered minus those never started, still waiting
+    /// for a free client when the plan ended (or when Ctrl-C came).
     pub sent: usize,
     pub answered: usize,
     pub errors: Vec<(ErrorKind, usize)>,
@@ -422,8 +469,9 @@ struct Done {
 }
 
 /// Runs the plan against `endpoint`, its clients driven by `driver`.
-/// Stops when every due request is done, or early (keeping what finished)
-/// when `interrupt` is set.
+/// Stops when every request started is done: none starts after the plan's
+/// end, and one still under way [`GRACE`] after it fails as timed out.
+/// Ctrl-C (`interrupt`) stops it at once, keeping what finished.
 pub fn run(
     plan: &Plan,
     endpoint: &Endpoint,
@@ -434,10 +482,15 @@ pub fn run(
     let offered = due.len();
     let (finished, records) = mpsc::channel::<Done>();
     let start = Instant::now() + Duration::from_millis(20);
+    let stop = Stop {
+        end: start + plan.duration,
+        deadline: start + plan.duration + GRACE,
+        interrupt,
+    };
     let (sent, latencies, client_cpu_ns) = match driver {
-        Driver::Threads => client_threads(plan, endpoint, &due, start, finished, interrupt)?,
+        Driver::Threads => threads::drive(plan, endpoint, &due, start, finished, stop)?,
         Driver::EventLoops(loops) => {
-            events::drive(plan, endpoint, &due, start, loops, finished, interrupt)?
+            events::drive(plan, endpoint, &due, start, loops, finished, stop)?
         }
     };
     let elapsed = start.elapsed();
@@ -486,197 +539,8 @@ pub fn run(
     })
 }
 
-/// A dispatcher releases each request at its due time to a pool of client
-/// threads, one blocking connection each; returns the requests released,
-/// the threads' latencies and their CPU time.
-fn client_threads(
-    plan: &Plan,
-    endpoint: &Endpoint,
-    due: &[Duration],
-    start: Instant,
-    finished: mpsc::Sender<Done>,
-    interrupt: &AtomicBool,
-) -> Result<(usize, Latencies, u64)> {
-    let (jobs, queue) = mpsc::channel::<(Instant, usize)>();
-    let queue = Arc::new(Mutex::new(queue));
-    let mut threads = Vec::new();
-    for _ in 0..plan.clients.max(1) {
-        let queue = Arc::clone(&queue);
-        let finished = finished.clone();
-        let endpoint = endpoint.clone();
-        let plan = plan.clone();
-        threads.push(std::thread::spawn(move || {
-            client_thread(&plan, &endpoint, &queue, &finished)
-        }));
-    }
-    drop(finished);
-    // The dispatcher: each request is released at its due time.
-    let mut sent = 0;
-    for offset in due {
-        if interrupt.load(Ordering::Relaxed) {
-            break;
-        }
-        let at = start + *offset;
-        let now = Instant::now();
-        if at > now {
-            std::thread::sleep(at - now);
-        }
-        if jobs.send((at, sent)).is_err() {
-            break;
-        }
-        sent += 1;
-    }
-    drop(jobs);
-    let mut latencies = Latencies::new();
-    let mut client_cpu_ns = 0;
-    for thread in threads {
-        let (mine, cpu) = thread
-            .join()
-            .map_err(|_| anyhow!("a client thread panicked"))?;
-        latencies.add(&mine);
-        client_cpu_ns += cpu;
-    }
-    Ok((sent, latencies, client_cpu_ns))
-}
-
-/// Takes due requests until the dispatcher is done; returns the thread's
-/// latencies and CPU time.
-fn client_thread(
-    plan: &Plan,
-    endpoint: &Endpoint,
-    queue: &Mutex<mpsc::Receiver<(Instant, usize)>>,
-    finished: &mpsc::Sender<Done>,
-) -> (Latencies, u64) {
-    let cpu_start = thread_cpu_ns();
-    let mut latencies = Latencies::new();
-    let mut kept: Option<SslStream<TcpStream>> = None;
-    let mut session: Option<SslSession> = None;
-    loop {
-        let job = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
-        let Ok((due, _index)) = job else {
-            break;
-        };
-        let began = Instant::now();
-        let mut resumed = false;
-        let result = request(
-            plan,
-            endpoint,
-            &mut kept,
-            &mut session,
-            &mut resumed,
-            &mut latencies,
-        );
-        let end = Instant::now();
-        if result.is_ok() {
-            let _ = latencies.total.record(micros(end - due));
-            let _ = latencies.service.record(micros(end - began));
-        } else {
-            // A failed connection is not reused.
-            kept = None;
-        }
-        let _ = finished.send(Done {
-            due,
-            end,
-            resumed,
-            result,
-        });
-    }
-    (latencies, thread_cpu_ns().saturating_sub(cpu_start))
-}
-
 fn micros(duration: Duration) -> u64 {
     (duration.as_micros() as u64).max(1)
-}
-
-/// One request: a connection if there is none to reuse (offering
-/// `session` in resumed mode, and setting `resumed` if the server took
-/// it), then the request, the answer's headers and its body, checked. In
-/// resumed mode `session` becomes this connection's session.
-fn request(
-    plan: &Plan,
-    endpoint: &Endpoint,
-    kept: &mut Option<SslStream<TcpStream>>,
-    session: &mut Option<SslSession>,
-    resumed: &mut bool,
-    latencies: &mut Latencies,
-) -> std::result::Result<u64, (ErrorKind, String)> {
-    let keep = plan.mode == Mode::KeepAlive;
-    let mut stream = match kept.take() {
-        Some(stream) => stream,
-        None => {
-            let begun = Instant::now();
-            let tcp = TcpStream::connect_timeout(&endpoint.address, IO_TIMEOUT)
-                .map_err(|e| (kind_of(&e, ErrorKind::Connect), format!("connect: {e}")))?;
-            let connected = Instant::now();
-            let _ = latencies.connect.record(micros(connected - begun));
-            let offered = match plan.mode {
-                Mode::Resume => session.as_deref(),
-                _ => None,
-            };
-            let stream = connect_tls_resuming(
-                &endpoint.context,
-                tcp,
-                IO_TIMEOUT,
-                &endpoint.server_name,
-                offered,
-            )
-            .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
-            let _ = latencies.handshake.record(micros(connected.elapsed()));
-            *resumed = stream.ssl().session_reused();
-            stream
-        }
-    };
-    let sent = Instant::now();
-    stream
-        .write_all(request_head(plan, endpoint).as_bytes())
-        .map_err(|e| {
-            (
-                kind_of(&e, ErrorKind::Io),
-                format!("writing the request: {e}"),
-            )
-        })?;
-    let (status, length, mut body) = read_head(&mut stream)?;
-    let first_byte = Instant::now();
-    let _ = latencies.first_byte.record(micros(first_byte - sent));
-    if status != 200 {
-        return Err((ErrorKind::Status, format!("HTTP status {status}")));
-    }
-    if endpoint.check_body && length != plan.body.len() {
-        return Err((
-            ErrorKind::Body,
-            format!("Content-Length {length}, expected {}", plan.body.len()),
-        ));
-    }
-    let mut chunk = [0u8; 16 * 1024];
-    while body.len() < length {
-        let n = stream
-            .read(&mut chunk)
-            .map_err(|e| (kind_of(&e, ErrorKind::Io), format!("reading the body: {e}")))?;
-        if n == 0 {
-            return Err((
-                ErrorKind::Body,
-                format!("body ended after {} bytes", body.len()),
-            ));
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    if endpoint.check_body && body[..length] != plan.body[..] {
-        return Err((
-            ErrorKind::Body,
-            "the body differs from the page".to_string(),
-        ));
-    }
-    let _ = latencies.transfer.record(micros(first_byte.elapsed()));
-    if plan.mode == Mode::Resume {
-        // Read after the answer: a TLS 1.3 ticket arrives after the handshake.
-        *session = stream.ssl().session().map(|s| s.to_owned());
-    }
-    if keep {
-        *kept = Some(stream);
-    } else {
-        let _ = stream.shutdown();
-    }
-    Ok(length as u64)
 }
 
 /// The request for the plan's page, asking to keep the connection open in
@@ -691,38 +555,6 @@ fn request_head(plan: &Plan, endpoint: &Endpoint) -> String {
         "GET {} HTTP/1.1\r\nHost: {}\r\nConnection: {connection}\r\n\r\n",
         plan.path, endpoint.server_name
     )
-}
-
-/// Reads the status line and headers; returns the status, the
-/// Content-Length and any body bytes read past the headers.
-fn read_head(
-    stream: &mut SslStream<TcpStream>,
-) -> std::result::Result<(u16, usize, Vec<u8>), (ErrorKind, String)> {
-    let mut buffer = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 4096];
-    let end = loop {
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end;
-        }
-        if buffer.len() > 64 * 1024 {
-            return Err((ErrorKind::Io, "response headers over 64 KiB".to_string()));
-        }
-        let n = stream.read(&mut chunk).map_err(|e| {
-            (
-                kind_of(&e, ErrorKind::Io),
-                format!("reading the response: {e}"),
-            )
-        })?;
-        if n == 0 {
-            return Err((
-                ErrorKind::Io,
-                "connection closed before the response".to_string(),
-            ));
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    };
-    let (status, length) = parse_head(&buffer[..end])?;
-    Ok((status, length, buffer[end + 4..].to_vec()))
 }
 
 /// The status and Content-Length (0 if absent) of a response's head, the

@@ -2,9 +2,13 @@
 //! with a configuration generated for one handshake scenario (certificate
 //! chain, protocol, suite, groups, DH parameters, the scenario's
 //! resumption mode (no session cache or tickets unless it or a [`Site`]
-//! asks for them), the client's certificate for mutual TLS), one worker process, stopped when tlslab is done with it (on
-//! success, failure and Ctrl-C alike: the process is killed when its handle
-//! drops). tlslab's OpenSSL client handshakes with it over TCP; the
+//! asks for them), the client's certificate for mutual TLS), one worker
+//! process, stopped when tlslab is done with it (on success, failure and
+//! Ctrl-C alike: the process is killed when its handle drops). It runs in
+//! a process group of its own, so a terminal's Ctrl-C reaches tlslab and
+//! not nginx, and gets SIGTERM if tlslab is killed ([`crate::child`]); its
+//! directory is named after tlslab's process, so a later run removes what
+//! a killed one left. tlslab's OpenSSL client handshakes with it over TCP; the
 //! server's CPU per handshake is read from its worker's scheduler
 //! statistics (`/proc/PID/schedstat`, nanoseconds on the CPU, the kernel's
 //! share of its TCP work included).
@@ -137,14 +141,13 @@ impl Nginx {
         let binary = nginx_binary().context(
             "nginx is not installed (Debian: apt-get install nginx-light; or set TLSLAB_NGINX)",
         )?;
-        let dir = tempfile::Builder::new()
-            .prefix("tlslab-nginx-")
-            .tempdir()
-            .context("creating nginx's directory")?;
+        crate::child::remove_leftovers();
+        let dir = crate::child::scratch_dir("nginx").context("creating nginx's directory")?;
         let port = free_port()?;
         let address = SocketAddr::from(([127, 0, 0, 1], port));
         write_files(dir.path(), scenario, credentials, address, site)?;
-        let mut master = nginx_command(&binary)
+        let mut command = nginx_command(&binary);
+        command
             .arg("-p")
             .arg(dir.path())
             .arg("-c")
@@ -153,8 +156,10 @@ impl Nginx {
             .arg(dir.path().join("error.log"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
+            .stderr(Stdio::null());
+        // In a process group of its own (a terminal's Ctrl-C stops tlslab,
+        // which then stops nginx) and sent SIGTERM if tlslab dies.
+        let mut master = crate::child::spawn_tied(command, crate::child::Tie::Server)
             .with_context(|| format!("starting {}", binary.display()))?;
         let started = Instant::now();
         loop {

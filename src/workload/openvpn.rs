@@ -8,7 +8,10 @@
 //! runs in this process: a thread that entered a namespace (setns) opens
 //! the socket, and the socket stays in that namespace. Namespaces and
 //! OpenVPN processes are removed by `Drop` guards, on success, failure and
-//! Ctrl-C alike.
+//! Ctrl-C alike. If tlslab is killed, OpenVPN gets SIGTERM from the kernel,
+//! and the namespaces (`tlslab-PID-START-a`, `-b`) and the key's directory,
+//! named after tlslab's process, are removed by the next run that makes
+//! its own ([`crate::child`]).
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -108,14 +111,13 @@ pub struct Lab {
 impl Lab {
     /// Creates the namespaces, the link and a static key.
     pub fn create() -> Result<Self> {
+        crate::child::remove_leftovers();
         let id = std::process::id();
-        let directory = tempfile::Builder::new()
-            .prefix("tlslab-openvpn-")
-            .tempdir()
-            .context("cannot create a temporary directory")?;
+        let directory =
+            crate::child::scratch_dir("openvpn").context("cannot create a temporary directory")?;
         let lab = Self {
-            namespace_a: format!("tlslab-{id}-a"),
-            namespace_b: format!("tlslab-{id}-b"),
+            namespace_a: crate::child::namespace_name("a"),
+            namespace_b: crate::child::namespace_name("b"),
             key_file: directory.path().join("static.key"),
             directory,
         };
@@ -308,11 +310,12 @@ impl Lab {
                     command.args(["--allow-compression", "yes", "--compress", "lzo"]);
                 }
             }
-            let child = command
+            command
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
+                .stderr(Stdio::null());
+            // `ip netns exec` execs openvpn in place: the tie holds for it.
+            let child = crate::child::spawn_tied(command, crate::child::Tie::Server)
                 .context("cannot start openvpn")?;
             tunnel.processes.push(child);
             logs.push(log);

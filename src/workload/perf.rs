@@ -32,14 +32,17 @@ pub fn record_threads(tids: &[u32], output: &Path) -> Result<Recording> {
 }
 
 fn start(target: &[String], output: &Path) -> Result<Recording> {
-    let mut child = Command::new("perf")
+    let mut command = Command::new("perf");
+    command
         .args(["record", "-e", "cpu-clock", "-F", "1999", "--quiet", "-o"])
         .arg(output)
         .args(target)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
+        .stderr(Stdio::piped());
+    // Out of the terminal's Ctrl-C (tlslab stops it after the run, to
+    // keep the profile), and stopped if tlslab is killed.
+    let mut child = crate::child::spawn_tied(command, crate::child::Tie::Server)
         .context("perf is not installed (Debian: apt-get install linux-perf)")?;
     // perf refuses at once when it may not attach (perf_event_paranoid).
     std::thread::sleep(Duration::from_millis(300));

@@ -301,6 +301,10 @@ fn serving(body: Vec<u8>, stall_at: usize, stall: Duration) -> (u16, Arc<AtomicB
                 continue;
             };
             tcp.set_nonblocking(false).unwrap();
+            // The head and the body go out as two writes: without this,
+            // Nagle's algorithm holds the body until the client's delayed
+            // ACK (40 ms), and a plan's requests wait behind it.
+            tcp.set_nodelay(true).unwrap();
             let Ok(mut tls) = acceptor.accept(tcp) else {
                 continue;
             };
@@ -343,7 +347,9 @@ fn a_stalling_server_shows_its_queue_in_the_latencies() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("stall.json");
     // One client, 50 requests/s: the stall delays the ~20 requests due
-    // during it, which a closed-loop tool would simply not send.
+    // during it, which a closed-loop tool would simply not send (2 s: time
+    // to catch up before the plan ends, when requests still waiting for
+    // the client are not started).
     let target = format!("127.0.0.1:{port}");
     tlslab(&[
         "load",
@@ -355,7 +361,7 @@ fn a_stalling_server_shows_its_queue_in_the_latencies() {
         "--rate",
         "50",
         "--duration",
-        "1",
+        "2",
         "--size",
         "1000",
         "--clients",
@@ -369,7 +375,7 @@ fn a_stalling_server_shows_its_queue_in_the_latencies() {
     .expect_code(0);
     stop.store(true, Ordering::Relaxed);
     let run = json_of(&json);
-    assert_eq!(run["answered"], 50);
+    assert_eq!(run["answered"], 100);
     let percentile = |phase: &str, p: f64| -> f64 {
         run["latencies"][phase]["percentiles_us"]
             .as_array()
@@ -426,9 +432,9 @@ fn a_target_serving_its_own_page_is_loaded_with_its_name_and_roots() {
             "--mode",
             mode,
             "--rate",
-            "40",
+            "20",
             "--duration",
-            "0.25",
+            "0.5",
             // The test server takes one connection at a time.
             "--clients",
             "1",
@@ -477,9 +483,9 @@ fn a_target_serving_its_own_page_is_loaded_with_its_name_and_roots() {
         "--mode",
         "keepalive",
         "--rate",
-        "40",
+        "20",
         "--duration",
-        "0.25",
+        "0.5",
         "--clients",
         "1",
         "-q",
@@ -601,7 +607,7 @@ fn latency_against_offered_rate_is_stored_and_drawn_per_percentile() {
 /// and the stall's queue shows in the latencies counted from the due time.
 #[test]
 fn the_event_loop_client_adds_up_and_shows_a_stall() {
-    for (mode, handshakes) in [("keepalive", 1), ("new", 50), ("resume", 50)] {
+    for (mode, handshakes) in [("keepalive", 1), ("new", 100), ("resume", 100)] {
         let (port, stop) = stalling_server(1000, 5, Duration::from_millis(400));
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("events.json");
@@ -620,7 +626,7 @@ fn the_event_loop_client_adds_up_and_shows_a_stall() {
             "--rate",
             "50",
             "--duration",
-            "1",
+            "2",
             "--size",
             "1000",
             "--clients",
@@ -634,12 +640,12 @@ fn the_event_loop_client_adds_up_and_shows_a_stall() {
         .expect_code(0);
         stop.store(true, Ordering::Relaxed);
         let run = json_of(&json);
-        assert_eq!(run["sent"], 50, "{mode}");
-        assert_eq!(run["answered"], 50, "{mode}: {}", run["errors"]);
-        assert_eq!(run["payload_bytes_checked"], 50 * 1000, "{mode}");
+        assert_eq!(run["sent"], 100, "{mode}");
+        assert_eq!(run["answered"], 100, "{mode}: {}", run["errors"]);
+        assert_eq!(run["payload_bytes_checked"], 100 * 1000, "{mode}");
         assert_eq!(run["handshakes"], handshakes, "{mode}");
         if mode == "resume" {
-            assert_eq!(run["resumed_handshakes"], 49, "{mode}");
+            assert_eq!(run["resumed_handshakes"], 99, "{mode}");
         }
         let percentile = |phase: &str, p: f64| -> f64 {
             run["latencies"][phase]["percentiles_us"]
@@ -736,4 +742,233 @@ fn bad_load_options_are_usage_errors() {
             run.stderr()
         );
     }
+}
+
+/// A TCP listener that accepts connections and never answers: a silent
+/// server. Returns its port, and a flag that stops it.
+fn silent_server() -> (u16, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while !stopping.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((tcp, _)) => held.push(tcp),
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    (port, stop)
+}
+
+/// Issue 18 item 3: a run ends about a second after --duration however
+/// far the clients are behind: requests still waiting for a free client
+/// when the plan ends are never started (and said so), whatever the
+/// rate, on both clients.
+#[test]
+fn a_load_run_ends_about_a_second_after_its_duration() {
+    for (rate, duration, event_loops) in
+        [("10000", 2.0, "0"), ("1e12", 1.0, "0"), ("1e12", 1.0, "1")]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("load.json");
+        let duration_text = duration.to_string();
+        let started = std::time::Instant::now();
+        let run = tlslab(&[
+            "load",
+            "--server",
+            "embedded",
+            "--rate",
+            rate,
+            "--duration",
+            &duration_text,
+            "--clients",
+            "8",
+            "--event-loops",
+            event_loops,
+            "--no-db",
+            "-q",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ]);
+        let wall_s = started.elapsed().as_secs_f64();
+        run.expect_code(0);
+        let result = json_of(&json);
+        let elapsed_s = result["elapsed_s"].as_f64().unwrap();
+        let case = format!("--rate {rate} --duration {duration} --event-loops {event_loops}");
+        assert!(
+            elapsed_s < duration + 1.5,
+            "{case}: the load took {elapsed_s} s"
+        );
+        assert!(wall_s < duration + 4.0, "{case}: tlslab took {wall_s} s");
+        let (offered, sent) = (
+            result["offered"].as_u64().unwrap(),
+            result["sent"].as_u64().unwrap(),
+        );
+        assert!(sent > 0 && sent < offered, "{case}: {sent} of {offered}");
+        assert_eq!(result["answered"].as_u64(), Some(sent), "{case}");
+        assert!(
+            run.stdout().contains("were never started"),
+            "{case}: {}",
+            run.stdout()
+        );
+    }
+}
+
+/// Issue 18 item 3: a server that accepts and never answers cannot hold a
+/// run past its end: each request under way fails as timed out a second
+/// after the plan, on both clients.
+#[test]
+fn a_silent_server_cannot_hold_a_run_past_its_end() {
+    let (port, stop) = silent_server();
+    let target = format!("127.0.0.1:{port}");
+    for event_loops in ["0", "1"] {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("silent.json");
+        let started = std::time::Instant::now();
+        let run = tlslab(&[
+            "load",
+            "--target",
+            &target,
+            "--no-probe",
+            "--rate",
+            "20",
+            "--duration",
+            "1",
+            "--clients",
+            "4",
+            "--event-loops",
+            event_loops,
+            "--no-db",
+            "-q",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ]);
+        let wall_s = started.elapsed().as_secs_f64();
+        run.expect_code(1);
+        assert!(wall_s < 3.0, "--event-loops {event_loops}: {wall_s} s");
+        let result = json_of(&json);
+        assert_eq!(result["answered"], 0);
+        assert_eq!(
+            result["errors"],
+            serde_json::json!([{"kind": "Timeout", "count": 4}]),
+            "--event-loops {event_loops}: the four clients' requests: {result}"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+}
+
+/// Issue 18 item 3: Ctrl-C ends a load at once, even with every client
+/// waiting on a silent server: exit 130, within about a second.
+#[test]
+fn ctrl_c_ends_a_load_on_a_silent_server_at_once() {
+    let (port, stop) = silent_server();
+    let target = format!("127.0.0.1:{port}");
+    for event_loops in ["0", "1"] {
+        let mut job = crate::util::Job::start(
+            &[
+                "load",
+                "--target",
+                &target,
+                "--no-probe",
+                "--rate",
+                "20",
+                "--duration",
+                "60",
+                "--clients",
+                "4",
+                "--event-loops",
+                event_loops,
+                "--no-db",
+                "--cert-dir",
+                cert_dir().to_str().unwrap(),
+            ],
+            &[],
+        );
+        job.wait_for_line("loading", Duration::from_secs(30));
+        // Every client is under way, waiting for an answer.
+        std::thread::sleep(Duration::from_millis(500));
+        let interrupted = std::time::Instant::now();
+        job.signal(libc::SIGINT);
+        let (status, stderr) = job.finish(Duration::from_secs(30));
+        let took_s = interrupted.elapsed().as_secs_f64();
+        assert_eq!(status.code(), Some(130), "{stderr}");
+        assert!(
+            took_s < 2.0,
+            "--event-loops {event_loops}: {took_s} s after Ctrl-C"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+}
+
+/// Issue 18 item 4: thread counts are bounded; beyond the bound the
+/// command is refused before anything starts, saying what to use instead.
+#[test]
+fn thread_counts_are_bounded() {
+    for (args, expected) in [
+        (vec!["load", "--clients", "100000"], "--event-loops"),
+        (vec!["load", "--event-loops", "100000"], "at most 256"),
+        (
+            vec!["load", "--server", "embedded", "--threads", "100000"],
+            "at most 256",
+        ),
+        (
+            vec!["serve", "--workers", "100000", "--duration", "1"],
+            "at most 256",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let run = tlslab(&args);
+        run.expect_code(2);
+        assert!(
+            run.stderr().contains(expected),
+            "{args:?}: {}",
+            run.stderr()
+        );
+        assert!(started.elapsed() < Duration::from_secs(5), "{args:?}");
+    }
+}
+
+/// Issue 18 item 6: without --perf, a load run makes no perf directory
+/// (checked while it runs, and after Ctrl-C ends it).
+#[test]
+fn a_load_without_perf_makes_no_perf_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let perf_directories = || {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("tlslab-perf-"))
+            .count()
+    };
+    let mut job = crate::util::Job::start(
+        &[
+            "load",
+            "--server",
+            "embedded",
+            "--rate",
+            "20",
+            "--duration",
+            "30",
+            "--clients",
+            "2",
+            "--no-db",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+        ],
+        &[("TMPDIR", tmp.path().as_os_str())],
+    );
+    job.wait_for_line("loading", Duration::from_secs(30));
+    assert_eq!(perf_directories(), 0);
+    job.signal(libc::SIGINT);
+    let (status, stderr) = job.finish(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert_eq!(perf_directories(), 0);
 }

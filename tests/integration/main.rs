@@ -17,6 +17,7 @@ mod merge;
 mod nginx;
 mod pipeline;
 mod plots;
+mod processes;
 mod ratios;
 mod recommend;
 mod serve;

@@ -231,7 +231,7 @@ fn ctrl_c_keeps_finished_tunnel_cells() {
 }
 
 /// Returns why the real engine cannot run here, if it cannot.
-fn openvpn_missing() -> Option<String> {
+pub(crate) fn openvpn_missing() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some("not root".to_string());

@@ -122,3 +122,171 @@ pub fn skip_without_nginx(test: &str) -> bool {
         .then(|| "nginx is not installed".to_string());
     skip_without(missing, test, "apt-get install nginx-light")
 }
+
+/// tlslab started as a shell starts a job: in a process group of its own
+/// (so a signal to the group, as a terminal's Ctrl-C sends, reaches it and
+/// what it started in its group, and not the tests), its standard error
+/// read line by line as it comes. Killed (SIGKILL) on drop if still running.
+pub struct Job {
+    pub child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// The lines of standard error read so far.
+    pub stderr: Vec<String>,
+}
+
+impl Job {
+    /// Starts `tlslab ARGS` with these environment variables.
+    pub fn start(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Self {
+        use std::io::BufRead;
+        use std::os::unix::process::CommandExt;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tlslab"));
+        command
+            .args(args)
+            .env_remove("COLUMNS")
+            .process_group(0)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().expect("the tlslab binary runs");
+        let stderr = child.stderr.take().expect("piped");
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            lines,
+            stderr: Vec::new(),
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Waits until a line of standard error holds `text`; panics after `timeout`.
+    pub fn wait_for_line(&mut self, text: &str, timeout: std::time::Duration) {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.contains(text);
+                    self.stderr.push(line);
+                    if found {
+                        return;
+                    }
+                }
+                Err(_) => panic!(
+                    "no line with '{text}' within {timeout:?}; standard error:\n{}",
+                    self.stderr.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Sends `signal` to the job's whole process group.
+    pub fn signal_group(&self, signal: i32) {
+        // SAFETY: a signal to the process group this test started.
+        unsafe { libc::kill(-self.pid(), signal) };
+    }
+
+    /// Sends `signal` to tlslab alone.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: a signal to the process this test started.
+        unsafe { libc::kill(self.pid(), signal) };
+    }
+
+    /// Waits for the job to end, at most `timeout` (then panics, and the
+    /// job is killed); returns its exit status and all of its standard error.
+    pub fn finish(&mut self, timeout: std::time::Duration) -> (std::process::ExitStatus, String) {
+        let deadline = std::time::Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "tlslab did not end within {timeout:?}; standard error:\n{}",
+                self.stderr.join("\n")
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        // The reader ends with the pipe (unless a child still holds it).
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(std::time::Duration::from_millis(500))
+        {
+            self.stderr.push(line);
+        }
+        (status, self.stderr.join("\n"))
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The PIDs of running processes whose command line holds `text`.
+pub fn processes_mentioning(text: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline)
+            .replace('\0', " ")
+            .contains(text)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The PIDs of `parent`'s children whose command line holds `text`.
+pub fn children_mentioning(parent: u32, text: &str) -> Vec<u32> {
+    let children = tlslab::workload::nginx::children_of(parent);
+    processes_mentioning(text)
+        .into_iter()
+        .filter(|pid| children.contains(pid))
+        .collect()
+}
+
+/// Waits until none of `pids` runs (zombies count as gone); returns
+/// those still running after `timeout`.
+pub fn wait_gone(pids: &[u32], timeout: std::time::Duration) -> Vec<u32> {
+    let running = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            // The state follows the command name in parentheses.
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+        })
+    };
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left: Vec<u32> = pids.iter().copied().filter(running).collect();
+        if left.is_empty() || std::time::Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -289,10 +289,8 @@ pub fn count_instructions(
     for (cert, depth) in cells.iter().filter_map(|(work, _)| work.chain()) {
         let _ = certs.get(cert, depth);
     }
-    let scratch = tempfile::Builder::new()
-        .prefix("tlslab-counted-")
-        .tempdir()
-        .context("making a scratch directory")?;
+    crate::child::remove_leftovers();
+    let scratch = crate::child::scratch_dir("counted").context("making a scratch directory")?;
     let exe = std::env::current_exe().context("finding tlslab's own binary")?;
     let weights: Vec<f64> = cells.iter().map(|(work, _)| work.weight()).collect();
     let shares = share_out(&weights, options.jobs);
@@ -318,15 +316,17 @@ pub fn count_instructions(
             std::fs::write(&plan_path, serde_json::to_vec(&plan)?)?;
             let profile = scratch.path().join(format!("profile-{job}"));
             let out = scratch.path().join(format!("out-{job}.jsonl"));
-            let mut child = valgrind_command(&profile)
+            let mut command = valgrind_command(&profile);
+            command
                 .arg(&exe)
                 .arg(CHILD_COMMAND)
                 .arg(&plan_path)
                 .arg(&out)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
+                .stderr(Stdio::piped());
+            // Killed by the kernel if tlslab is.
+            let mut child = crate::child::spawn_tied(command, crate::child::Tie::Worker)
                 .context("starting valgrind")?;
             let stderr = child.stderr.take().expect("stderr is piped");
             let messages = Arc::new(Mutex::new(Vec::new()));

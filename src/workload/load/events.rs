@@ -10,13 +10,15 @@
 //! request at a time) and that wait counts in its latency; phases are timed
 //! apart; the body is checked byte for byte as it arrives; errors are
 //! counted by kind; and a step that makes no progress for [`IO_TIMEOUT`]
-//! fails as timed out, so the run ends by itself.
+//! fails as timed out. A request still waiting for a free client when the
+//! plan ends is never started, one under way [`GRACE`] after it fails as
+//! timed out, and Ctrl-C ends the loops at once, so the run ends by itself
+//! about a second after its plan.
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -25,11 +27,14 @@ use foreign_types::ForeignTypeRef;
 use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
 use super::{
-    micros, parse_head, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan, IO_TIMEOUT,
+    micros, parse_head, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan, Stop,
 };
+#[cfg(doc)]
+use super::{GRACE, IO_TIMEOUT};
 use crate::backend::openssl::remote::client_ssl;
 use crate::backend::thread_cpu_ns;
-use epoll::{connect_nonblocking, Epoll};
+pub(in crate::workload::load) use epoll::connect_nonblocking;
+use epoll::Epoll;
 
 mod epoll;
 
@@ -49,7 +54,7 @@ const LONGEST_WAIT: Duration = Duration::from_millis(50);
 
 /// Runs the plan's `due` requests (offsets from `start`) on `loops` event
 /// loops, the clients and requests shared out evenly among them; returns
-/// the requests released, the loops' latencies and their CPU time.
+/// the requests started, the loops' latencies and their CPU time.
 pub(super) fn drive(
     plan: &Plan,
     endpoint: &Endpoint,
@@ -57,7 +62,7 @@ pub(super) fn drive(
     start: Instant,
     loops: usize,
     finished: mpsc::Sender<Done>,
-    interrupt: &AtomicBool,
+    stop: Stop<'_>,
 ) -> Result<(usize, Latencies, u64)> {
     let clients = plan.clients.max(1);
     let loops = loops.clamp(1, clients);
@@ -74,7 +79,7 @@ pub(super) fn drive(
                         .map(|offset| start + *offset)
                         .collect(),
                     finished: finished.clone(),
-                    interrupt,
+                    stop,
                 };
                 let clients = clients / loops + usize::from(index < clients % loops);
                 scope.spawn(move || share.run(clients))
@@ -102,7 +107,7 @@ struct EventLoop<'a> {
     /// The loop's requests' due times, in order.
     due: Vec<Instant>,
     finished: mpsc::Sender<Done>,
-    interrupt: &'a AtomicBool,
+    stop: Stop<'a>,
 }
 
 /// One client: at most one connection, at most one request on it.
@@ -158,8 +163,8 @@ enum Outcome {
 
 impl EventLoop<'_> {
     /// Releases the loop's requests at their due times to its `clients`
-    /// until all are done; returns the requests released, their latencies
-    /// and the loop's CPU time.
+    /// until all are done, the plan has ended or Ctrl-C; returns the
+    /// requests started, their latencies and the loop's CPU time.
     fn run(self, clients: usize) -> Result<(usize, Latencies, u64)> {
         let cpu_start = thread_cpu_ns();
         let epoll = Epoll::new().context("creating an epoll instance")?;
@@ -168,25 +173,31 @@ impl EventLoop<'_> {
         let mut free: Vec<usize> = (0..clients.len()).rev().collect();
         let mut waiting: VecDeque<Instant> = VecDeque::new();
         let mut next = 0;
-        let mut released = 0;
+        let mut started = 0;
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
         let request = request_head(self.plan, self.endpoint);
         let mut chunk = vec![0u8; 16 * 1024];
         loop {
             let now = Instant::now();
-            if self.interrupt.load(Ordering::Relaxed) {
+            if self.stop.interrupted() {
+                // Requests under way are dropped: neither answered nor failed.
+                break;
+            }
+            if now >= self.stop.end {
+                // Requests still waiting for a client are never started.
                 next = self.due.len();
+                waiting.clear();
             }
             while next < self.due.len() && self.due[next] <= now {
                 waiting.push_back(self.due[next]);
                 next += 1;
-                released += 1;
             }
             while !waiting.is_empty() {
                 let Some(index) = free.pop() else {
                     break;
                 };
                 let due = waiting.pop_front().expect("not empty");
+                started += 1;
                 let client = &mut clients[index];
                 let outcome = self.begin(
                     client,
@@ -222,24 +233,22 @@ impl EventLoop<'_> {
                     free.push(index);
                 }
             }
-            let now = Instant::now();
+            // Requests past the deadline or stalled fail as timed out
+            // (after Ctrl-C, the loop's next turn ends the run instead).
             for (index, client) in clients.iter_mut().enumerate() {
-                let stalled = client
+                let given_up = client
                     .request
                     .as_ref()
-                    .is_some_and(|r| now.duration_since(r.progress) >= IO_TIMEOUT);
-                if stalled {
-                    let timed_out = Err((
-                        ErrorKind::Timeout,
-                        format!("no progress for {} s", IO_TIMEOUT.as_secs()),
-                    ));
-                    self.settle(client, timed_out, &mut latencies);
+                    .and_then(|r| self.stop.reason(r.progress))
+                    .filter(|_| !self.stop.interrupted());
+                if let Some(failure) = given_up {
+                    self.settle(client, Err(failure), &mut latencies);
                     free.push(index);
                 }
             }
         }
         Ok((
-            released,
+            started,
             latencies,
             thread_cpu_ns().saturating_sub(cpu_start),
         ))

@@ -8,7 +8,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// A nonblocking TCP socket whose connection to `address` is under way.
-pub(super) fn connect_nonblocking(address: SocketAddr) -> io::Result<TcpStream> {
+pub(in crate::workload::load) fn connect_nonblocking(address: SocketAddr) -> io::Result<TcpStream> {
     // SAFETY: zeroed is a valid sockaddr_storage; each arm writes a
     // sockaddr of the family it names, which the storage is large and
     // aligned enough to hold.

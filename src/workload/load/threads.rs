@@ -1,0 +1,377 @@
+//! The blocking client of `load`: one thread per client, one connection
+//! each. A free client takes the next request of the plan and waits for
+//! its due time, so requests are released lazily and nothing queues up in
+//! memory: a request still waiting for a free client when the plan ends is
+//! never started (it counts as due, not sent). Every blocking step waits
+//! in slices of [`SLICE`], looking in between at Ctrl-C, at the run's
+//! deadline (the plan's end plus [`GRACE`](super::GRACE)) and at the
+//! step's own [`IO_TIMEOUT`](super::IO_TIMEOUT), so a run ends about a second after its plan whatever
+//! the server does, and at once after Ctrl-C.
+
+use std::io::{self, Read};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+use openssl::ssl::{ErrorCode, SslSession, SslStream};
+
+use super::events::connect_nonblocking;
+use super::{
+    kind_of, micros, parse_head, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan,
+    Stop,
+};
+use crate::backend::openssl::remote::client_ssl;
+use crate::backend::thread_cpu_ns;
+
+/// The longest a client blocks without looking at Ctrl-C and the deadline.
+const SLICE: Duration = Duration::from_millis(50);
+
+/// Why a request failed, and the message shown for it.
+type Failure = (ErrorKind, String);
+
+/// Runs the plan's `due` requests (offsets from `start`) on one blocking
+/// thread per client; returns the requests started, the threads'
+/// latencies and their CPU time.
+pub(super) fn drive(
+    plan: &Plan,
+    endpoint: &Endpoint,
+    due: &[Duration],
+    start: Instant,
+    finished: mpsc::Sender<Done>,
+    stop: Stop<'_>,
+) -> Result<(usize, Latencies, u64)> {
+    let next = AtomicUsize::new(0);
+    let started = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..plan.clients.max(1))
+            .map(|_| {
+                let client = Client {
+                    plan,
+                    endpoint,
+                    due,
+                    start,
+                    next: &next,
+                    started: &started,
+                    stop,
+                    finished: finished.clone(),
+                };
+                scope.spawn(move || client.run())
+            })
+            .collect();
+        drop(finished);
+        let mut latencies = Latencies::new();
+        let mut client_cpu_ns = 0;
+        for thread in threads {
+            let (mine, cpu) = thread
+                .join()
+                .map_err(|_| anyhow!("a client thread panicked"))?;
+            latencies.add(&mine);
+            client_cpu_ns += cpu;
+        }
+        Ok((started.load(Ordering::SeqCst), latencies, client_cpu_ns))
+    })
+}
+
+/// One client thread's view of the run.
+struct Client<'a> {
+    plan: &'a Plan,
+    endpoint: &'a Endpoint,
+    due: &'a [Duration],
+    start: Instant,
+    /// The index of the next request a free client takes.
+    next: &'a AtomicUsize,
+    /// Requests started, all clients together.
+    started: &'a AtomicUsize,
+    stop: Stop<'a>,
+    finished: mpsc::Sender<Done>,
+}
+
+impl Client<'_> {
+    /// Takes the plan's requests in turn until none is left, the plan has
+    /// ended or Ctrl-C; returns the thread's latencies and CPU time.
+    fn run(self) -> (Latencies, u64) {
+        let cpu_start = thread_cpu_ns();
+        let mut latencies = Latencies::new();
+        let mut kept: Option<SslStream<TcpStream>> = None;
+        let mut session: Option<SslSession> = None;
+        loop {
+            let index = self.next.fetch_add(1, Ordering::SeqCst);
+            let Some(offset) = self.due.get(index) else {
+                break;
+            };
+            // A request taken after the plan's end is not started.
+            if self.stop.interrupted() || Instant::now() >= self.stop.end {
+                break;
+            }
+            let due = self.start + *offset;
+            if !self.wait_until(due) {
+                break;
+            }
+            self.started.fetch_add(1, Ordering::SeqCst);
+            let began = Instant::now();
+            let mut resumed = false;
+            let result = self.request(&mut kept, &mut session, &mut resumed, &mut latencies);
+            if result.is_err() && self.stop.interrupted() {
+                // Cut short by Ctrl-C: neither answered nor failed.
+                break;
+            }
+            let end = Instant::now();
+            if result.is_ok() {
+                let _ = latencies.total.record(micros(end - due));
+                let _ = latencies.service.record(micros(end - began));
+            } else {
+                // A failed connection is not reused.
+                kept = None;
+            }
+            let _ = self.finished.send(Done {
+                due,
+                end,
+                resumed,
+                result,
+            });
+        }
+        (latencies, thread_cpu_ns().saturating_sub(cpu_start))
+    }
+
+    /// Sleeps until `due`; returns false if Ctrl-C came first.
+    fn wait_until(&self, due: Instant) -> bool {
+        loop {
+            if self.stop.interrupted() {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= due {
+                return true;
+            }
+            std::thread::sleep((due - now).min(SLICE));
+        }
+    }
+
+    /// One request: a connection if there is none to reuse (offering
+    /// `session` in resumed mode, and setting `resumed` if the server took
+    /// it), then the request, the answer's headers and its body, checked.
+    /// In resumed mode `session` becomes this connection's session.
+    fn request(
+        &self,
+        kept: &mut Option<SslStream<TcpStream>>,
+        session: &mut Option<SslSession>,
+        resumed: &mut bool,
+        latencies: &mut Latencies,
+    ) -> std::result::Result<u64, Failure> {
+        let (plan, endpoint, stop) = (self.plan, self.endpoint, &self.stop);
+        let mut stream = match kept.take() {
+            Some(stream) => stream,
+            None => {
+                let begun = Instant::now();
+                let tcp = connect(endpoint.address, stop)?;
+                let connected = Instant::now();
+                let _ = latencies.connect.record(micros(connected - begun));
+                let offered = match plan.mode {
+                    Mode::Resume => session.as_deref(),
+                    _ => None,
+                };
+                let stream = handshake(endpoint, tcp, offered, stop)?;
+                let _ = latencies.handshake.record(micros(connected.elapsed()));
+                *resumed = stream.ssl().session_reused();
+                stream
+            }
+        };
+        let sent = Instant::now();
+        write_all(&mut stream, request_head(plan, endpoint).as_bytes(), stop)?;
+        let (status, length, mut body) = read_head(&mut stream, stop)?;
+        let first_byte = Instant::now();
+        let _ = latencies.first_byte.record(micros(first_byte - sent));
+        if status != 200 {
+            return Err((ErrorKind::Status, format!("HTTP status {status}")));
+        }
+        if endpoint.check_body && length != plan.body.len() {
+            return Err((
+                ErrorKind::Body,
+                format!("Content-Length {length}, expected {}", plan.body.len()),
+            ));
+        }
+        let mut chunk = [0u8; 16 * 1024];
+        while body.len() < length {
+            let n = read_some(&mut stream, &mut chunk, stop, "reading the body")?;
+            if n == 0 {
+                return Err((
+                    ErrorKind::Body,
+                    format!("body ended after {} bytes", body.len()),
+                ));
+            }
+            body.extend_from_slice(&chunk[..n]);
+        }
+        if endpoint.check_body && body[..length] != plan.body[..] {
+            return Err((
+                ErrorKind::Body,
+                "the body differs from the page".to_string(),
+            ));
+        }
+        let _ = latencies.transfer.record(micros(first_byte.elapsed()));
+        if plan.mode == Mode::Resume {
+            // Read after the answer: a TLS 1.3 ticket arrives after the handshake.
+            *session = stream.ssl().session().map(|s| s.to_owned());
+        }
+        if plan.mode == Mode::KeepAlive {
+            *kept = Some(stream);
+        } else {
+            let _ = stream.shutdown();
+        }
+        Ok(length as u64)
+    }
+}
+
+/// A TCP connection to `address`, waited for in slices; blocking from
+/// then on, each read and write waiting at most a slice.
+fn connect(address: SocketAddr, stop: &Stop<'_>) -> std::result::Result<TcpStream, Failure> {
+    let failed = |e: io::Error| (kind_of(&e, ErrorKind::Connect), format!("connect: {e}"));
+    let tcp = connect_nonblocking(address).map_err(failed)?;
+    let since = Instant::now();
+    loop {
+        let mut poll = libc::pollfd {
+            fd: tcp.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, valid for the call.
+        let ready = unsafe { libc::poll(&mut poll, 1, SLICE.as_millis() as libc::c_int) };
+        if ready < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() != io::ErrorKind::Interrupted {
+                return Err(failed(error));
+            }
+        } else if ready > 0 {
+            break;
+        }
+        if let Some(failure) = stop.reason(since) {
+            return Err(failure);
+        }
+    }
+    if let Some(error) = tcp.take_error().map_err(failed)? {
+        return Err(failed(error));
+    }
+    let setup = |tcp: &TcpStream| -> io::Result<()> {
+        tcp.set_nonblocking(false)?;
+        tcp.set_nodelay(true)?;
+        tcp.set_read_timeout(Some(SLICE))?;
+        tcp.set_write_timeout(Some(SLICE))
+    };
+    setup(&tcp).map_err(failed)?;
+    Ok(tcp)
+}
+
+/// The client's handshake on `tcp`, offering `session` if given.
+fn handshake(
+    endpoint: &Endpoint,
+    tcp: TcpStream,
+    session: Option<&openssl::ssl::SslSessionRef>,
+    stop: &Stop<'_>,
+) -> std::result::Result<SslStream<TcpStream>, Failure> {
+    let failed =
+        |e: &dyn std::fmt::Display| (ErrorKind::Handshake, format!("TLS handshake failed: {e}"));
+    let ssl = client_ssl(&endpoint.context, &endpoint.server_name, session)
+        .map_err(|e| failed(&format!("{e:#}")))?;
+    let mut stream = SslStream::new(ssl, tcp).map_err(|e| failed(&e))?;
+    let since = Instant::now();
+    loop {
+        match stream.connect() {
+            Ok(()) => return Ok(stream),
+            Err(e) if would_block(&e) => {
+                if let Some(failure) = stop.reason(since) {
+                    return Err(failure);
+                }
+            }
+            Err(e) => return Err(failed(&e)),
+        }
+    }
+}
+
+/// Writes all of `bytes`, a slice at a time.
+fn write_all(
+    stream: &mut SslStream<TcpStream>,
+    bytes: &[u8],
+    stop: &Stop<'_>,
+) -> std::result::Result<(), Failure> {
+    let mut written = 0;
+    let mut since = Instant::now();
+    while written < bytes.len() {
+        match stream.ssl_write(&bytes[written..]) {
+            Ok(n) => {
+                written += n;
+                since = Instant::now();
+            }
+            Err(e) if would_block(&e) => {
+                if let Some(failure) = stop.reason(since) {
+                    return Err(failure);
+                }
+            }
+            Err(e) => return Err((ErrorKind::Io, format!("writing the request: {e}"))),
+        }
+    }
+    Ok(())
+}
+
+/// Reads what has arrived (0 at the end of the stream), a slice at a time.
+fn read_some(
+    stream: &mut SslStream<TcpStream>,
+    buffer: &mut [u8],
+    stop: &Stop<'_>,
+    what: &str,
+) -> std::result::Result<usize, Failure> {
+    let since = Instant::now();
+    loop {
+        match stream.read(buffer) {
+            Ok(n) => return Ok(n),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                if let Some(failure) = stop.reason(since) {
+                    return Err(failure);
+                }
+            }
+            Err(e) => return Err((kind_of(&e, ErrorKind::Io), format!("{what}: {e}"))),
+        }
+    }
+}
+
+/// Reads the status line and headers; returns the status, the
+/// Content-Length and any body bytes read past the headers.
+fn read_head(
+    stream: &mut SslStream<TcpStream>,
+    stop: &Stop<'_>,
+) -> std::result::Result<(u16, usize, Vec<u8>), Failure> {
+    let mut buffer = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        if buffer.len() > 64 * 1024 {
+            return Err((ErrorKind::Io, "response headers over 64 KiB".to_string()));
+        }
+        let n = read_some(stream, &mut chunk, stop, "reading the response")?;
+        if n == 0 {
+            return Err((
+                ErrorKind::Io,
+                "connection closed before the response".to_string(),
+            ));
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    };
+    let (status, length) = parse_head(&buffer[..end])?;
+    Ok((status, length, buffer[end + 4..].to_vec()))
+}
+
+/// Returns true if and only if OpenSSL waits for the socket (here: a
+/// slice of waiting ran out).
+fn would_block(error: &openssl::ssl::Error) -> bool {
+    matches!(error.code(), ErrorCode::WANT_READ | ErrorCode::WANT_WRITE)
+}

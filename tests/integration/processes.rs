@@ -1,0 +1,321 @@
+//! Processes and signals (issue 18): a terminal's Ctrl-C reaches tlslab
+//! and not the servers it started, the children tlslab starts die with it
+//! even when it is killed with SIGKILL, SIGTERM stops them as Ctrl-C
+//! does, and what a killed run left behind (directories, namespaces) is
+//! removed by the next run that makes its own.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::util::{
+    cert_dir, children_mentioning, nginx_lock, processes_mentioning, skip_without_nginx, wait_gone,
+    Job,
+};
+
+/// The entries of `dir` whose names start with `prefix`.
+fn entries_starting(dir: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(prefix))
+        .collect()
+}
+
+/// Waits until `find` returns something; panics after `timeout`.
+fn wait_for<T>(what: &str, timeout: Duration, mut find: impl FnMut() -> Vec<T>) -> Vec<T> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let found = find();
+        if !found.is_empty() {
+            return found;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {what} within {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 18 item 1: Ctrl-C in a terminal goes to the whole foreground
+/// process group. nginx, in a group of its own, goes on serving until
+/// tlslab stops it, so the load's finished requests and nginx's CPU are
+/// kept: exit 130, the run stored as interrupted.
+#[test]
+fn ctrl_c_in_the_terminal_keeps_a_load_on_nginx() {
+    let _one = nginx_lock();
+    if skip_without_nginx("ctrl_c_in_the_terminal_keeps_a_load_on_nginx") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let mut job = Job::start(
+        &[
+            "load",
+            "--server",
+            "nginx",
+            "--rate",
+            "50",
+            "--duration",
+            "30",
+            "--clients",
+            "4",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        &[("TMPDIR", tmp.path().as_os_str())],
+    );
+    job.wait_for_line("loading nginx", Duration::from_secs(60));
+    // Some requests finish first.
+    std::thread::sleep(Duration::from_millis(1500));
+    job.signal_group(libc::SIGINT);
+    let (status, stderr) = job.finish(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let (answered, interrupted, server_cpu_ns): (i64, bool, Option<i64>) = connection
+        .query_row(
+            "SELECT answered, interrupted, server_cpu_ns FROM load_summaries WHERE run_id = 1",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .unwrap();
+    assert!(interrupted);
+    assert!(answered > 10, "{answered} answered: {stderr}");
+    assert!(server_cpu_ns.is_some_and(|ns| ns > 0), "{stderr}");
+    assert_eq!(
+        processes_mentioning(tmp.path().to_str().unwrap()),
+        Vec::<u32>::new()
+    );
+}
+
+/// Issue 18 item 2: kill -9 of a run against nginx leaves no nginx
+/// running (the kernel stops it with tlslab), and the next run that starts
+/// nginx removes the directory the killed run left.
+#[test]
+fn kill_9_leaves_no_nginx_and_the_next_run_removes_its_directory() {
+    let _one = nginx_lock();
+    if skip_without_nginx("kill_9_leaves_no_nginx_and_the_next_run_removes_its_directory") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let env = [("TMPDIR", tmp.path().as_os_str())];
+    let certs = cert_dir();
+    let handshake = |runs: &'static str| {
+        vec![
+            "handshake",
+            "--server",
+            "nginx",
+            "--tls",
+            "1.3",
+            "--group",
+            "x25519",
+            "--cert",
+            "ecdsa_p256",
+            "--runs",
+            runs,
+            "--warmup",
+            "0",
+            "--no-db",
+            "-q",
+            "--cert-dir",
+            certs.to_str().unwrap(),
+        ]
+    };
+    let mut killed = Job::start(&handshake("100000"), &env);
+    let tmp_text = tmp.path().to_str().unwrap().to_string();
+    // The master (its command line names its directory), and its worker
+    // once it has forked it.
+    let nginx = wait_for("nginx worker", Duration::from_secs(60), || {
+        let masters = processes_mentioning(&tmp_text);
+        let mut found = masters.clone();
+        for master in masters {
+            found.extend(tlslab::workload::nginx::children_of(master));
+        }
+        if found.len() >= 2 {
+            found
+        } else {
+            Vec::new()
+        }
+    });
+    killed.signal(libc::SIGKILL);
+    killed.finish(Duration::from_secs(5));
+    assert_eq!(
+        wait_gone(&nginx, Duration::from_secs(5)),
+        Vec::<u32>::new(),
+        "nginx outlived the tlslab killed with SIGKILL"
+    );
+    let left = entries_starting(tmp.path(), "tlslab-nginx-");
+    assert_eq!(left.len(), 1, "{left:?}");
+
+    let mut next = Job::start(&handshake("2"), &env);
+    let (status, stderr) = next.finish(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(&left[0]), "says what it removed: {stderr}");
+    assert_eq!(
+        entries_starting(tmp.path(), "tlslab-"),
+        Vec::<String>::new()
+    );
+}
+
+/// Issue 18 item 2: the `--cpu-features generic` child (tlslab again)
+/// dies with its parent killed with SIGKILL, and stops when SIGTERM stops
+/// the parent (as `timeout` or a CI cancellation sends it, to the parent
+/// alone): exit 130, the child's samples kept, and no child left.
+#[test]
+fn kill_9_or_sigterm_stops_the_generic_cpu_child() {
+    for signal in [libc::SIGKILL, libc::SIGTERM] {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("parent.sqlite");
+        let mut parent = Job::start(
+            &[
+                "handshake",
+                "--backend",
+                "openssl",
+                "--cpu-features",
+                "generic",
+                "--tls",
+                "1.3",
+                "--group",
+                "x25519",
+                "--cert",
+                "ecdsa_p256",
+                "--runs",
+                "1000000",
+                "--warmup",
+                "0",
+                "-q",
+                "--db",
+                db.to_str().unwrap(),
+                "--cert-dir",
+                cert_dir().to_str().unwrap(),
+            ],
+            &[("TMPDIR", tmp.path().as_os_str())],
+        );
+        let pid = parent.pid() as u32;
+        let child = wait_for("generic child", Duration::from_secs(60), || {
+            children_mentioning(pid, "--cpu-features native")
+        });
+        // The child has begun its run in its database (and handles Ctrl-C
+        // from there on).
+        let arguments = std::fs::read(format!("/proc/{}/cmdline", child[0])).unwrap();
+        let arguments: Vec<String> = String::from_utf8_lossy(&arguments)
+            .split('\0')
+            .map(String::from)
+            .collect();
+        let child_db = &arguments[arguments.iter().position(|a| a == "--db").unwrap() + 1];
+        wait_for("the child's run", Duration::from_secs(30), || {
+            let runs = rusqlite::Connection::open(child_db)
+                .ok()
+                .and_then(|connection| {
+                    connection
+                        .query_row("SELECT count(*) FROM runs", [], |row| row.get::<_, i64>(0))
+                        .ok()
+                });
+            runs.filter(|&n| n > 0).into_iter().collect()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        parent.signal(signal);
+        let (status, stderr) = parent.finish(Duration::from_secs(20));
+        assert_eq!(
+            wait_gone(&child, Duration::from_secs(5)),
+            Vec::<u32>::new(),
+            "the generic child outlived its parent (signal {signal})"
+        );
+        if signal == libc::SIGTERM {
+            assert_eq!(status.code(), Some(130), "{stderr}");
+            let connection = rusqlite::Connection::open(&db).unwrap();
+            let samples: i64 = connection
+                .query_row(
+                    "SELECT sample_count FROM cells WHERE backend = 'openssl (generic)'",
+                    [],
+                    |row| row.get(0),
+                )
+                .unwrap();
+            assert!(samples > 0, "{stderr}");
+            assert_eq!(
+                entries_starting(tmp.path(), "tlslab-generic-"),
+                Vec::<String>::new()
+            );
+        }
+    }
+}
+
+/// Named namespaces of a process (`tlslab-PID-…`).
+fn namespaces_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&format!("tlslab-{pid}-")))
+        .collect()
+}
+
+/// Issue 18 item 2: kill -9 during a tunnel through OpenVPN leaves no
+/// OpenVPN running, and the next run that builds namespaces removes the
+/// killed run's namespaces and its key's directory.
+#[test]
+fn kill_9_leaves_no_openvpn_and_the_next_run_removes_its_namespaces() {
+    if crate::util::skip_without(
+        crate::tunnel::openvpn_missing(),
+        "kill_9_leaves_no_openvpn_and_the_next_run_removes_its_namespaces",
+        "run as root; apt-get install openvpn iproute2",
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let env = [("TMPDIR", tmp.path().as_os_str())];
+    let tunnel = |runs: &'static str| {
+        vec![
+            "tunnel",
+            "--engine",
+            "openvpn",
+            "--cipher",
+            "aes-128-cbc",
+            "--digest",
+            "sha1",
+            "--no-baseline-row",
+            "--transfer-mb",
+            "1",
+            "--runs",
+            runs,
+            "--warmup",
+            "0",
+            "--no-db",
+            "-q",
+        ]
+    };
+    let mut killed = Job::start(&tunnel("100000"), &env);
+    let pid = killed.pid() as u32;
+    let openvpn = wait_for("openvpn", Duration::from_secs(60), || {
+        let found = children_mentioning(pid, "openvpn");
+        if found.len() >= 2 {
+            found
+        } else {
+            Vec::new()
+        }
+    });
+    let namespaces = namespaces_of(pid);
+    assert_eq!(namespaces.len(), 2, "{namespaces:?}");
+    killed.signal(libc::SIGKILL);
+    killed.finish(Duration::from_secs(5));
+    assert_eq!(
+        wait_gone(&openvpn, Duration::from_secs(5)),
+        Vec::<u32>::new(),
+        "openvpn outlived the tlslab killed with SIGKILL"
+    );
+    assert_eq!(entries_starting(tmp.path(), "tlslab-openvpn-").len(), 1);
+
+    let mut next = Job::start(&tunnel("1"), &env);
+    let (status, stderr) = next.finish(Duration::from_secs(120));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(namespaces_of(pid), Vec::<String>::new(), "{stderr}");
+    assert_eq!(
+        entries_starting(tmp.path(), "tlslab-"),
+        Vec::<String>::new()
+    );
+}
