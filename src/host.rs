@@ -201,7 +201,12 @@ mod tests {
         let others = after.others_since(&before);
         assert!(others >= 0.5, "a busy child is others' work: {others}");
 
-        // Our own busy loop is not.
+        // Our own busy loop is not: others' work while it runs is no more
+        // than in a quiet stretch just before (a shared machine has
+        // neighbours, and other tests run in parallel builds).
+        let before = CpuUse::now().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        let neighbours = CpuUse::now().unwrap().others_since(&before);
         let before = CpuUse::now().unwrap();
         let start = std::time::Instant::now();
         let mut x = 1u64;
@@ -211,6 +216,9 @@ mod tests {
         let after = CpuUse::now().unwrap();
         assert!(after.own - before.own >= 0.4, "own time is counted");
         let others = after.others_since(&before);
-        assert!(others < 0.7, "our own loop is not others' work: {others}");
+        assert!(
+            others < neighbours + 0.6,
+            "our own loop is not others' work: {others} (neighbours alone: {neighbours})"
+        );
     }
 }
