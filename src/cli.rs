@@ -2,9 +2,73 @@
 //! here; this file imports nothing else of the crate, and `app` turns these
 //! options into runs.
 
+use std::fmt;
 use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// A span of time on the command line: plain seconds (`1.5`) or a number
+/// with a unit, `ms`, `s`, `m` or `h` (`500ms`, `4s`, `2m`), as wrk, oha
+/// and k6 take them. Never negative, NaN or infinite; whether zero is
+/// allowed is the option's to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Seconds(Duration);
+
+impl Seconds {
+    pub fn duration(self) -> Duration {
+        self.0
+    }
+
+    pub fn as_secs_f64(self) -> f64 {
+        self.0.as_secs_f64()
+    }
+}
+
+impl FromStr for Seconds {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let trimmed = text.trim();
+        let (number, seconds_per_unit) = [("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)]
+            .iter()
+            .find_map(|&(unit, scale)| {
+                trimmed
+                    .strip_suffix(unit)
+                    .filter(|rest| rest.ends_with(|c: char| c.is_ascii_digit() || c == '.'))
+                    .map(|rest| (rest, scale))
+            })
+            .unwrap_or((trimmed, 1.0));
+        let invalid = || {
+            format!(
+                "'{text}' is not a duration: give seconds (1.5) or a number with a unit (500ms, 4s, 2m, 1h)"
+            )
+        };
+        // Only plain decimals: "inf", "NaN" and "1e3" are not durations a person types.
+        if number.is_empty()
+            || !number
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+')
+        {
+            return Err(invalid());
+        }
+        let value: f64 = number.parse().map_err(|_| invalid())?;
+        if value < 0.0 {
+            return Err(format!("'{text}': a duration cannot be negative"));
+        }
+        Duration::try_from_secs_f64(value * seconds_per_unit)
+            .map(Seconds)
+            .map_err(|_| format!("'{text}' is too long a duration"))
+    }
+}
+
+/// Plain seconds ("0.2"), which parse back to the same value.
+impl fmt::Display for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.as_secs_f64())
+    }
+}
 
 /// Measure what the cryptography of TLS costs on this machine: each key
 /// exchange, certificate and cipher suite, on the server and on the client.
@@ -544,15 +608,16 @@ pub struct SamplingArgs {
     #[arg(long, value_name = "PERCENT", allow_negative_numbers = true)]
     pub precision: Option<String>,
 
-    /// Time budget per cell, in seconds of its own sampling, once it has its
-    /// minimum samples. [default: per command]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub max_time: Option<f64>,
+    /// Time budget per cell, of its own sampling, once it has its minimum
+    /// samples: seconds, or with a unit (500ms, 4s, 2m). [default: per command]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub max_time: Option<Seconds>,
 
-    /// Time budget for the whole run, in seconds (warm-up included): every
-    /// cell still sampling then stops with what it has. [default: none]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub max_total_time: Option<f64>,
+    /// Time budget for the whole run (warm-up included): every cell still
+    /// sampling then stops with what it has. Seconds, or with a unit (90s,
+    /// 2m). [default: none]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub max_total_time: Option<Seconds>,
 
     /// Fewest samples per cell before precision or time may stop it. [default: per command]
     #[arg(long, value_name = "N")]
@@ -563,10 +628,10 @@ pub struct SamplingArgs {
     #[arg(long, value_name = "N")]
     pub runs: Option<usize>,
 
-    /// Warm-up per cell before sampling, in seconds (at least one unrecorded
-    /// sample is always taken). [default: per command]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub warmup: Option<f64>,
+    /// Warm-up per cell before sampling, seconds or with a unit (200ms; at
+    /// least one unrecorded sample is always taken). [default: per command]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub warmup: Option<Seconds>,
 
     /// Seed of the shuffled round order (recorded with the run; set it to
     /// repeat an order). [default: from the clock]
@@ -829,13 +894,15 @@ pub struct LoadArgs {
     #[arg(long, value_name = "REQ/S", allow_negative_numbers = true)]
     pub rate: Option<f64>,
 
-    /// Seconds over which the rate rises linearly from zero.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub ramp: Option<f64>,
+    /// How long the rate rises linearly from zero: seconds, or with a unit
+    /// (500ms, 4s, 2m).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub ramp: Option<Seconds>,
 
-    /// Seconds of the whole run, ramp included.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub duration: Option<f64>,
+    /// How long the whole run lasts, ramp included: seconds, or with a unit
+    /// (500ms, 4s, 2m).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub duration: Option<Seconds>,
 
     /// Page size: bytes, or with k/m (10^3, 10^6), e.g. 50k.
     #[arg(long, value_name = "BYTES")]
@@ -1070,20 +1137,23 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
 
-    /// Seconds a client has for the TLS handshake and its first request
+    /// How long a client has for the TLS handshake and its first request
     /// head, and for each later head from its first byte; then 408 and the
-    /// connection closed (nginx's client_header_timeout). [default: 10]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub header_timeout: Option<f64>,
+    /// connection closed (nginx's client_header_timeout). Seconds, or with
+    /// a unit (500ms, 4s, 2m). [default: 10]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub header_timeout: Option<Seconds>,
 
-    /// Seconds a kept-alive connection may stay idle between requests
-    /// before it is closed (nginx's keepalive_timeout). [default: 10]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub keep_alive_timeout: Option<f64>,
+    /// How long a kept-alive connection may stay idle between requests
+    /// before it is closed (nginx's keepalive_timeout). Seconds, or with a
+    /// unit (500ms, 4s, 2m). [default: 10]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub keep_alive_timeout: Option<Seconds>,
 
-    /// Stop after this many seconds. [default: run until Ctrl-C]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub duration: Option<f64>,
+    /// Stop after this long: seconds, or with a unit (90s, 2m, 1h).
+    /// [default: run until Ctrl-C]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub duration: Option<Seconds>,
 
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]
@@ -1120,4 +1190,54 @@ pub struct ManArgs {
     /// One command's page (tlslab-COMMAND(1)) instead of tlslab(1).
     #[arg(value_name = "COMMAND")]
     pub command: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Result<Duration, String> {
+        text.parse::<Seconds>().map(Seconds::duration)
+    }
+
+    #[test]
+    fn durations_take_plain_seconds_and_units() {
+        assert_eq!(parsed("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parsed("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parsed("0"), Ok(Duration::ZERO));
+        assert_eq!(parsed("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parsed("4s"), Ok(Duration::from_secs(4)));
+        assert_eq!(parsed("0.5s"), Ok(Duration::from_millis(500)));
+        assert_eq!(parsed("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parsed("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parsed(" 200ms "), Ok(Duration::from_millis(200)));
+    }
+
+    #[test]
+    fn durations_refuse_negatives_nan_and_garbage_saying_why() {
+        for text in ["-1", "-1s", "-0.5ms"] {
+            let error = parsed(text).unwrap_err();
+            assert!(error.contains("cannot be negative"), "{text}: {error}");
+        }
+        for text in [
+            "NaN", "inf", "1e3", "", "s", "ms", "4x", "4 s", "four", "1.2.3", "4sec",
+        ] {
+            let error = parsed(text).unwrap_err();
+            assert!(
+                error.contains("is not a duration") && error.contains("500ms, 4s, 2m"),
+                "{text:?}: {error}"
+            );
+        }
+        assert!(parsed("1e300").is_err());
+        assert!(parsed(&"9".repeat(40)).unwrap_err().contains("too long"));
+    }
+
+    #[test]
+    fn a_duration_prints_as_seconds_that_parse_back() {
+        for text in ["0.2", "500ms", "2m", "1.25"] {
+            let value: Seconds = text.parse().unwrap();
+            assert_eq!(value.to_string().parse::<Seconds>(), Ok(value), "{text}");
+        }
+        assert_eq!("200ms".parse::<Seconds>().unwrap().to_string(), "0.2");
+    }
 }

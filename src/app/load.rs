@@ -23,7 +23,7 @@ use super::session::{
 use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
 use crate::backend::{server_acceptor, Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, SERVER_NAME};
-use crate::cli::{AxisArgs, LoadArgs};
+use crate::cli::{AxisArgs, LoadArgs, Seconds};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
@@ -263,6 +263,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let setting = |value: Option<f64>, from: fn(&LoadSettings) -> f64, default: f64| {
         value.or(defaults.as_ref().map(from)).unwrap_or(default)
     };
+    let secs = |value: Option<Seconds>| value.map(Seconds::as_secs_f64);
     let size = match &args.size {
         Some(text) => parse_size(text)?,
         None => defaults.map_or(1_000, |d| d.size),
@@ -292,10 +293,10 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let page_path = args.path.clone().or(url_path);
     let plan = Plan {
         rate: setting(args.rate, |d| d.rate, 100.0),
-        ramp: seconds("ramp", setting(args.ramp, |d| d.ramp_s, 0.0), true)?,
+        ramp: seconds("ramp", setting(secs(args.ramp), |d| d.ramp_s, 0.0), true)?,
         duration: seconds(
             "duration",
-            setting(args.duration, |d| d.duration_s, 10.0),
+            setting(secs(args.duration), |d| d.duration_s, 10.0),
             false,
         )?,
         path: match &page_path {

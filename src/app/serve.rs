@@ -229,14 +229,14 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     }
     let duration = args
         .duration
-        .map(|s| seconds("duration", s, false))
+        .map(|s| seconds("duration", s.as_secs_f64(), false))
         .transpose()?;
     let mut limits = Limits::default();
     if let Some(timeout) = args.header_timeout {
-        limits.head_timeout = seconds("header-timeout", timeout, false)?;
+        limits.head_timeout = seconds("header-timeout", timeout.as_secs_f64(), false)?;
     }
     if let Some(timeout) = args.keep_alive_timeout {
-        limits.keep_alive_timeout = seconds("keep-alive-timeout", timeout, false)?;
+        limits.keep_alive_timeout = seconds("keep-alive-timeout", timeout.as_secs_f64(), false)?;
     }
     if let Some(connections) = args.max_connections {
         if connections < workers {
@@ -312,7 +312,7 @@ fn serve_handshakes(args: &ServeArgs) -> Result<i32> {
     let address = parse_bind(&args.bind, args.allow_non_loopback)?;
     let duration = args
         .duration
-        .map(|s| seconds("duration", s, false))
+        .map(|s| seconds("duration", s.as_secs_f64(), false))
         .transpose()?;
     let interrupt = interrupt_flag();
     if args.control_stdio {
