@@ -82,7 +82,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Measure full or resumed handshakes per key exchange, certificate and
-    /// suite; client and server run in one process over memory buffers.
+    /// suite: client and server in one process over memory buffers, or over
+    /// TCP or UDP on loopback (--transport), against nginx (--server), over
+    /// an emulated link (--link) or with `tlslab serve` on another host (--remote).
     Handshake(Box<HandshakeArgs>),
     /// Measure the cost of protecting application data after the handshake,
     /// per backend, protocol, suite and write size, each side apart, against
@@ -410,11 +412,11 @@ pub struct BulkArgs {
 Sampling defaults: --precision 2% --max-time 0.5 --min-samples 5 --warmup 0.05
 (each sample is a batch of operations lasting about 2 ms)")]
 pub struct SpeedArgs {
-    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all. [default: all]
+    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub backend: String,
 
-    /// Algorithms (see `tlslab list`), comma-separated, or all. [default: all]
+    /// Algorithms (see `tlslab list`), comma-separated, or all.
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub algorithm: String,
 
@@ -554,6 +556,48 @@ pub struct AxisArgs {
     pub mtu: Option<u16>,
 }
 
+/// The one configuration `load` connects with: each option takes one
+/// value, replacing the preset's (HTTP/1.1 runs over TLS on TCP; DTLS is
+/// measured by `handshake`).
+#[derive(Debug, Args)]
+pub struct LoadAxisArgs {
+    /// Protocol version: 1.3 or 1.2. [default: 1.3; the preset's]
+    #[arg(long, value_name = "VERSION")]
+    pub tls: Option<String>,
+
+    /// Key exchange: x25519, p256, p384, p521, x448, x25519mlkem768,
+    /// secp256r1mlkem768, mlkem512/768/1024, ffdhe2048..ffdhe8192 (TLS
+    /// 1.3); rsa (key transport), dhe1024..dhe4096 (TLS 1.2).
+    /// [default: x25519; the preset's]
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+
+    /// Certificate key type: rsa2048, rsa3072, rsa4096, ecdsa_p256,
+    /// ecdsa_p384, ecdsa_p521, ed25519, ed448, mldsa44, mldsa65, mldsa87.
+    /// [default: ecdsa_p256; the preset's]
+    #[arg(long, value_name = "CERT")]
+    pub cert: Option<String>,
+
+    /// Bulk cipher: aes128gcm, aes256gcm, chacha20poly1305, and for TLS
+    /// 1.2 aes128cbc_sha, aes256cbc_sha, aes128cbc_sha256,
+    /// aes256cbc_sha256 (RSA, DHE), aes256cbc_sha384 (ECDHE).
+    /// [default: aes128gcm; the preset's]
+    #[arg(long, value_name = "SUITE")]
+    pub suite: Option<String>,
+
+    /// Resumption: off (every connection a full handshake), session_id or
+    /// ticket (TLS 1.2), psk (TLS 1.3): each client's first connection is
+    /// a full handshake, each later one resumes the session of its
+    /// previous one (a new connection per request). [default: off]
+    #[arg(long, value_name = "MODE")]
+    pub resumption: Option<String>,
+
+    /// Certificates in the chain, root to leaf inclusive (3 = root,
+    /// intermediate, leaf). [default: 3]
+    #[arg(long, value_name = "N")]
+    pub chain_depth: Option<u8>,
+}
+
 /// What `tlslab serve` offers. As nginx does, a server offers every value
 /// of a list, in the list's order of preference, and each client picks
 /// what it supports; one value pins the server to it.
@@ -675,7 +719,8 @@ pub struct DisplayArgs {
 /// Files to export results to.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Write every row with all statistics and raw samples as JSON.
+    /// Write every row with all its statistics as JSON; the rows of a
+    /// sampled run (handshake, bulk, tunnel, speed) carry their raw samples.
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
 
@@ -870,7 +915,7 @@ pub struct TunnelArgs {
   tlslab load --preset apache-study --server nginx
   tlslab load --rate 200 --duration 10 --size 50k
   tlslab load --rate 2000 --mode keepalive --clients 32 --tls 1.3 --group x25519 --cert ecdsa_p256
-  tlslab load --rate 200 --mode resume --tls 1.2 --plot charts/   (session cache and tickets on)
+  tlslab load --rate 200 --resumption session_id --tls 1.2 --plot charts/   (each client resumes)
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (a loopback server you run)
   tlslab load --target 127.0.0.1:8443 --probe-only   (which versions, groups, suites it accepts)
   tlslab load --target HOST:443 --i-have-permission --max-rate 20 --rate 10   (off loopback)
@@ -878,7 +923,9 @@ pub struct TunnelArgs {
   tlslab load --server embedded --threads 1 --rate 300   (the embedded server on one core)
 
 Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64
-(one blocking thread each; in keepalive mode all on one event loop, --event-loops 1).
+(one blocking thread each; in keepalive mode all on one event loop, --event-loops 1);
+--tls 1.3 --group x25519 --cert ecdsa_p256 --suite aes128gcm --resumption off
+(with --preset apache-study: 1.2, rsa, rsa2048, aes128cbc_sha, off).
 Requests are due at evenly spaced times whatever the server does; each
 latency counts from the moment its request was due (queueing included).")]
 pub struct LoadArgs {
@@ -886,9 +933,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
 
-    /// One value per axis: the connection's protocol, group, certificate and suite.
     #[command(flatten)]
-    pub axes: AxisArgs,
+    pub axes: LoadAxisArgs,
 
     /// Requests per second once the ramp is over.
     #[arg(long, value_name = "REQ/S", allow_negative_numbers = true)]
@@ -908,9 +954,10 @@ pub struct LoadArgs {
     #[arg(long, value_name = "BYTES")]
     pub size: Option<String>,
 
-    /// new (a new connection and full handshake per request), resume (a new
-    /// connection per request resuming the client's previous session: TLS 1.3
-    /// ticket, TLS 1.2 session id) or keepalive (each client keeps its connection).
+    /// new (a new connection per request: a full handshake, or a resumed
+    /// one with --resumption) or keepalive (each client keeps its
+    /// connection). `--mode resume` is an old name of --resumption with the
+    /// version's usual mode (psk on TLS 1.3, session_id on TLS 1.2).
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
 
