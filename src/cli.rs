@@ -312,10 +312,10 @@ pub struct HandshakeArgs {
 #[command(after_help = "Examples:
   tlslab bulk
   tlslab bulk --preset dtls-study
-  tlslab bulk --backend openssl --tls 1.2,1.3 --suite aes128gcm,chacha20poly1305 --size 64,1024,16384
-  tlslab bulk --size 16384 --suite aes128gcm --export-markdown bulk.md
-  tlslab bulk --size 16384 --suite aes128gcm --transport memory,tcp
-  tlslab bulk --backend openssl,dimpl --tls dtls1.2 --suite aes128gcm --transport memory,udp
+  tlslab bulk --backend openssl --tls 1.2,1.3 --suite aes-128-gcm,chacha20-poly1305 --size 64,1024,16384
+  tlslab bulk --size 16384 --suite aes-128-gcm --export-markdown bulk.md
+  tlslab bulk --size 16384 --suite aes-128-gcm --transport memory,tcp
+  tlslab bulk --backend openssl,dimpl --tls dtls1.2 --suite aes-128-gcm --transport memory,udp
 
 Each row: a TLS or DTLS connection (X25519 key exchange, ECDSA P-256
 certificate; the handshake is not counted) sends a fixed amount of data per
@@ -347,9 +347,9 @@ pub struct BulkArgs {
     #[arg(long, value_name = "LIST")]
     pub tls: Option<String>,
 
-    /// Suites (bulk ciphers): aes128gcm, aes256gcm, chacha20poly1305,
-    /// aes128cbc_sha256 (AES-128-CBC with HMAC-SHA256: TLS 1.2, OpenSSL).
-    /// [default: aes128gcm,aes256gcm,chacha20poly1305]
+    /// Suites (bulk ciphers): aes-128-gcm, aes-256-gcm, chacha20-poly1305,
+    /// aes-128-cbc-sha256 (AES-128-CBC with HMAC-SHA256: TLS 1.2, OpenSSL).
+    /// [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
     #[arg(long, value_name = "LIST")]
     pub suite: Option<String>,
 
@@ -362,9 +362,10 @@ pub struct BulkArgs {
     #[arg(long, value_name = "BYTES")]
     pub bytes_per_sample: Option<usize>,
 
-    /// Leave out the no-crypto rows.
-    #[arg(long)]
-    pub no_plain_row: bool,
+    /// Leave out the no-crypto rows, the baseline of "× no crypto"
+    /// (`--no-plain-row` is an old name of it).
+    #[arg(long, alias = "no-plain-row")]
+    pub no_baseline_row: bool,
 
     /// What carries the data: memory (sender and receiver in one thread), tcp
     /// (TLS) or udp (DTLS): a loopback socket, sender and receiver in two
@@ -405,9 +406,9 @@ pub struct BulkArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  tlslab speed --algorithm rsa2048,ecdsa_p256,ecdh_p256
-  tlslab speed --backend openssl --algorithm aes128gcm,chacha20poly1305 --size 16,1024,16384
-  tlslab speed --algorithm aes128gcm,sha256 --cpu-features native,generic
+  tlslab speed --algorithm rsa2048,ecdsa_p256,p256
+  tlslab speed --backend openssl --algorithm aes-128-gcm,chacha20-poly1305 --size 16,1024,16384
+  tlslab speed --algorithm aes-128-gcm,sha256 --cpu-features native,generic
 
 Sampling defaults: --precision 2% --max-time 0.5 --min-samples 5 --warmup 0.05
 (each sample is a batch of operations lasting about 2 ms)")]
@@ -535,10 +536,10 @@ pub struct AxisArgs {
     #[arg(long, value_name = "LIST")]
     pub cert: Option<String>,
 
-    /// Bulk ciphers: aes128gcm, aes256gcm, chacha20poly1305, and for
-    /// (D)TLS 1.2 aes128cbc_sha, aes256cbc_sha, aes128cbc_sha256,
-    /// aes256cbc_sha256 (RSA, DHE), aes256cbc_sha384 (ECDHE); the rest of a
-    /// 1.2 suite follows from group and certificate. [default: aes128gcm]
+    /// Bulk ciphers: aes-128-gcm, aes-256-gcm, chacha20-poly1305, and for
+    /// (D)TLS 1.2 aes-128-cbc-sha, aes-256-cbc-sha, aes-128-cbc-sha256,
+    /// aes-256-cbc-sha256 (RSA, DHE), aes-256-cbc-sha384 (ECDHE); the rest of a
+    /// 1.2 suite follows from group and certificate. [default: aes-128-gcm]
     #[arg(long, value_name = "LIST")]
     pub suite: Option<String>,
 
@@ -578,10 +579,10 @@ pub struct LoadAxisArgs {
     #[arg(long, value_name = "CERT")]
     pub cert: Option<String>,
 
-    /// Bulk cipher: aes128gcm, aes256gcm, chacha20poly1305, and for TLS
-    /// 1.2 aes128cbc_sha, aes256cbc_sha, aes128cbc_sha256,
-    /// aes256cbc_sha256 (RSA, DHE), aes256cbc_sha384 (ECDHE).
-    /// [default: aes128gcm; the preset's]
+    /// Bulk cipher: aes-128-gcm, aes-256-gcm, chacha20-poly1305, and for TLS
+    /// 1.2 aes-128-cbc-sha, aes-256-cbc-sha, aes-128-cbc-sha256,
+    /// aes-256-cbc-sha256 (RSA, DHE), aes-256-cbc-sha384 (ECDHE).
+    /// [default: aes-128-gcm; the preset's]
     #[arg(long, value_name = "SUITE")]
     pub suite: Option<String>,
 
@@ -621,11 +622,11 @@ pub struct ServeOfferArgs {
     #[arg(long, value_name = "LIST")]
     pub cert: Option<String>,
 
-    /// Bulk ciphers offered, preferred first: aes128gcm, aes256gcm,
-    /// chacha20poly1305, and for TLS 1.2 on OpenSSL aes128cbc_sha,
-    /// aes256cbc_sha, aes128cbc_sha256, aes256cbc_sha256, aes256cbc_sha384;
+    /// Bulk ciphers offered, preferred first: aes-128-gcm, aes-256-gcm,
+    /// chacha20-poly1305, and for TLS 1.2 on OpenSSL aes-128-cbc-sha,
+    /// aes-256-cbc-sha, aes-128-cbc-sha256, aes-256-cbc-sha256, aes-256-cbc-sha384;
     /// the rest of a TLS 1.2 suite follows from group and certificate.
-    /// [default: aes128gcm,aes256gcm,chacha20poly1305]
+    /// [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
     #[arg(long, value_name = "LIST")]
     pub suite: Option<String>,
 
@@ -924,8 +925,8 @@ pub struct TunnelArgs {
 
 Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64
 (one blocking thread each; in keepalive mode all on one event loop, --event-loops 1);
---tls 1.3 --group x25519 --cert ecdsa_p256 --suite aes128gcm --resumption off
-(with --preset apache-study: 1.2, rsa, rsa2048, aes128cbc_sha, off).
+--tls 1.3 --group x25519 --cert ecdsa_p256 --suite aes-128-gcm --resumption off
+(with --preset apache-study: 1.2, rsa, rsa2048, aes-128-cbc-sha, off).
 Requests are due at evenly spaced times whatever the server does; each
 latency counts from the moment its request was due (queueing included).")]
 pub struct LoadArgs {
@@ -1131,7 +1132,7 @@ pub struct RecommendArgs {
   tlslab serve                 (rustls-aws-lc on 127.0.0.1:8443: TLS 1.3 and 1.2, X25519, P-256, P-384,
                                ECDSA P-256 and RSA-2048 certificates, AES-GCM and ChaCha20 suites)
   tlslab serve --backend openssl --tls 1.2 --group p256 --cert rsa2048 --duration 60   (one configuration)
-  tlslab serve --bind 127.0.0.1:0 --workers 4           (any free port, printed at start)
+  tlslab serve --bind 127.0.0.1:0 --threads 4           (any free port, printed at start)
   tlslab serve --handshakes --bind 0.0.0.0:8444 --allow-non-loopback   (for `tlslab handshake --remote`)
   curl --cacert ROOT.pem --resolve tlslab.test:8443:127.0.0.1 https://tlslab.test:8443/page_50000
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (load it; the page is /page_SIZE)
@@ -1174,11 +1175,13 @@ pub struct ServeArgs {
     #[arg(long, hide = true, requires = "handshakes")]
     pub control_stdio: bool,
 
-    /// Worker threads, each an event loop serving many connections. [default: one per core]
-    #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
+    /// Worker threads, each an event loop serving many connections, as
+    /// `load --server embedded --threads` (`--workers` is an old name of
+    /// it). [default: one per core]
+    #[arg(long, alias = "workers", value_name = "N")]
+    pub threads: Option<usize>,
 
-    /// The most connections held at once, over all workers; more wait in
+    /// The most connections held at once, over all threads; more wait in
     /// the listen backlog. Lowered to what the open-file limit allows (the
     /// soft limit is raised to the hard one). [default: 16384]
     #[arg(long, value_name = "N")]

@@ -87,7 +87,7 @@ fn overridden(args: &BulkArgs, mut matrix: BulkMatrix) -> Result<BulkMatrix> {
     if let Some(list) = &args.transport {
         matrix.transports = parse_list(list).map_err(usage)?;
     }
-    if args.no_plain_row {
+    if args.no_baseline_row {
         matrix.with_plain = false;
     }
     matrix.validate().map_err(usage)?;

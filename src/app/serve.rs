@@ -135,7 +135,7 @@ fn offer_from(args: &ServeOfferArgs, id: BackendId) -> Result<(ServerOffer, Libr
         }
         if args.suite.is_some() || !given_only {
             for aead in &offer.aeads {
-                check("--suite", aead.id(), &|s| s.aead == *aead)?;
+                check("--suite", aead.name(), &|s| s.aead == *aead)?;
             }
         }
         if args.tls.is_some() || !given_only {
@@ -223,9 +223,9 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     let id = server_backend(&args.backend)?;
     let (offer, library) = offer_from(&args.offer, id)?;
     let address = parse_bind(&args.bind, args.allow_non_loopback)?;
-    let workers = args.workers.unwrap_or_else(cores);
+    let workers = args.threads.unwrap_or_else(cores);
     if workers == 0 {
-        return Err(usage("--workers must be at least 1"));
+        return Err(usage("--threads must be at least 1"));
     }
     let duration = args
         .duration
@@ -241,7 +241,7 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     if let Some(connections) = args.max_connections {
         if connections < workers {
             return Err(usage(format!(
-                "--max-connections must be at least --workers ({workers})"
+                "--max-connections must be at least --threads ({workers})"
             )));
         }
         limits.max_connections = connections;

@@ -229,8 +229,8 @@ fn counted_table(rows: &[BulkRow], counted_with: Option<&str>) -> Option<Table> 
             .unwrap_or_default();
         table.rows.push(vec![
             row.backend.clone(),
-            row.scenario.channel.protocol_name() + &row.scenario.transport.over_suffix(),
-            row.scenario.suite_id().to_string(),
+            row.scenario.channel.display() + &row.scenario.transport.over_suffix(),
+            row.scenario.suite_name().to_string(),
             row.scenario.write_bytes.to_string(),
             median(counted.sender_per_byte),
             median(counted.receiver_per_byte),
@@ -325,8 +325,8 @@ fn table(rows: &[BulkRow]) -> Table {
         }
         table.rows.push(vec![
             row.backend.clone(),
-            row.scenario.channel.protocol_name() + &row.scenario.transport.over_suffix(),
-            row.scenario.suite_id().to_string(),
+            row.scenario.channel.display() + &row.scenario.transport.over_suffix(),
+            row.scenario.suite_name().to_string(),
             row.scenario.write_bytes.to_string(),
             median(row.sender_ms_per_mb),
             median(row.receiver_ms_per_mb),

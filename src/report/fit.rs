@@ -2,7 +2,7 @@
 //! person needs and moves the rest where it still reads:
 //!
 //! 1. an axis column with the same value in every row is said once above
-//!    the table ("Every row: TLS 1.3, suite aes128gcm");
+//!    the table ("Every row: protocol TLS 1.3, suite aes-128-gcm");
 //! 2. notes become numbered footnotes under the table, one per distinct
 //!    text, shared by every row that has it (short ones such as "WEAK"
 //!    stay); a notes column without a note goes;

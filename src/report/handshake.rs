@@ -393,16 +393,16 @@ fn ratio_text(ratio: &PairedRatio) -> String {
 /// The scenario's axes as short columns (so that a table fits a terminal
 /// and a constant axis is said once): their headers.
 pub(crate) const AXIS_HEADERS: [&str; 7] =
-    ["TLS", "kx", "cert", "suite", "resume", "mTLS", "chain"];
+    ["protocol", "kx", "cert", "suite", "resume", "mTLS", "chain"];
 
 /// The scenario's axes as short cells, one per [`AXIS_HEADERS`].
 pub(crate) fn axis_cells(scenario: &HandshakeScenario) -> Vec<String> {
     use crate::scenario::Named;
     vec![
-        scenario.version.id().to_string(),
+        scenario.version.display().to_string(),
         scenario.group.display(),
         scenario.cert.display().to_string(),
-        scenario.aead.id().to_string(),
+        scenario.aead.name().to_string(),
         scenario.resumption.id().to_string(),
         if scenario.mutual { "yes" } else { "no" }.to_string(),
         scenario.chain_depth.to_string(),

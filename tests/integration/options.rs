@@ -266,3 +266,244 @@ fn handshake_help_names_every_way_it_connects() {
         }
     }
 }
+
+/// The words of a table a person reads, without the stable labels
+/// (`handshake_dtls1.2_...`), which keep their ids.
+fn words_outside_labels(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
+        .filter(|w| !w.contains('_') || !w.starts_with(|c: char| c.is_ascii_lowercase()))
+        .map(String::from)
+        .collect()
+}
+
+/// Issue 18 item 17: DTLS 1.2 was `dtls1.2` in the handshake table,
+/// `DTLSv1.2` in the bulk table and `DTLS 1.2` in the TLS-against-DTLS
+/// table; the suite was `aes128gcm` there and `aes-128-gcm` in tunnel's.
+#[test]
+fn every_table_spells_a_protocol_and_a_cipher_one_way() {
+    let certs = cert_dir();
+    let certs = certs.to_str().unwrap();
+    let handshake = tlslab(&[
+        "handshake",
+        "--no-db",
+        "--runs",
+        "2",
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.2,dtls1.2",
+        "--group",
+        "p256",
+        "--cert",
+        "ecdsa_p256",
+        "--suite",
+        "aes128gcm",
+        "-q",
+        "--cert-dir",
+        certs,
+    ]);
+    handshake.expect_code(0);
+    let handshake = handshake.stdout();
+    assert!(
+        handshake.contains("TLS against DTLS") && handshake.contains("TLS 1.2 / DTLS 1.2"),
+        "{handshake}"
+    );
+    let bulk = tlslab(&[
+        "bulk",
+        "--no-db",
+        "--runs",
+        "2",
+        "--size",
+        "64",
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.2,dtls1.2",
+        "--suite",
+        "aes128gcm",
+        "-q",
+        "--cert-dir",
+        certs,
+    ]);
+    bulk.expect_code(0);
+    let bulk = bulk.stdout();
+    for (table, out) in [("handshake", &handshake), ("bulk", &bulk)] {
+        let words = words_outside_labels(out);
+        for other in ["dtls1.2", "DTLSv1.2", "TLSv1.2", "aes128gcm"] {
+            assert!(
+                !words.iter().any(|w| w == other),
+                "{table} shows {other}:\n{out}"
+            );
+        }
+        assert!(
+            out.contains("DTLS 1.2") && out.contains("aes-128-gcm"),
+            "{table}:\n{out}"
+        );
+        assert!(
+            crate::util::has_row(out, &["openssl", "DTLS 1.2", "aes-128-gcm"]),
+            "{table}:\n{out}"
+        );
+    }
+
+    // The same cipher, named either way, is one row name in speed and tunnel.
+    for (command, option) in [("speed", "--algorithm"), ("tunnel", "--cipher")] {
+        for given in ["aes128gcm", "aes-128-gcm"] {
+            let mut args = vec![command, "--no-db", "--runs", "2", option, given, "-q"];
+            if command == "speed" {
+                args.extend(["--backend", "openssl", "--size", "16"]);
+            } else {
+                args.extend(["--digest", "sha256"]);
+            }
+            let run = tlslab(&args);
+            run.expect_code(0);
+            let words = words_outside_labels(&run.stdout());
+            assert!(
+                words.iter().any(|w| w == "aes-128-gcm"),
+                "{args:?}:\n{}",
+                run.stdout()
+            );
+            assert!(
+                !words.iter().any(|w| w == "aes128gcm"),
+                "{args:?}:\n{}",
+                run.stdout()
+            );
+        }
+    }
+    // speed's name of the P-256 key exchange is handshake's.
+    let run = tlslab(&[
+        "speed",
+        "--no-db",
+        "--runs",
+        "2",
+        "--backend",
+        "openssl",
+        "--algorithm",
+        "ecdh_p256",
+        "-q",
+    ]);
+    run.expect_code(0);
+    assert!(
+        crate::util::has_row(&run.stdout(), &["openssl", "p256", "keygen"]),
+        "{}",
+        run.stdout()
+    );
+    assert!(!run.stdout().contains("ecdh_p256"), "{}", run.stdout());
+}
+
+/// Issue 18 item 17: the old names of options still work and mean what
+/// the new ones mean: serve `--workers` (now `--threads`, as load's),
+/// bulk `--no-plain-row` (now `--no-baseline-row`, as tunnel's), load
+/// `--mode resume` (now `--resumption`, as handshake's).
+#[test]
+fn old_option_names_are_aliases_of_the_new_ones() {
+    let certs = cert_dir();
+    let certs = certs.to_str().unwrap();
+    for option in ["--threads", "--workers"] {
+        let run = tlslab(&[
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--duration",
+            "200ms",
+            option,
+            "3",
+            "--cert-dir",
+            certs,
+        ]);
+        run.expect_code(0);
+        let all = run.stdout() + &run.stderr();
+        assert!(all.contains("3 workers"), "{option}: {all}");
+    }
+    assert!(
+        !help_text("serve").contains("--workers <"),
+        "{}",
+        help_text("serve")
+    );
+
+    for option in ["--no-baseline-row", "--no-plain-row"] {
+        let run = tlslab(&[
+            "bulk",
+            "--no-db",
+            "--runs",
+            "2",
+            "--size",
+            "64",
+            "--backend",
+            "openssl",
+            "--tls",
+            "1.3",
+            "--suite",
+            "aes128gcm",
+            "-q",
+            "--cert-dir",
+            certs,
+            option,
+        ]);
+        run.expect_code(0);
+        assert!(
+            !crate::util::has_row(&run.stdout(), &["none", "no crypto", "none"]),
+            "{option}: {}",
+            run.stdout()
+        );
+        assert!(
+            run.stdout().contains("aes-128-gcm"),
+            "{option}: {}",
+            run.stdout()
+        );
+    }
+    let with_plain = tlslab(&[
+        "bulk",
+        "--no-db",
+        "--runs",
+        "2",
+        "--size",
+        "64",
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.3",
+        "--suite",
+        "aes128gcm",
+        "-q",
+        "--cert-dir",
+        certs,
+    ]);
+    assert!(
+        crate::util::has_row(&with_plain.stdout(), &["none", "no crypto", "none"]),
+        "{}",
+        with_plain.stdout()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = Vec::new();
+    for (i, resumed) in [&["--mode", "resume"][..], &["--resumption", "psk"][..]]
+        .into_iter()
+        .enumerate()
+    {
+        let json = dir.path().join(format!("{i}.json"));
+        let mut args = vec![
+            "load",
+            "--no-db",
+            "--server",
+            "embedded",
+            "--rate",
+            "10",
+            "--duration",
+            "1",
+            "--clients",
+            "1",
+            "-q",
+            "--cert-dir",
+            certs,
+            "--export-json",
+        ];
+        args.push(json.to_str().unwrap());
+        args.extend_from_slice(resumed);
+        tlslab(&args).expect_code(0);
+        let json = json_of(&json);
+        // One client: its first handshake is full, the nine after it resume.
+        assert_eq!(json["resumed_handshakes"], 9, "{resumed:?}: {json}");
+        seen.push((json["scenario"].clone(), json["plan"]["mode"].clone()));
+    }
+    assert_eq!(seen[0], seen[1]);
+}
