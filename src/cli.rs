@@ -395,6 +395,9 @@ pub struct BulkArgs {
     #[command(flatten)]
     pub exports: ExportArgs,
 
+    #[command(flatten)]
+    pub display: DisplayArgs,
+
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]
     pub cert_dir: Option<PathBuf>,

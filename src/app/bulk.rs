@@ -19,7 +19,7 @@ use crate::cli::{BulkArgs, MeasureArgs};
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::bulk::BulkReport;
-use crate::report::{Document, Format};
+use crate::report::Document;
 use crate::scenario::bulk::{parse_sizes, BulkMatrix, BulkPreset, BulkScenario};
 use crate::scenario::{parse_list, parse_name, Aead, Measure, TlsVersion};
 use crate::store::{Store, StoredRun};
@@ -242,7 +242,7 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
         counted_with: valgrind.as_deref(),
     }
     .document();
-    print!("{}", document.render(Format::Table)?);
+    args.display.print(&document)?;
     args.exports.write(&document)?;
     let failed = cells
         .iter()

@@ -732,7 +732,20 @@ pub fn breakdown_table(cells: &[CellResult]) -> Option<Table> {
     let axes = 1 + AXIS_HEADERS.len();
     let mut numeric = vec![false; axes + 1];
     numeric.extend([true; CATEGORY_HEADERS.len() + 1]);
+    // On a narrow terminal the categories that hold little of a
+    // handshake's instructions (random numbers, symmetric ciphers,
+    // tlslab's own code, other) go first, and the table says so.
+    let mut priority = vec![0; headers.len()];
+    for (i, (category, _)) in CATEGORY_HEADERS.iter().enumerate() {
+        if matches!(
+            category,
+            Category::Random | Category::Symmetric | Category::HttpTlslab | Category::Other
+        ) {
+            priority[axes + 1 + i] = 1;
+        }
+    }
     let mut table = Table::new(&headers, &numeric)
+        .priorities(&priority)
         .mark(&(0..axes).collect::<Vec<_>>(), ColumnKind::Axis)
         .titled("Where the instructions go (% of each side's instructions per handshake)");
     for row in counted {
