@@ -27,7 +27,7 @@ use openssl::ssl::{ErrorCode, SslSession, SslStream};
 use super::{
     micros, parse_head, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan, IO_TIMEOUT,
 };
-use crate::backend::openssl::remote::client_ssl;
+use crate::backend::openssl::remote::{client_ssl, handshake_failure};
 use crate::backend::thread_cpu_ns;
 use epoll::{connect_nonblocking, Epoll};
 
@@ -337,7 +337,7 @@ impl EventLoop<'_> {
                     }
                     Err(e) if would_block(&e) => return Ok(Outcome::Waiting),
                     Err(e) => {
-                        return Err((ErrorKind::Handshake, format!("TLS handshake failed: {e}")))
+                        return Err((ErrorKind::Handshake, handshake_failure(stream.ssl(), &e)))
                     }
                 },
                 Step::Writing(written) => {
