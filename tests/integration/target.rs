@@ -194,7 +194,7 @@ fn a_root_of_the_same_name_but_another_key_is_a_certificate_verification_failure
             "--rate",
             "10",
             "--duration",
-            "300ms",
+            "0.3",
             "--clients",
             "1",
             "--event-loops",
@@ -221,7 +221,7 @@ fn a_root_of_the_same_name_but_another_key_is_a_certificate_verification_failure
         "--rate",
         "10",
         "--duration",
-        "300ms",
+        "0.3",
         "-q",
     ]);
     assert!(
