@@ -2,9 +2,73 @@
 //! here; this file imports nothing else of the crate, and `app` turns these
 //! options into runs.
 
+use std::fmt;
 use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// A span of time on the command line: plain seconds (`1.5`) or a number
+/// with a unit, `ms`, `s`, `m` or `h` (`500ms`, `4s`, `2m`), as wrk, oha
+/// and k6 take them. Never negative, NaN or infinite; whether zero is
+/// allowed is the option's to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Seconds(Duration);
+
+impl Seconds {
+    pub fn duration(self) -> Duration {
+        self.0
+    }
+
+    pub fn as_secs_f64(self) -> f64 {
+        self.0.as_secs_f64()
+    }
+}
+
+impl FromStr for Seconds {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let trimmed = text.trim();
+        let (number, seconds_per_unit) = [("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)]
+            .iter()
+            .find_map(|&(unit, scale)| {
+                trimmed
+                    .strip_suffix(unit)
+                    .filter(|rest| rest.ends_with(|c: char| c.is_ascii_digit() || c == '.'))
+                    .map(|rest| (rest, scale))
+            })
+            .unwrap_or((trimmed, 1.0));
+        let invalid = || {
+            format!(
+                "'{text}' is not a duration: give seconds (1.5) or a number with a unit (500ms, 4s, 2m, 1h)"
+            )
+        };
+        // Only plain decimals: "inf", "NaN" and "1e3" are not durations a person types.
+        if number.is_empty()
+            || !number
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+')
+        {
+            return Err(invalid());
+        }
+        let value: f64 = number.parse().map_err(|_| invalid())?;
+        if value < 0.0 {
+            return Err(format!("'{text}': a duration cannot be negative"));
+        }
+        Duration::try_from_secs_f64(value * seconds_per_unit)
+            .map(Seconds)
+            .map_err(|_| format!("'{text}' is too long a duration"))
+    }
+}
+
+/// Plain seconds ("0.2"), which parse back to the same value.
+impl fmt::Display for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.as_secs_f64())
+    }
+}
 
 /// Measure what the cryptography of TLS costs on this machine: each key
 /// exchange, certificate and cipher suite, on the server and on the client.
@@ -18,7 +82,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Measure full or resumed handshakes per key exchange, certificate and
-    /// suite; client and server run in one process over memory buffers.
+    /// suite: client and server in one process over memory buffers, or over
+    /// TCP or UDP on loopback (--transport), against nginx (--server), over
+    /// an emulated link (--link) or with `tlslab serve` on another host (--remote).
     Handshake(Box<HandshakeArgs>),
     /// Measure the cost of protecting application data after the handshake,
     /// per backend, protocol, suite and write size, each side apart, against
@@ -246,10 +312,10 @@ pub struct HandshakeArgs {
 #[command(after_help = "Examples:
   tlslab bulk
   tlslab bulk --preset dtls-study
-  tlslab bulk --backend openssl --tls 1.2,1.3 --suite aes128gcm,chacha20poly1305 --size 64,1024,16384
-  tlslab bulk --size 16384 --suite aes128gcm --export-markdown bulk.md
-  tlslab bulk --size 16384 --suite aes128gcm --transport memory,tcp
-  tlslab bulk --backend openssl,dimpl --tls dtls1.2 --suite aes128gcm --transport memory,udp
+  tlslab bulk --backend openssl --tls 1.2,1.3 --suite aes-128-gcm,chacha20-poly1305 --size 64,1024,16384
+  tlslab bulk --size 16384 --suite aes-128-gcm --export-markdown bulk.md
+  tlslab bulk --size 16384 --suite aes-128-gcm --transport memory,tcp
+  tlslab bulk --backend openssl,dimpl --tls dtls1.2 --suite aes-128-gcm --transport memory,udp
 
 Each row: a TLS or DTLS connection (X25519 key exchange, ECDSA P-256
 certificate; the handshake is not counted) sends a fixed amount of data per
@@ -281,9 +347,9 @@ pub struct BulkArgs {
     #[arg(long, value_name = "LIST")]
     pub tls: Option<String>,
 
-    /// Suites (bulk ciphers): aes128gcm, aes256gcm, chacha20poly1305,
-    /// aes128cbc_sha256 (AES-128-CBC with HMAC-SHA256: TLS 1.2, OpenSSL).
-    /// [default: aes128gcm,aes256gcm,chacha20poly1305]
+    /// Suites (bulk ciphers): aes-128-gcm, aes-256-gcm, chacha20-poly1305,
+    /// aes-128-cbc-sha256 (AES-128-CBC with HMAC-SHA256: TLS 1.2, OpenSSL).
+    /// [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
     #[arg(long, value_name = "LIST")]
     pub suite: Option<String>,
 
@@ -296,9 +362,10 @@ pub struct BulkArgs {
     #[arg(long, value_name = "BYTES")]
     pub bytes_per_sample: Option<usize>,
 
-    /// Leave out the no-crypto rows.
-    #[arg(long)]
-    pub no_plain_row: bool,
+    /// Leave out the no-crypto rows, the baseline of "× no crypto"
+    /// (`--no-plain-row` is an old name of it).
+    #[arg(long, alias = "no-plain-row")]
+    pub no_baseline_row: bool,
 
     /// What carries the data: memory (sender and receiver in one thread), tcp
     /// (TLS) or udp (DTLS): a loopback socket, sender and receiver in two
@@ -328,6 +395,9 @@ pub struct BulkArgs {
     #[command(flatten)]
     pub exports: ExportArgs,
 
+    #[command(flatten)]
+    pub display: DisplayArgs,
+
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]
     pub cert_dir: Option<PathBuf>,
@@ -339,18 +409,18 @@ pub struct BulkArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  tlslab speed --algorithm rsa2048,ecdsa_p256,ecdh_p256
-  tlslab speed --backend openssl --algorithm aes128gcm,chacha20poly1305 --size 16,1024,16384
-  tlslab speed --algorithm aes128gcm,sha256 --cpu-features native,generic
+  tlslab speed --algorithm rsa2048,ecdsa_p256,p256
+  tlslab speed --backend openssl --algorithm aes-128-gcm,chacha20-poly1305 --size 16,1024,16384
+  tlslab speed --algorithm aes-128-gcm,sha256 --cpu-features native,generic
 
 Sampling defaults: --precision 2% --max-time 0.5 --min-samples 5 --warmup 0.05
 (each sample is a batch of operations lasting about 2 ms)")]
 pub struct SpeedArgs {
-    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all. [default: all]
+    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub backend: String,
 
-    /// Algorithms (see `tlslab list`), comma-separated, or all. [default: all]
+    /// Algorithms (see `tlslab list`), comma-separated, or all.
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub algorithm: String,
 
@@ -469,10 +539,10 @@ pub struct AxisArgs {
     #[arg(long, value_name = "LIST")]
     pub cert: Option<String>,
 
-    /// Bulk ciphers: aes128gcm, aes256gcm, chacha20poly1305, and for
-    /// (D)TLS 1.2 aes128cbc_sha, aes256cbc_sha, aes128cbc_sha256,
-    /// aes256cbc_sha256 (RSA, DHE), aes256cbc_sha384 (ECDHE); the rest of a
-    /// 1.2 suite follows from group and certificate. [default: aes128gcm]
+    /// Bulk ciphers: aes-128-gcm, aes-256-gcm, chacha20-poly1305, and for
+    /// (D)TLS 1.2 aes-128-cbc-sha, aes-256-cbc-sha, aes-128-cbc-sha256,
+    /// aes-256-cbc-sha256 (RSA, DHE), aes-256-cbc-sha384 (ECDHE); the rest of a
+    /// 1.2 suite follows from group and certificate. [default: aes-128-gcm]
     #[arg(long, value_name = "LIST")]
     pub suite: Option<String>,
 
@@ -488,6 +558,48 @@ pub struct AxisArgs {
     /// payload; bigger handshake messages are fragmented. [default: 1400]
     #[arg(long, value_name = "BYTES")]
     pub mtu: Option<u16>,
+}
+
+/// The one configuration `load` connects with: each option takes one
+/// value, replacing the preset's (HTTP/1.1 runs over TLS on TCP; DTLS is
+/// measured by `handshake`).
+#[derive(Debug, Args)]
+pub struct LoadAxisArgs {
+    /// Protocol version: 1.3 or 1.2. [default: 1.3; the preset's]
+    #[arg(long, value_name = "VERSION")]
+    pub tls: Option<String>,
+
+    /// Key exchange: x25519, p256, p384, p521, x448, x25519mlkem768,
+    /// secp256r1mlkem768, mlkem512/768/1024, ffdhe2048..ffdhe8192 (TLS
+    /// 1.3); rsa (key transport), dhe1024..dhe4096 (TLS 1.2).
+    /// [default: x25519; the preset's]
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+
+    /// Certificate key type: rsa2048, rsa3072, rsa4096, ecdsa_p256,
+    /// ecdsa_p384, ecdsa_p521, ed25519, ed448, mldsa44, mldsa65, mldsa87.
+    /// [default: ecdsa_p256; the preset's]
+    #[arg(long, value_name = "CERT")]
+    pub cert: Option<String>,
+
+    /// Bulk cipher: aes-128-gcm, aes-256-gcm, chacha20-poly1305, and for TLS
+    /// 1.2 aes-128-cbc-sha, aes-256-cbc-sha, aes-128-cbc-sha256,
+    /// aes-256-cbc-sha256 (RSA, DHE), aes-256-cbc-sha384 (ECDHE).
+    /// [default: aes-128-gcm; the preset's]
+    #[arg(long, value_name = "SUITE")]
+    pub suite: Option<String>,
+
+    /// Resumption: off (every connection a full handshake), session_id or
+    /// ticket (TLS 1.2), psk (TLS 1.3): each client's first connection is
+    /// a full handshake, each later one resumes the session of its
+    /// previous one (a new connection per request). [default: off]
+    #[arg(long, value_name = "MODE")]
+    pub resumption: Option<String>,
+
+    /// Certificates in the chain, root to leaf inclusive (3 = root,
+    /// intermediate, leaf). [default: 3]
+    #[arg(long, value_name = "N")]
+    pub chain_depth: Option<u8>,
 }
 
 /// What `tlslab serve` offers. As nginx does, a server offers every value
@@ -513,11 +625,11 @@ pub struct ServeOfferArgs {
     #[arg(long, value_name = "LIST")]
     pub cert: Option<String>,
 
-    /// Bulk ciphers offered, preferred first: aes128gcm, aes256gcm,
-    /// chacha20poly1305, and for TLS 1.2 on OpenSSL aes128cbc_sha,
-    /// aes256cbc_sha, aes128cbc_sha256, aes256cbc_sha256, aes256cbc_sha384;
+    /// Bulk ciphers offered, preferred first: aes-128-gcm, aes-256-gcm,
+    /// chacha20-poly1305, and for TLS 1.2 on OpenSSL aes-128-cbc-sha,
+    /// aes-256-cbc-sha, aes-128-cbc-sha256, aes-256-cbc-sha256, aes-256-cbc-sha384;
     /// the rest of a TLS 1.2 suite follows from group and certificate.
-    /// [default: aes128gcm,aes256gcm,chacha20poly1305]
+    /// [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
     #[arg(long, value_name = "LIST")]
     pub suite: Option<String>,
 
@@ -544,15 +656,16 @@ pub struct SamplingArgs {
     #[arg(long, value_name = "PERCENT", allow_negative_numbers = true)]
     pub precision: Option<String>,
 
-    /// Time budget per cell, in seconds of its own sampling, once it has its
-    /// minimum samples. [default: per command]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub max_time: Option<f64>,
+    /// Time budget per cell, of its own sampling, once it has its minimum
+    /// samples: seconds, or with a unit (500ms, 4s, 2m). [default: per command]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub max_time: Option<Seconds>,
 
-    /// Time budget for the whole run, in seconds (warm-up included): every
-    /// cell still sampling then stops with what it has. [default: none]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub max_total_time: Option<f64>,
+    /// Time budget for the whole run (warm-up included): every cell still
+    /// sampling then stops with what it has. Seconds, or with a unit (90s,
+    /// 2m). [default: none]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub max_total_time: Option<Seconds>,
 
     /// Fewest samples per cell before precision or time may stop it. [default: per command]
     #[arg(long, value_name = "N")]
@@ -563,10 +676,10 @@ pub struct SamplingArgs {
     #[arg(long, value_name = "N")]
     pub runs: Option<usize>,
 
-    /// Warm-up per cell before sampling, in seconds (at least one unrecorded
-    /// sample is always taken). [default: per command]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub warmup: Option<f64>,
+    /// Warm-up per cell before sampling, seconds or with a unit (200ms; at
+    /// least one unrecorded sample is always taken). [default: per command]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub warmup: Option<Seconds>,
 
     /// Seed of the shuffled round order (recorded with the run; set it to
     /// repeat an order). [default: from the clock]
@@ -610,7 +723,8 @@ pub struct DisplayArgs {
 /// Files to export results to.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Write every row with all statistics and raw samples as JSON.
+    /// Write every row with all its statistics as JSON; the rows of a
+    /// sampled run (handshake, bulk, tunnel, speed) carry their raw samples.
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
 
@@ -805,7 +919,7 @@ pub struct TunnelArgs {
   tlslab load --preset apache-study --server nginx
   tlslab load --rate 200 --duration 10 --size 50k
   tlslab load --rate 2000 --mode keepalive --clients 32 --tls 1.3 --group x25519 --cert ecdsa_p256
-  tlslab load --rate 200 --mode resume --tls 1.2 --plot charts/   (session cache and tickets on)
+  tlslab load --rate 200 --resumption session_id --tls 1.2 --plot charts/   (each client resumes)
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (a loopback server you run)
   tlslab load --target 127.0.0.1:8443 --probe-only   (which versions, groups, suites it accepts)
   tlslab load --target HOST:443 --i-have-permission --max-rate 20 --rate 10   (off loopback)
@@ -813,7 +927,9 @@ pub struct TunnelArgs {
   tlslab load --server embedded --threads 1 --rate 300   (the embedded server on one core)
 
 Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64
-(one blocking thread each; in keepalive mode all on one event loop, --event-loops 1).
+(one blocking thread each; in keepalive mode all on one event loop, --event-loops 1);
+--tls 1.3 --group x25519 --cert ecdsa_p256 --suite aes-128-gcm --resumption off
+(with --preset apache-study: 1.2, rsa, rsa2048, aes-128-cbc-sha, off).
 Requests are due at evenly spaced times whatever the server does; each
 latency counts from the moment its request was due (queueing included).")]
 pub struct LoadArgs {
@@ -821,29 +937,31 @@ pub struct LoadArgs {
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
 
-    /// One value per axis: the connection's protocol, group, certificate and suite.
     #[command(flatten)]
-    pub axes: AxisArgs,
+    pub axes: LoadAxisArgs,
 
     /// Requests per second once the ramp is over.
     #[arg(long, value_name = "REQ/S", allow_negative_numbers = true)]
     pub rate: Option<f64>,
 
-    /// Seconds over which the rate rises linearly from zero.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub ramp: Option<f64>,
+    /// How long the rate rises linearly from zero: seconds, or with a unit
+    /// (500ms, 4s, 2m).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub ramp: Option<Seconds>,
 
-    /// Seconds of the whole run, ramp included.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub duration: Option<f64>,
+    /// How long the whole run lasts, ramp included: seconds, or with a unit
+    /// (500ms, 4s, 2m).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub duration: Option<Seconds>,
 
     /// Page size: bytes, or with k/m (10^3, 10^6), e.g. 50k.
     #[arg(long, value_name = "BYTES")]
     pub size: Option<String>,
 
-    /// new (a new connection and full handshake per request), resume (a new
-    /// connection per request resuming the client's previous session: TLS 1.3
-    /// ticket, TLS 1.2 session id) or keepalive (each client keeps its connection).
+    /// new (a new connection per request: a full handshake, or a resumed
+    /// one with --resumption) or keepalive (each client keeps its
+    /// connection). `--mode resume` is an old name of --resumption with the
+    /// version's usual mode (psk on TLS 1.3, session_id on TLS 1.2).
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
 
@@ -1018,7 +1136,7 @@ pub struct RecommendArgs {
   tlslab serve                 (rustls-aws-lc on 127.0.0.1:8443: TLS 1.3 and 1.2, X25519, P-256, P-384,
                                ECDSA P-256 and RSA-2048 certificates, AES-GCM and ChaCha20 suites)
   tlslab serve --backend openssl --tls 1.2 --group p256 --cert rsa2048 --duration 60   (one configuration)
-  tlslab serve --bind 127.0.0.1:0 --workers 4           (any free port, printed at start)
+  tlslab serve --bind 127.0.0.1:0 --threads 4           (any free port, printed at start)
   tlslab serve --handshakes --bind 0.0.0.0:8444 --allow-non-loopback   (for `tlslab handshake --remote`)
   curl --cacert ROOT.pem --resolve tlslab.test:8443:127.0.0.1 https://tlslab.test:8443/page_50000
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (load it; the page is /page_SIZE)
@@ -1061,31 +1179,36 @@ pub struct ServeArgs {
     #[arg(long, hide = true, requires = "handshakes")]
     pub control_stdio: bool,
 
-    /// Worker threads, each an event loop serving many connections; at most
-    /// 256, since more workers than cores add only switching. [default: one per core]
-    #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
+    /// Worker threads, each an event loop serving many connections, as
+    /// `load --server embedded --threads` (`--workers` is an old name of
+    /// it); at most 256, since more threads than cores add only
+    /// switching. [default: one per core]
+    #[arg(long, alias = "workers", value_name = "N")]
+    pub threads: Option<usize>,
 
-    /// The most connections held at once, over all workers; more wait in
+    /// The most connections held at once, over all threads; more wait in
     /// the listen backlog. Lowered to what the open-file limit allows (the
     /// soft limit is raised to the hard one). [default: 16384]
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
 
-    /// Seconds a client has for the TLS handshake and its first request
+    /// How long a client has for the TLS handshake and its first request
     /// head, and for each later head from its first byte; then 408 and the
-    /// connection closed (nginx's client_header_timeout). [default: 10]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub header_timeout: Option<f64>,
+    /// connection closed (nginx's client_header_timeout). Seconds, or with
+    /// a unit (500ms, 4s, 2m). [default: 10]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub header_timeout: Option<Seconds>,
 
-    /// Seconds a kept-alive connection may stay idle between requests
-    /// before it is closed (nginx's keepalive_timeout). [default: 10]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub keep_alive_timeout: Option<f64>,
+    /// How long a kept-alive connection may stay idle between requests
+    /// before it is closed (nginx's keepalive_timeout). Seconds, or with a
+    /// unit (500ms, 4s, 2m). [default: 10]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub keep_alive_timeout: Option<Seconds>,
 
-    /// Stop after this many seconds. [default: run until Ctrl-C]
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub duration: Option<f64>,
+    /// Stop after this long: seconds, or with a unit (90s, 2m, 1h).
+    /// [default: run until Ctrl-C]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub duration: Option<Seconds>,
 
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]
@@ -1122,4 +1245,54 @@ pub struct ManArgs {
     /// One command's page (tlslab-COMMAND(1)) instead of tlslab(1).
     #[arg(value_name = "COMMAND")]
     pub command: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Result<Duration, String> {
+        text.parse::<Seconds>().map(Seconds::duration)
+    }
+
+    #[test]
+    fn durations_take_plain_seconds_and_units() {
+        assert_eq!(parsed("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parsed("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parsed("0"), Ok(Duration::ZERO));
+        assert_eq!(parsed("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parsed("4s"), Ok(Duration::from_secs(4)));
+        assert_eq!(parsed("0.5s"), Ok(Duration::from_millis(500)));
+        assert_eq!(parsed("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parsed("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parsed(" 200ms "), Ok(Duration::from_millis(200)));
+    }
+
+    #[test]
+    fn durations_refuse_negatives_nan_and_garbage_saying_why() {
+        for text in ["-1", "-1s", "-0.5ms"] {
+            let error = parsed(text).unwrap_err();
+            assert!(error.contains("cannot be negative"), "{text}: {error}");
+        }
+        for text in [
+            "NaN", "inf", "1e3", "", "s", "ms", "4x", "4 s", "four", "1.2.3", "4sec",
+        ] {
+            let error = parsed(text).unwrap_err();
+            assert!(
+                error.contains("is not a duration") && error.contains("500ms, 4s, 2m"),
+                "{text:?}: {error}"
+            );
+        }
+        assert!(parsed("1e300").is_err());
+        assert!(parsed(&"9".repeat(40)).unwrap_err().contains("too long"));
+    }
+
+    #[test]
+    fn a_duration_prints_as_seconds_that_parse_back() {
+        for text in ["0.2", "500ms", "2m", "1.25"] {
+            let value: Seconds = text.parse().unwrap();
+            assert_eq!(value.to_string().parse::<Seconds>(), Ok(value), "{text}");
+        }
+        assert_eq!("200ms".parse::<Seconds>().unwrap().to_string(), "0.2");
+    }
 }

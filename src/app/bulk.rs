@@ -19,7 +19,7 @@ use crate::cli::{BulkArgs, MeasureArgs};
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::bulk::BulkReport;
-use crate::report::{Document, Format};
+use crate::report::Document;
 use crate::scenario::bulk::{parse_sizes, BulkMatrix, BulkPreset, BulkScenario};
 use crate::scenario::{parse_list, parse_name, Aead, Measure, TlsVersion};
 use crate::store::{Store, StoredRun};
@@ -87,7 +87,7 @@ fn overridden(args: &BulkArgs, mut matrix: BulkMatrix) -> Result<BulkMatrix> {
     if let Some(list) = &args.transport {
         matrix.transports = parse_list(list).map_err(usage)?;
     }
-    if args.no_plain_row {
+    if args.no_baseline_row {
         matrix.with_plain = false;
     }
     matrix.validate().map_err(usage)?;
@@ -243,7 +243,7 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
         counted_with: valgrind.as_deref(),
     }
     .document();
-    print!("{}", document.render(Format::Table)?);
+    args.display.print(&document)?;
     args.exports.write(&document)?;
     let failed = cells
         .iter()

@@ -252,7 +252,7 @@ fn bulk_cells(store: &Store, id: i64) -> Result<Vec<Cell>> {
     let mut cells = Vec::new();
     for c in store.load_bulk_cells(id)? {
         let s = &c.scenario;
-        let protocol = s.channel.protocol_name() + &s.transport.over_suffix();
+        let protocol = s.channel.display() + &s.transport.over_suffix();
         let sides: [(&str, PerByte); 2] = [
             ("sender", BulkSample::sender_ns_per_byte),
             ("receiver", BulkSample::receiver_ns_per_byte),
@@ -263,7 +263,7 @@ fn bulk_cells(store: &Store, id: i64) -> Result<Vec<Cell>> {
                 label: format!("{}_{side}", s.label()),
                 axes: vec![
                     protocol.clone(),
-                    s.suite_id().to_string(),
+                    s.suite_name().to_string(),
                     s.write_bytes.to_string(),
                     side.to_string(),
                 ],
@@ -362,7 +362,7 @@ fn load(
         "handshake" => handshake_cells(&stored, crate::report::handshake::axis_cells, measure),
         "speed" => speed_cells(store, id, |row| {
             vec![
-                row.primitive.id().to_string(),
+                row.primitive.name().to_string(),
                 row.operation.id().to_string(),
                 row.size_bytes.map(|s| s.to_string()).unwrap_or_default(),
             ]

@@ -32,7 +32,7 @@ pub fn text() -> String {
         ));
         out.push_str(&format!(
             "  suites:       {}\n",
-            ids(caps.aeads.iter().map(|a| a.id()).collect())
+            ids(caps.aeads.iter().map(|a| a.name()).collect())
         ));
         out.push_str(&format!(
             "  resumption:   {}\n  mutual TLS:   {}\n\n",
@@ -44,7 +44,7 @@ pub fn text() -> String {
         "speed algorithms (tlslab speed --algorithm LIST):\n  {}\n\n",
         Primitive::ALL
             .iter()
-            .map(|p| p.id())
+            .map(|p| p.name())
             .collect::<Vec<_>>()
             .join(", ")
     ));

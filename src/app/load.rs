@@ -23,14 +23,14 @@ use super::session::{
 use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
 use crate::backend::{server_acceptor, Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, SERVER_NAME};
-use crate::cli::{AxisArgs, LoadArgs};
+use crate::cli::{LoadArgs, LoadAxisArgs, Seconds};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
 use crate::scenario::{
-    parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Resumption, TlsVersion,
-    DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
+    parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Named, Resumption,
+    TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::store::{LoadRecord, Store, StoredRun};
 use crate::workload::load::{self, Driver, Endpoint, Mode, Plan};
@@ -215,45 +215,111 @@ fn probe_target(
     .with_context(|| format!("probing {}", target.address))
 }
 
-/// The one scenario of `load` and `serve`: `base`'s values (or TLS 1.3,
-/// X25519, ECDSA P-256, AES-128-GCM, no resumption), each axis given on the
-/// command line replacing its own; refused unless it is one valid TLS
-/// scenario over TCP.
-pub(crate) fn one_scenario(
-    axes: &AxisArgs,
+/// One value of an axis option of `load` (`--group x25519`); a list is
+/// refused, since a load runs one configuration.
+fn one_value<T: Named>(option: &str, text: &str) -> Result<T> {
+    if text.contains(',') {
+        return Err(usage(format!(
+            "{option} takes one value: load runs one configuration (got '{text}')"
+        )));
+    }
+    parse_name(text).map_err(usage)
+}
+
+/// The version of `load`'s connections: `--tls`, else the preset's, else
+/// TLS 1.3; DTLS is refused.
+fn load_version(given: Option<&str>, base: Option<&HandshakeScenario>) -> Result<TlsVersion> {
+    let version = match given {
+        Some(text) => one_value::<TlsVersion>("--tls", text)?,
+        None => base.map_or(TlsVersion::Tls13, |d| d.version),
+    };
+    if version.is_datagram() {
+        return Err(usage(
+            "load speaks HTTP/1.1 over TLS on TCP; DTLS is measured by handshake (--tls dtls1.2)",
+        ));
+    }
+    Ok(version)
+}
+
+/// The one scenario of `load`: `version` and `resumption`, and `base`'s
+/// values (or X25519, ECDSA P-256, AES-128-GCM) with each axis given on
+/// the command line replacing its own; refused unless it is one valid TLS
+/// scenario.
+fn one_scenario(
+    axes: &LoadAxisArgs,
     base: Option<&HandshakeScenario>,
-    command: &str,
+    version: TlsVersion,
+    resumption: Resumption,
 ) -> Result<HandshakeScenario> {
-    let mut matrix = HandshakeMatrix {
-        versions: vec![base.map_or(TlsVersion::Tls13, |d| d.version)],
-        groups: vec![base.map_or(Group::X25519, |d| d.group)],
-        certs: vec![base.map_or(CertKind::EcdsaP256, |d| d.cert)],
-        aeads: vec![base.map_or(Aead::Aes128Gcm, |d| d.aead)],
-        resumptions: vec![Resumption::Off],
+    let matrix = HandshakeMatrix {
+        versions: vec![version],
+        groups: vec![match &axes.group {
+            Some(text) => one_value("--group", text)?,
+            None => base.map_or(Group::X25519, |d| d.group),
+        }],
+        certs: vec![match &axes.cert {
+            Some(text) => one_value("--cert", text)?,
+            None => base.map_or(CertKind::EcdsaP256, |d| d.cert),
+        }],
+        aeads: vec![match &axes.suite {
+            Some(text) => one_value("--suite", text)?,
+            None => base.map_or(Aead::Aes128Gcm, |d| d.aead),
+        }],
+        resumptions: vec![resumption],
         mutual: vec![false],
-        chain_depth: DEFAULT_CHAIN_DEPTH,
+        chain_depth: axes.chain_depth.unwrap_or(DEFAULT_CHAIN_DEPTH),
         mtu_bytes: DEFAULT_MTU_BYTES,
         // The load generator and the servers speak TCP themselves.
         transports: vec![crate::scenario::Transport::Memory],
     };
-    matrix = axes.apply(matrix)?;
     matrix.validate().map_err(usage)?;
-    let scenarios = matrix.expand();
-    let [scenario] = scenarios.as_slice() else {
-        return Err(usage(format!(
-            "{command} runs one scenario: give one value per axis ({} given in all)",
-            scenarios.len()
-        )));
+    let [scenario] = matrix.expand()[..] else {
+        unreachable!("one value per axis expands to one scenario");
     };
     if let Some(reason) = scenario.protocol_conflict() {
         return Err(usage(reason));
     }
-    if scenario.version.is_datagram() {
-        return Err(usage(format!(
-            "{command} speaks HTTP/1.1 over TLS on TCP; DTLS is measured by handshake (--tls dtls1.2)"
-        )));
+    Ok(scenario)
+}
+
+/// How connections are used, and the resumption of a new connection:
+/// from `--mode` and `--resumption` (`--mode resume`, the old name of
+/// resumption, resumes as `version` usually does: psk on TLS 1.3,
+/// session_id on TLS 1.2), else keep-alive if the preset says so.
+fn mode_and_resumption(
+    mode: Option<&str>,
+    resumption: Option<&str>,
+    version: TlsVersion,
+    preset_keeps_alive: bool,
+) -> Result<(Mode, Resumption)> {
+    let resumption = resumption
+        .map(|text| one_value::<Resumption>("--resumption", text))
+        .transpose()?;
+    let usual = if version.tls_rules() == TlsVersion::Tls13 {
+        Resumption::Psk
+    } else {
+        Resumption::SessionId
+    };
+    match (mode, resumption) {
+        (None, None) if preset_keeps_alive => Ok((Mode::KeepAlive, Resumption::Off)),
+        (None | Some("new"), None | Some(Resumption::Off)) => {
+            Ok((Mode::NewConnection, Resumption::Off))
+        }
+        (Some("resume"), None) => Ok((Mode::Resume, usual)),
+        (Some("resume"), Some(Resumption::Off)) => Err(usage(
+            "--mode resume resumes each later connection; --resumption off makes every one a full handshake: give one of them",
+        )),
+        (None | Some("new") | Some("resume"), Some(on)) => Ok((Mode::Resume, on)),
+        (Some("keepalive"), None | Some(Resumption::Off)) => {
+            Ok((Mode::KeepAlive, Resumption::Off))
+        }
+        (Some("keepalive"), Some(_)) => Err(usage(
+            "--resumption resumes a new connection per request; --mode keepalive keeps one connection per client: give one of them",
+        )),
+        (Some(other), _) => Err(usage(format!(
+            "unknown mode '{other}'; valid modes: new, keepalive (resumed connections: --resumption session_id, ticket or psk)"
+        ))),
     }
-    Ok(*scenario)
 }
 
 pub fn run(args: &LoadArgs) -> Result<i32> {
@@ -264,30 +330,22 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         .transpose()
         .map_err(usage)?;
     let defaults = preset.map(LoadPreset::settings);
-    let scenario = &one_scenario(&args.axes, defaults.as_ref().map(|d| &d.scenario), "load")?;
+    let base = defaults.as_ref().map(|d| &d.scenario);
+    let version = load_version(args.axes.tls.as_deref(), base)?;
+    let (mode, resumption) = mode_and_resumption(
+        args.mode.as_deref(),
+        args.axes.resumption.as_deref(),
+        version,
+        defaults.is_some_and(|d| d.keep_alive),
+    )?;
+    let scenario = &one_scenario(&args.axes, base, version, resumption)?;
     let setting = |value: Option<f64>, from: fn(&LoadSettings) -> f64, default: f64| {
         value.or(defaults.as_ref().map(from)).unwrap_or(default)
     };
+    let secs = |value: Option<Seconds>| value.map(Seconds::as_secs_f64);
     let size = match &args.size {
         Some(text) => parse_size(text)?,
         None => defaults.map_or(1_000, |d| d.size),
-    };
-    let mode = match args.mode.as_deref() {
-        None => {
-            if defaults.is_some_and(|d| d.keep_alive) {
-                Mode::KeepAlive
-            } else {
-                Mode::NewConnection
-            }
-        }
-        Some("new") => Mode::NewConnection,
-        Some("keepalive") => Mode::KeepAlive,
-        Some("resume") => Mode::Resume,
-        Some(other) => {
-            return Err(usage(format!(
-                "unknown mode '{other}'; valid modes: new, resume, keepalive"
-            )))
-        }
     };
     // A URL target names its page too: `https://host[:port]/path`.
     let (target_text, url_path) = match args.target.as_deref().map(split_url).transpose()? {
@@ -297,10 +355,10 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
     let page_path = args.path.clone().or(url_path);
     let plan = Plan {
         rate: setting(args.rate, |d| d.rate, 100.0),
-        ramp: seconds("ramp", setting(args.ramp, |d| d.ramp_s, 0.0), true)?,
+        ramp: seconds("ramp", setting(secs(args.ramp), |d| d.ramp_s, 0.0), true)?,
         duration: seconds(
             "duration",
-            setting(args.duration, |d| d.duration_s, 10.0),
+            setting(secs(args.duration), |d| d.duration_s, 10.0),
             false,
         )?,
         path: match &page_path {

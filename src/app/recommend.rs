@@ -155,8 +155,8 @@ fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<
             .map(|c| {
                 let cost = row_cost(&c.outcome, c.samples(), Sampled::cost);
                 let (protocol, suite) = (
-                    c.scenario.protocol_id().to_string(),
-                    c.scenario.suite_id().to_string(),
+                    c.scenario.channel.display() + &c.scenario.transport.over_suffix(),
+                    c.scenario.suite_name().to_string(),
                 );
                 Candidate {
                     backend: c.backend.clone(),

@@ -135,7 +135,7 @@ fn offer_from(args: &ServeOfferArgs, id: BackendId) -> Result<(ServerOffer, Libr
         }
         if args.suite.is_some() || !given_only {
             for aead in &offer.aeads {
-                check("--suite", aead.id(), &|s| s.aead == *aead)?;
+                check("--suite", aead.name(), &|s| s.aead == *aead)?;
             }
         }
         if args.tls.is_some() || !given_only {
@@ -243,22 +243,22 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     let id = server_backend(&args.backend)?;
     let (offer, library) = offer_from(&args.offer, id)?;
     let address = parse_bind(&args.bind, args.allow_non_loopback)?;
-    let workers = event_loop_threads("workers", args.workers)?;
+    let workers = event_loop_threads("threads", args.threads)?;
     let duration = args
         .duration
-        .map(|s| seconds("duration", s, false))
+        .map(|s| seconds("duration", s.as_secs_f64(), false))
         .transpose()?;
     let mut limits = Limits::default();
     if let Some(timeout) = args.header_timeout {
-        limits.head_timeout = seconds("header-timeout", timeout, false)?;
+        limits.head_timeout = seconds("header-timeout", timeout.as_secs_f64(), false)?;
     }
     if let Some(timeout) = args.keep_alive_timeout {
-        limits.keep_alive_timeout = seconds("keep-alive-timeout", timeout, false)?;
+        limits.keep_alive_timeout = seconds("keep-alive-timeout", timeout.as_secs_f64(), false)?;
     }
     if let Some(connections) = args.max_connections {
         if connections < workers {
             return Err(usage(format!(
-                "--max-connections must be at least --workers ({workers})"
+                "--max-connections must be at least --threads ({workers})"
             )));
         }
         limits.max_connections = connections;
@@ -329,7 +329,7 @@ fn serve_handshakes(args: &ServeArgs) -> Result<i32> {
     let address = parse_bind(&args.bind, args.allow_non_loopback)?;
     let duration = args
         .duration
-        .map(|s| seconds("duration", s, false))
+        .map(|s| seconds("duration", s.as_secs_f64(), false))
         .transpose()?;
     let interrupt = interrupt_flag();
     if args.control_stdio {

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::backend::LibraryInfo;
-use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs, MeasureArgs, SamplingArgs};
+use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs, MeasureArgs, SamplingArgs, Seconds};
 use crate::host::HostInfo;
 use crate::measure::{fresh_seed, SamplingOptions};
 use crate::report::{Document, Format};
@@ -68,7 +68,9 @@ pub(crate) fn parse_precision(text: &str) -> Result<f64> {
     Ok(percent / 100.0)
 }
 
-/// A number of seconds from the command line: zero allowed only where `zero_ok`.
+/// A number of seconds from the command line or a command's defaults
+/// (the parser of [`Seconds`] has refused negatives and NaN): zero allowed
+/// only where `zero_ok`.
 pub(crate) fn seconds(name: &str, value: f64, zero_ok: bool) -> Result<Duration> {
     if !value.is_finite() || value < 0.0 || (value == 0.0 && !zero_ok) {
         let rule = if zero_ok {
@@ -101,6 +103,7 @@ impl SamplingArgs {
     pub(crate) fn options(&self, defaults: SamplingDefaults) -> Result<SamplingOptions> {
         let max_total_time = self
             .max_total_time
+            .map(Seconds::as_secs_f64)
             .or(defaults.max_total_s)
             .map(|s| seconds("max-total-time", s, false))
             .transpose()?;
@@ -112,7 +115,8 @@ impl SamplingArgs {
             // Zero means "the minimum samples and no more".
             max_time: seconds(
                 "max-time",
-                self.max_time.unwrap_or(defaults.max_time_s),
+                self.max_time
+                    .map_or(defaults.max_time_s, Seconds::as_secs_f64),
                 true,
             )?,
             max_total_time,
@@ -121,7 +125,11 @@ impl SamplingArgs {
                 given => given.unwrap_or(defaults.min_samples),
             },
             runs: self.runs,
-            warmup: seconds("warmup", self.warmup.unwrap_or(defaults.warmup_s), true)?,
+            warmup: seconds(
+                "warmup",
+                self.warmup.map_or(defaults.warmup_s, Seconds::as_secs_f64),
+                true,
+            )?,
             seed: self.seed.unwrap_or_else(fresh_seed),
             slice: defaults.slice,
         })

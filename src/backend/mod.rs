@@ -83,7 +83,7 @@ impl Capabilities {
             ));
         }
         if !self.aeads.contains(&scenario.aead) {
-            return Some(format!("{backend} has no {} suite", scenario.aead.id()));
+            return Some(format!("{backend} has no {} suite", scenario.aead.name()));
         }
         if !self.resumptions.contains(&scenario.resumption) {
             return Some(format!(

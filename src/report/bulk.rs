@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::{Document, Table};
+use super::{ColumnKind, Document, Table};
 use crate::backend::{LibraryInfo, Negotiated};
 use crate::host::HostInfo;
 use crate::measure::{self, Timed};
@@ -215,6 +215,11 @@ fn counted_table(rows: &[BulkRow], counted_with: Option<&str>) -> Option<Table> 
             false, false, false, true, true, true, true, true, true, false,
         ],
     )
+    // On a narrow terminal the spread and the count go first; the axes,
+    // each side's count and the ratio stay.
+    .priorities(&[0, 0, 0, 0, 0, 0, 2, 0, 1, 0])
+    .mark(&[0, 1, 2, 3], ColumnKind::Axis)
+    .mark(&[9], ColumnKind::Notes)
     .titled("Instructions per byte of application data (counted under valgrind)");
     let dash = || "—".to_string();
     for row in rows {
@@ -229,8 +234,8 @@ fn counted_table(rows: &[BulkRow], counted_with: Option<&str>) -> Option<Table> 
             .unwrap_or_default();
         table.rows.push(vec![
             row.backend.clone(),
-            row.scenario.channel.protocol_name() + &row.scenario.transport.over_suffix(),
-            row.scenario.suite_id().to_string(),
+            row.scenario.channel.display() + &row.scenario.transport.over_suffix(),
+            row.scenario.suite_name().to_string(),
             row.scenario.write_bytes.to_string(),
             median(counted.sender_per_byte),
             median(counted.receiver_per_byte),
@@ -297,7 +302,13 @@ fn table(rows: &[BulkRow]) -> Table {
         &[
             false, false, false, true, true, true, true, true, true, true, true, true, false,
         ],
-    );
+    )
+    // On a narrow terminal the sample count goes first, then the rates,
+    // the crypto share (it follows from the ratio) and each side's cost;
+    // the axes, both sides' cost with its interval and the ratio stay.
+    .priorities(&[0, 0, 0, 0, 2, 2, 4, 4, 0, 0, 3, 5, 0])
+    .mark(&[0, 1, 2, 3], ColumnKind::Axis)
+    .mark(&[12], ColumnKind::Notes);
     let dash = || "—".to_string();
     for row in rows {
         let median = |s: Option<Summary>| s.map(|s| ms(s.median)).unwrap_or_else(dash);
@@ -325,8 +336,8 @@ fn table(rows: &[BulkRow]) -> Table {
         }
         table.rows.push(vec![
             row.backend.clone(),
-            row.scenario.channel.protocol_name() + &row.scenario.transport.over_suffix(),
-            row.scenario.suite_id().to_string(),
+            row.scenario.channel.display() + &row.scenario.transport.over_suffix(),
+            row.scenario.suite_name().to_string(),
             row.scenario.write_bytes.to_string(),
             median(row.sender_ms_per_mb),
             median(row.receiver_ms_per_mb),

@@ -90,7 +90,8 @@ impl CapacityReport<'_> {
 
     /// The table a person reads: the axes, then per thread count the
     /// measured rate, its scaling, the server's CPU and capacity, the model.
-    /// Narrow terminals drop the handshake count first, then the server CPU.
+    /// Narrow terminals drop the handshake count first, then the server
+    /// CPU, the model and the scaling; the measured rate and the capacity stay.
     fn table(&self) -> Table {
         let mut headers = vec!["backend"];
         headers.extend(AXIS_HEADERS);
@@ -108,7 +109,7 @@ impl CapacityReport<'_> {
         let mut numeric = vec![false; 1 + axes];
         numeric.extend([true, true, true, true, true, true, true, false]);
         let mut priority = vec![0; 1 + axes];
-        priority.extend([0, 0, 0, 1, 0, 0, 2, 0]);
+        priority.extend([0, 0, 1, 3, 0, 2, 4, 0]);
         let mut table = Table::new(&headers, &numeric)
             .titled("Server capacity: threads handshaking at once")
             .priorities(&priority)

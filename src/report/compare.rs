@@ -317,8 +317,11 @@ impl Comparison {
         let axes = self.kind.axis_headers.len();
         let mut numeric = vec![false; 1 + axes];
         numeric.extend([true, true, true, true, true, false, false]);
+        // On a narrow terminal the sample counts go first, then the two
+        // medians, then the interval (the verdict says what it showed);
+        // the ratio and the verdict stay.
         let mut priority = vec![0; 1 + axes];
-        priority.extend([0, 0, 0, 0, 1, 0, 0]);
+        priority.extend([2, 2, 0, 1, 3, 0, 0]);
         let mut table = Table::new(&headers, &numeric)
             .titled(format!(
                 "Rows both runs have: B (run {}) against A (run {})",
@@ -426,7 +429,9 @@ impl Comparison {
             format!("A (run {})", self.a.id),
             format!("B (run {})", self.b.id),
         );
-        let mut table = Table::new(&["figure", &a, &b], &[false, true, true])
+        // Text columns: a figure may be a scenario as well as a number,
+        // and a long one wraps on a narrow terminal.
+        let mut table = Table::new(&["figure", &a, &b], &[false, false, false])
             .titled("Figures of each run, without a test");
         let mut names: Vec<&str> = self.a.figures.iter().map(|(n, _)| n.as_str()).collect();
         for (name, _) in &self.b.figures {

@@ -2,7 +2,7 @@
 //! person needs and moves the rest where it still reads:
 //!
 //! 1. an axis column with the same value in every row is said once above
-//!    the table ("Every row: TLS 1.3, suite aes128gcm");
+//!    the table ("Every row: protocol TLS 1.3, suite aes-128-gcm");
 //! 2. notes become numbered footnotes under the table, one per distinct
 //!    text, shared by every row that has it (short ones such as "WEAK"
 //!    stay); a notes column without a note goes;
@@ -27,8 +27,31 @@ const WRAPPED_TEXT_WIDTH: usize = 24;
 /// The narrowest a text column is made before lines are cut.
 const MIN_TEXT_WIDTH: usize = 6;
 
-/// Splits text into lines of at most `width` characters at its spaces;
-/// a word longer than the width is broken.
+/// The parts of a word that a line may end between: after each hyphen
+/// or underscore ("chacha20-", "poly1305"; "client_", "exchange").
+fn hyphen_parts(word: &str) -> impl Iterator<Item = &str> {
+    word.split_inclusive(['-', '_'])
+}
+
+/// The widest part of `text` that cannot be wrapped further without
+/// breaking a word: its longest word, or with `at_hyphens` its longest
+/// hyphen-joined part.
+fn longest_unbreakable(text: &str, at_hyphens: bool) -> usize {
+    text.split(' ')
+        .map(|word| {
+            if at_hyphens {
+                hyphen_parts(word).map(text_width).max().unwrap_or(0)
+            } else {
+                text_width(word)
+            }
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Splits text into lines of at most `width` characters at its spaces; a
+/// word longer than the width is cut after a hyphen or an underscore if it
+/// has one that fits ("chacha20-" / "poly1305"), and only else broken.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut lines = Vec::new();
@@ -39,7 +62,11 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
             if !line.is_empty() {
                 lines.push(std::mem::take(&mut line));
             }
-            lines.push(word.drain(..width).collect());
+            let cut = word[..width]
+                .iter()
+                .rposition(|&c| c == '-' || c == '_')
+                .map_or(width, |hyphen| hyphen + 1);
+            lines.push(word.drain(..cut).collect());
         }
         let word: String = word.into_iter().collect();
         if line.is_empty() {
@@ -145,8 +172,22 @@ pub fn fitted(table: &Table, width: usize) -> String {
     let mut rows = table.rows.clone();
     let mut shown: Vec<usize> = (0..columns).collect();
 
+    // One row's axes are said above it too when the row is wider than
+    // the terminal.
+    let too_wide = || {
+        let widths: Vec<usize> = (0..columns)
+            .map(|c| {
+                rows.iter()
+                    .map(|r| text_width(&r[c]))
+                    .chain([longest_unbreakable(&table.headers[c], false)])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        total(&widths, &shown) > width
+    };
     let mut every_row = Vec::new();
-    if rows.len() >= 2 {
+    if rows.len() >= 2 || (rows.len() == 1 && too_wide()) {
         shown.retain(|&c| {
             let first = &rows[0][c];
             let constant = rows.iter().all(|r| &r[c] == first);
@@ -172,7 +213,7 @@ pub fn fitted(table: &Table, width: usize) -> String {
     }
 
     let cell_width = |c: usize| rows.iter().map(|r| text_width(&r[c])).max().unwrap_or(0);
-    let longest_word = |text: &str| text.split(' ').map(text_width).max().unwrap_or(0);
+    let longest_word = |text: &str| longest_unbreakable(text, false);
     let mut widths: Vec<usize> = (0..columns)
         .map(|c| cell_width(c).max(text_width(&table.headers[c])))
         .collect();
@@ -184,13 +225,14 @@ pub fn fitted(table: &Table, width: usize) -> String {
 
     // A text column about to drop stays, wrapped, when narrowing it to no
     // less than WRAPPED_TEXT_WIDTH characters is enough.
-    let longest_cell_word = |c: usize| {
+    let longest_in_column = |c: usize, at_hyphens: bool| {
         rows.iter()
-            .map(|r| longest_word(&r[c]))
-            .chain([longest_word(&table.headers[c])])
+            .map(|r| longest_unbreakable(&r[c], at_hyphens))
+            .chain([longest_unbreakable(&table.headers[c], at_hyphens)])
             .max()
             .unwrap_or(0)
     };
+    let longest_cell_word = |c: usize| longest_in_column(c, false);
     let mut dropped = Vec::new();
     while total(&widths, &shown) > width {
         let Some(position) = shown
@@ -212,10 +254,15 @@ pub fn fitted(table: &Table, width: usize) -> String {
     }
 
     // Text columns narrow first down to their longest word (cells wrap at
-    // spaces), and only then further (words break).
+    // spaces), then to their longest part between hyphens and underscores
+    // (a name such as "chacha20-poly1305" wraps after its hyphen), and
+    // only then further (words break).
     for floor in [
         (0..columns)
             .map(|c| longest_cell_word(c).max(MIN_TEXT_WIDTH))
+            .collect::<Vec<_>>(),
+        (0..columns)
+            .map(|c| longest_in_column(c, true).max(MIN_TEXT_WIDTH))
             .collect::<Vec<_>>(),
         vec![MIN_TEXT_WIDTH; columns],
     ] {
@@ -338,6 +385,9 @@ mod tests {
     fn wrap_breaks_at_spaces_and_breaks_long_words() {
         assert_eq!(wrap("one two three", 7), ["one two", "three"]);
         assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("chacha20-poly1305", 10), ["chacha20-", "poly1305"]);
+        assert_eq!(wrap("rustls-aws-lc x", 10), ["rustls-", "aws-lc x"]);
+        assert_eq!(wrap("client_exchange", 12), ["client_", "exchange"]);
         assert_eq!(wrap("", 4), [""]);
         assert_eq!(
             wrap_line("[12] a footnote that wraps", 14),
@@ -379,6 +429,42 @@ mod tests {
         }
         let out = fitted(&sample(), 50);
         assert!(out.contains("Not shown at 50 columns: p99 µs"), "{out}");
+    }
+
+    #[test]
+    fn one_row_too_wide_says_its_axes_above_it() {
+        let mut table = sample();
+        table.rows.truncate(1);
+        let out = fitted(&table, 40);
+        assert!(
+            out.starts_with("Every row: TLS 1.2, group X25519.\n"),
+            "{out}"
+        );
+        assert!(out.lines().all(|l| text_width(l) <= 40), "{out}");
+        // A row that fits keeps its axes in the table.
+        assert!(!fitted(&table, 200).contains("Every row"));
+    }
+
+    #[test]
+    fn names_wrap_after_a_hyphen_before_a_word_breaks() {
+        let mut table = Table::new(&["backend", "suite", "µs"], &[false, false, true]);
+        for (backend, suite) in [
+            ("rustls-aws-lc", "chacha20-poly1305"),
+            ("openssl", "aes-128-gcm"),
+        ] {
+            table
+                .rows
+                .push(vec![backend.into(), suite.into(), "245".into()]);
+        }
+        // backend to "rustls-", suite to "chacha20-", and the figure.
+        let out = fitted(&table, 7 + 2 + 9 + 2 + 3);
+        assert!(out.lines().all(|l| text_width(l) <= 23), "{out}");
+        for piece in ["rustls-", "aws-lc", "chacha20-", "poly1305", "openssl"] {
+            assert!(
+                out.split_whitespace().any(|w| w == piece),
+                "{piece}:\n{out}"
+            );
+        }
     }
 
     #[test]

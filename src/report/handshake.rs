@@ -410,16 +410,16 @@ fn ratio_text(ratio: &PairedRatio) -> String {
 /// The scenario's axes as short columns (so that a table fits a terminal
 /// and a constant axis is said once): their headers.
 pub(crate) const AXIS_HEADERS: [&str; 7] =
-    ["TLS", "kx", "cert", "suite", "resume", "mTLS", "chain"];
+    ["protocol", "kx", "cert", "suite", "resume", "mTLS", "chain"];
 
 /// The scenario's axes as short cells, one per [`AXIS_HEADERS`].
 pub(crate) fn axis_cells(scenario: &HandshakeScenario) -> Vec<String> {
     use crate::scenario::Named;
     vec![
-        scenario.version.id().to_string(),
+        scenario.version.display().to_string(),
         scenario.group.display(),
         scenario.cert.display().to_string(),
-        scenario.aead.id().to_string(),
+        scenario.aead.name().to_string(),
         scenario.resumption.id().to_string(),
         if scenario.mutual { "yes" } else { "no" }.to_string(),
         scenario.chain_depth.to_string(),
@@ -749,7 +749,20 @@ pub fn breakdown_table(cells: &[CellResult]) -> Option<Table> {
     let axes = 1 + AXIS_HEADERS.len();
     let mut numeric = vec![false; axes + 1];
     numeric.extend([true; CATEGORY_HEADERS.len() + 1]);
+    // On a narrow terminal the categories that hold little of a
+    // handshake's instructions (random numbers, symmetric ciphers,
+    // tlslab's own code, other) go first, and the table says so.
+    let mut priority = vec![0; headers.len()];
+    for (i, (category, _)) in CATEGORY_HEADERS.iter().enumerate() {
+        if matches!(
+            category,
+            Category::Random | Category::Symmetric | Category::HttpTlslab | Category::Other
+        ) {
+            priority[axes + 1 + i] = 1;
+        }
+    }
     let mut table = Table::new(&headers, &numeric)
+        .priorities(&priority)
         .mark(&(0..axes).collect::<Vec<_>>(), ColumnKind::Axis)
         .titled("Where the instructions go (% of each side's instructions per handshake)");
     for row in counted {

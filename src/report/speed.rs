@@ -128,7 +128,7 @@ fn table(rows: &[SpeedReportRow]) -> Table {
             }
             vec![
                 row.backend.clone(),
-                row.row.primitive.id().to_string(),
+                row.row.primitive.name().to_string(),
                 row.row.operation.id().to_string(),
                 row.row
                     .size_bytes
@@ -272,7 +272,7 @@ fn counted_table(rows: &[SpeedReportRow], counted_with: Option<&str>) -> Option<
         let per_op = row.instructions_per_op;
         table.rows.push(vec![
             row.backend.clone(),
-            row.row.primitive.id().to_string(),
+            row.row.primitive.name().to_string(),
             row.row.operation.id().to_string(),
             row.row
                 .size_bytes

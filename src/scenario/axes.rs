@@ -178,9 +178,10 @@ impl Named for Group {
     fn aliases(self) -> &'static [&'static str] {
         match self {
             Group::RsaKeyTransport => &["rsa-kx", "rsa_key_transport"],
-            Group::P256 => &["secp256r1", "prime256v1", "p-256"],
-            Group::P384 => &["secp384r1", "p-384"],
-            Group::P521 => &["secp521r1", "p-521"],
+            // `ecdh_p256` is speed's name of the same key exchange.
+            Group::P256 => &["secp256r1", "prime256v1", "ecdh_p256"],
+            Group::P384 => &["secp384r1", "ecdh_p384"],
+            Group::P521 => &["secp521r1", "ecdh_p521"],
             Group::Mlkem512 => &["ml-kem-512"],
             Group::Mlkem768 => &["ml-kem-768"],
             Group::Mlkem1024 => &["ml-kem-1024"],
@@ -501,20 +502,31 @@ impl Named for Aead {
         }
     }
 
+    /// The cipher's spelling in every table (`tunnel`'s and `speed`'s
+    /// too); the id stays in labels and the database.
+    fn name(self) -> &'static str {
+        match self {
+            Aead::Aes128Gcm => "aes-128-gcm",
+            Aead::Aes256Gcm => "aes-256-gcm",
+            Aead::Chacha20Poly1305 => "chacha20-poly1305",
+            Aead::Aes128CbcSha => "aes-128-cbc-sha",
+            Aead::Aes256CbcSha => "aes-256-cbc-sha",
+            Aead::Aes128CbcSha256 => "aes-128-cbc-sha256",
+            Aead::Aes256CbcSha256 => "aes-256-cbc-sha256",
+            Aead::Aes256CbcSha384 => "aes-256-cbc-sha384",
+        }
+    }
+
     fn aliases(self) -> &'static [&'static str] {
         match self {
-            Aead::Aes128Gcm => &["aes-128-gcm", "aes_128_gcm", "TLS_AES_128_GCM_SHA256"],
-            Aead::Aes256Gcm => &["aes-256-gcm", "aes_256_gcm", "TLS_AES_256_GCM_SHA384"],
-            Aead::Chacha20Poly1305 => &[
-                "chacha20",
-                "chacha20-poly1305",
-                "TLS_CHACHA20_POLY1305_SHA256",
-            ],
-            Aead::Aes128CbcSha => &["aes-128-cbc-sha", "aes128cbc_sha1", "aes128-sha"],
-            Aead::Aes256CbcSha => &["aes-256-cbc-sha", "aes256cbc_sha1", "aes256-sha"],
-            Aead::Aes128CbcSha256 => &["aes-128-cbc-sha256", "aes128-sha256"],
-            Aead::Aes256CbcSha256 => &["aes-256-cbc-sha256", "aes256-sha256"],
-            Aead::Aes256CbcSha384 => &["aes-256-cbc-sha384", "aes256-sha384"],
+            Aead::Aes128Gcm => &["TLS_AES_128_GCM_SHA256"],
+            Aead::Aes256Gcm => &["TLS_AES_256_GCM_SHA384"],
+            Aead::Chacha20Poly1305 => &["chacha20", "TLS_CHACHA20_POLY1305_SHA256"],
+            Aead::Aes128CbcSha => &["aes128cbc_sha1", "aes128-sha"],
+            Aead::Aes256CbcSha => &["aes256cbc_sha1", "aes256-sha"],
+            Aead::Aes128CbcSha256 => &["aes128-sha256"],
+            Aead::Aes256CbcSha256 => &["aes256-sha256"],
+            Aead::Aes256CbcSha384 => &["aes256-sha384"],
         }
     }
 }

@@ -36,12 +36,13 @@ impl Channel {
         matches!(self, Channel::Plain | Channel::PlainDatagrams)
     }
 
-    /// "no crypto", "no crypto, datagrams", or the protocol's name.
-    pub fn protocol_name(self) -> String {
+    /// "no crypto", "no crypto, datagrams", or the protocol as every
+    /// table spells it ("TLS 1.3", "DTLS 1.2").
+    pub fn display(self) -> String {
         match self {
             Channel::Plain => "no crypto".to_string(),
             Channel::PlainDatagrams => "no crypto, datagrams".to_string(),
-            Channel::Tls { version, .. } => version.protocol_name().to_string(),
+            Channel::Tls { version, .. } => version.display().to_string(),
         }
     }
 }
@@ -180,6 +181,14 @@ impl BulkScenario {
         }
     }
 
+    /// The suite as tables spell it ("aes-128-gcm", or "none").
+    pub fn suite_name(&self) -> &'static str {
+        match self.channel {
+            Channel::Plain | Channel::PlainDatagrams => "none",
+            Channel::Tls { aead, .. } => aead.name(),
+        }
+    }
+
     /// Known weaknesses of the row's protection, shown beside the figures.
     pub fn security_notes(&self) -> Vec<&'static str> {
         match self.channel {
@@ -200,7 +209,7 @@ impl BulkScenario {
                 format!(
                     "{} {}, {} B writes",
                     version.display(),
-                    aead.id(),
+                    aead.name(),
                     self.write_bytes
                 )
             }

@@ -245,7 +245,7 @@ impl HandshakeScenario {
             self.version.display(),
             self.group.display(),
             self.cert.display(),
-            self.aead.id()
+            self.aead.name()
         );
         if self.resumption.is_on() {
             text.push_str(&format!(" resume={}", self.resumption.id()));

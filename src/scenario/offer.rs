@@ -93,7 +93,11 @@ impl ServerOffer {
     /// The offer in one line: each list, in order.
     pub fn describe(&self) -> String {
         fn ids<T: Named>(values: &[T]) -> String {
-            values.iter().map(|v| v.id()).collect::<Vec<_>>().join(",")
+            values
+                .iter()
+                .map(|v| v.name())
+                .collect::<Vec<_>>()
+                .join(",")
         }
         let versions: Vec<&str> = self.versions.iter().map(|v| v.display()).collect();
         let mut text = format!(

@@ -140,19 +140,32 @@ impl Named for Primitive {
         }
     }
 
+    /// The spelling of the same thing in the other commands: `p256` as
+    /// `handshake --group` spells the key exchange, `aes-128-gcm` as every
+    /// table spells the cipher; the id stays in labels and the database.
+    fn name(self) -> &'static str {
+        match self {
+            Primitive::EcdhP256 => "p256",
+            Primitive::EcdhP384 => "p384",
+            Primitive::EcdhP521 => "p521",
+            Primitive::Aes128Gcm => "aes-128-gcm",
+            Primitive::Aes256Gcm => "aes-256-gcm",
+            Primitive::Chacha20Poly1305 => "chacha20-poly1305",
+            Primitive::Aes128Cbc => "aes-128-cbc",
+            Primitive::Aes256Cbc => "aes-256-cbc",
+            other => other.id(),
+        }
+    }
+
     fn aliases(self) -> &'static [&'static str] {
         match self {
             Primitive::EcdsaP256 => &["ecdsap256"],
             Primitive::EcdsaP384 => &["ecdsap384"],
             Primitive::EcdsaP521 => &["ecdsap521"],
-            Primitive::EcdhP256 => &["ecdhp256", "p256"],
-            Primitive::EcdhP384 => &["ecdhp384", "p384"],
-            Primitive::EcdhP521 => &["ecdhp521", "p521"],
-            Primitive::Aes128Gcm => &["aes-128-gcm"],
-            Primitive::Aes256Gcm => &["aes-256-gcm"],
-            Primitive::Chacha20Poly1305 => &["chacha20-poly1305", "chacha20"],
-            Primitive::Aes128Cbc => &["aes-128-cbc"],
-            Primitive::Aes256Cbc => &["aes-256-cbc"],
+            Primitive::EcdhP256 => &["secp256r1", "prime256v1"],
+            Primitive::EcdhP384 => &["secp384r1"],
+            Primitive::EcdhP521 => &["secp521r1"],
+            Primitive::Chacha20Poly1305 => &["chacha20"],
             _ => &[],
         }
     }

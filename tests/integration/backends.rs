@@ -128,7 +128,7 @@ macro_rules! backend_tests {
                             assert_measured(backend.as_ref(), &s);
                         } else {
                             let reason = backend.unsupported_reason(&s).unwrap_or_default();
-                            assert!(reason.contains(aead.id()), "{reason}");
+                            assert!(reason.contains(aead.name()), "{reason}");
                         }
                     }
                 }

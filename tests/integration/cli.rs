@@ -37,7 +37,7 @@ fn unknown_names_list_the_valid_ones() {
         ),
         (
             &["--suite", "rc4"],
-            "unknown suite 'rc4'; valid suites: aes128gcm, aes256gcm, chacha20poly1305",
+            "unknown suite 'rc4'; valid suites: aes-128-gcm, aes-256-gcm, chacha20-poly1305",
         ),
         (
             &["--backend", "gnutls"],

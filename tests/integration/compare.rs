@@ -269,7 +269,10 @@ fn speed_and_tunnel_runs_compare_row_by_row() {
     speed.expect_code(0);
     let out = speed.stdout();
     assert!(out.contains("Comparing speed runs"), "{out}");
-    for row in [&["rsa2048", "sign"][..], &["aes128gcm", "encrypt", "1024"]] {
+    for row in [
+        &["rsa2048", "sign"][..],
+        &["aes-128-gcm", "encrypt", "1024"],
+    ] {
         assert!(has_row(&out, row), "{row:?}:\n{out}");
     }
     let tunnel = tlslab(&["compare", "3", "4", "--db", db, "--threshold", "1000%"]);
@@ -379,7 +382,7 @@ fn bulk_runs_compare_per_side_and_flag_the_slowed_side() {
         has_row(
             &out,
             &[
-                "aes128gcm",
+                "aes-128-gcm",
                 "receiver",
                 "1.06",
                 "1.27",
@@ -392,7 +395,12 @@ fn bulk_runs_compare_per_side_and_flag_the_slowed_side() {
     assert!(
         has_row(
             &out,
-            &["aes128gcm", "sender", "1.000", "no significant difference"]
+            &[
+                "aes-128-gcm",
+                "sender",
+                "1.000",
+                "no significant difference"
+            ]
         ),
         "{out}"
     );

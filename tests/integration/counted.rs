@@ -442,7 +442,7 @@ fn speed_counts_instructions_per_operation_and_report_reads_them_back() {
     let per_op = |bytes: &str| -> f64 {
         text.lines()
             .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .find(|f| f.len() > 4 && f[1] == "aes128gcm" && f[3] == bytes)
+            .find(|f| f.len() > 4 && f[1] == "aes-128-gcm" && f[3] == bytes)
             .and_then(|f| f[4].parse().ok())
             .unwrap_or_else(|| panic!("no {bytes}-byte row: {text}"))
     };

@@ -728,10 +728,13 @@ fn bad_load_options_are_usage_errors() {
         (vec!["load", "--size", "big"], "--size"),
         (
             vec!["load", "--mode", "pipelined"],
-            "new, resume, keepalive",
+            "valid modes: new, keepalive (resumed connections: --resumption",
         ),
         (vec!["load", "--target", "192.0.2.1:443"], "loopback"),
-        (vec!["load", "--cert", "rsa2048,ecdsa_p256"], "one scenario"),
+        (
+            vec!["load", "--cert", "rsa2048,ecdsa_p256"],
+            "--cert takes one value",
+        ),
         (vec!["load", "--preset", "apache"], "apache-study"),
     ] {
         let run = tlslab(&args);

@@ -15,6 +15,7 @@ mod load;
 mod manual;
 mod merge;
 mod nginx;
+mod options;
 mod pipeline;
 mod plots;
 mod processes;

@@ -94,8 +94,8 @@ fn handshake_charts_hold_every_row_and_report_redraws_them() {
         "CPU time per handshake (µs), median",
         "client CPU",
         "server CPU",
-        "TLS 1.2 ECDHE X25519 ECDSA P-256 aes128gcm",
-        "WEAK  TLS 1.2 DHE-1024 RSA-2048 aes128gcm",
+        "TLS 1.2 ECDHE X25519 ECDSA P-256 aes-128-gcm",
+        "WEAK  TLS 1.2 DHE-1024 RSA-2048 aes-128-gcm",
     ] {
         assert!(
             texts.iter().any(|t| t == expected),
@@ -183,7 +183,7 @@ fn speed_and_tunnel_charts_mark_weak_rows() {
     for expected in [
         "16 B",
         "1024 B",
-        "aes128gcm encrypt",
+        "aes-128-gcm encrypt",
         "MB/s (10^6 bytes per second), median",
     ] {
         assert!(
@@ -445,8 +445,8 @@ fn bulk_charts_draw_each_side_per_write_size_and_mark_cbc() {
             "64 B writes",
             "1024 B writes",
             "no crypto",
-            "TLS 1.2 aes128gcm",
-            "WEAK  TLS 1.2 aes128cbc_sha256",
+            "TLS 1.2 aes-128-gcm",
+            "WEAK  TLS 1.2 aes-128-cbc-sha256",
         ] {
             assert!(
                 texts.iter().any(|t| t == expected),

@@ -162,3 +162,71 @@ fn a_target_off_loopback_is_refused_without_a_connection_attempt() {
         );
     }
 }
+
+/// Issue 18 item 21: a root with the server's root's name but another key
+/// was reported as "EVP_DigestVerifyFinal: provider signature failure";
+/// it is a certificate verification failure, on both load drivers.
+#[test]
+fn a_root_of_the_same_name_but_another_key_is_a_certificate_verification_failure() {
+    use openssl::x509::X509;
+    let served = crate::serve::Served::start(&["--cert", "ecdsa_p256"]);
+    // Another cache generates another chain: the same names, other keys.
+    let other = tempfile::tempdir().unwrap();
+    let other_root = tlslab::certs::CertCache::new(other.path())
+        .root_pem(tlslab::scenario::CertKind::EcdsaP256, 3)
+        .unwrap();
+    let read = |path: &std::path::Path| X509::from_pem(&std::fs::read(path).unwrap()).unwrap();
+    let (theirs, ours) = (read(&served.root_pem), read(&other_root));
+    let subject = |cert: &X509| format!("{:?}", cert.subject_name());
+    assert_eq!(subject(&theirs), subject(&ours));
+    assert_ne!(theirs.to_der().unwrap(), ours.to_der().unwrap());
+
+    let target = served.address.to_string();
+    for driver in ["0", "1"] {
+        let run = tlslab(&[
+            "load",
+            "--no-db",
+            "--target",
+            &target,
+            "--ca-file",
+            other_root.to_str().unwrap(),
+            "--no-probe",
+            "--rate",
+            "10",
+            "--duration",
+            "0.3",
+            "--clients",
+            "1",
+            "--event-loops",
+            driver,
+            "-q",
+        ]);
+        let shown = run.stdout();
+        assert!(
+            shown.contains("certificate verification failed: certificate signature failure"),
+            "--event-loops {driver}: {shown}"
+        );
+        assert!(shown.contains("--ca-file"), "{shown}");
+        assert!(!shown.contains("EVP_DigestVerifyFinal"), "{shown}");
+    }
+    // The right root: no error.
+    let run = tlslab(&[
+        "load",
+        "--no-db",
+        "--target",
+        &target,
+        "--ca-file",
+        served.root_pem.to_str().unwrap(),
+        "--no-probe",
+        "--rate",
+        "10",
+        "--duration",
+        "0.3",
+        "-q",
+    ]);
+    assert!(
+        crate::util::has_row(&run.stdout(), &["answered / errors", "3 / 0"]),
+        "{}",
+        run.stdout()
+    );
+}

@@ -391,10 +391,10 @@ fn transport_labels_round_trip_through_the_store() {
     handshakes.expect_code(0);
     let table = handshakes.stdout();
     for (version, transport) in [
-        ("1.2", "memory"),
-        ("1.2", "TCP"),
-        ("dtls1.2", "memory"),
-        ("dtls1.2", "UDP"),
+        ("TLS 1.2", "memory"),
+        ("TLS 1.2", "TCP"),
+        ("DTLS 1.2", "memory"),
+        ("DTLS 1.2", "UDP"),
     ] {
         assert!(
             has_row(&table, &["openssl", version, "P-256", transport]),
@@ -435,7 +435,7 @@ fn transport_labels_round_trip_through_the_store() {
     assert!(
         has_row(
             &bulk.stdout(),
-            &["openssl", "TLSv1.3 over TCP", "aes128gcm", "1024"]
+            &["openssl", "TLS 1.3 over TCP", "aes-128-gcm", "1024"]
         ),
         "{}",
         bulk.stdout()

@@ -8,7 +8,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use openssl::ssl::{ErrorCode, Ssl, SslContext, SslSession, SslSessionRef, SslStream};
+use openssl::ssl::{
+    ErrorCode, HandshakeError, Ssl, SslContext, SslRef, SslSession, SslSessionRef, SslStream,
+};
+use openssl::x509::X509VerifyResult;
 
 use super::{client_context, negotiated};
 use crate::backend::{thread_cpu_ns, Negotiated, SideTime};
@@ -17,6 +20,30 @@ use crate::scenario::HandshakeScenario;
 
 /// How long a step of a remote handshake may block before it counts as hung.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a client's handshake failed, in words: when the client could not
+/// verify the server's certificate, that, with OpenSSL's reason, and the
+/// likely cause (a root with the right name but another key otherwise
+/// reads "EVP_DigestVerifyFinal: provider signature failure"); else
+/// OpenSSL's `error`.
+pub fn handshake_failure(ssl: &SslRef, error: &dyn std::fmt::Display) -> String {
+    let verified = ssl.verify_result();
+    if verified == X509VerifyResult::OK {
+        return format!("TLS handshake failed: {error}");
+    }
+    format!(
+        "certificate verification failed: {} (is the root the client trusts, --ca-file or tlslab's test root, the one that signed the server's chain?)",
+        verified.error_string()
+    )
+}
+
+/// The message of a failed `Ssl::connect`, as [`handshake_failure`] says it.
+fn connect_failure<S: std::fmt::Debug>(error: HandshakeError<S>) -> String {
+    match &error {
+        HandshakeError::Failure(mid) => handshake_failure(mid.ssl(), mid.error()),
+        _ => format!("TLS handshake failed: {error}"),
+    }
+}
 
 /// An OpenSSL client configured for one scenario, aimed at one address.
 /// For a resumed scenario it keeps the session of its last connection and
@@ -64,7 +91,7 @@ pub fn connect_tls_resuming(
     tcp.set_write_timeout(Some(timeout))?;
     client_ssl(context, server_name, session)?
         .connect(tcp)
-        .map_err(|e| anyhow!("TLS handshake failed: {e}"))
+        .map_err(|e| anyhow!(connect_failure(e)))
 }
 
 /// A client connection's state before its handshake: verifying that the
@@ -134,7 +161,7 @@ impl RemoteClient {
         }
         let mut stream = ssl
             .connect(tcp)
-            .map_err(|e| anyhow!("handshake with {} failed: {e}", self.address))?;
+            .map_err(|e| anyhow!("handshake with {}: {}", self.address, connect_failure(e)))?;
         let client = SideTime {
             wall_ns: start.elapsed().as_nanos() as u64,
             cpu_ns: thread_cpu_ns().saturating_sub(cpu_start),

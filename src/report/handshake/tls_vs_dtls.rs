@@ -222,7 +222,7 @@ mod tests {
         assert_eq!(pairs[0].ratio.as_ref().unwrap().value, 1.5);
         let table = table(&pairs, &cells).unwrap();
         assert_eq!(table.rows[0][0], "TLS 1.2 / DTLS 1.2");
-        assert_eq!(table.rows[0][1], "ECDHE P-256 ECDSA P-256 aes128gcm");
+        assert_eq!(table.rows[0][1], "ECDHE P-256 ECDSA P-256 aes-128-gcm");
         assert_eq!(table.rows[0][2..4], ["openssl", "openssl"]);
         assert_eq!(table.rows[0][6], "+0.75");
         assert!(table.rows[0][7].starts_with("1.50"), "{:?}", table.rows[0]);

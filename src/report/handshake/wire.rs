@@ -207,7 +207,20 @@ pub fn wire_table(rows: &[Row]) -> Option<Table> {
     numeric.extend(vec![true; headers.len() - axes - 1]);
     numeric.push(false);
     let notes_column = headers.len() - 1;
+    // On a narrow terminal the packet counts go first, then records and
+    // flights, then the server's round trips; the bytes and the client's
+    // round trips stay.
+    let priority: Vec<u8> = headers
+        .iter()
+        .map(|header| match *header {
+            "segments c/s" | "datagrams c/s" | "fragments" => 3,
+            "records c/s" | "flights c/s" => 2,
+            "RTs server" => 1,
+            _ => 0,
+        })
+        .collect();
     let mut table = Table::new(&headers, &numeric)
+        .priorities(&priority)
         .mark(&(0..axes).collect::<Vec<_>>(), ColumnKind::Axis)
         .mark(&[notes_column], ColumnKind::Notes)
         .titled("On the wire (per handshake)");
@@ -288,7 +301,20 @@ pub fn network_table(rows: &[Row]) -> Option<Table> {
     }
     numeric.push(false);
     let notes_column = headers.len() - 1;
+    // On a narrow terminal the link's sample count and p95 go first, then
+    // the round trips on the path; the model, the measured time and their
+    // difference stay.
+    let priority: Vec<u8> = headers
+        .iter()
+        .map(|header| match *header {
+            "n" => 3,
+            "p95 ms" => 2,
+            "RTs on path" => 1,
+            _ => 0,
+        })
+        .collect();
     let mut table = Table::new(&headers, &numeric)
+        .priorities(&priority)
         .mark(&(0..axes).collect::<Vec<_>>(), ColumnKind::Axis)
         .mark(&[notes_column], ColumnKind::Notes)
         .titled("Over the network: from connect() until the client can send application data");

@@ -10,9 +10,9 @@ use crate::stats::Summary;
 /// A row's name without its write size: "openssl · TLS 1.3 aes128gcm".
 fn name(row: &BulkRow, one_backend: bool) -> String {
     let channel = match row.scenario.channel {
-        Channel::Plain | Channel::PlainDatagrams => return row.scenario.channel.protocol_name(),
+        Channel::Plain | Channel::PlainDatagrams => return row.scenario.channel.display(),
         Channel::Tls { version, .. } => {
-            format!("{} {}", version.display(), row.scenario.suite_id())
+            format!("{} {}", version.display(), row.scenario.suite_name())
         }
     };
     super::row_label(&row.backend, &channel, one_backend)

@@ -6,7 +6,7 @@ use crate::report::speed::SpeedReportRow;
 use crate::scenario::Named;
 
 fn name(row: &SpeedReportRow, one_backend: bool) -> String {
-    let algorithm = format!("{} {}", row.row.primitive.id(), row.row.operation.id());
+    let algorithm = format!("{} {}", row.row.primitive.name(), row.row.operation.id());
     if one_backend {
         algorithm
     } else {

@@ -31,7 +31,7 @@ use super::{
 };
 #[cfg(doc)]
 use super::{GRACE, IO_TIMEOUT};
-use crate::backend::openssl::remote::client_ssl;
+use crate::backend::openssl::remote::{client_ssl, handshake_failure};
 use crate::backend::thread_cpu_ns;
 pub(in crate::workload::load) use epoll::connect_nonblocking;
 use epoll::Epoll;
@@ -346,7 +346,7 @@ impl EventLoop<'_> {
                     }
                     Err(e) if would_block(&e) => return Ok(Outcome::Waiting),
                     Err(e) => {
-                        return Err((ErrorKind::Handshake, format!("TLS handshake failed: {e}")))
+                        return Err((ErrorKind::Handshake, handshake_failure(stream.ssl(), &e)))
                     }
                 },
                 Step::Writing(written) => {

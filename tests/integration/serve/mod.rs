@@ -241,7 +241,7 @@ fn bad_serve_options_are_refused_clearly() {
             "--allow-non-loopback",
         ),
         (vec!["serve", "--bind", "somewhere"], 2, "ADDRESS:PORT"),
-        (vec!["serve", "--workers", "0"], 2, "--workers"),
+        (vec!["serve", "--workers", "0"], 2, "--threads"),
         (vec!["serve", "--tls", "dtls1.2"], 2, "DTLS"),
         (
             vec![
