@@ -23,7 +23,7 @@ use super::{
     kind_of, micros, parse_head, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan,
     Stop,
 };
-use crate::backend::openssl::remote::client_ssl;
+use crate::backend::openssl::remote::{client_ssl, handshake_failure};
 use crate::backend::thread_cpu_ns;
 
 /// The longest a client blocks without looking at Ctrl-C and the deadline.
@@ -284,7 +284,7 @@ fn handshake(
                     return Err(failure);
                 }
             }
-            Err(e) => return Err(failed(&e)),
+            Err(e) => return Err((ErrorKind::Handshake, handshake_failure(stream.ssl(), &e))),
         }
     }
 }
