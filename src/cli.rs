@@ -724,6 +724,7 @@ pub struct CompareArgs {
   tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc --digest sha256 --compression none,lz4 --payload random,text
   tlslab tunnel --cipher bf-cbc --digest sha1 --size 64,512,1400,8000
   tlslab tunnel --engine inprocess,openvpn --cipher aes-128-cbc,bf-cbc --digest sha1   (as root, with openvpn installed)
+  tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc --digest sha256 --measure time,instructions
 
 Sampling defaults: --precision 1% --max-time 1 --min-samples 10 --warmup 0.1;
 with --preset openvpn-classic: 2%, 0.4, 20 and 0.02, and --max-total-time 50
@@ -778,6 +779,15 @@ pub struct TunnelArgs {
     /// (e.g. tunnel_aes-128-cbc_sha1_none_random_1400). [default: the no-tunnel row]
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
+
+    /// What to measure: time, or instructions (the sender's and the
+    /// receiver's per MB of payload, counted under valgrind on the
+    /// in-process engine: the same on any machine; OpenVPN rows say why
+    /// they cannot be), or both (time,instructions). Counted rows carry a
+    /// fixed batch of packets per sample (at least 256 KiB of payload) and
+    /// take --runs samples (default 6). [default: time]
+    #[arg(long, value_name = "LIST")]
+    pub measure: Option<String>,
 
     #[command(flatten)]
     pub sampling: SamplingArgs,

@@ -7,7 +7,7 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
@@ -21,6 +21,7 @@ const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_6_TO_7],
     &[VERSION_7_TO_8],
     &[VERSION_8_TO_9],
+    &[VERSION_9_TO_10],
 ];
 
 /// The latest schema, created directly in a new (empty) database. A
@@ -421,6 +422,25 @@ CREATE TABLE network_samples (
     client_cpu_ns INTEGER NOT NULL,
     server_cpu_ns INTEGER NOT NULL,
     PRIMARY KEY (cell_id, profile, seq)
+) WITHOUT ROWID;
+-- Version 10: the counted instructions of tunnel cells (`tunnel --measure
+-- instructions`, in-process engine): how counting ended, the packets and
+-- payload bytes per sample, and each sample's instructions per side (the
+-- sender's protect, the receiver's unprotect).
+CREATE TABLE tunnel_counts (
+    cell_id INTEGER PRIMARY KEY REFERENCES tunnel_cells (id),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    packets INTEGER NOT NULL,
+    payload_bytes INTEGER NOT NULL
+);
+CREATE TABLE tunnel_count_samples (
+    cell_id INTEGER NOT NULL REFERENCES tunnel_cells (id),
+    seq INTEGER NOT NULL,
+    sender INTEGER NOT NULL,
+    receiver INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
 "#;
 
@@ -832,6 +852,25 @@ CREATE TABLE network_samples (
     client_cpu_ns INTEGER NOT NULL,
     server_cpu_ns INTEGER NOT NULL,
     PRIMARY KEY (cell_id, profile, seq)
+) WITHOUT ROWID;
+"#;
+
+/// Version 10: the counted instructions of tunnel cells.
+const VERSION_9_TO_10: &str = r#"
+CREATE TABLE tunnel_counts (
+    cell_id INTEGER PRIMARY KEY REFERENCES tunnel_cells (id),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    packets INTEGER NOT NULL,
+    payload_bytes INTEGER NOT NULL
+);
+CREATE TABLE tunnel_count_samples (
+    cell_id INTEGER NOT NULL REFERENCES tunnel_cells (id),
+    seq INTEGER NOT NULL,
+    sender INTEGER NOT NULL,
+    receiver INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
 "#;
 

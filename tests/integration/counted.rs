@@ -462,3 +462,124 @@ fn speed_counts_instructions_per_operation_and_report_reads_them_back() {
             .collect::<Vec<_>>()
     );
 }
+
+/// A tiny counted tunnel matrix, with `measure`, stored in `db` and
+/// exported as JSON to `json`.
+fn counted_tunnel(measure: &str, db: &Path, json: &Path) -> Run {
+    let run = tlslab(&[
+        "tunnel",
+        "--engine",
+        "inprocess,openvpn",
+        "--cipher",
+        "aes-128-gcm,aes-128-cbc",
+        "--digest",
+        "sha1",
+        "--measure",
+        measure,
+        "--runs",
+        "2",
+        "--max-time",
+        "0",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--db",
+        db.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    run
+}
+
+#[test]
+fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
+    if skip_without_valgrind("tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let (first_json, second_json) = (dir.path().join("1.json"), dir.path().join("2.json"));
+    // Counted alone (the OpenVPN engine is not started: its rows only say
+    // why they cannot be counted), then timed and counted.
+    let counted = counted_tunnel("instructions", &db, &first_json);
+    let text = counted.stdout();
+    assert!(text.contains("send M instr/MB"), "{text}");
+    assert!(!text.contains("4. Ranking"), "counted only: {text}");
+    assert!(
+        has_row(&text, &["openvpn", "aes-128-cbc", "its own processes"]),
+        "{text}"
+    );
+    let both = counted_tunnel("time,instructions", &db, &second_json);
+    assert!(both.stdout().contains("4. Ranking"), "{}", both.stdout());
+    assert!(
+        both.stdout().contains("send M instr/MB"),
+        "{}",
+        both.stdout()
+    );
+
+    let rows = |path: &Path| json_of(path)["rows"].as_array().unwrap().clone();
+    let inprocess = |path: &Path| -> Vec<serde_json::Value> {
+        rows(path)
+            .into_iter()
+            .filter(|r| r["engine"] == "inprocess")
+            .collect()
+    };
+    let per_mb = |row: &serde_json::Value, figure: &str| {
+        row["instructions"][figure]["median"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{figure}: {row}"))
+    };
+    let (first, second) = (inprocess(&first_json), inprocess(&second_json));
+    assert_eq!(first.len(), 3, "{first:?}");
+    let baseline = first
+        .iter()
+        .find(|r| r["scenario"]["baseline"] == true)
+        .unwrap();
+    for (row, again) in first.iter().zip(&second) {
+        assert_eq!(row["label"], again["label"]);
+        assert_eq!(row["instructions"]["samples"].as_array().unwrap().len(), 2);
+        // The same work counted twice, in two processes: the same count.
+        let (once, twice) = (per_mb(row, "total_per_mb"), per_mb(again, "total_per_mb"));
+        assert!(
+            (once - twice).abs() <= once * 0.005,
+            "{once} {twice}: {row}"
+        );
+        if row != baseline {
+            // Protecting and unprotecting cost more than copying, on each end.
+            for side in ["send_per_mb", "receive_per_mb"] {
+                assert!(per_mb(row, side) > per_mb(baseline, side), "{side}: {row}");
+            }
+            assert!(row["instructions"]["ratio_to_baseline"].as_f64().unwrap() > 1.0);
+        }
+    }
+    for row in rows(&first_json)
+        .iter()
+        .filter(|r| r["engine"] == "openvpn")
+    {
+        assert_eq!(row["instructions"]["status"], "unsupported", "{row}");
+    }
+    // Time was measured beside the counts in the second run.
+    assert!(second.iter().all(|r| r["sample_count"].as_u64() >= Some(2)));
+
+    // The stored run reads back as it was shown.
+    let report = tlslab(&["report", "--db", db.to_str().unwrap(), "--run", "1"]);
+    report.expect_code(0);
+    let lines = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("inprocess") || l.starts_with("openvpn"))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(lines(&report.stdout()), lines(&text));
+
+    // Memory is counted per handshake, not per byte.
+    let refused = tlslab(&["tunnel", "--measure", "memory", "--no-db"]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr().contains("per handshake"),
+        "{}",
+        refused.stderr()
+    );
+}

@@ -56,7 +56,8 @@ pub struct CountPlan {
 pub struct PlannedCount {
     /// The cell's index in the parent's plan.
     pub index: usize,
-    /// The backend's id (`None` for bulk's no-crypto rows).
+    /// The backend's id (`None` for bulk's no-crypto rows and tunnel rows,
+    /// which run on the in-process engine).
     pub backend: Option<String>,
     pub work: Work,
     pub samples: usize,
@@ -77,6 +78,10 @@ pub enum Work {
         row: crate::scenario::speed::SpeedRow,
         operations: u64,
     },
+    /// `packets` packets through an in-process data channel of the tunnel
+    /// row labelled `row`: the sender's protect counted as the client, the
+    /// receiver's unprotect (and check) as the server.
+    Tunnel { row: String, packets: u64 },
 }
 
 impl Work {
@@ -84,7 +89,7 @@ impl Work {
     fn weight(&self) -> f64 {
         match self {
             Work::Handshake { scenario } => weight(scenario),
-            Work::Bulk { .. } | Work::Speed { .. } => 1.0,
+            Work::Bulk { .. } | Work::Speed { .. } | Work::Tunnel { .. } => 1.0,
         }
     }
 
@@ -95,7 +100,7 @@ impl Work {
             Work::Bulk { row, .. } => crate::scenario::bulk::BulkScenario::from_label(row)
                 .and_then(|s| s.handshake())
                 .map(|h| (h.cert, h.chain_depth)),
-            Work::Speed { .. } => None,
+            Work::Speed { .. } | Work::Tunnel { .. } => None,
         }
     }
 }
@@ -272,7 +277,8 @@ struct Running {
     done: Arc<Mutex<Vec<(usize, usize)>>>,
 }
 
-/// A cell of counted work and its backend (`None` for bulk's no-crypto rows).
+/// A cell of counted work and its backend (`None` for bulk's no-crypto
+/// rows and tunnel rows).
 pub type CountedWork = (Work, Option<Arc<dyn Backend>>);
 
 /// Counts every cell's instructions per side in children under callgrind.
