@@ -681,8 +681,9 @@ tested over every request's latency; p99 and the rates are shown without
 a test).
 Rows match on backend and scenario; when none match and each run has
 one backend, on the scenario alone (a run per library).
-Counted runs (handshake --measure instructions) are compared on their
-counts, with a 0.5% threshold: the gate of a library's change.
+Counted runs (handshake, speed, bulk or tunnel with --measure
+instructions) are compared on their counts, with a 0.5% threshold: the
+gate of a library's change.
 Exit status: 0 no row slower beyond the threshold, 1 some row is, or no
 row was compared, or a row measured in A failed in B; 2 bad options (a
 missing run, runs of two kinds).")]
@@ -701,9 +702,11 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PERCENT")]
     pub threshold: Option<String>,
 
-    /// What two handshake runs are compared on: time (CPU time per
-    /// handshake), instructions or memory (counted with --measure).
-    /// [default: instructions when both runs counted them, else time]
+    /// What two runs are compared on: time (CPU time per handshake,
+    /// operation or byte), instructions (handshake, speed, bulk and tunnel
+    /// runs counted with --measure instructions) or memory (handshake runs
+    /// counted with --measure memory). [default: instructions when both
+    /// runs counted them, else time]
     #[arg(long, value_name = "MEASURE")]
     pub measure: Option<String>,
 

@@ -353,7 +353,9 @@ CREATE TABLE bulk_counts (
     cell_id INTEGER PRIMARY KEY REFERENCES bulk_cells (id),
     status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
     reason TEXT,
-    precise INTEGER
+    precise INTEGER,
+    -- (version 10) the bytes per counted sample; NULL before: the cell's sample_bytes
+    sample_bytes INTEGER
 );
 CREATE TABLE bulk_count_samples (
     cell_id INTEGER NOT NULL REFERENCES bulk_cells (id),
@@ -426,7 +428,7 @@ CREATE TABLE network_samples (
 -- Version 10: the counted instructions of tunnel cells (`tunnel --measure
 -- instructions`, in-process engine): how counting ended, the packets and
 -- payload bytes per sample, and each sample's instructions per side (the
--- sender's protect, the receiver's unprotect).
+-- sender's protect, the receiver's unprotect); and bulk_counts.sample_bytes.
 CREATE TABLE tunnel_counts (
     cell_id INTEGER PRIMARY KEY REFERENCES tunnel_cells (id),
     status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
@@ -855,8 +857,10 @@ CREATE TABLE network_samples (
 ) WITHOUT ROWID;
 "#;
 
-/// Version 10: the counted instructions of tunnel cells.
+/// Version 10: the counted instructions of tunnel cells, and the bytes
+/// per counted bulk sample.
 const VERSION_9_TO_10: &str = r#"
+ALTER TABLE bulk_counts ADD COLUMN sample_bytes INTEGER;
 CREATE TABLE tunnel_counts (
     cell_id INTEGER PRIMARY KEY REFERENCES tunnel_cells (id),
     status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),

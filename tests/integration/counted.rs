@@ -402,6 +402,46 @@ fn bulk_counts_each_sides_instructions_per_byte() {
         );
         assert!(per_byte(protected, side) < 100.0, "{side}: {protected}");
     }
+    // Timed too, the per-byte counts are the same: the counted samples
+    // carry their own bytes, not the timed samples' (regression).
+    let both_json = dir.path().join("both.json");
+    tlslab(&[
+        "bulk",
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.3",
+        "--suite",
+        "aes128gcm",
+        "--size",
+        "16384",
+        "--measure",
+        "time,instructions",
+        "--runs",
+        "2",
+        "--max-time",
+        "0",
+        "--quiet",
+        "--no-db",
+        "--cert-dir",
+        certs.to_str().unwrap(),
+        "--export-json",
+        both_json.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    for row in json_of(&both_json)["rows"].as_array().unwrap() {
+        let alone = rows
+            .iter()
+            .find(|r| r["backend"] == row["backend"])
+            .unwrap();
+        for side in ["sender", "receiver"] {
+            let (timed, counted) = (per_byte(row, side), per_byte(alone, side));
+            assert!(
+                (timed - counted).abs() <= counted * 0.01,
+                "{side}: {timed} against {counted}: {row}"
+            );
+        }
+    }
     // Memory is counted per handshake, not per byte.
     let refused = tlslab(&["bulk", "--measure", "memory", "--no-db"]);
     refused.expect_code(2);
@@ -582,4 +622,117 @@ fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
         "{}",
         refused.stderr()
     );
+}
+
+/// Runs a counted command `args` into `db`.
+fn counted_into(db: &Path, args: &[&str]) {
+    let certs = cert_dir();
+    let mut all = args.to_vec();
+    all.extend([
+        "--measure",
+        "instructions",
+        "--runs",
+        "2",
+        "--quiet",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    if args[0] == "bulk" {
+        all.extend(["--cert-dir", certs.to_str().unwrap()]);
+    }
+    tlslab(&all).expect_code(0);
+}
+
+#[test]
+fn compare_gates_bulk_and_speed_runs_on_their_counts() {
+    if skip_without_valgrind("compare_gates_bulk_and_speed_runs_on_their_counts") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db_text = db.to_str().unwrap();
+    let bulk = [
+        "bulk",
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.3",
+        "--suite",
+        "aes128gcm",
+        "--size",
+        "16384",
+    ];
+    let speed = [
+        "speed",
+        "--backend",
+        "openssl",
+        "--algorithm",
+        "aes128gcm",
+        "--size",
+        "1024",
+    ];
+    counted_into(&db, &bulk); // run 1
+    counted_into(&db, &bulk); // run 2
+    counted_into(&db, &speed); // run 3
+    counted_into(&db, &speed); // run 4
+
+    // The same counts twice: nothing moved, on counts, at 0.5%.
+    let same = tlslab(&["compare", "1", "2", "--db", db_text]);
+    same.expect_code(0);
+    assert!(same.stdout().contains("instr/B"), "{}", same.stdout());
+    assert!(same.stdout().contains("0.5%"), "{}", same.stdout());
+    let same = tlslab(&["compare", "3", "4", "--db", db_text]);
+    same.expect_code(0);
+    assert!(same.stdout().contains("k instr/op"), "{}", same.stdout());
+
+    // A change that makes one row's sender execute 1% more instructions,
+    // and one speed row's operation: the gate fails and names the row.
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let doctored = connection
+        .execute(
+            "UPDATE bulk_count_samples SET sender = sender * 101 / 100
+             WHERE cell_id IN (SELECT id FROM bulk_cells WHERE run_id = 2 AND backend = 'openssl')",
+            [],
+        )
+        .unwrap();
+    assert_eq!(doctored, 2);
+    connection
+        .execute(
+            "UPDATE speed_count_samples SET instructions = instructions * 101 / 100
+             WHERE cell_id IN (SELECT id FROM speed_cells WHERE run_id = 4)",
+            [],
+        )
+        .unwrap();
+    drop(connection);
+    let worse = tlslab(&["compare", "1", "2", "--db", db_text]);
+    worse.expect_code(1);
+    assert!(
+        has_row(
+            &worse.stdout(),
+            &["openssl", "aes128gcm", "16384", "sender", "SLOWER"]
+        ),
+        "{}",
+        worse.stdout()
+    );
+    // The receiver did not move.
+    assert!(
+        !has_row(&worse.stdout(), &["receiver", "SLOWER"]),
+        "{}",
+        worse.stdout()
+    );
+    assert!(
+        worse.stderr().contains("sender on openssl"),
+        "{}",
+        worse.stderr()
+    );
+    let worse = tlslab(&["compare", "3", "4", "--db", db_text]);
+    worse.expect_code(1);
+    assert!(
+        has_row(&worse.stdout(), &["openssl", "aes128gcm", "1024", "SLOWER"]),
+        "{}",
+        worse.stdout()
+    );
+    // Memory is a handshake's figure.
+    let refused = tlslab(&["compare", "1", "2", "--db", db_text, "--measure", "memory"]);
+    refused.expect_code(2);
 }
