@@ -986,6 +986,7 @@ pub struct MergeArgs {
   tlslab recommend                                  (the latest run, server CPU per handshake)
   tlslab recommend --role client --min-security 128
   tlslab recommend --run 4 --role tunnel --allow-weak
+  tlslab recommend --run 5 --measure instructions   (a run counted with --measure instructions)
 
 Security bits per algorithm follow NIST SP 800-57 Part 1 Rev. 5, Table 2
 (see `src/security.rs`); a row's strength is its weakest part's.")]
@@ -1000,6 +1001,13 @@ pub struct RecommendArgs {
     /// per megabyte) for bulk runs. [default: server, or the run's kind]
     #[arg(long, value_name = "ROLE")]
     pub role: Option<String>,
+
+    /// The figure the rows are ranked on: time (CPU time) or instructions
+    /// (counted under valgrind by a run with --measure instructions: the
+    /// role's instructions per handshake, or per megabyte). [default:
+    /// instructions when the run counted them, else time]
+    #[arg(long, value_name = "MEASURE")]
+    pub measure: Option<String>,
 
     /// Leave out rows whose estimated security is below this many bits.
     #[arg(long, value_name = "BITS", default_value_t = 0)]

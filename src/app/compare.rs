@@ -254,15 +254,15 @@ fn handshake_cells(
 }
 
 /// True if and only if some cell of a stored run of `kind` counted
-/// instructions.
-fn counted_instructions(
+/// instructions (a cost run: some of its handshakes).
+pub(super) fn counted_instructions(
     store: &Store,
     stored: &crate::store::StoredRun,
     kind: &str,
 ) -> Result<bool> {
     let id = stored.id;
     Ok(match kind {
-        "handshake" => stored.cells.iter().any(|c| c.counts.instructions.is_some()),
+        "handshake" | "cost" => stored.cells.iter().any(|c| c.counts.instructions.is_some()),
         "speed" => store
             .load_speed_cells(id)?
             .iter()
@@ -554,11 +554,13 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         )));
     }
     let (stored_a, stored_b) = (store_a.load_run(id_a)?, store_b.load_run(id_b)?);
+    // A cost run is compared on time (its operations were not counted).
+    let countable = COUNTED_KINDS.contains(&kind_a.as_str());
     let measure = measure_of(
         args.measure.as_deref(),
         [
-            counted_instructions(&store_a, &stored_a, &kind_a)?,
-            counted_instructions(store_b, &stored_b, &kind_b)?,
+            countable && counted_instructions(&store_a, &stored_a, &kind_a)?,
+            countable && counted_instructions(store_b, &stored_b, &kind_b)?,
         ],
     )?;
     let kind = kind_of(&kind_a, measure)?;

@@ -614,6 +614,15 @@ fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
     };
     assert_eq!(lines(&report.stdout()), lines(&text));
 
+    // recommend ranks the counted run on both ends' instructions per MB;
+    // the OpenVPN rows were not counted.
+    let recommended = tlslab(&["recommend", "--db", db.to_str().unwrap(), "--run", "1"]);
+    recommended.expect_code(0);
+    let shown = recommended.stdout();
+    assert!(shown.contains("M instr/MB"), "{shown}");
+    assert!(shown.contains("Ranked on instructions"), "{shown}");
+    assert!(has_row(&shown, &["openvpn", "not measured"]), "{shown}");
+
     // Memory is counted per handshake, not per byte.
     let refused = tlslab(&["tunnel", "--measure", "memory", "--no-db"]);
     refused.expect_code(2);
@@ -735,4 +744,105 @@ fn compare_gates_bulk_and_speed_runs_on_their_counts() {
     // Memory is a handshake's figure.
     let refused = tlslab(&["compare", "1", "2", "--db", db_text, "--measure", "memory"]);
     refused.expect_code(2);
+}
+
+#[test]
+fn recommend_ranks_a_counted_run_on_instructions() {
+    if skip_without_valgrind("recommend_ranks_a_counted_run_on_instructions") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db_text = db.to_str().unwrap();
+    let shown = dir.path().join("handshake.json");
+    handshake(&[
+        "--backend",
+        "mock",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519,p256",
+        "--cert",
+        "ecdsa_p256",
+        "--measure",
+        "time,instructions",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--db",
+        db_text,
+        "--export-json",
+        shown.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let counted: std::collections::BTreeMap<String, serde_json::Value> = json_of(&shown)["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["label"].as_str().unwrap().to_string(),
+                r["instructions"].clone(),
+            )
+        })
+        .collect();
+    let recommend = |extra: &[&str]| {
+        let json = dir.path().join("recommend.json");
+        let mut args = vec![
+            "recommend",
+            "--db",
+            db_text,
+            "--export-json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let run = tlslab(&args);
+        run.expect_code(0);
+        (run.stdout(), json_of(&json))
+    };
+    // A counted run is ranked on its counts by default, and says so.
+    for (role, side) in [("server", "server"), ("client", "client")] {
+        let (text, json) = recommend(&["--role", role]);
+        assert!(text.contains(&format!("{role} M instr")), "{text}");
+        assert!(text.contains("Ranked on instructions"), "{text}");
+        assert_eq!(json["measure"], "instructions");
+        for row in json["rows"].as_array().unwrap() {
+            let median = counted[row["label"].as_str().unwrap()][side]["median"]
+                .as_f64()
+                .unwrap();
+            assert_eq!(row["cost"].as_f64().unwrap(), median, "{row}");
+        }
+    }
+    // On time when asked.
+    let (text, json) = recommend(&["--measure", "time"]);
+    assert!(text.contains("server CPU µs"), "{text}");
+    assert_eq!(json["measure"], "time");
+    // A run that counted nothing cannot be ranked on counts.
+    handshake(&[
+        "--backend",
+        "mock",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--db",
+        db_text,
+    ])
+    .expect_code(0);
+    let refused = tlslab(&["recommend", "--db", db_text, "--measure", "instructions"]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr().contains("counted no instructions"),
+        "{}",
+        refused.stderr()
+    );
+    let (text, _) = recommend(&[]);
+    assert!(text.contains("Ranked on time"), "{text}");
 }
