@@ -816,6 +816,7 @@ pub struct TunnelArgs {
 #[command(after_help = "Examples:
   tlslab load --preset apache-study          (embedded OpenSSL server; perf for the profile)
   tlslab load --preset apache-study --server nginx
+  tlslab load --preset apache-study --measure time,instructions   (perf's categories beside valgrind's count)
   tlslab load --rate 200 --duration 10 --size 50k
   tlslab load --rate 2000 --mode keepalive --clients 32 --tls 1.3 --group x25519 --cert ecdsa_p256
   tlslab load --rate 200 --mode resume --tls 1.2 --plot charts/   (session cache and tickets on)
@@ -945,6 +946,14 @@ pub struct LoadArgs {
     /// [default: on with --preset, else off]
     #[arg(long)]
     pub perf: bool,
+
+    /// What to measure: time (the load: latencies, rates, each side's CPU),
+    /// and with time,instructions also one server handshake of the same
+    /// scenario counted under valgrind after the load, per category,
+    /// beside perf's categories (the embedded server's backend, or
+    /// tlslab's OpenSSL for nginx). [default: time]
+    #[arg(long, value_name = "LIST")]
+    pub measure: Option<String>,
 
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]

@@ -846,3 +846,96 @@ fn recommend_ranks_a_counted_run_on_instructions() {
     let (text, _) = recommend(&[]);
     assert!(text.contains("Ranked on time"), "{text}");
 }
+
+#[test]
+fn the_apache_study_shows_a_counted_server_handshake_beside_perfs_categories() {
+    if skip_without_valgrind(
+        "the_apache_study_shows_a_counted_server_handshake_beside_perfs_categories",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let json = dir.path().join("load.json");
+    let certs = cert_dir();
+    let load = |extra: &[&str]| {
+        let mut args = vec![
+            "load",
+            "--preset",
+            "apache-study",
+            "--rate",
+            "20",
+            "--ramp",
+            "0",
+            "--duration",
+            "1",
+            "--clients",
+            "2",
+            "--workers",
+            "1",
+            "--quiet",
+            "--cert-dir",
+            certs.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        tlslab(&args)
+    };
+    let run = load(&[
+        "--measure",
+        "time,instructions",
+        "--db",
+        db.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let shown = run.stdout();
+    assert!(shown.contains("handshake M instr (counted)"), "{shown}");
+    let counted = &json_of(&json)["counted_server_handshake"];
+    let total = counted["server_instructions"].as_f64().unwrap();
+    // A TLS 1.2 RSA-2048 server handshake: millions of instructions.
+    assert!((1e6..1e8).contains(&total), "{counted}");
+    let categories = counted["categories"].as_array().unwrap();
+    assert!(categories.len() >= 5, "{counted}");
+    let sum: f64 = categories
+        .iter()
+        .map(|c| c["instructions"].as_f64().unwrap())
+        .sum();
+    assert!((sum - total).abs() <= total * 0.01, "{sum} against {total}");
+    // The RSA private-key operation is most of the server's handshake.
+    let largest = categories
+        .iter()
+        .max_by(|a, b| {
+            let n = |c: &serde_json::Value| c["instructions"].as_f64().unwrap();
+            n(a).total_cmp(&n(b))
+        })
+        .unwrap();
+    assert_eq!(largest["category"], "public key", "{counted}");
+    assert!(has_row(&shown, &["public key", "%"]), "{shown}");
+    // The stored run shows the same table.
+    let report = tlslab(&["report", "--db", db.to_str().unwrap()]);
+    report.expect_code(0);
+    let public_key = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("public key"))
+            .map(String::from)
+    };
+    assert_eq!(public_key(&report.stdout()), public_key(&shown));
+
+    // Instructions come beside time; memory is not a load's; a --target
+    // server's library is not known.
+    for refused in [
+        load(&["--measure", "instructions", "--no-db"]),
+        load(&["--measure", "time,memory", "--no-db"]),
+        tlslab(&[
+            "load",
+            "--target",
+            "127.0.0.1:9",
+            "--measure",
+            "time,instructions",
+            "--no-db",
+        ]),
+    ] {
+        refused.expect_code(2);
+    }
+}

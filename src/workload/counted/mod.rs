@@ -18,7 +18,7 @@ pub mod memory;
 pub mod profile;
 pub mod values;
 
-pub use values::{CategoryCount, Counts, Instructions};
+pub use values::{CategoryCount, Counts, Instructions, ServerHandshakeCount};
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -202,6 +202,62 @@ pub fn count_matrix(
         }
     }
     Ok(results)
+}
+
+/// Counts `handshakes` handshakes of `scenario` on `backend` under
+/// callgrind, with the breakdown, and returns the server side's
+/// instructions per category; or why they could not be counted.
+/// `valgrind` names the valgrind that counts.
+pub fn count_server_handshake(
+    scenario: &HandshakeScenario,
+    backend: Arc<dyn Backend>,
+    certs: &CertCache,
+    handshakes: usize,
+    valgrind: &str,
+    interrupt: &AtomicBool,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<ServerHandshakeCount, String> {
+    if let Some(reason) = uncountable(scenario) {
+        return Err(reason);
+    }
+    let library = backend.library();
+    let work = [(
+        Work::Handshake {
+            scenario: *scenario,
+        },
+        Some(backend),
+    )];
+    let options = CountOptions {
+        samples: handshakes,
+        jobs: 1,
+        breakdown: true,
+    };
+    let [cell] = <[CountedCell; 1]>::try_from(
+        count_instructions(&work, certs, &options, interrupt, progress)
+            .map_err(|error| format!("{error:#}"))?,
+    )
+    .map_err(|_| "the counted child reported no cell".to_string())?;
+    let samples = cell.outcome.samples();
+    if let Some(reason) = cell.outcome.reason() {
+        return Err(format!("{}: {reason}", cell.outcome.status()));
+    }
+    if samples.is_empty() {
+        return Err("no handshake was counted (interrupted)".to_string());
+    }
+    let server: u64 = samples.iter().map(|s| s.value.server).sum();
+    Ok(ServerHandshakeCount {
+        backend: library.backend.clone(),
+        library: format!("{} {}", library.library, library.version),
+        valgrind: valgrind.to_string(),
+        handshakes: samples.len(),
+        server_instructions: server as f64 / samples.len() as f64,
+        categories: cell
+            .breakdown
+            .into_iter()
+            .filter(|c| c.side == "server")
+            .map(|c| (c.category, c.instructions))
+            .collect(),
+    })
 }
 
 /// The valgrind command a counted child runs under.
