@@ -346,6 +346,9 @@ fn tunnel_cells(store: &Store, id: i64, measure: Measure) -> Result<Vec<Cell>> {
 /// One side's CPU nanoseconds per byte of a bulk sample.
 type PerByte = fn(&BulkSample) -> f64;
 
+/// One side's count in a counted bulk sample.
+type SideCount = fn(&Instructions) -> u64;
+
 /// A run's figures without a test, as (name, value).
 type Figures = Vec<(String, String)>;
 
@@ -357,7 +360,7 @@ fn bulk_cells(store: &Store, id: i64, measure: Measure) -> Result<Vec<Cell>> {
     for c in store.load_bulk_cells(id)? {
         let s = &c.scenario;
         let protocol = s.channel.protocol_name() + &s.transport.over_suffix();
-        let sides: [(&str, PerByte, fn(&Instructions) -> u64); 2] = [
+        let sides: [(&str, PerByte, SideCount); 2] = [
             ("sender", BulkSample::sender_ns_per_byte, |i| i.client),
             ("receiver", BulkSample::receiver_ns_per_byte, |i| i.server),
         ];
