@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::Document;
 
+mod counted;
 mod csv;
 mod text;
 use crate::backend::LibraryInfo;
@@ -17,8 +18,8 @@ use crate::measure::{self, Outcome, Timed};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload, TunnelScenario};
 use crate::stats::{self, Drift, PairedRatio, Summary};
-use crate::workload::counted::Instructions;
 use crate::workload::tunnel::{TunnelCell, TunnelSample};
+pub use counted::TunnelCounted;
 pub(crate) use text::{axis_cells, AXIS_HEADERS};
 
 /// One row: a cell with its statistics. Throughput is payload megabytes
@@ -56,51 +57,6 @@ pub struct TunnelRow {
     /// (`--measure instructions`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instructions: Option<TunnelCounted>,
-}
-
-/// A tunnel row's instructions per megabyte (10^6 bytes) of payload, each
-/// side's and both ends', counted under valgrind.
-#[derive(Debug, Clone, Serialize)]
-pub struct TunnelCounted {
-    pub status: &'static str,
-    pub reason: Option<String>,
-    /// Packets per sample.
-    pub packets: u64,
-    /// Payload bytes per sample.
-    pub payload_bytes: u64,
-    /// The sender's instructions per MB (compress, encrypt, authenticate).
-    pub send_per_mb: Option<Summary>,
-    /// The receiver's instructions per MB (verify, decrypt, decompress, check).
-    pub receive_per_mb: Option<Summary>,
-    /// Both ends' instructions per MB.
-    pub total_per_mb: Option<Summary>,
-    /// (max − min) / median of the samples' totals.
-    pub spread: Option<f64>,
-    /// Both ends' instructions per MB over the baseline row's (same
-    /// engine; medians): the counted twin of `ratio_to_baseline`, in
-    /// instructions rather than throughput (above 1: more work per byte).
-    pub ratio_to_baseline: Option<f64>,
-    /// Each sample's instructions for `payload_bytes`, the sender as client.
-    pub samples: Vec<Instructions>,
-}
-
-/// A cell's counted instructions as figures per MB.
-fn counted(cell: &TunnelCell) -> Option<TunnelCounted> {
-    let counted = cell.counted.as_ref()?;
-    let outcome = &counted.outcome;
-    let total = stats::summarize(&counted.per_mb(|s| s.client + s.server));
-    Some(TunnelCounted {
-        status: outcome.status(),
-        reason: outcome.reason().map(String::from),
-        packets: counted.packets,
-        payload_bytes: counted.payload_bytes,
-        send_per_mb: stats::summarize(&counted.per_mb(|s| s.client)),
-        receive_per_mb: stats::summarize(&counted.per_mb(|s| s.server)),
-        spread: total.map(|t| (t.max - t.min) / t.median),
-        total_per_mb: total,
-        ratio_to_baseline: None,
-        samples: outcome.samples().iter().map(|t| t.value).collect(),
-    })
 }
 
 /// Table 1: compressed against uncompressed throughput of the same cipher
@@ -206,7 +162,7 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
         security_notes: scenario.security_notes(),
         round_costs: stats::round_medians(&measure::costs(cell.samples())),
         samples: Vec::new(),
-        instructions: counted(cell),
+        instructions: counted::counted(cell),
     };
     match &cell.outcome {
         Outcome::Measured { samples, precise } => {
@@ -260,7 +216,7 @@ pub struct TunnelTables {
 /// payload and size.
 pub fn build(cells: &[TunnelCell], baseline: Option<&str>) -> TunnelTables {
     let mut rows: Vec<TunnelRow> = cells.iter().map(row_of).collect();
-    with_counted_ratios(&mut rows, baseline);
+    counted::with_counted_ratios(&mut rows, baseline);
     let bases: Vec<Option<Vec<(u32, f64)>>> = rows
         .iter()
         .map(|row| {
@@ -315,38 +271,6 @@ pub fn build(cells: &[TunnelCell], baseline: Option<&str>) -> TunnelTables {
         ciphers,
         digests,
         baselines,
-    }
-}
-
-/// Sets each counted row's ratio to its baseline's count: `baseline` (a
-/// label) of the same engine, or else the no-tunnel row with the same
-/// payload and size.
-fn with_counted_ratios(rows: &mut [TunnelRow], baseline: Option<&str>) {
-    let total = |row: &TunnelRow| Some(row.instructions.as_ref()?.total_per_mb?.median);
-    let bases: Vec<Option<f64>> = rows
-        .iter()
-        .map(|row| {
-            let base = rows.iter().find(|base| {
-                base.engine == row.engine
-                    && match baseline {
-                        Some(label) => base.label == label,
-                        None => {
-                            base.scenario.baseline
-                                && base.scenario.payload == row.scenario.payload
-                                && base.scenario.payload_bytes == row.scenario.payload_bytes
-                        }
-                    }
-            })?;
-            total(base)
-        })
-        .collect();
-    for (row, base) in rows.iter_mut().zip(bases) {
-        if let (Some(own), Some(base)) = (total(row), base) {
-            row.instructions
-                .as_mut()
-                .expect("counted")
-                .ratio_to_baseline = Some(own / base);
-        }
     }
 }
 

@@ -51,7 +51,7 @@ fn notes_of(weak: bool, notes: &[&'static str]) -> String {
 /// The five tables, and the counted table when rows were counted; a run
 /// that counted and did not time shows its counts only.
 pub fn tables(report: &TunnelReport) -> Vec<Table> {
-    let counted = counted_table(report);
+    let counted = super::counted::table(report);
     let timed = report.rows.iter().any(|r| r.sample_count > 0) || counted.is_none();
     let mut tables = if timed {
         timed_tables(report)
@@ -60,111 +60,6 @@ pub fn tables(report: &TunnelReport) -> Vec<Table> {
     };
     tables.extend(counted);
     tables
-}
-
-/// Instructions in millions per MB with a precision that suits their size.
-fn millions(instructions_per_mb: f64) -> String {
-    let value = instructions_per_mb / 1e6;
-    if value >= 100.0 {
-        format!("{value:.1}")
-    } else if value >= 10.0 {
-        format!("{value:.2}")
-    } else {
-        format!("{value:.3}")
-    }
-}
-
-/// A row's counts differ between samples by more than this share of
-/// their median: "instructions vary".
-const VARY_SHARE: f64 = 0.01;
-
-/// The counted instructions per MB of every counted row (`None` when no
-/// row was counted).
-fn counted_table(report: &TunnelReport) -> Option<Table> {
-    let counted: Vec<&TunnelRow> = report
-        .rows
-        .iter()
-        .filter(|r| r.instructions.is_some())
-        .collect();
-    if counted.is_empty() {
-        return None;
-    }
-    let mut headers = vec!["engine"];
-    headers.extend(AXIS_HEADERS);
-    headers.extend([
-        "send M instr/MB",
-        "recv M instr/MB",
-        "both M instr/MB",
-        "spread",
-        "instr × baseline",
-        "n",
-        "notes",
-    ]);
-    let mut numeric = vec![false; 1 + AXIS_HEADERS.len()];
-    numeric.extend([true, true, true, true, true, true, false]);
-    let mut priority = vec![0; 1 + AXIS_HEADERS.len()];
-    priority.extend([0, 0, 0, 2, 0, 1, 0]);
-    let mut table = Table::new(&headers, &numeric)
-        .priorities(&priority)
-        .mark(
-            &(0..1 + AXIS_HEADERS.len()).collect::<Vec<_>>(),
-            ColumnKind::Axis,
-        )
-        .mark(&[headers.len() - 1], ColumnKind::Notes)
-        .titled("Instructions per MB of payload (counted under valgrind)");
-    let dash = || "—".to_string();
-    let mut packets: Vec<u64> = Vec::new();
-    for row in counted {
-        let counts = row.instructions.as_ref().expect("counted rows");
-        let median = |s: Option<crate::stats::Summary>| s.map_or_else(dash, |s| millions(s.median));
-        let mut notes = Vec::new();
-        if let Some(reason) = &counts.reason {
-            notes.push(format!("{}: {reason}", counts.status));
-        }
-        if counts.spread.is_some_and(|s| s > VARY_SHARE) {
-            notes.push("instructions vary".to_string());
-        }
-        if row.weak {
-            notes.push("WEAK".to_string());
-        }
-        if counts.status == "measured" && !packets.contains(&counts.packets) {
-            packets.push(counts.packets);
-        }
-        let mut cells = vec![row.engine.id().to_string()];
-        cells.extend(axis_cells(&row.scenario));
-        cells.extend([
-            median(counts.send_per_mb),
-            median(counts.receive_per_mb),
-            median(counts.total_per_mb),
-            counts
-                .spread
-                .map_or_else(dash, |s| format!("{:.2}%", s * 100.0)),
-            counts
-                .ratio_to_baseline
-                .map_or_else(dash, |r| format!("{r:.2}")),
-            match counts.samples.len() {
-                0 => dash(),
-                n => n.to_string(),
-            },
-            notes.join("; "),
-        ]);
-        table.rows.push(cells);
-    }
-    let packets: Vec<String> = packets.iter().map(u64::to_string).collect();
-    table.notes.push(format!(
-        "send/recv M instr/MB: millions of instructions executed per MB (10^6 bytes) of payload inside the sender's calls (compress, encrypt, authenticate) and the receiver's (verify, decrypt, decompress, check the payload came back), counted under {}'s callgrind on the in-process engine: the median of the samples, each a fixed batch of packets ({} packets, at least 256 KiB of payload or 4096 packets) after a first batch uncounted, every packet verified. Counts repeat on any machine, but say nothing of cache misses or stalls; under valgrind the libraries see no AVX-512.",
-        report.valgrind.as_deref().unwrap_or("valgrind"),
-        if packets.is_empty() { "—".to_string() } else { packets.join(" or ") }
-    ));
-    table.notes.push(format!(
-        "instr × baseline: both ends' instructions per MB over those of {} (above 1: more work per byte; the time tables' × baseline is throughput, below 1 for a slower row). spread: (max − min) / median of the samples' totals; \"instructions vary\" above {:.0}%.",
-        report
-            .baseline
-            .as_deref()
-            .unwrap_or("the no-tunnel row of the same payload"),
-        VARY_SHARE * 100.0
-    ));
-    Some(table)
 }
 
 /// The five tables of the timed study.
