@@ -795,8 +795,9 @@ tested over every request's latency; p99 and the rates are shown without
 a test).
 Rows match on backend and scenario; when none match and each run has
 one backend, on the scenario alone (a run per library).
-Counted runs (handshake --measure instructions) are compared on their
-counts, with a 0.5% threshold: the gate of a library's change.
+Counted runs (handshake, speed, bulk or tunnel with --measure
+instructions) are compared on their counts, with a 0.5% threshold: the
+gate of a library's change.
 Exit status: 0 no row slower beyond the threshold, 1 some row is, or no
 row was compared, or a row measured in A failed in B; 2 bad options (a
 missing run, runs of two kinds).")]
@@ -815,9 +816,11 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PERCENT")]
     pub threshold: Option<String>,
 
-    /// What two handshake runs are compared on: time (CPU time per
-    /// handshake), instructions or memory (counted with --measure).
-    /// [default: instructions when both runs counted them, else time]
+    /// What two runs are compared on: time (CPU time per handshake,
+    /// operation or byte), instructions (handshake, speed, bulk and tunnel
+    /// runs counted with --measure instructions) or memory (handshake runs
+    /// counted with --measure memory). [default: instructions when both
+    /// runs counted them, else time]
     #[arg(long, value_name = "MEASURE")]
     pub measure: Option<String>,
 
@@ -838,6 +841,7 @@ pub struct CompareArgs {
   tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc --digest sha256 --compression none,lz4 --payload random,text
   tlslab tunnel --cipher bf-cbc --digest sha1 --size 64,512,1400,8000
   tlslab tunnel --engine inprocess,openvpn --cipher aes-128-cbc,bf-cbc --digest sha1   (as root, with openvpn installed)
+  tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc --digest sha256 --measure time,instructions
 
 Sampling defaults: --precision 1% --max-time 1 --min-samples 10 --warmup 0.1;
 with --preset openvpn-classic: 2%, 0.4, 20 and 0.02, and --max-total-time 50
@@ -893,6 +897,15 @@ pub struct TunnelArgs {
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 
+    /// What to measure: time, or instructions (the sender's and the
+    /// receiver's per MB of payload, counted under valgrind on the
+    /// in-process engine: the same on any machine; OpenVPN rows say why
+    /// they cannot be), or both (time,instructions). Counted rows carry a
+    /// fixed batch of packets per sample (at least 256 KiB of payload) and
+    /// take --runs samples (default 6). [default: time]
+    #[arg(long, value_name = "LIST")]
+    pub measure: Option<String>,
+
     #[command(flatten)]
     pub sampling: SamplingArgs,
 
@@ -917,6 +930,7 @@ pub struct TunnelArgs {
 #[command(after_help = "Examples:
   tlslab load --preset apache-study          (embedded OpenSSL server; perf for the profile)
   tlslab load --preset apache-study --server nginx
+  tlslab load --preset apache-study --measure time,instructions   (perf's categories beside valgrind's count)
   tlslab load --rate 200 --duration 10 --size 50k
   tlslab load --rate 2000 --mode keepalive --clients 32 --tls 1.3 --group x25519 --cert ecdsa_p256
   tlslab load --rate 200 --resumption session_id --tls 1.2 --plot charts/   (each client resumes)
@@ -1052,6 +1066,14 @@ pub struct LoadArgs {
     #[arg(long)]
     pub perf: bool,
 
+    /// What to measure: time (the load: latencies, rates, each side's CPU),
+    /// and with time,instructions also one server handshake of the same
+    /// scenario counted under valgrind after the load, per category,
+    /// beside perf's categories (the embedded server's backend, or
+    /// tlslab's OpenSSL for nginx). [default: time]
+    #[arg(long, value_name = "LIST")]
+    pub measure: Option<String>,
+
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]
     pub cert_dir: Option<PathBuf>,
@@ -1092,6 +1114,7 @@ pub struct MergeArgs {
   tlslab recommend                                  (the latest run, server CPU per handshake)
   tlslab recommend --role client --min-security 128
   tlslab recommend --run 4 --role tunnel --allow-weak
+  tlslab recommend --run 5 --measure instructions   (a run counted with --measure instructions)
 
 Security bits per algorithm follow NIST SP 800-57 Part 1 Rev. 5, Table 2
 (see `src/security.rs`); a row's strength is its weakest part's.")]
@@ -1106,6 +1129,13 @@ pub struct RecommendArgs {
     /// per megabyte) for bulk runs. [default: server, or the run's kind]
     #[arg(long, value_name = "ROLE")]
     pub role: Option<String>,
+
+    /// The figure the rows are ranked on: time (CPU time) or instructions
+    /// (counted under valgrind by a run with --measure instructions: the
+    /// role's instructions per handshake, or per megabyte). [default:
+    /// instructions when the run counted them, else time]
+    #[arg(long, value_name = "MEASURE")]
+    pub measure: Option<String>,
 
     /// Leave out rows whose estimated security is below this many bits.
     #[arg(long, value_name = "BITS", default_value_t = 0)]

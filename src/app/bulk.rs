@@ -23,7 +23,9 @@ use crate::report::Document;
 use crate::scenario::bulk::{parse_sizes, BulkMatrix, BulkPreset, BulkScenario};
 use crate::scenario::{parse_list, parse_name, Aead, Measure, TlsVersion};
 use crate::store::{Store, StoredRun};
-use crate::workload::bulk::{BulkCell, BulkProbe, BulkSample, PLAIN_BACKEND, SAMPLES_PER_PAIR};
+use crate::workload::bulk::{
+    BulkCell, BulkProbe, BulkSample, Sizing, PLAIN_BACKEND, SAMPLES_PER_PAIR,
+};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 
 /// Sampling defaults of `bulk`: each sample is already a batch of writes
@@ -298,6 +300,8 @@ fn count_matrix(
     let mut counted = countable.into_iter().zip(counted).peekable();
     let timed = !cells.is_empty();
     for (i, (scenario, backend)) in planned.iter().enumerate() {
+        // What the counted samples carried: `bytes` in whole writes.
+        let counted_bytes = Sizing::new(scenario.write_bytes, Some(bytes)).sample_bytes() as u64;
         let (outcome, negotiated) = match counted.next_if(|(at, _)| *at == i) {
             Some((_, cell)) => (cell.outcome, cell.negotiated),
             None => (
@@ -313,6 +317,7 @@ fn count_matrix(
         if timed {
             let cell = &mut cells[i];
             cell.instructions = Some(outcome);
+            cell.counted_bytes = counted_bytes;
             cell.negotiated = cell.negotiated.take().or(negotiated);
             store.save_bulk_counts(run_id, cell)?;
         } else {
@@ -323,9 +328,10 @@ fn count_matrix(
                     .to_string(),
                 scenario: *scenario,
                 negotiated,
-                sample_bytes: bytes as u64,
+                sample_bytes: counted_bytes,
                 outcome: outcome.without_samples(),
                 instructions: Some(outcome),
+                counted_bytes,
             };
             store.save_bulk_cell(run_id, &cell)?;
             cells.push(cell);
@@ -361,6 +367,7 @@ fn sample_matrix(
                 precise: false,
             },
             instructions: None,
+            counted_bytes: 0,
         };
         match BulkProbe::prepare(
             backend.map(|b| b.as_ref()),

@@ -230,6 +230,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 first.host.clone(),
                 libraries,
                 seed,
+                counted_with,
             );
             (document, pooled)
         }

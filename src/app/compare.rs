@@ -1,7 +1,9 @@
 //! `tlslab compare A B`: two stored runs of one kind (handshake, speed,
 //! tunnel, bulk, cost or load) row by row, with a verdict per row and an
 //! exit status a CI job can gate on: 0 when no row is slower beyond the
-//! threshold, 1 when one is, 2 for bad options.
+//! threshold, 1 when one is, 2 for bad options. Counted runs (handshake,
+//! speed, bulk, tunnel with `--measure instructions`) are compared on
+//! their counts, with a threshold that suits counts.
 
 use std::path::{Path, PathBuf};
 
@@ -52,13 +54,27 @@ pub(super) fn open_existing(path: &Path) -> Result<Store> {
     Store::open_read_only(path)
 }
 
-/// What a run kind's rows measure (for a handshake run, by `measure`), or
-/// a usage error for a kind compare cannot read.
+/// The run kinds that can be compared on their counted instructions.
+const COUNTED_KINDS: [&str; 4] = ["handshake", "speed", "bulk", "tunnel"];
+
+/// What a run kind's rows measure (by `measure`), or a usage error for a
+/// kind compare cannot read or a figure the kind does not have.
 fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
-    if name != "handshake" && measure != Measure::Time {
+    let refused = match measure {
+        Measure::Time => false,
+        Measure::Instructions => !COUNTED_KINDS.contains(&name),
+        Measure::Memory => name != "handshake",
+    };
+    if refused {
+        let counted: Vec<&str> = COUNTED_KINDS
+            .iter()
+            .copied()
+            .filter(|k| measure == Measure::Instructions || *k == "handshake")
+            .collect();
         return Err(usage(format!(
-            "--measure {} compares handshake runs; a {name} run is compared on time",
-            measure.id()
+            "--measure {} compares {} runs; a {name} run is compared on time",
+            measure.id(),
+            counted.join(", ")
         )));
     }
     Ok(match (name, measure) {
@@ -92,6 +108,16 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: false,
         },
+        ("speed", Measure::Instructions) => Kind {
+            name: "speed",
+            unit: "k instr/op",
+            cost: "the instructions per operation, counted under valgrind",
+            scale: 1e-3,
+            backend_header: "backend",
+            axis_headers: vec!["algorithm", "operation", "bytes"],
+            notes: Vec::new(),
+            counted: true,
+        },
         ("speed", _) => Kind {
             name: "speed",
             unit: "µs/op",
@@ -102,6 +128,16 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: false,
         },
+        ("tunnel", Measure::Instructions) => Kind {
+            name: "tunnel",
+            unit: "M instr/MB",
+            cost: "both ends' instructions per MB (10^6 bytes) of payload (sender: compress, encrypt, authenticate; receiver: verify, decrypt, decompress, check), counted under valgrind on the in-process engine",
+            scale: 1e-6,
+            backend_header: "engine",
+            axis_headers: crate::report::tunnel::AXIS_HEADERS.to_vec(),
+            notes: Vec::new(),
+            counted: true,
+        },
         ("tunnel", _) => Kind {
             name: "tunnel",
             unit: "CPU ns/byte",
@@ -111,6 +147,16 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             axis_headers: crate::report::tunnel::AXIS_HEADERS.to_vec(),
             notes: Vec::new(),
             counted: false,
+        },
+        ("bulk", Measure::Instructions) => Kind {
+            name: "bulk",
+            unit: "instr/B",
+            cost: "one side's instructions per byte of application data (sender: protect and write; receiver: read and open), counted under valgrind, a row per side",
+            scale: 1.0,
+            backend_header: "backend",
+            axis_headers: vec!["protocol", "suite", "write B", "side"],
+            notes: Vec::new(),
+            counted: true,
         },
         ("bulk", _) => Kind {
             name: "bulk",
@@ -172,6 +218,13 @@ fn cell<S: Sampled>(
     }
 }
 
+/// The end of a row that `measure` was not counted in.
+fn not_counted(measure: Measure) -> Outcome<Instructions> {
+    Outcome::Unsupported {
+        reason: format!("{} was not counted in this run", measure.id()),
+    }
+}
+
 /// A handshake run's cells (also the handshakes of a cost run), with the
 /// axes `axes` makes of each scenario, on the figure `measure` names.
 fn handshake_cells(
@@ -181,9 +234,7 @@ fn handshake_cells(
 ) -> Vec<Cell> {
     let mut cells = stored.cells.clone();
     cells.sort_by(|a, b| (a.scenario, &a.backend).cmp(&(b.scenario, &b.backend)));
-    let not_counted = || Outcome::<Instructions>::Unsupported {
-        reason: format!("{} was not counted in this run", measure.id()),
-    };
+    let not_counted = || not_counted(measure);
     cells
         .iter()
         .map(|c| {
@@ -203,39 +254,92 @@ fn handshake_cells(
         .collect()
 }
 
-/// The figure two handshake runs are compared on: `--measure`, else
-/// instructions when both runs counted them, else time.
-fn measure_of(asked: Option<&str>, runs: [&crate::store::StoredRun; 2]) -> Result<Measure> {
+/// True if and only if some cell of a stored run of `kind` counted
+/// instructions (a cost run: some of its handshakes).
+pub(super) fn counted_instructions(
+    store: &Store,
+    stored: &crate::store::StoredRun,
+    kind: &str,
+) -> Result<bool> {
+    let id = stored.id;
+    Ok(match kind {
+        "handshake" | "cost" => stored.cells.iter().any(|c| c.counts.instructions.is_some()),
+        "speed" => store
+            .load_speed_cells(id)?
+            .iter()
+            .any(|c| c.counted.is_some()),
+        "bulk" => store
+            .load_bulk_cells(id)?
+            .iter()
+            .any(|c| c.instructions.is_some()),
+        "tunnel" => store
+            .load_tunnel_cells(id)?
+            .iter()
+            .any(|c| c.counted.is_some()),
+        _ => false,
+    })
+}
+
+/// The figure two runs are compared on: `--measure`, else instructions
+/// when both runs counted them, else time.
+fn measure_of(asked: Option<&str>, counted: [bool; 2]) -> Result<Measure> {
     if let Some(name) = asked {
         return parse_name(name).map_err(usage);
     }
-    let counted =
-        |run: &crate::store::StoredRun| run.cells.iter().any(|c| c.counts.instructions.is_some());
-    Ok(if runs.iter().all(|run| counted(run)) {
+    Ok(if counted.iter().all(|c| *c) {
         Measure::Instructions
     } else {
         Measure::Time
     })
 }
 
-/// A speed run's cells, with the axes `axes` makes of each row.
+/// A speed run's cells, with the axes `axes` makes of each row, on time
+/// per operation or on counted instructions per operation.
 fn speed_cells(
     store: &Store,
     id: i64,
     axes: fn(&crate::scenario::speed::SpeedRow) -> Vec<String>,
+    measure: Measure,
 ) -> Result<Vec<Cell>> {
     let mut cells = store.load_speed_cells(id)?;
     cells.sort_by(|a, b| (a.row, &a.backend).cmp(&(b.row, &b.backend)));
     Ok(cells
         .iter()
         .map(|c| {
-            cell(
-                &c.backend,
-                c.row.label(),
-                axes(&c.row),
-                &c.outcome,
-                c.outcome.samples(),
-            )
+            let (label, axes) = (c.row.label(), axes(&c.row));
+            if measure == Measure::Time {
+                return cell(&c.backend, label, axes, &c.outcome, c.outcome.samples());
+            }
+            match &c.counted {
+                Some(counted) => Cell {
+                    costs: counted.per_operation(),
+                    ..cell(&c.backend, label, axes, &counted.outcome, &[])
+                },
+                None => cell(&c.backend, label, axes, &not_counted(measure), &[]),
+            }
+        })
+        .collect())
+}
+
+/// A tunnel run's cells, on both ends' CPU time per byte or on their
+/// counted instructions per MB.
+fn tunnel_cells(store: &Store, id: i64, measure: Measure) -> Result<Vec<Cell>> {
+    Ok(store
+        .load_tunnel_cells(id)?
+        .iter()
+        .map(|c| {
+            let (engine, label) = (c.engine.id(), c.scenario.label());
+            let axes = crate::report::tunnel::axis_cells(&c.scenario);
+            if measure == Measure::Time {
+                return cell(engine, label, axes, &c.outcome, c.samples());
+            }
+            match &c.counted {
+                Some(counted) => Cell {
+                    costs: counted.per_mb(|s| s.client + s.server),
+                    ..cell(engine, label, axes, &counted.outcome, &[])
+                },
+                None => cell(engine, label, axes, &not_counted(measure), &[]),
+            }
         })
         .collect())
 }
@@ -243,34 +347,49 @@ fn speed_cells(
 /// One side's CPU nanoseconds per byte of a bulk sample.
 type PerByte = fn(&BulkSample) -> f64;
 
+/// One side's count in a counted bulk sample.
+type SideCount = fn(&Instructions) -> u64;
+
 /// A run's figures without a test, as (name, value).
 type Figures = Vec<(String, String)>;
 
 /// A bulk run's cells: two rows per cell, the sender's and the receiver's
-/// CPU per byte (nanoseconds per byte are milliseconds per MB).
-fn bulk_cells(store: &Store, id: i64) -> Result<Vec<Cell>> {
+/// CPU per byte (nanoseconds per byte are milliseconds per MB), or their
+/// counted instructions per byte.
+fn bulk_cells(store: &Store, id: i64, measure: Measure) -> Result<Vec<Cell>> {
     let mut cells = Vec::new();
     for c in store.load_bulk_cells(id)? {
         let s = &c.scenario;
         let protocol = s.channel.display() + &s.transport.over_suffix();
-        let sides: [(&str, PerByte); 2] = [
-            ("sender", BulkSample::sender_ns_per_byte),
-            ("receiver", BulkSample::receiver_ns_per_byte),
+        let sides: [(&str, PerByte, SideCount); 2] = [
+            ("sender", BulkSample::sender_ns_per_byte, |i| i.client),
+            ("receiver", BulkSample::receiver_ns_per_byte, |i| i.server),
         ];
-        for (side, per_byte) in sides {
-            cells.push(Cell {
-                backend: c.backend.clone(),
-                label: format!("{}_{side}", s.label()),
-                axes: vec![
-                    protocol.clone(),
-                    s.suite_name().to_string(),
-                    s.write_bytes.to_string(),
-                    side.to_string(),
-                ],
-                status: c.outcome.status().to_string(),
-                reason: c.outcome.reason().map(String::from),
-                costs: c.samples().iter().map(|t| per_byte(&t.value)).collect(),
-                tested: true,
+        let bytes = c.counted_bytes.max(1) as f64;
+        let not_counted = not_counted(measure);
+        for (side, per_byte, counted) in sides {
+            let axes = vec![
+                protocol.clone(),
+                s.suite_name().to_string(),
+                s.write_bytes.to_string(),
+                side.to_string(),
+            ];
+            let label = format!("{}_{side}", s.label());
+            cells.push(if measure == Measure::Time {
+                Cell {
+                    costs: c.samples().iter().map(|t| per_byte(&t.value)).collect(),
+                    ..cell(&c.backend, label, axes, &c.outcome, &[])
+                }
+            } else {
+                let outcome = c.instructions.as_ref().unwrap_or(&not_counted);
+                Cell {
+                    costs: outcome
+                        .samples()
+                        .iter()
+                        .map(|t| counted(&t.value) as f64 / bytes)
+                        .collect(),
+                    ..cell(&c.backend, label, axes, outcome, &[])
+                }
             });
         }
     }
@@ -360,23 +479,31 @@ fn load(
     let mut figures = Vec::new();
     let cells = match kind {
         "handshake" => handshake_cells(&stored, crate::report::handshake::axis_cells, measure),
-        "speed" => speed_cells(store, id, |row| {
-            vec![
-                row.primitive.name().to_string(),
-                row.operation.id().to_string(),
-                row.size_bytes.map(|s| s.to_string()).unwrap_or_default(),
-            ]
-        })?,
-        "bulk" => bulk_cells(store, id)?,
+        "speed" => speed_cells(
+            store,
+            id,
+            |row| {
+                vec![
+                    row.primitive.name().to_string(),
+                    row.operation.id().to_string(),
+                    row.size_bytes.map(|s| s.to_string()).unwrap_or_default(),
+                ]
+            },
+            measure,
+        )?,
+        "bulk" => bulk_cells(store, id, measure)?,
         "cost" => {
             let mut cells = handshake_cells(
                 &stored,
                 |scenario| vec!["handshake".to_string(), scenario.describe()],
                 Measure::Time,
             );
-            cells.extend(speed_cells(store, id, |row| {
-                vec!["operation".to_string(), row.label()]
-            })?);
+            cells.extend(speed_cells(
+                store,
+                id,
+                |row| vec!["operation".to_string(), row.label()],
+                Measure::Time,
+            )?);
             cells
         }
         "load" => {
@@ -384,19 +511,7 @@ fn load(
             figures = plan;
             cells
         }
-        _ => store
-            .load_tunnel_cells(id)?
-            .iter()
-            .map(|c| {
-                cell(
-                    c.engine.id(),
-                    c.scenario.label(),
-                    crate::report::tunnel::axis_cells(&c.scenario),
-                    &c.outcome,
-                    c.samples(),
-                )
-            })
-            .collect(),
+        _ => tunnel_cells(store, id, measure)?,
     };
     Ok(Run {
         id,
@@ -443,16 +558,15 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         )));
     }
     let (stored_a, stored_b) = (store_a.load_run(id_a)?, store_b.load_run(id_b)?);
-    let measure = if kind_a == "handshake" {
-        measure_of(args.measure.as_deref(), [&stored_a, &stored_b])?
-    } else {
-        args.measure
-            .as_deref()
-            .map(parse_name)
-            .transpose()
-            .map_err(usage)?
-            .unwrap_or(Measure::Time)
-    };
+    // A cost run is compared on time (its operations were not counted).
+    let countable = COUNTED_KINDS.contains(&kind_a.as_str());
+    let measure = measure_of(
+        args.measure.as_deref(),
+        [
+            countable && counted_instructions(&store_a, &stored_a, &kind_a)?,
+            countable && counted_instructions(store_b, &stored_b, &kind_b)?,
+        ],
+    )?;
     let kind = kind_of(&kind_a, measure)?;
     let threshold = parse_threshold(args.threshold.as_deref().unwrap_or(if kind.counted {
         COUNTED_THRESHOLD
@@ -474,7 +588,18 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
 /// said on standard error.
 fn gate(comparison: &compare::Comparison) -> i32 {
     let mut failed = false;
-    if comparison.slower_beyond_threshold() > 0 {
+    let slower: Vec<String> = comparison
+        .rows
+        .iter()
+        .filter(|r| r.beyond_threshold)
+        .map(|r| format!("{} on {}", r.label, r.backend_b))
+        .collect();
+    if !slower.is_empty() {
+        eprintln!(
+            "{} row(s) slower beyond the threshold: {}",
+            slower.len(),
+            slower.join(", ")
+        );
         failed = true;
     }
     if comparison.compared() == 0 {

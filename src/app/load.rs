@@ -7,8 +7,11 @@
 //! it, on OpenSSL, by default). `--target` aims at a server the user runs,
 //! after a probe of what it accepts (`--probe-only`: the probe alone); off
 //! loopback only with `--i-have-permission` and `--max-rate`, checked
-//! before anything is sent. The run is stored (kind `load`) with its
-//! results when the load ends, Ctrl-C included (then marked incomplete).
+//! before anything is sent. With `--measure time,instructions` one server
+//! handshake of the same scenario is counted under valgrind after the
+//! load, per category, beside perf's categories. The run is stored (kind
+//! `load`) with its results when the load ends, Ctrl-C included (then
+//! marked incomplete).
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -23,14 +26,14 @@ use super::session::{
 use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
 use crate::backend::{server_acceptor, Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, SERVER_NAME};
-use crate::cli::{LoadArgs, LoadAxisArgs, Seconds};
+use crate::cli::{LoadArgs, LoadAxisArgs, MeasureArgs, Seconds};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
 use crate::scenario::{
-    parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Named, Resumption,
-    TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
+    parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Measure, Named,
+    Resumption, TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::store::{LoadRecord, Store, StoredRun};
 use crate::workload::load::{self, Driver, Endpoint, Mode, Plan};
@@ -453,6 +456,9 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
             "--perf profiles nginx or the embedded server; it cannot profile a --target server",
         ));
     }
+    // The counted handshake's backend: the embedded server's, or for
+    // nginx tlslab's own OpenSSL.
+    let counted_with = counted_backend(args, target.is_some(), embedded_backend.as_ref())?;
     check_exports(&args.exports)?;
     let client_library = LibraryInfo {
         backend: "openssl".to_string(),
@@ -668,6 +674,20 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         }
     }
     drop(server);
+    let counted = counted_with.map(|(backend, valgrind)| {
+        let bar = super::session::Bar::counting(COUNTED_HANDSHAKES, args.quiet);
+        let counted = crate::workload::counted::count_server_handshake(
+            scenario,
+            backend,
+            &certs,
+            COUNTED_HANDSHAKES,
+            &valgrind,
+            &interrupt,
+            &|done| bar.0.set_position(done as u64),
+        );
+        bar.0.finish_and_clear();
+        counted
+    });
 
     let record = LoadRecord {
         scenario_id: scenario.label(),
@@ -680,6 +700,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         profile_scope,
         categories,
         embedded: embedded_stats,
+        counted,
     };
     store
         .save_load(run_id, &record)
@@ -722,12 +743,53 @@ fn document(record: &LoadRecord, heading: &str) -> Document {
         profile: record.profile.clone(),
         profile_scope: record.profile_scope.clone(),
         categories: record.categories.clone(),
+        counted: record.counted.clone(),
         embedded: record
             .embedded
             .as_ref()
             .map(|(stats, backend)| (stats, backend.as_str())),
     }
     .document()
+}
+
+/// Server handshakes counted by `--measure time,instructions`: the
+/// counts repeat, so a few suffice.
+const COUNTED_HANDSHAKES: usize = 3;
+
+/// What `--measure` asks of a load: time always; with instructions, the
+/// backend whose server handshake is counted and the valgrind that counts
+/// it (`None` without instructions). Memory, instructions alone and a
+/// `--target` server are usage errors.
+fn counted_backend(
+    args: &LoadArgs,
+    target: bool,
+    embedded: Option<&(BackendId, LibraryInfo)>,
+) -> Result<Option<(std::sync::Arc<dyn Backend>, String)>> {
+    let (measures, valgrind) = MeasureArgs {
+        measure: args.measure.clone(),
+        breakdown: false,
+    }
+    .checked()?;
+    if measures.contains(&Measure::Memory) {
+        return Err(usage(
+            "load measures time and, beside it, instructions; memory is counted per handshake (tlslab handshake --measure memory), and the server's per idle connection by cargo bench --bench serve_idle",
+        ));
+    }
+    if !measures.contains(&Measure::Time) {
+        return Err(usage(
+            "load measures time; the counted handshake comes beside it: --measure time,instructions",
+        ));
+    }
+    let Some(valgrind) = valgrind else {
+        return Ok(None);
+    };
+    if target {
+        return Err(usage(
+            "--measure instructions counts the server's library in process; a --target server's library is not known (run it as --server embedded or nginx)",
+        ));
+    }
+    let id = embedded.map_or(BackendId::Openssl, |(id, _)| *id);
+    Ok(Some((id.open(), valgrind)))
 }
 
 /// A stored load run as a document (for `tlslab report`).

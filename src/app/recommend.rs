@@ -1,7 +1,8 @@
 //! `tlslab recommend`: reads one stored run, prices each row for a role
 //! (server or client CPU per handshake, CPU per megabyte through a tunnel
-//! or a TLS connection), rates its security (`crate::security`) and prints
-//! the Pareto set above the floor and why every other row is out.
+//! or a TLS connection; or, in a counted run, the same in instructions),
+//! rates its security (`crate::security`) and prints the Pareto set above
+//! the floor and why every other row is out.
 
 use anyhow::Result;
 
@@ -10,9 +11,11 @@ use super::session::{check_exports, usage};
 use crate::cli::RecommendArgs;
 use crate::measure::{Outcome, Sampled, Timed};
 use crate::report::recommend::{Candidate, CostAxis, Floor, Recommendation};
+use crate::scenario::{parse_name, Measure, Named};
 use crate::security;
 use crate::stats::{self, Interval};
 use crate::store::Store;
+use crate::workload::counted::Instructions;
 
 /// The roles and the run kinds each reads.
 const ROLES: &str =
@@ -30,9 +33,80 @@ fn kinds_read(role: Option<&str>) -> Vec<&'static str> {
     }
 }
 
-/// The cost axis of a role for a run kind, or a usage error when the run
-/// has no such figure.
-fn cost_axis(role: &str, kind: &str) -> Result<CostAxis> {
+/// The cost axis of a role for a run kind, on time or on instructions,
+/// or a usage error when the run has no such figure. `why_measure` says
+/// why the figure was chosen.
+fn cost_axis(role: &str, kind: &str, measure: Measure, why_measure: String) -> Result<CostAxis> {
+    let axis = match measure {
+        Measure::Instructions => counted_axis(role, kind)?,
+        _ => timed_axis(role, kind)?,
+    };
+    Ok(CostAxis {
+        measure: measure.id(),
+        why_measure,
+        ..axis
+    })
+}
+
+/// The usage error of a role that does not fit the run.
+fn role_refused(role: &str, kind: &str) -> anyhow::Error {
+    usage(format!(
+        "the role {role} does not apply to a {kind} run; roles: {ROLES}"
+    ))
+}
+
+/// A role's cost in counted instructions.
+fn counted_axis(role: &str, kind: &str) -> Result<CostAxis> {
+    let handshake_axes = crate::report::handshake::AXIS_HEADERS.to_vec();
+    let axis = |role, header, scale, meaning, backend_header, axis_headers| CostAxis {
+        role,
+        header,
+        scale,
+        meaning,
+        backend_header,
+        axis_headers,
+        measure: "instructions",
+        why_measure: String::new(),
+    };
+    Ok(match (role, kind) {
+        ("server", "handshake" | "cost") => axis(
+            "server",
+            "server M instr",
+            1e-6,
+            "the server's instructions per handshake, counted under valgrind",
+            "backend",
+            handshake_axes,
+        ),
+        ("client", "handshake" | "cost") => axis(
+            "client",
+            "client M instr",
+            1e-6,
+            "the client's instructions per handshake, counted under valgrind",
+            "backend",
+            handshake_axes,
+        ),
+        ("tunnel", "tunnel") => axis(
+            "tunnel",
+            "M instr/MB",
+            1e-6,
+            "both ends' instructions per megabyte of payload, counted under valgrind (in-process engine)",
+            "engine",
+            crate::report::tunnel::AXIS_HEADERS.to_vec(),
+        ),
+        ("bulk", "bulk") => axis(
+            "bulk",
+            "M instr/MB",
+            1e-6,
+            "both sides' instructions per megabyte of application data, counted under valgrind",
+            "backend",
+            vec!["protocol", "suite", "write bytes"],
+        ),
+        _ => return Err(role_refused(role, kind)),
+    })
+}
+
+/// A role's cost in CPU time.
+fn timed_axis(role: &str, kind: &str) -> Result<CostAxis> {
     let handshake_axes = crate::report::handshake::AXIS_HEADERS.to_vec();
     Ok(match (role, kind) {
         ("server", "handshake" | "cost") => CostAxis {
@@ -42,6 +116,8 @@ fn cost_axis(role: &str, kind: &str) -> Result<CostAxis> {
             meaning: "the server's CPU time per handshake",
             backend_header: "backend",
             axis_headers: handshake_axes,
+            measure: "time",
+            why_measure: String::new(),
         },
         ("client", "handshake" | "cost") => CostAxis {
             role: "client",
@@ -50,6 +126,8 @@ fn cost_axis(role: &str, kind: &str) -> Result<CostAxis> {
             meaning: "the client's CPU time per handshake",
             backend_header: "backend",
             axis_headers: handshake_axes,
+            measure: "time",
+            why_measure: String::new(),
         },
         ("tunnel", "tunnel") => CostAxis {
             role: "tunnel",
@@ -58,6 +136,8 @@ fn cost_axis(role: &str, kind: &str) -> Result<CostAxis> {
             meaning: "the CPU time of both ends per megabyte of payload (the inverse of throughput per core)",
             backend_header: "engine",
             axis_headers: crate::report::tunnel::AXIS_HEADERS.to_vec(),
+            measure: "time",
+            why_measure: String::new(),
         },
         ("bulk", "bulk") => CostAxis {
             role: "bulk",
@@ -66,12 +146,10 @@ fn cost_axis(role: &str, kind: &str) -> Result<CostAxis> {
             meaning: "both sides' CPU time per megabyte of application data",
             backend_header: "backend",
             axis_headers: vec!["protocol", "suite", "write bytes"],
+            measure: "time",
+            why_measure: String::new(),
         },
-        _ => {
-            return Err(usage(format!(
-                "the role {role} does not apply to a {kind} run; roles: {ROLES}"
-            )))
-        }
+        _ => return Err(role_refused(role, kind)),
     })
 }
 
@@ -101,19 +179,47 @@ fn row_cost<S>(outcome: &Outcome<S>, samples: &[Timed<S>], cost: impl Fn(&S) -> 
     }
 }
 
-/// Every row of the run as a candidate for the role.
-fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<Candidate>> {
-    // Nanoseconds per byte are milliseconds per megabyte (10^6 bytes).
+/// The cost of a row that was not counted, in a run asked to rank on counts.
+fn not_counted() -> RowCost {
+    row_cost(
+        &Outcome::<Instructions>::Unsupported {
+            reason: "instructions were not counted for this row".to_string(),
+        },
+        &[],
+        |_| 0.0,
+    )
+}
+
+/// Every row of the run as a candidate for the role, on time or on
+/// counted instructions.
+fn candidates(
+    store: &Store,
+    run_id: i64,
+    kind: &str,
+    role: &str,
+    measure: Measure,
+) -> Result<Vec<Candidate>> {
+    let counted = measure == Measure::Instructions;
+    // Nanoseconds per byte are milliseconds per megabyte (10^6 bytes);
+    // instructions per MB are instructions per byte times 10^6.
     Ok(match kind {
         "handshake" | "cost" => store
             .load_run(run_id)?
             .cells
             .iter()
             .map(|c| {
-                let cost = row_cost(&c.outcome, c.samples(), |s| match role {
-                    "client" => s.client_cpu_ns as f64,
-                    _ => s.server_cpu_ns as f64,
-                });
+                let side = |s: &Instructions| match role {
+                    "client" => s.client as f64,
+                    _ => s.server as f64,
+                };
+                let cost = match (&c.counts.instructions, counted) {
+                    (_, false) => row_cost(&c.outcome, c.samples(), |s| match role {
+                        "client" => s.client_cpu_ns as f64,
+                        _ => s.server_cpu_ns as f64,
+                    }),
+                    (Some(outcome), true) => row_cost(outcome, outcome.samples(), side),
+                    (None, true) => not_counted(),
+                };
                 Candidate {
                     backend: c.backend.clone(),
                     label: c.scenario.label(),
@@ -131,7 +237,16 @@ fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<
             .load_tunnel_cells(run_id)?
             .iter()
             .map(|c| {
-                let cost = row_cost(&c.outcome, c.samples(), Sampled::cost);
+                let cost = match (&c.counted, counted) {
+                    (_, false) => row_cost(&c.outcome, c.samples(), Sampled::cost),
+                    (Some(transfer), true) => {
+                        let bytes = transfer.payload_bytes.max(1) as f64;
+                        row_cost(&transfer.outcome, transfer.outcome.samples(), |s| {
+                            (s.client + s.server) as f64 * 1e6 / bytes
+                        })
+                    }
+                    (None, true) => not_counted(),
+                };
                 Candidate {
                     backend: crate::scenario::Named::id(c.engine).to_string(),
                     label: c.scenario.label(),
@@ -153,7 +268,16 @@ fn candidates(store: &Store, run_id: i64, kind: &str, role: &str) -> Result<Vec<
             .load_bulk_cells(run_id)?
             .iter()
             .map(|c| {
-                let cost = row_cost(&c.outcome, c.samples(), Sampled::cost);
+                let cost = match (&c.instructions, counted) {
+                    (_, false) => row_cost(&c.outcome, c.samples(), Sampled::cost),
+                    (Some(outcome), true) => {
+                        let bytes = c.counted_bytes.max(1) as f64;
+                        row_cost(outcome, outcome.samples(), |s| {
+                            (s.client + s.server) as f64 * 1e6 / bytes
+                        })
+                    }
+                    (None, true) => not_counted(),
+                };
                 let (protocol, suite) = (
                     c.scenario.channel.display() + &c.scenario.transport.over_suffix(),
                     c.scenario.suite_name().to_string(),
@@ -225,14 +349,36 @@ pub fn run(args: &RecommendArgs) -> Result<i32> {
     if !["server", "client", "tunnel", "bulk"].contains(&role) {
         return Err(usage(format!("unknown role '{role}'; roles: {ROLES}")));
     }
-    let axis = cost_axis(role, &kind)?;
     let stored = store.load_run(run_id)?;
+    let counted = super::compare::counted_instructions(&store, &stored, &kind)?;
+    let (measure, why) = match args.measure.as_deref() {
+        Some(name) => {
+            let measure: Measure = parse_name(name).map_err(usage)?;
+            if measure == Measure::Memory {
+                return Err(usage(
+                    "recommend ranks on time or instructions; memory is compared by tlslab compare --measure memory",
+                ));
+            }
+            if measure == Measure::Instructions && !counted {
+                return Err(usage(format!(
+                    "run {run_id} counted no instructions (it ran without --measure instructions); rank it on time"
+                )));
+            }
+            (measure, "asked for (--measure)".to_string())
+        }
+        None if counted => (
+            Measure::Instructions,
+            "the run counted them under valgrind (--measure time ranks on CPU time, if the run timed its rows)".to_string(),
+        ),
+        None => (Measure::Time, "CPU time, as the run timed it".to_string()),
+    };
+    let axis = cost_axis(role, &kind, measure, why)?;
     let floor = Floor {
         min_bits: args.min_security,
         forward_secrecy: args.forward_secrecy,
         allow_weak: args.allow_weak,
     };
-    let candidates = candidates(&store, run_id, &kind, role)?;
+    let candidates = candidates(&store, run_id, &kind, role, measure)?;
     let recommendation = Recommendation::new(
         run_id,
         &kind,

@@ -1,6 +1,8 @@
 //! `tlslab tunnel`: the matrix of tunnel scenarios per engine; in-process
 //! rows sampled in interleaved rounds, OpenVPN rows one tunnel at a time;
-//! each cell stored as it finishes; the five-table report.
+//! with `--measure instructions` the in-process rows counted under
+//! valgrind (OpenVPN rows say why they cannot be); each cell stored as it
+//! finishes; the five-table report and the counted table.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -13,7 +15,7 @@ use super::session::{
     SamplingDefaults, Shard,
 };
 use crate::backend::LibraryInfo;
-use crate::cli::TunnelArgs;
+use crate::cli::{MeasureArgs, TunnelArgs};
 use crate::host::HostInfo;
 use crate::measure::{self, Interrupted, Outcome, SamplingOptions};
 use crate::report::tunnel::{self as tunnel_report, TunnelReport};
@@ -21,11 +23,16 @@ use crate::report::Document;
 use crate::scenario::names::{parse_list, parse_name};
 use crate::scenario::presets::TunnelPreset;
 use crate::scenario::tunnel::{
-    Cipher, Compression, Digest, Engine, Payload, TunnelMatrix, DEFAULT_PAYLOAD_BYTES,
+    Cipher, Compression, Digest, Engine, Payload, TunnelMatrix, TunnelScenario,
+    DEFAULT_PAYLOAD_BYTES,
 };
+use crate::scenario::Measure;
 use crate::store::{Store, StoredRun};
+use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::openvpn;
-use crate::workload::tunnel::{InprocessProbe, TunnelCell};
+use crate::workload::tunnel::{
+    counted_packets, uncountable, CountedTransfer, InprocessProbe, TunnelCell,
+};
 
 /// The options of a tunnel run, as stored with the run.
 #[derive(Debug, Serialize)]
@@ -37,6 +44,10 @@ struct StoredOptions<'a> {
     transfer_bytes: u64,
     baseline: Option<&'a str>,
     shard: Option<Shard>,
+    measures: &'a [Measure],
+    /// The valgrind that counted instructions ("valgrind-3.19.0").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    valgrind: Option<&'a str>,
 }
 
 fn default_matrix() -> TunnelMatrix {
@@ -166,9 +177,21 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
         )));
     }
     let transfer_bytes = (args.transfer_mb * 1e6) as u64;
+    let (measures, valgrind) = MeasureArgs {
+        measure: args.measure.clone(),
+        breakdown: false,
+    }
+    .checked()?;
+    if measures.contains(&Measure::Memory) {
+        return Err(usage(
+            "tunnel measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
+        ));
+    }
+    let timed = measures.contains(&Measure::Time);
     check_exports(&args.exports)?;
-    // The real engine's needs are checked before anything runs.
-    let openvpn_version = if engines.contains(&Engine::Openvpn) {
+    // The real engine's needs are checked before anything runs (counted
+    // alone, its rows only say why they cannot be counted).
+    let openvpn_version = if timed && engines.contains(&Engine::Openvpn) {
         Some(openvpn::preflight()?)
     } else {
         None
@@ -199,6 +222,8 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
         transfer_bytes,
         baseline: args.baseline.as_deref(),
         shard,
+        measures: &measures,
+        valgrind: valgrind.as_deref(),
     };
     let run_id = store.begin_run(&run_info(
         "tunnel",
@@ -211,7 +236,7 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
     let bar = Bar::new(scenarios.len() * engines.len(), args.quiet);
     let mut cells = Vec::new();
     let mut interrupted = false;
-    for &engine in &engines {
+    for &engine in engines.iter().filter(|_| timed) {
         let engine_cells = match engine {
             Engine::Inprocess => sample_inprocess(&scenarios, &sampling, &mut store, run_id, &bar)?,
             Engine::Openvpn => sample_openvpn(
@@ -230,6 +255,27 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
         }
     }
     bar.0.finish_and_clear();
+    if measures.contains(&Measure::Instructions) && !interrupted {
+        let planned: Vec<(Engine, TunnelScenario)> = engines
+            .iter()
+            .flat_map(|&engine| scenarios.iter().map(move |s| (engine, *s)))
+            .collect();
+        let options = CountOptions {
+            samples: args
+                .sampling
+                .runs
+                .unwrap_or(super::handshake::COUNTED_SAMPLES),
+            jobs: crate::host::available_cores(),
+            breakdown: false,
+        };
+        interrupted = count_rows(
+            &planned,
+            &options,
+            args.quiet,
+            (&mut store, run_id),
+            &mut cells,
+        )?;
+    }
     store.finish_run(run_id, !interrupted)?;
 
     let report = build_report(
@@ -240,6 +286,7 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
         host,
         libraries,
         Some(sampling.seed),
+        valgrind,
     );
     let document = report.document();
     args.display.print(&document)?;
@@ -250,6 +297,78 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
         .count();
     let _ = interrupt.load(Ordering::Relaxed);
     Ok(finish(&store, run_id, interrupted, cells.len(), failed))
+}
+
+/// Counts every planned in-process row's instructions per side under
+/// valgrind (OpenVPN rows: why they cannot be) and stores them: beside the
+/// timed samples of the same row in `cells`, or as new cells when time
+/// was not measured. Returns true if Ctrl-C stopped it.
+fn count_rows(
+    planned: &[(Engine, TunnelScenario)],
+    options: &CountOptions,
+    quiet: bool,
+    (store, run_id): (&mut Store, i64),
+    cells: &mut Vec<TunnelCell>,
+) -> Result<bool> {
+    let interrupt = interrupt_flag();
+    let countable: Vec<usize> = (0..planned.len())
+        .filter(|&i| uncountable(planned[i].0).is_none())
+        .collect();
+    let work: Vec<CountedWork> = countable
+        .iter()
+        .map(|&i| {
+            let scenario = &planned[i].1;
+            (
+                Work::Tunnel {
+                    row: scenario.label(),
+                    packets: counted_packets(scenario),
+                },
+                None,
+            )
+        })
+        .collect();
+    let bar = Bar::counting(work.len() * options.samples, quiet);
+    // No certificates: a tunnel's keys are made with its channel.
+    let certs = crate::certs::CertCache::new(crate::certs::CertCache::default_dir());
+    let counted = count_instructions(&work, &certs, options, &interrupt, &|done| {
+        bar.0.set_position(done as u64)
+    })?;
+    bar.0.finish_and_clear();
+    let mut counted = countable.into_iter().zip(counted).peekable();
+    for (i, (engine, scenario)) in planned.iter().enumerate() {
+        let packets = counted_packets(scenario);
+        let outcome = match counted.next_if(|(at, _)| *at == i) {
+            Some((_, cell)) => cell.outcome,
+            None => Outcome::Unsupported {
+                reason: uncountable(*engine).unwrap_or("not counted").to_string(),
+            },
+        };
+        let transfer = CountedTransfer {
+            packets,
+            payload_bytes: packets * scenario.payload_bytes as u64,
+            outcome,
+        };
+        let timed = cells
+            .iter_mut()
+            .find(|c| c.engine == *engine && c.scenario == *scenario);
+        match timed {
+            Some(cell) => {
+                cell.counted = Some(transfer);
+                store.save_tunnel_counts(run_id, cell)?;
+            }
+            None => {
+                let cell = TunnelCell {
+                    engine: *engine,
+                    scenario: *scenario,
+                    outcome: transfer.outcome.without_samples(),
+                    counted: Some(transfer),
+                };
+                store.save_tunnel_cell(run_id, &cell)?;
+                cells.push(cell);
+            }
+        }
+    }
+    Ok(interrupt.load(Ordering::SeqCst))
 }
 
 /// The in-process rows in interleaved rounds; each cell stored as it finishes.
@@ -271,6 +390,7 @@ fn sample_inprocess(
                 samples: Vec::new(),
                 precise: false,
             },
+            counted: None,
         };
         match InprocessProbe::prepare(scenario) {
             Ok(probe) => {
@@ -355,6 +475,7 @@ fn sample_openvpn(
             engine: Engine::Openvpn,
             scenario: *scenario,
             outcome,
+            counted: None,
         };
         bar.failed(&format!("openvpn {}", scenario.label()), &cell.outcome);
         store
@@ -366,6 +487,7 @@ fn sample_openvpn(
     Ok((cells, false))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn build_report(
     cells: &[TunnelCell],
     baseline: Option<String>,
@@ -374,6 +496,7 @@ fn build_report(
     host: HostInfo,
     libraries: Vec<LibraryInfo>,
     seed: Option<u64>,
+    valgrind: Option<String>,
 ) -> TunnelReport {
     let tables = tunnel_report::build(cells, baseline.as_deref());
     TunnelReport {
@@ -390,6 +513,7 @@ fn build_report(
         digests: tables.digests,
         baselines: tables.baselines,
         rows: tables.rows,
+        valgrind,
     }
 }
 
@@ -403,8 +527,12 @@ pub(crate) fn combined_document(
     host: HostInfo,
     libraries: Vec<LibraryInfo>,
     seed: Option<u64>,
+    valgrind: Option<String>,
 ) -> Document {
-    build_report(cells, baseline, None, complete, host, libraries, seed).document()
+    build_report(
+        cells, baseline, None, complete, host, libraries, seed, valgrind,
+    )
+    .document()
 }
 
 pub(crate) fn stored_document(
@@ -427,6 +555,10 @@ pub(crate) fn stored_document(
         run.host.clone(),
         run.libraries.clone(),
         seed,
+        options
+            .get("valgrind")
+            .and_then(|v| v.as_str())
+            .map(String::from),
     )
     .document())
 }

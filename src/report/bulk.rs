@@ -74,7 +74,7 @@ pub struct BulkCounted {
 fn counted(cell: &BulkCell) -> Option<BulkCounted> {
     let outcome = cell.instructions.as_ref()?;
     let samples: Vec<Instructions> = outcome.samples().iter().map(|t| t.value).collect();
-    let bytes = cell.sample_bytes.max(1) as f64;
+    let bytes = cell.counted_bytes.max(1) as f64;
     let per_byte = |pick: fn(&Instructions) -> u64| {
         stats::summarize(
             &samples

@@ -1,10 +1,13 @@
 //! The load view: offered against achieved rate, latency percentiles per
 //! phase (from each request's due time), errors by kind, each side's CPU
-//! per request, and where the server's CPU went.
+//! per request, and where the server's CPU went (perf's categories, and
+//! beside them, when counted, one server handshake's instructions per
+//! category).
 
 use serde_json::json;
 
 use super::{Document, Table};
+use crate::workload::counted::ServerHandshakeCount;
 use crate::workload::load::{
     percentiles, LoadResult, Mode, Plan, INTERVAL_PERCENTILES, PERCENTILES,
 };
@@ -30,6 +33,9 @@ pub struct LoadReport<'a> {
     pub categories: Result<Vec<(String, f64)>, String>,
     /// The embedded server's own figures and its backend's id, when it was the target.
     pub embedded: Option<(&'a ServerStats, &'a str)>,
+    /// One server handshake counted per category (`--measure
+    /// time,instructions`), or why not; `None` when not asked for.
+    pub counted: Option<Result<ServerHandshakeCount, String>>,
 }
 
 fn ms(micros: u64) -> String {
@@ -292,6 +298,21 @@ impl LoadReport<'_> {
                 Ok(shares) => json!(shares.iter().map(|(c, s)| json!({"category": c, "percent": s})).collect::<Vec<_>>()),
                 Err(reason) => json!({"unavailable": reason}),
             },
+            "counted_server_handshake": self.counted.as_ref().map(|counted| match counted {
+                Ok(count) => json!({
+                    "backend": count.backend,
+                    "library": count.library,
+                    "valgrind": count.valgrind,
+                    "handshakes": count.handshakes,
+                    "server_instructions": count.server_instructions,
+                    "categories": count.categories.iter().map(|(c, n)| json!({
+                        "category": c,
+                        "instructions": n,
+                        "percent": n / count.server_instructions.max(1.0) * 100.0,
+                    })).collect::<Vec<_>>(),
+                }),
+                Err(reason) => json!({"unavailable": reason}),
+            }),
             "handshakes": handshakes,
             "resumed_handshakes": result.resumed,
             "interrupted": result.interrupted,
@@ -337,20 +358,30 @@ impl LoadReport<'_> {
 impl LoadReport<'_> {
     /// perf's samples per symbol category, and each of the TLS library's
     /// categories as a share of the library's samples (the study's
-    /// "inside the handshake" table).
+    /// "inside the handshake" table); when a server handshake was counted
+    /// (`--measure time,instructions`), its instructions per category
+    /// beside them.
     fn category_table(&self) -> Table {
-        let mut table = Table::new(
-            &["category", "share of samples", "share of the TLS library"],
-            &[false, true, true],
-        )
-        .titled("Where the server's CPU went (perf, per symbol category)");
-        let shares = match &self.categories {
-            Ok(shares) => shares,
-            Err(reason) => {
+        let counted = self.counted.as_ref().and_then(|c| c.as_ref().ok());
+        let mut headers = vec!["category", "share of samples", "share of the TLS library"];
+        if counted.is_some() {
+            headers.extend(["handshake M instr (counted)", "share of the handshake"]);
+        }
+        let numeric = vec![true; headers.len()];
+        let mut table = Table::new(&headers, &numeric)
+            .titled("Where the server's CPU went (perf, per symbol category)");
+        table.numeric[0] = false;
+        let no_profile = self.categories.as_ref().err();
+        let empty = Vec::new();
+        let shares = self.categories.as_ref().unwrap_or(&empty);
+        if let Some(reason) = no_profile {
+            if counted.is_none() {
                 table.empty = Some(format!("No per-symbol profile: {reason}"));
+                self.counted_notes(&mut table);
                 return table;
             }
-        };
+            table.notes.push(format!("No per-symbol profile: {reason}"));
+        }
         let in_library = |label: &str| {
             Category::from_label(label).is_some_and(|c| Category::TLS_LIBRARY.contains(&c))
         };
@@ -359,35 +390,90 @@ impl LoadReport<'_> {
             .filter(|(l, _)| in_library(l))
             .map(|(_, s)| s)
             .sum();
-        let mut inside = Vec::new();
-        for (label, share) in shares {
-            let of_library = if in_library(label) && library > 0.0 {
-                let percent = share / library * 100.0;
-                inside.push(format!("{label} {percent:.1}%"));
-                format!("{percent:.1}%")
-            } else {
-                "—".to_string()
-            };
-            table
-                .rows
-                .push(vec![label.clone(), format!("{share:.1}%"), of_library]);
+        let dash = || "—".to_string();
+        // Per category as perf named them, then those only counting found.
+        let mut labels: Vec<&str> = shares.iter().map(|(l, _)| l.as_str()).collect();
+        for (label, _) in counted.map_or(&[][..], |c| &c.categories[..]) {
+            if !labels
+                .iter()
+                .any(|l| Category::from_label(l) == Category::from_label(label))
+            {
+                labels.push(label);
+            }
         }
-        let kernel: f64 = shares
-            .iter()
-            .filter(|(l, _)| Category::from_label(l) == Some(Category::Kernel))
-            .map(|(_, s)| s)
-            .sum();
-        if kernel < 100.0 {
+        let mut inside = Vec::new();
+        for label in labels {
+            let share = shares.iter().find(|(l, _)| l == label).map(|(_, s)| *s);
+            let of_library = match share {
+                Some(share) if in_library(label) && library > 0.0 => {
+                    let percent = share / library * 100.0;
+                    inside.push(format!("{label} {percent:.1}%"));
+                    format!("{percent:.1}%")
+                }
+                _ => dash(),
+            };
+            let mut row = vec![
+                label.to_string(),
+                share.map_or_else(dash, |s| format!("{s:.1}%")),
+                of_library,
+            ];
+            if let Some(count) = counted {
+                let instructions = count
+                    .categories
+                    .iter()
+                    .filter(|(l, _)| Category::from_label(l) == Category::from_label(label))
+                    .map(|(_, n)| *n)
+                    .sum::<f64>();
+                let total = count.server_instructions.max(1.0);
+                row.extend(if instructions > 0.0 {
+                    [
+                        format!("{:.3}", instructions / 1e6),
+                        format!("{:.1}%", instructions / total * 100.0),
+                    ]
+                } else {
+                    [dash(), dash()]
+                });
+            }
+            table.rows.push(row);
+        }
+        if no_profile.is_none() {
+            let kernel: f64 = shares
+                .iter()
+                .filter(|(l, _)| Category::from_label(l) == Some(Category::Kernel))
+                .map(|(_, s)| s)
+                .sum();
+            if kernel < 100.0 {
+                table.notes.push(format!(
+                    "The TLS library as a whole: {library:.1}% of the samples, {:.1}% outside the kernel.",
+                    library / (100.0 - kernel) * 100.0
+                ));
+            }
             table.notes.push(format!(
-                "The TLS library as a whole: {library:.1}% of the samples, {:.1}% outside the kernel.",
-                library / (100.0 - kernel) * 100.0
+                "Inside the TLS library: {}. Symbols put in categories by name (bn_*, ec_*, rsa*, x25519*: public key; sha*, hmac, kdf: hashing; aes*, gcm*, chacha*, *cbc*: symmetric; drbg, rand: random; x509, asn1, d2i/i2d: certificates; ssl*, tls*: TLS state machine; the rest of OpenSSL: plumbing). Symmetric includes the pages' record protection, which the classic study's handshake breakdown (public key 92%, hashing 1.3%, symmetric 0.15%) left out.",
+                inside.join(", ")
             ));
         }
-        table.notes.push(format!(
-            "Inside the TLS library: {}. Symbols put in categories by name (bn_*, ec_*, rsa*, x25519*: public key; sha*, hmac, kdf: hashing; aes*, gcm*, chacha*, *cbc*: symmetric; drbg, rand: random; x509, asn1, d2i/i2d: certificates; ssl*, tls*: TLS state machine; the rest of OpenSSL: plumbing). Symmetric includes the pages' record protection, which the classic study's handshake breakdown (public key 92%, hashing 1.3%, symmetric 0.15%) left out.",
-            inside.join(", ")
-        ));
+        self.counted_notes(&mut table);
         table
+    }
+
+    /// What the counted columns are, or why they are missing.
+    fn counted_notes(&self, table: &mut Table) {
+        match &self.counted {
+            None => {}
+            Some(Err(reason)) => table.notes.push(format!(
+                "No counted handshake (--measure time,instructions): {reason}"
+            )),
+            Some(Ok(count)) => table.notes.push(format!(
+                "Counted: the server's side of one handshake of the same scenario ({}), on {} ({}) in process, under {}'s callgrind after the load: the mean of {} handshakes, {:.3} M instructions each; every function's own instructions sorted into the same categories by its name and source file. perf samples the whole run (handshakes, the pages' record protection, HTTP, the kernel) by time; the count is one handshake's instructions and says nothing of cache misses or stalls: compare the order of the categories, not their shares.",
+                self.scenario,
+                count.backend,
+                count.library,
+                count.valgrind,
+                count.handshakes,
+                count.server_instructions / 1e6
+            )),
+        }
     }
 }
 
@@ -402,8 +488,17 @@ mod tests {
         document_answering(resumed, 10)
     }
 
-    /// A one-second run at 10 req/s offered, `per_second` answered in it.
     fn document_answering(resumed: usize, per_second: usize) -> Document {
+        document_counted(resumed, per_second, None)
+    }
+
+    /// A one-second run at 10 req/s offered, `per_second` answered in it,
+    /// with a counted server handshake or not.
+    fn document_counted(
+        resumed: usize,
+        per_second: usize,
+        counted: Option<Result<ServerHandshakeCount, String>>,
+    ) -> Document {
         let plan = Plan {
             rate: 10.0,
             ramp: Duration::ZERO,
@@ -448,8 +543,61 @@ mod tests {
                 ("kernel".into(), 40.0),
             ]),
             embedded: None,
+            counted,
         }
         .document()
+    }
+
+    fn category_table(document: Document) -> Table {
+        document
+            .tables
+            .into_iter()
+            .find(|t| {
+                t.title
+                    .as_deref()
+                    .is_some_and(|t| t.contains("per symbol category"))
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn a_counted_handshake_stands_beside_perfs_categories() {
+        let count = ServerHandshakeCount {
+            backend: "openssl".into(),
+            library: "OpenSSL 3".into(),
+            valgrind: "valgrind-3.19.0".into(),
+            handshakes: 3,
+            server_instructions: 4_000_000.0,
+            categories: vec![
+                ("public key".into(), 3_000_000.0),
+                ("TLS state machine".into(), 1_000_000.0),
+            ],
+        };
+        let table = category_table(document_counted(0, 10, Some(Ok(count))));
+        assert_eq!(table.headers.len(), 5);
+        // perf's category, its count beside it.
+        assert_eq!(
+            table.rows[0],
+            vec!["public key", "45.0%", "75.0%", "3.000", "75.0%"]
+        );
+        // perf saw no symmetric code of the handshake's count...
+        assert_eq!(table.rows[1][3..], ["—", "—"]);
+        // ... and the count has a category perf did not name.
+        let tls = table
+            .rows
+            .iter()
+            .find(|r| r[0] == "TLS state machine")
+            .unwrap();
+        assert_eq!(tls[1..], ["—", "—", "1.000", "25.0%"]);
+        assert!(table
+            .notes
+            .iter()
+            .any(|n| n.contains("mean of 3 handshakes")));
+
+        // Why not, when it could not be counted.
+        let table = category_table(document_counted(0, 10, Some(Err("no valgrind".into()))));
+        assert_eq!(table.headers.len(), 3);
+        assert!(table.notes.iter().any(|n| n.ends_with("no valgrind")));
     }
 
     #[test]

@@ -192,6 +192,11 @@ pub struct CostAxis {
     /// What the backend column is called ("backend", "engine").
     pub backend_header: &'static str,
     pub axis_headers: Vec<&'static str>,
+    /// The figure the rows are ranked on ("time", "instructions").
+    pub measure: &'static str,
+    /// Why that figure, for the notes ("the run counted instructions;
+    /// --measure time ranks on CPU time").
+    pub why_measure: String,
 }
 
 /// A run's rows judged: everything the document needs.
@@ -413,6 +418,10 @@ impl Recommendation<'_> {
         }
         let mut recommended = self.table(true);
         recommended.notes.push(format!(
+            "Ranked on {}: {}.",
+            self.axis.measure, self.axis.why_measure
+        ));
+        recommended.notes.push(format!(
             "Run {} ({} run). Cost: {}, median. Floor: {}.",
             self.run_id,
             self.kind,
@@ -455,6 +464,7 @@ impl Recommendation<'_> {
                 "kind": self.kind,
                 "role": self.axis.role,
                 "cost": self.axis.meaning,
+                "measure": self.axis.measure,
                 "floor": floor,
                 "rows": rows,
             }),
@@ -598,6 +608,8 @@ mod tests {
                 meaning: "test",
                 backend_header: "backend",
                 axis_headers: vec!["row"],
+                measure: "time",
+                why_measure: "the run was timed".to_string(),
             },
             NO_FLOOR,
             rows,

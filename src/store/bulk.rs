@@ -161,29 +161,42 @@ impl Store {
                 negotiated,
                 sample_bytes: sample_bytes as u64,
                 outcome,
-                instructions: self.load_bulk_counts(cell_id)?,
+                counted_bytes: 0,
+                instructions: None,
             });
+            let cell = cells.last_mut().expect("just pushed");
+            if let Some((outcome, counted_bytes)) = self.load_bulk_counts(cell_id)? {
+                cell.instructions = Some(outcome);
+                // Stored before schema 11: the cell's own bytes per sample
+                // (right for a run that counted and did not time).
+                cell.counted_bytes = counted_bytes.unwrap_or(cell.sample_bytes);
+            }
         }
         Ok(cells)
     }
 
-    /// A bulk cell's counted instructions, if it was counted.
-    fn load_bulk_counts(&self, cell_id: i64) -> Result<Option<Outcome<Instructions>>> {
+    /// A bulk cell's counted instructions, if it was counted, and the
+    /// bytes per counted sample (`None` when stored before schema 11).
+    fn load_bulk_counts(
+        &self,
+        cell_id: i64,
+    ) -> Result<Option<(Outcome<Instructions>, Option<u64>)>> {
         let ended = self
             .connection
             .query_row(
-                "SELECT status, reason, precise FROM bulk_counts WHERE cell_id = ?1",
+                "SELECT status, reason, precise, sample_bytes FROM bulk_counts WHERE cell_id = ?1",
                 [cell_id],
                 |row| {
                     Ok((
                         row.get::<_, String>(0)?,
                         row.get::<_, Option<String>>(1)?,
                         row.get::<_, Option<bool>>(2)?,
+                        row.get::<_, Option<i64>>(3)?,
                     ))
                 },
             )
             .optional()?;
-        let Some((status, reason, precise)) = ended else {
+        let Some((status, reason, precise, sample_bytes)) = ended else {
             return Ok(None);
         };
         let outcome = outcome_from_columns(&status, reason, precise, || {
@@ -204,7 +217,7 @@ impl Store {
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(samples)
         })?;
-        Ok(Some(outcome))
+        Ok(Some((outcome, sample_bytes.map(|b| b as u64))))
     }
 }
 
@@ -214,12 +227,14 @@ fn write_bulk_counts(tx: &rusqlite::Connection, cell_id: i64, cell: &BulkCell) -
         return Ok(());
     };
     tx.execute(
-        "INSERT INTO bulk_counts (cell_id, status, reason, precise) VALUES (?1, ?2, ?3, ?4)",
+        "INSERT INTO bulk_counts (cell_id, status, reason, precise, sample_bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
         params![
             cell_id,
             counted.status(),
             counted.reason(),
-            precise_column(counted)
+            precise_column(counted),
+            cell.counted_bytes as i64
         ],
     )?;
     let mut insert = tx.prepare(
@@ -306,6 +321,8 @@ mod tests {
                 }],
                 precise: true,
             }),
+            // Counted on less than the timed samples carried.
+            counted_bytes: 1 << 18,
         };
         let plain = BulkCell {
             backend: "none".into(),
@@ -317,6 +334,7 @@ mod tests {
                 precise: false,
             },
             instructions: None,
+            counted_bytes: 0,
         };
         let unsupported = BulkCell {
             backend: "rustls-ring".into(),
@@ -334,5 +352,16 @@ mod tests {
             vec![measured, plain, unsupported]
         );
         assert_eq!(store.run_kind(run).unwrap().as_deref(), Some("bulk"));
+
+        // Counts stored before schema 11 have no bytes of their own: they
+        // were taken on the cell's samples' bytes.
+        store
+            .connection
+            .execute("UPDATE bulk_counts SET sample_bytes = NULL", [])
+            .unwrap();
+        assert_eq!(
+            store.load_bulk_cells(run).unwrap()[0].counted_bytes,
+            1 << 20
+        );
     }
 }

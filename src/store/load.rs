@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{params, OptionalExtension};
 
 use super::Store;
+use crate::workload::counted::ServerHandshakeCount;
 use crate::workload::load::{
     percentiles, ErrorKind, Interval, Latencies, LoadResult, Mode, Plan, PHASE_IDS,
 };
@@ -37,15 +38,22 @@ pub struct LoadRecord {
     /// The embedded server's own figures and its backend's id, when it was
     /// the target.
     pub embedded: Option<(ServerStats, String)>,
+    /// One server handshake of the scenario counted per category under
+    /// valgrind (`--measure time,instructions`), or why it was not;
+    /// `None` when not asked for.
+    pub counted: Option<Result<ServerHandshakeCount, String>>,
 }
 
 /// What `load_summaries.embedded_json` holds: the embedded server's own
-/// figures and perf's shares per symbol category. Runs stored before the
+/// figures, perf's shares per symbol category and the counted server
+/// handshake (absent in runs stored before it). Runs stored before the
 /// categories existed hold the bare `[stats, backend]` pair there.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ServerFigures {
     embedded: Option<(ServerStats, String)>,
     symbol_categories: Result<Vec<(String, f64)>, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    counted: Option<Result<ServerHandshakeCount, String>>,
 }
 
 fn count(value: i64) -> usize {
@@ -96,6 +104,7 @@ impl Store {
         let embedded_json = serde_json::to_string(&ServerFigures {
             embedded: record.embedded.clone(),
             symbol_categories: record.categories.clone(),
+            counted: record.counted.clone(),
         })?;
         tx.execute(
             "UPDATE load_summaries SET profile_scope = ?1, embedded_json = ?2 WHERE run_id = ?3",
@@ -342,10 +351,12 @@ impl Store {
             None => ServerFigures {
                 embedded: None,
                 symbol_categories: Err("not stored (a run from before tlslab kept them)".into()),
+                counted: None,
             },
             Some(json) if json.starts_with('[') => ServerFigures {
                 embedded: Some(serde_json::from_str(&json).with_context(unreadable)?),
                 symbol_categories: Err("not stored (a run from before tlslab kept them)".into()),
+                counted: None,
             },
             Some(json) => serde_json::from_str(&json).with_context(unreadable)?,
         };
@@ -374,6 +385,7 @@ impl Store {
             profile_scope,
             categories: figures.symbol_categories,
             embedded: figures.embedded,
+            counted: figures.counted,
         }))
     }
 }
@@ -437,6 +449,17 @@ mod tests {
             profile_scope,
             categories: Ok(vec![("public key".into(), 70.0), ("kernel".into(), 30.0)]),
             embedded: None,
+            counted: Some(Ok(ServerHandshakeCount {
+                backend: "openssl".into(),
+                library: "OpenSSL 3".into(),
+                valgrind: "valgrind-3.19.0".into(),
+                handshakes: 3,
+                server_instructions: 2_000_000.0,
+                categories: vec![
+                    ("public key".into(), 1_500_000.0),
+                    ("hashing and KDF".into(), 500_000.0),
+                ],
+            })),
         }
     }
 
@@ -487,6 +510,7 @@ mod tests {
         assert_eq!(loaded.server_cpu_ns, Some(3_000_000));
         assert_eq!(loaded.profile, saved.profile);
         assert_eq!(loaded.categories, saved.categories);
+        assert_eq!(loaded.counted, saved.counted);
 
         // p99 by hand, as the README shows it.
         let p99: i64 = store

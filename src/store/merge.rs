@@ -30,7 +30,10 @@ const CELL_TABLES: &[(&str, &[&str])] = &[
         "speed_cells",
         &["speed_samples", "speed_counts", "speed_count_samples"],
     ),
-    ("tunnel_cells", &["tunnel_samples"]),
+    (
+        "tunnel_cells",
+        &["tunnel_samples", "tunnel_counts", "tunnel_count_samples"],
+    ),
     (
         "bulk_cells",
         &["bulk_samples", "bulk_counts", "bulk_count_samples"],

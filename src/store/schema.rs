@@ -7,7 +7,7 @@ use rusqlite::{Connection, ErrorCode, TransactionBehavior};
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// `MIGRATIONS[n]` takes a database from version `n` to `n + 1`; each is a
 /// list of SQL batches run in order, all of them in one transaction.
@@ -22,6 +22,7 @@ const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_7_TO_8],
     &[VERSION_8_TO_9],
     &[VERSION_9_TO_10],
+    &[VERSION_10_TO_11],
 ];
 
 /// The columns of tlslab's `runs` table as version 0 made it. No migration
@@ -385,7 +386,9 @@ CREATE TABLE bulk_counts (
     cell_id INTEGER PRIMARY KEY REFERENCES bulk_cells (id),
     status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
     reason TEXT,
-    precise INTEGER
+    precise INTEGER,
+    -- (version 11) the bytes per counted sample; NULL before: the cell's sample_bytes
+    sample_bytes INTEGER
 );
 CREATE TABLE bulk_count_samples (
     cell_id INTEGER NOT NULL REFERENCES bulk_cells (id),
@@ -454,6 +457,25 @@ CREATE TABLE network_samples (
     client_cpu_ns INTEGER NOT NULL,
     server_cpu_ns INTEGER NOT NULL,
     PRIMARY KEY (cell_id, profile, seq)
+) WITHOUT ROWID;
+-- Version 11: the counted instructions of tunnel cells (`tunnel --measure
+-- instructions`, in-process engine): how counting ended, the packets and
+-- payload bytes per sample, and each sample's instructions per side (the
+-- sender's protect, the receiver's unprotect); and bulk_counts.sample_bytes.
+CREATE TABLE tunnel_counts (
+    cell_id INTEGER PRIMARY KEY REFERENCES tunnel_cells (id),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    packets INTEGER NOT NULL,
+    payload_bytes INTEGER NOT NULL
+);
+CREATE TABLE tunnel_count_samples (
+    cell_id INTEGER NOT NULL REFERENCES tunnel_cells (id),
+    seq INTEGER NOT NULL,
+    sender INTEGER NOT NULL,
+    receiver INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
 "#;
 
@@ -871,6 +893,27 @@ CREATE TABLE network_samples (
 /// Version 10: the baseline row each run's ratios were taken against.
 const VERSION_9_TO_10: &str = r#"
 ALTER TABLE runs ADD COLUMN baseline TEXT;
+"#;
+
+/// Version 11: the counted instructions of tunnel cells, and the bytes
+/// per counted bulk sample.
+const VERSION_10_TO_11: &str = r#"
+ALTER TABLE bulk_counts ADD COLUMN sample_bytes INTEGER;
+CREATE TABLE tunnel_counts (
+    cell_id INTEGER PRIMARY KEY REFERENCES tunnel_cells (id),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    packets INTEGER NOT NULL,
+    payload_bytes INTEGER NOT NULL
+);
+CREATE TABLE tunnel_count_samples (
+    cell_id INTEGER NOT NULL REFERENCES tunnel_cells (id),
+    seq INTEGER NOT NULL,
+    sender INTEGER NOT NULL,
+    receiver INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
 "#;
 
 /// What a database holds before it is touched.

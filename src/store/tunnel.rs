@@ -1,15 +1,18 @@
 //! The tunnel tables: tunnel scenarios, cells per engine, and every raw
-//! sample (a batch of packets, or one transfer each way) with its round.
-//! Each finished cell is committed on its own, like handshake cells.
+//! sample (a batch of packets, or one transfer each way) with its round;
+//! and a cell's counted instructions (`tunnel_counts`,
+//! `tunnel_count_samples`). Each finished cell is committed on its own,
+//! like handshake cells.
 
 use anyhow::{Context, Result};
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use super::{outcome_from_columns, precise_column, Store};
 use crate::measure::Timed;
 use crate::scenario::tunnel::TunnelScenario;
 use crate::scenario::{parse_name, Named};
-use crate::workload::tunnel::{TunnelCell, TunnelSample};
+use crate::workload::counted::Instructions;
+use crate::workload::tunnel::{CountedTransfer, TunnelCell, TunnelSample};
 
 impl Store {
     /// Commits one finished tunnel cell with all its samples.
@@ -66,6 +69,34 @@ impl Store {
                 ])?;
             }
         }
+        write_tunnel_counts(&tx, cell_id, cell)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Adds a tunnel cell's counted instructions to the cell stored for it
+    /// in `run_id` (by its label and engine), replacing any stored before.
+    pub fn save_tunnel_counts(&mut self, run_id: i64, cell: &TunnelCell) -> Result<()> {
+        let tx = self.connection.transaction()?;
+        let cell_id: i64 = tx
+            .query_row(
+                "SELECT id FROM tunnel_cells WHERE run_id = ?1 AND scenario_id = ?2 AND engine = ?3",
+                params![run_id, cell.scenario.label(), cell.engine.id()],
+                |row| row.get(0),
+            )
+            .with_context(|| {
+                format!(
+                    "run {run_id} has no tunnel cell {} on {}",
+                    cell.scenario.label(),
+                    cell.engine.id()
+                )
+            })?;
+        tx.execute("DELETE FROM tunnel_counts WHERE cell_id = ?1", [cell_id])?;
+        tx.execute(
+            "DELETE FROM tunnel_count_samples WHERE cell_id = ?1",
+            [cell_id],
+        )?;
+        write_tunnel_counts(&tx, cell_id, cell)?;
         tx.commit()?;
         Ok(())
     }
@@ -125,10 +156,90 @@ impl Store {
                 engine: parse_name(&engine)?,
                 scenario,
                 outcome,
+                counted: self.load_tunnel_counts(cell_id)?,
             });
         }
         Ok(cells)
     }
+
+    /// A tunnel cell's counted instructions, if it was counted.
+    fn load_tunnel_counts(&self, cell_id: i64) -> Result<Option<CountedTransfer>> {
+        let ended = self
+            .connection
+            .query_row(
+                "SELECT status, reason, precise, packets, payload_bytes FROM tunnel_counts
+                 WHERE cell_id = ?1",
+                [cell_id],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, Option<String>>(1)?,
+                        row.get::<_, Option<bool>>(2)?,
+                        row.get::<_, i64>(3)?,
+                        row.get::<_, i64>(4)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((status, reason, precise, packets, payload_bytes)) = ended else {
+            return Ok(None);
+        };
+        let outcome = outcome_from_columns(&status, reason, precise, || {
+            let mut query = self.connection.prepare(
+                "SELECT seq, sender, receiver FROM tunnel_count_samples WHERE cell_id = ?1
+                 ORDER BY seq",
+            )?;
+            let samples = query
+                .query_map([cell_id], |r| {
+                    Ok(Timed {
+                        round: r.get(0)?,
+                        value: Instructions {
+                            client: r.get::<_, i64>(1)? as u64,
+                            server: r.get::<_, i64>(2)? as u64,
+                        },
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(samples)
+        })?;
+        Ok(Some(CountedTransfer {
+            packets: packets as u64,
+            payload_bytes: payload_bytes as u64,
+            outcome,
+        }))
+    }
+}
+
+/// Writes a tunnel cell's counted instructions, if it has them (the caller commits).
+fn write_tunnel_counts(tx: &rusqlite::Connection, cell_id: i64, cell: &TunnelCell) -> Result<()> {
+    let Some(counted) = &cell.counted else {
+        return Ok(());
+    };
+    let outcome = &counted.outcome;
+    tx.execute(
+        "INSERT INTO tunnel_counts (cell_id, status, reason, precise, packets, payload_bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            cell_id,
+            outcome.status(),
+            outcome.reason(),
+            precise_column(outcome),
+            counted.packets as i64,
+            counted.payload_bytes as i64
+        ],
+    )?;
+    let mut insert = tx.prepare(
+        "INSERT INTO tunnel_count_samples (cell_id, seq, sender, receiver) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (seq, Timed { value, .. }) in outcome.samples().iter().enumerate() {
+        insert.execute(params![
+            cell_id,
+            seq as i64,
+            value.client as i64,
+            value.server as i64
+        ])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -194,6 +305,20 @@ mod tests {
                 ],
                 precise: true,
             },
+            counted: Some(CountedTransfer {
+                packets: 192,
+                payload_bytes: 268_800,
+                outcome: Outcome::Measured {
+                    samples: vec![Timed {
+                        round: 0,
+                        value: Instructions {
+                            client: 3_100_000,
+                            server: 2_900_000,
+                        },
+                    }],
+                    precise: true,
+                },
+            }),
         };
         let unsupported = TunnelCell {
             engine: Engine::Openvpn,
@@ -201,6 +326,13 @@ mod tests {
             outcome: Outcome::Unsupported {
                 reason: "no openvpn".into(),
             },
+            counted: Some(CountedTransfer {
+                packets: 4096,
+                payload_bytes: 262_144,
+                outcome: Outcome::Unsupported {
+                    reason: "separate processes".into(),
+                },
+            }),
         };
         store.save_tunnel_cell(run, &measured).unwrap();
         store.save_tunnel_cell(run, &unsupported).unwrap();
@@ -224,5 +356,27 @@ mod tests {
             assert_eq!(read.value.send_cpu_ns, written.value.send_ns);
             assert_eq!(read.value.receive_cpu_ns, written.value.receive_ns);
         }
+
+        // Counts added to a cell stored timed only (time, then
+        // instructions) read back with it.
+        let later = store
+            .begin_run(&RunInfo {
+                kind: "tunnel".into(),
+                tool_version: "test".into(),
+                command_line: "tlslab tunnel --measure time,instructions".into(),
+                options_json: "{}".into(),
+                host: HostInfo::current(),
+                libraries: Vec::new(),
+            })
+            .unwrap();
+        let timed = TunnelCell {
+            counted: None,
+            ..measured.clone()
+        };
+        store.save_tunnel_cell(later, &timed).unwrap();
+        store.save_tunnel_counts(later, &measured).unwrap();
+        store.save_tunnel_counts(later, &measured).unwrap();
+        let read = store.load_tunnel_cells(later).unwrap();
+        assert_eq!(read[0].counted, measured.counted);
     }
 }

@@ -85,11 +85,15 @@ pub struct BulkCell {
     pub sample_bytes: u64,
     /// The timed samples (none when time was not measured).
     pub outcome: Outcome<BulkSample>,
-    /// Instructions per sample of `sample_bytes` bytes, the sender's as
+    /// Instructions per sample of `counted_bytes` bytes, the sender's as
     /// the client's and the receiver's as the server's (`--measure
     /// instructions`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instructions: Option<Outcome<Instructions>>,
+    /// Application bytes per counted sample (0 when not counted): the
+    /// counted samples carry a fixed amount, the timed ones an amount
+    /// sized by time.
+    pub counted_bytes: u64,
 }
 
 impl BulkCell {

@@ -1,13 +1,18 @@
 //! What one tunnel sample does: in process, a batch of packets through a
 //! real data channel (both ends here, the sender's and the receiver's time
-//! apart); with OpenVPN ([`super::openvpn`]), one transfer each way.
+//! apart); with OpenVPN ([`super::openvpn`]), one transfer each way. In
+//! process, a batch can also be counted under valgrind
+//! (`--measure instructions`): the sender's protect as the client's turn,
+//! the receiver's unprotect as the server's ([`crate::backend::turns`]).
 
 use serde::Serialize;
 
 use crate::backend::openssl::data_channel::{self, Receiver, Sender};
 use crate::backend::thread_cpu_ns;
+use crate::backend::turns::{side_begins, side_ends, Turn};
 use crate::measure::{Outcome, Probe, Sampled};
 use crate::scenario::tunnel::{Engine, TunnelScenario};
+use crate::workload::counted::Instructions;
 use std::time::Instant;
 
 /// One sample: a batch of packets (in process) or one transfer each way (OpenVPN).
@@ -60,11 +65,66 @@ pub struct TunnelCell {
     pub engine: Engine,
     pub scenario: TunnelScenario,
     pub outcome: TunnelOutcome,
+    /// Instructions counted under valgrind (`--measure instructions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counted: Option<CountedTransfer>,
 }
 
 impl TunnelCell {
     pub fn samples(&self) -> &[crate::measure::Timed<TunnelSample>] {
         self.outcome.samples()
+    }
+}
+
+/// A tunnel row's counted instructions: each sample carries `packets`
+/// packets, `payload_bytes` of payload in all, through the sender (its
+/// count the client's of an [`Instructions`]) and the receiver (the
+/// server's).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CountedTransfer {
+    pub packets: u64,
+    pub payload_bytes: u64,
+    pub outcome: Outcome<Instructions>,
+}
+
+impl CountedTransfer {
+    /// Instructions per megabyte (10^6 bytes) of payload, one value per
+    /// sample, of the side `pick` reads.
+    pub fn per_mb(&self, pick: fn(&Instructions) -> u64) -> Vec<f64> {
+        self.outcome
+            .samples()
+            .iter()
+            .map(|s| pick(&s.value) as f64 * 1e6 / self.payload_bytes.max(1) as f64)
+            .collect()
+    }
+}
+
+/// Payload bytes a counted sample carries at least: enough packets that
+/// the per-packet bookkeeping is spread thin, few enough that valgrind
+/// counts a row in a second or two.
+pub const COUNTED_PAYLOAD_BYTES: usize = 256 * 1024;
+
+/// The most packets a counted sample carries (tiny packets are counted on
+/// less payload).
+pub const MAX_COUNTED_PACKETS: u64 = 4096;
+
+/// Packets per counted sample of a scenario: [`COUNTED_PAYLOAD_BYTES`] of
+/// payload (at most [`MAX_COUNTED_PACKETS`]), rounded up to whole rounds
+/// of the distinct payloads so every sample carries the same packets (a
+/// compressor's work depends on them).
+pub fn counted_packets(scenario: &TunnelScenario) -> u64 {
+    let packets = COUNTED_PAYLOAD_BYTES.div_ceil(scenario.payload_bytes.max(1));
+    let rounds = packets.div_ceil(DISTINCT_PAYLOADS).max(1) as u64;
+    (rounds * DISTINCT_PAYLOADS as u64).min(MAX_COUNTED_PACKETS)
+}
+
+/// Why an engine's rows cannot be counted, if they cannot.
+pub fn uncountable(engine: Engine) -> Option<&'static str> {
+    match engine {
+        Engine::Inprocess => None,
+        Engine::Openvpn => Some(
+            "OpenVPN's work runs in its own processes (two openvpn daemons and the kernel between network namespaces), which tlslab cannot count per side under valgrind; the inprocess engine's rows are counted",
+        ),
     }
 }
 
@@ -101,15 +161,24 @@ impl Batcher {
         let first = self.next_payload;
         let start_cpu = thread_cpu_ns();
         let start = Instant::now();
-        for (i, packet) in self.packets.iter_mut().enumerate() {
-            let payload = &self.payloads[(first + i) % DISTINCT_PAYLOADS];
-            self.sender
-                .seal(payload, packet)
-                .map_err(|e| format!("sending: {e:#}"))?;
-        }
+        // Counted (under valgrind) as the client's turn; one relaxed load otherwise.
+        side_begins(Turn::Client);
+        let sealed = self
+            .packets
+            .iter_mut()
+            .enumerate()
+            .try_for_each(|(i, packet)| {
+                let payload = &self.payloads[(first + i) % DISTINCT_PAYLOADS];
+                self.sender
+                    .seal(payload, packet)
+                    .map_err(|e| format!("sending: {e:#}"))
+            });
+        side_ends(Turn::Client);
+        sealed?;
         let sent = Instant::now();
         let sent_cpu = thread_cpu_ns();
-        for (i, packet) in self.packets.iter().enumerate() {
+        side_begins(Turn::Server);
+        let opened = self.packets.iter().enumerate().try_for_each(|(i, packet)| {
             self.receiver
                 .open(packet)
                 .map_err(|e| format!("receiving: {e}"))?;
@@ -117,7 +186,10 @@ impl Batcher {
             if self.receiver.payload() != expected.as_slice() {
                 return Err("the received payload differs from the one sent".to_string());
             }
-        }
+            Ok(())
+        });
+        side_ends(Turn::Server);
+        opened?;
         let received = Instant::now();
         let received_cpu = thread_cpu_ns();
         self.next_payload = (first + batch) % DISTINCT_PAYLOADS;
@@ -159,6 +231,12 @@ impl InprocessProbe {
     pub fn probe(&mut self) -> Probe<'_, TunnelSample> {
         Box::new(move || self.batcher.run(self.batch))
     }
+
+    /// One batch of exactly `packets` packets, every payload checked (a
+    /// counted sample: no work decided by time).
+    pub fn run_packets(&mut self, packets: u64) -> Result<TunnelSample, String> {
+        self.batcher.run(packets as usize)
+    }
 }
 
 /// Sends `count` packets of a scenario through a fresh channel and checks
@@ -167,4 +245,35 @@ pub fn round_trip(scenario: &TunnelScenario, count: usize) -> anyhow::Result<()>
     let mut batcher = Batcher::new(scenario)?;
     batcher.run(count).map_err(anyhow::Error::msg)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::tunnel::Payload;
+
+    #[test]
+    fn a_counted_sample_carries_whole_rounds_of_the_payloads() {
+        assert_eq!(MAX_COUNTED_PACKETS % DISTINCT_PAYLOADS as u64, 0);
+        let tiny = TunnelScenario::baseline(Payload::Random, 1);
+        assert_eq!(counted_packets(&tiny), MAX_COUNTED_PACKETS);
+        for bytes in [64, 1400, 60_000] {
+            let scenario = TunnelScenario::baseline(Payload::Random, bytes);
+            let packets = counted_packets(&scenario);
+            assert_eq!(packets % DISTINCT_PAYLOADS as u64, 0, "{bytes}");
+            assert!(packets as usize * bytes >= COUNTED_PAYLOAD_BYTES, "{bytes}");
+            // No more than one round of payloads beyond what is needed.
+            assert!(
+                (packets as usize - DISTINCT_PAYLOADS) * bytes < COUNTED_PAYLOAD_BYTES,
+                "{bytes}"
+            );
+        }
+    }
+
+    #[test]
+    fn openvpn_rows_say_why_they_cannot_be_counted() {
+        assert_eq!(uncountable(Engine::Inprocess), None);
+        let reason = uncountable(Engine::Openvpn).unwrap();
+        assert!(reason.contains("its own processes"), "{reason}");
+    }
 }

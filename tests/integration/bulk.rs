@@ -70,6 +70,7 @@ fn mock_bulk_rows_to_store_to_exports() {
                 reason: "not sampled".into(),
             },
             instructions: None,
+            counted_bytes: 0,
         });
         probes.push(probe);
     }

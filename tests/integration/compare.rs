@@ -564,6 +564,7 @@ fn load_runs_compare_latencies_and_show_rates_without_a_test() {
             categories: Err("not asked for".into()),
             profile_scope: String::new(),
             embedded: None,
+            counted: None,
         };
         let run = store
             .begin_run(&RunInfo {

@@ -402,6 +402,46 @@ fn bulk_counts_each_sides_instructions_per_byte() {
         );
         assert!(per_byte(protected, side) < 100.0, "{side}: {protected}");
     }
+    // Timed too, the per-byte counts are the same: the counted samples
+    // carry their own bytes, not the timed samples' (regression).
+    let both_json = dir.path().join("both.json");
+    tlslab(&[
+        "bulk",
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.3",
+        "--suite",
+        "aes128gcm",
+        "--size",
+        "16384",
+        "--measure",
+        "time,instructions",
+        "--runs",
+        "2",
+        "--max-time",
+        "0",
+        "--quiet",
+        "--no-db",
+        "--cert-dir",
+        certs.to_str().unwrap(),
+        "--export-json",
+        both_json.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    for row in json_of(&both_json)["rows"].as_array().unwrap() {
+        let alone = rows
+            .iter()
+            .find(|r| r["backend"] == row["backend"])
+            .unwrap();
+        for side in ["sender", "receiver"] {
+            let (timed, counted) = (per_byte(row, side), per_byte(alone, side));
+            assert!(
+                (timed - counted).abs() <= counted * 0.01,
+                "{side}: {timed} against {counted}: {row}"
+            );
+        }
+    }
     // Memory is counted per handshake, not per byte.
     let refused = tlslab(&["bulk", "--measure", "memory", "--no-db"]);
     refused.expect_code(2);
@@ -461,4 +501,441 @@ fn speed_counts_instructions_per_operation_and_report_reads_them_back() {
             .filter(|l| l.starts_with("openssl"))
             .collect::<Vec<_>>()
     );
+}
+
+/// A tiny counted tunnel matrix, with `measure`, stored in `db` and
+/// exported as JSON to `json`.
+fn counted_tunnel(measure: &str, db: &Path, json: &Path) -> Run {
+    let run = tlslab(&[
+        "tunnel",
+        "--engine",
+        "inprocess,openvpn",
+        "--cipher",
+        "aes-128-gcm,aes-128-cbc",
+        "--digest",
+        "sha1",
+        "--measure",
+        measure,
+        "--runs",
+        "2",
+        "--max-time",
+        "0",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--db",
+        db.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    run
+}
+
+#[test]
+fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
+    if skip_without_valgrind("tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let (first_json, second_json) = (dir.path().join("1.json"), dir.path().join("2.json"));
+    // Counted alone (the OpenVPN engine is not started: its rows only say
+    // why they cannot be counted), then timed and counted.
+    let counted = counted_tunnel("instructions", &db, &first_json);
+    let text = counted.stdout();
+    assert!(text.contains("send M instr/MB"), "{text}");
+    assert!(!text.contains("4. Ranking"), "counted only: {text}");
+    assert!(
+        has_row(&text, &["openvpn", "aes-128-cbc", "its own processes"]),
+        "{text}"
+    );
+    let both = counted_tunnel("time,instructions", &db, &second_json);
+    assert!(both.stdout().contains("4. Ranking"), "{}", both.stdout());
+    assert!(
+        both.stdout().contains("send M instr/MB"),
+        "{}",
+        both.stdout()
+    );
+
+    let rows = |path: &Path| json_of(path)["rows"].as_array().unwrap().clone();
+    let inprocess = |path: &Path| -> Vec<serde_json::Value> {
+        rows(path)
+            .into_iter()
+            .filter(|r| r["engine"] == "inprocess")
+            .collect()
+    };
+    let per_mb = |row: &serde_json::Value, figure: &str| {
+        row["instructions"][figure]["median"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{figure}: {row}"))
+    };
+    let (first, second) = (inprocess(&first_json), inprocess(&second_json));
+    assert_eq!(first.len(), 3, "{first:?}");
+    let baseline = first
+        .iter()
+        .find(|r| r["scenario"]["baseline"] == true)
+        .unwrap();
+    for (row, again) in first.iter().zip(&second) {
+        assert_eq!(row["label"], again["label"]);
+        assert_eq!(row["instructions"]["samples"].as_array().unwrap().len(), 2);
+        // The same work counted twice, in two processes: the same count.
+        let (once, twice) = (per_mb(row, "total_per_mb"), per_mb(again, "total_per_mb"));
+        assert!(
+            (once - twice).abs() <= once * 0.005,
+            "{once} {twice}: {row}"
+        );
+        if row != baseline {
+            // Protecting and unprotecting cost more than copying, on each end.
+            for side in ["send_per_mb", "receive_per_mb"] {
+                assert!(per_mb(row, side) > per_mb(baseline, side), "{side}: {row}");
+            }
+            assert!(row["instructions"]["ratio_to_baseline"].as_f64().unwrap() > 1.0);
+        }
+    }
+    for row in rows(&first_json)
+        .iter()
+        .filter(|r| r["engine"] == "openvpn")
+    {
+        assert_eq!(row["instructions"]["status"], "unsupported", "{row}");
+    }
+    // Time was measured beside the counts in the second run.
+    assert!(second.iter().all(|r| r["sample_count"].as_u64() >= Some(2)));
+
+    // The stored run reads back as it was shown.
+    let report = tlslab(&["report", "--db", db.to_str().unwrap(), "--run", "1"]);
+    report.expect_code(0);
+    let lines = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("inprocess") || l.starts_with("openvpn"))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(lines(&report.stdout()), lines(&text));
+
+    // recommend ranks the counted run on both ends' instructions per MB;
+    // the OpenVPN rows were not counted.
+    let recommended = tlslab(&["recommend", "--db", db.to_str().unwrap(), "--run", "1"]);
+    recommended.expect_code(0);
+    let shown = recommended.stdout();
+    assert!(shown.contains("M instr/MB"), "{shown}");
+    assert!(shown.contains("Ranked on instructions"), "{shown}");
+    assert!(has_row(&shown, &["openvpn", "not measured"]), "{shown}");
+
+    // Memory is counted per handshake, not per byte.
+    let refused = tlslab(&["tunnel", "--measure", "memory", "--no-db"]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr().contains("per handshake"),
+        "{}",
+        refused.stderr()
+    );
+}
+
+/// Runs a counted command `args` into `db`.
+fn counted_into(db: &Path, args: &[&str]) {
+    let certs = cert_dir();
+    let mut all = args.to_vec();
+    all.extend([
+        "--measure",
+        "instructions",
+        "--runs",
+        "2",
+        "--quiet",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    if args[0] == "bulk" {
+        all.extend(["--cert-dir", certs.to_str().unwrap()]);
+    }
+    tlslab(&all).expect_code(0);
+}
+
+#[test]
+fn compare_gates_bulk_and_speed_runs_on_their_counts() {
+    if skip_without_valgrind("compare_gates_bulk_and_speed_runs_on_their_counts") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db_text = db.to_str().unwrap();
+    let bulk = [
+        "bulk",
+        "--backend",
+        "openssl",
+        "--tls",
+        "1.3",
+        "--suite",
+        "aes128gcm",
+        "--size",
+        "16384",
+    ];
+    let speed = [
+        "speed",
+        "--backend",
+        "openssl",
+        "--algorithm",
+        "aes128gcm",
+        "--size",
+        "1024",
+    ];
+    counted_into(&db, &bulk); // run 1
+    counted_into(&db, &bulk); // run 2
+    counted_into(&db, &speed); // run 3
+    counted_into(&db, &speed); // run 4
+
+    // The same counts twice: nothing moved, on counts, at 0.5%.
+    let same = tlslab(&["compare", "1", "2", "--db", db_text]);
+    same.expect_code(0);
+    assert!(same.stdout().contains("instr/B"), "{}", same.stdout());
+    assert!(same.stdout().contains("0.5%"), "{}", same.stdout());
+    let same = tlslab(&["compare", "3", "4", "--db", db_text]);
+    same.expect_code(0);
+    assert!(same.stdout().contains("k instr/op"), "{}", same.stdout());
+
+    // A change that makes one row's sender execute 1% more instructions,
+    // and one speed row's operation: the gate fails and names the row.
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let doctored = connection
+        .execute(
+            "UPDATE bulk_count_samples SET sender = sender * 101 / 100
+             WHERE cell_id IN (SELECT id FROM bulk_cells WHERE run_id = 2 AND backend = 'openssl')",
+            [],
+        )
+        .unwrap();
+    assert_eq!(doctored, 2);
+    connection
+        .execute(
+            "UPDATE speed_count_samples SET instructions = instructions * 101 / 100
+             WHERE cell_id IN (SELECT id FROM speed_cells WHERE run_id = 4)",
+            [],
+        )
+        .unwrap();
+    drop(connection);
+    let worse = tlslab(&["compare", "1", "2", "--db", db_text]);
+    worse.expect_code(1);
+    assert!(
+        has_row(
+            &worse.stdout(),
+            &["openssl", "aes128gcm", "16384", "sender", "SLOWER"]
+        ),
+        "{}",
+        worse.stdout()
+    );
+    // The receiver did not move.
+    assert!(
+        !has_row(&worse.stdout(), &["receiver", "SLOWER"]),
+        "{}",
+        worse.stdout()
+    );
+    assert!(
+        worse.stderr().contains("sender on openssl"),
+        "{}",
+        worse.stderr()
+    );
+    let worse = tlslab(&["compare", "3", "4", "--db", db_text]);
+    worse.expect_code(1);
+    assert!(
+        has_row(&worse.stdout(), &["openssl", "aes128gcm", "1024", "SLOWER"]),
+        "{}",
+        worse.stdout()
+    );
+    // Memory is a handshake's figure.
+    let refused = tlslab(&["compare", "1", "2", "--db", db_text, "--measure", "memory"]);
+    refused.expect_code(2);
+}
+
+#[test]
+fn recommend_ranks_a_counted_run_on_instructions() {
+    if skip_without_valgrind("recommend_ranks_a_counted_run_on_instructions") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let db_text = db.to_str().unwrap();
+    let shown = dir.path().join("handshake.json");
+    handshake(&[
+        "--backend",
+        "mock",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519,p256",
+        "--cert",
+        "ecdsa_p256",
+        "--measure",
+        "time,instructions",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--db",
+        db_text,
+        "--export-json",
+        shown.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let counted: std::collections::BTreeMap<String, serde_json::Value> = json_of(&shown)["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["label"].as_str().unwrap().to_string(),
+                r["instructions"].clone(),
+            )
+        })
+        .collect();
+    let recommend = |extra: &[&str]| {
+        let json = dir.path().join("recommend.json");
+        let mut args = vec![
+            "recommend",
+            "--db",
+            db_text,
+            "--export-json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let run = tlslab(&args);
+        run.expect_code(0);
+        (run.stdout(), json_of(&json))
+    };
+    // A counted run is ranked on its counts by default, and says so.
+    for (role, side) in [("server", "server"), ("client", "client")] {
+        let (text, json) = recommend(&["--role", role]);
+        assert!(text.contains(&format!("{role} M instr")), "{text}");
+        assert!(text.contains("Ranked on instructions"), "{text}");
+        assert_eq!(json["measure"], "instructions");
+        for row in json["rows"].as_array().unwrap() {
+            let median = counted[row["label"].as_str().unwrap()][side]["median"]
+                .as_f64()
+                .unwrap();
+            assert_eq!(row["cost"].as_f64().unwrap(), median, "{row}");
+        }
+    }
+    // On time when asked.
+    let (text, json) = recommend(&["--measure", "time"]);
+    assert!(text.contains("server CPU µs"), "{text}");
+    assert_eq!(json["measure"], "time");
+    // A run that counted nothing cannot be ranked on counts.
+    handshake(&[
+        "--backend",
+        "mock",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--db",
+        db_text,
+    ])
+    .expect_code(0);
+    let refused = tlslab(&["recommend", "--db", db_text, "--measure", "instructions"]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr().contains("counted no instructions"),
+        "{}",
+        refused.stderr()
+    );
+    let (text, _) = recommend(&[]);
+    assert!(text.contains("Ranked on time"), "{text}");
+}
+
+#[test]
+fn the_apache_study_shows_a_counted_server_handshake_beside_perfs_categories() {
+    if skip_without_valgrind(
+        "the_apache_study_shows_a_counted_server_handshake_beside_perfs_categories",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let json = dir.path().join("load.json");
+    let certs = cert_dir();
+    let load = |extra: &[&str]| {
+        let mut args = vec![
+            "load",
+            "--preset",
+            "apache-study",
+            "--rate",
+            "20",
+            "--ramp",
+            "0",
+            "--duration",
+            "1",
+            "--clients",
+            "2",
+            "--workers",
+            "1",
+            "--quiet",
+            "--cert-dir",
+            certs.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        tlslab(&args)
+    };
+    let run = load(&[
+        "--measure",
+        "time,instructions",
+        "--db",
+        db.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let shown = run.stdout();
+    assert!(shown.contains("handshake M instr (counted)"), "{shown}");
+    let counted = &json_of(&json)["counted_server_handshake"];
+    let total = counted["server_instructions"].as_f64().unwrap();
+    // A TLS 1.2 RSA-2048 server handshake: millions of instructions.
+    assert!((1e6..1e8).contains(&total), "{counted}");
+    let categories = counted["categories"].as_array().unwrap();
+    assert!(categories.len() >= 5, "{counted}");
+    let sum: f64 = categories
+        .iter()
+        .map(|c| c["instructions"].as_f64().unwrap())
+        .sum();
+    assert!((sum - total).abs() <= total * 0.01, "{sum} against {total}");
+    // The RSA private-key operation is most of the server's handshake.
+    let largest = categories
+        .iter()
+        .max_by(|a, b| {
+            let n = |c: &serde_json::Value| c["instructions"].as_f64().unwrap();
+            n(a).total_cmp(&n(b))
+        })
+        .unwrap();
+    assert_eq!(largest["category"], "public key", "{counted}");
+    assert!(has_row(&shown, &["public key", "%"]), "{shown}");
+    // The stored run shows the same table.
+    let report = tlslab(&["report", "--db", db.to_str().unwrap()]);
+    report.expect_code(0);
+    let public_key = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("public key"))
+            .map(String::from)
+    };
+    assert_eq!(public_key(&report.stdout()), public_key(&shown));
+
+    // Instructions come beside time; memory is not a load's; a --target
+    // server's library is not known.
+    for refused in [
+        load(&["--measure", "instructions", "--no-db"]),
+        load(&["--measure", "time,memory", "--no-db"]),
+        tlslab(&[
+            "load",
+            "--target",
+            "127.0.0.1:9",
+            "--measure",
+            "time,instructions",
+            "--no-db",
+        ]),
+    ] {
+        refused.expect_code(2);
+    }
 }

@@ -46,6 +46,24 @@ pub fn records(report: &TunnelReport) -> Table {
         }
     }
     header.extend(["ratio_to_baseline", "weak", "security_notes"].map(String::from));
+    // Counted under valgrind (`--measure instructions`): empty otherwise.
+    header.extend(
+        [
+            "instructions_status",
+            "instructions_reason",
+            "counted_packets",
+            "counted_payload_bytes",
+            "send_instructions_per_mb_median",
+            "receive_instructions_per_mb_median",
+            "total_instructions_per_mb_median",
+            "total_instructions_per_mb_min",
+            "total_instructions_per_mb_max",
+            "instructions_spread",
+            "instructions_ratio_to_baseline",
+            "instructions_samples",
+        ]
+        .map(String::from),
+    );
     let mut table = Table {
         headers: header,
         ..Table::default()
@@ -88,6 +106,35 @@ pub fn records(report: &TunnelReport) -> Table {
         fields.push(number(row.ratio_to_baseline.map(|r| r.value)));
         fields.push(row.weak.to_string());
         fields.push(row.security_notes.join("; "));
+        let counted = row.instructions.as_ref();
+        let median = |pick: fn(&super::TunnelCounted) -> Option<Summary>| {
+            counted
+                .and_then(pick)
+                .map(|s| format!("{:.0}", s.median))
+                .unwrap_or_default()
+        };
+        let total = counted.and_then(|c| c.total_per_mb);
+        fields.extend([
+            counted.map(|c| c.status.to_string()).unwrap_or_default(),
+            counted.and_then(|c| c.reason.clone()).unwrap_or_default(),
+            counted.map(|c| c.packets.to_string()).unwrap_or_default(),
+            counted
+                .map(|c| c.payload_bytes.to_string())
+                .unwrap_or_default(),
+            median(|c| c.send_per_mb),
+            median(|c| c.receive_per_mb),
+            median(|c| c.total_per_mb),
+            total.map(|s| format!("{:.0}", s.min)).unwrap_or_default(),
+            total.map(|s| format!("{:.0}", s.max)).unwrap_or_default(),
+            counted
+                .and_then(|c| c.spread)
+                .map(|s| format!("{s:.6}"))
+                .unwrap_or_default(),
+            number(counted.and_then(|c| c.ratio_to_baseline)),
+            counted
+                .map(|c| c.samples.len().to_string())
+                .unwrap_or_default(),
+        ]);
         table.rows.push(fields);
     }
     table

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::Document;
 
+mod counted;
 mod csv;
 mod text;
 use crate::backend::LibraryInfo;
@@ -18,6 +19,7 @@ use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload, TunnelScenario};
 use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::tunnel::{TunnelCell, TunnelSample};
+pub use counted::TunnelCounted;
 pub(crate) use text::{axis_cells, AXIS_HEADERS};
 
 /// One row: a cell with its statistics. Throughput is payload megabytes
@@ -51,6 +53,10 @@ pub struct TunnelRow {
     pub round_costs: Vec<(u32, f64)>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<Timed<TunnelSample>>,
+    /// Instructions per MB of payload, counted under valgrind
+    /// (`--measure instructions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<TunnelCounted>,
 }
 
 /// Table 1: compressed against uncompressed throughput of the same cipher
@@ -113,6 +119,9 @@ pub struct TunnelReport {
     pub rows: Vec<TunnelRow>,
     pub seed: Option<u64>,
     pub drift: Option<Drift>,
+    /// The valgrind that counted instructions, if any did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valgrind: Option<String>,
 }
 
 fn summarize_by(
@@ -153,6 +162,7 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
         security_notes: scenario.security_notes(),
         round_costs: stats::round_medians(&measure::costs(cell.samples())),
         samples: Vec::new(),
+        instructions: counted::counted(cell),
     };
     match &cell.outcome {
         Outcome::Measured { samples, precise } => {
@@ -206,6 +216,7 @@ pub struct TunnelTables {
 /// payload and size.
 pub fn build(cells: &[TunnelCell], baseline: Option<&str>) -> TunnelTables {
     let mut rows: Vec<TunnelRow> = cells.iter().map(row_of).collect();
+    counted::with_counted_ratios(&mut rows, baseline);
     let bases: Vec<Option<Vec<(u32, f64)>>> = rows
         .iter()
         .map(|row| {
@@ -536,6 +547,7 @@ mod tests {
                     .collect(),
                 precise: true,
             },
+            counted: None,
         }
     }
 

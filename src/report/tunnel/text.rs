@@ -48,8 +48,22 @@ fn notes_of(weak: bool, notes: &[&'static str]) -> String {
     all.join("; ")
 }
 
-/// The five tables.
+/// The five tables, and the counted table when rows were counted; a run
+/// that counted and did not time shows its counts only.
 pub fn tables(report: &TunnelReport) -> Vec<Table> {
+    let counted = super::counted::table(report);
+    let timed = report.rows.iter().any(|r| r.sample_count > 0) || counted.is_none();
+    let mut tables = if timed {
+        timed_tables(report)
+    } else {
+        Vec::new()
+    };
+    tables.extend(counted);
+    tables
+}
+
+/// The five tables of the timed study.
+fn timed_tables(report: &TunnelReport) -> Vec<Table> {
     let mut tables = Vec::new();
     let rows: Vec<Vec<String>> = report
         .compression_effect

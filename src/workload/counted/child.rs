@@ -20,10 +20,12 @@ use crate::backend::turns::{count_sides, side_begins, side_ends, SideCounter, Tu
 use crate::backend::{backend_by_id, Negotiated};
 use crate::certs::CertCache;
 use crate::scenario::bulk::BulkScenario;
+use crate::scenario::tunnel::TunnelScenario;
 use crate::valgrind::callgrind;
 use crate::workload::bulk::BulkProbe;
 use crate::workload::handshake::HandshakeProbe;
 use crate::workload::speed::PreparedRow;
+use crate::workload::tunnel::InprocessProbe;
 
 /// What the child says of one cell.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +100,19 @@ fn prepare(
                 BulkProbe::prepare(backend.as_deref(), &scenario, certs, Some(*bytes))
                     .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
             Ok((Box::new(move || probe.run().map(drop)), negotiated))
+        }
+        Work::Tunnel { row, packets } => {
+            let scenario = TunnelScenario::from_label(row)
+                .ok_or_else(|| ended("failed", format!("no tunnel row '{row}'")))?;
+            let mut probe = InprocessProbe::prepare(&scenario)
+                .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
+            // One uncounted batch of the counted size: every packet's
+            // buffer is allocated before counting.
+            let packets = *packets;
+            probe
+                .run_packets(packets)
+                .map_err(|reason| ended("failed", reason))?;
+            Ok((Box::new(move || probe.run_packets(packets).map(drop)), None))
         }
         Work::Speed { row, operations } => {
             let backend = backend.ok_or_else(|| ended("failed", "no backend".into()))?;

@@ -18,7 +18,7 @@ pub mod memory;
 pub mod profile;
 pub mod values;
 
-pub use values::{CategoryCount, Counts, Instructions};
+pub use values::{CategoryCount, Counts, Instructions, ServerHandshakeCount};
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -56,7 +56,8 @@ pub struct CountPlan {
 pub struct PlannedCount {
     /// The cell's index in the parent's plan.
     pub index: usize,
-    /// The backend's id (`None` for bulk's no-crypto rows).
+    /// The backend's id (`None` for bulk's no-crypto rows and tunnel rows,
+    /// which run on the in-process engine).
     pub backend: Option<String>,
     pub work: Work,
     pub samples: usize,
@@ -77,6 +78,10 @@ pub enum Work {
         row: crate::scenario::speed::SpeedRow,
         operations: u64,
     },
+    /// `packets` packets through an in-process data channel of the tunnel
+    /// row labelled `row`: the sender's protect counted as the client, the
+    /// receiver's unprotect (and check) as the server.
+    Tunnel { row: String, packets: u64 },
 }
 
 impl Work {
@@ -84,7 +89,7 @@ impl Work {
     fn weight(&self) -> f64 {
         match self {
             Work::Handshake { scenario } => weight(scenario),
-            Work::Bulk { .. } | Work::Speed { .. } => 1.0,
+            Work::Bulk { .. } | Work::Speed { .. } | Work::Tunnel { .. } => 1.0,
         }
     }
 
@@ -95,7 +100,7 @@ impl Work {
             Work::Bulk { row, .. } => crate::scenario::bulk::BulkScenario::from_label(row)
                 .and_then(|s| s.handshake())
                 .map(|h| (h.cert, h.chain_depth)),
-            Work::Speed { .. } => None,
+            Work::Speed { .. } | Work::Tunnel { .. } => None,
         }
     }
 }
@@ -199,6 +204,62 @@ pub fn count_matrix(
     Ok(results)
 }
 
+/// Counts `handshakes` handshakes of `scenario` on `backend` under
+/// callgrind, with the breakdown, and returns the server side's
+/// instructions per category; or why they could not be counted.
+/// `valgrind` names the valgrind that counts.
+pub fn count_server_handshake(
+    scenario: &HandshakeScenario,
+    backend: Arc<dyn Backend>,
+    certs: &CertCache,
+    handshakes: usize,
+    valgrind: &str,
+    interrupt: &AtomicBool,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<ServerHandshakeCount, String> {
+    if let Some(reason) = uncountable(scenario) {
+        return Err(reason);
+    }
+    let library = backend.library();
+    let work = [(
+        Work::Handshake {
+            scenario: *scenario,
+        },
+        Some(backend),
+    )];
+    let options = CountOptions {
+        samples: handshakes,
+        jobs: 1,
+        breakdown: true,
+    };
+    let [cell] = <[CountedCell; 1]>::try_from(
+        count_instructions(&work, certs, &options, interrupt, progress)
+            .map_err(|error| format!("{error:#}"))?,
+    )
+    .map_err(|_| "the counted child reported no cell".to_string())?;
+    let samples = cell.outcome.samples();
+    if let Some(reason) = cell.outcome.reason() {
+        return Err(format!("{}: {reason}", cell.outcome.status()));
+    }
+    if samples.is_empty() {
+        return Err("no handshake was counted (interrupted)".to_string());
+    }
+    let server: u64 = samples.iter().map(|s| s.value.server).sum();
+    Ok(ServerHandshakeCount {
+        backend: library.backend.clone(),
+        library: format!("{} {}", library.library, library.version),
+        valgrind: valgrind.to_string(),
+        handshakes: samples.len(),
+        server_instructions: server as f64 / samples.len() as f64,
+        categories: cell
+            .breakdown
+            .into_iter()
+            .filter(|c| c.side == "server")
+            .map(|c| (c.category, c.instructions))
+            .collect(),
+    })
+}
+
 /// The valgrind command a counted child runs under.
 fn valgrind_command(profile: &Path) -> Command {
     let mut command = Command::new("valgrind");
@@ -272,7 +333,8 @@ struct Running {
     done: Arc<Mutex<Vec<(usize, usize)>>>,
 }
 
-/// A cell of counted work and its backend (`None` for bulk's no-crypto rows).
+/// A cell of counted work and its backend (`None` for bulk's no-crypto
+/// rows and tunnel rows).
 pub type CountedWork = (Work, Option<Arc<dyn Backend>>);
 
 /// Counts every cell's instructions per side in children under callgrind.

@@ -56,3 +56,22 @@ pub struct Counts {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<crate::workload::network::NetworkResult>,
 }
+
+/// The server side of a scenario's handshake, counted per category: what
+/// `load --measure time,instructions` shows beside perf's categories.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerHandshakeCount {
+    /// The backend counted in process ("openssl").
+    pub backend: String,
+    /// Its library and version ("OpenSSL 3.6.3").
+    pub library: String,
+    /// The valgrind that counted ("valgrind-3.19.0").
+    pub valgrind: String,
+    /// Handshakes counted.
+    pub handshakes: usize,
+    /// The server's instructions per handshake (mean).
+    pub server_instructions: f64,
+    /// Per category label, the server's instructions per handshake (mean);
+    /// they add up to `server_instructions`.
+    pub categories: Vec<(String, f64)>,
+}
