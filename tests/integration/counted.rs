@@ -718,7 +718,7 @@ fn compare_gates_bulk_and_speed_runs_on_their_counts() {
     assert!(
         has_row(
             &worse.stdout(),
-            &["openssl", "aes128gcm", "16384", "sender", "SLOWER"]
+            &["openssl", "aes-128-gcm", "16384", "sender", "SLOWER"]
         ),
         "{}",
         worse.stdout()
@@ -737,7 +737,10 @@ fn compare_gates_bulk_and_speed_runs_on_their_counts() {
     let worse = tlslab(&["compare", "3", "4", "--db", db_text]);
     worse.expect_code(1);
     assert!(
-        has_row(&worse.stdout(), &["openssl", "aes128gcm", "1024", "SLOWER"]),
+        has_row(
+            &worse.stdout(),
+            &["openssl", "aes-128-gcm", "1024", "SLOWER"]
+        ),
         "{}",
         worse.stdout()
     );

@@ -91,10 +91,17 @@ fn report_compare_and_recommend_read_an_older_database_without_changing_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("old.sqlite");
     mock_run(&db);
-    // The layout of schema version 9, before runs recorded their baseline.
+    // The layout of schema version 9: before runs recorded their baseline
+    // (10), and before tunnel counts and bulk counts' own bytes (11).
     Connection::open(&db)
         .unwrap()
-        .execute_batch("ALTER TABLE runs DROP COLUMN baseline; PRAGMA user_version = 9;")
+        .execute_batch(
+            "ALTER TABLE runs DROP COLUMN baseline;
+             ALTER TABLE bulk_counts DROP COLUMN sample_bytes;
+             DROP TABLE tunnel_count_samples;
+             DROP TABLE tunnel_counts;
+             PRAGMA user_version = 9;",
+        )
         .unwrap();
     let before = std::fs::read(&db).unwrap();
     let db_text = path_text(&db);
