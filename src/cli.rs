@@ -171,6 +171,37 @@ pub enum MutualArg {
     Both,
 }
 
+/// What `recommend` prices a row for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Role {
+    /// The server's CPU (or instructions) per handshake.
+    Server,
+    /// The client's CPU (or instructions) per handshake.
+    Client,
+    /// Both tunnel ends' CPU per megabyte of payload.
+    Tunnel,
+    /// Both sides' CPU per megabyte of application data.
+    Bulk,
+}
+
+impl Role {
+    /// The role's name, as typed.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Server => "server",
+            Role::Client => "client",
+            Role::Tunnel => "tunnel",
+            Role::Bulk => "bulk",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   tlslab handshake --preset kex-matrix
@@ -1127,8 +1158,8 @@ pub struct RecommendArgs {
     /// CPU per handshake) for handshake and cost runs; tunnel (CPU per
     /// megabyte through the tunnel) for tunnel runs; bulk (both sides' CPU
     /// per megabyte) for bulk runs. [default: server, or the run's kind]
-    #[arg(long, value_name = "ROLE")]
-    pub role: Option<String>,
+    #[arg(long, value_enum, value_name = "ROLE")]
+    pub role: Option<Role>,
 
     /// The figure the rows are ranked on: time (CPU time) or instructions
     /// (counted under valgrind by a run with --measure instructions: the

@@ -192,7 +192,7 @@ pub fn run(args: &BulkArgs) -> Result<i32> {
         valgrind: valgrind.as_deref(),
     };
     let run_id = store.begin_run(&run_info(
-        "bulk",
+        crate::store::RunKind::Bulk,
         serde_json::to_string(&options)?,
         &host,
         &libraries,
@@ -463,7 +463,7 @@ pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document
     let cells = store.load_bulk_cells(run.id)?;
     Ok(BulkReport {
         run_id: Some(run.id),
-        complete: run.status == "complete",
+        complete: run.status.is_complete(),
         host: &run.host,
         libraries: &run.libraries,
         seed: options.pointer("/sampling/seed").and_then(|s| s.as_u64()),

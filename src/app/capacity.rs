@@ -112,7 +112,7 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
         load_average: load_average(),
     };
     let run_id = store.begin_run(&run_info(
-        "capacity",
+        crate::store::RunKind::Capacity,
         serde_json::to_string(&stored)?,
         &host,
         &libraries,
@@ -284,7 +284,7 @@ pub(crate) fn stored_document(
 ) -> Result<crate::report::Document> {
     Ok(CapacityReport {
         run_id: Some(run.id),
-        complete: run.status == "complete",
+        complete: run.status.is_complete(),
         host: &run.host,
         libraries: &run.libraries,
         cells: &store.load_capacity_cells(run.id)?,

@@ -15,13 +15,18 @@ use super::session::usage;
 use crate::measure::Outcome;
 use crate::report::Document;
 use crate::scenario::Named;
-use crate::store::{Store, StoredRun};
+use crate::store::{RunKind, Store, StoredRun};
 
 /// How far apart the rounds of two shards are moved (no run has that many rounds).
 const ROUND_STRIDE: u32 = 1_000_000;
 
-/// The run kinds whose shards combine.
-const KINDS: [&str; 4] = ["handshake", "speed", "tunnel", "bulk"];
+/// Returns true if and only if the shards of a run of this kind combine.
+fn combines(kind: RunKind) -> bool {
+    match kind {
+        RunKind::Handshake | RunKind::Speed | RunKind::Tunnel | RunKind::Bulk => true,
+        RunKind::Capacity | RunKind::Cost | RunKind::Load => false,
+    }
+}
 
 /// The runs of one host, combined.
 pub struct Combined {
@@ -113,7 +118,7 @@ fn pool<C, S>(
 /// combines) and the same options but for the shard and the seed.
 fn check_one_command(runs: &[StoredRun]) -> Result<()> {
     let first = &runs[0];
-    if !KINDS.contains(&first.kind.as_str()) {
+    if !combines(first.kind) {
         return Err(usage(format!(
             "--combine reads shards of handshake, speed, tunnel and bulk runs; run {} is a {} run",
             first.id, first.kind
@@ -182,7 +187,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
         valgrind: counted_with,
         ..
     } = super::session::stored_sampling(&first.options_json);
-    let complete = runs.iter().all(|r| r.status == "complete");
+    let complete = runs.iter().all(|r| r.status.is_complete());
     let mut libraries = first.libraries.clone();
     for run in &runs[1..] {
         for library in &run.libraries {
@@ -191,8 +196,8 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
             }
         }
     }
-    let (mut document, pooled) = match first.kind.as_str() {
-        "speed" => {
+    let (mut document, pooled) = match first.kind {
+        RunKind::Speed => {
             let shards = runs
                 .iter()
                 .map(|r| store.load_speed_cells(r.id))
@@ -213,7 +218,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
             );
             (document, pooled)
         }
-        "tunnel" => {
+        RunKind::Tunnel => {
             let shards = runs
                 .iter()
                 .map(|r| store.load_tunnel_cells(r.id))
@@ -234,7 +239,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
             );
             (document, pooled)
         }
-        "bulk" => {
+        RunKind::Bulk => {
             let shards = runs
                 .iter()
                 .map(|r| store.load_bulk_cells(r.id))
@@ -257,7 +262,11 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
             .document();
             (document, pooled)
         }
-        _ => {
+        // check_one_command let only the kinds that combine through.
+        RunKind::Capacity | RunKind::Cost | RunKind::Load => {
+            unreachable!("{} runs do not combine", first.kind)
+        }
+        RunKind::Handshake => {
             let shards = runs.iter().map(|r| r.cells.clone()).collect();
             let (cells, pooled) = pool(
                 shards,
@@ -371,8 +380,8 @@ mod tests {
     fn run(id: i64, host: &str, shard: &str) -> StoredRun {
         StoredRun {
             id,
-            kind: "handshake".into(),
-            status: "complete".into(),
+            kind: RunKind::Handshake,
+            status: crate::store::RunStatus::Complete,
             started_at: String::new(),
             options_json: format!(r#"{{"runs":4,"sampling":{{"seed":{id}}},"shard":"{shard}"}}"#),
             baseline: None,

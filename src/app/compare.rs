@@ -14,7 +14,7 @@ use crate::cli::CompareArgs;
 use crate::measure::{Outcome, Sampled, Timed};
 use crate::report::compare::{self, Cell, Kind, Run};
 use crate::scenario::{parse_name, HandshakeScenario, Measure, Named};
-use crate::store::Store;
+use crate::store::{RunKind, Store};
 use crate::workload::bulk::BulkSample;
 use crate::workload::counted::Instructions;
 use crate::workload::load::PHASE_IDS;
@@ -54,22 +54,29 @@ pub(super) fn open_existing(path: &Path) -> Result<Store> {
     Store::open_read_only(path)
 }
 
-/// The run kinds that can be compared on their counted instructions.
-const COUNTED_KINDS: [&str; 4] = ["handshake", "speed", "bulk", "tunnel"];
+/// Returns true if and only if runs of this kind can be compared on
+/// their counted instructions.
+fn countable(kind: RunKind) -> bool {
+    match kind {
+        RunKind::Handshake | RunKind::Speed | RunKind::Bulk | RunKind::Tunnel => true,
+        RunKind::Capacity | RunKind::Cost | RunKind::Load => false,
+    }
+}
 
 /// What a run kind's rows measure (by `measure`), or a usage error for a
 /// kind compare cannot read or a figure the kind does not have.
-fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
+fn kind_of(name: RunKind, measure: Measure) -> Result<Kind> {
     let refused = match measure {
         Measure::Time => false,
-        Measure::Instructions => !COUNTED_KINDS.contains(&name),
-        Measure::Memory => name != "handshake",
+        Measure::Instructions => !countable(name),
+        Measure::Memory => name != RunKind::Handshake,
     };
     if refused {
-        let counted: Vec<&str> = COUNTED_KINDS
-            .iter()
-            .copied()
-            .filter(|k| measure == Measure::Instructions || *k == "handshake")
+        let counted: Vec<&str> = RunKind::ALL
+            .into_iter()
+            .filter(|k| countable(*k))
+            .filter(|k| measure == Measure::Instructions || *k == RunKind::Handshake)
+            .map(RunKind::id)
             .collect();
         return Err(usage(format!(
             "--measure {} compares {} runs; a {name} run is compared on time",
@@ -78,7 +85,7 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
         )));
     }
     Ok(match (name, measure) {
-        ("handshake", Measure::Instructions) => Kind {
+        (RunKind::Handshake, Measure::Instructions) => Kind {
             name: "handshake",
             unit: "M instr",
             cost: "both sides' instructions per handshake (client + server), counted under valgrind",
@@ -88,7 +95,7 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: true,
         },
-        ("handshake", Measure::Memory) => Kind {
+        (RunKind::Handshake, Measure::Memory) => Kind {
             name: "handshake",
             unit: "peak KiB",
             cost: "both sides' peak heap bytes per handshake (client + server)",
@@ -98,7 +105,7 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: true,
         },
-        ("handshake", _) => Kind {
+        (RunKind::Handshake, _) => Kind {
             name: "handshake",
             unit: "CPU µs",
             cost: "both sides' CPU time per handshake (client + server)",
@@ -108,7 +115,7 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: false,
         },
-        ("speed", Measure::Instructions) => Kind {
+        (RunKind::Speed, Measure::Instructions) => Kind {
             name: "speed",
             unit: "k instr/op",
             cost: "the instructions per operation, counted under valgrind",
@@ -118,7 +125,7 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: true,
         },
-        ("speed", _) => Kind {
+        (RunKind::Speed, _) => Kind {
             name: "speed",
             unit: "µs/op",
             cost: "the time per operation",
@@ -128,7 +135,7 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: false,
         },
-        ("tunnel", Measure::Instructions) => Kind {
+        (RunKind::Tunnel, Measure::Instructions) => Kind {
             name: "tunnel",
             unit: "M instr/MB",
             cost: "both ends' instructions per MB (10^6 bytes) of payload (sender: compress, encrypt, authenticate; receiver: verify, decrypt, decompress, check), counted under valgrind on the in-process engine",
@@ -138,7 +145,7 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: true,
         },
-        ("tunnel", _) => Kind {
+        (RunKind::Tunnel, _) => Kind {
             name: "tunnel",
             unit: "CPU ns/byte",
             cost: "the CPU time per payload byte through both ends (in process) or the transfer's time per byte (OpenVPN)",
@@ -148,7 +155,7 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: false,
         },
-        ("bulk", Measure::Instructions) => Kind {
+        (RunKind::Bulk, Measure::Instructions) => Kind {
             name: "bulk",
             unit: "instr/B",
             cost: "one side's instructions per byte of application data (sender: protect and write; receiver: read and open), counted under valgrind, a row per side",
@@ -158,7 +165,7 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: true,
         },
-        ("bulk", _) => Kind {
+        (RunKind::Bulk, _) => Kind {
             name: "bulk",
             unit: "CPU ms/MB",
             cost: "one side's CPU time per MB (10^6 bytes) of application data (sender: protect and write; receiver: read and open), a row per side",
@@ -168,7 +175,7 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: false,
         },
-        ("cost", _) => Kind {
+        (RunKind::Cost, _) => Kind {
             name: "cost",
             unit: "µs",
             cost: "on a handshake row both sides' CPU time per handshake, on an operation row the time per operation of a primitive the model uses",
@@ -178,7 +185,7 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
             notes: Vec::new(),
             counted: false,
         },
-        ("load", _) => Kind {
+        (RunKind::Load, _) => Kind {
             name: "load",
             unit: "ms",
             cost: "one request's latency in that phase (total: from the moment it was due)",
@@ -191,10 +198,10 @@ fn kind_of(name: &str, measure: Measure) -> Result<Kind> {
                 "Load p99 rows: one figure per run (its order-statistic interval is not computed): B/A without an interval or a verdict, never failing the gate.",
             ],
         },
-        (other, _) => {
-            return Err(usage(format!(
-                "compare reads handshake, speed, tunnel, bulk, cost and load runs; this is a {other} run"
-            )))
+        (RunKind::Capacity, _) => {
+            return Err(usage(
+                "compare reads handshake, speed, tunnel, bulk, cost and load runs; this is a capacity run",
+            ))
         }
     })
 }
@@ -259,24 +266,26 @@ fn handshake_cells(
 pub(super) fn counted_instructions(
     store: &Store,
     stored: &crate::store::StoredRun,
-    kind: &str,
+    kind: RunKind,
 ) -> Result<bool> {
     let id = stored.id;
     Ok(match kind {
-        "handshake" | "cost" => stored.cells.iter().any(|c| c.counts.instructions.is_some()),
-        "speed" => store
+        RunKind::Handshake | RunKind::Cost => {
+            stored.cells.iter().any(|c| c.counts.instructions.is_some())
+        }
+        RunKind::Speed => store
             .load_speed_cells(id)?
             .iter()
             .any(|c| c.counted.is_some()),
-        "bulk" => store
+        RunKind::Bulk => store
             .load_bulk_cells(id)?
             .iter()
             .any(|c| c.instructions.is_some()),
-        "tunnel" => store
+        RunKind::Tunnel => store
             .load_tunnel_cells(id)?
             .iter()
             .any(|c| c.counted.is_some()),
-        _ => false,
+        RunKind::Capacity | RunKind::Load => false,
     })
 }
 
@@ -472,14 +481,16 @@ fn load_rows(store: &Store, id: i64) -> Result<(Vec<Cell>, Figures)> {
 fn load(
     store: &Store,
     stored: crate::store::StoredRun,
-    kind: &str,
+    kind: RunKind,
     measure: Measure,
 ) -> Result<Run> {
     let id = stored.id;
     let mut figures = Vec::new();
     let cells = match kind {
-        "handshake" => handshake_cells(&stored, crate::report::handshake::axis_cells, measure),
-        "speed" => speed_cells(
+        RunKind::Handshake => {
+            handshake_cells(&stored, crate::report::handshake::axis_cells, measure)
+        }
+        RunKind::Speed => speed_cells(
             store,
             id,
             |row| {
@@ -491,8 +502,8 @@ fn load(
             },
             measure,
         )?,
-        "bulk" => bulk_cells(store, id, measure)?,
-        "cost" => {
+        RunKind::Bulk => bulk_cells(store, id, measure)?,
+        RunKind::Cost => {
             let mut cells = handshake_cells(
                 &stored,
                 |scenario| vec!["handshake".to_string(), scenario.describe()],
@@ -506,12 +517,14 @@ fn load(
             )?);
             cells
         }
-        "load" => {
+        RunKind::Load => {
             let (cells, plan) = load_rows(store, id)?;
             figures = plan;
             cells
         }
-        _ => tunnel_cells(store, id, measure)?,
+        RunKind::Tunnel => tunnel_cells(store, id, measure)?,
+        // kind_of refuses capacity runs before any is loaded.
+        RunKind::Capacity => Vec::new(),
     };
     Ok(Run {
         id,
@@ -545,7 +558,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         Some(open_existing(&path_b)?)
     };
     let store_b = store_b.as_ref().unwrap_or(&store_a);
-    let kind_in = |store: &Store, id: i64, path: &Path| -> Result<String> {
+    let kind_in = |store: &Store, id: i64, path: &Path| -> Result<RunKind> {
         store
             .run_kind(id)?
             .ok_or_else(|| usage(format!("there is no run {id} in {}", path.display())))
@@ -559,22 +572,22 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     }
     let (stored_a, stored_b) = (store_a.load_run(id_a)?, store_b.load_run(id_b)?);
     // A cost run is compared on time (its operations were not counted).
-    let countable = COUNTED_KINDS.contains(&kind_a.as_str());
+    let countable = countable(kind_a);
     let measure = measure_of(
         args.measure.as_deref(),
         [
-            countable && counted_instructions(&store_a, &stored_a, &kind_a)?,
-            countable && counted_instructions(store_b, &stored_b, &kind_b)?,
+            countable && counted_instructions(&store_a, &stored_a, kind_a)?,
+            countable && counted_instructions(store_b, &stored_b, kind_b)?,
         ],
     )?;
-    let kind = kind_of(&kind_a, measure)?;
+    let kind = kind_of(kind_a, measure)?;
     let threshold = parse_threshold(args.threshold.as_deref().unwrap_or(if kind.counted {
         COUNTED_THRESHOLD
     } else {
         TIME_THRESHOLD
     }))?;
-    let a = load(&store_a, stored_a, &kind_a, measure)?;
-    let b = load(store_b, stored_b, &kind_b, measure)?;
+    let a = load(&store_a, stored_a, kind_a, measure)?;
+    let b = load(store_b, stored_b, kind_b, measure)?;
     let comparison = compare::compare(kind, a, b, threshold);
     let document = comparison.document();
     args.display.print(&document)?;

@@ -103,7 +103,7 @@ pub fn run(args: &CostArgs) -> Result<i32> {
     let host = HostInfo::current();
     let libraries: Vec<_> = backends.iter().map(|b| b.library()).collect();
     let run_id = store.begin_run(&run_info(
-        "cost",
+        crate::store::RunKind::Cost,
         serde_json::json!({
             "preset": preset.map(Named::id),
             "backends": backends.iter().map(|b| b.id()).collect::<Vec<_>>(),
@@ -475,7 +475,7 @@ pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document
         &results,
         false,
         Some(run.id),
-        run.status == "complete",
+        run.status.is_complete(),
         &run.host,
         &run.libraries,
         primitive_costs_json(&primitive_ns),

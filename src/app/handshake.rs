@@ -334,7 +334,7 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
             }),
     };
     let run_id = store.begin_run(&run_info(
-        "handshake",
+        crate::store::RunKind::Handshake,
         serde_json::to_string(&options)?,
         &host,
         &libraries,

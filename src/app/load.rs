@@ -622,7 +622,12 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
         "plan": &plan,
         "driver": driver,
     });
-    let run_id = store.begin_run(&run_info("load", options.to_string(), &host, &libraries))?;
+    let run_id = store.begin_run(&run_info(
+        crate::store::RunKind::Load,
+        options.to_string(),
+        &host,
+        &libraries,
+    ))?;
     let cpu_before = server.as_ref().map(Nginx::worker_cpu_ns).transpose()?;
     let endpoint = Endpoint {
         context,

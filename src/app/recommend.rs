@@ -8,13 +8,13 @@ use anyhow::Result;
 
 use super::compare::open_existing;
 use super::session::{check_exports, usage};
-use crate::cli::RecommendArgs;
+use crate::cli::{RecommendArgs, Role};
 use crate::measure::{Outcome, Sampled, Timed};
 use crate::report::recommend::{Candidate, CostAxis, Floor, Recommendation};
 use crate::scenario::{parse_name, Measure, Named};
 use crate::security;
 use crate::stats::{self, Interval};
-use crate::store::Store;
+use crate::store::{RunKind, Store};
 use crate::workload::counted::Instructions;
 
 /// The roles and the run kinds each reads.
@@ -23,20 +23,36 @@ const ROLES: &str =
 
 /// The run kinds a role reads (without a role, every kind recommend
 /// reads); none for an unknown role.
-fn kinds_read(role: Option<&str>) -> Vec<&'static str> {
+fn kinds_read(role: Option<Role>) -> Vec<RunKind> {
     match role {
-        Some("server" | "client") => vec!["handshake", "cost"],
-        Some("tunnel") => vec!["tunnel"],
-        Some("bulk") => vec!["bulk"],
-        Some(_) => Vec::new(),
-        None => vec!["handshake", "cost", "tunnel", "bulk"],
+        Some(Role::Server | Role::Client) => vec![RunKind::Handshake, RunKind::Cost],
+        Some(Role::Tunnel) => vec![RunKind::Tunnel],
+        Some(Role::Bulk) => vec![RunKind::Bulk],
+        None => vec![
+            RunKind::Handshake,
+            RunKind::Cost,
+            RunKind::Tunnel,
+            RunKind::Bulk,
+        ],
+    }
+}
+
+/// The role a run is priced for when none is asked: its own for tunnel
+/// and bulk runs, the server's for handshakes.
+fn default_role(kind: RunKind) -> Role {
+    match kind {
+        RunKind::Tunnel => Role::Tunnel,
+        RunKind::Bulk => Role::Bulk,
+        RunKind::Handshake | RunKind::Cost | RunKind::Capacity | RunKind::Speed | RunKind::Load => {
+            Role::Server
+        }
     }
 }
 
 /// The cost axis of a role for a run kind, on time or on instructions,
 /// or a usage error when the run has no such figure. `why_measure` says
 /// why the figure was chosen.
-fn cost_axis(role: &str, kind: &str, measure: Measure, why_measure: String) -> Result<CostAxis> {
+fn cost_axis(role: Role, kind: RunKind, measure: Measure, why_measure: String) -> Result<CostAxis> {
     let axis = match measure {
         Measure::Instructions => counted_axis(role, kind)?,
         _ => timed_axis(role, kind)?,
@@ -49,14 +65,14 @@ fn cost_axis(role: &str, kind: &str, measure: Measure, why_measure: String) -> R
 }
 
 /// The usage error of a role that does not fit the run.
-fn role_refused(role: &str, kind: &str) -> anyhow::Error {
+fn role_refused(role: Role, kind: RunKind) -> anyhow::Error {
     usage(format!(
         "the role {role} does not apply to a {kind} run; roles: {ROLES}"
     ))
 }
 
 /// A role's cost in counted instructions.
-fn counted_axis(role: &str, kind: &str) -> Result<CostAxis> {
+fn counted_axis(role: Role, kind: RunKind) -> Result<CostAxis> {
     let handshake_axes = crate::report::handshake::AXIS_HEADERS.to_vec();
     let axis = |role, header, scale, meaning, backend_header, axis_headers| CostAxis {
         role,
@@ -69,7 +85,7 @@ fn counted_axis(role: &str, kind: &str) -> Result<CostAxis> {
         why_measure: String::new(),
     };
     Ok(match (role, kind) {
-        ("server", "handshake" | "cost") => axis(
+        (Role::Server, RunKind::Handshake | RunKind::Cost) => axis(
             "server",
             "server M instr",
             1e-6,
@@ -77,7 +93,7 @@ fn counted_axis(role: &str, kind: &str) -> Result<CostAxis> {
             "backend",
             handshake_axes,
         ),
-        ("client", "handshake" | "cost") => axis(
+        (Role::Client, RunKind::Handshake | RunKind::Cost) => axis(
             "client",
             "client M instr",
             1e-6,
@@ -85,7 +101,7 @@ fn counted_axis(role: &str, kind: &str) -> Result<CostAxis> {
             "backend",
             handshake_axes,
         ),
-        ("tunnel", "tunnel") => axis(
+        (Role::Tunnel, RunKind::Tunnel) => axis(
             "tunnel",
             "M instr/MB",
             1e-6,
@@ -93,7 +109,7 @@ fn counted_axis(role: &str, kind: &str) -> Result<CostAxis> {
             "engine",
             crate::report::tunnel::AXIS_HEADERS.to_vec(),
         ),
-        ("bulk", "bulk") => axis(
+        (Role::Bulk, RunKind::Bulk) => axis(
             "bulk",
             "M instr/MB",
             1e-6,
@@ -106,10 +122,10 @@ fn counted_axis(role: &str, kind: &str) -> Result<CostAxis> {
 }
 
 /// A role's cost in CPU time.
-fn timed_axis(role: &str, kind: &str) -> Result<CostAxis> {
+fn timed_axis(role: Role, kind: RunKind) -> Result<CostAxis> {
     let handshake_axes = crate::report::handshake::AXIS_HEADERS.to_vec();
     Ok(match (role, kind) {
-        ("server", "handshake" | "cost") => CostAxis {
+        (Role::Server, RunKind::Handshake | RunKind::Cost) => CostAxis {
             role: "server",
             header: "server CPU µs",
             scale: 1e-3,
@@ -119,7 +135,7 @@ fn timed_axis(role: &str, kind: &str) -> Result<CostAxis> {
             measure: "time",
             why_measure: String::new(),
         },
-        ("client", "handshake" | "cost") => CostAxis {
+        (Role::Client, RunKind::Handshake | RunKind::Cost) => CostAxis {
             role: "client",
             header: "client CPU µs",
             scale: 1e-3,
@@ -129,7 +145,7 @@ fn timed_axis(role: &str, kind: &str) -> Result<CostAxis> {
             measure: "time",
             why_measure: String::new(),
         },
-        ("tunnel", "tunnel") => CostAxis {
+        (Role::Tunnel, RunKind::Tunnel) => CostAxis {
             role: "tunnel",
             header: "CPU ms/MB",
             scale: 1.0,
@@ -139,7 +155,7 @@ fn timed_axis(role: &str, kind: &str) -> Result<CostAxis> {
             measure: "time",
             why_measure: String::new(),
         },
-        ("bulk", "bulk") => CostAxis {
+        (Role::Bulk, RunKind::Bulk) => CostAxis {
             role: "bulk",
             header: "CPU ms/MB",
             scale: 1.0,
@@ -195,26 +211,26 @@ fn not_counted() -> RowCost {
 fn candidates(
     store: &Store,
     run_id: i64,
-    kind: &str,
-    role: &str,
+    kind: RunKind,
+    role: Role,
     measure: Measure,
 ) -> Result<Vec<Candidate>> {
     let counted = measure == Measure::Instructions;
     // Nanoseconds per byte are milliseconds per megabyte (10^6 bytes);
     // instructions per MB are instructions per byte times 10^6.
     Ok(match kind {
-        "handshake" | "cost" => store
+        RunKind::Handshake | RunKind::Cost => store
             .load_run(run_id)?
             .cells
             .iter()
             .map(|c| {
                 let side = |s: &Instructions| match role {
-                    "client" => s.client as f64,
+                    Role::Client => s.client as f64,
                     _ => s.server as f64,
                 };
                 let cost = match (&c.counts.instructions, counted) {
                     (_, false) => row_cost(&c.outcome, c.samples(), |s| match role {
-                        "client" => s.client_cpu_ns as f64,
+                        Role::Client => s.client_cpu_ns as f64,
                         _ => s.server_cpu_ns as f64,
                     }),
                     (Some(outcome), true) => row_cost(outcome, outcome.samples(), side),
@@ -233,7 +249,7 @@ fn candidates(
                 }
             })
             .collect(),
-        "tunnel" => store
+        RunKind::Tunnel => store
             .load_tunnel_cells(run_id)?
             .iter()
             .map(|c| {
@@ -264,7 +280,7 @@ fn candidates(
                 }
             })
             .collect(),
-        _ => store
+        RunKind::Bulk => store
             .load_bulk_cells(run_id)?
             .iter()
             .map(|c| {
@@ -295,6 +311,8 @@ fn candidates(
                 }
             })
             .collect(),
+        // cost_axis refused these kinds before any row is read.
+        RunKind::Capacity | RunKind::Speed | RunKind::Load => return Err(role_refused(role, kind)),
     })
 }
 
@@ -302,27 +320,23 @@ pub fn run(args: &RecommendArgs) -> Result<i32> {
     check_exports(&args.exports)?;
     let path = args.db.clone().unwrap_or_else(Store::default_path);
     let store = open_existing(&path)?;
-    if let Some(role) = args.role.as_deref() {
-        if kinds_read(Some(role)).is_empty() {
-            return Err(usage(format!("unknown role '{role}'; roles: {ROLES}")));
-        }
-    }
     let run_id = match args.run {
         Some(id) => id,
         // The latest run recommend can read (for the role, if given).
         None => {
-            let kinds = kinds_read(args.role.as_deref());
+            let kinds = kinds_read(args.role);
             match store.latest_run_of(&kinds)? {
                 Some(id) => id,
                 None => {
                     let latest = match store.latest_run_id()? {
                         Some(id) => format!(
                             " (the latest, run {id}, is a {} run)",
-                            store.run_kind(id)?.unwrap_or_default()
+                            store.run_kind(id)?.map_or("unknown", RunKind::id)
                         ),
                         None => String::new(),
                     };
-                    return Err(usage(match args.role.as_deref() {
+                    let kinds: Vec<&str> = kinds.into_iter().map(RunKind::id).collect();
+                    return Err(usage(match args.role {
                         Some(role) => format!(
                             "there is no {} run for the role {role} in {}{latest}",
                             kinds.join(" or "),
@@ -340,17 +354,9 @@ pub fn run(args: &RecommendArgs) -> Result<i32> {
     let kind = store
         .run_kind(run_id)?
         .ok_or_else(|| usage(format!("there is no run {run_id} in {}", path.display())))?;
-    let role = match (args.role.as_deref(), kind.as_str()) {
-        (Some(role), _) => role,
-        (None, "tunnel") => "tunnel",
-        (None, "bulk") => "bulk",
-        (None, _) => "server",
-    };
-    if !["server", "client", "tunnel", "bulk"].contains(&role) {
-        return Err(usage(format!("unknown role '{role}'; roles: {ROLES}")));
-    }
+    let role = args.role.unwrap_or_else(|| default_role(kind));
     let stored = store.load_run(run_id)?;
-    let counted = super::compare::counted_instructions(&store, &stored, &kind)?;
+    let counted = super::compare::counted_instructions(&store, &stored, kind)?;
     let (measure, why) = match args.measure.as_deref() {
         Some(name) => {
             let measure: Measure = parse_name(name).map_err(usage)?;
@@ -372,16 +378,16 @@ pub fn run(args: &RecommendArgs) -> Result<i32> {
         ),
         None => (Measure::Time, "CPU time, as the run timed it".to_string()),
     };
-    let axis = cost_axis(role, &kind, measure, why)?;
+    let axis = cost_axis(role, kind, measure, why)?;
     let floor = Floor {
         min_bits: args.min_security,
         forward_secrecy: args.forward_secrecy,
         allow_weak: args.allow_weak,
     };
-    let candidates = candidates(&store, run_id, &kind, role, measure)?;
+    let candidates = candidates(&store, run_id, kind, role, measure)?;
     let recommendation = Recommendation::new(
         run_id,
-        &kind,
+        kind.id(),
         &stored.host,
         &stored.libraries,
         axis,

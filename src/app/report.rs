@@ -9,7 +9,7 @@ use crate::report::handshake::HandshakeReport;
 use crate::report::html::{self, RunSection};
 use crate::report::{Document, Table};
 use crate::stats::Drift;
-use crate::store::{Store, StoredRun};
+use crate::store::{RunKind, Store, StoredRun};
 
 /// The stored runs, one line each: id, date, kind, host and status.
 fn list_document(store: &Store, path: &std::path::Path) -> Result<Document> {
@@ -35,17 +35,17 @@ fn list_document(store: &Store, path: &std::path::Path) -> Result<Document> {
         table.rows.push(vec![
             run.id.to_string(),
             started,
-            run.kind.clone(),
+            run.kind.to_string(),
             run.hostname.clone(),
-            run.status.clone(),
+            run.status.to_string(),
             run.command_line.clone(),
         ]);
         records.rows.push(vec![
             run.id.to_string(),
             run.started_at.clone(),
-            run.kind.clone(),
+            run.kind.to_string(),
             run.hostname.clone(),
-            run.status.clone(),
+            run.status.to_string(),
             run.command_line.clone(),
         ]);
     }
@@ -254,20 +254,22 @@ fn show_combined(store: &Store, run_ids: &[i64], args: &ReportArgs) -> Result<i3
 /// Refuses a `--baseline` that is not a row of the run (listing its rows),
 /// or a run whose kind has no baseline row.
 fn check_baseline(store: &Store, run_id: i64, baseline: &str) -> Result<()> {
-    let kind = store.run_kind(run_id)?.unwrap_or_default();
-    let mut labels: Vec<String> = match kind.as_str() {
-        "handshake" => store
+    let Some(kind) = store.run_kind(run_id)? else {
+        return Err(usage(format!("there is no run {run_id} in this database")));
+    };
+    let mut labels: Vec<String> = match kind {
+        RunKind::Handshake => store
             .load_run(run_id)?
             .cells
             .iter()
             .map(|c| c.scenario.label())
             .collect(),
-        "tunnel" => store
+        RunKind::Tunnel => store
             .load_tunnel_cells(run_id)?
             .iter()
             .map(|c| c.scenario.label())
             .collect(),
-        _ => {
+        RunKind::Capacity | RunKind::Bulk | RunKind::Speed | RunKind::Cost | RunKind::Load => {
             return Err(usage(format!(
                 "--baseline names a row of a handshake or tunnel run; run {run_id} is a {kind} run"
             )))
@@ -287,10 +289,10 @@ fn check_baseline(store: &Store, run_id: i64, baseline: &str) -> Result<()> {
 /// A stored run as a document, by the view of its kind.
 fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> Result<Document> {
     let sampling = stored_sampling(&run.options_json);
-    let complete = run.status == "complete";
-    Ok(match run.kind.as_str() {
-        "tunnel" => super::tunnel::stored_document(store, run, baseline)?,
-        "speed" => crate::report::speed::document(
+    let complete = run.status.is_complete();
+    Ok(match run.kind {
+        RunKind::Tunnel => super::tunnel::stored_document(store, run, baseline)?,
+        RunKind::Speed => crate::report::speed::document(
             &store.load_speed_cells(run.id)?,
             Some(run.id),
             complete,
@@ -299,11 +301,11 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
             sampling.seed,
             sampling.valgrind.as_deref(),
         ),
-        "cost" => super::cost::stored_document(store, run)?,
-        "bulk" => super::bulk::stored_document(store, run)?,
-        "load" => super::load::stored_document(store, run)?,
-        "capacity" => super::capacity::stored_document(store, run)?,
-        _ => {
+        RunKind::Cost => super::cost::stored_document(store, run)?,
+        RunKind::Bulk => super::bulk::stored_document(store, run)?,
+        RunKind::Load => super::load::stored_document(store, run)?,
+        RunKind::Capacity => super::capacity::stored_document(store, run)?,
+        RunKind::Handshake => {
             let baseline = baseline.or_else(|| recorded_baseline(run));
             HandshakeReport {
                 run_id: Some(run.id),
@@ -373,7 +375,7 @@ fn section<'a>(store: &Store, run: &StoredRun, document: &'a Document) -> Result
         });
     let mut provenance = vec![
         ("run".to_string(), format!("{} ({})", run.id, run.kind)),
-        ("status".to_string(), run.status.clone()),
+        ("status".to_string(), run.status.to_string()),
         ("started".to_string(), run.started_at.clone()),
     ];
     if let Some(command) = &command {
@@ -439,7 +441,7 @@ fn section<'a>(store: &Store, run: &StoredRun, document: &'a Document) -> Result
             ("Every CPU flag".to_string(), host.cpu_flags.clone()),
             ("The run's stored options".to_string(), options),
         ],
-        stored_samples: if run.kind == "load" {
+        stored_samples: if run.kind == RunKind::Load {
             load_latency_counts(document)
         } else {
             run.cells

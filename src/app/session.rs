@@ -17,7 +17,7 @@ use crate::host::HostInfo;
 use crate::measure::{fresh_seed, SamplingOptions};
 use crate::report::{Document, Format};
 use crate::scenario::{parse_list, Measure};
-use crate::store::{RunInfo, Store};
+use crate::store::{RunInfo, RunKind, Store};
 
 /// The exit code of a run stopped by Ctrl-C (128 + SIGINT).
 pub const EXIT_INTERRUPTED: i32 = 130;
@@ -422,13 +422,13 @@ impl<S> crate::measure::Observer<S> for Bar {
 
 /// The run's record before it starts: kind, command line, options, host and libraries.
 pub(crate) fn run_info(
-    kind: &str,
+    kind: RunKind,
     options_json: String,
     host: &HostInfo,
     libraries: &[LibraryInfo],
 ) -> RunInfo {
     RunInfo {
-        kind: kind.to_string(),
+        kind,
         tool_version: crate::TOOL_VERSION.to_string(),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         options_json,

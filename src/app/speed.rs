@@ -135,7 +135,7 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
     let host = HostInfo::current();
     let libraries: Vec<_> = backends.iter().map(|b| b.library()).collect();
     let run_id = store.begin_run(&run_info(
-        "speed",
+        crate::store::RunKind::Speed,
         serde_json::json!({
             "backends": backend_ids,
             "algorithms": primitives.iter().map(|p| p.id()).collect::<Vec<_>>(),

@@ -226,7 +226,7 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
         valgrind: valgrind.as_deref(),
     };
     let run_id = store.begin_run(&run_info(
-        "tunnel",
+        crate::store::RunKind::Tunnel,
         serde_json::to_string(&options)?,
         &host,
         &libraries,
@@ -551,7 +551,7 @@ pub(crate) fn stored_document(
         &cells,
         baseline.or(stored_baseline),
         Some(run.id),
-        run.status == "complete",
+        run.status.is_complete(),
         run.host.clone(),
         run.libraries.clone(),
         seed,

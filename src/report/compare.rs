@@ -59,7 +59,7 @@ pub struct Kind {
 pub struct Run {
     pub id: i64,
     pub started_at: String,
-    pub status: String,
+    pub status: crate::store::RunStatus,
     pub host: HostInfo,
     pub libraries: Vec<LibraryInfo>,
     pub cells: Vec<Cell>,

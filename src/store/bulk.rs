@@ -266,7 +266,7 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
             .begin_run(&RunInfo {
-                kind: "bulk".into(),
+                kind: crate::store::RunKind::Bulk,
                 tool_version: "test".into(),
                 command_line: "tlslab bulk".into(),
                 options_json: "{}".into(),
@@ -351,7 +351,10 @@ mod tests {
             store.load_bulk_cells(run).unwrap(),
             vec![measured, plain, unsupported]
         );
-        assert_eq!(store.run_kind(run).unwrap().as_deref(), Some("bulk"));
+        assert_eq!(
+            store.run_kind(run).unwrap(),
+            Some(crate::store::RunKind::Bulk)
+        );
 
         // Counts stored before schema 11 have no bytes of their own: they
         // were taken on the cell's samples' bytes.

@@ -121,7 +121,7 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
             .begin_run(&RunInfo {
-                kind: "capacity".into(),
+                kind: crate::store::RunKind::Capacity,
                 tool_version: "test".into(),
                 command_line: "tlslab handshake --capacity".into(),
                 options_json: "{}".into(),

@@ -466,7 +466,7 @@ mod tests {
     fn run(store: &mut Store) -> i64 {
         store
             .begin_run(&RunInfo {
-                kind: "load".into(),
+                kind: crate::store::RunKind::Load,
                 tool_version: "test".into(),
                 command_line: "tlslab load".into(),
                 options_json: "{}".into(),

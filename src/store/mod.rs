@@ -8,6 +8,7 @@
 mod bulk;
 mod capacity;
 mod counts;
+mod kind;
 mod load;
 mod merge;
 mod provenance;
@@ -16,6 +17,7 @@ mod speed;
 mod tunnel;
 mod wire;
 
+pub use kind::{RunKind, RunStatus};
 pub use load::LoadRecord;
 pub use merge::MergeSummary;
 pub use provenance::RunCommand;
@@ -35,8 +37,7 @@ use crate::workload::handshake::{CellResult, Sample};
 /// What describes a run before it starts.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
-    /// "handshake" (later also "tunnel", "speed"...).
-    pub kind: String,
+    pub kind: RunKind,
     pub tool_version: String,
     pub command_line: String,
     pub options_json: String,
@@ -48,9 +49,8 @@ pub struct RunInfo {
 #[derive(Debug, Clone)]
 pub struct StoredRun {
     pub id: i64,
-    /// "handshake", "speed", "cost"...
-    pub kind: String,
-    pub status: String,
+    pub kind: RunKind,
+    pub status: RunStatus,
     pub started_at: String,
     pub options_json: String,
     /// The label of the row the run's ratios were taken against, as the
@@ -67,10 +67,8 @@ pub struct StoredRun {
 pub struct RunListing {
     pub id: i64,
     pub started_at: String,
-    /// "handshake", "speed", "cost", "tunnel"...
-    pub kind: String,
-    /// "incomplete" or "complete".
-    pub status: String,
+    pub kind: RunKind,
+    pub status: RunStatus,
     pub hostname: String,
     pub command_line: String,
 }
@@ -275,7 +273,14 @@ impl Store {
     pub fn finish_run(&mut self, run_id: i64, complete: bool) -> Result<()> {
         self.connection.execute(
             "UPDATE runs SET status = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
-            params![run_id, if complete { "complete" } else { "incomplete" }],
+            params![
+                run_id,
+                if complete {
+                    RunStatus::Complete
+                } else {
+                    RunStatus::Incomplete
+                }
+            ],
         )?;
         Ok(())
     }
@@ -334,7 +339,7 @@ impl Store {
     }
 
     /// The id of the most recent run of one of these kinds, if any.
-    pub fn latest_run_of(&self, kinds: &[&str]) -> Result<Option<i64>> {
+    pub fn latest_run_of(&self, kinds: &[RunKind]) -> Result<Option<i64>> {
         let mut latest = None;
         for kind in kinds {
             let id: Option<i64> = self.connection.query_row(
@@ -368,8 +373,8 @@ impl Store {
         Ok(runs)
     }
 
-    /// The kind of a run ("handshake", "speed", "tunnel"...), if the run exists.
-    pub fn run_kind(&self, run_id: i64) -> Result<Option<String>> {
+    /// The kind of a run, if the run exists.
+    pub fn run_kind(&self, run_id: i64) -> Result<Option<RunKind>> {
         Ok(self
             .connection
             .query_row("SELECT kind FROM runs WHERE id = ?1", [run_id], |row| {
@@ -389,7 +394,7 @@ impl Store {
                 [run_id],
                 |row| {
                     Ok((
-                        row.get::<_, String>(0)?,
+                        row.get::<_, RunStatus>(0)?,
                         row.get::<_, String>(1)?,
                         row.get::<_, String>(2)?,
                         HostInfo {
@@ -400,7 +405,7 @@ impl Store {
                             kernel: row.get(7)?,
                             os: row.get(8)?,
                         },
-                        row.get::<_, String>(9)?,
+                        row.get::<_, RunKind>(9)?,
                         row.get::<_, Option<String>>(10)?,
                     ))
                 },
@@ -656,7 +661,7 @@ mod tests {
 
     fn run_info() -> RunInfo {
         RunInfo {
-            kind: "handshake".into(),
+            kind: crate::store::RunKind::Handshake,
             tool_version: "test".into(),
             command_line: "tlslab handshake".into(),
             options_json: "{}".into(),
@@ -778,14 +783,14 @@ mod tests {
         store.save_cell(run, &failed).unwrap();
 
         let loaded = store.load_run(run).unwrap();
-        assert_eq!(loaded.status, "incomplete");
-        assert_eq!(loaded.kind, "handshake");
+        assert_eq!(loaded.status, RunStatus::Incomplete);
+        assert_eq!(loaded.kind, RunKind::Handshake);
         assert_eq!(loaded.cells, vec![measured, unsupported, failed]);
         assert_eq!(loaded.libraries, run_info().libraries);
         store.finish_run(run, true).unwrap();
-        assert_eq!(store.load_run(run).unwrap().status, "complete");
+        assert_eq!(store.load_run(run).unwrap().status, RunStatus::Complete);
         assert_eq!(store.latest_run_id().unwrap(), Some(run));
-        assert_eq!(store.run_kind(run).unwrap().as_deref(), Some("handshake"));
+        assert_eq!(store.run_kind(run).unwrap(), Some(RunKind::Handshake));
         assert_eq!(store.run_kind(run + 1).unwrap(), None);
     }
 
@@ -1016,7 +1021,7 @@ mod tests {
         let mut store = Store::open(&path).unwrap();
         assert_eq!(user_version(&path), SCHEMA_VERSION);
         let run = store.load_run(1).unwrap();
-        assert_eq!(run.status, "complete");
+        assert_eq!(run.status, RunStatus::Complete);
         assert_eq!(run.host.hostname, "old");
         assert_eq!(
             run.cells,

@@ -209,7 +209,7 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
             .begin_run(&RunInfo {
-                kind: "speed".into(),
+                kind: crate::store::RunKind::Speed,
                 tool_version: "test".into(),
                 command_line: "tlslab speed".into(),
                 options_json: "{}".into(),

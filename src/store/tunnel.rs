@@ -256,7 +256,7 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
             .begin_run(&RunInfo {
-                kind: "tunnel".into(),
+                kind: crate::store::RunKind::Tunnel,
                 tool_version: "test".into(),
                 command_line: "tlslab tunnel".into(),
                 options_json: "{}".into(),
@@ -340,7 +340,10 @@ mod tests {
             store.load_tunnel_cells(run).unwrap(),
             vec![measured.clone(), unsupported]
         );
-        assert_eq!(store.run_kind(run).unwrap().as_deref(), Some("tunnel"));
+        assert_eq!(
+            store.run_kind(run).unwrap(),
+            Some(crate::store::RunKind::Tunnel)
+        );
 
         // A sample written before version 2 has no CPU time: its wall time
         // stands in for it.
@@ -361,7 +364,7 @@ mod tests {
         // instructions) read back with it.
         let later = store
             .begin_run(&RunInfo {
-                kind: "tunnel".into(),
+                kind: crate::store::RunKind::Tunnel,
                 tool_version: "test".into(),
                 command_line: "tlslab tunnel --measure time,instructions".into(),
                 options_json: "{}".into(),

@@ -96,7 +96,7 @@ fn mock_bulk_rows_to_store_to_exports() {
     let mut store = Store::open_in_memory().unwrap();
     let run_id = store
         .begin_run(&RunInfo {
-            kind: "bulk".into(),
+            kind: tlslab::store::RunKind::Bulk,
             tool_version: "test".into(),
             command_line: "test".into(),
             options_json: "{}".into(),

@@ -44,7 +44,7 @@ fn database(dir: &std::path::Path) -> String {
     let first = store.load_run(1).unwrap();
     let run = store
         .begin_run(&RunInfo {
-            kind: first.kind.clone(),
+            kind: first.kind,
             tool_version: "test".into(),
             command_line: "test: run 1 with one row slowed".into(),
             options_json: first.options_json.clone(),
@@ -304,7 +304,7 @@ fn new_run(store: &mut Store, like: i64) -> i64 {
     let first = store.load_run(like).unwrap();
     store
         .begin_run(&RunInfo {
-            kind: first.kind.clone(),
+            kind: first.kind,
             tool_version: "test".into(),
             command_line: format!("test: run {like} with set samples"),
             options_json: first.options_json.clone(),
@@ -568,7 +568,7 @@ fn load_runs_compare_latencies_and_show_rates_without_a_test() {
         };
         let run = store
             .begin_run(&RunInfo {
-                kind: "load".into(),
+                kind: tlslab::store::RunKind::Load,
                 tool_version: "test".into(),
                 command_line: "tlslab load".into(),
                 options_json: "{}".into(),

@@ -37,7 +37,7 @@ fn matrix() -> HandshakeMatrix {
 
 fn run_info(backend: &dyn Backend) -> RunInfo {
     RunInfo {
-        kind: "handshake".into(),
+        kind: tlslab::store::RunKind::Handshake,
         tool_version: "test".into(),
         command_line: "test".into(),
         options_json: "{}".into(),
@@ -171,7 +171,7 @@ fn mock_matrix_to_store_to_exports() {
 
     // The store gives back exactly what was run, in matrix order.
     let stored = store.load_run(run_id).unwrap();
-    assert_eq!(stored.status, "complete");
+    assert_eq!(stored.status, tlslab::store::RunStatus::Complete);
     let mut expected = run.cells.clone();
     let mut got = stored.cells.clone();
     let key = |c: &CellResult| c.scenario.label();
@@ -348,7 +348,7 @@ fn an_interrupted_run_keeps_every_cell_it_had() {
         assert!(!cell.outcome.precise());
     }
     let stored = store.load_run(run_id).unwrap();
-    assert_eq!(stored.status, "incomplete");
+    assert_eq!(stored.status, tlslab::store::RunStatus::Incomplete);
     assert_eq!(stored.cells.len(), 12);
 }
 
