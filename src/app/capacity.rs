@@ -134,7 +134,7 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
                     CapacityCell {
                         backend: backend.id().to_string(),
                         scenario: *scenario,
-                        status: outcome.status().to_string(),
+                        status: outcome.status(),
                         reason: outcome.reason().map(String::from),
                         modelled_server_ns: None,
                         steps: Vec::new(),
@@ -183,7 +183,7 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
         let mut cell = CapacityCell {
             backend: backend.id().to_string(),
             scenario,
-            status: "measured".to_string(),
+            status: crate::measure::CellStatus::Measured,
             reason: None,
             modelled_server_ns: (modelled > 0.0).then_some(modelled),
             steps: Vec::new(),
@@ -228,7 +228,7 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
                         break 'rounds;
                     }
                     Err(reason) => {
-                        cell.status = "failed".to_string();
+                        cell.status = crate::measure::CellStatus::Failed;
                         cell.reason = Some(format!("with {count} threads: {reason}"));
                         bar.println(&format!(
                             "failed: {} {}: {reason}",
@@ -273,7 +273,10 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
     }
     args.display.print(&document)?;
     args.exports.write(&document)?;
-    let failed = cells.iter().filter(|c| c.status == "failed").count();
+    let failed = cells
+        .iter()
+        .filter(|c| c.status == crate::measure::CellStatus::Failed)
+        .count();
     Ok(finish(&store, run_id, interrupted, cells.len(), failed))
 }
 

@@ -11,7 +11,7 @@ use anyhow::Result;
 
 use super::session::{check_exports, usage};
 use crate::cli::CompareArgs;
-use crate::measure::{Outcome, Sampled, Timed};
+use crate::measure::{CellStatus, Outcome, Sampled, Timed};
 use crate::report::compare::{self, Cell, Kind, Run};
 use crate::scenario::{parse_name, HandshakeScenario, Measure, Named};
 use crate::store::{RunKind, Store};
@@ -218,7 +218,7 @@ fn cell<S: Sampled>(
         backend: backend.to_string(),
         label,
         axes,
-        status: outcome.status().to_string(),
+        status: outcome.status(),
         reason: outcome.reason().map(String::from),
         costs: samples.iter().map(|s| s.value.cost()).collect(),
         tested: true,
@@ -421,9 +421,12 @@ fn load_rows(store: &Store, id: i64) -> Result<(Vec<Cell>, Figures)> {
             latencies_us.extend(std::iter::repeat_n(value, bucket.count_at_value() as usize));
         }
         let (status, reason) = if histogram.is_empty() {
-            ("empty", Some("no request reached this phase".to_string()))
+            (
+                CellStatus::Unsupported,
+                Some("no request reached this phase".to_string()),
+            )
         } else {
-            ("measured", None)
+            (CellStatus::Measured, None)
         };
         let p99 = (!histogram.is_empty()).then(|| histogram.value_at_percentile(99.0) as f64);
         for (statistic, costs, tested) in [
@@ -434,7 +437,7 @@ fn load_rows(store: &Store, id: i64) -> Result<(Vec<Cell>, Figures)> {
                 backend: record.server.clone(),
                 label: format!("{phase}_{statistic}"),
                 axes: vec![phase.to_string(), statistic.to_string()],
-                status: status.to_string(),
+                status,
                 reason: reason.clone(),
                 costs,
                 tested,

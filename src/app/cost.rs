@@ -213,7 +213,7 @@ pub fn run(args: &CostArgs) -> Result<i32> {
     let failed = handshakes
         .cells
         .iter()
-        .filter(|c| c.outcome.status() == "failed")
+        .filter(|c| c.outcome.status() == crate::measure::CellStatus::Failed)
         .count();
     Ok(finish(
         &store,
@@ -417,7 +417,7 @@ fn scenario_cost(cell: &CellResult, backend: &str, primitive_ns: &PrimitiveCosts
         modelled_capacity_per_core: None,
         breakdown: Vec::new(),
     };
-    if cell.outcome.status() == "unsupported" {
+    if cell.outcome.status() == crate::measure::CellStatus::Unsupported {
         return result;
     }
     let measured = |pick: fn(&crate::workload::handshake::Sample) -> u64| -> Option<f64> {

@@ -432,11 +432,12 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         .cells
         .iter()
         .filter(|c| {
-            c.outcome.status() == "failed"
-                || c.counts
-                    .network
-                    .iter()
-                    .any(|n| n.measured.as_ref().is_some_and(|m| m.status() == "failed"))
+            c.outcome.status() == crate::measure::CellStatus::Failed
+                || c.counts.network.iter().any(|n| {
+                    n.measured
+                        .as_ref()
+                        .is_some_and(|m| m.status() == crate::measure::CellStatus::Failed)
+                })
         })
         .count();
     Ok(finish(

@@ -186,7 +186,7 @@ fn row_cost<S>(outcome: &Outcome<S>, samples: &[Timed<S>], cost: impl Fn(&S) -> 
     let not_measured = outcome
         .reason()
         .map(|reason| format!("{}: {reason}", outcome.status()));
-    let measured = outcome.status() == "measured" && !costs.is_empty();
+    let measured = outcome.status() == crate::measure::CellStatus::Measured && !costs.is_empty();
     RowCost {
         median: measured.then(|| stats::quantile_sorted(&costs, 0.5)),
         interval: measured.then(|| stats::median_ci95_sorted(&costs)),

@@ -191,7 +191,7 @@ pub fn run(args: &SpeedArgs) -> Result<i32> {
     args.exports.write(&document)?;
     let failed = cells
         .iter()
-        .filter(|c| c.outcome.status() == "failed")
+        .filter(|c| c.outcome.status() == crate::measure::CellStatus::Failed)
         .count();
     Ok(finish(&store, run_id, interrupted, cells.len(), failed))
 }

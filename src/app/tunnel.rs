@@ -293,7 +293,7 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
     args.exports.write(&document)?;
     let failed = cells
         .iter()
-        .filter(|c| c.outcome.status() == "failed")
+        .filter(|c| c.outcome.status() == crate::measure::CellStatus::Failed)
         .count();
     let _ = interrupt.load(Ordering::Relaxed);
     Ok(finish(&store, run_id, interrupted, cells.len(), failed))

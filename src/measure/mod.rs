@@ -80,6 +80,45 @@ pub fn costs<S: Sampled>(samples: &[Timed<S>]) -> Vec<(u32, f64)> {
     samples.iter().map(|t| (t.round, t.value.cost())).collect()
 }
 
+/// How a cell ended: sampled, not possible (a combination a library or
+/// the protocol cannot do, with why), or failed (an error or a negotiated
+/// parameter other than the one asked for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellStatus {
+    Measured,
+    Unsupported,
+    Failed,
+}
+
+impl CellStatus {
+    /// The status's id in the store and the exports.
+    pub fn id(self) -> &'static str {
+        match self {
+            CellStatus::Measured => "measured",
+            CellStatus::Unsupported => "unsupported",
+            CellStatus::Failed => "failed",
+        }
+    }
+
+    /// The status with this id, if there is one.
+    pub fn from_id(id: &str) -> Option<Self> {
+        [
+            CellStatus::Measured,
+            CellStatus::Unsupported,
+            CellStatus::Failed,
+        ]
+        .into_iter()
+        .find(|status| status.id() == id)
+    }
+}
+
+impl std::fmt::Display for CellStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
 /// What happened to one cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -105,12 +144,12 @@ impl<S> Outcome<S> {
         }
     }
 
-    /// "measured", "unsupported" or "failed".
-    pub fn status(&self) -> &'static str {
+    /// How the cell ended.
+    pub fn status(&self) -> CellStatus {
         match self {
-            Outcome::Measured { .. } => "measured",
-            Outcome::Unsupported { .. } => "unsupported",
-            Outcome::Failed { .. } => "failed",
+            Outcome::Measured { .. } => CellStatus::Measured,
+            Outcome::Unsupported { .. } => CellStatus::Unsupported,
+            Outcome::Failed { .. } => CellStatus::Failed,
         }
     }
 
@@ -653,7 +692,7 @@ mod tests {
         assert!(run.interrupted);
         assert_eq!(
             run.outcomes[0].status(),
-            "measured",
+            CellStatus::Measured,
             "{:?}",
             run.outcomes[0]
         );

@@ -21,7 +21,7 @@ pub struct BulkRow {
     pub label: String,
     pub backend: String,
     pub scenario: BulkScenario,
-    pub status: &'static str,
+    pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
     pub negotiated: Option<Negotiated>,
     pub sample_count: usize,
@@ -55,7 +55,7 @@ pub struct BulkRow {
 /// A bulk row's instructions per application byte, each side's.
 #[derive(Debug, Clone, Serialize)]
 pub struct BulkCounted {
-    pub status: &'static str,
+    pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
     /// The sender's instructions per byte (protect and put on the pipe).
     pub sender_per_byte: Option<Summary>,
@@ -328,10 +328,11 @@ fn table(rows: &[BulkRow]) -> Table {
         if let Some(reason) = &row.reason {
             notes.push(format!("{}: {reason}", row.status));
         }
-        if row.status == "measured" && !row.precise {
+        if row.status == crate::measure::CellStatus::Measured && !row.precise {
             notes.push("precision not reached".to_string());
         }
-        if row.status != "unsupported" && !row.scenario.channel.is_plain() {
+        if row.status != crate::measure::CellStatus::Unsupported && !row.scenario.channel.is_plain()
+        {
             notes.extend(row.security_notes.iter().map(|n| n.to_string()));
         }
         table.rows.push(vec![

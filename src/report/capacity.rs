@@ -198,7 +198,7 @@ impl CapacityReport<'_> {
                 vec![
                     cell.scenario.label(),
                     cell.backend.clone(),
-                    cell.status.clone(),
+                    cell.status.to_string(),
                     cell.reason.clone().unwrap_or_default(),
                     step.map(|s| s.threads.to_string()).unwrap_or_default(),
                     step.map(|s| s.handshakes.to_string()).unwrap_or_default(),

@@ -13,6 +13,7 @@ use super::markup::format_us;
 use super::{ColumnKind, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
+use crate::measure::CellStatus;
 use crate::stats::{self, MedianRatio};
 
 /// One row of a stored run, reduced to what a comparison needs.
@@ -23,8 +24,7 @@ pub struct Cell {
     pub label: String,
     /// The scenario as short cells, one per [`Kind::axis_headers`].
     pub axes: Vec<String>,
-    /// "measured", "unsupported" or "failed".
-    pub status: String,
+    pub status: CellStatus,
     pub reason: Option<String>,
     /// Each sample's cost (time per handshake, operation or byte; lower is better).
     pub costs: Vec<f64>,
@@ -107,8 +107,8 @@ pub struct ComparedRow {
     pub label: String,
     #[serde(skip)]
     pub axes: Vec<String>,
-    pub status_a: String,
-    pub status_b: String,
+    pub status_a: CellStatus,
+    pub status_b: CellStatus,
     pub reason: Option<String>,
     /// B's median cost over A's (above 1: B is slower).
     pub ratio: Option<MedianRatio>,
@@ -126,7 +126,7 @@ pub struct LoneRow {
     pub label: String,
     #[serde(skip)]
     pub axes: Vec<String>,
-    pub status: String,
+    pub status: CellStatus,
 }
 
 /// Two runs compared.
@@ -193,7 +193,7 @@ pub fn compare(kind: Kind, a: Run, b: Run, threshold: f64) -> Comparison {
                 backend: x.backend.clone(),
                 label: x.label.clone(),
                 axes: x.axes.clone(),
-                status: x.status.clone(),
+                status: x.status,
             });
             continue;
         };
@@ -211,23 +211,24 @@ pub fn compare(kind: Kind, a: Run, b: Run, threshold: f64) -> Comparison {
             let reason = c.reason.as_deref().map(|r| format!(": {r}"));
             format!("{}{}", c.status, reason.unwrap_or_default())
         };
-        let reason: Vec<String> =
-            if x.status != "measured" && (&x.status, &x.reason) == (&y.status, &y.reason) {
-                vec![why(x)]
-            } else {
-                [(a.id, x), (b.id, y)]
-                    .iter()
-                    .filter(|(_, c)| c.status != "measured")
-                    .map(|(id, c)| format!("run {id}: {}", why(c)))
-                    .collect()
-            };
+        let reason: Vec<String> = if x.status != CellStatus::Measured
+            && (&x.status, &x.reason) == (&y.status, &y.reason)
+        {
+            vec![why(x)]
+        } else {
+            [(a.id, x), (b.id, y)]
+                .iter()
+                .filter(|(_, c)| c.status != CellStatus::Measured)
+                .map(|(id, c)| format!("run {id}: {}", why(c)))
+                .collect()
+        };
         rows.push(ComparedRow {
             backend_a: x.backend.clone(),
             backend_b: y.backend.clone(),
             label: x.label.clone(),
             axes: x.axes.clone(),
-            status_a: x.status.clone(),
-            status_b: y.status.clone(),
+            status_a: x.status,
+            status_b: y.status,
             reason: (!reason.is_empty()).then(|| reason.join("; ")),
             beyond_threshold: verdict == Verdict::Slower
                 && ratio.is_some_and(|r| r.value > 1.0 + threshold),
@@ -242,7 +243,7 @@ pub fn compare(kind: Kind, a: Run, b: Run, threshold: f64) -> Comparison {
                 backend: y.backend.clone(),
                 label: y.label.clone(),
                 axes: y.axes.clone(),
-                status: y.status.clone(),
+                status: y.status,
             });
         }
     }
@@ -291,7 +292,7 @@ impl Comparison {
     pub fn failed_in_b(&self) -> Vec<String> {
         self.rows
             .iter()
-            .filter(|r| r.status_a == "measured" && r.status_b == "failed")
+            .filter(|r| r.status_a == CellStatus::Measured && r.status_b == CellStatus::Failed)
             .map(|r| format!("{} on {}", r.label, r.backend_b))
             .collect()
     }
@@ -414,7 +415,7 @@ impl Comparison {
         for row in &self.lone {
             let mut cells = vec![row.run_id.to_string(), row.backend.clone()];
             cells.extend(row.axes.iter().cloned());
-            cells.push(row.status.clone());
+            cells.push(row.status.to_string());
             table.rows.push(cells);
         }
         table
@@ -472,8 +473,8 @@ impl Comparison {
                 row.label.clone(),
                 row.backend_a.clone(),
                 row.backend_b.clone(),
-                row.status_a.clone(),
-                row.status_b.clone(),
+                row.status_a.to_string(),
+                row.status_b.to_string(),
                 number(r.map(|r| r.denominator_median)),
                 number(r.map(|r| r.numerator_median)),
                 r.map(|r| r.denominator_count.to_string())

@@ -28,8 +28,7 @@ pub struct Row {
     pub scenario: HandshakeScenario,
     pub backend: String,
     pub description: String,
-    /// "measured", "unsupported" or "failed".
-    pub status: &'static str,
+    pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
     pub negotiated: Option<Negotiated>,
     pub sample_count: usize,
@@ -81,8 +80,7 @@ pub struct Row {
 /// A row's instructions per handshake, counted under valgrind.
 #[derive(Debug, Clone, Serialize)]
 pub struct CountedFigures {
-    /// "measured", "unsupported" or "failed".
-    pub status: &'static str,
+    pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
     pub client: Option<Summary>,
     pub server: Option<Summary>,
@@ -108,7 +106,7 @@ pub const REPEATABLE_SPREAD: f64 = 0.01;
 /// A row's heap bytes per side, medians over its handshakes.
 #[derive(Debug, Clone, Serialize)]
 pub struct MemoryFigures {
-    pub status: &'static str,
+    pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
     pub client_peak_heap_bytes: Option<f64>,
     pub server_peak_heap_bytes: Option<f64>,
@@ -377,7 +375,7 @@ fn notes(row: &Row) -> String {
     if row.weak {
         notes.push("WEAK".to_string());
     }
-    if row.status == "measured" && !row.precise && row.sample_count > 0 {
+    if row.status == crate::measure::CellStatus::Measured && !row.precise && row.sample_count > 0 {
         notes.push("precision not reached".to_string());
     }
     if let Some(wall) = row.wall_us {

@@ -19,7 +19,7 @@ pub struct SpeedReportRow {
     pub label: String,
     pub backend: String,
     pub row: SpeedRow,
-    pub status: &'static str,
+    pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
     /// Time per operation, nanoseconds.
     pub ns_per_op: Option<Summary>,
@@ -48,7 +48,7 @@ pub fn build_rows(cells: &[SpeedCell]) -> Vec<SpeedReportRow> {
                 label: cell.row.label(),
                 backend: cell.backend.clone(),
                 row: cell.row,
-                status: "measured",
+                status: crate::measure::CellStatus::Measured,
                 reason: None,
                 ns_per_op: None,
                 ops_per_second: None,
@@ -79,11 +79,11 @@ pub fn build_rows(cells: &[SpeedCell]) -> Vec<SpeedReportRow> {
                     row.samples = samples.clone();
                 }
                 Outcome::Unsupported { reason } => {
-                    row.status = "unsupported";
+                    row.status = crate::measure::CellStatus::Unsupported;
                     row.reason = Some(reason.clone());
                 }
                 Outcome::Failed { reason } => {
-                    row.status = "failed";
+                    row.status = crate::measure::CellStatus::Failed;
                     row.reason = Some(reason.clone());
                 }
             }
@@ -123,7 +123,7 @@ fn table(rows: &[SpeedReportRow]) -> Table {
             if let Some(reason) = &row.reason {
                 notes.push(format!("{}: {reason}", row.status));
             }
-            if row.status == "measured" && !row.precise {
+            if row.status == crate::measure::CellStatus::Measured && !row.precise {
                 notes.push("precision not reached in time".to_string());
             }
             vec![

@@ -61,7 +61,7 @@ impl Store {
                 Ok((
                     row.get::<_, i64>(0)?,
                     row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
+                    row.get::<_, crate::measure::CellStatus>(2)?,
                     row.get::<_, Option<String>>(3)?,
                     row.get::<_, Option<f64>>(4)?,
                     [
@@ -144,14 +144,14 @@ mod tests {
         let measured = CapacityCell {
             backend: "openssl".into(),
             scenario,
-            status: "measured".into(),
+            status: crate::measure::CellStatus::Measured,
             reason: None,
             modelled_server_ns: Some(650_000.5),
             steps: vec![step(1), step(2)],
         };
         let unsupported = CapacityCell {
             backend: "rustls-ring".into(),
-            status: "unsupported".into(),
+            status: crate::measure::CellStatus::Unsupported,
             reason: Some("no such group".into()),
             modelled_server_ns: None,
             steps: Vec::new(),

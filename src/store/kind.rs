@@ -133,6 +133,21 @@ impl FromSql for RunStatus {
     }
 }
 
+/// A cell's status is stored as its id.
+impl ToSql for crate::measure::CellStatus {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.id()))
+    }
+}
+
+impl FromSql for crate::measure::CellStatus {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let id = value.as_str()?;
+        Self::from_id(id)
+            .ok_or_else(|| FromSqlError::Other(format!("unknown cell status '{id}'").into()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,7 +30,7 @@ use rusqlite::{params, Connection, DatabaseName, OpenFlags, OptionalExtension};
 
 use crate::backend::{LibraryInfo, Negotiated};
 use crate::host::HostInfo;
-use crate::measure::{Outcome, Round, Timed};
+use crate::measure::{CellStatus, Outcome, Round, Timed};
 use crate::scenario::{parse_name, HandshakeScenario, Named};
 use crate::workload::handshake::{CellResult, Sample};
 
@@ -620,18 +620,19 @@ fn outcome_from_columns<S>(
     precise: Option<bool>,
     samples: impl FnOnce() -> Result<Vec<Timed<S>>>,
 ) -> Result<Outcome<S>> {
+    let status = CellStatus::from_id(status)
+        .with_context(|| format!("a cell has the unknown status '{status}'"))?;
     Ok(match status {
-        "measured" => Outcome::Measured {
+        CellStatus::Measured => Outcome::Measured {
             samples: samples()?,
             precise: precise.unwrap_or(false),
         },
-        "unsupported" => Outcome::Unsupported {
+        CellStatus::Unsupported => Outcome::Unsupported {
             reason: reason.unwrap_or_default(),
         },
-        "failed" => Outcome::Failed {
+        CellStatus::Failed => Outcome::Failed {
             reason: reason.unwrap_or_default(),
         },
-        other => bail!("a cell has the unknown status '{other}'"),
     })
 }
 

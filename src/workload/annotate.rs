@@ -89,7 +89,7 @@ pub fn trace_cells(
 ) -> Vec<(usize, String)> {
     let mut untraced = Vec::new();
     for (i, cell) in cells.iter_mut().enumerate() {
-        let measured = cell.outcome.status() == "measured"
+        let measured = cell.outcome.status() == crate::measure::CellStatus::Measured
             && (!cell.samples().is_empty()
                 || cell.counts.instructions.is_some()
                 || cell.counts.memory.is_some());

@@ -20,9 +20,8 @@ use crate::scenario::HandshakeScenario;
 pub struct CapacityCell {
     pub backend: String,
     pub scenario: HandshakeScenario,
-    /// "measured", "unsupported" or "failed"; a failed cell keeps the
-    /// steps it finished before the failure.
-    pub status: String,
+    /// A failed cell keeps the steps it finished before the failure.
+    pub status: crate::measure::CellStatus,
     /// Why the cell is unsupported or failed.
     pub reason: Option<String>,
     /// The server's CPU per handshake by `cost`'s model (counted

@@ -138,7 +138,7 @@ fn mock_matrix_to_store_to_exports() {
     let measured: Vec<String> = run
         .cells
         .iter()
-        .filter(|c| c.outcome.status() == "measured")
+        .filter(|c| c.outcome.status() == tlslab::measure::CellStatus::Measured)
         .map(|c| c.scenario.label())
         .collect();
     assert_eq!(
@@ -151,7 +151,10 @@ fn mock_matrix_to_store_to_exports() {
             "handshake_1.3_x25519_ecdsa_p256_aes128gcm",
         ]
     );
-    assert!(run.cells.iter().all(|c| c.outcome.status() != "failed"));
+    assert!(run
+        .cells
+        .iter()
+        .all(|c| c.outcome.status() != tlslab::measure::CellStatus::Failed));
     let x448 = run
         .cells
         .iter()
@@ -342,7 +345,7 @@ fn an_interrupted_run_keeps_every_cell_it_had() {
     for cell in run
         .cells
         .iter()
-        .filter(|c| c.outcome.status() == "measured")
+        .filter(|c| c.outcome.status() == tlslab::measure::CellStatus::Measured)
     {
         assert_eq!(cell.samples().len(), 3, "{}", cell.scenario.label());
         assert!(!cell.outcome.precise());

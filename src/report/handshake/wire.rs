@@ -84,7 +84,7 @@ pub struct NetworkFigures {
     pub window_round_trips: Option<f64>,
     /// The link measured over (`tun`), if any.
     pub link: Option<String>,
-    pub status: Option<&'static str>,
+    pub status: Option<crate::measure::CellStatus>,
     pub reason: Option<String>,
     /// The median measured latency.
     pub measured_ms: Option<f64>,

@@ -17,7 +17,7 @@ use crate::workload::tunnel::TunnelCell;
 /// side's and both ends', counted under valgrind.
 #[derive(Debug, Clone, Serialize)]
 pub struct TunnelCounted {
-    pub status: &'static str,
+    pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
     /// Packets per sample.
     pub packets: u64,
@@ -155,7 +155,9 @@ pub(super) fn table(report: &TunnelReport) -> Option<Table> {
         if row.weak {
             notes.push("WEAK".to_string());
         }
-        if counts.status == "measured" && !packets.contains(&counts.packets) {
+        if counts.status == crate::measure::CellStatus::Measured
+            && !packets.contains(&counts.packets)
+        {
             packets.push(counts.packets);
         }
         let mut cells = vec![row.engine.id().to_string()];

@@ -30,8 +30,7 @@ pub struct TunnelRow {
     pub engine: Engine,
     pub scenario: TunnelScenario,
     pub description: String,
-    /// "measured", "unsupported" or "failed".
-    pub status: &'static str,
+    pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
     pub sample_count: usize,
     pub precise: bool,
@@ -148,7 +147,7 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
         engine: cell.engine,
         scenario: *scenario,
         description: scenario.describe(),
-        status: "measured",
+        status: crate::measure::CellStatus::Measured,
         reason: None,
         sample_count: 0,
         precise: false,
@@ -190,11 +189,11 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
             row.samples = samples.clone();
         }
         Outcome::Unsupported { reason } => {
-            row.status = "unsupported";
+            row.status = crate::measure::CellStatus::Unsupported;
             row.reason = Some(reason.clone());
         }
         Outcome::Failed { reason } => {
-            row.status = "failed";
+            row.status = crate::measure::CellStatus::Failed;
             row.reason = Some(reason.clone());
         }
     }

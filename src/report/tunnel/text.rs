@@ -314,7 +314,7 @@ fn ranking(report: &TunnelReport) -> Table {
     let unmeasured: Vec<String> = report
         .rows
         .iter()
-        .filter(|r| r.status != "measured")
+        .filter(|r| r.status != crate::measure::CellStatus::Measured)
         .map(|r| {
             format!(
                 "{} {}: {} ({})",

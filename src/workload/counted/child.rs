@@ -19,6 +19,7 @@ use super::{CountPlan, PlannedCount, Work, SAMPLE_LABEL};
 use crate::backend::turns::{count_sides, side_begins, side_ends, SideCounter, Turn};
 use crate::backend::{backend_by_id, Negotiated};
 use crate::certs::CertCache;
+use crate::measure::CellStatus;
 use crate::scenario::bulk::BulkScenario;
 use crate::scenario::tunnel::TunnelScenario;
 use crate::valgrind::callgrind;
@@ -31,8 +32,7 @@ use crate::workload::tunnel::InprocessProbe;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChildCell {
     pub index: usize,
-    /// "measured", "unsupported" or "failed".
-    pub status: String,
+    pub status: CellStatus,
     pub reason: Option<String>,
     pub negotiated: Option<Negotiated>,
     /// Samples taken and verified.
@@ -68,15 +68,15 @@ fn prepare(
     work: &Work,
     backend: Option<&str>,
     certs: &CertCache,
-) -> Result<(Sample<'static>, Option<Negotiated>), (String, String)> {
-    let ended = |status: &str, reason: String| (status.to_string(), reason);
+) -> Result<(Sample<'static>, Option<Negotiated>), (CellStatus, String)> {
+    let ended = |status: CellStatus, reason: String| (status, reason);
     let backend = backend
         .map(backend_by_id)
         .transpose()
-        .map_err(|e| ended("failed", e.to_string()))?;
+        .map_err(|e| ended(CellStatus::Failed, e.to_string()))?;
     match work {
         Work::Handshake { scenario } => {
-            let backend = backend.ok_or_else(|| ended("failed", "no backend".into()))?;
+            let backend = backend.ok_or_else(|| ended(CellStatus::Failed, "no backend".into()))?;
             let (mut probe, negotiated) =
                 HandshakeProbe::prepare(backend.as_ref(), scenario, certs)
                     .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
@@ -87,7 +87,7 @@ fn prepare(
             // on its second connection is done before counting.
             probe
                 .handshake()
-                .map_err(|reason| ended("failed", reason))?;
+                .map_err(|reason| ended(CellStatus::Failed, reason))?;
             Ok((
                 Box::new(move || probe.handshake().map(drop)),
                 Some(negotiated),
@@ -95,7 +95,7 @@ fn prepare(
         }
         Work::Bulk { row, bytes } => {
             let scenario = BulkScenario::from_label(row)
-                .ok_or_else(|| ended("failed", format!("no bulk row '{row}'")))?;
+                .ok_or_else(|| ended(CellStatus::Failed, format!("no bulk row '{row}'")))?;
             let (mut probe, negotiated) =
                 BulkProbe::prepare(backend.as_deref(), &scenario, certs, Some(*bytes))
                     .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
@@ -103,7 +103,7 @@ fn prepare(
         }
         Work::Tunnel { row, packets } => {
             let scenario = TunnelScenario::from_label(row)
-                .ok_or_else(|| ended("failed", format!("no tunnel row '{row}'")))?;
+                .ok_or_else(|| ended(CellStatus::Failed, format!("no tunnel row '{row}'")))?;
             let mut probe = InprocessProbe::prepare(&scenario)
                 .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
             // One uncounted batch of the counted size: every packet's
@@ -111,18 +111,18 @@ fn prepare(
             let packets = *packets;
             probe
                 .run_packets(packets)
-                .map_err(|reason| ended("failed", reason))?;
+                .map_err(|reason| ended(CellStatus::Failed, reason))?;
             Ok((Box::new(move || probe.run_packets(packets).map(drop)), None))
         }
         Work::Speed { row, operations } => {
-            let backend = backend.ok_or_else(|| ended("failed", "no backend".into()))?;
+            let backend = backend.ok_or_else(|| ended(CellStatus::Failed, "no backend".into()))?;
             let primitives = backend.primitives();
             let mut prepared = PreparedRow::uncalibrated(primitives.as_ref(), row)
-                .map_err(|unsupported| ended("unsupported", unsupported.0))?;
+                .map_err(|unsupported| ended(CellStatus::Unsupported, unsupported.0))?;
             // One uncounted operation: lazy set-up is done before counting.
             prepared
                 .run(1)
-                .map_err(|e| ended("failed", format!("{e:#}")))?;
+                .map_err(|e| ended(CellStatus::Failed, format!("{e:#}")))?;
             let operations = *operations;
             Ok((
                 Box::new(move || {
@@ -141,7 +141,7 @@ fn count_cell(planned: &PlannedCount, certs: &CertCache) -> ChildCell {
     let index = planned.index;
     let mut cell = ChildCell {
         index,
-        status: "measured".to_string(),
+        status: CellStatus::Measured,
         reason: None,
         negotiated: None,
         samples: 0,
@@ -163,7 +163,7 @@ fn count_cell(planned: &PlannedCount, certs: &CertCache) -> ChildCell {
         let result = sample();
         count_sides(SideCounter::None);
         if let Err(reason) = result {
-            cell.status = "failed".to_string();
+            cell.status = CellStatus::Failed;
             cell.reason = Some(reason);
             return cell;
         }

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Negotiated};
 use crate::certs::CertCache;
-use crate::measure::{Outcome, Timed};
+use crate::measure::{CellStatus, Outcome, Timed};
 use crate::scenario::{HandshakeScenario, KxKind, Measure, SignatureFamily};
 use crate::workload::perf::Category;
 
@@ -529,15 +529,15 @@ fn read_child(run: &Running, breakdown: bool, counted: &mut [Option<CountedCell>
                 value,
             })
             .collect();
-        let outcome = match cell.status.as_str() {
-            "measured" => Outcome::Measured {
+        let outcome = match cell.status {
+            CellStatus::Measured => Outcome::Measured {
                 precise: taken.len() == cell.samples,
                 samples: taken.clone(),
             },
-            "unsupported" => Outcome::Unsupported {
+            CellStatus::Unsupported => Outcome::Unsupported {
                 reason: cell.reason.unwrap_or_default(),
             },
-            _ => Outcome::Failed {
+            CellStatus::Failed => Outcome::Failed {
                 reason: cell.reason.unwrap_or_default(),
             },
         };
