@@ -6,23 +6,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
-use super::session::{
-    check_exports, chosen_backends, empty_shard, finish, interrupt_flag, open_store, run_info,
-    usage, Bar, SamplingDefaults, Shard,
-};
-use crate::backend::{backends_from_list, Backend};
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
+use super::study::{self, Outputs, Plan, RunView, Session, Study};
+use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::{BulkArgs, MeasureArgs};
-use crate::host::HostInfo;
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::bulk::BulkReport;
 use crate::report::Document;
 use crate::scenario::bulk::{parse_sizes, BulkMatrix, BulkPreset, BulkScenario};
 use crate::scenario::{parse_list, parse_name, Aead, Measure, TlsVersion};
-use crate::store::{Store, StoredRun};
+use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::bulk::{
     BulkCell, BulkProbe, BulkSample, Sizing, PLAIN_BACKEND, SAMPLES_PER_PAIR,
 };
@@ -98,160 +95,222 @@ fn overridden(args: &BulkArgs, mut matrix: BulkMatrix) -> Result<BulkMatrix> {
 
 /// Runs `tlslab bulk` and returns the exit code.
 pub fn run(args: &BulkArgs) -> Result<i32> {
-    let preset = args
-        .preset
-        .as_deref()
-        .map(parse_name::<BulkPreset>)
-        .transpose()
-        .map_err(usage)?;
-    let matrix = matrix_from(args, preset)?;
-    let backends = chosen_backends(
-        args.backend.as_deref(),
-        preset.map(|p| p.default_backends()),
-        Some(&matrix.versions),
-    )?;
-    // A preset's rows on backends of their own, unless the backends or
-    // the protocols are chosen on the command line; the other axis
-    // options apply to them too.
-    let mut companions: Vec<(BulkMatrix, Vec<Arc<dyn Backend>>)> = Vec::new();
-    if let Some(preset) = preset.filter(|_| args.backend.is_none() && args.tls.is_none()) {
-        for (on, companion) in preset.companions() {
-            companions.push((
-                overridden(args, companion)?,
-                backends_from_list(&on.join(",")).map_err(usage)?,
-            ));
-        }
-    }
-    if args.bytes_per_sample == Some(0) {
-        return Err(usage("--bytes-per-sample must be at least 1"));
-    }
-    let (measures, valgrind) = MeasureArgs {
-        measure: args.measure.clone(),
-        breakdown: false,
-    }
-    .checked()?;
-    if measures.contains(&Measure::Memory) {
-        return Err(usage(
-            "bulk measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
-        ));
-    }
-    let defaults = match preset {
-        Some(preset) => SamplingDefaults {
-            max_total_s: Some(preset.budget_s()),
-            ..DEFAULTS
-        },
-        None => DEFAULTS,
-    };
-    let sampling = args.sampling.options(defaults)?;
-    let shard = args.shard.shard()?;
-    // The no-crypto row of a size once, the others per backend. A shard
-    // measures its part of the matrix and the no-crypto rows the crypto
-    // share is taken from.
-    let mut planned: Vec<Planned> = Vec::new();
-    for (matrix, on) in std::iter::once((&matrix, &backends))
-        .chain(companions.iter().map(|(matrix, on)| (matrix, on)))
-    {
-        let rows = Shard::filter(
-            shard,
-            matrix.expand(),
-            |s| s.label(),
-            |s| s.handshake().is_none(),
-        );
-        for scenario in rows {
-            match scenario.handshake() {
-                None => planned.push((scenario, None)),
-                Some(_) => planned.extend(on.iter().map(|b| (scenario, Some(Arc::clone(b))))),
+    study::run::<BulkStudy>(args)
+}
+
+/// A bulk run as planned from its command line.
+pub(crate) struct BulkStudy {
+    preset: Option<BulkPreset>,
+    matrix: BulkMatrix,
+    /// A preset's rows on backends of their own ([`BulkPreset::companions`]).
+    companions: Vec<BulkMatrix>,
+    /// Every backend the run uses, the companions' included.
+    backends: Vec<Arc<dyn Backend>>,
+    planned: Vec<Planned>,
+    measures: Vec<Measure>,
+    valgrind: Option<String>,
+    sampling: SamplingOptions,
+    shard: Option<Shard>,
+    bytes_per_sample: Option<usize>,
+    counted_samples: usize,
+    cert_dir: Option<std::path::PathBuf>,
+}
+
+impl Study for BulkStudy {
+    type Args = BulkArgs;
+    type Cell = BulkCell;
+    const KIND: RunKind = RunKind::Bulk;
+
+    fn plan(args: &BulkArgs) -> Result<Plan<Self>> {
+        let preset = args
+            .preset
+            .as_deref()
+            .map(parse_name::<BulkPreset>)
+            .transpose()
+            .map_err(usage)?;
+        let matrix = matrix_from(args, preset)?;
+        let backends = chosen_backends(
+            args.backend.as_deref(),
+            preset.map(|p| p.default_backends()),
+            Some(&matrix.versions),
+        )?;
+        // A preset's rows on backends of their own, unless the backends or
+        // the protocols are chosen on the command line; the other axis
+        // options apply to them too.
+        let mut companions: Vec<(BulkMatrix, Vec<Arc<dyn Backend>>)> = Vec::new();
+        if let Some(preset) = preset.filter(|_| args.backend.is_none() && args.tls.is_none()) {
+            for (on, companion) in preset.companions() {
+                companions.push((
+                    overridden(args, companion)?,
+                    backends_from_list(&on.join(",")).map_err(usage)?,
+                ));
             }
         }
+        if args.bytes_per_sample == Some(0) {
+            return Err(usage("--bytes-per-sample must be at least 1"));
+        }
+        let (measures, valgrind) = MeasureArgs {
+            measure: args.measure.clone(),
+            breakdown: false,
+        }
+        .checked()?;
+        if measures.contains(&Measure::Memory) {
+            return Err(usage(
+                "bulk measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
+            ));
+        }
+        let defaults = match preset {
+            Some(preset) => SamplingDefaults {
+                max_total_s: Some(preset.budget_s()),
+                ..DEFAULTS
+            },
+            None => DEFAULTS,
+        };
+        let sampling = args.sampling.options(defaults)?;
+        let shard = args.shard.shard()?;
+        // The no-crypto row of a size once, the others per backend. A shard
+        // measures its part of the matrix and the no-crypto rows the crypto
+        // share is taken from.
+        let mut planned: Vec<Planned> = Vec::new();
+        for (matrix, on) in std::iter::once((&matrix, &backends))
+            .chain(companions.iter().map(|(matrix, on)| (matrix, on)))
+        {
+            let rows = Shard::filter(
+                shard,
+                matrix.expand(),
+                |s| s.label(),
+                |s| s.handshake().is_none(),
+            );
+            for scenario in rows {
+                match scenario.handshake() {
+                    None => planned.push((scenario, None)),
+                    Some(_) => planned.extend(on.iter().map(|b| (scenario, Some(Arc::clone(b))))),
+                }
+            }
+        }
+        if let Some(shard) =
+            shard.filter(|shard| !shard.owns_any(planned.iter().map(|(s, _)| s.label())))
+        {
+            return Ok(Plan::EmptyShard(shard));
+        }
+        let mut all_backends = backends;
+        for backend in companions.iter().flat_map(|(_, on)| on) {
+            if !all_backends.iter().any(|b| b.id() == backend.id()) {
+                all_backends.push(Arc::clone(backend));
+            }
+        }
+        Ok(Plan::Run(Self {
+            preset,
+            matrix,
+            companions: companions.into_iter().map(|(m, _)| m).collect(),
+            backends: all_backends,
+            planned,
+            measures,
+            valgrind,
+            sampling,
+            shard,
+            bytes_per_sample: args.bytes_per_sample,
+            counted_samples: args
+                .sampling
+                .runs
+                .unwrap_or(super::handshake::COUNTED_SAMPLES),
+            cert_dir: args.cert_dir.clone(),
+        }))
     }
-    if let Some(shard) =
-        shard.filter(|shard| !shard.owns_any(planned.iter().map(|(s, _)| s.label())))
-    {
-        return empty_shard(shard);
-    }
-    check_exports(&args.exports)?;
-    let mut store = open_store(&args.database)?;
 
-    let host = HostInfo::current();
-    let mut all_backends: Vec<&Arc<dyn Backend>> = backends.iter().collect();
-    for backend in companions.iter().flat_map(|(_, on)| on) {
-        if !all_backends.iter().any(|b| b.id() == backend.id()) {
-            all_backends.push(backend);
+    fn outputs(args: &BulkArgs) -> Outputs<'_> {
+        Outputs {
+            database: &args.database,
+            exports: &args.exports,
+            display: &args.display,
+            quiet: args.quiet,
         }
     }
-    let libraries: Vec<_> = all_backends.iter().map(|b| b.library()).collect();
-    let options = StoredOptions {
-        preset,
-        backends: all_backends.iter().map(|b| b.id()).collect(),
-        matrix: &matrix,
-        companions: companions.iter().map(|(m, _)| m).collect(),
-        bytes_per_sample: args.bytes_per_sample,
-        sampling: &sampling,
-        shard,
-        measures: &measures,
-        valgrind: valgrind.as_deref(),
-    };
-    let run_id = store.begin_run(&run_info(
-        crate::store::RunKind::Bulk,
-        serde_json::to_string(&options)?,
-        &host,
-        &libraries,
-    ))?;
 
-    let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
-    let bar = Bar::new(planned.len(), args.quiet);
-    let (mut cells, mut interrupted) = if measures.contains(&Measure::Time) {
-        sample_matrix(
-            &planned,
-            &certs,
-            args.bytes_per_sample,
-            &sampling,
-            &mut store,
-            run_id,
-            &bar,
-        )?
-    } else {
-        (Vec::new(), false)
-    };
-    bar.0.finish_and_clear();
-    if measures.contains(&Measure::Instructions) && !interrupted {
-        interrupted = count_matrix(
-            &planned,
-            &certs,
-            CountOptions {
-                samples: args
-                    .sampling
-                    .runs
-                    .unwrap_or(super::handshake::COUNTED_SAMPLES),
-                jobs: crate::host::available_cores(),
-                breakdown: false,
-            },
-            args.bytes_per_sample.unwrap_or(COUNTED_BYTES),
-            args.quiet,
-            (&mut store, run_id),
-            &mut cells,
-        )?;
+    fn options_json(&self) -> Result<String> {
+        Ok(serde_json::to_string(&StoredOptions {
+            preset: self.preset,
+            backends: self.backends.iter().map(|b| b.id()).collect(),
+            matrix: &self.matrix,
+            companions: self.companions.iter().collect(),
+            bytes_per_sample: self.bytes_per_sample,
+            sampling: &self.sampling,
+            shard: self.shard,
+            measures: &self.measures,
+            valgrind: self.valgrind.as_deref(),
+        })?)
     }
-    store.finish_run(run_id, !interrupted)?;
 
-    let document = BulkReport {
-        run_id: store.path().map(|_| run_id),
-        complete: !interrupted,
-        host: &host,
-        libraries: &libraries,
-        seed: Some(sampling.seed),
-        precision: Some(sampling.precision),
-        cells: &cells,
-        counted_with: valgrind.as_deref(),
+    fn libraries(&self) -> Vec<LibraryInfo> {
+        self.backends.iter().map(|b| b.library()).collect()
     }
-    .document();
-    args.display.print(&document)?;
-    args.exports.write(&document)?;
-    let failed = cells
-        .iter()
-        .filter(|c| c.outcome.status() == crate::measure::CellStatus::Failed)
-        .count();
-    Ok(finish(&store, run_id, interrupted, cells.len(), failed))
+
+    fn measure(&mut self, session: &mut Session) -> Result<Vec<BulkCell>> {
+        let certs = CertCache::new(self.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
+        let mut cells = if self.measures.contains(&Measure::Time) {
+            sample_matrix(
+                &self.planned,
+                &certs,
+                self.bytes_per_sample,
+                &self.sampling,
+                session,
+            )?
+        } else {
+            Vec::new()
+        };
+        if self.measures.contains(&Measure::Instructions) && !session.interrupted() {
+            count_matrix(
+                &self.planned,
+                &certs,
+                CountOptions {
+                    samples: self.counted_samples,
+                    jobs: crate::host::available_cores(),
+                    breakdown: false,
+                },
+                self.bytes_per_sample.unwrap_or(COUNTED_BYTES),
+                session,
+                &mut cells,
+            )?;
+        }
+        Ok(cells)
+    }
+
+    fn document(&self, run: &RunView<'_>, cells: &[BulkCell]) -> Result<Document> {
+        Ok(BulkReport {
+            run_id: run.run_id,
+            complete: run.complete,
+            host: run.host,
+            libraries: run.libraries,
+            seed: Some(self.sampling.seed),
+            precision: Some(self.sampling.precision),
+            cells,
+            counted_with: self.valgrind.as_deref(),
+        }
+        .document())
+    }
+
+    fn failed(cell: &BulkCell) -> bool {
+        cell.outcome.status() == crate::measure::CellStatus::Failed
+    }
+
+    fn stored_document(store: &Store, run: &StoredRun, _: Option<String>) -> Result<Document> {
+        let options: serde_json::Value =
+            serde_json::from_str(&run.options_json).unwrap_or_default();
+        let cells = store.load_bulk_cells(run.id)?;
+        Ok(BulkReport {
+            run_id: Some(run.id),
+            complete: run.status.is_complete(),
+            host: &run.host,
+            libraries: &run.libraries,
+            seed: options.pointer("/sampling/seed").and_then(|s| s.as_u64()),
+            precision: options
+                .pointer("/sampling/precision")
+                .and_then(|p| p.as_f64()),
+            cells: &cells,
+            counted_with: options.get("valgrind").and_then(|v| v.as_str()),
+        }
+        .document())
+    }
 }
 
 /// A row and the backend that runs it (`None` for a no-crypto row).
@@ -263,19 +322,15 @@ const COUNTED_BYTES: usize = 256 * 1024;
 
 /// Counts every planned row's instructions per side under valgrind and
 /// stores them: beside the timed samples of `cells` (in planned order), or
-/// as new cells when time was not measured. Returns true if Ctrl-C
-/// stopped it.
-#[allow(clippy::too_many_arguments)]
+/// as new cells when time was not measured.
 fn count_matrix(
     planned: &[Planned],
     certs: &CertCache,
     options: CountOptions,
     bytes: usize,
-    quiet: bool,
-    (store, run_id): (&mut Store, i64),
+    session: &mut Session,
     cells: &mut Vec<BulkCell>,
-) -> Result<bool> {
-    let interrupt = interrupt_flag();
+) -> Result<()> {
     let countable: Vec<usize> = (0..planned.len())
         .filter(|&i| !planned[i].0.transport.is_socket())
         .collect();
@@ -292,8 +347,8 @@ fn count_matrix(
             )
         })
         .collect();
-    let bar = Bar::counting(work.len() * options.samples, quiet);
-    let counted = count_instructions(&work, certs, &options, &interrupt, &|done| {
+    let bar = Bar::counting(work.len() * options.samples, session.quiet());
+    let counted = count_instructions(&work, certs, &options, session.interrupt(), &|done| {
         bar.0.set_position(done as u64)
     })?;
     bar.0.finish_and_clear();
@@ -319,7 +374,7 @@ fn count_matrix(
             cell.instructions = Some(outcome);
             cell.counted_bytes = counted_bytes;
             cell.negotiated = cell.negotiated.take().or(negotiated);
-            store.save_bulk_counts(run_id, cell)?;
+            session.save(|store, run_id| store.save_bulk_counts(run_id, cell));
         } else {
             let cell = BulkCell {
                 backend: backend
@@ -333,11 +388,12 @@ fn count_matrix(
                 instructions: Some(outcome),
                 counted_bytes,
             };
-            store.save_bulk_cell(run_id, &cell)?;
+            session.save(|store, run_id| store.save_bulk_cell(run_id, &cell));
             cells.push(cell);
         }
     }
-    Ok(interrupt.load(std::sync::atomic::Ordering::SeqCst))
+    session.mark_interrupted(session.interrupted());
+    Ok(())
 }
 
 /// Prepares every planned cell, samples the runnable ones in interleaved
@@ -348,10 +404,9 @@ fn sample_matrix(
     certs: &CertCache,
     bytes_per_sample: Option<usize>,
     sampling: &SamplingOptions,
-    store: &mut Store,
-    run_id: i64,
-    bar: &Bar,
-) -> Result<(Vec<BulkCell>, bool)> {
+    session: &mut Session,
+) -> Result<Vec<BulkCell>> {
+    let bar = session.bar(planned.len());
     let mut cells: Vec<BulkCell> = Vec::new();
     let mut probes: Vec<BulkProbe> = Vec::new();
     let mut probe_cell: Vec<usize> = Vec::new();
@@ -386,10 +441,8 @@ fn sample_matrix(
             }
             Err(outcome) => {
                 cell.outcome = outcome;
-                report_failure(bar, &cell);
-                store
-                    .save_bulk_cell(run_id, &cell)
-                    .context("saving a finished cell")?;
+                report_failure(&bar, &cell);
+                session.save(|store, run_id| store.save_bulk_cell(run_id, &cell));
             }
         }
         cells.push(cell);
@@ -411,8 +464,7 @@ fn sample_matrix(
     struct Storing<'a> {
         cells: &'a mut [BulkCell],
         probe_cell: &'a [usize],
-        store: &'a mut Store,
-        run_id: i64,
+        session: &'a mut Session,
         bar: &'a Bar,
         already: usize,
     }
@@ -421,9 +473,9 @@ fn sample_matrix(
             let cell = &mut self.cells[self.probe_cell[index]];
             cell.outcome = outcome.clone();
             report_failure(self.bar, cell);
-            self.store
-                .save_bulk_cell(self.run_id, cell)
-                .context("saving a finished cell")
+            self.session
+                .save(|store, run_id| store.save_bulk_cell(run_id, cell));
+            Ok(())
         }
 
         fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
@@ -431,7 +483,7 @@ fn sample_matrix(
         }
     }
     let already = cells.len() - probes.len();
-    let interrupt = interrupt_flag();
+    let interrupt = Arc::clone(session.interrupt());
     let run = measure::sample(
         probes.iter_mut().map(BulkProbe::probe).collect(),
         pairing,
@@ -440,14 +492,15 @@ fn sample_matrix(
         &mut Storing {
             cells: &mut cells,
             probe_cell: &probe_cell,
-            store,
-            run_id,
-            bar,
+            session,
+            bar: &bar,
             already,
         },
     )?;
-    store.save_rounds(run_id, &run.rounds)?;
-    Ok((cells, run.interrupted))
+    bar.0.finish_and_clear();
+    session.save(|store, run_id| store.save_rounds(run_id, &run.rounds));
+    session.mark_interrupted(run.interrupted);
+    Ok(cells)
 }
 
 fn report_failure(bar: &Bar, cell: &BulkCell) {
@@ -455,23 +508,4 @@ fn report_failure(bar: &Bar, cell: &BulkCell) {
         &format!("{} {}", cell.backend, cell.scenario.label()),
         &cell.outcome,
     );
-}
-
-/// A stored bulk run as a document (for `tlslab report`).
-pub(crate) fn stored_document(store: &Store, run: &StoredRun) -> Result<Document> {
-    let options: serde_json::Value = serde_json::from_str(&run.options_json).unwrap_or_default();
-    let cells = store.load_bulk_cells(run.id)?;
-    Ok(BulkReport {
-        run_id: Some(run.id),
-        complete: run.status.is_complete(),
-        host: &run.host,
-        libraries: &run.libraries,
-        seed: options.pointer("/sampling/seed").and_then(|s| s.as_u64()),
-        precision: options
-            .pointer("/sampling/precision")
-            .and_then(|p| p.as_f64()),
-        cells: &cells,
-        counted_with: options.get("valgrind").and_then(|v| v.as_str()),
-    }
-    .document())
 }

@@ -1,6 +1,7 @@
-//! The commands, one file each: options -> plan -> run -> export. What they
-//! share (store, provenance, Ctrl-C, progress, exports, exit codes) is in
-//! [`session`]. Nothing below `app` imports it.
+//! The commands, one file each: options -> plan -> run -> export. The
+//! measuring commands are studies run by one pipeline ([`study`]); what
+//! every command shares (usage errors, sampling options, Ctrl-C, progress,
+//! exports, exit codes) is in [`session`]. Nothing below `app` imports it.
 
 pub mod bulk;
 pub mod capacity;
@@ -18,6 +19,7 @@ pub mod report;
 pub mod serve;
 pub mod session;
 pub mod speed;
+mod study;
 pub mod tunnel;
 
 use anyhow::Result;

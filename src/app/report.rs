@@ -4,6 +4,7 @@
 use anyhow::{Context, Result};
 
 use super::session::{check_exports, check_output, stored_sampling, usage, NoResults};
+use super::study::Study;
 use crate::cli::ReportArgs;
 use crate::report::handshake::HandshakeReport;
 use crate::report::html::{self, RunSection};
@@ -291,7 +292,7 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
     let sampling = stored_sampling(&run.options_json);
     let complete = run.status.is_complete();
     Ok(match run.kind {
-        RunKind::Tunnel => super::tunnel::stored_document(store, run, baseline)?,
+        RunKind::Tunnel => super::tunnel::TunnelStudy::stored_document(store, run, baseline)?,
         RunKind::Speed => crate::report::speed::document(
             &store.load_speed_cells(run.id)?,
             Some(run.id),
@@ -302,7 +303,7 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
             sampling.valgrind.as_deref(),
         ),
         RunKind::Cost => super::cost::stored_document(store, run)?,
-        RunKind::Bulk => super::bulk::stored_document(store, run)?,
+        RunKind::Bulk => super::bulk::BulkStudy::stored_document(store, run, baseline)?,
         RunKind::Load => super::load::stored_document(store, run)?,
         RunKind::Capacity => super::capacity::stored_document(store, run)?,
         RunKind::Handshake => {

@@ -10,10 +10,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::session::{
-    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, usage, Bar,
-    SamplingDefaults, Shard,
-};
+use super::session::{usage, Bar, SamplingDefaults, Shard};
+use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::LibraryInfo;
 use crate::cli::{MeasureArgs, TunnelArgs};
 use crate::host::HostInfo;
@@ -27,7 +25,7 @@ use crate::scenario::tunnel::{
     DEFAULT_PAYLOAD_BYTES,
 };
 use crate::scenario::Measure;
-use crate::store::{Store, StoredRun};
+use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::openvpn;
 use crate::workload::tunnel::{
@@ -135,182 +133,252 @@ fn defaults(preset: Option<TunnelPreset>) -> SamplingDefaults {
 
 /// Runs `tlslab tunnel` and returns the exit code.
 pub fn run(args: &TunnelArgs) -> Result<i32> {
-    let preset = args
-        .preset
-        .as_deref()
-        .map(parse_name::<TunnelPreset>)
-        .transpose()
-        .map_err(usage)?;
-    let matrix = matrix_from(args, preset)?;
-    let engines: Vec<Engine> = parse_list(&args.engine).map_err(usage)?;
-    if engines.is_empty() {
-        return Err(usage("the engine list is empty"));
-    }
-    let scenarios = matrix.expand();
-    if let Some(label) = &args.baseline {
-        if !scenarios.iter().any(|s| s.label() == *label) {
-            let labels: Vec<String> = scenarios.iter().map(|s| s.label()).collect();
+    study::run::<TunnelStudy>(args)
+}
+
+/// A tunnel run as planned from its command line.
+pub(crate) struct TunnelStudy {
+    preset: Option<TunnelPreset>,
+    matrix: TunnelMatrix,
+    engines: Vec<Engine>,
+    /// The matrix's rows this run (or shard) measures.
+    scenarios: Vec<TunnelScenario>,
+    baseline: Option<String>,
+    sampling: SamplingOptions,
+    shard: Option<Shard>,
+    transfer_bytes: u64,
+    measures: Vec<Measure>,
+    valgrind: Option<String>,
+    counted_samples: usize,
+    /// OpenVPN's version, when its rows are timed.
+    openvpn_version: Option<String>,
+}
+
+impl Study for TunnelStudy {
+    type Args = TunnelArgs;
+    type Cell = TunnelCell;
+    const KIND: RunKind = RunKind::Tunnel;
+
+    fn plan(args: &TunnelArgs) -> Result<Plan<Self>> {
+        let preset = args
+            .preset
+            .as_deref()
+            .map(parse_name::<TunnelPreset>)
+            .transpose()
+            .map_err(usage)?;
+        let matrix = matrix_from(args, preset)?;
+        let engines: Vec<Engine> = parse_list(&args.engine).map_err(usage)?;
+        if engines.is_empty() {
+            return Err(usage("the engine list is empty"));
+        }
+        let scenarios = matrix.expand();
+        if let Some(label) = &args.baseline {
+            if !scenarios.iter().any(|s| s.label() == *label) {
+                let labels: Vec<String> = scenarios.iter().map(|s| s.label()).collect();
+                return Err(usage(format!(
+                    "the baseline '{label}' is not a row of this matrix; rows: {}",
+                    labels.join(", ")
+                )));
+            }
+        }
+        let sampling = args.sampling.options(defaults(preset))?;
+        let shard = args.shard.shard()?;
+        // A shard measures its part of the matrix and the rows others are
+        // compared with (the no-tunnel rows, --baseline).
+        let scenarios = Shard::filter(
+            shard,
+            scenarios,
+            |s| s.label(),
+            |s| s.baseline || args.baseline.as_deref() == Some(s.label().as_str()),
+        );
+        if let Some(shard) =
+            shard.filter(|shard| !shard.owns_any(scenarios.iter().map(|s| s.label())))
+        {
+            return Ok(Plan::EmptyShard(shard));
+        }
+        if !(args.transfer_mb.is_finite() && args.transfer_mb > 0.0) {
             return Err(usage(format!(
-                "the baseline '{label}' is not a row of this matrix; rows: {}",
-                labels.join(", ")
+                "--transfer-mb must be a positive number, got {}",
+                args.transfer_mb
             )));
         }
-    }
-    let sampling = args.sampling.options(defaults(preset))?;
-    let shard = args.shard.shard()?;
-    // A shard measures its part of the matrix and the rows others are
-    // compared with (the no-tunnel rows, --baseline).
-    let scenarios = Shard::filter(
-        shard,
-        scenarios,
-        |s| s.label(),
-        |s| s.baseline || args.baseline.as_deref() == Some(s.label().as_str()),
-    );
-    if let Some(shard) = shard.filter(|shard| !shard.owns_any(scenarios.iter().map(|s| s.label())))
-    {
-        return empty_shard(shard);
-    }
-    if !(args.transfer_mb.is_finite() && args.transfer_mb > 0.0) {
-        return Err(usage(format!(
-            "--transfer-mb must be a positive number, got {}",
-            args.transfer_mb
-        )));
-    }
-    let transfer_bytes = (args.transfer_mb * 1e6) as u64;
-    let (measures, valgrind) = MeasureArgs {
-        measure: args.measure.clone(),
-        breakdown: false,
-    }
-    .checked()?;
-    if measures.contains(&Measure::Memory) {
-        return Err(usage(
-            "tunnel measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
-        ));
-    }
-    let timed = measures.contains(&Measure::Time);
-    check_exports(&args.exports)?;
-    // The real engine's needs are checked before anything runs (counted
-    // alone, its rows only say why they cannot be counted).
-    let openvpn_version = if timed && engines.contains(&Engine::Openvpn) {
-        Some(openvpn::preflight()?)
-    } else {
-        None
-    };
-    let mut store = open_store(&args.database)?;
-
-    crate::backend::openssl::load_legacy_provider();
-    let host = HostInfo::current();
-    let mut libraries = vec![LibraryInfo {
-        backend: "inprocess".to_string(),
-        library: "OpenSSL".to_string(),
-        version: openssl::version::version()
-            .trim_start_matches("OpenSSL ")
-            .to_string(),
-    }];
-    if let Some(version) = &openvpn_version {
-        libraries.push(LibraryInfo {
-            backend: "openvpn".to_string(),
-            library: "OpenVPN".to_string(),
-            version: version.clone(),
-        });
-    }
-    let options = StoredOptions {
-        preset,
-        engines: &engines,
-        matrix: &matrix,
-        sampling: &sampling,
-        transfer_bytes,
-        baseline: args.baseline.as_deref(),
-        shard,
-        measures: &measures,
-        valgrind: valgrind.as_deref(),
-    };
-    let run_id = store.begin_run(&run_info(
-        crate::store::RunKind::Tunnel,
-        serde_json::to_string(&options)?,
-        &host,
-        &libraries,
-    ))?;
-
-    let interrupt = interrupt_flag();
-    let bar = Bar::new(scenarios.len() * engines.len(), args.quiet);
-    let mut cells = Vec::new();
-    let mut interrupted = false;
-    for &engine in engines.iter().filter(|_| timed) {
-        let engine_cells = match engine {
-            Engine::Inprocess => sample_inprocess(&scenarios, &sampling, &mut store, run_id, &bar)?,
-            Engine::Openvpn => sample_openvpn(
-                &scenarios,
-                transfer_bytes,
-                &sampling,
-                &mut store,
-                run_id,
-                &bar,
-            )?,
-        };
-        interrupted = engine_cells.1;
-        cells.extend(engine_cells.0);
-        if interrupted {
-            break;
+        let (measures, valgrind) = MeasureArgs {
+            measure: args.measure.clone(),
+            breakdown: false,
         }
-    }
-    bar.0.finish_and_clear();
-    if measures.contains(&Measure::Instructions) && !interrupted {
-        let planned: Vec<(Engine, TunnelScenario)> = engines
-            .iter()
-            .flat_map(|&engine| scenarios.iter().map(move |s| (engine, *s)))
-            .collect();
-        let options = CountOptions {
-            samples: args
+        .checked()?;
+        if measures.contains(&Measure::Memory) {
+            return Err(usage(
+                "tunnel measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
+            ));
+        }
+        super::session::check_exports(&args.exports)?;
+        // The real engine's needs are checked before anything runs (counted
+        // alone, its rows only say why they cannot be counted).
+        let openvpn_version =
+            if measures.contains(&Measure::Time) && engines.contains(&Engine::Openvpn) {
+                Some(openvpn::preflight()?)
+            } else {
+                None
+            };
+        crate::backend::openssl::load_legacy_provider();
+        Ok(Plan::Run(Self {
+            preset,
+            matrix,
+            engines,
+            scenarios,
+            baseline: args.baseline.clone(),
+            sampling,
+            shard,
+            transfer_bytes: (args.transfer_mb * 1e6) as u64,
+            measures,
+            valgrind,
+            counted_samples: args
                 .sampling
                 .runs
                 .unwrap_or(super::handshake::COUNTED_SAMPLES),
-            jobs: crate::host::available_cores(),
-            breakdown: false,
-        };
-        interrupted = count_rows(
-            &planned,
-            &options,
-            args.quiet,
-            (&mut store, run_id),
-            &mut cells,
-        )?;
+            openvpn_version,
+        }))
     }
-    store.finish_run(run_id, !interrupted)?;
 
-    let report = build_report(
-        &cells,
-        args.baseline.clone(),
-        store.path().map(|_| run_id),
-        !interrupted,
-        host,
-        libraries,
-        Some(sampling.seed),
-        valgrind,
-    );
-    let document = report.document();
-    args.display.print(&document)?;
-    args.exports.write(&document)?;
-    let failed = cells
-        .iter()
-        .filter(|c| c.outcome.status() == crate::measure::CellStatus::Failed)
-        .count();
-    let _ = interrupt.load(Ordering::Relaxed);
-    Ok(finish(&store, run_id, interrupted, cells.len(), failed))
+    fn outputs(args: &TunnelArgs) -> Outputs<'_> {
+        Outputs {
+            database: &args.database,
+            exports: &args.exports,
+            display: &args.display,
+            quiet: args.quiet,
+        }
+    }
+
+    fn options_json(&self) -> Result<String> {
+        Ok(serde_json::to_string(&StoredOptions {
+            preset: self.preset,
+            engines: &self.engines,
+            matrix: &self.matrix,
+            sampling: &self.sampling,
+            transfer_bytes: self.transfer_bytes,
+            baseline: self.baseline.as_deref(),
+            shard: self.shard,
+            measures: &self.measures,
+            valgrind: self.valgrind.as_deref(),
+        })?)
+    }
+
+    fn libraries(&self) -> Vec<LibraryInfo> {
+        let mut libraries = vec![LibraryInfo {
+            backend: "inprocess".to_string(),
+            library: "OpenSSL".to_string(),
+            version: openssl::version::version()
+                .trim_start_matches("OpenSSL ")
+                .to_string(),
+        }];
+        if let Some(version) = &self.openvpn_version {
+            libraries.push(LibraryInfo {
+                backend: "openvpn".to_string(),
+                library: "OpenVPN".to_string(),
+                version: version.clone(),
+            });
+        }
+        libraries
+    }
+
+    fn measure(&mut self, session: &mut Session) -> Result<Vec<TunnelCell>> {
+        let bar = session.bar(self.scenarios.len() * self.engines.len());
+        let mut cells = Vec::new();
+        if self.measures.contains(&Measure::Time) {
+            for &engine in &self.engines {
+                cells.extend(match engine {
+                    Engine::Inprocess => {
+                        sample_inprocess(&self.scenarios, &self.sampling, session, &bar)?
+                    }
+                    Engine::Openvpn => sample_openvpn(
+                        &self.scenarios,
+                        self.transfer_bytes,
+                        &self.sampling,
+                        session,
+                        &bar,
+                    )?,
+                });
+                if session.interrupted() {
+                    break;
+                }
+            }
+        }
+        bar.0.finish_and_clear();
+        if self.measures.contains(&Measure::Instructions) && !session.interrupted() {
+            let planned: Vec<(Engine, TunnelScenario)> = self
+                .engines
+                .iter()
+                .flat_map(|&engine| self.scenarios.iter().map(move |s| (engine, *s)))
+                .collect();
+            let options = CountOptions {
+                samples: self.counted_samples,
+                jobs: crate::host::available_cores(),
+                breakdown: false,
+            };
+            count_rows(&planned, &options, session, &mut cells)?;
+        }
+        Ok(cells)
+    }
+
+    fn document(&self, run: &RunView<'_>, cells: &[TunnelCell]) -> Result<Document> {
+        Ok(build_report(
+            cells,
+            self.baseline.clone(),
+            run.run_id,
+            run.complete,
+            run.host.clone(),
+            run.libraries.to_vec(),
+            Some(self.sampling.seed),
+            self.valgrind.clone(),
+        )
+        .document())
+    }
+
+    fn failed(cell: &TunnelCell) -> bool {
+        cell.outcome.status() == crate::measure::CellStatus::Failed
+    }
+
+    fn stored_document(
+        store: &Store,
+        run: &StoredRun,
+        baseline: Option<String>,
+    ) -> Result<Document> {
+        let options: serde_json::Value =
+            serde_json::from_str(&run.options_json).unwrap_or_default();
+        let stored_baseline = options
+            .get("baseline")
+            .and_then(|b| b.as_str())
+            .map(String::from);
+        let seed = options.pointer("/sampling/seed").and_then(|s| s.as_u64());
+        let cells = store.load_tunnel_cells(run.id)?;
+        Ok(build_report(
+            &cells,
+            baseline.or(stored_baseline),
+            Some(run.id),
+            run.status.is_complete(),
+            run.host.clone(),
+            run.libraries.clone(),
+            seed,
+            options
+                .get("valgrind")
+                .and_then(|v| v.as_str())
+                .map(String::from),
+        )
+        .document())
+    }
 }
 
 /// Counts every planned in-process row's instructions per side under
 /// valgrind (OpenVPN rows: why they cannot be) and stores them: beside the
 /// timed samples of the same row in `cells`, or as new cells when time
-/// was not measured. Returns true if Ctrl-C stopped it.
+/// was not measured.
 fn count_rows(
     planned: &[(Engine, TunnelScenario)],
     options: &CountOptions,
-    quiet: bool,
-    (store, run_id): (&mut Store, i64),
+    session: &mut Session,
     cells: &mut Vec<TunnelCell>,
-) -> Result<bool> {
-    let interrupt = interrupt_flag();
+) -> Result<()> {
     let countable: Vec<usize> = (0..planned.len())
         .filter(|&i| uncountable(planned[i].0).is_none())
         .collect();
@@ -327,10 +395,10 @@ fn count_rows(
             )
         })
         .collect();
-    let bar = Bar::counting(work.len() * options.samples, quiet);
+    let bar = Bar::counting(work.len() * options.samples, session.quiet());
     // No certificates: a tunnel's keys are made with its channel.
     let certs = crate::certs::CertCache::new(crate::certs::CertCache::default_dir());
-    let counted = count_instructions(&work, &certs, options, &interrupt, &|done| {
+    let counted = count_instructions(&work, &certs, options, session.interrupt(), &|done| {
         bar.0.set_position(done as u64)
     })?;
     bar.0.finish_and_clear();
@@ -354,7 +422,7 @@ fn count_rows(
         match timed {
             Some(cell) => {
                 cell.counted = Some(transfer);
-                store.save_tunnel_counts(run_id, cell)?;
+                session.save(|store, run_id| store.save_tunnel_counts(run_id, cell));
             }
             None => {
                 let cell = TunnelCell {
@@ -363,22 +431,21 @@ fn count_rows(
                     outcome: transfer.outcome.without_samples(),
                     counted: Some(transfer),
                 };
-                store.save_tunnel_cell(run_id, &cell)?;
+                session.save(|store, run_id| store.save_tunnel_cell(run_id, &cell));
                 cells.push(cell);
             }
         }
     }
-    Ok(interrupt.load(Ordering::SeqCst))
+    Ok(())
 }
 
 /// The in-process rows in interleaved rounds; each cell stored as it finishes.
 fn sample_inprocess(
-    scenarios: &[crate::scenario::tunnel::TunnelScenario],
+    scenarios: &[TunnelScenario],
     sampling: &SamplingOptions,
-    store: &mut Store,
-    run_id: i64,
+    session: &mut Session,
     bar: &Bar,
-) -> Result<(Vec<TunnelCell>, bool)> {
+) -> Result<Vec<TunnelCell>> {
     let mut cells = Vec::new();
     let mut probes = Vec::new();
     let mut probe_cell = Vec::new();
@@ -399,7 +466,7 @@ fn sample_inprocess(
             }
             Err(outcome) => {
                 cell.outcome = outcome;
-                store.save_tunnel_cell(run_id, &cell)?;
+                session.save(|store, run_id| store.save_tunnel_cell(run_id, &cell));
             }
         }
         cells.push(cell);
@@ -407,8 +474,7 @@ fn sample_inprocess(
     struct Storing<'a> {
         cells: &'a mut [TunnelCell],
         probe_cell: &'a [usize],
-        store: &'a mut Store,
-        run_id: i64,
+        session: &'a mut Session,
         bar: &'a Bar,
         already: usize,
     }
@@ -421,9 +487,9 @@ fn sample_inprocess(
             let cell = &mut self.cells[self.probe_cell[index]];
             cell.outcome = outcome.clone();
             self.bar.failed(&cell.scenario.label(), outcome);
-            self.store
-                .save_tunnel_cell(self.run_id, cell)
-                .context("saving a finished cell")
+            self.session
+                .save(|store, run_id| store.save_tunnel_cell(run_id, cell));
+            Ok(())
         }
 
         fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
@@ -431,7 +497,7 @@ fn sample_inprocess(
         }
     }
     let already = cells.len() - probes.len();
-    let interrupt = interrupt_flag();
+    let interrupt = std::sync::Arc::clone(session.interrupt());
     let run = measure::sample(
         probes.iter_mut().map(InprocessProbe::probe).collect(),
         measure::Pairing::None,
@@ -440,37 +506,42 @@ fn sample_inprocess(
         &mut Storing {
             cells: &mut cells,
             probe_cell: &probe_cell,
-            store,
-            run_id,
+            session,
             bar,
             already,
         },
     )?;
-    store.save_rounds(run_id, &run.rounds)?;
-    Ok((cells, run.interrupted))
+    session.save(|store, run_id| store.save_rounds(run_id, &run.rounds));
+    session.mark_interrupted(run.interrupted);
+    Ok(cells)
 }
 
-/// The OpenVPN rows, one tunnel at a time.
+/// The OpenVPN rows, one tunnel at a time; a row Ctrl-C stops keeps the
+/// samples it had.
 fn sample_openvpn(
-    scenarios: &[crate::scenario::tunnel::TunnelScenario],
+    scenarios: &[TunnelScenario],
     transfer_bytes: u64,
     sampling: &SamplingOptions,
-    store: &mut Store,
-    run_id: i64,
+    session: &mut Session,
     bar: &Bar,
-) -> Result<(Vec<TunnelCell>, bool)> {
-    let interrupt = interrupt_flag();
+) -> Result<Vec<TunnelCell>> {
+    let interrupt = std::sync::Arc::clone(session.interrupt());
     let mut lab = openvpn::Lab::create().context("setting up the namespaces")?;
     let mut cells = Vec::new();
     for scenario in scenarios {
         if interrupt.load(Ordering::Relaxed) {
-            return Ok((cells, true));
+            session.mark_interrupted(true);
+            return Ok(cells);
         }
         bar.0.set_message(format!("openvpn {}", scenario.label()));
-        let outcome = match lab.measure(scenario, transfer_bytes, sampling, &interrupt) {
-            Ok(outcome) => outcome,
-            Err(Interrupted) => return Ok((cells, true)),
-        };
+        let (outcome, interrupted) =
+            match lab.measure(scenario, transfer_bytes, sampling, &interrupt) {
+                Ok(measured) => measured,
+                Err(Interrupted) => {
+                    session.mark_interrupted(true);
+                    return Ok(cells);
+                }
+            };
         let cell = TunnelCell {
             engine: Engine::Openvpn,
             scenario: *scenario,
@@ -478,13 +549,15 @@ fn sample_openvpn(
             counted: None,
         };
         bar.failed(&format!("openvpn {}", scenario.label()), &cell.outcome);
-        store
-            .save_tunnel_cell(run_id, &cell)
-            .context("saving a finished cell")?;
+        session.save(|store, run_id| store.save_tunnel_cell(run_id, &cell));
         cells.push(cell);
         bar.0.inc(1);
+        if interrupted {
+            session.mark_interrupted(true);
+            return Ok(cells);
+        }
     }
-    Ok((cells, false))
+    Ok(cells)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -517,7 +590,6 @@ fn build_report(
     }
 }
 
-/// A stored tunnel run as a document (for `tlslab report`).
 /// The document of tunnel cells gathered from several runs (the shards of
 /// one command), which no single stored run holds.
 pub(crate) fn combined_document(
@@ -533,32 +605,4 @@ pub(crate) fn combined_document(
         cells, baseline, None, complete, host, libraries, seed, valgrind,
     )
     .document()
-}
-
-pub(crate) fn stored_document(
-    store: &Store,
-    run: &StoredRun,
-    baseline: Option<String>,
-) -> Result<Document> {
-    let options: serde_json::Value = serde_json::from_str(&run.options_json).unwrap_or_default();
-    let stored_baseline = options
-        .get("baseline")
-        .and_then(|b| b.as_str())
-        .map(String::from);
-    let seed = options.pointer("/sampling/seed").and_then(|s| s.as_u64());
-    let cells = store.load_tunnel_cells(run.id)?;
-    Ok(build_report(
-        &cells,
-        baseline.or(stored_baseline),
-        Some(run.id),
-        run.status.is_complete(),
-        run.host.clone(),
-        run.libraries.clone(),
-        seed,
-        options
-            .get("valgrind")
-            .and_then(|v| v.as_str())
-            .map(String::from),
-    )
-    .document())
 }

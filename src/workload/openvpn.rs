@@ -161,13 +161,15 @@ impl Lab {
     }
 
     /// Measures one scenario: the bare link for the baseline, else a tunnel.
+    /// Returns its outcome and whether Ctrl-C stopped it (the samples it
+    /// had are kept); `Interrupted` when Ctrl-C came before any sample.
     pub fn measure(
         &mut self,
         scenario: &TunnelScenario,
         transfer_bytes: u64,
         options: &SamplingOptions,
         interrupt: &AtomicBool,
-    ) -> Result<TunnelOutcome, Interrupted> {
+    ) -> Result<(TunnelOutcome, bool), Interrupted> {
         let data = transfer_data(scenario.payload);
         let mss = scenario.payload_bytes.clamp(88, 1400) as i32;
         if scenario.baseline {
@@ -182,7 +184,7 @@ impl Lab {
             );
         }
         if let Some(reason) = unsupported_reason(scenario) {
-            return Ok(Outcome::Unsupported { reason });
+            return Ok((Outcome::Unsupported { reason }, false));
         }
         let tunnel = match self.start_tunnel(scenario, interrupt) {
             Ok(tunnel) => tunnel,
@@ -192,13 +194,13 @@ impl Lab {
             }
             Err(error) => {
                 let reason = format!("{error:#}");
-                return Ok(
-                    if reason.contains("not supported") || reason.contains("Unsupported") {
-                        Outcome::Unsupported { reason }
-                    } else {
-                        Outcome::Failed { reason }
-                    },
-                );
+                let outcome = if reason.contains("not supported") || reason.contains("Unsupported")
+                {
+                    Outcome::Unsupported { reason }
+                } else {
+                    Outcome::Failed { reason }
+                };
+                return Ok((outcome, false));
             }
         };
         let outcome = self.sample(
@@ -224,7 +226,7 @@ impl Lab {
         transfer_bytes: u64,
         options: &SamplingOptions,
         interrupt: &AtomicBool,
-    ) -> Result<TunnelOutcome, Interrupted> {
+    ) -> Result<(TunnelOutcome, bool), Interrupted> {
         // One tunnel at a time: an OpenVPN row is sampled on its own, not
         // interleaved with the others (each needs its own tunnel up).
         let probe = Box::new(|| {
@@ -264,10 +266,11 @@ impl Lab {
             &mut measure::Quietly,
         )
         .map_err(|_| Interrupted)?;
-        if run.interrupted {
+        let outcome = run.outcomes.into_iter().next().expect("one cell");
+        if run.interrupted && outcome.samples().is_empty() {
             return Err(Interrupted);
         }
-        Ok(run.outcomes.into_iter().next().expect("one cell"))
+        Ok((outcome, run.interrupted))
     }
 
     fn start_tunnel(&self, scenario: &TunnelScenario, interrupt: &AtomicBool) -> Result<Tunnel> {

@@ -1,0 +1,228 @@
+//! One study pipeline for every measuring command. A command says what
+//! differs ([`Study`]: its plan from the command line, what it stores with
+//! the run, how it measures its cells, how its tables read live and read
+//! back); [`run`] does the rest in one place: the store and the run's
+//! provenance, Ctrl-C, saving each cell as it finishes, printing and
+//! exporting, and the exit status.
+//!
+//! A storage fault (a full disk, a lock held too long, a file made
+//! read-only) does not stop the measuring: the first one is said at once,
+//! later saves are skipped, the tables are printed and exported all the
+//! same, and the run then exits 1 naming the database.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::session::{
+    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, Bar, Shard,
+};
+use crate::backend::LibraryInfo;
+use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs};
+use crate::host::HostInfo;
+use crate::report::Document;
+use crate::store::{RunKind, Store, StoredRun};
+
+/// What a study is planned into from its command line.
+pub(crate) enum Plan<S> {
+    /// A run to make.
+    Run(S),
+    /// The shard holds no cell of the matrix: nothing runs, exit 0.
+    EmptyShard(Shard),
+}
+
+/// Where a run's results go: the database, the export files, the terminal.
+pub(crate) struct Outputs<'a> {
+    pub database: &'a DatabaseArgs,
+    pub exports: &'a ExportArgs,
+    pub display: &'a DisplayArgs,
+    pub quiet: bool,
+}
+
+/// What a stored or finished run is, for its document: which run, whether
+/// it completed, and where it ran.
+pub(crate) struct RunView<'a> {
+    /// The run's id in a database on disk (`None` with `--no-db`).
+    pub run_id: Option<i64>,
+    pub complete: bool,
+    pub host: &'a HostInfo,
+    pub libraries: &'a [LibraryInfo],
+}
+
+/// What differs between the measuring commands.
+pub(crate) trait Study: Sized {
+    /// The command line it is planned from.
+    type Args;
+    /// One measured cell, as the study keeps it.
+    type Cell;
+    /// The kind of run it stores.
+    const KIND: RunKind;
+
+    /// The plan, every option checked: a usage error here stops the
+    /// command before anything is stored or measured.
+    fn plan(args: &Self::Args) -> Result<Plan<Self>>;
+
+    /// Where the command's results go.
+    fn outputs(args: &Self::Args) -> Outputs<'_>;
+
+    /// The options stored with the run, as JSON.
+    fn options_json(&self) -> Result<String>;
+
+    /// The libraries (or programs) the run measures.
+    fn libraries(&self) -> Vec<LibraryInfo>;
+
+    /// Measures every cell, saving each through `session` as it finishes;
+    /// stops early (keeping what it has) when `session` says Ctrl-C came.
+    fn measure(&mut self, session: &mut Session) -> Result<Vec<Self::Cell>>;
+
+    /// The run's document, from the cells measured.
+    fn document(&self, run: &RunView<'_>, cells: &[Self::Cell]) -> Result<Document>;
+
+    /// Returns true if and only if the cell failed (the run then exits 1).
+    fn failed(cell: &Self::Cell) -> bool;
+
+    /// A stored run of this kind as the document it printed (for `report`);
+    /// `baseline` is `report --baseline`.
+    fn stored_document(
+        store: &Store,
+        run: &StoredRun,
+        baseline: Option<String>,
+    ) -> Result<Document>;
+}
+
+/// A run in progress: where its cells are saved, and whether Ctrl-C (or
+/// SIGTERM, SIGHUP) came.
+pub(crate) struct Session {
+    store: Store,
+    run_id: i64,
+    interrupt: Arc<AtomicBool>,
+    interrupted: bool,
+    quiet: bool,
+    /// The first storage fault, if any: later saves are skipped.
+    fault: Option<anyhow::Error>,
+}
+
+impl Session {
+    fn new(store: Store, run_id: i64, quiet: bool) -> Self {
+        Self {
+            store,
+            run_id,
+            interrupt: interrupt_flag(),
+            interrupted: false,
+            quiet,
+            fault: None,
+        }
+    }
+
+    /// Saves something of the run, unless an earlier save failed. A
+    /// failure is said once and kept for the end: the measuring goes on.
+    pub(crate) fn save(&mut self, save: impl FnOnce(&mut Store, i64) -> Result<()>) {
+        if self.fault.is_some() {
+            return;
+        }
+        if let Err(error) = save(&mut self.store, self.run_id) {
+            eprintln!(
+                "warning: cannot write to the database {}: {error:#}; measuring goes on, and the results are printed and exported at the end",
+                self.database()
+            );
+            self.fault = Some(error);
+        }
+    }
+
+    /// The flag Ctrl-C sets, for loops and samplers that check it.
+    pub(crate) fn interrupt(&self) -> &Arc<AtomicBool> {
+        &self.interrupt
+    }
+
+    /// Says that a pass stopped on Ctrl-C: the run is stored incomplete.
+    pub(crate) fn mark_interrupted(&mut self, interrupted: bool) {
+        self.interrupted |= interrupted;
+    }
+
+    /// Returns true if and only if Ctrl-C stopped the run (a pass said so,
+    /// or the flag is set).
+    pub(crate) fn interrupted(&self) -> bool {
+        self.interrupted || self.interrupt.load(Ordering::SeqCst)
+    }
+
+    /// Returns true if and only if progress bars are hidden (`--quiet`).
+    pub(crate) fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    /// A progress bar over `total` cells.
+    pub(crate) fn bar(&self, total: usize) -> Bar {
+        Bar::new(total, self.quiet)
+    }
+
+    /// The store, to read back what the run saved.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The run's id in the store.
+    pub(crate) fn run_id(&self) -> i64 {
+        self.run_id
+    }
+
+    /// The database's file, for messages ("the in-memory database" with `--no-db`).
+    fn database(&self) -> String {
+        self.store
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "in memory".to_string())
+    }
+
+    fn path(&self) -> Option<PathBuf> {
+        self.store.path().map(PathBuf::from)
+    }
+}
+
+/// Runs a measuring command: plans it, measures every cell into the store,
+/// prints and exports its document, and returns the exit status (0 done,
+/// 1 a failed cell or a storage fault, 130 Ctrl-C).
+pub(crate) fn run<S: Study>(args: &S::Args) -> Result<i32> {
+    let mut study = match S::plan(args)? {
+        Plan::Run(study) => study,
+        Plan::EmptyShard(shard) => return empty_shard(shard),
+    };
+    let outputs = S::outputs(args);
+    check_exports(outputs.exports)?;
+    let mut store = open_store(outputs.database)?;
+    let host = HostInfo::current();
+    let libraries = study.libraries();
+    let run_id = store.begin_run(&run_info(S::KIND, study.options_json()?, &host, &libraries))?;
+    let mut session = Session::new(store, run_id, outputs.quiet);
+    let cells = study.measure(&mut session)?;
+    let complete = !session.interrupted();
+    session.save(|store, run_id| store.finish_run(run_id, complete));
+    let view = RunView {
+        run_id: session.path().map(|_| run_id),
+        complete,
+        host: &host,
+        libraries: &libraries,
+    };
+    let document = study.document(&view, &cells)?;
+    outputs.display.print(&document)?;
+    outputs.exports.write(&document)?;
+    if let Some(fault) = session.fault {
+        return Err(fault.context(format!(
+            "the run could not be stored in {} (its results were printed and exported above)",
+            session
+                .store
+                .path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "memory".to_string())
+        )));
+    }
+    let failed = cells.iter().filter(|cell| S::failed(cell)).count();
+    Ok(finish(
+        &session.store,
+        run_id,
+        !complete,
+        cells.len(),
+        failed,
+    ))
+}
