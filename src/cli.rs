@@ -157,7 +157,7 @@ pub struct MeasureArgs {
 }
 
 /// The files of a counted child: its plan, and where its outcomes go.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct CountedChildArgs {
     pub plan: PathBuf,
     pub out: PathBuf,
@@ -202,7 +202,7 @@ impl fmt::Display for Role {
     }
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab handshake --preset kex-matrix
   tlslab handshake --preset kex-matrix --server nginx   (nginx installed)
@@ -339,7 +339,7 @@ pub struct HandshakeArgs {
     pub quiet: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab bulk
   tlslab bulk --preset dtls-study
@@ -438,7 +438,7 @@ pub struct BulkArgs {
     pub quiet: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab speed --algorithm rsa2048,ecdsa_p256,p256
   tlslab speed --backend openssl --algorithm aes-128-gcm,chacha20-poly1305 --size 16,1024,16384
@@ -489,13 +489,9 @@ pub struct SpeedArgs {
     /// Do not print the progress bar.
     #[arg(long, short)]
     pub quiet: bool,
-
-    /// Internal: write the measured cells as JSON here (used by --cpu-features).
-    #[arg(long, hide = true, value_name = "PATH")]
-    pub emit_cells: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab cost --preset rsa-vs-ecdsa
   tlslab cost --breakdown                      (TLS 1.3 X25519 with ECDSA P-256 and RSA-2048)
@@ -551,7 +547,7 @@ pub struct CostArgs {
 }
 
 /// The axes of a handshake matrix; each overrides the preset's.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct AxisArgs {
     /// Protocol versions: 1.2, 1.3, dtls1.2, dtls1.3 (DTLS over an in-memory
     /// datagram channel, or UDP with `--transport udp`; dtls1.2 on OpenSSL
@@ -594,7 +590,7 @@ pub struct AxisArgs {
 /// The one configuration `load` connects with: each option takes one
 /// value, replacing the preset's (HTTP/1.1 runs over TLS on TCP; DTLS is
 /// measured by `handshake`).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct LoadAxisArgs {
     /// Protocol version: 1.3 or 1.2. [default: 1.3; the preset's]
     #[arg(long, value_name = "VERSION")]
@@ -636,7 +632,7 @@ pub struct LoadAxisArgs {
 /// What `tlslab serve` offers. As nginx does, a server offers every value
 /// of a list, in the list's order of preference, and each client picks
 /// what it supports; one value pins the server to it.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ServeOfferArgs {
     /// Protocol versions offered: 1.3, 1.2. [default: 1.3,1.2]
     #[arg(long, value_name = "LIST")]
@@ -679,7 +675,7 @@ pub struct ServeOfferArgs {
 /// cells are sampled in interleaved rounds (one short batch of each per
 /// round, in a shuffled order) so that a change in the machine's speed hits
 /// every cell alike; ratios come from same-round pairs.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct SamplingArgs {
     /// Stop a cell once the 95% interval of its median (and of its ratio to
     /// the baseline row, when there is one) is within ± this, e.g. 1% or 0.5%.
@@ -719,7 +715,7 @@ pub struct SamplingArgs {
 }
 
 /// Which part of the matrix this machine measures.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ShardArgs {
     /// Measure only shard I of N (1 <= I <= N): the cells whose stable
     /// label hashes to it, so N machines (a Kubernetes Indexed Job, a Slurm
@@ -730,7 +726,7 @@ pub struct ShardArgs {
 }
 
 /// Where results are stored.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {
     /// The SQLite database for results. [default: tlslab/tlslab.sqlite in the user's data directory]
     #[arg(long, value_name = "PATH")]
@@ -742,7 +738,7 @@ pub struct DatabaseArgs {
 }
 
 /// How the table is drawn on standard output.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct DisplayArgs {
     /// Draw every column on one line, whatever the terminal's width. By
     /// default the table fits the terminal (or COLUMNS when set); piped
@@ -752,7 +748,7 @@ pub struct DisplayArgs {
 }
 
 /// Files to export results to.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
     /// Write every row with all its statistics as JSON; the rows of a
     /// sampled run (handshake, bulk, tunnel, speed) carry their raw samples.
@@ -773,7 +769,7 @@ pub struct ExportArgs {
     pub plot: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab report                                  (the latest run, as a table)
   tlslab report --run 3 --plot charts/           (run 3's charts as SVG and PNG)
@@ -813,7 +809,7 @@ pub struct ReportArgs {
     pub display: DisplayArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab compare 3 7                       (run 7 against run 3, both in the default database)
   tlslab compare 3 7 --threshold 2%        (exit status 1 if a row is over 2% slower)
@@ -866,7 +862,7 @@ pub struct CompareArgs {
     pub display: DisplayArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab tunnel --preset openvpn-classic
   tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc --digest sha256 --compression none,lz4 --payload random,text
@@ -957,7 +953,7 @@ pub struct TunnelArgs {
     pub quiet: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab load --preset apache-study          (embedded OpenSSL server; perf for the profile)
   tlslab load --preset apache-study --server nginx
@@ -1123,7 +1119,7 @@ pub struct LoadArgs {
     pub quiet: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab merge all.sqlite shard-0.sqlite shard-1.sqlite shard-2.sqlite
   tlslab merge all.sqlite shard-*.sqlite && tlslab report --db all.sqlite --list
@@ -1140,7 +1136,7 @@ pub struct MergeArgs {
     pub inputs: Vec<PathBuf>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab recommend                                  (the latest run, server CPU per handshake)
   tlslab recommend --role client --min-security 128
@@ -1192,7 +1188,7 @@ pub struct RecommendArgs {
     pub display: DisplayArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab serve                 (rustls-aws-lc on 127.0.0.1:8443: TLS 1.3 and 1.2, X25519, P-256, P-384,
                                ECDSA P-256 and RSA-2048 certificates, AES-GCM and ChaCha20 suites)
@@ -1286,7 +1282,7 @@ pub struct ServeArgs {
     pub quiet: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab completions bash > ~/.local/share/bash-completion/completions/tlslab
   tlslab completions zsh > ~/.zfunc/_tlslab   (with fpath+=~/.zfunc in ~/.zshrc)
@@ -1297,7 +1293,7 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab man | man -l -
   tlslab man > ~/.local/share/man/man1/tlslab.1

@@ -293,15 +293,7 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
     let complete = run.status.is_complete();
     Ok(match run.kind {
         RunKind::Tunnel => super::tunnel::TunnelStudy::stored_document(store, run, baseline)?,
-        RunKind::Speed => crate::report::speed::document(
-            &store.load_speed_cells(run.id)?,
-            Some(run.id),
-            complete,
-            &run.host,
-            &run.libraries,
-            sampling.seed,
-            sampling.valgrind.as_deref(),
-        ),
+        RunKind::Speed => super::speed::SpeedStudy::stored_document(store, run, baseline)?,
         RunKind::Cost => super::cost::stored_document(store, run)?,
         RunKind::Bulk => super::bulk::BulkStudy::stored_document(store, run, baseline)?,
         RunKind::Load => super::load::stored_document(store, run)?,

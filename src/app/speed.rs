@@ -2,23 +2,21 @@
 //! in interleaved rounds, stored as it finishes, reported like `openssl speed`.
 
 use std::process::Command as Process;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use super::session::{
-    check_exports, chosen_backends, empty_shard, finish, interrupt_flag, open_store, run_info,
-    usage, Bar, SamplingDefaults, Shard, EXIT_INTERRUPTED,
-};
-use crate::backend::Backend;
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
+use super::study::{self, Outputs, Plan, RunView, Session, Study};
+use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::{MeasureArgs, SpeedArgs};
-use crate::host::HostInfo;
 use crate::measure::{self, Outcome, SamplingOptions};
+use crate::report::Document;
 use crate::scenario::speed::{expand, Primitive, SpeedRow, DEFAULT_SIZES};
 use crate::scenario::{parse_list, Measure, Named};
-use crate::store::Store;
+use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::speed::{counted_operations, CountedOperations, PreparedRow, SpeedCell};
 
@@ -85,128 +83,188 @@ fn sizes(list: &str) -> Result<Vec<usize>> {
     Ok(sizes)
 }
 
+/// Runs `tlslab speed` and returns the exit code.
 pub fn run(args: &SpeedArgs) -> Result<i32> {
-    let primitives: Vec<Primitive> = if args.algorithm.trim().eq_ignore_ascii_case("all") {
-        Primitive::ALL.to_vec()
-    } else {
-        parse_list(&args.algorithm).map_err(usage)?
-    };
-    let sizes = sizes(&args.size)?;
-    if sizes.is_empty() {
-        return Err(usage(format!(
-            "--size is empty; give byte counts from 1 to 16777216 (default: {})",
-            DEFAULT_SIZES
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        )));
-    }
-    let rows = expand(&primitives, &sizes);
-    if rows.is_empty() {
-        return Err(usage("no algorithm to measure"));
-    }
-    let shard = args.shard.shard()?;
-    let rows = Shard::filter(shard, rows, |row| row.label(), |_| false);
-    if let (Some(shard), true) = (shard, rows.is_empty()) {
-        return empty_shard(shard);
-    }
-    let backends = chosen_backends(Some(&args.backend), None, None)?;
-    let backend_ids: Vec<&'static str> = backends.iter().map(|b| b.id()).collect();
-    let feature_sets = cpu_feature_list(&args.cpu_features)?;
-    let options = args.sampling.options(DEFAULTS)?;
-    let (measures, valgrind) = MeasureArgs {
-        measure: args.measure.clone(),
-        breakdown: false,
-    }
-    .checked()?;
-    if measures.contains(&Measure::Memory) {
-        return Err(usage(
-            "speed measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
-        ));
-    }
-    if measures.contains(&Measure::Instructions) && feature_sets.contains(&CpuFeatures::Generic) {
-        return Err(usage(
-            "--cpu-features generic is timed only; leave --measure at time for it",
-        ));
-    }
-    check_exports(&args.exports)?;
-    let mut store = open_store(&args.database)?;
-    let host = HostInfo::current();
-    let libraries: Vec<_> = backends.iter().map(|b| b.library()).collect();
-    let run_id = store.begin_run(&run_info(
-        crate::store::RunKind::Speed,
-        serde_json::json!({
-            "backends": backend_ids,
-            "algorithms": primitives.iter().map(|p| p.id()).collect::<Vec<_>>(),
-            "sizes": sizes,
-            "cpu_features": args.cpu_features,
-            "sampling": options,
-            "shard": shard,
-            "measures": measures,
-            "valgrind": valgrind,
-        })
-        .to_string(),
-        &host,
-        &libraries,
-    ))?;
+    study::run::<SpeedStudy>(args)
+}
 
-    let mut cells: Vec<SpeedCell> = Vec::new();
-    let mut interrupted = false;
-    if measures.contains(&Measure::Time) && feature_sets.contains(&CpuFeatures::Native) {
-        let quiet = args.quiet || args.emit_cells.is_some();
-        let (native, stopped) =
-            measure_rows(&backends, &rows, &options, quiet, &mut store, run_id)?;
-        cells.extend(native);
-        interrupted = stopped;
-    }
-    if !interrupted && measures.contains(&Measure::Instructions) {
-        interrupted = count_rows(&backends, &rows, args, (&mut store, run_id), &mut cells)?;
-    }
-    if !interrupted && feature_sets.contains(&CpuFeatures::Generic) {
-        let generic = generic_cells(args, &backend_ids, &rows)?;
-        for cell in generic {
-            store.save_speed_cell(run_id, &cell)?;
-            cells.push(cell);
+/// A speed run as planned from its command line.
+pub(crate) struct SpeedStudy {
+    primitives: Vec<Primitive>,
+    sizes: Vec<usize>,
+    rows: Vec<SpeedRow>,
+    backends: Vec<Arc<dyn Backend>>,
+    cpu_features: String,
+    feature_sets: Vec<CpuFeatures>,
+    sampling: SamplingOptions,
+    shard: Option<Shard>,
+    measures: Vec<Measure>,
+    valgrind: Option<String>,
+    counted_samples: usize,
+    /// The command line, for the generic-CPU child.
+    args: SpeedArgs,
+}
+
+impl Study for SpeedStudy {
+    type Args = SpeedArgs;
+    type Cell = SpeedCell;
+    const KIND: RunKind = RunKind::Speed;
+
+    fn plan(args: &SpeedArgs) -> Result<Plan<Self>> {
+        let primitives: Vec<Primitive> = if args.algorithm.trim().eq_ignore_ascii_case("all") {
+            Primitive::ALL.to_vec()
+        } else {
+            parse_list(&args.algorithm).map_err(usage)?
+        };
+        let sizes = sizes(&args.size)?;
+        if sizes.is_empty() {
+            return Err(usage(format!(
+                "--size is empty; give byte counts from 1 to 16777216 (default: {})",
+                DEFAULT_SIZES
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )));
         }
-        interrupted = interrupt_flag().load(Ordering::SeqCst);
+        let rows = expand(&primitives, &sizes);
+        if rows.is_empty() {
+            return Err(usage("no algorithm to measure"));
+        }
+        let shard = args.shard.shard()?;
+        let rows = Shard::filter(shard, rows, |row| row.label(), |_| false);
+        if let (Some(shard), true) = (shard, rows.is_empty()) {
+            return Ok(Plan::EmptyShard(shard));
+        }
+        let backends = chosen_backends(Some(&args.backend), None, None)?;
+        let feature_sets = cpu_feature_list(&args.cpu_features)?;
+        let sampling = args.sampling.options(DEFAULTS)?;
+        let (measures, valgrind) = MeasureArgs {
+            measure: args.measure.clone(),
+            breakdown: false,
+        }
+        .checked()?;
+        if measures.contains(&Measure::Memory) {
+            return Err(usage(
+                "speed measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
+            ));
+        }
+        if measures.contains(&Measure::Instructions) && feature_sets.contains(&CpuFeatures::Generic)
+        {
+            return Err(usage(
+                "--cpu-features generic is timed only; leave --measure at time for it",
+            ));
+        }
+        Ok(Plan::Run(Self {
+            primitives,
+            sizes,
+            rows,
+            backends,
+            cpu_features: args.cpu_features.clone(),
+            feature_sets,
+            sampling,
+            shard,
+            measures,
+            valgrind,
+            counted_samples: args
+                .sampling
+                .runs
+                .unwrap_or(super::handshake::COUNTED_SAMPLES),
+            args: args.clone(),
+        }))
     }
-    store.finish_run(run_id, !interrupted)?;
 
-    if let Some(path) = &args.emit_cells {
-        std::fs::write(path, serde_json::to_string(&cells)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        return Ok(if interrupted { EXIT_INTERRUPTED } else { 0 });
+    fn outputs(args: &SpeedArgs) -> Outputs<'_> {
+        Outputs {
+            database: &args.database,
+            exports: &args.exports,
+            display: &args.display,
+            quiet: args.quiet,
+        }
     }
-    let document = crate::report::speed::document(
-        &cells,
-        store.path().map(|_| run_id),
-        !interrupted,
-        &host,
-        &libraries,
-        Some(options.seed),
-        valgrind.as_deref(),
-    );
-    args.display.print(&document)?;
-    args.exports.write(&document)?;
-    let failed = cells
-        .iter()
-        .filter(|c| c.outcome.status() == crate::measure::CellStatus::Failed)
-        .count();
-    Ok(finish(&store, run_id, interrupted, cells.len(), failed))
+
+    fn options_json(&self) -> Result<String> {
+        Ok(serde_json::json!({
+            "backends": self.backends.iter().map(|b| b.id()).collect::<Vec<_>>(),
+            "algorithms": self.primitives.iter().map(|p| p.id()).collect::<Vec<_>>(),
+            "sizes": self.sizes,
+            "cpu_features": self.cpu_features,
+            "sampling": self.sampling,
+            "shard": self.shard,
+            "measures": self.measures,
+            "valgrind": self.valgrind,
+        })
+        .to_string())
+    }
+
+    fn libraries(&self) -> Vec<LibraryInfo> {
+        self.backends.iter().map(|b| b.library()).collect()
+    }
+
+    fn measure(&mut self, session: &mut Session) -> Result<Vec<SpeedCell>> {
+        let mut cells: Vec<SpeedCell> = Vec::new();
+        if self.measures.contains(&Measure::Time)
+            && self.feature_sets.contains(&CpuFeatures::Native)
+        {
+            cells = measure_rows(&self.backends, &self.rows, &self.sampling, session)?;
+        }
+        if !session.interrupted() && self.measures.contains(&Measure::Instructions) {
+            count_rows(
+                &self.backends,
+                &self.rows,
+                self.counted_samples,
+                session,
+                &mut cells,
+            )?;
+        }
+        if !session.interrupted() && self.feature_sets.contains(&CpuFeatures::Generic) {
+            let backend_ids: Vec<&'static str> = self.backends.iter().map(|b| b.id()).collect();
+            for cell in generic_cells(&self.args, &backend_ids, &self.rows, session)? {
+                session.save(|store, run_id| store.save_speed_cell(run_id, &cell));
+                cells.push(cell);
+            }
+        }
+        Ok(cells)
+    }
+
+    fn document(&self, run: &RunView<'_>, cells: &[SpeedCell]) -> Result<Document> {
+        Ok(crate::report::speed::document(
+            cells,
+            run.run_id,
+            run.complete,
+            run.host,
+            run.libraries,
+            Some(self.sampling.seed),
+            self.valgrind.as_deref(),
+        ))
+    }
+
+    fn failed(cell: &SpeedCell) -> bool {
+        cell.outcome.status() == crate::measure::CellStatus::Failed
+    }
+
+    fn stored_document(store: &Store, run: &StoredRun, _: Option<String>) -> Result<Document> {
+        let sampling = super::session::stored_sampling(&run.options_json);
+        Ok(crate::report::speed::document(
+            &store.load_speed_cells(run.id)?,
+            Some(run.id),
+            run.status.is_complete(),
+            &run.host,
+            &run.libraries,
+            sampling.seed,
+            sampling.valgrind.as_deref(),
+        ))
+    }
 }
 
 /// Prepares and samples every row on every backend in interleaved rounds;
-/// each cell is stored as it finishes. Returns the cells and whether Ctrl-C
-/// stopped the run.
+/// each cell is stored as it finishes.
 fn measure_rows(
-    backends: &[std::sync::Arc<dyn Backend>],
+    backends: &[Arc<dyn Backend>],
     rows: &[SpeedRow],
     options: &SamplingOptions,
-    quiet: bool,
-    store: &mut Store,
-    run_id: i64,
-) -> Result<(Vec<SpeedCell>, bool)> {
+    session: &mut Session,
+) -> Result<Vec<SpeedCell>> {
     let mut cells: Vec<SpeedCell> = Vec::new();
     let mut prepared: Vec<PreparedRow> = Vec::new();
     let mut prepared_cell: Vec<usize> = Vec::new();
@@ -233,42 +291,70 @@ fn measure_rows(
                     cell.outcome = Outcome::Unsupported {
                         reason: unsupported.0,
                     };
-                    store.save_speed_cell(run_id, &cell)?;
+                    session.save(|store, run_id| store.save_speed_cell(run_id, &cell));
                 }
             }
             cells.push(cell);
         }
     }
-    let interrupt = interrupt_flag();
-    let mut bar = Bar::new(prepared.len(), quiet);
+    /// Saves each cell as it finishes (a kill -9 loses only the cells
+    /// still sampling) and keeps the progress bar moving.
+    struct Storing<'a> {
+        cells: &'a mut [SpeedCell],
+        prepared_cell: &'a [usize],
+        session: &'a mut Session,
+        bar: Bar,
+    }
+    impl measure::Observer<crate::workload::speed::SpeedSample> for Storing<'_> {
+        fn cell_finished(
+            &mut self,
+            index: usize,
+            outcome: &Outcome<crate::workload::speed::SpeedSample>,
+        ) -> Result<()> {
+            let cell = &mut self.cells[self.prepared_cell[index]];
+            cell.outcome = outcome.clone();
+            self.bar
+                .failed(&format!("{} {}", cell.backend, cell.row.label()), outcome);
+            self.session
+                .save(|store, run_id| store.save_speed_cell(run_id, cell));
+            Ok(())
+        }
+
+        fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
+            self.bar.round(round, finished);
+        }
+    }
+    let interrupt = Arc::clone(session.interrupt());
+    let bar = session.bar(prepared.len());
+    let mut storing = Storing {
+        cells: &mut cells,
+        prepared_cell: &prepared_cell,
+        session,
+        bar,
+    };
     let run = measure::sample(
         prepared.iter_mut().map(PreparedRow::probe).collect(),
         measure::Pairing::None,
         options,
         &interrupt,
-        &mut bar,
+        &mut storing,
     )?;
-    bar.0.finish_and_clear();
-    for (index, outcome) in run.outcomes.into_iter().enumerate() {
-        let cell = &mut cells[prepared_cell[index]];
-        cell.outcome = outcome;
-        store.save_speed_cell(run_id, cell)?;
-    }
-    store.save_rounds(run_id, &run.rounds)?;
-    Ok((cells, run.interrupted))
+    storing.bar.0.finish_and_clear();
+    session.save(|store, run_id| store.save_rounds(run_id, &run.rounds));
+    session.mark_interrupted(run.interrupted);
+    Ok(cells)
 }
 
 /// Counts every row's instructions per operation on every backend under
 /// valgrind and stores them: beside the timed samples of `cells` (rows
 /// by backend, in order), or as new cells when time was not measured.
-/// Returns true if Ctrl-C stopped it.
 fn count_rows(
-    backends: &[std::sync::Arc<dyn Backend>],
+    backends: &[Arc<dyn Backend>],
     rows: &[SpeedRow],
-    args: &SpeedArgs,
-    (store, run_id): (&mut Store, i64),
+    samples: usize,
+    session: &mut Session,
     cells: &mut Vec<SpeedCell>,
-) -> Result<bool> {
+) -> Result<()> {
     let planned: Vec<(SpeedRow, &std::sync::Arc<dyn Backend>)> = rows
         .iter()
         .flat_map(|row| backends.iter().map(move |b| (*row, b)))
@@ -286,20 +372,16 @@ fn count_rows(
         })
         .collect();
     let options = CountOptions {
-        samples: args
-            .sampling
-            .runs
-            .unwrap_or(super::handshake::COUNTED_SAMPLES),
+        samples,
         jobs: crate::host::available_cores(),
         breakdown: false,
     };
-    let interrupt = interrupt_flag();
-    let bar = Bar::counting(work.len() * options.samples, args.quiet);
+    let bar = Bar::counting(work.len() * options.samples, session.quiet());
     let counted = count_instructions(
         &work,
         &CertCache::new(CertCache::default_dir()),
         &options,
-        &interrupt,
+        session.interrupt(),
         &|done| bar.0.set_position(done as u64),
     )?;
     bar.0.finish_and_clear();
@@ -311,7 +393,7 @@ fn count_rows(
         };
         if timed {
             cells[i].counted = Some(counted);
-            store.save_speed_counts(run_id, &cells[i])?;
+            session.save(|store, run_id| store.save_speed_counts(run_id, &cells[i]));
         } else {
             let cell = SpeedCell {
                 backend: backend.id().to_string(),
@@ -320,19 +402,21 @@ fn count_rows(
                 outcome: counted.outcome.without_samples(),
                 counted: Some(counted),
             };
-            store.save_speed_cell(run_id, &cell)?;
+            session.save(|store, run_id| store.save_speed_cell(run_id, &cell));
             cells.push(cell);
         }
     }
-    Ok(interrupt.load(Ordering::SeqCst))
+    Ok(())
 }
 
 /// Measures the rows again in a child process whose libraries see no CPU
-/// features; ring cannot be told to ignore them, so its rows say so.
+/// features (its own run in a scratch database, read back here); ring
+/// cannot be told to ignore them, so its rows say so.
 fn generic_cells(
     args: &SpeedArgs,
     backends: &[&'static str],
     rows: &[SpeedRow],
+    session: &Session,
 ) -> Result<Vec<SpeedCell>> {
     let maskable: Vec<&str> = backends
         .iter()
@@ -342,10 +426,13 @@ fn generic_cells(
     let mut cells = Vec::new();
     if !maskable.is_empty() {
         crate::child::remove_leftovers();
-        let output_file = crate::child::scratch_file("speed", "json");
+        let scratch = crate::child::scratch_dir("generic").context("making a scratch directory")?;
+        let database = scratch.path().join("generic.sqlite");
         let mut child = Process::new(std::env::current_exe()?);
         child
-            .args(["speed", "--no-db", "-q", "--cpu-features", "native"])
+            .args(["speed", "-q", "--cpu-features", "native"])
+            .arg("--db")
+            .arg(&database)
             .args(["--backend", &maskable.join(",")])
             .args(["--algorithm", &args.algorithm])
             .args(["--size", &args.size]);
@@ -368,25 +455,28 @@ fn generic_cells(
             }
         }
         child
-            .arg("--emit-cells")
-            .arg(&output_file)
-            .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1);
-        // Killed with tlslab; stopped as tlslab is (Ctrl-C, SIGTERM).
-        let status = crate::child::spawn_tied(child, crate::child::Tie::Worker)
-            .and_then(|mut child| {
-                crate::child::wait_forwarding_interrupt(&mut child, &interrupt_flag())
-            })
+            .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        // Killed with tlslab; stopped as tlslab is (Ctrl-C, SIGTERM), and
+        // what it measured until then is kept.
+        let output = crate::child::run_worker(child, session.interrupt())
             .context("starting the generic-CPU child process")?;
-        let text = std::fs::read_to_string(&output_file);
-        let _ = std::fs::remove_file(&output_file);
-        if !status.success() && text.is_err() {
-            if interrupt_flag().load(Ordering::SeqCst) {
-                // Stopped before it wrote its cells: nothing of it to keep.
+        let stored = Store::open_read_only(&database).ok().and_then(|store| {
+            let run_id = store.latest_run_id().ok()??;
+            store.load_speed_cells(run_id).ok()
+        });
+        let Some(measured) = stored else {
+            if session.interrupted() {
+                // Stopped before it stored a run: nothing of it to keep.
                 return Ok(cells);
             }
-            bail!("the generic-CPU child process failed ({status})");
-        }
-        let measured: Vec<SpeedCell> = serde_json::from_str(&text?)?;
+            bail!(
+                "the generic-CPU child process failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        };
         cells.extend(measured.into_iter().map(|mut cell| {
             cell.backend = format!("{} (generic)", cell.backend);
             cell
