@@ -213,7 +213,7 @@ impl Study for BulkStudy {
             counted_samples: args
                 .sampling
                 .runs
-                .unwrap_or(super::handshake::COUNTED_SAMPLES),
+                .unwrap_or(crate::workload::counted::COUNTED_SAMPLES),
             cert_dir: args.cert_dir.clone(),
         }))
     }

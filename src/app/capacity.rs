@@ -7,29 +7,28 @@
 //! as it finishes and reported beside the
 //! model's one-core figure times the threads.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde::Serialize;
 
-use super::cost::{backend_costs, primitive_costs, primitive_options};
-use super::handshake::matrix_from;
-use super::serve::cores;
-use super::session::{
-    check_exports, chosen_backends, finish, interrupt_flag, open_store, run_info, usage, Bar,
-    SamplingDefaults,
-};
+use super::axes::matrix_from;
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
+use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::rustls::instrument::Side;
-use crate::backend::Backend;
+use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::HandshakeArgs;
-use crate::host::HostInfo;
+use crate::host::available_cores;
+use crate::measure::SamplingOptions;
 use crate::model::model_side;
+use crate::model::primitives::{backend_costs, medians, primitive_options, sample_primitives};
 use crate::report::capacity::CapacityReport;
+use crate::report::Document;
 use crate::scenario::presets::Preset;
 use crate::scenario::{parse_name, HandshakeMatrix, HandshakeScenario, Named};
+use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::capacity::{run_step, CapacityCell, Step, StepTimes};
 use crate::workload::handshake::HandshakeProbe;
 
@@ -70,131 +69,244 @@ fn load_average() -> Option<f64> {
         .ok()
 }
 
+/// Runs `tlslab handshake --capacity` and returns the exit code.
 pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
-    let preset = args
-        .preset
-        .as_deref()
-        .map(parse_name::<Preset>)
-        .transpose()
-        .map_err(usage)?;
-    let matrix = matrix_from(args, preset)?;
-    let backends = chosen_backends(
-        args.backend.as_deref(),
-        preset.map(|p| p.default_backends()),
-        Some(&matrix.versions),
-    )?;
-    let threads = args.threads.unwrap_or_else(cores);
-    if threads == 0 {
-        return Err(usage("--threads must be at least 1"));
-    }
-    let options = args.sampling.options(DEFAULTS)?;
-    if options.max_time.is_zero() {
-        return Err(usage(
-            "--max-time is each thread count's window with --capacity: more than zero seconds",
-        ));
-    }
-    let times = StepTimes {
-        warmup: options.warmup,
-        window: options.max_time,
-    };
-    let scenarios = matrix.expand();
-    check_exports(&args.exports)?;
-    let mut store = open_store(&args.database)?;
-    let host = HostInfo::current();
-    let libraries: Vec<_> = backends.iter().map(|b| b.library()).collect();
-    let stored = StoredOptions {
-        preset: preset.map(Named::id),
-        backends: backends.iter().map(|b| b.id()).collect(),
-        matrix: &matrix,
-        threads,
-        times,
-        max_total_time: options.max_total_time,
-        load_average: load_average(),
-    };
-    let run_id = store.begin_run(&run_info(
-        crate::store::RunKind::Capacity,
-        serde_json::to_string(&stored)?,
-        &host,
-        &libraries,
-    ))?;
-    let started = Instant::now();
-    let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
-    let interrupt = interrupt_flag();
-    let bar = Bar::new(scenarios.len() * backends.len(), args.quiet);
+    study::run::<CapacityStudy>(args)
+}
 
-    // Each row once on this thread: why it cannot run (a cell at once), or
-    // a first verified handshake (a cell to measure).
-    let mut rows: Vec<(Arc<dyn Backend>, HandshakeScenario, Option<CapacityCell>)> = Vec::new();
-    for scenario in &scenarios {
-        for backend in &backends {
-            let not_runnable = HandshakeProbe::prepare(backend.as_ref(), scenario, &certs)
-                .err()
-                .map(|outcome| {
-                    bar.failed(&format!("{} {}", backend.id(), scenario.label()), &outcome);
-                    CapacityCell {
-                        backend: backend.id().to_string(),
-                        scenario: *scenario,
-                        status: outcome.status(),
-                        reason: outcome.reason().map(String::from),
-                        modelled_server_ns: None,
-                        steps: Vec::new(),
-                    }
-                });
-            rows.push((Arc::clone(backend), *scenario, not_runnable));
+/// A capacity run as planned from its command line.
+pub(crate) struct CapacityStudy {
+    preset: Option<Preset>,
+    matrix: HandshakeMatrix,
+    scenarios: Vec<HandshakeScenario>,
+    backends: Vec<Arc<dyn Backend>>,
+    threads: usize,
+    options: SamplingOptions,
+    times: StepTimes,
+    load_average: Option<f64>,
+    cert_dir: Option<std::path::PathBuf>,
+    /// `--max-total-time` ran out before every row ran.
+    out_of_time: bool,
+}
+
+/// A row of the matrix on one backend, and why it cannot run (as its cell)
+/// if it cannot.
+type Row = (Arc<dyn Backend>, HandshakeScenario, Option<CapacityCell>);
+
+impl Study for CapacityStudy {
+    type Args = HandshakeArgs;
+    type Cell = CapacityCell;
+    const KIND: RunKind = RunKind::Capacity;
+
+    fn plan(args: &HandshakeArgs) -> Result<Plan<Self>> {
+        let preset = args
+            .preset
+            .as_deref()
+            .map(parse_name::<Preset>)
+            .transpose()
+            .map_err(usage)?;
+        let matrix = matrix_from(args, preset)?;
+        let backends = chosen_backends(
+            args.backend.as_deref(),
+            preset.map(|p| p.default_backends()),
+            Some(&matrix.versions),
+        )?;
+        let threads = args.threads.unwrap_or_else(available_cores);
+        if threads == 0 {
+            return Err(usage("--threads must be at least 1"));
+        }
+        let options = args.sampling.options(DEFAULTS)?;
+        if options.max_time.is_zero() {
+            return Err(usage(
+                "--max-time is each thread count's window with --capacity: more than zero seconds",
+            ));
+        }
+        Ok(Plan::Run(Self {
+            preset,
+            scenarios: matrix.expand(),
+            matrix,
+            backends,
+            threads,
+            times: StepTimes {
+                warmup: options.warmup,
+                window: options.max_time,
+            },
+            options,
+            load_average: load_average(),
+            cert_dir: args.cert_dir.clone(),
+            out_of_time: false,
+        }))
+    }
+
+    fn outputs(args: &HandshakeArgs) -> Outputs<'_> {
+        Outputs {
+            database: &args.database,
+            exports: &args.exports,
+            display: &args.display,
+            quiet: args.quiet,
         }
     }
 
-    bar.0.set_message("the model's primitives");
-    let pairs: Vec<(String, HandshakeScenario)> = rows
-        .iter()
-        .filter(|(_, _, not_runnable)| not_runnable.is_none())
-        .map(|(backend, scenario, _)| (backend.id().to_string(), *scenario))
-        .collect();
-    let (primitive_ns, mut interrupted) = primitive_costs(
-        &pairs,
-        &backends,
-        &primitive_options(&options),
-        &interrupt,
-        &mut store,
-        run_id,
-    )?;
+    fn options_json(&self) -> Result<String> {
+        Ok(serde_json::to_string(&StoredOptions {
+            preset: self.preset.map(Named::id),
+            backends: self.backends.iter().map(|b| b.id()).collect(),
+            matrix: &self.matrix,
+            threads: self.threads,
+            times: self.times,
+            max_total_time: self.options.max_total_time,
+            load_average: self.load_average,
+        })?)
+    }
 
-    // Row by row in the matrix's order, each stored as it finishes; a row
-    // that cannot run is stored when its turn comes.
-    let mut cells = Vec::new();
-    let mut out_of_time = false;
-    for (backend, scenario, not_runnable) in rows {
-        if let Some(cell) = not_runnable {
-            store.save_capacity_cell(run_id, &cell)?;
+    fn libraries(&self) -> Vec<LibraryInfo> {
+        self.backends.iter().map(|b| b.library()).collect()
+    }
+
+    fn measure(&mut self, session: &mut Session) -> Result<Vec<CapacityCell>> {
+        let started = Instant::now();
+        let certs = CertCache::new(self.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
+        let bar = session.bar(self.scenarios.len() * self.backends.len());
+        let rows = self.prepare_rows(&certs, &bar);
+
+        bar.0.set_message("the model's primitives");
+        let pairs: Vec<(String, HandshakeScenario)> = rows
+            .iter()
+            .filter(|(_, _, not_runnable)| not_runnable.is_none())
+            .map(|(backend, scenario, _)| (backend.id().to_string(), *scenario))
+            .collect();
+        let (speed_cells, stopped) = sample_primitives(
+            &pairs,
+            &self.backends,
+            &primitive_options(&self.options),
+            session.interrupt(),
+        )?;
+        for cell in &speed_cells {
+            session.save(|store, run_id| store.save_speed_cell(run_id, cell));
+        }
+        session.mark_interrupted(stopped);
+        let primitive_ns = medians(&speed_cells);
+
+        // Row by row in the matrix's order, each stored as it finishes; a
+        // row that cannot run is stored when its turn comes.
+        let mut cells = Vec::new();
+        for (backend, scenario, not_runnable) in rows {
+            if let Some(cell) = not_runnable {
+                session.save(|store, run_id| store.save_capacity_cell(run_id, &cell));
+                cells.push(cell);
+                bar.0.inc(1);
+                continue;
+            }
+            if session.interrupted() || self.out_of_time {
+                continue;
+            }
+            let modelled = model_side(
+                &scenario,
+                Side::Server,
+                &backend_costs(&primitive_ns, backend.id()),
+                None,
+            )
+            .modelled_ns;
+            let mut cell = CapacityCell {
+                backend: backend.id().to_string(),
+                scenario,
+                status: crate::measure::CellStatus::Measured,
+                reason: None,
+                modelled_server_ns: (modelled > 0.0).then_some(modelled),
+                steps: Vec::new(),
+            };
+            self.measure_row(backend.as_ref(), &mut cell, &certs, started, session, &bar);
+            session.save(|store, run_id| store.save_capacity_cell(run_id, &cell));
             cells.push(cell);
             bar.0.inc(1);
-            continue;
         }
-        if interrupted || out_of_time {
-            continue;
+        bar.0.finish_and_clear();
+        Ok(cells)
+    }
+
+    fn document(&self, run: &RunView<'_>, cells: &[CapacityCell]) -> Result<Document> {
+        let mut document = CapacityReport {
+            run_id: run.run_id,
+            complete: run.complete,
+            host: run.host,
+            libraries: run.libraries,
+            cells,
+            load_average: self.load_average,
         }
-        let modelled = model_side(
-            &scenario,
-            Side::Server,
-            &backend_costs(&primitive_ns, backend.id()),
-            None,
-        )
-        .modelled_ns;
-        let mut cell = CapacityCell {
-            backend: backend.id().to_string(),
-            scenario,
-            status: crate::measure::CellStatus::Measured,
-            reason: None,
-            modelled_server_ns: (modelled > 0.0).then_some(modelled),
-            steps: Vec::new(),
-        };
-        // The window of each thread count is cut into ROUNDS slices taken
-        // in alternating order (1..N, then N..1, ...), so that a drift of
-        // the machine's speed falls on every thread count alike; a step is
-        // the sum of its slices.
+        .document();
+        if self.out_of_time {
+            document.footer.push(format!(
+                "--max-total-time ran out: the last row stopped at the thread count it had reached, and {} row(s) did not run.",
+                self.scenarios.len() * self.backends.len() - cells.len()
+            ));
+        }
+        Ok(document)
+    }
+
+    fn failed(cell: &CapacityCell) -> bool {
+        cell.status == crate::measure::CellStatus::Failed
+    }
+
+    fn stored_document(store: &Store, run: &StoredRun, _: Option<String>) -> Result<Document> {
+        Ok(CapacityReport {
+            run_id: Some(run.id),
+            complete: run.status.is_complete(),
+            host: &run.host,
+            libraries: &run.libraries,
+            cells: &store.load_capacity_cells(run.id)?,
+            load_average: serde_json::from_str::<serde_json::Value>(&run.options_json)
+                .ok()
+                .and_then(|options| options["load_average"].as_f64()),
+        }
+        .document())
+    }
+}
+
+impl CapacityStudy {
+    /// Each row once on this thread: why it cannot run (a cell at once),
+    /// or a first verified handshake (a row to measure).
+    fn prepare_rows(&self, certs: &CertCache, bar: &Bar) -> Vec<Row> {
+        let mut rows = Vec::new();
+        for scenario in &self.scenarios {
+            for backend in &self.backends {
+                let not_runnable = HandshakeProbe::prepare(backend.as_ref(), scenario, certs)
+                    .err()
+                    .map(|outcome| {
+                        bar.failed(&format!("{} {}", backend.id(), scenario.label()), &outcome);
+                        CapacityCell {
+                            backend: backend.id().to_string(),
+                            scenario: *scenario,
+                            status: outcome.status(),
+                            reason: outcome.reason().map(String::from),
+                            modelled_server_ns: None,
+                            steps: Vec::new(),
+                        }
+                    });
+                rows.push((Arc::clone(backend), *scenario, not_runnable));
+            }
+        }
+        rows
+    }
+
+    /// Measures one row at 1, 2, ... threads into `cell`'s steps. The
+    /// window of each thread count is cut into [`ROUNDS`] slices taken in
+    /// alternating order (1..N, then N..1, ...), so that a drift of the
+    /// machine's speed falls on every thread count alike; a step is the
+    /// sum of its slices. Stops on Ctrl-C, on `--max-total-time`, or when a
+    /// step fails (the cell then fails with why).
+    fn measure_row(
+        &mut self,
+        backend: &dyn Backend,
+        cell: &mut CapacityCell,
+        certs: &CertCache,
+        started: Instant,
+        session: &mut Session,
+        bar: &Bar,
+    ) {
+        let threads = self.threads;
         let slice = StepTimes {
-            warmup: times.warmup,
-            window: times.window / ROUNDS,
+            warmup: self.times.warmup,
+            window: self.times.window / ROUNDS,
         };
         let mut steps: Vec<Option<Step>> = vec![None; threads];
         'rounds: for round in 0..ROUNDS {
@@ -207,24 +319,24 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
                 bar.0.set_message(format!(
                     "{} {}: {count} thread{} ({}/{ROUNDS})",
                     cell.backend,
-                    scenario.label(),
+                    cell.scenario.label(),
                     if count == 1 { "" } else { "s" },
                     round + 1
                 ));
                 match run_step(
-                    backend.as_ref(),
-                    &scenario,
-                    &certs,
+                    backend,
+                    &cell.scenario,
+                    certs,
                     count,
                     slice,
-                    &interrupt,
+                    session.interrupt(),
                 ) {
                     Ok(Some(step)) => {
                         let sum = &mut steps[count - 1];
                         *sum = Some(sum.map_or(step, |sum| sum.plus(&step)));
                     }
                     Ok(None) => {
-                        interrupted = true;
+                        session.mark_interrupted(true);
                         break 'rounds;
                     }
                     Err(reason) => {
@@ -233,67 +345,21 @@ pub(crate) fn run(args: &HandshakeArgs) -> Result<i32> {
                         bar.println(&format!(
                             "failed: {} {}: {reason}",
                             cell.backend,
-                            scenario.label()
+                            cell.scenario.label()
                         ));
                         break 'rounds;
                     }
                 }
-                if options
+                if self
+                    .options
                     .max_total_time
                     .is_some_and(|budget| started.elapsed() >= budget)
                 {
-                    out_of_time = true;
+                    self.out_of_time = true;
                     break 'rounds;
                 }
             }
         }
         cell.steps = steps.into_iter().flatten().collect();
-        store.save_capacity_cell(run_id, &cell)?;
-        cells.push(cell);
-        bar.0.inc(1);
     }
-    bar.0.finish_and_clear();
-    interrupted |= interrupt.load(Ordering::SeqCst);
-    store.finish_run(run_id, !interrupted)?;
-
-    let mut document = CapacityReport {
-        run_id: store.path().map(|_| run_id),
-        complete: !interrupted,
-        host: &host,
-        libraries: &libraries,
-        cells: &cells,
-        load_average: stored.load_average,
-    }
-    .document();
-    if out_of_time {
-        document.footer.push(format!(
-            "--max-total-time ran out: the last row stopped at the thread count it had reached, and {} row(s) did not run.",
-            scenarios.len() * backends.len() - cells.len()
-        ));
-    }
-    args.display.print(&document)?;
-    args.exports.write(&document)?;
-    let failed = cells
-        .iter()
-        .filter(|c| c.status == crate::measure::CellStatus::Failed)
-        .count();
-    Ok(finish(&store, run_id, interrupted, cells.len(), failed))
-}
-
-/// A stored capacity run, by the view that printed it.
-pub(crate) fn stored_document(
-    store: &crate::store::Store,
-    run: &crate::store::StoredRun,
-) -> Result<crate::report::Document> {
-    Ok(CapacityReport {
-        run_id: Some(run.id),
-        complete: run.status.is_complete(),
-        host: &run.host,
-        libraries: &run.libraries,
-        cells: &store.load_capacity_cells(run.id)?,
-        load_average: serde_json::from_str::<serde_json::Value>(&run.options_json)
-            .ok()
-            .and_then(|options| options["load_average"].as_f64()),
-    }
-    .document())
 }

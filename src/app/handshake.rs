@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use super::axes::{matrix_from, overridden};
 use super::network::NetworkPlan;
 use super::session::{
     check_exports, chosen_backends, empty_shard, finish, interrupt_flag, open_store, run_info,
@@ -20,17 +21,14 @@ use super::session::{
 use super::speed::{cpu_feature_list, CpuFeatures, GENERIC_CPU_ENV};
 use crate::backend::{backends_from_list, Backend};
 use crate::certs::CertCache;
-use crate::cli::{AxisArgs, HandshakeArgs, MutualArg};
+use crate::cli::{HandshakeArgs, MutualArg};
 use crate::host::HostInfo;
 use crate::measure::{Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
 use crate::scenario::presets::Preset;
-use crate::scenario::{
-    parse_list, parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Measure,
-    Named, Resumption, TlsVersion, Transport, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
-};
+use crate::scenario::{parse_name, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport};
 use crate::store::Store;
-use crate::workload::counted::{count_matrix, CountOptions};
+use crate::workload::counted::{count_matrix, CountOptions, COUNTED_SAMPLES};
 use crate::workload::handshake::{run_cells, CellResult, MatrixObserver, MatrixRun};
 use crate::workload::nginx::NginxBackend;
 use crate::workload::remote::{Remote, RemoteBackend};
@@ -79,73 +77,6 @@ struct RemoteServer<'a> {
     libraries: &'a [crate::backend::LibraryInfo],
 }
 
-fn default_matrix() -> HandshakeMatrix {
-    HandshakeMatrix {
-        versions: vec![TlsVersion::Tls13],
-        groups: vec![Group::X25519],
-        certs: vec![CertKind::Rsa2048, CertKind::EcdsaP256],
-        aeads: vec![Aead::Aes128Gcm],
-        resumptions: vec![Resumption::Off],
-        mutual: vec![false],
-        chain_depth: DEFAULT_CHAIN_DEPTH,
-        mtu_bytes: DEFAULT_MTU_BYTES,
-        transports: vec![crate::scenario::Transport::Memory],
-    }
-}
-
-impl AxisArgs {
-    /// The matrix with every axis given on the command line replaced.
-    pub(crate) fn apply(&self, mut matrix: HandshakeMatrix) -> Result<HandshakeMatrix> {
-        if let Some(list) = &self.tls {
-            matrix.versions = parse_list(list).map_err(usage)?;
-        }
-        if let Some(list) = &self.group {
-            matrix.groups = parse_list(list).map_err(usage)?;
-        }
-        if let Some(list) = &self.cert {
-            matrix.certs = parse_list(list).map_err(usage)?;
-        }
-        if let Some(list) = &self.suite {
-            matrix.aeads = parse_list(list).map_err(usage)?;
-        }
-        if let Some(list) = &self.resumption {
-            matrix.resumptions = parse_list(list).map_err(usage)?;
-        }
-        if let Some(depth) = self.chain_depth {
-            matrix.chain_depth = depth;
-        }
-        if let Some(mtu_bytes) = self.mtu {
-            matrix.mtu_bytes = mtu_bytes;
-        }
-        Ok(matrix)
-    }
-}
-
-/// Builds the matrix from a preset and the axis options that override it.
-pub(super) fn matrix_from(args: &HandshakeArgs, preset: Option<Preset>) -> Result<HandshakeMatrix> {
-    overridden(
-        args,
-        preset.map(Preset::matrix).unwrap_or_else(default_matrix),
-    )
-}
-
-/// A matrix with every axis option given replaced.
-fn overridden(args: &HandshakeArgs, matrix: HandshakeMatrix) -> Result<HandshakeMatrix> {
-    let mut matrix = args.axes.apply(matrix)?;
-    if let Some(list) = &args.transport {
-        matrix.transports = parse_list(list).map_err(usage)?;
-    }
-    if let Some(mutual) = args.mutual {
-        matrix.mutual = match mutual {
-            MutualArg::Off => vec![false],
-            MutualArg::On => vec![true],
-            MutualArg::Both => vec![false, true],
-        };
-    }
-    matrix.validate().map_err(usage)?;
-    Ok(matrix)
-}
-
 /// Stores each cell as it finishes, says which failed, and keeps the
 /// progress bar moving (for `handshake` and `cost`).
 pub(crate) struct Storing<'a> {
@@ -188,9 +119,6 @@ fn parse_server(name: Option<&str>) -> Result<Server> {
 }
 
 pub fn run(args: &HandshakeArgs) -> Result<i32> {
-    if args.capacity {
-        return super::capacity::run(args);
-    }
     let preset = args
         .preset
         .as_deref()
@@ -477,10 +405,6 @@ struct Counting {
     valgrind: Option<String>,
     options: CountOptions,
 }
-
-/// Counted samples per cell without `--runs`: counts repeat, so a few
-/// suffice; rows whose counts vary (ML-DSA's rejection sampling) say so.
-pub(crate) const COUNTED_SAMPLES: usize = 6;
 
 impl Counting {
     /// The measures from `--measure`, checked against the rest of the

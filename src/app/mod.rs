@@ -3,6 +3,7 @@
 //! every command shares (usage errors, sampling options, Ctrl-C, progress,
 //! exports, exit codes) is in [`session`]. Nothing below `app` imports it.
 
+mod axes;
 pub mod bulk;
 pub mod capacity;
 mod combine;
@@ -31,6 +32,7 @@ pub use session::{exit_code, UsageError, EXIT_INTERRUPTED};
 /// Runs a parsed command line and returns the exit code.
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
+        Command::Handshake(args) if args.capacity => capacity::run(&args),
         Command::Handshake(args) => handshake::run(&args),
         Command::Bulk(args) => bulk::run(&args),
         Command::Speed(args) => speed::run(&args),

@@ -294,10 +294,10 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
     Ok(match run.kind {
         RunKind::Tunnel => super::tunnel::TunnelStudy::stored_document(store, run, baseline)?,
         RunKind::Speed => super::speed::SpeedStudy::stored_document(store, run, baseline)?,
-        RunKind::Cost => super::cost::stored_document(store, run)?,
+        RunKind::Cost => super::cost::CostStudy::stored_document(store, run, baseline)?,
         RunKind::Bulk => super::bulk::BulkStudy::stored_document(store, run, baseline)?,
         RunKind::Load => super::load::stored_document(store, run)?,
-        RunKind::Capacity => super::capacity::stored_document(store, run)?,
+        RunKind::Capacity => super::capacity::CapacityStudy::stored_document(store, run, baseline)?,
         RunKind::Handshake => {
             let baseline = baseline.or_else(|| recorded_baseline(run));
             HandshakeReport {

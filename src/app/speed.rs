@@ -169,7 +169,7 @@ impl Study for SpeedStudy {
             counted_samples: args
                 .sampling
                 .runs
-                .unwrap_or(super::handshake::COUNTED_SAMPLES),
+                .unwrap_or(crate::workload::counted::COUNTED_SAMPLES),
             args: args.clone(),
         }))
     }

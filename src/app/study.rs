@@ -24,6 +24,7 @@ use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs};
 use crate::host::HostInfo;
 use crate::report::Document;
 use crate::store::{RunKind, Store, StoredRun};
+use crate::workload::handshake::{CellResult, MatrixObserver};
 
 /// What a study is planned into from its command line.
 pub(crate) enum Plan<S> {
@@ -225,4 +226,27 @@ pub(crate) fn run<S: Study>(args: &S::Args) -> Result<i32> {
         cells.len(),
         failed,
     ))
+}
+
+/// Saves each handshake cell of a matrix as it finishes, says which
+/// failed, and keeps the progress bar moving (`handshake`, `cost`).
+pub(crate) struct StoringCells<'a> {
+    pub session: &'a mut Session,
+    pub bar: &'a Bar,
+}
+
+impl MatrixObserver for StoringCells<'_> {
+    fn cell_finished(&mut self, cell: &CellResult) -> Result<()> {
+        self.bar.failed(
+            &format!("{} {}", cell.backend, cell.scenario.label()),
+            &cell.outcome,
+        );
+        self.session
+            .save(|store, run_id| store.save_cell(run_id, cell));
+        Ok(())
+    }
+
+    fn round_finished(&mut self, round: u32, finished: usize, _total: usize) {
+        self.bar.round(round, finished);
+    }
 }

@@ -236,7 +236,7 @@ impl Study for TunnelStudy {
             counted_samples: args
                 .sampling
                 .runs
-                .unwrap_or(super::handshake::COUNTED_SAMPLES),
+                .unwrap_or(crate::workload::counted::COUNTED_SAMPLES),
             openvpn_version,
         }))
     }

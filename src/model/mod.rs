@@ -4,6 +4,7 @@
 
 pub mod counts;
 pub mod network;
+pub mod primitives;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;

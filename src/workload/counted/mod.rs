@@ -41,6 +41,10 @@ use crate::workload::perf::Category;
 /// "tlslab sample CELL SAMPLE".
 pub const SAMPLE_LABEL: &str = "tlslab sample";
 
+/// Counted samples per cell without `--runs`: counts repeat, so a few
+/// suffice; rows whose counts vary (ML-DSA's rejection sampling) say so.
+pub const COUNTED_SAMPLES: usize = 6;
+
 /// The hidden subcommand a counted child runs.
 pub const CHILD_COMMAND: &str = "counted-child";
 
