@@ -303,41 +303,111 @@ pub fn sample<S: Sampled>(
     interrupt: &AtomicBool,
     observer: &mut dyn Observer<S>,
 ) -> anyhow::Result<SampledRun<S>> {
-    let start = Instant::now();
-    let total_spent = || {
-        options
-            .max_total_time
-            .is_some_and(|budget| start.elapsed() >= budget)
-    };
-    let count = probes.len();
-    let mut outcomes: Vec<Option<Outcome<S>>> = (0..count).map(|_| None).collect();
-    let mut cells: Vec<CellState<S>> = probes
-        .into_iter()
-        .map(|probe| CellState {
-            probe,
-            samples: Vec::new(),
-            batch: 1,
-            spent: Duration::ZERO,
-            active: true,
-        })
-        .collect();
-    let mut run = SampledRun {
-        outcomes: Vec::new(),
-        rounds: Vec::new(),
-        interrupted: false,
-        out_of_time: false,
-    };
+    let mut sampler = Sampler::new(probes, pairing, options, interrupt, observer);
+    sampler.warm_up()?;
+    sampler.sample_rounds()?;
+    sampler.finish()
+}
 
-    // Warm-up, which also sizes each cell's batch to about one slice.
-    for index in 0..count {
-        if interrupt.load(Ordering::Relaxed) || total_spent() {
-            break;
+/// One call of [`sample`] under way: the cells, what became of those that
+/// stopped, and the rounds so far. Its methods are the run's stages in
+/// order: warm-up, rounds, and the end for cells still sampling.
+struct Sampler<'p, 'r, S> {
+    cells: Vec<CellState<'p, S>>,
+    /// Per cell, its outcome once it stopped (handed to the observer then).
+    outcomes: Vec<Option<Outcome<S>>>,
+    pairing: Pairing,
+    /// Per cell, true if and only if some other cell's ratio is taken against it.
+    is_baseline: Vec<bool>,
+    options: &'r SamplingOptions,
+    interrupt: &'r AtomicBool,
+    observer: &'r mut dyn Observer<S>,
+    start: Instant,
+    run: SampledRun<S>,
+}
+
+impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
+    fn new(
+        probes: Vec<Probe<'p, S>>,
+        pairing: Pairing,
+        options: &'r SamplingOptions,
+        interrupt: &'r AtomicBool,
+        observer: &'r mut dyn Observer<S>,
+    ) -> Self {
+        let count = probes.len();
+        let mut is_baseline = vec![false; count];
+        for index in 0..count {
+            if let Some(base) = pairing.baseline_of(index) {
+                is_baseline[base] = true;
+            }
         }
-        let cell = &mut cells[index];
+        Self {
+            cells: probes
+                .into_iter()
+                .map(|probe| CellState {
+                    probe,
+                    samples: Vec::new(),
+                    batch: 1,
+                    spent: Duration::ZERO,
+                    active: true,
+                })
+                .collect(),
+            outcomes: (0..count).map(|_| None).collect(),
+            pairing,
+            is_baseline,
+            options,
+            interrupt,
+            observer,
+            start: Instant::now(),
+            run: SampledRun {
+                outcomes: Vec::new(),
+                rounds: Vec::new(),
+                interrupted: false,
+                out_of_time: false,
+            },
+        }
+    }
+
+    /// True if and only if Ctrl-C was pressed.
+    fn interrupted(&self) -> bool {
+        self.interrupt.load(Ordering::Relaxed)
+    }
+
+    /// True if and only if the run's total budget is spent.
+    fn total_time_spent(&self) -> bool {
+        self.options
+            .max_total_time
+            .is_some_and(|budget| self.start.elapsed() >= budget)
+    }
+
+    /// Cell `index` stopped: the observer stores its outcome now.
+    fn finish_cell(&mut self, index: usize, outcome: Outcome<S>) -> anyhow::Result<()> {
+        self.cells[index].active = false;
+        self.observer.cell_finished(index, &outcome)?;
+        self.outcomes[index] = Some(outcome);
+        Ok(())
+    }
+
+    /// Warms up every cell in turn, which also sizes each cell's batch to
+    /// about one slice; a cell whose probe fails here fails.
+    fn warm_up(&mut self) -> anyhow::Result<()> {
+        for index in 0..self.cells.len() {
+            if self.interrupted() || self.total_time_spent() {
+                break;
+            }
+            self.warm_up_cell(index)?;
+        }
+        Ok(())
+    }
+
+    /// Calls cell `index`'s probe for the warm-up time (at least once).
+    fn warm_up_cell(&mut self, index: usize) -> anyhow::Result<()> {
+        let interrupt = self.interrupt;
+        let cell = &mut self.cells[index];
         let warm = Instant::now();
         let mut calls = 0u32;
         let mut failure = None;
-        while calls == 0 || warm.elapsed() < options.warmup {
+        while calls == 0 || warm.elapsed() < self.options.warmup {
             if let Err(reason) = (cell.probe)() {
                 // After Ctrl-C a failure is the interrupt's doing (it may
                 // have reached the server measured): not the cell's.
@@ -352,169 +422,189 @@ pub fn sample<S: Sampled>(
             }
         }
         if let Some(reason) = failure {
-            cell.active = false;
-            let outcome = Outcome::Failed { reason };
-            observer.cell_finished(index, &outcome)?;
-            outcomes[index] = Some(outcome);
-            continue;
+            return self.finish_cell(index, Outcome::Failed { reason });
         }
         let per_call = warm.elapsed() / calls.max(1);
-        cell.batch = if options.runs.is_some() {
+        cell.batch = if self.options.runs.is_some() {
             1
         } else {
-            (options.slice.as_nanos() / per_call.as_nanos().max(1)).clamp(1, 10_000) as usize
+            (self.options.slice.as_nanos() / per_call.as_nanos().max(1)).clamp(1, 10_000) as usize
         };
+        Ok(())
     }
 
-    // Which cells are done is checked baselines last, so that a baseline
-    // stops in the round its last paired cell stops.
-    let mut is_baseline = vec![false; count];
-    for index in 0..count {
-        if let Some(base) = pairing.baseline_of(index) {
-            is_baseline[base] = true;
-        }
-    }
-    let (bases, mut check_order): (Vec<usize>, Vec<usize>) =
-        (0..count).partition(|&i| is_baseline[i]);
-    check_order.extend(bases);
+    /// Samples in rounds, each in a fresh shuffled order of the cells still
+    /// sampling, until every cell stopped, the total budget is spent or
+    /// Ctrl-C; records when each round started and how busy the rest of
+    /// the machine was.
+    fn sample_rounds(&mut self) -> anyhow::Result<()> {
+        let count = self.cells.len();
+        // Which cells are done is checked baselines last, so that a baseline
+        // stops in the round its last paired cell stops.
+        let (bases, mut check_order): (Vec<usize>, Vec<usize>) =
+            (0..count).partition(|&i| self.is_baseline[i]);
+        check_order.extend(bases);
 
-    let mut shuffler = Shuffler::new(options.seed);
-    let mut order: Vec<usize> = Vec::with_capacity(count);
-    let mut round: u32 = 0;
-    let mut other_work = OtherWorkMeter::start();
-    loop {
-        if interrupt.load(Ordering::Relaxed) {
-            run.interrupted = true;
-            break;
-        }
-        if total_spent() {
-            run.out_of_time = true;
-            break;
-        }
-        order.clear();
-        order.extend((0..count).filter(|&i| cells[i].active));
-        if order.is_empty() {
-            break;
-        }
-        shuffler.shuffle(&mut order);
-        other_work.round_starts(&mut run.rounds);
-        run.rounds.push(Round {
-            index: round,
-            offset_ns: start.elapsed().as_nanos() as u64,
-            others_cpu: None,
-        });
-        for &index in &order {
-            if interrupt.load(Ordering::Relaxed) {
+        let mut shuffler = Shuffler::new(self.options.seed);
+        let mut order: Vec<usize> = Vec::with_capacity(count);
+        let mut round: u32 = 0;
+        let mut other_work = OtherWorkMeter::start();
+        loop {
+            if self.interrupted() {
+                self.run.interrupted = true;
                 break;
             }
-            let cell = &mut cells[index];
+            if self.total_time_spent() {
+                self.run.out_of_time = true;
+                break;
+            }
+            order.clear();
+            order.extend((0..count).filter(|&i| self.cells[i].active));
+            if order.is_empty() {
+                break;
+            }
+            shuffler.shuffle(&mut order);
+            other_work.round_starts(&mut self.run.rounds);
+            self.run.rounds.push(Round {
+                index: round,
+                offset_ns: self.start.elapsed().as_nanos() as u64,
+                others_cpu: None,
+            });
+            self.take_batches(round, &order)?;
+            self.stop_cells_that_are_done(&check_order)?;
+            let active = self.cells.iter().filter(|c| c.active).count();
+            self.observer.round_finished(round, active, count - active);
+            round += 1;
+        }
+        other_work.finish(&mut self.run.rounds);
+        Ok(())
+    }
+
+    /// One round: a batch of samples from each cell in `order`; a cell whose
+    /// probe fails fails (after Ctrl-C, as in the warm-up, it keeps what it had).
+    fn take_batches(&mut self, round: u32, order: &[usize]) -> anyhow::Result<()> {
+        for &index in order {
+            if self.interrupted() {
+                break;
+            }
+            let cell = &mut self.cells[index];
             let began = Instant::now();
+            let mut failure = None;
             for _ in 0..cell.batch {
                 match (cell.probe)() {
                     Ok(value) => cell.samples.push(Timed { round, value }),
-                    // As in the warm-up: the cell keeps what it had.
-                    Err(_) if interrupt.load(Ordering::SeqCst) => break,
+                    Err(_) if self.interrupt.load(Ordering::SeqCst) => break,
                     Err(reason) => {
-                        cell.active = false;
-                        let outcome = Outcome::Failed { reason };
-                        observer.cell_finished(index, &outcome)?;
-                        outcomes[index] = Some(outcome);
+                        failure = Some(reason);
                         break;
                     }
                 }
             }
             cell.spent += began.elapsed();
+            if let Some(reason) = failure {
+                self.finish_cell(index, Outcome::Failed { reason })?;
+            }
         }
-        // Which cells are done after this round. The baselines' round
-        // medians, while they still sample (a finished baseline's samples
-        // have gone to its outcome and pair no longer).
-        let baseline_costs: Vec<Option<Vec<(u32, f64)>>> = (0..count)
+        Ok(())
+    }
+
+    /// After a round, stops each cell that has enough samples and is
+    /// precise or out of its own time (or reached the fixed count), in
+    /// `check_order`; a baseline goes on while a cell paired with it does.
+    fn stop_cells_that_are_done(&mut self, check_order: &[usize]) -> anyhow::Result<()> {
+        // The baselines' round medians, while they still sample (a finished
+        // baseline's samples have gone to its outcome and pair no longer).
+        let baseline_costs: Vec<Option<Vec<(u32, f64)>>> = (0..self.cells.len())
             .map(|index| {
-                pairing
+                self.pairing
                     .baseline_of(index)
-                    .filter(|&b| cells[b].active)
-                    .map(|b| stats::round_medians(&costs(&cells[b].samples)))
+                    .filter(|&b| self.cells[b].active)
+                    .map(|b| stats::round_medians(&costs(&self.cells[b].samples)))
             })
             .collect();
-        let paired_active = |cells: &[CellState<S>], base: usize| {
-            (0..count).any(|i| cells[i].active && pairing.baseline_of(i) == Some(base))
-        };
-        for &index in &check_order {
-            if !cells[index].active {
+        for &index in check_order {
+            if !self.cells[index].active {
                 continue;
             }
-            let cell = &cells[index];
-            let n = cell.samples.len();
-            let precise = || {
-                let values: Vec<f64> = cell.samples.iter().map(|t| t.value.cost()).collect();
-                if stats::median_precision(&values) > options.precision {
-                    return false;
-                }
-                match &baseline_costs[index] {
-                    Some(base) => {
-                        stats::paired_ratio(&stats::round_medians(&costs(&cell.samples)), base)
-                            .is_some_and(|r| r.precision() <= options.precision)
-                    }
-                    None => true,
-                }
-            };
-            let done = match options.runs {
+            let baseline = baseline_costs[index].as_deref();
+            let n = self.cells[index].samples.len();
+            let done = match self.options.runs {
                 Some(runs) => n >= runs,
                 None => {
-                    let enough = n >= options.min_samples.max(1);
-                    let out_of_time = cell.spent >= options.max_time;
-                    enough && (out_of_time || precise())
+                    let enough = n >= self.options.min_samples.max(1);
+                    let out_of_time = self.cells[index].spent >= self.options.max_time;
+                    enough && (out_of_time || self.precise(index, baseline))
                 }
             };
             // A baseline pairs with its cells: it goes on while they do.
-            if done
-                && !(is_baseline[index] && options.runs.is_none() && paired_active(&cells, index))
-            {
+            let paired_go_on = self.is_baseline[index]
+                && self.options.runs.is_none()
+                && self.paired_cells_active(index);
+            if done && !paired_go_on {
                 let outcome = Outcome::Measured {
-                    precise: precise(),
-                    samples: std::mem::take(&mut cells[index].samples),
+                    precise: self.precise(index, baseline),
+                    samples: std::mem::take(&mut self.cells[index].samples),
                 };
-                cells[index].active = false;
-                observer.cell_finished(index, &outcome)?;
-                outcomes[index] = Some(outcome);
+                self.finish_cell(index, outcome)?;
             }
         }
-        let active = cells.iter().filter(|c| c.active).count();
-        observer.round_finished(round, active, count - active);
-        round += 1;
+        Ok(())
     }
 
-    other_work.finish(&mut run.rounds);
-
-    // Cells still sampling when the run stopped keep what they have.
-    for index in 0..count {
-        if outcomes[index].is_some() {
-            continue;
+    /// True if and only if the 95% interval of cell `index`'s median, and of
+    /// its ratio to its baseline's round medians (`baseline`, if any), is
+    /// within the precision asked for.
+    fn precise(&self, index: usize, baseline: Option<&[(u32, f64)]>) -> bool {
+        let samples = &self.cells[index].samples;
+        let values: Vec<f64> = samples.iter().map(|t| t.value.cost()).collect();
+        if stats::median_precision(&values) > self.options.precision {
+            return false;
         }
-        let cell = &mut cells[index];
-        let values: Vec<f64> = cell.samples.iter().map(|t| t.value.cost()).collect();
-        let outcome = if cell.samples.is_empty() {
-            Outcome::Failed {
-                reason: if run.interrupted {
-                    "interrupted before its first sample".to_string()
-                } else {
-                    "the run's time budget ran out before its first sample".to_string()
-                },
-            }
-        } else {
-            Outcome::Measured {
-                precise: stats::median_precision(&values) <= options.precision,
-                samples: std::mem::take(&mut cell.samples),
-            }
-        };
-        observer.cell_finished(index, &outcome)?;
-        outcomes[index] = Some(outcome);
+        match baseline {
+            Some(base) => stats::paired_ratio(&stats::round_medians(&costs(samples)), base)
+                .is_some_and(|r| r.precision() <= self.options.precision),
+            None => true,
+        }
     }
-    run.outcomes = outcomes
-        .into_iter()
-        .map(|o| o.expect("every cell has an outcome"))
-        .collect();
-    Ok(run)
+
+    /// True if and only if a cell paired with baseline `base` still samples.
+    fn paired_cells_active(&self, base: usize) -> bool {
+        (0..self.cells.len())
+            .any(|i| self.cells[i].active && self.pairing.baseline_of(i) == Some(base))
+    }
+
+    /// Ends the run: cells still sampling when it stopped keep what they
+    /// have (one without a sample fails, saying why).
+    fn finish(mut self) -> anyhow::Result<SampledRun<S>> {
+        for index in 0..self.cells.len() {
+            if self.outcomes[index].is_some() {
+                continue;
+            }
+            let cell = &mut self.cells[index];
+            let values: Vec<f64> = cell.samples.iter().map(|t| t.value.cost()).collect();
+            let outcome = if cell.samples.is_empty() {
+                Outcome::Failed {
+                    reason: if self.run.interrupted {
+                        "interrupted before its first sample".to_string()
+                    } else {
+                        "the run's time budget ran out before its first sample".to_string()
+                    },
+                }
+            } else {
+                Outcome::Measured {
+                    precise: stats::median_precision(&values) <= self.options.precision,
+                    samples: std::mem::take(&mut cell.samples),
+                }
+            };
+            self.finish_cell(index, outcome)?;
+        }
+        self.run.outcomes = self
+            .outcomes
+            .into_iter()
+            .map(|o| o.expect("every cell has an outcome"))
+            .collect();
+        Ok(self.run)
+    }
 }
 
 /// Reads other processes' CPU use for the rounds (see

@@ -168,115 +168,19 @@ fn cut(line: String, width: usize) -> String {
 /// The table drawn within `width` columns: what is said once above it, the
 /// grid, the footnotes, what was left out and the table's notes.
 pub fn fitted(table: &Table, width: usize) -> String {
-    let columns = table.headers.len();
-    let mut rows = table.rows.clone();
-    let mut shown: Vec<usize> = (0..columns).collect();
-
-    // One row's axes are said above it too when the row is wider than
-    // the terminal.
-    let too_wide = || {
-        let widths: Vec<usize> = (0..columns)
-            .map(|c| {
-                rows.iter()
-                    .map(|r| text_width(&r[c]))
-                    .chain([longest_unbreakable(&table.headers[c], false)])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        total(&widths, &shown) > width
+    let mut fitting = Fitting {
+        table,
+        width,
+        rows: table.rows.clone(),
+        shown: (0..table.headers.len()).collect(),
+        widths: Vec::new(),
     };
-    let mut every_row = Vec::new();
-    if rows.len() >= 2 || (rows.len() == 1 && too_wide()) {
-        shown.retain(|&c| {
-            let first = &rows[0][c];
-            let constant = rows.iter().all(|r| &r[c] == first);
-            if table.kind_of(c) == ColumnKind::Axis && constant {
-                every_row.push(format!("{} {first}", table.headers[c]));
-                false
-            } else {
-                true
-            }
-        });
-    }
-
-    // A notes column with no note in any row says nothing.
-    shown.retain(|&c| {
-        table.kind_of(c) != ColumnKind::Notes || rows.iter().any(|r| !r[c].is_empty())
-    });
-
-    let mut footnotes = Vec::new();
-    for row in &mut rows {
-        for c in (0..columns).filter(|&c| table.kind_of(c) == ColumnKind::Notes) {
-            row[c] = footnoted(&row[c], &mut footnotes);
-        }
-    }
-
-    let cell_width = |c: usize| rows.iter().map(|r| text_width(&r[c])).max().unwrap_or(0);
-    let longest_word = |text: &str| longest_unbreakable(text, false);
-    let mut widths: Vec<usize> = (0..columns)
-        .map(|c| cell_width(c).max(text_width(&table.headers[c])))
-        .collect();
-    if total(&widths, &shown) > width {
-        widths = (0..columns)
-            .map(|c| cell_width(c).max(longest_word(&table.headers[c])))
-            .collect();
-    }
-
-    // A text column about to drop stays, wrapped, when narrowing it to no
-    // less than WRAPPED_TEXT_WIDTH characters is enough.
-    let longest_in_column = |c: usize, at_hyphens: bool| {
-        rows.iter()
-            .map(|r| longest_unbreakable(&r[c], at_hyphens))
-            .chain([longest_unbreakable(&table.headers[c], at_hyphens)])
-            .max()
-            .unwrap_or(0)
-    };
-    let longest_cell_word = |c: usize| longest_in_column(c, false);
-    let mut dropped = Vec::new();
-    while total(&widths, &shown) > width {
-        let Some(position) = shown
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| table.priority_of(c) > 0)
-            .max_by_key(|(position, &c)| (table.priority_of(c), *position))
-            .map(|(position, _)| position)
-        else {
-            break;
-        };
-        let column = shown[position];
-        let narrowed = widths[column].saturating_sub(total(&widths, &shown) - width);
-        if !table.numeric[column] && narrowed >= WRAPPED_TEXT_WIDTH.max(longest_cell_word(column)) {
-            widths[column] = narrowed;
-            break;
-        }
-        dropped.push(table.headers[shown.remove(position)].clone());
-    }
-
-    // Text columns narrow first down to their longest word (cells wrap at
-    // spaces), then to their longest part between hyphens and underscores
-    // (a name such as "chacha20-poly1305" wraps after its hyphen), and
-    // only then further (words break).
-    for floor in [
-        (0..columns)
-            .map(|c| longest_cell_word(c).max(MIN_TEXT_WIDTH))
-            .collect::<Vec<_>>(),
-        (0..columns)
-            .map(|c| longest_in_column(c, true).max(MIN_TEXT_WIDTH))
-            .collect::<Vec<_>>(),
-        vec![MIN_TEXT_WIDTH; columns],
-    ] {
-        while total(&widths, &shown) > width {
-            let Some(&widest) = shown
-                .iter()
-                .filter(|&&c| !table.numeric[c] && widths[c] > floor[c])
-                .max_by_key(|&&c| widths[c])
-            else {
-                break;
-            };
-            widths[widest] -= 1;
-        }
-    }
+    let every_row = fitting.fold_constant_axes();
+    fitting.hide_empty_notes_columns();
+    let footnotes = fitting.footnote_notes();
+    fitting.widths = fitting.natural_widths();
+    let dropped = fitting.drop_or_wrap_columns();
+    fitting.narrow_text_columns();
 
     let mut out = String::new();
     if !every_row.is_empty() {
@@ -286,37 +190,7 @@ pub fn fitted(table: &Table, width: usize) -> String {
         }
         out.push('\n');
     }
-    let draw = |cells: &[String], out: &mut String| {
-        let wrapped: Vec<Vec<String>> = shown
-            .iter()
-            .zip(cells)
-            .map(|(&c, cell)| wrap(cell, widths[c]))
-            .collect();
-        let height = wrapped.iter().map(Vec::len).max().unwrap_or(1);
-        for line in 0..height {
-            let parts: Vec<String> = shown
-                .iter()
-                .zip(&wrapped)
-                .map(|(&c, lines)| {
-                    let text = lines.get(line).map(String::as_str).unwrap_or("");
-                    pad(text, widths[c], table.numeric[c])
-                })
-                .collect();
-            let line = parts.join(&" ".repeat(GAP)).trim_end().to_string();
-            out.push_str(&cut(line, width));
-            out.push('\n');
-        }
-    };
-    let headers: Vec<String> = shown.iter().map(|&c| table.headers[c].clone()).collect();
-    draw(&headers, &mut out);
-    let rule: Vec<String> = shown.iter().map(|&c| "─".repeat(widths[c])).collect();
-    out.push_str(&cut(rule.join(&" ".repeat(GAP)), width));
-    out.push('\n');
-    for row in &rows {
-        let cells: Vec<String> = shown.iter().map(|&c| row[c].clone()).collect();
-        draw(&cells, &mut out);
-    }
-
+    fitting.draw_grid(&mut out);
     let mut below: Vec<String> = footnotes
         .iter()
         .enumerate()
@@ -339,6 +213,223 @@ pub fn fitted(table: &Table, width: usize) -> String {
         }
     }
     out
+}
+
+/// A table being fitted to a width, one step of the module's list per
+/// method, in order.
+struct Fitting<'t> {
+    table: &'t Table,
+    /// The terminal's width in characters.
+    width: usize,
+    /// The table's rows, notes cells footnoted.
+    rows: Vec<Vec<String>>,
+    /// The columns still drawn, in the table's order.
+    shown: Vec<usize>,
+    /// Each column's width in characters (indexed by column, shown or not).
+    widths: Vec<usize>,
+}
+
+impl Fitting<'_> {
+    /// The width of one column's widest cell.
+    fn cell_width(&self, column: usize) -> usize {
+        self.rows
+            .iter()
+            .map(|r| text_width(&r[column]))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The longest part of a column (header included) a line cannot break:
+    /// a word, or with `at_hyphens` a part between hyphens and underscores.
+    fn longest_in_column(&self, column: usize, at_hyphens: bool) -> usize {
+        self.rows
+            .iter()
+            .map(|r| longest_unbreakable(&r[column], at_hyphens))
+            .chain([longest_unbreakable(&self.table.headers[column], at_hyphens)])
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Step 1: hides each axis column with the same value in every row and
+    /// returns them as "header value", to be said above the table. A single
+    /// row's axes go there too when the row is wider than the terminal.
+    fn fold_constant_axes(&mut self) -> Vec<String> {
+        let (table, rows) = (self.table, &self.rows);
+        let columns = table.headers.len();
+        let too_wide = || {
+            let widths: Vec<usize> = (0..columns)
+                .map(|c| {
+                    self.cell_width(c)
+                        .max(longest_unbreakable(&table.headers[c], false))
+                })
+                .collect();
+            total(&widths, &self.shown) > self.width
+        };
+        let mut every_row = Vec::new();
+        if rows.len() >= 2 || (rows.len() == 1 && too_wide()) {
+            let mut shown = std::mem::take(&mut self.shown);
+            shown.retain(|&c| {
+                let first = &rows[0][c];
+                let constant = rows.iter().all(|r| &r[c] == first);
+                if table.kind_of(c) == ColumnKind::Axis && constant {
+                    every_row.push(format!("{} {first}", table.headers[c]));
+                    false
+                } else {
+                    true
+                }
+            });
+            self.shown = shown;
+        }
+        every_row
+    }
+
+    /// A notes column with no note in any row says nothing: hides it.
+    fn hide_empty_notes_columns(&mut self) {
+        let (table, rows) = (self.table, &self.rows);
+        self.shown.retain(|&c| {
+            table.kind_of(c) != ColumnKind::Notes || rows.iter().any(|r| !r[c].is_empty())
+        });
+    }
+
+    /// Step 2: replaces long notes by footnote numbers; returns the
+    /// footnotes' texts, numbered from 1 in order.
+    fn footnote_notes(&mut self) -> Vec<String> {
+        let table = self.table;
+        let mut footnotes = Vec::new();
+        for row in &mut self.rows {
+            for c in (0..table.headers.len()).filter(|&c| table.kind_of(c) == ColumnKind::Notes) {
+                row[c] = footnoted(&row[c], &mut footnotes);
+            }
+        }
+        footnotes
+    }
+
+    /// Step 3: each column as wide as its widest cell and header, or, when
+    /// that is too wide, as its header's longest word (headers wrap).
+    fn natural_widths(&self) -> Vec<usize> {
+        let headers = &self.table.headers;
+        let widths: Vec<usize> = (0..headers.len())
+            .map(|c| self.cell_width(c).max(text_width(&headers[c])))
+            .collect();
+        if total(&widths, &self.shown) <= self.width {
+            return widths;
+        }
+        (0..headers.len())
+            .map(|c| {
+                self.cell_width(c)
+                    .max(longest_unbreakable(&headers[c], false))
+            })
+            .collect()
+    }
+
+    /// Step 4: while too wide, drops the column of the highest priority
+    /// number (the rightmost of equals; 0 never drops), unless it is text
+    /// that narrowing to no less than [`WRAPPED_TEXT_WIDTH`] characters is
+    /// enough for: it stays, wrapped. Returns the dropped columns' headers.
+    fn drop_or_wrap_columns(&mut self) -> Vec<String> {
+        let table = self.table;
+        let mut dropped = Vec::new();
+        while total(&self.widths, &self.shown) > self.width {
+            let Some(position) = self
+                .shown
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| table.priority_of(c) > 0)
+                .max_by_key(|(position, &c)| (table.priority_of(c), *position))
+                .map(|(position, _)| position)
+            else {
+                break;
+            };
+            let column = self.shown[position];
+            let narrowed =
+                self.widths[column].saturating_sub(total(&self.widths, &self.shown) - self.width);
+            if !table.numeric[column]
+                && narrowed >= WRAPPED_TEXT_WIDTH.max(self.longest_in_column(column, false))
+            {
+                self.widths[column] = narrowed;
+                break;
+            }
+            dropped.push(table.headers[self.shown.remove(position)].clone());
+        }
+        dropped
+    }
+
+    /// Step 5: text columns narrow, the widest first, down to their longest
+    /// word (cells wrap at spaces), then to their longest part between
+    /// hyphens and underscores (a name such as "chacha20-poly1305" wraps
+    /// after its hyphen), and only then further (words break).
+    fn narrow_text_columns(&mut self) {
+        let columns = self.table.headers.len();
+        for floor in [
+            (0..columns)
+                .map(|c| self.longest_in_column(c, false).max(MIN_TEXT_WIDTH))
+                .collect::<Vec<_>>(),
+            (0..columns)
+                .map(|c| self.longest_in_column(c, true).max(MIN_TEXT_WIDTH))
+                .collect::<Vec<_>>(),
+            vec![MIN_TEXT_WIDTH; columns],
+        ] {
+            while total(&self.widths, &self.shown) > self.width {
+                let Some(&widest) = self
+                    .shown
+                    .iter()
+                    .filter(|&&c| !self.table.numeric[c] && self.widths[c] > floor[c])
+                    .max_by_key(|&&c| self.widths[c])
+                else {
+                    break;
+                };
+                self.widths[widest] -= 1;
+            }
+        }
+    }
+
+    /// The headers, a rule and the rows, in the shown columns at their
+    /// widths; a line still too long is cut (step 6).
+    fn draw_grid(&self, out: &mut String) {
+        let headers: Vec<String> = self
+            .shown
+            .iter()
+            .map(|&c| self.table.headers[c].clone())
+            .collect();
+        self.draw_line(&headers, out);
+        let rule: Vec<String> = self
+            .shown
+            .iter()
+            .map(|&c| "─".repeat(self.widths[c]))
+            .collect();
+        out.push_str(&cut(rule.join(&" ".repeat(GAP)), self.width));
+        out.push('\n');
+        for row in &self.rows {
+            let cells: Vec<String> = self.shown.iter().map(|&c| row[c].clone()).collect();
+            self.draw_line(&cells, out);
+        }
+    }
+
+    /// One row of the grid (`cells` of the shown columns), its cells
+    /// wrapped to their columns' widths over as many lines as it takes.
+    fn draw_line(&self, cells: &[String], out: &mut String) {
+        let wrapped: Vec<Vec<String>> = self
+            .shown
+            .iter()
+            .zip(cells)
+            .map(|(&c, cell)| wrap(cell, self.widths[c]))
+            .collect();
+        let height = wrapped.iter().map(Vec::len).max().unwrap_or(1);
+        for line in 0..height {
+            let parts: Vec<String> = self
+                .shown
+                .iter()
+                .zip(&wrapped)
+                .map(|(&c, lines)| {
+                    let text = lines.get(line).map(String::as_str).unwrap_or("");
+                    pad(text, self.widths[c], self.table.numeric[c])
+                })
+                .collect();
+            let line = parts.join(&" ".repeat(GAP)).trim_end().to_string();
+            out.push_str(&cut(line, self.width));
+            out.push('\n');
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! beside them, when counted, one server handshake's instructions per
 //! category).
 
+use hdrhistogram::Histogram;
 use serde_json::json;
 
 use super::{Document, Table};
@@ -49,8 +50,57 @@ fn ms(micros: u64) -> String {
     }
 }
 
+/// One latency phase: its name in tables and records, and its histogram (µs).
+type Phase<'a> = (&'static str, &'a Histogram<u64>);
+
 impl LoadReport<'_> {
+    /// The run as tables (summary, latency, errors, the embedded server's
+    /// own figures, the two profiles), per-phase records, JSON data, a
+    /// footer of warnings and the figures.
     pub fn document(&self) -> Document {
+        let phases = self.phases();
+        let mut tables = vec![
+            self.summary_table(),
+            self.latency_table(&phases),
+            self.error_table(),
+        ];
+        if let Some((stats, backend)) = self.embedded {
+            tables.push(crate::report::serve::summary_table(
+                stats,
+                format!("The embedded server ({backend}), as it counted itself"),
+            ));
+            tables.push(crate::report::serve::breakdown_table(stats, backend));
+        }
+        tables.push(self.profile_table());
+        tables.push(self.category_table());
+        Document {
+            heading: self.heading.clone(),
+            tables,
+            records: records_table(&phases),
+            data: self.data(&phases),
+            footer: self.footer(),
+            figures: super::plot::load_figures(self.plan, self.result, &phases),
+        }
+    }
+
+    /// The latency phases in the order every table, record and figure
+    /// lists them: the parts of a request, then service and total.
+    fn phases(&self) -> [Phase<'_>; 6] {
+        let latencies = &self.result.latencies;
+        [
+            ("TCP connect", &latencies.connect),
+            ("TLS handshake", &latencies.handshake),
+            ("first byte", &latencies.first_byte),
+            ("transfer", &latencies.transfer),
+            ("service (start to end)", &latencies.service),
+            ("total (due to end)", &latencies.total),
+        ]
+    }
+
+    /// The headline figures: offered against achieved rate, what was sent,
+    /// answered and checked, each side's CPU per request, and in resumed
+    /// mode how many handshakes resumed.
+    fn summary_table(&self) -> Table {
         let result = self.result;
         let plan = self.plan;
         let mut summary = Table::new(&["measure", "value"], &[false, true]).titled(format!(
@@ -120,21 +170,23 @@ impl LoadReport<'_> {
         for (name, value) in rows {
             summary.rows.push(vec![name.to_string(), value]);
         }
-        let handshakes = result.latencies.handshake.len();
-        let mut footer = Vec::new();
         if plan.mode == Mode::Resume {
             summary.rows.push(vec![
                 "handshakes resumed / made".to_string(),
-                format!("{} / {handshakes}", result.resumed),
+                format!("{} / {}", result.resumed, self.handshakes()),
             ]);
             summary.notes.push("resume: each client's first connection is a full handshake; each later one offers the session (TLS 1.3 ticket, TLS 1.2 session id) of the client's previous connection. Resumed: the server accepted it (SSL_session_reused).".to_string());
-            if result.resumed == 0 && handshakes > 0 {
-                footer.push(format!(
-                    "WARNING: resumed mode, but none of the {handshakes} handshakes resumed: every one was a full handshake (does the server keep a session cache or issue tickets?)"
-                ));
-            }
         }
+        summary
+    }
 
+    /// How many TLS handshakes the clients made (resumed or not).
+    fn handshakes(&self) -> u64 {
+        self.result.latencies.handshake.len()
+    }
+
+    /// Latency percentiles per phase, in milliseconds.
+    fn latency_table(&self, phases: &[Phase]) -> Table {
         let mut headers = vec!["phase".to_string(), "n".to_string()];
         headers.extend(PERCENTILES.iter().map(|p| match p {
             p if *p >= 100.0 => "max ms".to_string(),
@@ -149,14 +201,6 @@ impl LoadReport<'_> {
             headers,
             ..Table::default()
         };
-        let phases = [
-            ("TCP connect", &result.latencies.connect),
-            ("TLS handshake", &result.latencies.handshake),
-            ("first byte", &result.latencies.first_byte),
-            ("transfer", &result.latencies.transfer),
-            ("service (start to end)", &result.latencies.service),
-            ("total (due to end)", &result.latencies.total),
-        ];
         for (name, histogram) in phases {
             let mut row = vec![name.to_string(), histogram.len().to_string()];
             match percentiles(histogram) {
@@ -168,12 +212,17 @@ impl LoadReport<'_> {
         latency.notes.push(
             "total: from the moment the request was due to its last byte, so a request that waited for a free client or a stalled server counts its wait (no coordinated omission); service: from when a client started it. Percentiles from HDR histograms (3 significant digits).".to_string(),
         );
-        if plan.mode == Mode::KeepAlive {
+        if self.plan.mode == Mode::KeepAlive {
             latency
                 .notes
                 .push("keepalive: connect and handshake happen once per client.".to_string());
         }
+        latency
+    }
 
+    /// Errors by kind, each with the first message of its kind.
+    fn error_table(&self) -> Table {
+        let result = self.result;
         let mut errors = Table::new(&["error", "count", "first message"], &[false, true, false])
             .titled("Errors");
         errors.empty = Some("Errors: none.".to_string());
@@ -190,7 +239,13 @@ impl LoadReport<'_> {
                 message,
             ]);
         }
+        errors
+    }
 
+    /// perf's samples per shared object, each also as a share of the
+    /// samples outside the kernel (what a profile of the program alone
+    /// shows), or why there is no profile.
+    fn profile_table(&self) -> Table {
         let mut profile = Table::new(
             &[
                 "shared object",
@@ -224,33 +279,15 @@ impl LoadReport<'_> {
                 profile.empty = Some(format!("No profile: {reason}"));
             }
         }
+        profile
+    }
 
-        let mut tables = vec![summary, latency, errors];
-        if let Some((stats, backend)) = self.embedded {
-            tables.push(crate::report::serve::summary_table(
-                stats,
-                format!("The embedded server ({backend}), as it counted itself"),
-            ));
-            tables.push(crate::report::serve::breakdown_table(stats, backend));
-        }
-        tables.push(profile);
-        tables.push(self.category_table());
-
-        let mut records = Table::new(
-            &[
-                "phase", "count", "p50_us", "p90_us", "p99_us", "p999_us", "max_us",
-            ],
-            &[false, true, true, true, true, true, true],
-        );
-        for (name, histogram) in phases {
-            let mut row = vec![name.to_string(), histogram.len().to_string()];
-            match percentiles(histogram) {
-                Some(values) => row.extend(values.into_iter().map(|v| v.to_string())),
-                None => row.extend(PERCENTILES.iter().map(|_| String::new())),
-            }
-            records.rows.push(row);
-        }
-
+    /// Everything the run measured as JSON: the plan, the counts, rates,
+    /// latencies per phase and per second of due time, CPU, both profiles,
+    /// the counted server handshake and the embedded server's figures.
+    fn data(&self, phases: &[Phase]) -> serde_json::Value {
+        let result = self.result;
+        let plan = self.plan;
         let latencies: serde_json::Value = phases
             .iter()
             .map(|(name, histogram)| {
@@ -266,7 +303,7 @@ impl LoadReport<'_> {
             })
             .collect::<serde_json::Map<_, _>>()
             .into();
-        let data = json!({
+        json!({
             "scenario": self.scenario,
             "server": self.server,
             "plan": plan,
@@ -313,13 +350,27 @@ impl LoadReport<'_> {
                 }),
                 Err(reason) => json!({"unavailable": reason}),
             }),
-            "handshakes": handshakes,
+            "handshakes": self.handshakes(),
             "resumed_handshakes": result.resumed,
             "interrupted": result.interrupted,
             "embedded_server": self.embedded.map(|(stats, backend)| crate::report::serve::data(stats, backend)),
-        });
-        let steady = result.steady_rate(plan);
-        if let Some(steady) = steady.filter(|r| *r < 0.95 * plan.rate) {
+        })
+    }
+
+    /// What a reader must not miss under the tables: a resumed mode where
+    /// nothing resumed, a target rate not reached, requests never started,
+    /// the second latency took off, an interrupted run.
+    fn footer(&self) -> Vec<String> {
+        let result = self.result;
+        let plan = self.plan;
+        let mut footer = Vec::new();
+        let handshakes = self.handshakes();
+        if plan.mode == Mode::Resume && result.resumed == 0 && handshakes > 0 {
+            footer.push(format!(
+                "WARNING: resumed mode, but none of the {handshakes} handshakes resumed: every one was a full handshake (does the server keep a session cache or issue tickets?)"
+            ));
+        }
+        if let Some(steady) = result.steady_rate(plan).filter(|r| *r < 0.95 * plan.rate) {
             footer.push(format!(
                 "The target rate was not reached: {steady:.0} answers/s after the ramp against {:.0} offered.",
                 plan.rate
@@ -344,15 +395,27 @@ impl LoadReport<'_> {
         if result.interrupted {
             footer.push("interrupted: the requests that finished are reported".to_string());
         }
-        Document {
-            heading: self.heading.clone(),
-            tables,
-            records,
-            data,
-            footer,
-            figures: super::plot::load_figures(plan, result, &phases),
-        }
+        footer
     }
+}
+
+/// The latency percentiles per phase in microseconds, for CSV.
+fn records_table(phases: &[Phase]) -> Table {
+    let mut records = Table::new(
+        &[
+            "phase", "count", "p50_us", "p90_us", "p99_us", "p999_us", "max_us",
+        ],
+        &[false, true, true, true, true, true, true],
+    );
+    for (name, histogram) in phases {
+        let mut row = vec![name.to_string(), histogram.len().to_string()];
+        match percentiles(histogram) {
+            Some(values) => row.extend(values.into_iter().map(|v| v.to_string())),
+            None => row.extend(PERCENTILES.iter().map(|_| String::new())),
+        }
+        records.rows.push(row);
+    }
+    records
 }
 
 impl LoadReport<'_> {

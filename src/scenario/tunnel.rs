@@ -111,30 +111,6 @@ impl TunnelScenario {
         }
     }
 
-    /// Why this build cannot run the scenario in process, if it cannot.
-    pub fn unsupported_reason(&self) -> Option<String> {
-        if self.baseline {
-            return None;
-        }
-        if let Some(reason) = self.compression.unsupported_reason() {
-            return Some(reason.to_string());
-        }
-        crate::backend::openssl::load_legacy_provider();
-        if let Some(name) = self.cipher.openssl_name() {
-            if openssl::cipher::Cipher::fetch(None, name, None).is_err() {
-                return Some(format!("this OpenSSL build has no cipher {name}"));
-            }
-        }
-        if self.cipher.mode() != CipherMode::Aead {
-            if let Some(name) = self.digest.openssl_name() {
-                if openssl::md::Md::fetch(None, name, None).is_err() {
-                    return Some(format!("this OpenSSL build has no digest {name}"));
-                }
-            }
-        }
-        None
-    }
-
     /// Known weaknesses of the cipher, digest and compression.
     pub fn security_notes(&self) -> Vec<&'static str> {
         if self.baseline {

@@ -190,6 +190,50 @@ impl Store {
     /// Reads a load run's results back (None: the run stored none, e.g. it
     /// broke before the load ended).
     pub fn load_load(&self, run_id: i64) -> Result<Option<LoadRecord>> {
+        let Some(summary) = self.load_summary(run_id)? else {
+            return Ok(None);
+        };
+        let plan = summary.plan(run_id)?;
+        let latencies = self.load_latencies(run_id)?;
+        let (errors, first_error) = self.load_errors(run_id)?;
+        let per_second = self.load_answers_per_second(run_id)?;
+        let intervals = self.load_intervals(run_id)?;
+        let profile = match summary.profile_unavailable {
+            Some(reason) => Err(reason),
+            None => Ok(self.load_profile(run_id)?),
+        };
+        let (profile_scope, figures) = self.load_server_figures(run_id)?;
+        Ok(Some(LoadRecord {
+            scenario_id: summary.scenario_id,
+            scenario: summary.scenario,
+            server: summary.server,
+            plan,
+            result: LoadResult {
+                offered: count(summary.offered),
+                sent: count(summary.sent),
+                answered: count(summary.answered),
+                errors,
+                first_error,
+                latencies,
+                bytes: summary.payload_bytes.max(0) as u64,
+                elapsed: Duration::from_nanos(summary.elapsed_ns.max(0) as u64),
+                client_cpu_ns: summary.client_cpu_ns.max(0) as u64,
+                per_second,
+                intervals,
+                resumed: count(summary.resumed),
+                interrupted: summary.interrupted,
+            },
+            server_cpu_ns: summary.server_cpu_ns.map(|n| n.max(0) as u64),
+            profile,
+            profile_scope,
+            categories: figures.symbol_categories,
+            embedded: figures.embedded,
+            counted: figures.counted,
+        }))
+    }
+
+    /// The run's row of `load_summaries`, if it has one.
+    fn load_summary(&self, run_id: i64) -> Result<Option<Summary>> {
         let summary = self
             .connection
             .query_row(
@@ -200,62 +244,36 @@ impl Store {
                  FROM load_summaries WHERE run_id = ?1",
                 [run_id],
                 |row| {
-                    Ok((
-                        (
-                            row.get::<_, String>(0)?,
-                            row.get::<_, String>(1)?,
-                            row.get::<_, String>(2)?,
-                            row.get::<_, String>(3)?,
-                        ),
-                        (
-                            row.get::<_, f64>(4)?,
-                            row.get::<_, f64>(5)?,
-                            row.get::<_, f64>(6)?,
-                            row.get::<_, i64>(7)?,
-                            row.get::<_, i64>(8)?,
-                            row.get::<_, i64>(9)?,
-                        ),
-                        [
-                            row.get::<_, i64>(10)?,
-                            row.get::<_, i64>(11)?,
-                            row.get::<_, i64>(12)?,
-                            row.get::<_, i64>(13)?,
-                            row.get::<_, i64>(14)?,
-                            row.get::<_, i64>(15)?,
-                            row.get::<_, i64>(16)?,
-                        ],
-                        row.get::<_, Option<i64>>(17)?,
-                        row.get::<_, Option<String>>(18)?,
-                        row.get::<_, bool>(19)?,
-                    ))
+                    Ok(Summary {
+                        scenario_id: row.get(0)?,
+                        scenario: row.get(1)?,
+                        server: row.get(2)?,
+                        mode: row.get(3)?,
+                        rate_per_s: row.get(4)?,
+                        ramp_s: row.get(5)?,
+                        duration_s: row.get(6)?,
+                        page_bytes: row.get(7)?,
+                        clients: row.get(8)?,
+                        max_requests: row.get(9)?,
+                        offered: row.get(10)?,
+                        sent: row.get(11)?,
+                        answered: row.get(12)?,
+                        resumed: row.get(13)?,
+                        payload_bytes: row.get(14)?,
+                        elapsed_ns: row.get(15)?,
+                        client_cpu_ns: row.get(16)?,
+                        server_cpu_ns: row.get(17)?,
+                        profile_unavailable: row.get(18)?,
+                        interrupted: row.get(19)?,
+                    })
                 },
             )
             .optional()?;
-        let Some((
-            (scenario_id, scenario, server, mode),
-            (rate, ramp_s, duration_s, page_bytes, clients, max_requests),
-            [offered, sent, answered, resumed, bytes, elapsed_ns, client_cpu_ns],
-            server_cpu_ns,
-            profile_unavailable,
-            interrupted,
-        )) = summary
-        else {
-            return Ok(None);
-        };
-        let Some(mode) = Mode::from_id(&mode) else {
-            bail!("load run {run_id} has the unknown mode '{mode}'");
-        };
-        let plan = Plan {
-            rate,
-            ramp: Duration::from_secs_f64(ramp_s.max(0.0)),
-            duration: Duration::from_secs_f64(duration_s.max(0.0)),
-            path: format!("/page_{page_bytes}"),
-            body: Vec::new(),
-            mode,
-            clients: count(clients),
-            max_requests: count(max_requests),
-        };
+        Ok(summary)
+    }
 
+    /// Each phase's latency histogram, rebuilt from its stored buckets.
+    fn load_latencies(&self, run_id: i64) -> Result<Latencies> {
         let mut latencies = Latencies::new();
         let mut buckets = self.connection.prepare(
             "SELECT phase, latency_us, count FROM load_histograms WHERE run_id = ?1
@@ -276,7 +294,12 @@ impl Store {
                 .record_n(latency_us.max(1) as u64, n.max(0) as u64)
                 .with_context(|| format!("a latency of {latency_us} µs is out of range"))?;
         }
+        Ok(latencies)
+    }
 
+    /// The errors by kind, and the first message of each kind (both sorted
+    /// by kind, as the load driver keeps them).
+    fn load_errors(&self, run_id: i64) -> Result<ErrorsByKind> {
         let mut errors = Vec::new();
         let mut first_error = Vec::new();
         let mut statement = self.connection.prepare(
@@ -297,14 +320,23 @@ impl Store {
         }
         errors.sort();
         first_error.sort();
+        Ok((errors, first_error))
+    }
 
+    /// The answers in each second of the run.
+    fn load_answers_per_second(&self, run_id: i64) -> Result<Vec<usize>> {
         let mut statement = self
             .connection
             .prepare("SELECT answered FROM load_seconds WHERE run_id = ?1 ORDER BY second")?;
         let per_second = statement
             .query_map([run_id], |row| row.get::<_, i64>(0).map(count))?
             .collect::<Result<Vec<_>, _>>()?;
+        Ok(per_second)
+    }
 
+    /// Per second of due time: requests due, answered, and their total
+    /// latency's percentiles (None where none was answered).
+    fn load_intervals(&self, run_id: i64) -> Result<Vec<Interval>> {
         let mut statement = self.connection.prepare(
             "SELECT offered, answered, p50_us, p90_us, p99_us, max_us FROM load_intervals
              WHERE run_id = ?1 ORDER BY second",
@@ -326,26 +358,30 @@ impl Store {
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
+        Ok(intervals)
+    }
 
-        let profile = match profile_unavailable {
-            Some(reason) => Err(reason),
-            None => {
-                let mut statement = self.connection.prepare(
-                    "SELECT shared_object, percent FROM load_profile WHERE run_id = ?1 ORDER BY seq",
-                )?;
-                let shares = statement
-                    .query_map([run_id], |row| Ok((row.get(0)?, row.get(1)?)))?
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(shares)
-            }
-        };
+    /// perf's shares per shared object, in the order perf gave them.
+    fn load_profile(&self, run_id: i64) -> Result<Vec<(String, f64)>> {
+        let mut statement = self.connection.prepare(
+            "SELECT shared_object, percent FROM load_profile WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        let shares = statement
+            .query_map([run_id], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(shares)
+    }
+
+    /// What perf sampled, and the server's figures beside the profile; a
+    /// run stored before they existed reads back with what it has and says
+    /// why the rest is missing.
+    fn load_server_figures(&self, run_id: i64) -> Result<(String, ServerFigures)> {
         let (profile_scope, embedded_json): (Option<String>, Option<String>) =
             self.connection.query_row(
                 "SELECT profile_scope, embedded_json FROM load_summaries WHERE run_id = ?1",
                 [run_id],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )?;
-        let profile_scope = profile_scope.unwrap_or_default();
         let unreadable = || format!("load run {run_id} has unreadable embedded-server figures");
         let figures = match embedded_json {
             None => ServerFigures {
@@ -360,33 +396,56 @@ impl Store {
             },
             Some(json) => serde_json::from_str(&json).with_context(unreadable)?,
         };
-        Ok(Some(LoadRecord {
-            scenario_id,
-            scenario,
-            server,
-            plan,
-            result: LoadResult {
-                offered: count(offered),
-                sent: count(sent),
-                answered: count(answered),
-                errors,
-                first_error,
-                latencies,
-                bytes: bytes.max(0) as u64,
-                elapsed: Duration::from_nanos(elapsed_ns.max(0) as u64),
-                client_cpu_ns: client_cpu_ns.max(0) as u64,
-                per_second,
-                intervals,
-                resumed: count(resumed),
-                interrupted,
-            },
-            server_cpu_ns: server_cpu_ns.map(|n| n.max(0) as u64),
-            profile,
-            profile_scope,
-            categories: figures.symbol_categories,
-            embedded: figures.embedded,
-            counted: figures.counted,
-        }))
+        Ok((profile_scope.unwrap_or_default(), figures))
+    }
+}
+
+/// The errors by kind with their counts, and the first message of each kind.
+type ErrorsByKind = (Vec<(ErrorKind, usize)>, Vec<(ErrorKind, String)>);
+
+/// A load run's row of `load_summaries` as stored (integers as SQLite holds
+/// them; [`count`] and friends clamp them when the record is built).
+struct Summary {
+    scenario_id: String,
+    scenario: String,
+    server: String,
+    mode: String,
+    rate_per_s: f64,
+    ramp_s: f64,
+    duration_s: f64,
+    page_bytes: i64,
+    clients: i64,
+    max_requests: i64,
+    offered: i64,
+    sent: i64,
+    answered: i64,
+    resumed: i64,
+    payload_bytes: i64,
+    elapsed_ns: i64,
+    client_cpu_ns: i64,
+    server_cpu_ns: Option<i64>,
+    /// Why perf gave no profile; `None`: its shares are in `load_profile`.
+    profile_unavailable: Option<String>,
+    interrupted: bool,
+}
+
+impl Summary {
+    /// The plan the run followed; the page body is not stored, so it is
+    /// left empty (its size is in the path).
+    fn plan(&self, run_id: i64) -> Result<Plan> {
+        let Some(mode) = Mode::from_id(&self.mode) else {
+            bail!("load run {run_id} has the unknown mode '{}'", self.mode);
+        };
+        Ok(Plan {
+            rate: self.rate_per_s,
+            ramp: Duration::from_secs_f64(self.ramp_s.max(0.0)),
+            duration: Duration::from_secs_f64(self.duration_s.max(0.0)),
+            path: format!("/page_{}", self.page_bytes),
+            body: Vec::new(),
+            mode,
+            clients: count(self.clients),
+            max_requests: count(self.max_requests),
+        })
     }
 }
 

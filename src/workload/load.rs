@@ -21,6 +21,7 @@ use openssl::ssl::SslContext;
 use serde::Serialize;
 
 mod events;
+mod head;
 mod threads;
 
 /// How long one step of a request (connect, read, write) may wait
@@ -555,32 +556,6 @@ fn request_head(plan: &Plan, endpoint: &Endpoint) -> String {
         "GET {} HTTP/1.1\r\nHost: {}\r\nConnection: {connection}\r\n\r\n",
         plan.path, endpoint.server_name
     )
-}
-
-/// The status and Content-Length (0 if absent) of a response's head, the
-/// bytes before its blank line.
-fn parse_head(head: &[u8]) -> std::result::Result<(u16, usize), (ErrorKind, String)> {
-    let head = String::from_utf8_lossy(head);
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(|| (ErrorKind::Io, format!("unreadable status line: {head:.60}")))?;
-    let length = head
-        .lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse().ok())
-                .flatten()
-        })
-        .ok_or_else(|| {
-            (
-                ErrorKind::Io,
-                "the answer has no Content-Length (bodies are read by their length; chunked answers are not read)".to_string(),
-            )
-        })?;
-    Ok((status, length))
 }
 
 fn kind_of(error: &std::io::Error, otherwise: ErrorKind) -> ErrorKind {

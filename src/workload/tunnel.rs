@@ -214,7 +214,7 @@ impl InprocessProbe {
     /// Builds the channel and sizes the batch so one sample takes about
     /// `TARGET_BATCH_NS`; or the outcome that says why it cannot run.
     pub fn prepare(scenario: &TunnelScenario) -> Result<Self, TunnelOutcome> {
-        if let Some(reason) = scenario.unsupported_reason() {
+        if let Some(reason) = data_channel::unsupported_reason(scenario) {
             return Err(Outcome::Unsupported { reason });
         }
         let mut batcher = Batcher::new(scenario).map_err(|error| Outcome::Failed {

@@ -230,3 +230,125 @@ fn a_root_of_the_same_name_but_another_key_is_a_certificate_verification_failure
         run.stdout()
     );
 }
+
+/// A TLS server of the test's own that answers every request with the
+/// same bytes and closes, for answers the embedded server never gives.
+/// It stops (and its thread ends) when dropped.
+struct OddServer {
+    address: std::net::SocketAddr,
+    root_pem: std::path::PathBuf,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl OddServer {
+    fn start(answer: &'static [u8]) -> Self {
+        use openssl::pkey::PKey;
+        use openssl::ssl::{SslAcceptor, SslMethod};
+        use openssl::x509::X509;
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+
+        let kind = tlslab::scenario::CertKind::EcdsaP256;
+        let credentials = crate::util::certs().get(kind, 3).unwrap();
+        let mut acceptor = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).unwrap();
+        let chain = &credentials.server.chain_der;
+        acceptor
+            .set_certificate(&X509::from_der(&chain[0]).unwrap())
+            .unwrap();
+        for intermediate in &chain[1..] {
+            acceptor
+                .add_extra_chain_cert(X509::from_der(intermediate).unwrap())
+                .unwrap();
+        }
+        let key = PKey::private_key_from_pkcs8(&credentials.server.key_pkcs8_der).unwrap();
+        acceptor.set_private_key(&key).unwrap();
+        let acceptor = acceptor.build();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            for tcp in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(tcp) = tcp else { continue };
+                let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
+                let Ok(mut tls) = acceptor.accept(tcp) else {
+                    continue;
+                };
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tls.read(&mut chunk) {
+                        Ok(n) if n > 0 => request.extend_from_slice(&chunk[..n]),
+                        _ => break,
+                    }
+                }
+                let _ = tls.write_all(answer);
+                let _ = tls.shutdown();
+            }
+        });
+        Self {
+            address,
+            root_pem: crate::util::certs().root_pem(kind, 3).unwrap(),
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for OddServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accept loop so it sees the flag.
+        let _ = TcpStream::connect(self.address);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Issue 19 item 4: answer heads are parsed with httparse. A server whose
+/// heads end their lines with a bare LF (RFC 9112 allows it) and that
+/// closes every connection was read as "connection closed before the
+/// response"; both drivers now read it, and in keepalive mode a client
+/// opens a new connection when the server said `Connection: close`.
+#[test]
+fn a_server_with_bare_line_feeds_that_closes_each_connection_is_read() {
+    let server =
+        OddServer::start(b"HTTP/1.1 200 OK\nContent-Length: 5\nConnection: close\n\nhello");
+    let target = server.address.to_string();
+    for mode in ["new", "keepalive"] {
+        for driver in ["0", "1"] {
+            let run = tlslab(&[
+                "load",
+                "--no-db",
+                "--target",
+                &target,
+                "--ca-file",
+                server.root_pem.to_str().unwrap(),
+                "--no-probe",
+                "--path",
+                "/",
+                "--mode",
+                mode,
+                "--rate",
+                "10",
+                "--duration",
+                "0.3",
+                "--clients",
+                "1",
+                "--event-loops",
+                driver,
+                "-q",
+            ]);
+            assert!(
+                crate::util::has_row(&run.stdout(), &["answered / errors", "3 / 0"]),
+                "--mode {mode} --event-loops {driver}: {}",
+                run.stdout()
+            );
+        }
+    }
+}

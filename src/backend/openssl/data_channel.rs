@@ -309,6 +309,33 @@ pub struct Receiver {
     payload: Vec<u8>,
 }
 
+/// Why this build cannot run the scenario's data channel in process, if it
+/// cannot: a compression left out of the build, or a cipher or digest this
+/// OpenSSL lacks. The legacy provider is loaded first, so Blowfish, CAST5,
+/// DES, RC2, SEED, MD4 and Whirlpool count wherever it is installed.
+pub fn unsupported_reason(scenario: &TunnelScenario) -> Option<String> {
+    if scenario.baseline {
+        return None;
+    }
+    if let Some(reason) = scenario.compression.unsupported_reason() {
+        return Some(reason.to_string());
+    }
+    super::load_legacy_provider();
+    if let Some(name) = scenario.cipher.openssl_name() {
+        if OpensslCipher::fetch(None, name, None).is_err() {
+            return Some(format!("this OpenSSL build has no cipher {name}"));
+        }
+    }
+    if scenario.cipher.mode() != CipherMode::Aead {
+        if let Some(name) = scenario.digest.openssl_name() {
+            if Md::fetch(None, name, None).is_err() {
+                return Some(format!("this OpenSSL build has no digest {name}"));
+            }
+        }
+    }
+    None
+}
+
 /// A connected sender and receiver for a scenario, with fresh random keys.
 pub fn pair(scenario: &TunnelScenario) -> Result<(Sender, Receiver)> {
     let keys = Keys::random()?;

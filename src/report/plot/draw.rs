@@ -8,11 +8,12 @@ use std::sync::Once;
 
 use anyhow::{anyhow, Result};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Figure, Layout, WEAK_NOTE};
+use super::{Bar, Figure, Layout, WEAK_NOTE};
 
 /// DejaVu Sans (Bitstream Vera licence; see assets/fonts/LICENSE-DejaVu.txt).
 pub(crate) static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
@@ -264,9 +265,16 @@ fn draw_on<DB: DrawingBackend>(figure: &Figure, root: DrawingArea<DB, Shift>) ->
     Ok(())
 }
 
+/// The chart bars are drawn on: values along x, one row per bar along y
+/// (row i from the top is centred on y = rows - i - 0.5).
+type BarChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A drawn bar's box in chart coordinates (bottom left, top right), kept
+/// to hatch it when it is weak.
+type BarBox = ((f64, f64), (f64, f64));
+
 /// The bars of a grouped or stacked figure, on the area under its title.
 fn draw_bars<DB: DrawingBackend>(figure: &Figure, body: &DrawingArea<DB, Shift>) -> Result<()> {
-    let left = Pos::new(HPos::Left, VPos::Center);
     let rows = figure.bars.len().max(1);
     let labels: Vec<String> = (0..figure.bars.len())
         .map(|i| row_label(figure, i))
@@ -280,7 +288,6 @@ fn draw_bars<DB: DrawingBackend>(figure: &Figure, body: &DrawingArea<DB, Shift>)
         * 7
         + 16;
     let x_max = x_max(figure);
-    // Row i (from the top) is centred on y = rows - i - 0.5.
     let mut chart = ChartBuilder::on(body)
         .margin_left(8)
         .margin_right(24)
@@ -302,8 +309,56 @@ fn draw_bars<DB: DrawingBackend>(figure: &Figure, body: &DrawingArea<DB, Shift>)
         .bold_line_style(RGBColor(215, 215, 215))
         .draw()
         .map_err(error)?;
+    draw_row_labels(figure, body, &chart, &labels)?;
 
-    // Row labels, right-aligned against the y axis.
+    let left = Pos::new(HPos::Left, VPos::Center);
+    let mut weak_boxes: Vec<BarBox> = Vec::new();
+    for (i, bar) in figure.bars.iter().enumerate() {
+        let top = (rows - i) as f64 - 0.12;
+        let bottom = (rows - i - 1) as f64 + 0.12;
+        if let Some(reason) = &bar.missing {
+            chart
+                .draw_series([Text::new(
+                    shorten(reason),
+                    (x_max * 0.005, (top + bottom) / 2.0),
+                    text_style(12.0, RGBColor(120, 120, 120), left),
+                )])
+                .map_err(error)?;
+            continue;
+        }
+        let series = figure.series.len().max(1);
+        match figure.layout {
+            Layout::Grouped => weak_boxes.extend(draw_grouped_bar(
+                &mut chart,
+                bar,
+                (bottom, top),
+                series,
+                x_max,
+            )?),
+            // A line chart is drawn by `draw_lines`, never here.
+            Layout::Stacked | Layout::Lines { .. } => {
+                weak_boxes.extend(draw_stacked_bar(&mut chart, bar, (bottom, top), x_max)?)
+            }
+        }
+    }
+    hatch(&chart, &weak_boxes)?;
+    if let Some((x, _)) = &figure.reference {
+        let line = ShapeStyle::from(&RGBColor(90, 90, 90)).stroke_width(1);
+        chart
+            .draw_series([PathElement::new(vec![(*x, 0.0), (*x, rows as f64)], line)])
+            .map_err(error)?;
+    }
+    Ok(())
+}
+
+/// Each row's label, right-aligned against the y axis; a weak row's in red.
+fn draw_row_labels<DB: DrawingBackend>(
+    figure: &Figure,
+    body: &DrawingArea<DB, Shift>,
+    chart: &BarChart<'_, DB>,
+    labels: &[String],
+) -> Result<()> {
+    let rows = figure.bars.len().max(1);
     let (body_x, body_y) = body.get_base_pixel();
     let label_style = text_style(12.0, BLACK, Pos::new(HPos::Right, VPos::Center));
     let weak_label_style = text_style(12.0, WEAK_RED, Pos::new(HPos::Right, VPos::Center));
@@ -321,116 +376,140 @@ fn draw_bars<DB: DrawingBackend>(figure: &Figure, body: &DrawingArea<DB, Shift>)
         ))
         .map_err(error)?;
     }
+    Ok(())
+}
 
-    let series = figure.series.len().max(1);
-    let value_style = text_style(11.0, RGBColor(40, 40, 40), left);
-    let mut weak_boxes: Vec<((f64, f64), (f64, f64))> = Vec::new();
-    for (i, bar) in figure.bars.iter().enumerate() {
-        let top = (rows - i) as f64 - 0.12;
-        let bottom = (rows - i - 1) as f64 + 0.12;
-        let centre = (top + bottom) / 2.0;
-        if let Some(reason) = &bar.missing {
-            chart
-                .draw_series([Text::new(
-                    shorten(reason),
-                    (x_max * 0.005, centre),
-                    text_style(12.0, RGBColor(120, 120, 120), left),
-                )])
-                .map_err(error)?;
+/// The value written after a bar's end.
+fn value_style() -> TextStyle<'static> {
+    text_style(
+        11.0,
+        RGBColor(40, 40, 40),
+        Pos::new(HPos::Left, VPos::Center),
+    )
+}
+
+/// The outline of a weak bar.
+fn weak_edge() -> ShapeStyle {
+    ShapeStyle::from(&WEAK_RED).stroke_width(2)
+}
+
+/// One row of a grouped figure between `bottom` and `top`: a band per
+/// series, each with its interval's whisker and its value written after
+/// it; a weak row's bars pale and outlined. Returns the weak bars' boxes.
+fn draw_grouped_bar<DB: DrawingBackend>(
+    chart: &mut BarChart<'_, DB>,
+    bar: &Bar,
+    (bottom, top): (f64, f64),
+    series: usize,
+    x_max: f64,
+) -> Result<Vec<BarBox>> {
+    let mut weak_boxes = Vec::new();
+    let band = (top - bottom) / series as f64;
+    for (s, value) in bar.values.iter().enumerate() {
+        let Some(value) = value.filter(|v| v.is_finite()) else {
             continue;
+        };
+        let high = top - band * s as f64;
+        let low = high - band * 0.9;
+        let middle = (high + low) / 2.0;
+        let fill = if bar.weak {
+            colour(s).mix(0.45).filled()
+        } else {
+            colour(s).filled()
+        };
+        chart
+            .draw_series([Rectangle::new([(0.0, low), (value, high)], fill)])
+            .map_err(error)?;
+        if bar.weak {
+            chart
+                .draw_series([Rectangle::new([(0.0, low), (value, high)], weak_edge())])
+                .map_err(error)?;
+            weak_boxes.push(((0.0, low), (value, high)));
         }
-        let edge = ShapeStyle::from(&WEAK_RED).stroke_width(2);
-        match figure.layout {
-            Layout::Grouped => {
-                let band = (top - bottom) / series as f64;
-                for (s, value) in bar.values.iter().enumerate() {
-                    let Some(value) = value.filter(|v| v.is_finite()) else {
-                        continue;
-                    };
-                    let high = top - band * s as f64;
-                    let low = high - band * 0.9;
-                    let middle = (high + low) / 2.0;
-                    let fill = if bar.weak {
-                        colour(s).mix(0.45).filled()
-                    } else {
-                        colour(s).filled()
-                    };
-                    chart
-                        .draw_series([Rectangle::new([(0.0, low), (value, high)], fill)])
-                        .map_err(error)?;
-                    if bar.weak {
-                        chart
-                            .draw_series([Rectangle::new([(0.0, low), (value, high)], edge)])
-                            .map_err(error)?;
-                        weak_boxes.push(((0.0, low), (value, high)));
-                    }
-                    let mut end = value;
-                    if let Some((from, to)) = bar.intervals.get(s).copied().flatten() {
-                        if from.is_finite() && to.is_finite() {
-                            let cap = band * 0.25;
-                            let whisker = ShapeStyle::from(&BLACK).stroke_width(1);
-                            chart
-                                .draw_series([
-                                    PathElement::new(vec![(from, middle), (to, middle)], whisker),
-                                    PathElement::new(
-                                        vec![(from, middle - cap), (from, middle + cap)],
-                                        whisker,
-                                    ),
-                                    PathElement::new(
-                                        vec![(to, middle - cap), (to, middle + cap)],
-                                        whisker,
-                                    ),
-                                ])
-                                .map_err(error)?;
-                            end = end.max(to);
-                        }
-                    }
-                    chart
-                        .draw_series([Text::new(
-                            format_value(value),
-                            (end + x_max * 0.008, middle),
-                            value_style.clone(),
-                        )])
-                        .map_err(error)?;
-                }
-            }
-            // A line chart is drawn by `draw_lines`, never here.
-            Layout::Stacked | Layout::Lines { .. } => {
-                let mut start = 0.0;
-                for (s, value) in bar.values.iter().enumerate() {
-                    let Some(value) = value.filter(|v| v.is_finite() && *v > 0.0) else {
-                        continue;
-                    };
-                    chart
-                        .draw_series([Rectangle::new(
-                            [(start, bottom), (start + value, top)],
-                            colour(s).filled(),
-                        )])
-                        .map_err(error)?;
-                    start += value;
-                }
-                if bar.weak {
-                    chart
-                        .draw_series([Rectangle::new([(0.0, bottom), (start, top)], edge)])
-                        .map_err(error)?;
-                    weak_boxes.push(((0.0, bottom), (start, top)));
-                }
-                chart
-                    .draw_series([Text::new(
-                        format_value(start),
-                        (start + x_max * 0.008, centre),
-                        value_style.clone(),
-                    )])
-                    .map_err(error)?;
+        let mut end = value;
+        if let Some((from, to)) = bar.intervals.get(s).copied().flatten() {
+            if from.is_finite() && to.is_finite() {
+                draw_whisker(chart, (from, to), middle, band * 0.25)?;
+                end = end.max(to);
             }
         }
+        chart
+            .draw_series([Text::new(
+                format_value(value),
+                (end + x_max * 0.008, middle),
+                value_style(),
+            )])
+            .map_err(error)?;
     }
-    // Weak bars are hatched too, so they stand out without colour.
+    Ok(weak_boxes)
+}
+
+/// An interval from `from` to `to` at height `middle`, with caps `cap` high
+/// either side.
+fn draw_whisker<DB: DrawingBackend>(
+    chart: &mut BarChart<'_, DB>,
+    (from, to): (f64, f64),
+    middle: f64,
+    cap: f64,
+) -> Result<()> {
+    let whisker = ShapeStyle::from(&BLACK).stroke_width(1);
+    chart
+        .draw_series([
+            PathElement::new(vec![(from, middle), (to, middle)], whisker),
+            PathElement::new(vec![(from, middle - cap), (from, middle + cap)], whisker),
+            PathElement::new(vec![(to, middle - cap), (to, middle + cap)], whisker),
+        ])
+        .map_err(error)?;
+    Ok(())
+}
+
+/// One row of a stacked figure between `bottom` and `top`: the series'
+/// parts end to end and the total written after them; a weak row
+/// outlined. Returns the weak bar's box.
+fn draw_stacked_bar<DB: DrawingBackend>(
+    chart: &mut BarChart<'_, DB>,
+    bar: &Bar,
+    (bottom, top): (f64, f64),
+    x_max: f64,
+) -> Result<Option<BarBox>> {
+    let mut start = 0.0;
+    for (s, value) in bar.values.iter().enumerate() {
+        let Some(value) = value.filter(|v| v.is_finite() && *v > 0.0) else {
+            continue;
+        };
+        chart
+            .draw_series([Rectangle::new(
+                [(start, bottom), (start + value, top)],
+                colour(s).filled(),
+            )])
+            .map_err(error)?;
+        start += value;
+    }
+    let mut weak_box = None;
+    if bar.weak {
+        chart
+            .draw_series([Rectangle::new([(0.0, bottom), (start, top)], weak_edge())])
+            .map_err(error)?;
+        weak_box = Some(((0.0, bottom), (start, top)));
+    }
+    chart
+        .draw_series([Text::new(
+            format_value(start),
+            (start + x_max * 0.008, (top + bottom) / 2.0),
+            value_style(),
+        )])
+        .map_err(error)?;
+    Ok(weak_box)
+}
+
+/// Hatches the weak bars' boxes with 45° lines, so they stand out without
+/// colour.
+fn hatch<DB: DrawingBackend>(chart: &BarChart<'_, DB>, boxes: &[BarBox]) -> Result<()> {
     let area = chart.plotting_area().strip_coord_spec();
     let (base_x, base_y) = chart.plotting_area().get_base_pixel();
-    for (corner_a, corner_b) in weak_boxes {
-        let (x0, y1) = chart.backend_coord(&corner_a);
-        let (x1, y0) = chart.backend_coord(&corner_b);
+    for (corner_a, corner_b) in boxes {
+        let (x0, y1) = chart.backend_coord(corner_a);
+        let (x1, y0) = chart.backend_coord(corner_b);
         let (x0, x1, y0, y1) = (x0 - base_x, x1 - base_x, y0 - base_y, y1 - base_y);
         let height = y1 - y0;
         let mut start = x0 - height;
@@ -447,12 +526,6 @@ fn draw_bars<DB: DrawingBackend>(figure: &Figure, body: &DrawingArea<DB, Shift>)
             }
             start += 7;
         }
-    }
-    if let Some((x, _)) = &figure.reference {
-        let line = ShapeStyle::from(&RGBColor(90, 90, 90)).stroke_width(1);
-        chart
-            .draw_series([PathElement::new(vec![(*x, 0.0), (*x, rows as f64)], line)])
-            .map_err(error)?;
     }
     Ok(())
 }

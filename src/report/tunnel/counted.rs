@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::text::{axis_cells, AXIS_HEADERS};
+use super::axes::{axis_cells, AXIS_HEADERS};
 use super::{TunnelReport, TunnelRow};
 use crate::report::{ColumnKind, Table};
 use crate::scenario::names::Named;

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::Document;
 
+mod axes;
 mod counted;
 mod csv;
 mod text;
@@ -19,8 +20,8 @@ use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload, TunnelScenario};
 use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::tunnel::{TunnelCell, TunnelSample};
+pub(crate) use axes::{axis_cells, AXIS_HEADERS};
 pub use counted::TunnelCounted;
-pub(crate) use text::{axis_cells, AXIS_HEADERS};
 
 /// One row: a cell with its statistics. Throughput is payload megabytes
 /// (10^6 bytes) per second.

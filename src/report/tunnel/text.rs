@@ -1,9 +1,10 @@
 //! The five tables of the classic study as neutral tables.
 
+use super::axes::{axis_cells, AXIS_HEADERS};
 use super::{median_of, TunnelReport, TunnelRow};
 use crate::report::{ColumnKind, Table};
 use crate::scenario::names::Named;
-use crate::scenario::tunnel::{Engine, TunnelScenario};
+use crate::scenario::tunnel::Engine;
 
 /// Throughput with a precision that suits its size.
 fn format_rate(value: f64) -> String {
@@ -14,29 +15,6 @@ fn format_rate(value: f64) -> String {
     } else {
         format!("{value:.2}")
     }
-}
-
-/// The scenario's axes as short columns: their headers.
-pub(crate) const AXIS_HEADERS: [&str; 5] = ["cipher", "digest", "compression", "payload", "bytes"];
-
-/// The scenario's axes as short cells, one per [`AXIS_HEADERS`].
-pub(crate) fn axis_cells(scenario: &TunnelScenario) -> Vec<String> {
-    let (cipher, digest, compression) = if scenario.baseline {
-        ("(no tunnel)".to_string(), "—".to_string(), "—".to_string())
-    } else {
-        (
-            scenario.cipher.id().to_string(),
-            scenario.digest.id().to_string(),
-            scenario.compression.id().to_string(),
-        )
-    };
-    vec![
-        cipher,
-        digest,
-        compression,
-        scenario.payload.id().to_string(),
-        scenario.payload_bytes.to_string(),
-    ]
 }
 
 fn notes_of(weak: bool, notes: &[&'static str]) -> String {

@@ -26,9 +26,8 @@ use anyhow::{anyhow, Context, Result};
 use foreign_types::ForeignTypeRef;
 use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
-use super::{
-    micros, parse_head, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan, Stop,
-};
+use super::head::ResponseHead;
+use super::{micros, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan, Stop};
 #[cfg(doc)]
 use super::{GRACE, IO_TIMEOUT};
 use crate::backend::openssl::remote::{client_ssl, handshake_failure};
@@ -139,6 +138,8 @@ struct Request {
     head: Vec<u8>,
     /// The body's length, from the head's Content-Length.
     length: usize,
+    /// The server keeps the connection after this answer (its head said so).
+    server_keeps: bool,
 }
 
 /// Where a request is.
@@ -297,6 +298,7 @@ impl EventLoop<'_> {
             resumed: false,
             head: Vec::new(),
             length: 0,
+            server_keeps: false,
         });
         self.advance(client, io, latencies)
     }
@@ -382,23 +384,17 @@ impl EventLoop<'_> {
                         ));
                     }
                     request.head.extend_from_slice(&chunk[..n]);
-                    let Some(end) = request.head.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        if request.head.len() > 64 * 1024 {
-                            return Err((
-                                ErrorKind::Io,
-                                "response headers over 64 KiB".to_string(),
-                            ));
-                        }
+                    let Some(head) = ResponseHead::parse(&request.head)? else {
                         request.progress = now;
                         continue;
                     };
-                    let (status, length) = parse_head(&request.head[..end])?;
                     let _ = latencies
                         .first_byte
                         .record(micros(now - request.phase_began));
-                    if status != 200 {
-                        return Err((ErrorKind::Status, format!("HTTP status {status}")));
+                    if head.status != 200 {
+                        return Err((ErrorKind::Status, format!("HTTP status {}", head.status)));
                     }
+                    let length = head.body_bytes()?;
                     if let Some(page) = page.filter(|page| page.len() != length) {
                         return Err((
                             ErrorKind::Body,
@@ -407,7 +403,8 @@ impl EventLoop<'_> {
                     }
                     request.phase_began = now;
                     request.length = length;
-                    let early = request.head.split_off(end + 4);
+                    request.server_keeps = head.keep_alive;
+                    let early = request.head.split_off(head.head_bytes);
                     request.step = Step::ReadingBody(check_body(page, length, 0, &early)?);
                 }
                 Step::ReadingBody(received) if received == request.length => {
@@ -452,12 +449,14 @@ impl EventLoop<'_> {
         let end = Instant::now();
         let request = client.request.take();
         let resumed = request.as_ref().is_some_and(|r| r.resumed);
+        let server_keeps = request.as_ref().is_some_and(|r| r.server_keeps);
         if let (Ok(_), Some(request)) = (&result, &request) {
             let _ = latencies.total.record(micros(end - request.due));
             let _ = latencies.service.record(micros(end - request.began));
         }
         match (&result, self.plan.mode) {
-            (Ok(_), Mode::KeepAlive) => {}
+            // Kept only while the server keeps it too.
+            (Ok(_), Mode::KeepAlive) if server_keeps => {}
             (Ok(_), mode) => {
                 if let Some(mut stream) = client.stream.take() {
                     if mode == Mode::Resume {

@@ -19,9 +19,9 @@ use anyhow::{anyhow, Result};
 use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
 use super::events::connect_nonblocking;
+use super::head::ResponseHead;
 use super::{
-    kind_of, micros, parse_head, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan,
-    Stop,
+    kind_of, micros, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan, Stop,
 };
 use crate::backend::openssl::remote::{client_ssl, handshake_failure};
 use crate::backend::thread_cpu_ns;
@@ -181,12 +181,13 @@ impl Client<'_> {
         };
         let sent = Instant::now();
         write_all(&mut stream, request_head(plan, endpoint).as_bytes(), stop)?;
-        let (status, length, mut body) = read_head(&mut stream, stop)?;
+        let (head, mut body) = read_head(&mut stream, stop)?;
         let first_byte = Instant::now();
         let _ = latencies.first_byte.record(micros(first_byte - sent));
-        if status != 200 {
-            return Err((ErrorKind::Status, format!("HTTP status {status}")));
+        if head.status != 200 {
+            return Err((ErrorKind::Status, format!("HTTP status {}", head.status)));
         }
+        let length = head.body_bytes()?;
         if endpoint.check_body && length != plan.body.len() {
             return Err((
                 ErrorKind::Body,
@@ -215,7 +216,8 @@ impl Client<'_> {
             // Read after the answer: a TLS 1.3 ticket arrives after the handshake.
             *session = stream.ssl().session().map(|s| s.to_owned());
         }
-        if plan.mode == Mode::KeepAlive {
+        // Kept only while the server keeps it too.
+        if plan.mode == Mode::KeepAlive && head.keep_alive {
             *kept = Some(stream);
         } else {
             let _ = stream.shutdown();
@@ -342,21 +344,15 @@ fn read_some(
     }
 }
 
-/// Reads the status line and headers; returns the status, the
-/// Content-Length and any body bytes read past the headers.
+/// Reads the answer's head, however many reads it takes; returns it and
+/// any body bytes read past it.
 fn read_head(
     stream: &mut SslStream<TcpStream>,
     stop: &Stop<'_>,
-) -> std::result::Result<(u16, usize, Vec<u8>), Failure> {
+) -> std::result::Result<(ResponseHead, Vec<u8>), Failure> {
     let mut buffer = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
-    let end = loop {
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end;
-        }
-        if buffer.len() > 64 * 1024 {
-            return Err((ErrorKind::Io, "response headers over 64 KiB".to_string()));
-        }
+    loop {
         let n = read_some(stream, &mut chunk, stop, "reading the response")?;
         if n == 0 {
             return Err((
@@ -365,9 +361,11 @@ fn read_head(
             ));
         }
         buffer.extend_from_slice(&chunk[..n]);
-    };
-    let (status, length) = parse_head(&buffer[..end])?;
-    Ok((status, length, buffer[end + 4..].to_vec()))
+        if let Some(head) = ResponseHead::parse(&buffer)? {
+            let body = buffer.split_off(head.head_bytes);
+            return Ok((head, body));
+        }
+    }
 }
 
 /// Returns true if and only if OpenSSL waits for the socket (here: a

@@ -13,6 +13,7 @@
 
 use std::io::{ErrorKind, Read};
 use std::net::{Shutdown, TcpStream};
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use super::http::{self, page_slice, Parsed, Status, MAX_HEAD_BYTES, PAGE_SLICE_BYTES};
@@ -139,165 +140,238 @@ impl Connection {
     ) -> Turn {
         let mut written = 0;
         loop {
-            match &mut self.phase {
-                Phase::Silent(tcp) => match tcp.peek(&mut chunk[..1]) {
-                    Ok(0) => {
-                        stats.silent_connections += 1;
-                        return self.drop_now();
-                    }
-                    Ok(_) => {
-                        let Phase::Silent(tcp) = std::mem::replace(&mut self.phase, Phase::Done)
-                        else {
-                            unreachable!("the phase was just matched");
-                        };
-                        match acceptor.session(tcp) {
-                            Ok(session) => {
-                                self.session = Some(session);
-                                self.phase = Phase::Handshake;
-                            }
-                            Err(error) => {
-                                stats.fail_handshake(format!("{error:#}"));
-                                return self.drop_now();
-                            }
-                        }
-                    }
-                    Err(error) if error.kind() == ErrorKind::WouldBlock => return Turn::Waiting,
-                    Err(_) => {
-                        stats.silent_connections += 1;
-                        return self.drop_now();
-                    }
-                },
-                Phase::Handshake => match self.session().handshake() {
-                    Ok(true) => {
-                        stats.handshakes += 1;
-                        if self.session().resumed() {
-                            stats.resumed += 1;
-                        }
-                        // The first head keeps the handshake's deadline.
-                        self.phase = Phase::Head { started: false };
-                    }
-                    Ok(false) => return Turn::Waiting,
-                    Err(error) => {
-                        stats.fail_handshake(format!("TLS handshake failed: {error}"));
-                        return self.drop_now();
-                    }
-                },
-                Phase::Head { started } => {
-                    let was_started = *started;
-                    let began = Instant::now();
-                    let parsed = if self.received.is_empty() {
-                        Parsed::Incomplete
-                    } else {
-                        http::parse(&self.received)
-                    };
-                    stats.http_ns += began.elapsed().as_nanos() as u64;
-                    match parsed {
-                        Parsed::Page(request, head_bytes) => {
-                            self.received.drain(..head_bytes);
-                            self.respond(Status::Ok, request.page_size, request.keep_alive, stats);
-                            continue;
-                        }
-                        Parsed::Refused(status) => {
-                            self.received.clear();
-                            self.respond(status, 0, false, stats);
-                            continue;
-                        }
-                        Parsed::Incomplete => {}
-                    }
-                    let room = (MAX_HEAD_BYTES + 1).saturating_sub(self.received.len());
-                    let limit = chunk.len().min(room.max(1));
-                    match self.session().read(&mut chunk[..limit]) {
-                        Ok(0) => {
-                            // The client closed: close in turn, best effort.
-                            self.session().close_notify();
-                            let _ = self.session().flush();
-                            return self.drop_now();
-                        }
-                        Ok(read) => {
-                            self.received.extend_from_slice(&chunk[..read]);
-                            if !was_started {
-                                self.phase = Phase::Head { started: true };
-                                if self.answered > 0 {
-                                    self.deadline = now + limits.head_timeout;
-                                }
-                            }
-                        }
-                        Err(error) if error.kind() == ErrorKind::WouldBlock => {
-                            return Turn::Waiting
-                        }
-                        // A fatal TLS error: its alert was sent, nothing follows.
-                        Err(_) => return self.drop_now(),
-                    }
-                }
-                Phase::Respond(response) => {
-                    let Some(bytes) = response.pending() else {
-                        self.answered += 1;
-                        let keep_alive = response.keep_alive;
-                        match response.status {
-                            Status::Ok => {
-                                stats.requests += 1;
-                                stats.body_bytes += response.body_bytes as u64;
-                            }
-                            Status::RequestTimeout => stats.timed_out_requests += 1,
-                            _ => stats.refused_requests += 1,
-                        }
-                        if keep_alive {
-                            let started = !self.received.is_empty();
-                            self.phase = Phase::Head { started };
-                            self.deadline = now
-                                + if started {
-                                    limits.head_timeout
-                                } else {
-                                    limits.keep_alive_timeout
-                                };
-                        } else {
-                            self.close();
-                        }
-                        continue;
-                    };
-                    if written >= TURN_BYTES {
-                        return Turn::Again;
-                    }
-                    let session = self
-                        .session
-                        .as_deref_mut()
-                        .expect("a connection past its first byte has a session");
-                    match session.write(bytes) {
-                        Ok(taken) => {
-                            written += taken;
-                            response.advance(taken);
-                            self.deadline = now + limits.send_timeout;
-                        }
-                        Err(error) if error.kind() == ErrorKind::WouldBlock => {
-                            return Turn::Waiting
-                        }
-                        Err(_) => return self.drop_now(),
-                    }
-                }
-                Phase::Closing { shut } => {
-                    if !*shut {
-                        match self.session().flush() {
-                            Ok(true) => {
-                                let _ = self.session().tcp().shutdown(Shutdown::Write);
-                                self.phase = Phase::Closing { shut: true };
-                            }
-                            Ok(false) => return Turn::Waiting,
-                            Err(_) => return self.drop_now(),
-                        }
-                    }
-                    // Discard what the client still sends until it closes.
-                    let mut tcp = self.session().tcp();
-                    match tcp.read(chunk) {
-                        Ok(0) => return self.drop_now(),
-                        Ok(_) => {}
-                        Err(error) if error.kind() == ErrorKind::WouldBlock => {
-                            return Turn::Waiting
-                        }
-                        Err(_) => return self.drop_now(),
-                    }
-                }
-                Phase::Done => return Turn::Closed,
+            let step = match self.phase {
+                Phase::Silent(_) => self.first_byte(acceptor, stats, chunk),
+                Phase::Handshake => self.handshake(stats),
+                Phase::Head { started } => self.read_head(started, now, limits, stats, chunk),
+                Phase::Respond(_) => self.send_response(&mut written, now, limits, stats),
+                Phase::Closing { shut } => self.linger(shut, chunk),
+                Phase::Done => ControlFlow::Break(Turn::Closed),
+            };
+            if let ControlFlow::Break(turn) = step {
+                return turn;
             }
+        }
+    }
+
+    /// Silent: once the client's first byte is there (peeked, not read),
+    /// makes the TLS session; a client that closes or fails first counts
+    /// as silent.
+    fn first_byte(
+        &mut self,
+        acceptor: &dyn TlsAcceptor,
+        stats: &mut ServerStats,
+        chunk: &mut [u8],
+    ) -> ControlFlow<Turn> {
+        let Phase::Silent(tcp) = &self.phase else {
+            unreachable!("called in the silent phase");
+        };
+        match tcp.peek(&mut chunk[..1]) {
+            Ok(0) => {
+                stats.silent_connections += 1;
+                ControlFlow::Break(self.drop_now())
+            }
+            Ok(_) => {
+                let Phase::Silent(tcp) = std::mem::replace(&mut self.phase, Phase::Done) else {
+                    unreachable!("the phase was just matched");
+                };
+                match acceptor.session(tcp) {
+                    Ok(session) => {
+                        self.session = Some(session);
+                        self.phase = Phase::Handshake;
+                        ControlFlow::Continue(())
+                    }
+                    Err(error) => {
+                        stats.fail_handshake(format!("{error:#}"));
+                        ControlFlow::Break(self.drop_now())
+                    }
+                }
+            }
+            Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                ControlFlow::Break(Turn::Waiting)
+            }
+            Err(_) => {
+                stats.silent_connections += 1;
+                ControlFlow::Break(self.drop_now())
+            }
+        }
+    }
+
+    /// Handshake: moves it on; once complete, waits for the first head.
+    fn handshake(&mut self, stats: &mut ServerStats) -> ControlFlow<Turn> {
+        match self.session().handshake() {
+            Ok(true) => {
+                stats.handshakes += 1;
+                if self.session().resumed() {
+                    stats.resumed += 1;
+                }
+                // The first head keeps the handshake's deadline.
+                self.phase = Phase::Head { started: false };
+                ControlFlow::Continue(())
+            }
+            Ok(false) => ControlFlow::Break(Turn::Waiting),
+            Err(error) => {
+                stats.fail_handshake(format!("TLS handshake failed: {error}"));
+                ControlFlow::Break(self.drop_now())
+            }
+        }
+    }
+
+    /// Head: answers a complete head in what was received (a page, or a
+    /// refusal), else reads more, never holding more than one head's
+    /// bytes; a later head's deadline starts with its first byte.
+    fn read_head(
+        &mut self,
+        was_started: bool,
+        now: Instant,
+        limits: &Limits,
+        stats: &mut ServerStats,
+        chunk: &mut [u8],
+    ) -> ControlFlow<Turn> {
+        let began = Instant::now();
+        let parsed = if self.received.is_empty() {
+            Parsed::Incomplete
+        } else {
+            http::parse(&self.received)
+        };
+        stats.http_ns += began.elapsed().as_nanos() as u64;
+        match parsed {
+            Parsed::Page(request, head_bytes) => {
+                self.received.drain(..head_bytes);
+                self.respond(Status::Ok, request.page_size, request.keep_alive, stats);
+                return ControlFlow::Continue(());
+            }
+            Parsed::Refused(status) => {
+                self.received.clear();
+                self.respond(status, 0, false, stats);
+                return ControlFlow::Continue(());
+            }
+            Parsed::Incomplete => {}
+        }
+        let room = (MAX_HEAD_BYTES + 1).saturating_sub(self.received.len());
+        let limit = chunk.len().min(room.max(1));
+        match self.session().read(&mut chunk[..limit]) {
+            Ok(0) => {
+                // The client closed: close in turn, best effort.
+                self.session().close_notify();
+                let _ = self.session().flush();
+                ControlFlow::Break(self.drop_now())
+            }
+            Ok(read) => {
+                self.received.extend_from_slice(&chunk[..read]);
+                if !was_started {
+                    self.phase = Phase::Head { started: true };
+                    if self.answered > 0 {
+                        self.deadline = now + limits.head_timeout;
+                    }
+                }
+                ControlFlow::Continue(())
+            }
+            Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                ControlFlow::Break(Turn::Waiting)
+            }
+            // A fatal TLS error: its alert was sent, nothing follows.
+            Err(_) => ControlFlow::Break(self.drop_now()),
+        }
+    }
+
+    /// Respond: writes the response's next bytes, giving way to other
+    /// connections once this turn has `written` [`TURN_BYTES`]; each write
+    /// taken pushes the send deadline back.
+    fn send_response(
+        &mut self,
+        written: &mut usize,
+        now: Instant,
+        limits: &Limits,
+        stats: &mut ServerStats,
+    ) -> ControlFlow<Turn> {
+        let Phase::Respond(response) = &mut self.phase else {
+            unreachable!("called in the respond phase");
+        };
+        let Some(bytes) = response.pending() else {
+            let (status, body_bytes, keep_alive) =
+                (response.status, response.body_bytes, response.keep_alive);
+            self.response_sent(status, body_bytes, keep_alive, now, limits, stats);
+            return ControlFlow::Continue(());
+        };
+        if *written >= TURN_BYTES {
+            return ControlFlow::Break(Turn::Again);
+        }
+        let session = self
+            .session
+            .as_deref_mut()
+            .expect("a connection past its first byte has a session");
+        match session.write(bytes) {
+            Ok(taken) => {
+                *written += taken;
+                response.advance(taken);
+                self.deadline = now + limits.send_timeout;
+                ControlFlow::Continue(())
+            }
+            Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                ControlFlow::Break(Turn::Waiting)
+            }
+            Err(_) => ControlFlow::Break(self.drop_now()),
+        }
+    }
+
+    /// A response is all sent: counts it, then waits for the next head
+    /// (kept alive: a head already begun gets the head timeout, none yet the
+    /// keep-alive timeout) or closes.
+    fn response_sent(
+        &mut self,
+        status: Status,
+        body_bytes: usize,
+        keep_alive: bool,
+        now: Instant,
+        limits: &Limits,
+        stats: &mut ServerStats,
+    ) {
+        self.answered += 1;
+        match status {
+            Status::Ok => {
+                stats.requests += 1;
+                stats.body_bytes += body_bytes as u64;
+            }
+            Status::RequestTimeout => stats.timed_out_requests += 1,
+            _ => stats.refused_requests += 1,
+        }
+        if keep_alive {
+            let started = !self.received.is_empty();
+            self.phase = Phase::Head { started };
+            self.deadline = now
+                + if started {
+                    limits.head_timeout
+                } else {
+                    limits.keep_alive_timeout
+                };
+        } else {
+            self.close();
+        }
+    }
+
+    /// Closing: sends close_notify and shuts the write side once it is
+    /// out (`shut`), then discards what the client still sends until it
+    /// closes.
+    fn linger(&mut self, shut: bool, chunk: &mut [u8]) -> ControlFlow<Turn> {
+        if !shut {
+            match self.session().flush() {
+                Ok(true) => {
+                    let _ = self.session().tcp().shutdown(Shutdown::Write);
+                    self.phase = Phase::Closing { shut: true };
+                }
+                Ok(false) => return ControlFlow::Break(Turn::Waiting),
+                Err(_) => return ControlFlow::Break(self.drop_now()),
+            }
+        }
+        let mut tcp = self.session().tcp();
+        match tcp.read(chunk) {
+            Ok(0) => ControlFlow::Break(self.drop_now()),
+            Ok(_) => ControlFlow::Continue(()),
+            Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                ControlFlow::Break(Turn::Waiting)
+            }
+            Err(_) => ControlFlow::Break(self.drop_now()),
         }
     }
 
