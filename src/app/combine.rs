@@ -274,7 +274,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 |c| &mut c.outcome,
             );
             // The shards' recorded baseline when they all recorded one.
-            let recorded = super::report::recorded_baseline(first).filter(|b| {
+            let recorded = super::handshake::recorded_baseline(first).filter(|b| {
                 runs.iter()
                     .all(|r| r.baseline.as_deref() == Some(b.as_str()))
             });

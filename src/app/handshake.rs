@@ -5,7 +5,6 @@
 //! features, its rows beside the native ones.
 
 use std::process::{Command as Process, Stdio};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,22 +13,21 @@ use serde::Serialize;
 
 use super::axes::{matrix_from, overridden};
 use super::network::NetworkPlan;
-use super::session::{
-    check_exports, chosen_backends, empty_shard, finish, interrupt_flag, open_store, run_info,
-    usage, Bar, SamplingDefaults, Shard,
-};
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
 use super::speed::{cpu_feature_list, CpuFeatures, GENERIC_CPU_ENV};
-use crate::backend::{backends_from_list, Backend};
+use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
+use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::{HandshakeArgs, MutualArg};
 use crate::host::HostInfo;
-use crate::measure::{Outcome, SamplingOptions};
+use crate::measure::{CellStatus, Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
+use crate::report::Document;
 use crate::scenario::presets::Preset;
 use crate::scenario::{parse_name, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport};
-use crate::store::Store;
+use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_matrix, CountOptions, COUNTED_SAMPLES};
-use crate::workload::handshake::{run_cells, CellResult, MatrixObserver, MatrixRun};
+use crate::workload::handshake::{run_cells, CellResult};
 use crate::workload::nginx::NginxBackend;
 use crate::workload::remote::{Remote, RemoteBackend};
 
@@ -77,30 +75,6 @@ struct RemoteServer<'a> {
     libraries: &'a [crate::backend::LibraryInfo],
 }
 
-/// Stores each cell as it finishes, says which failed, and keeps the
-/// progress bar moving (for `handshake` and `cost`).
-pub(crate) struct Storing<'a> {
-    pub store: &'a mut Store,
-    pub run_id: i64,
-    pub bar: &'a Bar,
-}
-
-impl MatrixObserver for Storing<'_> {
-    fn cell_finished(&mut self, cell: &CellResult) -> Result<()> {
-        self.bar.failed(
-            &format!("{} {}", cell.backend, cell.scenario.label()),
-            &cell.outcome,
-        );
-        self.store
-            .save_cell(self.run_id, cell)
-            .context("saving a finished cell")
-    }
-
-    fn round_finished(&mut self, round: u32, finished: usize, _total: usize) {
-        self.bar.round(round, finished);
-    }
-}
-
 /// Which server the client handshakes with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Server {
@@ -118,22 +92,295 @@ fn parse_server(name: Option<&str>) -> Result<Server> {
     }
 }
 
+/// Runs `tlslab handshake` and returns the exit code.
 pub fn run(args: &HandshakeArgs) -> Result<i32> {
-    let preset = args
-        .preset
-        .as_deref()
-        .map(parse_name::<Preset>)
-        .transpose()
-        .map_err(usage)?;
-    let mut matrix = matrix_from(args, preset)?;
-    let remote = match &args.remote {
-        Some(target) => {
-            // TLS over TCP, DTLS over UDP, to the server elsewhere.
-            matrix.transports = vec![Transport::Tcp, Transport::Udp];
-            Some(Remote::connect(target)?)
+    study::run::<HandshakeStudy>(args)
+}
+
+/// A handshake run as planned from its command line, and what its
+/// measuring keeps beside the cells (the rounds, the baseline it resolved).
+pub(crate) struct HandshakeStudy {
+    preset: Option<Preset>,
+    matrix: HandshakeMatrix,
+    /// A preset's rows on backends of their own ([`Preset::companions`]).
+    companions: Vec<HandshakeMatrix>,
+    /// The command line's backends (or nginx's, or the remote server's).
+    backends: Vec<Arc<dyn Backend>>,
+    /// Every backend the run uses, the companions' included.
+    all_backends: Vec<Arc<dyn Backend>>,
+    /// The server elsewhere (`--remote`) and its address.
+    remote: Option<(Arc<Remote>, String)>,
+    /// This run's (or shard's) rows of the matrix.
+    scenarios: Vec<HandshakeScenario>,
+    planned: Vec<(HandshakeScenario, Arc<dyn Backend>)>,
+    /// `--baseline` or the preset's; after measuring, the row resolved.
+    baseline: Option<String>,
+    sampling: SamplingOptions,
+    feature_sets: Vec<CpuFeatures>,
+    counting: Counting,
+    network: Option<NetworkPlan>,
+    shard: Option<Shard>,
+    wire: bool,
+    cert_dir: Option<std::path::PathBuf>,
+    rounds: Vec<crate::measure::Round>,
+    /// The command line, for the generic-CPU child.
+    args: HandshakeArgs,
+}
+
+impl Study for HandshakeStudy {
+    type Args = HandshakeArgs;
+    type Cell = CellResult;
+    const KIND: RunKind = RunKind::Handshake;
+
+    fn plan(args: &HandshakeArgs) -> Result<Plan<Self>> {
+        let preset = args
+            .preset
+            .as_deref()
+            .map(parse_name::<Preset>)
+            .transpose()
+            .map_err(usage)?;
+        let mut matrix = matrix_from(args, preset)?;
+        let remote = match &args.remote {
+            Some(target) => {
+                // TLS over TCP, DTLS over UDP, to the server elsewhere.
+                matrix.transports = vec![Transport::Tcp, Transport::Udp];
+                Some((Remote::connect(target)?, target.clone()))
+            }
+            None => None,
+        };
+        let backends = server_backends(args, preset, &matrix, remote.as_ref().map(|(r, _)| r))?;
+        // A preset's rows on backends of their own, unless the backends or
+        // the protocols are chosen on the command line.
+        let mut companions: Vec<(HandshakeMatrix, Vec<Arc<dyn Backend>>)> = Vec::new();
+        if let Some(preset) = preset.filter(|_| {
+            args.backend.is_none()
+                && args.axes.tls.is_none()
+                && args.server.is_none()
+                && args.remote.is_none()
+        }) {
+            for companion in preset.companions() {
+                companions.push((
+                    overridden(args, companion.matrix)?,
+                    backends_from_list(&companion.backends.join(",")).map_err(usage)?,
+                ));
+            }
         }
-        None => None,
-    };
+        let scenarios = matrix.expand();
+        let baseline = asked_baseline(args, preset, &scenarios)?;
+        let defaults = match preset {
+            Some(preset) => SamplingDefaults {
+                max_total_s: Some(preset.budget_s()),
+                ..DEFAULTS
+            },
+            None => DEFAULTS,
+        };
+        let sampling = args.sampling.options(defaults)?;
+        let feature_sets = cpu_feature_list(&args.cpu_features)?;
+        let counting = Counting::from_args(args, &feature_sets)?;
+        let network = NetworkPlan::from_args(args, preset.and_then(Preset::network))?;
+        let shard = args.shard.shard()?;
+        // A shard measures its part of the matrix and the baseline row.
+        let is_baseline = |s: &HandshakeScenario| baseline.as_deref() == Some(s.label().as_str());
+        let scenarios = Shard::filter(shard, scenarios, |s| s.label(), is_baseline);
+        let mut planned: Vec<(HandshakeScenario, Arc<dyn Backend>)> = scenarios
+            .iter()
+            .flat_map(|scenario| backends.iter().map(|b| (*scenario, Arc::clone(b))))
+            .collect();
+        for (companion, on) in &companions {
+            let rows = Shard::filter(shard, companion.expand(), |s| s.label(), is_baseline);
+            planned.extend(
+                rows.iter()
+                    .flat_map(|scenario| on.iter().map(|b| (*scenario, Arc::clone(b)))),
+            );
+        }
+        if let Some(shard) =
+            shard.filter(|shard| !shard.owns_any(planned.iter().map(|(s, _)| s.label())))
+        {
+            return Ok(Plan::EmptyShard(shard));
+        }
+        let mut all_backends = backends.clone();
+        for backend in companions.iter().flat_map(|(_, on)| on) {
+            if !all_backends.iter().any(|b| b.id() == backend.id()) {
+                all_backends.push(Arc::clone(backend));
+            }
+        }
+        Ok(Plan::Run(Self {
+            preset,
+            matrix,
+            companions: companions.into_iter().map(|(m, _)| m).collect(),
+            backends,
+            all_backends,
+            remote,
+            scenarios,
+            planned,
+            baseline,
+            sampling,
+            feature_sets,
+            counting,
+            network,
+            shard,
+            wire: args.wire || preset.is_some_and(|p| p.network().is_some()),
+            cert_dir: args.cert_dir.clone(),
+            rounds: Vec::new(),
+            args: args.clone(),
+        }))
+    }
+
+    fn outputs(args: &HandshakeArgs) -> Outputs<'_> {
+        Outputs {
+            database: &args.database,
+            exports: &args.exports,
+            display: &args.display,
+            quiet: args.quiet,
+        }
+    }
+
+    fn options_json(&self) -> Result<String> {
+        Ok(serde_json::to_string(&StoredOptions {
+            preset: self.preset.map(Named::id),
+            backends: self.all_backends.iter().map(|b| b.id()).collect(),
+            matrix: &self.matrix,
+            companions: self.companions.iter().collect(),
+            sampling: &self.sampling,
+            baseline: self.baseline.as_deref(),
+            cpu_features: &self.args.cpu_features,
+            shard: self.shard,
+            measures: &self.counting.measures,
+            valgrind: self.counting.valgrind.as_deref(),
+            wire: self.wire,
+            network: self.network.as_ref(),
+            remote: self.remote.as_ref().map(|(r, address)| RemoteServer {
+                address,
+                host: &r.host,
+                libraries: &r.libraries,
+            }),
+        })?)
+    }
+
+    fn libraries(&self) -> Vec<LibraryInfo> {
+        self.all_backends.iter().map(|b| b.library()).collect()
+    }
+
+    fn measure(&mut self, session: &mut Session) -> Result<Vec<CellResult>> {
+        let certs = CertCache::new(self.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
+        let mut cells = Vec::new();
+        if self.counting.measures.contains(&Measure::Time)
+            && self.feature_sets.contains(&CpuFeatures::Native)
+        {
+            let interrupt = Arc::clone(session.interrupt());
+            let bar = session.bar(self.planned.len());
+            let run = run_cells(
+                &self.planned,
+                &certs,
+                &self.sampling,
+                self.baseline.as_deref(),
+                &interrupt,
+                &mut StoringCells { session, bar: &bar },
+            )?;
+            bar.0.finish_and_clear();
+            session.mark_interrupted(run.interrupted);
+            cells = run.cells;
+            self.rounds = run.rounds;
+        }
+        if !session.interrupted() && self.counting.any() {
+            self.counting
+                .run(&self.planned, &certs, session, &mut cells)?;
+        }
+        if !session.interrupted() {
+            let traced = self.planned.len().min(cells.len());
+            super::network::run(self.network.as_ref(), &mut cells[..traced], &certs, session)?;
+        }
+        if !session.interrupted() && self.feature_sets.contains(&CpuFeatures::Generic) {
+            let backend_ids: Vec<&str> = self.backends.iter().map(|b| b.id()).collect();
+            for cell in generic_cells(&self.args, &backend_ids, &self.scenarios, session)? {
+                session.save(|store, run_id| store.save_cell(run_id, &cell));
+                cells.push(cell);
+            }
+        }
+        if let Some((remote, _)) = &self.remote {
+            remote.close();
+        }
+        // Without --baseline or a preset's, the first row measured in the
+        // matrix's order; recorded with the run, so that `report` divides
+        // by the same row (the store keeps cells in the order they finished).
+        self.baseline = self
+            .baseline
+            .take()
+            .or_else(|| first_measured_label(&cells));
+        let (baseline, rounds) = (self.baseline.as_deref(), &self.rounds);
+        session.save(|store, run_id| {
+            store.record_baseline(run_id, baseline)?;
+            store.save_rounds(run_id, rounds)
+        });
+        Ok(cells)
+    }
+
+    fn document(&self, run: &RunView<'_>, cells: &[CellResult]) -> Result<Document> {
+        let server_elsewhere = self
+            .remote
+            .as_ref()
+            .map(|(remote, address)| super::session::remote_description(address, &remote.host));
+        Ok(HandshakeReport {
+            run_id: run.run_id,
+            complete: run.complete,
+            baseline: self.baseline.as_deref(),
+            host: run.host,
+            libraries: run.libraries,
+            seed: Some(self.sampling.seed),
+            precision: Some(self.sampling.precision),
+            cells,
+            rounds: &self.rounds,
+            counted_with: self.counting.valgrind.as_deref(),
+            show_wire: self.wire,
+            server_elsewhere: server_elsewhere.as_deref(),
+        }
+        .document())
+    }
+
+    /// A row that failed over a link fails the run as a failed cell does.
+    fn failed(cell: &CellResult) -> bool {
+        cell.outcome.status() == CellStatus::Failed
+            || cell.counts.network.iter().any(|n| {
+                n.measured
+                    .as_ref()
+                    .is_some_and(|m| m.status() == CellStatus::Failed)
+            })
+    }
+
+    fn stored_document(
+        store: &Store,
+        run: &StoredRun,
+        baseline: Option<String>,
+    ) -> Result<Document> {
+        let sampling = super::session::stored_sampling(&run.options_json);
+        let baseline = baseline.or_else(|| recorded_baseline(run));
+        Ok(HandshakeReport {
+            run_id: Some(run.id),
+            complete: run.status.is_complete(),
+            baseline: baseline.as_deref(),
+            host: &run.host,
+            libraries: &run.libraries,
+            seed: sampling.seed,
+            precision: sampling.precision,
+            cells: &run.cells,
+            rounds: &store.load_rounds(run.id)?,
+            counted_with: sampling.valgrind.as_deref(),
+            show_wire: sampling.wire,
+            server_elsewhere: sampling.remote.as_deref(),
+        }
+        .document())
+    }
+}
+
+/// The backends the client handshakes with: those asked (or the preset's),
+/// nginx's with `--server nginx`, each through the remote server with
+/// `--remote`.
+fn server_backends(
+    args: &HandshakeArgs,
+    preset: Option<Preset>,
+    matrix: &HandshakeMatrix,
+    remote: Option<&Arc<Remote>>,
+) -> Result<Vec<Arc<dyn Backend>>> {
     let backends: Vec<Arc<dyn Backend>> = match parse_server(args.server.as_deref())? {
         Server::Inprocess => chosen_backends(
             args.backend.as_deref(),
@@ -151,12 +398,12 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
                     "with --server nginx the client always talks TCP to nginx: leave --transport out",
                 ));
             }
-            // Every nginx it starts stops when it drops, at the end of this
-            // function whatever happens.
+            // Every nginx it starts stops when the backend drops, at the
+            // end of the run whatever happens.
             vec![Arc::new(NginxBackend::new()?)]
         }
     };
-    let backends: Vec<Arc<dyn Backend>> = match &remote {
+    Ok(match remote {
         Some(remote) => backends
             .into_iter()
             .map(|local| {
@@ -164,25 +411,17 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
             })
             .collect(),
         None => backends,
-    };
-    // A preset's rows on backends of their own, unless the backends or
-    // the protocols are chosen on the command line.
-    let mut companions: Vec<(HandshakeMatrix, Vec<Arc<dyn Backend>>)> = Vec::new();
-    if let Some(preset) = preset.filter(|_| {
-        args.backend.is_none()
-            && args.axes.tls.is_none()
-            && args.server.is_none()
-            && args.remote.is_none()
-    }) {
-        for companion in preset.companions() {
-            companions.push((
-                overridden(args, companion.matrix)?,
-                backends_from_list(&companion.backends.join(",")).map_err(usage)?,
-            ));
-        }
-    }
-    let scenarios = matrix.expand();
-    let baseline = match &args.baseline {
+    })
+}
+
+/// The baseline asked for: `--baseline`, which must be a row of the
+/// matrix, else the preset's when it is one.
+fn asked_baseline(
+    args: &HandshakeArgs,
+    preset: Option<Preset>,
+    scenarios: &[HandshakeScenario],
+) -> Result<Option<String>> {
+    Ok(match &args.baseline {
         Some(label) => {
             if !scenarios.iter().any(|s| s.label() == *label) {
                 let labels: Vec<String> = scenarios.iter().map(|s| s.label()).collect();
@@ -196,185 +435,17 @@ pub fn run(args: &HandshakeArgs) -> Result<i32> {
         None => preset
             .map(|p| p.baseline().label())
             .filter(|label| scenarios.iter().any(|s| s.label() == *label)),
-    };
-    let defaults = match preset {
-        Some(preset) => SamplingDefaults {
-            max_total_s: Some(preset.budget_s()),
-            ..DEFAULTS
-        },
-        None => DEFAULTS,
-    };
-    let sampling = args.sampling.options(defaults)?;
-    let feature_sets = cpu_feature_list(&args.cpu_features)?;
-    let counting = Counting::from_args(args, &feature_sets)?;
-    let network = NetworkPlan::from_args(args, preset.and_then(Preset::network))?;
-    let shard = args.shard.shard()?;
-    // A shard measures its part of the matrix and the baseline row.
-    let is_baseline = |s: &HandshakeScenario| baseline.as_deref() == Some(s.label().as_str());
-    let scenarios = Shard::filter(shard, scenarios, |s| s.label(), is_baseline);
-    let mut planned: Vec<(HandshakeScenario, Arc<dyn Backend>)> = scenarios
-        .iter()
-        .flat_map(|scenario| backends.iter().map(|b| (*scenario, Arc::clone(b))))
-        .collect();
-    for (companion, on) in &companions {
-        let rows = Shard::filter(shard, companion.expand(), |s| s.label(), is_baseline);
-        planned.extend(
-            rows.iter()
-                .flat_map(|scenario| on.iter().map(|b| (*scenario, Arc::clone(b)))),
-        );
-    }
-    if let Some(shard) =
-        shard.filter(|shard| !shard.owns_any(planned.iter().map(|(s, _)| s.label())))
-    {
-        return empty_shard(shard);
-    }
-    check_exports(&args.exports)?;
-    let mut store = open_store(&args.database)?;
+    })
+}
 
-    let host = HostInfo::current();
-    let mut all_backends: Vec<&Arc<dyn Backend>> = backends.iter().collect();
-    for backend in companions.iter().flat_map(|(_, on)| on) {
-        if !all_backends.iter().any(|b| b.id() == backend.id()) {
-            all_backends.push(backend);
-        }
-    }
-    let libraries: Vec<_> = all_backends.iter().map(|b| b.library()).collect();
-    let options = StoredOptions {
-        preset: preset.map(Named::id),
-        backends: all_backends.iter().map(|b| b.id()).collect(),
-        matrix: &matrix,
-        companions: companions.iter().map(|(m, _)| m).collect(),
-        sampling: &sampling,
-        baseline: baseline.as_deref(),
-        cpu_features: &args.cpu_features,
-        shard,
-        measures: &counting.measures,
-        valgrind: counting.valgrind.as_deref(),
-        wire: args.wire || preset.is_some_and(|p| p.network().is_some()),
-        network: network.as_ref(),
-        remote: remote
-            .as_ref()
-            .zip(args.remote.as_deref())
-            .map(|(r, address)| RemoteServer {
-                address,
-                host: &r.host,
-                libraries: &r.libraries,
-            }),
-    };
-    let run_id = store.begin_run(&run_info(
-        crate::store::RunKind::Handshake,
-        serde_json::to_string(&options)?,
-        &host,
-        &libraries,
-    ))?;
-
-    let certs = CertCache::new(args.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
-    let interrupt = interrupt_flag();
-    let bar = Bar::new(planned.len(), args.quiet);
-    let timed = counting.measures.contains(&Measure::Time);
-    let mut run = if timed && feature_sets.contains(&CpuFeatures::Native) {
-        run_cells(
-            &planned,
-            &certs,
-            &sampling,
-            baseline.as_deref(),
-            &interrupt,
-            &mut Storing {
-                store: &mut store,
-                run_id,
-                bar: &bar,
-            },
-        )?
-    } else {
-        MatrixRun {
-            cells: Vec::new(),
-            rounds: Vec::new(),
-            interrupted: false,
-            out_of_time: false,
-        }
-    };
-    bar.0.finish_and_clear();
-    if !run.interrupted && counting.any() {
-        run.interrupted = counting.run(
-            &planned,
-            &certs,
-            &interrupt,
-            args.quiet,
-            (&mut store, run_id),
-            &mut run.cells,
-        )?;
-    }
-    if !run.interrupted {
-        let traced = planned.len().min(run.cells.len());
-        run.interrupted = super::network::run(
-            network.as_ref(),
-            &mut run.cells[..traced],
-            &certs,
-            &interrupt,
-            args.quiet,
-            (&mut store, run_id),
-        )?;
-    }
-    if !run.interrupted && feature_sets.contains(&CpuFeatures::Generic) {
-        let backend_ids: Vec<&str> = backends.iter().map(|b| b.id()).collect();
-        for cell in generic_cells(args, &backend_ids, &scenarios, &interrupt)? {
-            store.save_cell(run_id, &cell)?;
-            run.cells.push(cell);
-        }
-        run.interrupted = interrupt.load(std::sync::atomic::Ordering::SeqCst);
-    }
-    if let Some(remote) = &remote {
-        remote.close();
-    }
-    // Without --baseline or a preset's, the first row measured in the
-    // matrix's order; recorded with the run, so that `report` divides by
-    // the same row (the store keeps cells in the order they finished).
-    let baseline = baseline.or_else(|| first_measured_label(&run.cells));
-    store.record_baseline(run_id, baseline.as_deref())?;
-    store.save_rounds(run_id, &run.rounds)?;
-    store.finish_run(run_id, !run.interrupted)?;
-
-    let server_elsewhere = remote
-        .as_ref()
-        .zip(args.remote.as_deref())
-        .map(|(remote, address)| super::session::remote_description(address, &remote.host));
-    let document = HandshakeReport {
-        run_id: store.path().map(|_| run_id),
-        complete: !run.interrupted,
-        baseline: baseline.as_deref(),
-        host: &host,
-        libraries: &libraries,
-        seed: Some(sampling.seed),
-        precision: Some(sampling.precision),
-        cells: &run.cells,
-        rounds: &run.rounds,
-        counted_with: counting.valgrind.as_deref(),
-        show_wire: args.wire || preset.is_some_and(|p| p.network().is_some()),
-        server_elsewhere: server_elsewhere.as_deref(),
-    }
-    .document();
-    args.display.print(&document)?;
-    args.exports.write(&document)?;
-    // A row that failed over a link fails the run as a failed cell does.
-    let failed = run
-        .cells
-        .iter()
-        .filter(|c| {
-            c.outcome.status() == crate::measure::CellStatus::Failed
-                || c.counts.network.iter().any(|n| {
-                    n.measured
-                        .as_ref()
-                        .is_some_and(|m| m.status() == crate::measure::CellStatus::Failed)
-                })
-        })
-        .count();
-    Ok(finish(
-        &store,
-        run_id,
-        run.interrupted,
-        run.cells.len(),
-        failed,
-    ))
+/// The row a stored handshake run's ratios were taken against: the one the
+/// run recorded; for a run stored before runs recorded it, its
+/// `--baseline` or preset's, else the first row measured in the store's order.
+pub(super) fn recorded_baseline(run: &StoredRun) -> Option<String> {
+    run.baseline
+        .clone()
+        .or_else(|| super::session::stored_sampling(&run.options_json).baseline)
+        .or_else(|| first_measured_label(&run.cells))
 }
 
 /// The first row with samples (timed, else counted): the default baseline.
@@ -450,28 +521,25 @@ impl Counting {
 
     /// Counts every planned cell and stores its counts: beside its timed
     /// samples in `cells` (the time pass's cells, in planned order), or as
-    /// a new cell when time was not measured. Returns true if Ctrl-C
-    /// stopped it.
+    /// a new cell when time was not measured.
     fn run(
         &self,
         planned: &[(HandshakeScenario, Arc<dyn Backend>)],
         certs: &CertCache,
-        interrupt: &AtomicBool,
-        quiet: bool,
-        (store, run_id): (&mut Store, i64),
+        session: &mut Session,
         cells: &mut Vec<CellResult>,
-    ) -> Result<bool> {
+    ) -> Result<()> {
         let counted_measures = self.measures.iter().filter(|m| m.is_counted()).count();
         let bar = Bar::counting(
             planned.len() * self.options.samples * counted_measures,
-            quiet,
+            session.quiet(),
         );
         let counts = count_matrix(
             planned,
             certs,
             &self.measures,
             &self.options,
-            interrupt,
+            session.interrupt(),
             &|done| bar.0.set_position(done as u64),
         )?;
         bar.0.finish_and_clear();
@@ -483,7 +551,7 @@ impl Counting {
                 let cell = &mut cells[i];
                 cell.counts = counts;
                 cell.negotiated = cell.negotiated.take().or(negotiated);
-                store.save_counts(run_id, cell)?;
+                session.save(|store, run_id| store.save_counts(run_id, cell));
             } else {
                 let outcome = counts
                     .instructions
@@ -498,11 +566,11 @@ impl Counting {
                     outcome,
                     counts,
                 };
-                store.save_cell(run_id, &cell)?;
+                session.save(|store, run_id| store.save_cell(run_id, &cell));
                 cells.push(cell);
             }
         }
-        Ok(interrupt.load(std::sync::atomic::Ordering::SeqCst))
+        Ok(())
     }
 }
 
@@ -516,7 +584,7 @@ fn generic_cells(
     args: &HandshakeArgs,
     backends: &[&str],
     scenarios: &[HandshakeScenario],
-    interrupt: &std::sync::atomic::AtomicBool,
+    session: &Session,
 ) -> Result<Vec<CellResult>> {
     let maskable: Vec<&str> = backends
         .iter()
@@ -585,14 +653,14 @@ fn generic_cells(
             .stderr(Stdio::piped());
         // Killed with tlslab; stopped as tlslab is (Ctrl-C, SIGTERM), and
         // what it measured until then is kept.
-        let output = crate::child::run_worker(child, interrupt)
+        let output = crate::child::run_worker(child, session.interrupt())
             .context("starting the generic-CPU child process")?;
-        let stored = Store::open(&database).ok().and_then(|store| {
+        let stored = Store::open_read_only(&database).ok().and_then(|store| {
             let run_id = store.latest_run_id().ok()??;
             store.load_run(run_id).ok()
         });
         let Some(stored) = stored else {
-            if interrupt.load(std::sync::atomic::Ordering::SeqCst) {
+            if session.interrupted() {
                 // Stopped before it stored a run: nothing of it to keep.
                 return Ok(cells);
             }

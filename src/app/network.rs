@@ -3,17 +3,15 @@
 //! `--network` profile, and with `--link` the rows measured over an
 //! emulated link; each cell stored again with them.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
-use super::session::{usage, Bar};
+use super::session::usage;
+use super::study::Session;
 use crate::certs::CertCache;
 use crate::cli::HandshakeArgs;
 use crate::scenario::network::{parse_profiles, NetworkProfile};
 use crate::scenario::presets::PresetNetwork;
-use crate::store::Store;
 use crate::workload::annotate::model_cells;
 use crate::workload::handshake::CellResult;
 
@@ -99,16 +97,13 @@ impl NetworkPlan {
 
 /// Traces every cell on the wire, models it over the plan's profiles,
 /// measures it over the plan's link, and stores each cell again.
-/// Returns true if Ctrl-C stopped it.
 pub(crate) fn run(
     plan: Option<&NetworkPlan>,
     cells: &mut [CellResult],
     certs: &CertCache,
-    interrupt: &AtomicBool,
-    quiet: bool,
-    (store, run_id): (&mut Store, i64),
-) -> Result<bool> {
-    let bar = Bar::new(cells.len(), quiet);
+    session: &mut Session,
+) -> Result<()> {
+    let bar = session.bar(cells.len());
     bar.0.set_message("tracing the wire");
     let untraced = crate::workload::annotate::trace_cells(cells, certs, &mut |done| {
         bar.0.set_position(done as u64)
@@ -122,11 +117,10 @@ pub(crate) fn run(
         ));
     }
     bar.0.finish_and_clear();
-    let mut interrupted = false;
     if let Some(plan) = plan {
         model_cells(cells, &plan.profiles);
         if plan.link.is_some() {
-            let bar = Bar::new(0, quiet);
+            let bar = session.bar(0);
             bar.0.set_style(
                 indicatif::ProgressStyle::with_template(
                     "{elapsed_precise} [{bar:30.cyan/blue}] {pos}/{len} handshakes over the link {wide_msg}",
@@ -134,26 +128,25 @@ pub(crate) fn run(
                 .expect("valid template")
                 .progress_chars("=> "),
             );
-            interrupted = crate::workload::link::measure_cells(
+            let interrupted = crate::workload::link::measure_cells(
                 cells,
                 &plan.profiles,
                 plan.link_samples,
                 certs,
-                interrupt,
+                session.interrupt(),
                 &|done, total| {
                     bar.0.set_length(total as u64);
                     bar.0.set_position(done as u64);
                 },
             )?;
             bar.0.finish_and_clear();
+            session.mark_interrupted(interrupted);
         }
     }
     for cell in cells.iter() {
         if cell.counts.wire.is_some() || !cell.counts.network.is_empty() {
-            store
-                .save_counts(run_id, cell)
-                .context("saving a cell's wire figures")?;
+            session.save(|store, run_id| store.save_counts(run_id, cell));
         }
     }
-    Ok(interrupted || interrupt.load(Ordering::SeqCst))
+    Ok(())
 }

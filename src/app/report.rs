@@ -6,7 +6,6 @@ use anyhow::{Context, Result};
 use super::session::{check_exports, check_output, stored_sampling, usage, NoResults};
 use super::study::Study;
 use crate::cli::ReportArgs;
-use crate::report::handshake::HandshakeReport;
 use crate::report::html::{self, RunSection};
 use crate::report::{Document, Table};
 use crate::stats::Drift;
@@ -287,46 +286,19 @@ fn check_baseline(store: &Store, run_id: i64, baseline: &str) -> Result<()> {
     )))
 }
 
-/// A stored run as a document, by the view of its kind.
+/// A stored run as a document, by the view of its kind: the study that
+/// made it reads it back.
 fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> Result<Document> {
-    let sampling = stored_sampling(&run.options_json);
-    let complete = run.status.is_complete();
-    Ok(match run.kind {
-        RunKind::Tunnel => super::tunnel::TunnelStudy::stored_document(store, run, baseline)?,
-        RunKind::Speed => super::speed::SpeedStudy::stored_document(store, run, baseline)?,
-        RunKind::Cost => super::cost::CostStudy::stored_document(store, run, baseline)?,
-        RunKind::Bulk => super::bulk::BulkStudy::stored_document(store, run, baseline)?,
-        RunKind::Load => super::load::stored_document(store, run)?,
-        RunKind::Capacity => super::capacity::CapacityStudy::stored_document(store, run, baseline)?,
-        RunKind::Handshake => {
-            let baseline = baseline.or_else(|| recorded_baseline(run));
-            HandshakeReport {
-                run_id: Some(run.id),
-                complete,
-                baseline: baseline.as_deref(),
-                host: &run.host,
-                libraries: &run.libraries,
-                seed: sampling.seed,
-                precision: sampling.precision,
-                cells: &run.cells,
-                rounds: &store.load_rounds(run.id)?,
-                counted_with: sampling.valgrind.as_deref(),
-                show_wire: sampling.wire,
-                server_elsewhere: sampling.remote.as_deref(),
-            }
-            .document()
-        }
-    })
-}
-
-/// The row a stored handshake run's ratios were taken against: the one the
-/// run recorded; for a run stored before runs recorded it, its
-/// `--baseline` or preset's, else the first row measured in the store's order.
-pub(super) fn recorded_baseline(run: &StoredRun) -> Option<String> {
-    run.baseline
-        .clone()
-        .or_else(|| stored_sampling(&run.options_json).baseline)
-        .or_else(|| super::handshake::first_measured_label(&run.cells))
+    use super::{bulk, capacity, cost, handshake, load, speed, tunnel};
+    match run.kind {
+        RunKind::Handshake => handshake::HandshakeStudy::stored_document(store, run, baseline),
+        RunKind::Capacity => capacity::CapacityStudy::stored_document(store, run, baseline),
+        RunKind::Bulk => bulk::BulkStudy::stored_document(store, run, baseline),
+        RunKind::Tunnel => tunnel::TunnelStudy::stored_document(store, run, baseline),
+        RunKind::Speed => speed::SpeedStudy::stored_document(store, run, baseline),
+        RunKind::Cost => cost::CostStudy::stored_document(store, run, baseline),
+        RunKind::Load => load::stored_document(store, run),
+    }
 }
 
 /// A load run's latencies per phase, each request's stored in the phase's
