@@ -297,7 +297,7 @@ fn stored_document(store: &Store, run: &StoredRun, baseline: Option<String>) -> 
         RunKind::Tunnel => tunnel::TunnelStudy::stored_document(store, run, baseline),
         RunKind::Speed => speed::SpeedStudy::stored_document(store, run, baseline),
         RunKind::Cost => cost::CostStudy::stored_document(store, run, baseline),
-        RunKind::Load => load::stored_document(store, run),
+        RunKind::Load => load::LoadStudy::stored_document(store, run, baseline),
     }
 }
 

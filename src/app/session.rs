@@ -443,14 +443,14 @@ pub(crate) fn finish(
     store: &Store,
     run_id: i64,
     interrupted: bool,
-    finished_cells: usize,
+    kept: &str,
     failed_cells: usize,
 ) -> i32 {
     if let Some(path) = store.path() {
         eprintln!("results stored as run {run_id} in {}", path.display());
     }
     if interrupted {
-        eprintln!("interrupted: {finished_cells} cells kept (cells still sampling keep the samples they had)");
+        eprintln!("interrupted: {kept}");
         return EXIT_INTERRUPTED;
     }
     if failed_cells > 0 {

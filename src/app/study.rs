@@ -84,6 +84,14 @@ pub(crate) trait Study: Sized {
     /// Returns true if and only if the cell failed (the run then exits 1).
     fn failed(cell: &Self::Cell) -> bool;
 
+    /// What a run Ctrl-C stopped keeps, in words.
+    fn kept(cells: &[Self::Cell]) -> String {
+        format!(
+            "{} cells kept (cells still sampling keep the samples they had)",
+            cells.len()
+        )
+    }
+
     /// A stored run of this kind as the document it printed (for `report`);
     /// `baseline` is `report --baseline`.
     fn stored_document(
@@ -158,16 +166,6 @@ impl Session {
         Bar::new(total, self.quiet)
     }
 
-    /// The store, to read back what the run saved.
-    pub(crate) fn store(&self) -> &Store {
-        &self.store
-    }
-
-    /// The run's id in the store.
-    pub(crate) fn run_id(&self) -> i64 {
-        self.run_id
-    }
-
     /// The database's file, for messages ("the in-memory database" with `--no-db`).
     fn database(&self) -> String {
         self.store
@@ -185,11 +183,15 @@ impl Session {
 /// prints and exports its document, and returns the exit status (0 done,
 /// 1 a failed cell or a storage fault, 130 Ctrl-C).
 pub(crate) fn run<S: Study>(args: &S::Args) -> Result<i32> {
-    let mut study = match S::plan(args)? {
+    run_planned(S::plan(args)?, S::outputs(args))
+}
+
+/// Runs a study already planned (see [`run`]).
+pub(crate) fn run_planned<S: Study>(plan: Plan<S>, outputs: Outputs<'_>) -> Result<i32> {
+    let mut study = match plan {
         Plan::Run(study) => study,
         Plan::EmptyShard(shard) => return empty_shard(shard),
     };
-    let outputs = S::outputs(args);
     check_exports(outputs.exports)?;
     let mut store = open_store(outputs.database)?;
     let host = HostInfo::current();
@@ -223,7 +225,7 @@ pub(crate) fn run<S: Study>(args: &S::Args) -> Result<i32> {
         &session.store,
         run_id,
         !complete,
-        cells.len(),
+        &S::kept(&cells),
         failed,
     ))
 }
