@@ -188,14 +188,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
         ..
     } = super::session::stored_sampling(&first.options_json);
     let complete = runs.iter().all(|r| r.status.is_complete());
-    let mut libraries = first.libraries.clone();
-    for run in &runs[1..] {
-        for library in &run.libraries {
-            if !libraries.contains(library) {
-                libraries.push(library.clone());
-            }
-        }
-    }
+    let libraries = merged_libraries(runs);
     let (mut document, pooled) = match first.kind {
         RunKind::Speed => {
             let shards = runs
@@ -303,6 +296,25 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
             (document, pooled)
         }
     };
+    say_combined(&mut document, runs, &pooled);
+    Ok(document)
+}
+
+/// Every library of the runs, each once, in the order first seen.
+fn merged_libraries(runs: &[StoredRun]) -> Vec<crate::backend::LibraryInfo> {
+    let mut libraries = Vec::new();
+    for library in runs.iter().flat_map(|run| &run.libraries) {
+        if !libraries.contains(library) {
+            libraries.push(library.clone());
+        }
+    }
+    libraries
+}
+
+/// Says in the footer and the data which runs were combined, and which
+/// rows every shard measured (shown once, their samples pooled).
+fn say_combined(document: &mut Document, runs: &[StoredRun], pooled: &[(String, usize)]) {
+    let first = &runs[0];
     let described: Vec<String> = runs
         .iter()
         .map(|r| match shard_of(r) {
@@ -315,7 +327,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
         described.join(", "),
         first.host.hostname
     ));
-    for (row, shards) in &pooled {
+    for (row, shards) in pooled {
         document.footer.push(format!(
             "{row}: measured in {shards} runs (a reference row every shard measures); shown once, with every run's samples, and each shard's rows paired with its own copy."
         ));
@@ -329,7 +341,6 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 .collect::<Vec<_>>()),
         );
     }
-    Ok(document)
 }
 
 #[cfg(test)]
