@@ -319,3 +319,59 @@ fn kill_9_leaves_no_openvpn_and_the_next_run_removes_its_namespaces() {
         Vec::<String>::new()
     );
 }
+
+/// Issue 18 item 5: `speed` saves each cell as it finishes, so a run
+/// killed with SIGKILL keeps the cells that had finished, with their
+/// samples (it stored none before the end).
+#[test]
+fn a_killed_speed_run_keeps_the_cells_that_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("speed.sqlite");
+    // sha256 at 64 bytes reaches its precision in a fraction of a second;
+    // the RSA-4096 signature row goes on to its 30 s budget.
+    let mut job = Job::start(
+        &[
+            "speed",
+            "--backend",
+            "openssl",
+            "--algorithm",
+            "sha256,rsa4096",
+            "--size",
+            "64",
+            "--max-time",
+            "30",
+            "--precision",
+            "5%",
+            "-q",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let samples = || -> Vec<i64> {
+        rusqlite::Connection::open(&db)
+            .ok()
+            .and_then(|c| {
+                c.query_row(
+                    "SELECT count(*) FROM speed_samples s JOIN speed_cells c ON c.id = s.cell_id
+                     WHERE c.primitive = 'sha256'",
+                    [],
+                    |row| row.get::<_, i64>(0),
+                )
+                .ok()
+            })
+            .filter(|n| *n > 0)
+            .into_iter()
+            .collect()
+    };
+    // Well before the run ends (its RSA row samples for 30 s): stored as
+    // it finished, not at the end.
+    let stored = wait_for("a finished speed cell", Duration::from_secs(15), samples);
+    job.signal(libc::SIGKILL);
+    let _ = job.finish(Duration::from_secs(10));
+    assert!(
+        stored[0] >= 5,
+        "the finished cell kept its samples: {stored:?}"
+    );
+    assert!(!samples().is_empty(), "the samples survive the kill");
+}

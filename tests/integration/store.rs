@@ -240,3 +240,80 @@ fn a_read_only_database_is_named_before_anything_runs() {
     }
     set_permissions(&read_only_dir, Permissions::from_mode(0o755)).unwrap();
 }
+
+/// Issue 18 item 7: a storage fault in the middle of a run (here another
+/// process holds the database locked, longer than tlslab waits) does not
+/// throw away what was measured: the measuring goes on, the table is
+/// printed and the JSON exported, and the run exits 1 naming the database.
+#[test]
+fn a_database_locked_mid_run_loses_nothing_measured_and_exits_1_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("locked.sqlite");
+    let json = dir.path().join("run.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args([
+            "handshake",
+            "--backend",
+            "mock",
+            "--tls",
+            "1.3",
+            "--group",
+            "x25519,p256",
+            "--cert",
+            "ecdsa_p256",
+            "--runs",
+            "3000",
+            "--warmup",
+            "0",
+            "-q",
+            "--db",
+        ])
+        .arg(&db)
+        .arg("--export-json")
+        .arg(&json)
+        .arg("--cert-dir")
+        .arg(cert_dir())
+        .env_remove("COLUMNS")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the tlslab binary runs");
+    // Once the run has begun, take the database and hold it to the end.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let lock = loop {
+        assert!(std::time::Instant::now() < deadline, "the run never began");
+        let begun = Connection::open(&db).ok().and_then(|c| {
+            c.query_row("SELECT count(*) FROM runs", [], |row| row.get::<_, i64>(0))
+                .ok()
+                .filter(|n| *n > 0)
+                .map(|_| c)
+        });
+        if let Some(connection) = begun {
+            connection.execute_batch("BEGIN EXCLUSIVE").unwrap();
+            break connection;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let output = child.wait_with_output().unwrap();
+    drop(lock);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    for group in ["X25519", "P-256"] {
+        assert!(stdout.contains(group), "the table lost {group}:\n{stdout}");
+    }
+    let exported: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the export is written"))
+            .unwrap();
+    assert_eq!(
+        exported["rows"].as_array().map(Vec::len),
+        Some(2),
+        "{exported}"
+    );
+    assert!(
+        stderr.contains(db.to_str().unwrap()) && stderr.contains("could not be stored"),
+        "{stderr}"
+    );
+}
