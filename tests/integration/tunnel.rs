@@ -330,3 +330,65 @@ fn the_openvpn_engine_measures_real_tunnels_beside_the_in_process_rows() {
     );
     assert_eq!(leftover_namespaces(), before, "namespaces must be removed");
 }
+
+/// Issue 18 item 5: Ctrl-C while an OpenVPN row samples keeps the samples
+/// it had (the row was dropped before): the run exits 130 and the row is
+/// stored measured, with its samples.
+#[test]
+fn ctrl_c_keeps_the_samples_of_the_openvpn_row_under_way() {
+    if crate::util::skip_without(
+        openvpn_missing(),
+        "ctrl_c_keeps_the_samples_of_the_openvpn_row_under_way",
+        "run as root; apt-get install openvpn iproute2",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let mut job = crate::util::Job::start(
+        &[
+            "tunnel",
+            "--engine",
+            "openvpn",
+            "--cipher",
+            "aes-128-cbc",
+            "--digest",
+            "sha1",
+            "--no-baseline-row",
+            "--transfer-mb",
+            "0.2",
+            "--runs",
+            "100000",
+            "--warmup",
+            "0",
+            "-q",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        &[],
+    );
+    // Once its tunnel is up (both OpenVPN processes run), let it sample a
+    // while: each sample is a 0.2 MB transfer each way, well under a second.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while crate::util::processes_mentioning("tlslab0").len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no tunnel within 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    job.signal(libc::SIGINT);
+    let (status, stderr) = job.finish(std::time::Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let (state, samples): (String, i64) = connection
+        .query_row(
+            "SELECT status, sample_count FROM tunnel_cells WHERE engine = 'openvpn'",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .expect("the OpenVPN row is stored");
+    assert_eq!(state, "measured", "{stderr}");
+    assert!(samples >= 1, "it kept its samples: {samples}");
+}
