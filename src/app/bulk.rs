@@ -10,7 +10,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
-use super::study::{self, Outputs, Plan, RunView, Session, Study};
+use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study};
 use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::{BulkArgs, MeasureArgs};
@@ -20,9 +20,7 @@ use crate::report::Document;
 use crate::scenario::bulk::{parse_sizes, BulkMatrix, BulkPreset, BulkScenario};
 use crate::scenario::{parse_list, parse_name, Aead, Measure, TlsVersion};
 use crate::store::{RunKind, Store, StoredRun};
-use crate::workload::bulk::{
-    BulkCell, BulkProbe, BulkSample, Sizing, PLAIN_BACKEND, SAMPLES_PER_PAIR,
-};
+use crate::workload::bulk::{BulkCell, BulkProbe, Sizing, PLAIN_BACKEND, SAMPLES_PER_PAIR};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 
 /// Sampling defaults of `bulk`: each sample is already a batch of writes
@@ -461,27 +459,6 @@ fn sample_matrix(
             .collect(),
     );
 
-    struct Storing<'a> {
-        cells: &'a mut [BulkCell],
-        probe_cell: &'a [usize],
-        session: &'a mut Session,
-        bar: &'a Bar,
-        already: usize,
-    }
-    impl measure::Observer<BulkSample> for Storing<'_> {
-        fn cell_finished(&mut self, index: usize, outcome: &Outcome<BulkSample>) -> Result<()> {
-            let cell = &mut self.cells[self.probe_cell[index]];
-            cell.outcome = outcome.clone();
-            report_failure(self.bar, cell);
-            self.session
-                .save(|store, run_id| store.save_bulk_cell(run_id, cell));
-            Ok(())
-        }
-
-        fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
-            self.bar.round(round, self.already + finished);
-        }
-    }
     let already = cells.len() - probes.len();
     let interrupt = Arc::clone(session.interrupt());
     let run = measure::sample(
@@ -489,12 +466,15 @@ fn sample_matrix(
         pairing,
         sampling,
         &interrupt,
-        &mut Storing {
+        &mut StoringOutcomes {
             cells: &mut cells,
             probe_cell: &probe_cell,
             session,
             bar: &bar,
             already,
+            label: |cell| format!("{} {}", cell.backend, cell.scenario.label()),
+            outcome: |cell| &mut cell.outcome,
+            save: |store, run_id, cell| store.save_bulk_cell(run_id, cell),
         },
     )?;
     bar.0.finish_and_clear();

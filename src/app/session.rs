@@ -329,7 +329,7 @@ pub(crate) fn interrupt_flag() -> Arc<AtomicBool> {
 /// `TLSLAB_TEST_SIGINT_GROUP` set as well, SIGINT goes to the whole process
 /// group, as a terminal's Ctrl-C does (the test starts tlslab in a group
 /// of its own).
-fn sigint_after_round(round: u32) {
+pub(crate) fn sigint_after_round(round: u32) {
     static AFTER: OnceLock<Option<u32>> = OnceLock::new();
     let after = AFTER.get_or_init(|| {
         std::env::var("TLSLAB_TEST_SIGINT_AFTER_ROUNDS")

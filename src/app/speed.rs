@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
-use super::study::{self, Outputs, Plan, RunView, Session, Study};
+use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study};
 use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::{MeasureArgs, SpeedArgs};
@@ -297,49 +297,25 @@ fn measure_rows(
             cells.push(cell);
         }
     }
-    /// Saves each cell as it finishes (a kill -9 loses only the cells
-    /// still sampling) and keeps the progress bar moving.
-    struct Storing<'a> {
-        cells: &'a mut [SpeedCell],
-        prepared_cell: &'a [usize],
-        session: &'a mut Session,
-        bar: Bar,
-    }
-    impl measure::Observer<crate::workload::speed::SpeedSample> for Storing<'_> {
-        fn cell_finished(
-            &mut self,
-            index: usize,
-            outcome: &Outcome<crate::workload::speed::SpeedSample>,
-        ) -> Result<()> {
-            let cell = &mut self.cells[self.prepared_cell[index]];
-            cell.outcome = outcome.clone();
-            self.bar
-                .failed(&format!("{} {}", cell.backend, cell.row.label()), outcome);
-            self.session
-                .save(|store, run_id| store.save_speed_cell(run_id, cell));
-            Ok(())
-        }
-
-        fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
-            self.bar.round(round, finished);
-        }
-    }
     let interrupt = Arc::clone(session.interrupt());
     let bar = session.bar(prepared.len());
-    let mut storing = Storing {
-        cells: &mut cells,
-        prepared_cell: &prepared_cell,
-        session,
-        bar,
-    };
     let run = measure::sample(
         prepared.iter_mut().map(PreparedRow::probe).collect(),
         measure::Pairing::None,
         options,
         &interrupt,
-        &mut storing,
+        &mut StoringOutcomes {
+            cells: &mut cells,
+            probe_cell: &prepared_cell,
+            session,
+            bar: &bar,
+            already: 0,
+            label: |cell| format!("{} {}", cell.backend, cell.row.label()),
+            outcome: |cell| &mut cell.outcome,
+            save: |store, run_id, cell| store.save_speed_cell(run_id, cell),
+        },
     )?;
-    storing.bar.0.finish_and_clear();
+    bar.0.finish_and_clear();
     session.save(|store, run_id| store.save_rounds(run_id, &run.rounds));
     session.mark_interrupted(run.interrupted);
     Ok(cells)

@@ -22,6 +22,7 @@ use super::session::{
 use crate::backend::LibraryInfo;
 use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs};
 use crate::host::HostInfo;
+use crate::measure::{Observer, Outcome};
 use crate::report::Document;
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::handshake::{CellResult, MatrixObserver};
@@ -250,5 +251,37 @@ impl MatrixObserver for StoringCells<'_> {
 
     fn round_finished(&mut self, round: u32, finished: usize, _total: usize) {
         self.bar.round(round, finished);
+    }
+}
+
+/// Saves each cell of a sampled matrix as it finishes (a kill -9 loses
+/// only the cells still sampling), says which failed, and keeps the
+/// progress bar moving (`bulk`, `tunnel`, `speed`): probe `i` samples cell
+/// `probe_cell[i]`, which `outcome` reaches and `save` stores.
+pub(crate) struct StoringOutcomes<'a, C, S> {
+    pub cells: &'a mut [C],
+    pub probe_cell: &'a [usize],
+    pub session: &'a mut Session,
+    pub bar: &'a Bar,
+    /// Cells that ended before sampling began (not runnable), for the bar.
+    pub already: usize,
+    /// The cell in words, for a failure's line.
+    pub label: fn(&C) -> String,
+    pub outcome: fn(&mut C) -> &mut Outcome<S>,
+    pub save: fn(&mut Store, i64, &C) -> Result<()>,
+}
+
+impl<C, S: Clone> Observer<S> for StoringOutcomes<'_, C, S> {
+    fn cell_finished(&mut self, index: usize, outcome: &Outcome<S>) -> Result<()> {
+        let cell = &mut self.cells[self.probe_cell[index]];
+        *(self.outcome)(cell) = outcome.clone();
+        self.bar.failed(&(self.label)(cell), outcome);
+        let save = self.save;
+        self.session.save(|store, run_id| save(store, run_id, cell));
+        Ok(())
+    }
+
+    fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
+        self.bar.round(round, self.already + finished);
     }
 }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::session::{usage, Bar, SamplingDefaults, Shard};
-use super::study::{self, Outputs, Plan, RunView, Session, Study};
+use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study};
 use crate::backend::LibraryInfo;
 use crate::cli::{MeasureArgs, TunnelArgs};
 use crate::host::HostInfo;
@@ -471,31 +471,6 @@ fn sample_inprocess(
         }
         cells.push(cell);
     }
-    struct Storing<'a> {
-        cells: &'a mut [TunnelCell],
-        probe_cell: &'a [usize],
-        session: &'a mut Session,
-        bar: &'a Bar,
-        already: usize,
-    }
-    impl measure::Observer<crate::workload::tunnel::TunnelSample> for Storing<'_> {
-        fn cell_finished(
-            &mut self,
-            index: usize,
-            outcome: &crate::workload::tunnel::TunnelOutcome,
-        ) -> Result<()> {
-            let cell = &mut self.cells[self.probe_cell[index]];
-            cell.outcome = outcome.clone();
-            self.bar.failed(&cell.scenario.label(), outcome);
-            self.session
-                .save(|store, run_id| store.save_tunnel_cell(run_id, cell));
-            Ok(())
-        }
-
-        fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
-            self.bar.round(round, self.already + finished);
-        }
-    }
     let already = cells.len() - probes.len();
     let interrupt = std::sync::Arc::clone(session.interrupt());
     let run = measure::sample(
@@ -503,17 +478,38 @@ fn sample_inprocess(
         measure::Pairing::None,
         sampling,
         &interrupt,
-        &mut Storing {
+        &mut StoringOutcomes {
             cells: &mut cells,
             probe_cell: &probe_cell,
             session,
             bar,
             already,
+            label: |cell| cell.scenario.label(),
+            outcome: |cell| &mut cell.outcome,
+            save: |store, run_id, cell| store.save_tunnel_cell(run_id, cell),
         },
     )?;
     session.save(|store, run_id| store.save_rounds(run_id, &run.rounds));
     session.mark_interrupted(run.interrupted);
     Ok(cells)
+}
+
+/// The rounds of one OpenVPN row: nothing to store until the row ends,
+/// but the test hook that stops a run after a known round is called.
+struct RowRounds;
+
+impl measure::Observer<crate::workload::tunnel::TunnelSample> for RowRounds {
+    fn cell_finished(
+        &mut self,
+        _: usize,
+        _: &crate::workload::tunnel::TunnelOutcome,
+    ) -> Result<()> {
+        Ok(())
+    }
+
+    fn round_finished(&mut self, round: u32, _active: usize, _finished: usize) {
+        super::session::sigint_after_round(round);
+    }
 }
 
 /// The OpenVPN rows, one tunnel at a time; a row Ctrl-C stops keeps the
@@ -534,14 +530,19 @@ fn sample_openvpn(
             return Ok(cells);
         }
         bar.0.set_message(format!("openvpn {}", scenario.label()));
-        let (outcome, interrupted) =
-            match lab.measure(scenario, transfer_bytes, sampling, &interrupt) {
-                Ok(measured) => measured,
-                Err(Interrupted) => {
-                    session.mark_interrupted(true);
-                    return Ok(cells);
-                }
-            };
+        let (outcome, interrupted) = match lab.measure(
+            scenario,
+            transfer_bytes,
+            sampling,
+            &interrupt,
+            &mut RowRounds,
+        ) {
+            Ok(measured) => measured,
+            Err(Interrupted) => {
+                session.mark_interrupted(true);
+                return Ok(cells);
+            }
+        };
         let cell = TunnelCell {
             engine: Engine::Openvpn,
             scenario: *scenario,

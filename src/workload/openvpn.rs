@@ -163,12 +163,14 @@ impl Lab {
     /// Measures one scenario: the bare link for the baseline, else a tunnel.
     /// Returns its outcome and whether Ctrl-C stopped it (the samples it
     /// had are kept); `Interrupted` when Ctrl-C came before any sample.
+    /// `rounds` is told as the sampler's rounds go.
     pub fn measure(
         &mut self,
         scenario: &TunnelScenario,
         transfer_bytes: u64,
         options: &SamplingOptions,
         interrupt: &AtomicBool,
+        rounds: &mut dyn measure::Observer<TunnelSample>,
     ) -> Result<(TunnelOutcome, bool), Interrupted> {
         let data = transfer_data(scenario.payload);
         let mss = scenario.payload_bytes.clamp(88, 1400) as i32;
@@ -181,6 +183,7 @@ impl Lab {
                 transfer_bytes,
                 options,
                 interrupt,
+                rounds,
             );
         }
         if let Some(reason) = unsupported_reason(scenario) {
@@ -211,6 +214,7 @@ impl Lab {
             transfer_bytes,
             options,
             interrupt,
+            rounds,
         );
         drop(tunnel);
         outcome
@@ -226,6 +230,7 @@ impl Lab {
         transfer_bytes: u64,
         options: &SamplingOptions,
         interrupt: &AtomicBool,
+        rounds: &mut dyn measure::Observer<TunnelSample>,
     ) -> Result<(TunnelOutcome, bool), Interrupted> {
         // One tunnel at a time: an OpenVPN row is sampled on its own, not
         // interleaved with the others (each needs its own tunnel up).
@@ -263,7 +268,7 @@ impl Lab {
             measure::Pairing::None,
             options,
             interrupt,
-            &mut measure::Quietly,
+            rounds,
         )
         .map_err(|_| Interrupted)?;
         let outcome = run.outcomes.into_iter().next().expect("one cell");

@@ -345,8 +345,8 @@ fn ctrl_c_keeps_the_samples_of_the_openvpn_row_under_way() {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db.sqlite");
-    let mut job = crate::util::Job::start(
-        &[
+    let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args([
             "tunnel",
             "--engine",
             "openvpn",
@@ -364,23 +364,15 @@ fn ctrl_c_keeps_the_samples_of_the_openvpn_row_under_way() {
             "-q",
             "--db",
             db.to_str().unwrap(),
-        ],
-        &[],
-    );
-    // Once its tunnel is up (both OpenVPN processes run), let it sample a
-    // while: each sample is a 0.2 MB transfer each way, well under a second.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while crate::util::processes_mentioning("tlslab0").len() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no tunnel within 60 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    job.signal(libc::SIGINT);
-    let (status, stderr) = job.finish(std::time::Duration::from_secs(30));
-    assert_eq!(status.code(), Some(130), "{stderr}");
+        ])
+        // Ctrl-C after the row's third round: three samples taken.
+        .env("TLSLAB_TEST_SIGINT_AFTER_ROUNDS", "3")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
     let connection = rusqlite::Connection::open(&db).unwrap();
     let (state, samples): (String, i64) = connection
         .query_row(
@@ -390,5 +382,5 @@ fn ctrl_c_keeps_the_samples_of_the_openvpn_row_under_way() {
         )
         .expect("the OpenVPN row is stored");
     assert_eq!(state, "measured", "{stderr}");
-    assert!(samples >= 1, "it kept its samples: {samples}");
+    assert_eq!(samples, 3, "it kept the samples of its three rounds");
 }
