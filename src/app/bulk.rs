@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
@@ -18,6 +18,7 @@ use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::bulk::BulkReport;
 use crate::report::Document;
 use crate::scenario::bulk::{parse_sizes, BulkMatrix, BulkPreset, BulkScenario};
+use crate::scenario::Shard;
 use crate::scenario::{parse_list, parse_name, Aead, Measure, TlsVersion};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::bulk::{

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
 use crate::backend::rustls::instrument::Side;
 use crate::backend::{Backend, LibraryInfo};
@@ -22,6 +22,7 @@ use crate::model::{counted_breakdown, model_side, modelled_breakdown, Breakdown}
 use crate::report::cost::ScenarioCost;
 use crate::report::Document;
 use crate::scenario::presets::CostPreset;
+use crate::scenario::Shard;
 use crate::scenario::{
     parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Measure, Named,
     Resumption, TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use super::axes::{matrix_from, overridden};
 use super::network::NetworkPlan;
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
-use super::speed::{cpu_feature_list, CpuFeatures, GENERIC_CPU_ENV};
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
+use super::speed::{cpu_feature_list, GENERIC_CPU_ENV};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
 use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
@@ -24,7 +24,10 @@ use crate::measure::{CellStatus, Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
 use crate::report::Document;
 use crate::scenario::presets::Preset;
-use crate::scenario::{parse_name, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport};
+use crate::scenario::Shard;
+use crate::scenario::{
+    parse_name, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport,
+};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_matrix, CountOptions, COUNTED_SAMPLES};
 use crate::workload::handshake::{run_cells, CellResult};

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
@@ -15,7 +15,8 @@ use crate::cli::{MeasureArgs, SpeedArgs};
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::Document;
 use crate::scenario::speed::{expand, Primitive, SpeedRow, DEFAULT_SIZES};
-use crate::scenario::{parse_list, Measure, Named};
+use crate::scenario::Shard;
+use crate::scenario::{parse_list, CpuFeatures, Measure, Named};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::speed::{counted_operations, CountedOperations, PreparedRow, SpeedCell};
@@ -35,29 +36,10 @@ pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
 /// so they fall back to their generic code.
 pub(crate) const GENERIC_CPU_ENV: (&str, &str) = ("OPENSSL_ia32cap", "0x0:0x0");
 
-/// A set of CPU features to measure with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CpuFeatures {
-    Native,
-    Generic,
-}
-
+/// The CPU feature sets of `--cpu-features`, each once; an empty list is
+/// a usage error.
 pub(crate) fn cpu_feature_list(list: &str) -> Result<Vec<CpuFeatures>> {
-    let mut sets = Vec::new();
-    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let set = match name {
-            "native" => CpuFeatures::Native,
-            "generic" => CpuFeatures::Generic,
-            other => {
-                return Err(usage(format!(
-                    "unknown CPU feature set '{other}'; valid CPU feature sets: native, generic"
-                )))
-            }
-        };
-        if !sets.contains(&set) {
-            sets.push(set);
-        }
-    }
+    let sets: Vec<CpuFeatures> = parse_list(list).map_err(usage)?;
     if sets.is_empty() {
         return Err(usage("the CPU feature list is empty"));
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::session::{usage, Bar, SamplingDefaults, Shard};
+use super::session::{usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::LibraryInfo;
 use crate::cli::{MeasureArgs, TunnelArgs};
@@ -25,6 +25,7 @@ use crate::scenario::tunnel::{
     DEFAULT_PAYLOAD_BYTES,
 };
 use crate::scenario::Measure;
+use crate::scenario::Shard;
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::openvpn;
