@@ -1,19 +1,44 @@
 //! The command line: one subcommand per capability. Only clap types live
-//! here; this file imports nothing else of the crate, and `app` turns these
-//! options into runs.
+//! here, and the vocabulary of named values they parse: this file imports
+//! `crate::scenario` (the axes' names, presets, shards) and nothing else of
+//! the crate, and `app` turns these options into runs.
+//!
+//! Why the vocabulary: an option whose value is a name (`--group x25519`)
+//! or a number with a unit (`--size 16k`, `--max-time 500ms`) is parsed
+//! and checked here, so a bad value is refused by clap with the valid
+//! names (exit 2) before any command runs, and shell completions offer
+//! the names (`tlslab completions bash`). The names themselves live in
+//! one place, `scenario`, which imports no backend and nothing above it.
+//! What stays text, and why, is said at each such option: backend lists
+//! (the registry's ids live in `backend`, with `all`), addresses, paths,
+//! row labels and stored-run specs.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+use clap::builder::{PossibleValue, TypedValueParser, ValueParserFactory};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::bulk::BulkPreset;
+use crate::scenario::names::{parse_name, Named};
+use crate::scenario::presets::{CostPreset, LoadPreset, Preset, TunnelPreset};
+use crate::scenario::speed::Primitive;
+use crate::scenario::tunnel::Engine;
+use crate::scenario::tunnel_axes::{Cipher, Compression, Digest, Payload};
+use crate::scenario::{
+    Aead, CertKind, CpuFeatures, Group, Measure, Resumption, TlsVersion, Transport,
+};
 
 /// A span of time on the command line: plain seconds (`1.5`) or a number
 /// with a unit, `ms`, `s`, `m` or `h` (`500ms`, `4s`, `2m`), as wrk, oha
 /// and k6 take them. Never negative, NaN or infinite; whether zero is
 /// allowed is the option's to say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Seconds(Duration);
 
 impl Seconds {
@@ -46,11 +71,7 @@ impl FromStr for Seconds {
             )
         };
         // Only plain decimals: "inf", "NaN" and "1e3" are not durations a person types.
-        if number.is_empty()
-            || !number
-                .chars()
-                .all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+')
-        {
+        if !plain_decimal(number) {
             return Err(invalid());
         }
         let value: f64 = number.parse().map_err(|_| invalid())?;
@@ -67,6 +88,307 @@ impl FromStr for Seconds {
 impl fmt::Display for Seconds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0.as_secs_f64())
+    }
+}
+
+/// Returns true if and only if `number` is a plain decimal a person types
+/// (digits, a point, a sign): "inf", "NaN" and "1e3" are not.
+fn plain_decimal(number: &str) -> bool {
+    !number.is_empty()
+        && number
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+')
+}
+
+/// A share on the command line, in percent: "1%", "0.5%" or "1" (one
+/// percent). Never negative, NaN or infinite; the bounds (whether zero or
+/// 100% and more make sense) are the option's to say.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Percent(f64);
+
+impl Percent {
+    /// A share of `percent` percent.
+    pub const fn new(percent: f64) -> Self {
+        Self(percent)
+    }
+
+    /// The share in percent (1.0 is 1%).
+    pub fn percent(self) -> f64 {
+        self.0
+    }
+
+    /// The share as a fraction (1% is 0.01).
+    pub fn fraction(self) -> f64 {
+        self.0 / 100.0
+    }
+}
+
+impl FromStr for Percent {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let number = text.trim();
+        let number = number.strip_suffix('%').unwrap_or(number).trim();
+        let invalid = || format!("'{text}' is not a percentage: give one such as 1% or 0.5%");
+        if !plain_decimal(number) {
+            return Err(invalid());
+        }
+        let percent: f64 = number.parse().map_err(|_| invalid())?;
+        if percent < 0.0 {
+            return Err(format!("'{text}': a percentage cannot be negative"));
+        }
+        Ok(Self(percent))
+    }
+}
+
+/// "1%", "0.5%": what parses back to the same share.
+impl fmt::Display for Percent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", self.0)
+    }
+}
+
+/// A number of bytes on the command line: plain (1400) or with k or m
+/// (50k is 50,000 bytes, 1m is 1,000,000). Whether zero is allowed and
+/// how large a size may be is the option's to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Size(usize);
+
+impl Size {
+    /// A size of `bytes` bytes.
+    pub const fn from_bytes(bytes: usize) -> Self {
+        Self(bytes)
+    }
+
+    pub fn bytes(self) -> usize {
+        self.0
+    }
+}
+
+impl FromStr for Size {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        const FORM: &str = "give bytes (1400) or a number with k or m (50k, 1m)";
+        let lower = text.trim().to_ascii_lowercase();
+        if lower.is_empty() {
+            return Err(format!("an empty size: {FORM}"));
+        }
+        let (digits, bytes_per_unit) = match (lower.strip_suffix('k'), lower.strip_suffix('m')) {
+            (Some(digits), _) => (digits, 1_000),
+            (_, Some(digits)) => (digits, 1_000_000),
+            _ => (lower.as_str(), 1),
+        };
+        if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+            return Err(format!("'{text}' is not a size: {FORM}"));
+        }
+        digits
+            .parse::<usize>()
+            .ok()
+            .and_then(|value| value.checked_mul(bytes_per_unit))
+            .map(Self)
+            .ok_or_else(|| format!("'{text}' is too large a size"))
+    }
+}
+
+/// Plain bytes ("50000"), which parse back to the same size.
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The option an argument is, as a person types it ("--group").
+fn option_name(arg: Option<&clap::Arg>) -> String {
+    arg.and_then(|arg| arg.get_long())
+        .map_or_else(|| "the option".to_string(), |long| format!("--{long}"))
+}
+
+/// One name of `T` as typed for `option`: an empty value and a list where
+/// one value goes are refused saying so, an unknown name listing the valid ones.
+fn one_name<T: Named>(option: &str, text: &str) -> Result<T, String> {
+    let valid = || {
+        T::ALL
+            .iter()
+            .map(|value| value.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if text.trim().is_empty() {
+        return Err(format!("an empty value; valid {}s: {}", T::KIND, valid()));
+    }
+    // A list option is split at its commas before its values come here.
+    if text.contains(',') {
+        return Err(format!(
+            "{option} takes one value, not a list; valid {}s: {}",
+            T::KIND,
+            valid()
+        ));
+    }
+    parse_name(text).map_err(|error| error.to_string())
+}
+
+/// The possible values clap completes for `T`: each value's name, and its
+/// id and aliases hidden (accepted, neither listed nor completed).
+fn possible_names<T: Named>() -> impl Iterator<Item = PossibleValue> {
+    T::ALL.iter().flat_map(|value| {
+        let name = value.name();
+        let hidden = std::iter::once(value.id())
+            .filter(move |id| *id != name)
+            .chain(value.aliases().iter().copied())
+            .map(|other| PossibleValue::new(other).hide(true));
+        std::iter::once(PossibleValue::new(name)).chain(hidden)
+    })
+}
+
+/// The clap value parser of a named value of the vocabulary ([`Named`]):
+/// any of its spellings (case, `-` and `_` aside, aliases too) as
+/// `scenario::parse_name` takes them; a bad one is refused with the valid
+/// names (exit 2). Its names are clap's possible values, so the shells
+/// complete them.
+pub struct NamedParser<T>(PhantomData<fn() -> T>);
+
+impl<T> NamedParser<T> {
+    pub fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T> Default for NamedParser<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for NamedParser<T> {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Named + Send + Sync> TypedValueParser for NamedParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let option = option_name(arg);
+        // clap's own wrapping: "invalid value 'x' for '--group <LIST>': ...".
+        let parse = move |text: &str| one_name::<T>(&option, text);
+        parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(possible_names::<T>()))
+    }
+}
+
+/// Names the value parser of each named type of the vocabulary, so a field
+/// of that type (or a list of it) needs no `value_parser` of its own.
+macro_rules! named_values {
+    ($($named:ty),* $(,)?) => {$(
+        impl ValueParserFactory for $named {
+            type Parser = NamedParser<$named>;
+
+            fn value_parser() -> Self::Parser {
+                NamedParser::new()
+            }
+        }
+    )*};
+}
+
+named_values!(
+    TlsVersion,
+    Group,
+    CertKind,
+    Aead,
+    Resumption,
+    Transport,
+    Measure,
+    CpuFeatures,
+    Preset,
+    BulkPreset,
+    CostPreset,
+    TunnelPreset,
+    LoadPreset,
+    Cipher,
+    Digest,
+    Compression,
+    Payload,
+    Engine,
+    Primitive,
+);
+
+/// One item of `speed --algorithm`: every algorithm, or one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    All,
+    One(Primitive),
+}
+
+/// `all`, else an algorithm's name.
+#[derive(Clone, Default)]
+pub struct AlgorithmParser;
+
+impl TypedValueParser for AlgorithmParser {
+    type Value = Algorithm;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Algorithm, clap::Error> {
+        let option = option_name(arg);
+        let parse = move |text: &str| {
+            if text.trim().eq_ignore_ascii_case("all") {
+                Ok(Algorithm::All)
+            } else {
+                one_name::<Primitive>(&option, text).map(Algorithm::One)
+            }
+        };
+        parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            std::iter::once(PossibleValue::new("all")).chain(possible_names::<Primitive>()),
+        ))
+    }
+}
+
+impl ValueParserFactory for Algorithm {
+    type Parser = AlgorithmParser;
+
+    fn value_parser() -> AlgorithmParser {
+        AlgorithmParser
+    }
+}
+
+/// `all` as the one item serialised, else the algorithm's id.
+impl Serialize for Algorithm {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Algorithm::All => serializer.serialize_str("all"),
+            Algorithm::One(primitive) => primitive.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Algorithm {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if name == "all" {
+            return Ok(Algorithm::All);
+        }
+        parse_name(&name)
+            .map(Algorithm::One)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -1342,6 +1664,105 @@ mod tests {
         }
         assert!(parsed("1e300").is_err());
         assert!(parsed(&"9".repeat(40)).unwrap_err().contains("too long"));
+    }
+
+    #[test]
+    fn sizes_take_bytes_or_k_and_m() {
+        let bytes = |text: &str| text.parse::<Size>().map(Size::bytes);
+        assert_eq!(bytes("1400"), Ok(1400));
+        assert_eq!(bytes(" 50k "), Ok(50_000));
+        assert_eq!(bytes("50K"), Ok(50_000));
+        assert_eq!(bytes("1m"), Ok(1_000_000));
+        assert_eq!(bytes("0"), Ok(0));
+        for text in ["big", "1.5k", "-1", "k", "16kb", "1e3", "0x10"] {
+            let error = bytes(text).unwrap_err();
+            assert!(error.contains("is not a size"), "{text}: {error}");
+        }
+        assert!(bytes(" ").unwrap_err().contains("an empty size"));
+        assert!(bytes(&format!("{}m", usize::MAX))
+            .unwrap_err()
+            .contains("too large"));
+        assert_eq!(
+            Size::from_bytes(50_000).to_string().parse(),
+            Ok(Size(50_000))
+        );
+    }
+
+    #[test]
+    fn percents_take_a_sign_or_none_and_refuse_negatives() {
+        let fraction = |text: &str| text.parse::<Percent>().map(Percent::fraction);
+        assert_eq!(fraction("1%"), Ok(0.01));
+        assert_eq!(fraction("0.5%"), Ok(0.005));
+        assert_eq!(fraction("2"), Ok(0.02));
+        assert_eq!(fraction(" 5 % "), Ok(0.05));
+        assert!(fraction("-1%").unwrap_err().contains("cannot be negative"));
+        for text in ["fast", "", "%", "inf", "NaN", "1e3%"] {
+            let error = fraction(text).unwrap_err();
+            assert!(error.contains("is not a percentage"), "{text:?}: {error}");
+        }
+        let value: Percent = "0.5%".parse().unwrap();
+        assert_eq!(value.to_string().parse(), Ok(value));
+    }
+
+    /// A command with one list of groups and one single group, as the
+    /// commands declare them.
+    fn groups_command() -> clap::Command {
+        clap::Command::new("t")
+            .arg(
+                clap::Arg::new("group")
+                    .long("group")
+                    .value_delimiter(',')
+                    .action(clap::ArgAction::Append)
+                    .value_parser(NamedParser::<Group>::new()),
+            )
+            .arg(
+                clap::Arg::new("one")
+                    .long("one")
+                    .value_parser(NamedParser::<Group>::new()),
+            )
+    }
+
+    #[test]
+    fn named_values_take_every_spelling_and_refuse_others_listing_the_valid_ones() {
+        let matches = groups_command()
+            .try_get_matches_from(["t", "--group", "x25519,P-256,secp384r1", "--one", "X448"])
+            .unwrap();
+        let groups: Vec<Group> = matches.get_many("group").unwrap().copied().collect();
+        assert_eq!(groups, [Group::X25519, Group::P256, Group::P384]);
+        assert_eq!(matches.get_one::<Group>("one"), Some(&Group::X448));
+        for (args, expected) in [
+            (
+                ["t", "--group", "x9999"],
+                "unknown group 'x9999'; valid groups: rsa",
+            ),
+            (
+                ["t", "--group", "x25519,"],
+                "an empty value; valid groups: rsa",
+            ),
+            (
+                ["t", "--one", "x25519,p256"],
+                "--one takes one value, not a list",
+            ),
+        ] {
+            let error = groups_command().try_get_matches_from(args).unwrap_err();
+            assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation);
+            assert!(error.to_string().contains(expected), "{args:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn named_values_complete_their_names_not_their_aliases() {
+        let command = groups_command();
+        let group = command.get_arguments().next().unwrap();
+        let shown: Vec<String> = group
+            .get_possible_values()
+            .iter()
+            .filter(|value| !value.is_hide_set())
+            .map(|value| value.get_name().to_string())
+            .collect();
+        assert!(shown.contains(&"x25519mlkem768".to_string()), "{shown:?}");
+        assert!(!shown.contains(&"secp256r1".to_string()), "{shown:?}");
+        assert_eq!(shown.len(), Group::ALL.len());
     }
 
     #[test]
