@@ -25,12 +25,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::scenario::bulk::BulkPreset;
 use crate::scenario::names::{parse_name, Named};
+use crate::scenario::network::{parse_profiles, NetworkProfile};
 use crate::scenario::presets::{CostPreset, LoadPreset, Preset, TunnelPreset};
 use crate::scenario::speed::Primitive;
 use crate::scenario::tunnel::Engine;
 use crate::scenario::tunnel_axes::{Cipher, Compression, Digest, Payload};
 use crate::scenario::{
-    Aead, CertKind, CpuFeatures, Group, Measure, Resumption, TlsVersion, Transport,
+    Aead, CertKind, CpuFeatures, Group, Measure, Resumption, Shard, TlsVersion, Transport,
 };
 
 /// A span of time on the command line: plain seconds (`1.5`) or a number
@@ -466,8 +467,13 @@ pub struct MeasureArgs {
     /// per side: the peak during a handshake and what the established
     /// connection keeps, every allocation counted). Counted measures take
     /// --runs samples per cell (default 6), one core each. [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     /// With --measure instructions: where each side's instructions go, per
     /// category (public key, hashing and KDF, symmetric ciphers, random
@@ -491,6 +497,63 @@ pub enum MutualArg {
     Off,
     On,
     Both,
+}
+
+/// The server `handshake` measures against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HandshakeServer {
+    /// Client and server in one process, over memory (or --transport).
+    Inprocess,
+    /// Debian's nginx started on loopback per row; tlslab's OpenSSL is the client.
+    Nginx,
+}
+
+/// The link `handshake --link` measures over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Link {
+    /// tlslab's own link between two network namespaces, over TUN devices.
+    Tun,
+    /// The kernel's netem: not built (refused saying why, and what to use).
+    #[value(hide = true)]
+    Netem,
+}
+
+/// The server `load` starts for its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadServer {
+    /// Debian's nginx on loopback.
+    Nginx,
+    /// tlslab's own HTTPS server, in this process on its own threads.
+    Embedded,
+}
+
+/// How `load` uses its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadMode {
+    /// A new connection per request.
+    New,
+    /// Each client keeps its connection.
+    Keepalive,
+    /// The old name of --resumption with the version's usual mode.
+    #[value(hide = true)]
+    Resume,
+}
+
+/// `--network`'s profiles: named ones and custom `key=value` fields, in
+/// their own grammar (a comma also separates the fields of one profile;
+/// see `scenario::network`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NetworkProfiles(pub Vec<NetworkProfile>);
+
+impl FromStr for NetworkProfiles {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        parse_profiles(text).map(Self).map_err(|error| error.0)
+    }
 }
 
 /// What `recommend` prices a row for.
@@ -549,19 +612,26 @@ pub struct HandshakeArgs {
     /// pq-network (post-quantum over --network wan,mobile,satellite, --link
     /// tun where it can be built). Axis options override its axes;
     /// dtls-study's DTLS 1.3 rows on dimpl come only without --backend and --tls.
-    #[arg(long, value_name = "NAME")]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    pub preset: Option<Preset>,
 
     /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
     /// [default: the preset's, or all]
+    // Text: `all` and the registry's ids, which live in backend/, not the vocabulary.
     #[arg(long, value_name = "LIST")]
     pub backend: Option<String>,
 
     /// The server: inprocess (client and server in one process, over memory)
     /// or nginx (Debian's nginx started on loopback per row, tlslab's OpenSSL
     /// as the client over TCP; the server's CPU is its worker's). [default: inprocess]
-    #[arg(long, value_name = "SERVER")]
-    pub server: Option<String>,
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SERVER",
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub server: Option<HandshakeServer>,
 
     /// Handshake with tlslab's server on another host instead of in this
     /// process: `tlslab serve --handshakes` running there, at HOST:PORT. It
@@ -579,8 +649,13 @@ pub struct HandshakeArgs {
     /// its own thread, its CPU time including the kernel's socket work.
     /// A list runs each row over each (TLS over tcp, DTLS over udp when
     /// both are given); rows are labelled `_tcp`, `_udp`. [default: memory]
-    #[arg(long, value_name = "LIST")]
-    pub transport: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub transport: Option<Vec<Transport>>,
 
     /// Mutual TLS: the client presents a certificate too. [default: off]
     #[arg(long, value_enum, value_name = "MODE")]
@@ -600,14 +675,20 @@ pub struct HandshakeArgs {
     /// the model's time from connect() until the client can send
     /// application data, from the row's bytes, flights and measured CPU.
     #[arg(long, value_name = "LIST")]
-    pub network: Option<String>,
+    pub network: Option<NetworkProfiles>,
 
     /// With --network: measure each row over each profile on a link as
     /// well: tun (tlslab's own link between two network namespaces, over
     /// TUN devices; root). TLS over TCP, DTLS over UDP; the server is a
     /// tlslab process in the far namespace that reports its CPU.
-    #[arg(long, value_name = "KIND")]
-    pub link: Option<String>,
+    #[arg(
+        long,
+        value_enum,
+        value_name = "KIND",
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub link: Option<Link>,
 
     /// Server capacity on several cores: per row, 1, 2, ... --threads
     /// threads at once, each doing complete verified in-memory handshakes
@@ -626,8 +707,14 @@ pub struct HandshakeArgs {
     /// With hardware acceleration (native) and without it (generic: the
     /// matrix again in a child process with OpenSSL's and aws-lc's CPU
     /// capability mask cleared; its rows are "<backend> (generic)").
-    #[arg(long, value_name = "LIST", default_value = "native")]
-    pub cpu_features: String,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true,
+        default_value = "native"
+    )]
+    pub cpu_features: Vec<CpuFeatures>,
 
     #[command(flatten)]
     pub measures: MeasureArgs,
@@ -640,6 +727,7 @@ pub struct HandshakeArgs {
 
     /// The row other rows are compared with, by label (see the JSON export or
     /// `tlslab report`). [default: the preset's baseline, or the first row]
+    // Text: a row's label, checked against the matrix once it is planned.
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 
@@ -687,8 +775,8 @@ pub struct BulkArgs {
     /// AES-128-GCM, ChaCha20-Poly1305; DTLS 1.2 and 1.3 on dimpl: the two AEADs;
     /// 1 KiB and 16 KiB writes). Axis options override it; with --backend or --tls
     /// it is its OpenSSL matrix crossed with the backends named.
-    #[arg(long, value_name = "NAME")]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    pub preset: Option<BulkPreset>,
 
     /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
     /// [default: the preset's, or all]
@@ -697,18 +785,29 @@ pub struct BulkArgs {
 
     /// Protocol versions: 1.2, 1.3, dtls1.2 (OpenSSL, dimpl), dtls1.3 (dimpl).
     /// [default: 1.3]
-    #[arg(long, value_name = "LIST")]
-    pub tls: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub tls: Option<Vec<TlsVersion>>,
 
     /// Suites (bulk ciphers): aes-128-gcm, aes-256-gcm, chacha20-poly1305,
     /// aes-128-cbc-sha256 (AES-128-CBC with HMAC-SHA256: TLS 1.2, OpenSSL).
     /// [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
-    #[arg(long, value_name = "LIST")]
-    pub suite: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub suite: Option<Vec<Aead>>,
 
-    /// Bytes per application write; a list is a size sweep. [default: 64,1024,16384]
-    #[arg(long, value_name = "LIST")]
-    pub size: Option<String>,
+    /// Bytes per application write (or with k: 16k is 16,000), from 1 to
+    /// 1048576; a list is a size sweep. [default: 64,1024,16384]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub size: Option<Vec<Size>>,
 
     /// Application bytes per sample, for every row. [default: per row, about
     /// 2 ms of both sides' CPU time, from 16 KiB to 4 MiB]
@@ -725,16 +824,26 @@ pub struct BulkArgs {
     /// threads, each side's CPU time including the kernel's socket work; a
     /// list runs each row over each; rows over a socket are labelled `_tcp`
     /// or `_udp`. [default: memory]
-    #[arg(long, value_name = "LIST")]
-    pub transport: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub transport: Option<Vec<Transport>>,
 
     /// What to measure: time, or instructions (each side's per byte,
     /// counted under valgrind: the same on any machine), or both, e.g.
     /// time,instructions. Counted rows carry --bytes-per-sample bytes per
     /// sample (default 256 KiB) and take --runs samples (default 6).
     /// [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -770,28 +879,52 @@ Sampling defaults: --precision 2% --max-time 0.5 --min-samples 5 --warmup 0.05
 (each sample is a batch of operations lasting about 2 ms)")]
 pub struct SpeedArgs {
     /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
+    // Text: `all` and the registry's ids, which live in backend/, not the vocabulary.
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub backend: String,
 
     /// Algorithms (see `tlslab list`), comma-separated, or all.
-    #[arg(long, value_name = "LIST", default_value = "all")]
-    pub algorithm: String,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true,
+        default_value = "all"
+    )]
+    pub algorithm: Vec<Algorithm>,
 
-    /// Buffer sizes in bytes for ciphers, hashes and MACs.
-    #[arg(long, value_name = "LIST", default_value = "16,64,256,1024,8192,16384")]
-    pub size: String,
+    /// Buffer sizes in bytes for ciphers, hashes and MACs (or with k or m:
+    /// 16k is 16,000), from 1 to 16777216.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "16,64,256,1024,8192,16384"
+    )]
+    pub size: Vec<Size>,
 
     /// With hardware acceleration (native) and without it (generic: OpenSSL's
     /// and aws-lc's CPU capability mask cleared, in a child process).
-    #[arg(long, value_name = "LIST", default_value = "native")]
-    pub cpu_features: String,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true,
+        default_value = "native"
+    )]
+    pub cpu_features: Vec<CpuFeatures>,
 
     /// What to measure: time, or instructions per operation (counted under
     /// valgrind: the same on any machine), or both (time,instructions).
     /// Counted rows take --runs samples (default 6) of a few operations.
     /// [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -823,8 +956,8 @@ pub struct SpeedArgs {
 Sampling defaults: --precision 2% --max-time 2 --min-samples 20 --warmup 0.2")]
 pub struct CostArgs {
     /// A named study: rsa-vs-ecdsa (TLS 1.2 RSA, ECDHE-RSA, ECDHE-ECDSA on OpenSSL). Axis options override it.
-    #[arg(long, value_name = "NAME")]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    pub preset: Option<CostPreset>,
 
     /// Show where each side's handshake time goes, by category.
     #[arg(long)]
@@ -833,8 +966,13 @@ pub struct CostArgs {
     /// With instructions: each measured handshake also counted under
     /// valgrind, and with --breakdown each side's instructions per category
     /// beside the model's time. [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
     /// [default: openssl,rustls-aws-lc; the preset's]
@@ -874,30 +1012,55 @@ pub struct AxisArgs {
     /// Protocol versions: 1.2, 1.3, dtls1.2, dtls1.3 (DTLS over an in-memory
     /// datagram channel, or UDP with `--transport udp`; dtls1.2 on OpenSSL
     /// and dimpl, dtls1.3 on dimpl). [default: 1.3]
-    #[arg(long, value_name = "LIST")]
-    pub tls: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub tls: Option<Vec<TlsVersion>>,
 
     /// Key exchanges: rsa (TLS 1.2 key transport), dhe1024..dhe4096 (TLS 1.2),
     /// ffdhe2048..ffdhe8192 (TLS 1.3), p256, p384, p521, x25519, x448,
     /// x25519mlkem768, secp256r1mlkem768, mlkem512/768/1024. [default: x25519]
-    #[arg(long, value_name = "LIST")]
-    pub group: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub group: Option<Vec<Group>>,
 
     /// Certificate key types: rsa2048, rsa3072, rsa4096, ecdsa_p256, ecdsa_p384,
     /// ecdsa_p521, ed25519, ed448, mldsa44, mldsa65, mldsa87. [default: rsa2048,ecdsa_p256]
-    #[arg(long, value_name = "LIST")]
-    pub cert: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub cert: Option<Vec<CertKind>>,
 
     /// Bulk ciphers: aes-128-gcm, aes-256-gcm, chacha20-poly1305, and for
     /// (D)TLS 1.2 aes-128-cbc-sha, aes-256-cbc-sha, aes-128-cbc-sha256,
     /// aes-256-cbc-sha256 (RSA, DHE), aes-256-cbc-sha384 (ECDHE); the rest of a
     /// 1.2 suite follows from group and certificate. [default: aes-128-gcm]
-    #[arg(long, value_name = "LIST")]
-    pub suite: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub suite: Option<Vec<Aead>>,
 
     /// Resumption: off (full handshakes), session_id, ticket (TLS 1.2), psk (TLS 1.3). [default: off]
-    #[arg(long, value_name = "LIST")]
-    pub resumption: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub resumption: Option<Vec<Resumption>>,
 
     /// Certificates in the chain, root to leaf inclusive (3 = root, intermediate, leaf).
     #[arg(long, value_name = "N")]
@@ -915,35 +1078,35 @@ pub struct AxisArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LoadAxisArgs {
     /// Protocol version: 1.3 or 1.2. [default: 1.3; the preset's]
-    #[arg(long, value_name = "VERSION")]
-    pub tls: Option<String>,
+    #[arg(long, value_name = "VERSION", hide_possible_values = true)]
+    pub tls: Option<TlsVersion>,
 
     /// Key exchange: x25519, p256, p384, p521, x448, x25519mlkem768,
     /// secp256r1mlkem768, mlkem512/768/1024, ffdhe2048..ffdhe8192 (TLS
     /// 1.3); rsa (key transport), dhe1024..dhe4096 (TLS 1.2).
     /// [default: x25519; the preset's]
-    #[arg(long, value_name = "GROUP")]
-    pub group: Option<String>,
+    #[arg(long, value_name = "GROUP", hide_possible_values = true)]
+    pub group: Option<Group>,
 
     /// Certificate key type: rsa2048, rsa3072, rsa4096, ecdsa_p256,
     /// ecdsa_p384, ecdsa_p521, ed25519, ed448, mldsa44, mldsa65, mldsa87.
     /// [default: ecdsa_p256; the preset's]
-    #[arg(long, value_name = "CERT")]
-    pub cert: Option<String>,
+    #[arg(long, value_name = "CERT", hide_possible_values = true)]
+    pub cert: Option<CertKind>,
 
     /// Bulk cipher: aes-128-gcm, aes-256-gcm, chacha20-poly1305, and for TLS
     /// 1.2 aes-128-cbc-sha, aes-256-cbc-sha, aes-128-cbc-sha256,
     /// aes-256-cbc-sha256 (RSA, DHE), aes-256-cbc-sha384 (ECDHE).
     /// [default: aes-128-gcm; the preset's]
-    #[arg(long, value_name = "SUITE")]
-    pub suite: Option<String>,
+    #[arg(long, value_name = "SUITE", hide_possible_values = true)]
+    pub suite: Option<Aead>,
 
     /// Resumption: off (every connection a full handshake), session_id or
     /// ticket (TLS 1.2), psk (TLS 1.3): each client's first connection is
     /// a full handshake, each later one resumes the session of its
     /// previous one (a new connection per request). [default: off]
-    #[arg(long, value_name = "MODE")]
-    pub resumption: Option<String>,
+    #[arg(long, value_name = "MODE", hide_possible_values = true)]
+    pub resumption: Option<Resumption>,
 
     /// Certificates in the chain, root to leaf inclusive (3 = root,
     /// intermediate, leaf). [default: 3]
@@ -957,35 +1120,55 @@ pub struct LoadAxisArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ServeOfferArgs {
     /// Protocol versions offered: 1.3, 1.2. [default: 1.3,1.2]
-    #[arg(long, value_name = "LIST")]
-    pub tls: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub tls: Option<Vec<TlsVersion>>,
 
     /// Key exchange groups offered, preferred first: x25519, p256, p384,
     /// p521, x448, x25519mlkem768, secp256r1mlkem768, mlkem512/768/1024,
     /// ffdhe2048..ffdhe8192 (TLS 1.3); rsa (key transport) and one of
     /// dhe1024..dhe4096 (TLS 1.2, OpenSSL). [default: x25519,p256,p384]
-    #[arg(long, value_name = "LIST")]
-    pub group: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub group: Option<Vec<Group>>,
 
     /// Certificates offered, one chain per key type, preferred first (the
     /// first the client's signature algorithms allow is sent): rsa2048,
     /// rsa3072, rsa4096, ecdsa_p256, ecdsa_p384, ecdsa_p521, ed25519, ed448,
     /// mldsa44, mldsa65, mldsa87. [default: ecdsa_p256,rsa2048]
-    #[arg(long, value_name = "LIST")]
-    pub cert: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub cert: Option<Vec<CertKind>>,
 
     /// Bulk ciphers offered, preferred first: aes-128-gcm, aes-256-gcm,
     /// chacha20-poly1305, and for TLS 1.2 on OpenSSL aes-128-cbc-sha,
     /// aes-256-cbc-sha, aes-128-cbc-sha256, aes-256-cbc-sha256, aes-256-cbc-sha384;
     /// the rest of a TLS 1.2 suite follows from group and certificate.
     /// [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
-    #[arg(long, value_name = "LIST")]
-    pub suite: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub suite: Option<Vec<Aead>>,
 
     /// Resumption, one value: off (full handshakes), session_id, ticket
     /// (TLS 1.2), psk (TLS 1.3). [default: off]
-    #[arg(long, value_name = "MODE")]
-    pub resumption: Option<String>,
+    #[arg(long, value_name = "MODE", hide_possible_values = true)]
+    pub resumption: Option<Resumption>,
 
     /// Certificates in each chain, root to leaf inclusive (3 = root,
     /// intermediate, leaf). [default: 3]
@@ -1002,8 +1185,8 @@ pub struct SamplingArgs {
     /// Stop a cell once the 95% interval of its median (and of its ratio to
     /// the baseline row, when there is one) is within ± this, e.g. 1% or 0.5%.
     /// [default: per command, see above]
-    #[arg(long, value_name = "PERCENT", allow_negative_numbers = true)]
-    pub precision: Option<String>,
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
+    pub precision: Option<Percent>,
 
     /// Time budget per cell, of its own sampling, once it has its minimum
     /// samples: seconds, or with a unit (500ms, 4s, 2m). [default: per command]
@@ -1044,7 +1227,7 @@ pub struct ShardArgs {
     /// array) each run one part and `tlslab merge` joins their databases.
     /// The same cell always falls in the same shard. [default: the whole matrix]
     #[arg(long, value_name = "I/N")]
-    pub shard: Option<String>,
+    pub shard: Option<Shard>,
 }
 
 /// Where results are stored.
@@ -1111,6 +1294,7 @@ pub struct ReportArgs {
     pub html: Option<PathBuf>,
 
     /// The row other rows are compared with, by label. [default: the run's]
+    // Text: a row's label, checked against the runs read.
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 
@@ -1152,6 +1336,7 @@ row was compared, or a row measured in A failed in B; 2 bad options (a
 missing run, runs of two kinds).")]
 pub struct CompareArgs {
     /// The reference run: an id in --db, or FILE:ID for a run in another database.
+    // Text: a file name may hold a colon, so the last one splits it from the id.
     #[arg(value_name = "A")]
     pub a: String,
 
@@ -1162,16 +1347,16 @@ pub struct CompareArgs {
     /// A row fails (exit status 1) when B is significantly slower than A
     /// and its median is more than this much slower, e.g. 5% or 0.5%.
     /// [default: 5% on time, 0.5% on counts (instructions, memory)]
-    #[arg(long, value_name = "PERCENT")]
-    pub threshold: Option<String>,
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
+    pub threshold: Option<Percent>,
 
     /// What two runs are compared on: time (CPU time per handshake,
     /// operation or byte), instructions (handshake, speed, bulk and tunnel
     /// runs counted with --measure instructions) or memory (handshake runs
     /// counted with --measure memory). [default: instructions when both
     /// runs counted them, else time]
-    #[arg(long, value_name = "MEASURE")]
-    pub measure: Option<String>,
+    #[arg(long, value_name = "MEASURE", hide_possible_values = true)]
+    pub measure: Option<Measure>,
 
     /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]
     #[arg(long, value_name = "PATH")]
@@ -1200,38 +1385,65 @@ sampled one tunnel at a time.")]
 pub struct TunnelArgs {
     /// A named matrix: openvpn-classic (16 CBC ciphers x 25 digest names x
     /// compression off/lz4 x random/zero payloads). Axis options override its axes.
-    #[arg(long, value_name = "NAME")]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    pub preset: Option<TunnelPreset>,
 
     /// Ciphers: none, bf-cbc, cast5-cbc, des-cbc, desx-cbc, des-ede-cbc,
     /// des-ede3-cbc, rc2-cbc, rc2-40-cbc, rc2-64-cbc, seed-cbc,
     /// camellia-128/192/256-cbc, aes-128/192/256-cbc, aes-128-gcm,
     /// aes-256-gcm, chacha20-poly1305. [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305,aes-128-cbc,bf-cbc]
-    #[arg(long, value_name = "LIST")]
-    pub cipher: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub cipher: Option<Vec<Cipher>>,
 
     /// HMAC digests (ignored by AEAD ciphers): none, md4, md5, sha0, sha1,
     /// ripemd160, sha224, sha256, sha384, sha512, whirlpool, sha3-256,
     /// blake2b-512, and OpenVPN's aliases (RSA-SHA1, DSA...). [default: sha256]
-    #[arg(long, value_name = "LIST")]
-    pub digest: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub digest: Option<Vec<Digest>>,
 
     /// Compression: none, lz4, lzo (with the `lzo` cargo feature). [default: none]
-    #[arg(long, value_name = "LIST")]
-    pub compression: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub compression: Option<Vec<Compression>>,
 
     /// Payloads: random, zero, text (HTML-like). [default: random]
-    #[arg(long, value_name = "LIST")]
-    pub payload: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub payload: Option<Vec<Payload>>,
 
-    /// Payload bytes per packet; a list is a size sweep. [default: 1400]
-    #[arg(long, value_name = "LIST")]
-    pub size: Option<String>,
+    /// Payload bytes per packet (or with k: 8k is 8,000); a list is a size
+    /// sweep. [default: 1400]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub size: Option<Vec<Size>>,
 
     /// Engines: inprocess (both ends in this process), openvpn (a real
     /// OpenVPN static-key tunnel between network namespaces; root only).
-    #[arg(long, value_name = "LIST", default_value = "inprocess")]
-    pub engine: String,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true,
+        default_value = "inprocess"
+    )]
+    pub engine: Vec<Engine>,
 
     /// Bytes each OpenVPN transfer carries each way, in megabytes (10^6 bytes).
     #[arg(long, value_name = "MB", default_value_t = 16.0)]
@@ -1243,6 +1455,7 @@ pub struct TunnelArgs {
 
     /// The row other rows are compared with, by label
     /// (e.g. tunnel_aes-128-cbc_sha1_none_random_1400). [default: the no-tunnel row]
+    // Text: a row's label, checked against the matrix once it is planned.
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 
@@ -1252,8 +1465,13 @@ pub struct TunnelArgs {
     /// they cannot be), or both (time,instructions). Counted rows carry a
     /// fixed batch of packets per sample (at least 256 KiB of payload) and
     /// take --runs samples (default 6). [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -1297,8 +1515,8 @@ Requests are due at evenly spaced times whatever the server does; each
 latency counts from the moment its request was due (queueing included).")]
 pub struct LoadArgs {
     /// A named study: apache-study. Options given beside it override it.
-    #[arg(long, value_name = "NAME")]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    pub preset: Option<LoadPreset>,
 
     #[command(flatten)]
     pub axes: LoadAxisArgs,
@@ -1317,16 +1535,22 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub duration: Option<Seconds>,
 
-    /// Page size: bytes, or with k/m (10^3, 10^6), e.g. 50k.
+    /// Page size: bytes, or with k/m (10^3, 10^6), e.g. 50k; at most 100m.
     #[arg(long, value_name = "BYTES")]
-    pub size: Option<String>,
+    pub size: Option<Size>,
 
     /// new (a new connection per request: a full handshake, or a resumed
     /// one with --resumption) or keepalive (each client keeps its
     /// connection). `--mode resume` is an old name of --resumption with the
     /// version's usual mode (psk on TLS 1.3, session_id on TLS 1.2).
-    #[arg(long, value_name = "MODE")]
-    pub mode: Option<String>,
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub mode: Option<LoadMode>,
 
     /// Clients: connections with one request at a time each (a due request
     /// waits for a free one, and that wait counts). At most 1024 with a
@@ -1347,12 +1571,19 @@ pub struct LoadArgs {
     /// The server started for the run: nginx (Debian's, on loopback) or
     /// embedded (tlslab's own HTTPS server, in this process on its own
     /// threads; see `tlslab serve`). [default: nginx; embedded with --preset]
-    #[arg(long, value_name = "SERVER")]
-    pub server: Option<String>,
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SERVER",
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub server: Option<LoadServer>,
 
     /// The embedded server's TLS backend: openssl, rustls-aws-lc,
     /// rustls-ring (rustls counts its crypto per category). [default:
     /// rustls-aws-lc; openssl with --preset]
+    // Text: a backend registry's id, which lives in backend/, not the vocabulary.
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<String>,
 
@@ -1420,8 +1651,13 @@ pub struct LoadArgs {
     /// scenario counted under valgrind after the load, per category,
     /// beside perf's categories (the embedded server's backend, or
     /// tlslab's OpenSSL for nginx). [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]
@@ -1483,8 +1719,8 @@ pub struct RecommendArgs {
     /// (counted under valgrind by a run with --measure instructions: the
     /// role's instructions per handshake, or per megabyte). [default:
     /// instructions when the run counted them, else time]
-    #[arg(long, value_name = "MEASURE")]
-    pub measure: Option<String>,
+    #[arg(long, value_name = "MEASURE", hide_possible_values = true)]
+    pub measure: Option<Measure>,
 
     /// Leave out rows whose estimated security is below this many bits.
     #[arg(long, value_name = "BITS", default_value_t = 0)]
@@ -1528,6 +1764,7 @@ directory).")]
 pub struct ServeArgs {
     /// The TLS backend: openssl, rustls-aws-lc, rustls-ring (rustls counts
     /// its crypto per category).
+    // Text: a backend registry's id, which lives in backend/, not the vocabulary.
     #[arg(long, value_name = "BACKEND", default_value = "rustls-aws-lc")]
     pub backend: String,
 

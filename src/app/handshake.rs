@@ -14,11 +14,11 @@ use serde::Serialize;
 use super::axes::{matrix_from, overridden};
 use super::network::NetworkPlan;
 use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
-use super::speed::{cpu_feature_list, GENERIC_CPU_ENV};
+use super::speed::{feature_list, GENERIC_CPU_ENV};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
 use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::{HandshakeArgs, MutualArg};
+use crate::cli::{HandshakeArgs, HandshakeServer, MutualArg};
 use crate::host::HostInfo;
 use crate::measure::{CellStatus, Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
@@ -26,7 +26,7 @@ use crate::report::Document;
 use crate::scenario::presets::Preset;
 use crate::scenario::Shard;
 use crate::scenario::{
-    parse_name, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport,
+    distinct, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport,
 };
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_matrix, CountOptions, COUNTED_SAMPLES};
@@ -36,7 +36,7 @@ use crate::workload::remote::{Remote, RemoteBackend};
 
 /// Sampling defaults of `handshake`.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
-    precision: "1%",
+    precision: crate::cli::Percent::new(1.0),
     max_time_s: 5.0,
     min_samples: 10,
     warmup_s: 0.2,
@@ -54,7 +54,7 @@ struct StoredOptions<'a> {
     companions: Vec<&'a HandshakeMatrix>,
     sampling: &'a SamplingOptions,
     baseline: Option<&'a str>,
-    cpu_features: &'a str,
+    cpu_features: String,
     shard: Option<Shard>,
     measures: &'a [Measure],
     /// The valgrind that counted instructions ("valgrind-3.19.0").
@@ -76,23 +76,6 @@ struct RemoteServer<'a> {
     address: &'a str,
     host: &'a HostInfo,
     libraries: &'a [crate::backend::LibraryInfo],
-}
-
-/// Which server the client handshakes with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Server {
-    Inprocess,
-    Nginx,
-}
-
-fn parse_server(name: Option<&str>) -> Result<Server> {
-    match name.unwrap_or("inprocess") {
-        "inprocess" => Ok(Server::Inprocess),
-        "nginx" => Ok(Server::Nginx),
-        other => Err(usage(format!(
-            "unknown server '{other}'; valid servers: inprocess, nginx"
-        ))),
-    }
 }
 
 /// Runs `tlslab handshake` and returns the exit code.
@@ -136,12 +119,7 @@ impl Study for HandshakeStudy {
     const KIND: RunKind = RunKind::Handshake;
 
     fn plan(args: &HandshakeArgs) -> Result<Plan<Self>> {
-        let preset = args
-            .preset
-            .as_deref()
-            .map(parse_name::<Preset>)
-            .transpose()
-            .map_err(usage)?;
+        let preset = args.preset;
         let mut matrix = matrix_from(args, preset)?;
         let remote = match &args.remote {
             Some(target) => {
@@ -178,10 +156,10 @@ impl Study for HandshakeStudy {
             None => DEFAULTS,
         };
         let sampling = args.sampling.options(defaults)?;
-        let feature_sets = cpu_feature_list(&args.cpu_features)?;
+        let feature_sets = distinct(&args.cpu_features);
         let counting = Counting::from_args(args, &feature_sets)?;
         let network = NetworkPlan::from_args(args, preset.and_then(Preset::network))?;
-        let shard = args.shard.shard()?;
+        let shard = args.shard.shard;
         // A shard measures its part of the matrix and the baseline row.
         let is_baseline = |s: &HandshakeScenario| baseline.as_deref() == Some(s.label().as_str());
         let scenarios = Shard::filter(shard, scenarios, |s| s.label(), is_baseline);
@@ -246,7 +224,7 @@ impl Study for HandshakeStudy {
             companions: self.companions.iter().collect(),
             sampling: &self.sampling,
             baseline: self.baseline.as_deref(),
-            cpu_features: &self.args.cpu_features,
+            cpu_features: feature_list(&self.feature_sets),
             shard: self.shard,
             measures: &self.counting.measures,
             valgrind: self.counting.valgrind.as_deref(),
@@ -384,13 +362,13 @@ fn server_backends(
     matrix: &HandshakeMatrix,
     remote: Option<&Arc<Remote>>,
 ) -> Result<Vec<Arc<dyn Backend>>> {
-    let backends: Vec<Arc<dyn Backend>> = match parse_server(args.server.as_deref())? {
-        Server::Inprocess => chosen_backends(
+    let backends: Vec<Arc<dyn Backend>> = match args.server.unwrap_or(HandshakeServer::Inprocess) {
+        HandshakeServer::Inprocess => chosen_backends(
             args.backend.as_deref(),
             preset.map(|p| p.default_backends()),
             Some(&matrix.versions),
         )?,
-        Server::Nginx => {
+        HandshakeServer::Nginx => {
             if args.backend.as_deref().is_some_and(|b| b != "openssl") {
                 return Err(usage(
                     "with --server nginx the client is tlslab's OpenSSL: --backend must be openssl or left out",
@@ -496,7 +474,7 @@ impl Counting {
                 "--cpu-features generic runs the matrix again in a child process, which has no --remote server: leave it out",
             ));
         }
-        if counted && args.server.as_deref() == Some("nginx") {
+        if counted && args.server == Some(HandshakeServer::Nginx) {
             return Err(usage(
                 "counted measures run both sides in tlslab's process; against nginx use --measure time",
             ));
@@ -577,6 +555,18 @@ impl Counting {
     }
 }
 
+/// The ids of a list option's values, comma-separated, as the child's
+/// command line takes them.
+fn ids<T: Named>(values: &Option<Vec<T>>) -> Option<String> {
+    values.as_ref().map(|values| {
+        values
+            .iter()
+            .map(|value| value.id())
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
 /// The matrix again in a child process whose libraries see no CPU features
 /// (OpenSSL's and aws-lc's capability mask cleared), stored by the child in
 /// a scratch database and read back; its rows are "<backend> (generic)".
@@ -620,18 +610,18 @@ fn generic_cells(
             .to_string()
         });
         for (flag, value) in [
-            ("--preset", args.preset.clone()),
-            ("--tls", axes.tls.clone()),
-            ("--group", axes.group.clone()),
-            ("--cert", axes.cert.clone()),
-            ("--suite", axes.suite.clone()),
-            ("--resumption", axes.resumption.clone()),
+            ("--preset", args.preset.map(|p| p.id().to_string())),
+            ("--tls", ids(&axes.tls)),
+            ("--group", ids(&axes.group)),
+            ("--cert", ids(&axes.cert)),
+            ("--suite", ids(&axes.suite)),
+            ("--resumption", ids(&axes.resumption)),
             ("--chain-depth", axes.chain_depth.map(|v| v.to_string())),
             ("--mtu", axes.mtu.map(|v| v.to_string())),
-            ("--transport", args.transport.clone()),
+            ("--transport", ids(&args.transport)),
             ("--mutual", mutual),
             ("--baseline", args.baseline.clone()),
-            ("--precision", sampling.precision.clone()),
+            ("--precision", sampling.precision.map(|v| v.to_string())),
             ("--max-time", sampling.max_time.map(|v| v.to_string())),
             (
                 "--max-total-time",
@@ -641,7 +631,7 @@ fn generic_cells(
             ("--runs", sampling.runs.map(|v| v.to_string())),
             ("--warmup", sampling.warmup.map(|v| v.to_string())),
             ("--seed", sampling.seed.map(|v| v.to_string())),
-            ("--shard", args.shard.shard.clone()),
+            ("--shard", args.shard.shard.map(|v| v.to_string())),
         ] {
             if let Some(value) = value {
                 child.args([flag, &value]);

@@ -12,11 +12,13 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::backend::LibraryInfo;
-use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs, MeasureArgs, SamplingArgs, Seconds};
+use crate::cli::{
+    DatabaseArgs, DisplayArgs, ExportArgs, MeasureArgs, Percent, SamplingArgs, Seconds,
+};
 use crate::host::HostInfo;
 use crate::measure::{fresh_seed, SamplingOptions};
 use crate::report::{Document, Format};
-use crate::scenario::{parse_list, Measure, Shard};
+use crate::scenario::{distinct, Measure, Shard};
 use crate::store::{RunInfo, RunKind, Store};
 
 /// The exit code of a run stopped by Ctrl-C (128 + SIGINT).
@@ -52,22 +54,6 @@ pub fn exit_code(error: &anyhow::Error) -> i32 {
     }
 }
 
-/// Parses "1%", "0.5%" or "1" (percent) into a fraction.
-pub(crate) fn parse_precision(text: &str) -> Result<f64> {
-    let number = text.trim().trim_end_matches('%').trim();
-    let percent: f64 = number.parse().map_err(|_| {
-        usage(format!(
-            "--precision must be a percentage such as 1% or 0.5%, got '{text}'"
-        ))
-    })?;
-    if !(percent > 0.0 && percent < 100.0) {
-        return Err(usage(format!(
-            "--precision must be more than 0% and less than 100%, got '{text}'"
-        )));
-    }
-    Ok(percent / 100.0)
-}
-
 /// A number of seconds from the command line or a command's defaults
 /// (the parser of [`Seconds`] has refused negatives and NaN): zero allowed
 /// only where `zero_ok`.
@@ -88,7 +74,7 @@ pub(crate) fn seconds(name: &str, value: f64, zero_ok: bool) -> Result<Duration>
 /// A command's sampling defaults, used where the options say nothing.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SamplingDefaults {
-    pub precision: &'static str,
+    pub precision: Percent,
     pub max_time_s: f64,
     pub min_samples: usize,
     pub warmup_s: f64,
@@ -96,6 +82,16 @@ pub(crate) struct SamplingDefaults {
     pub max_total_s: Option<f64>,
     /// About how long one cell's batch in one round lasts.
     pub slice: Duration,
+}
+
+/// The fraction `--precision` asks for: more than 0% and less than 100%.
+fn precision(asked: Percent) -> Result<f64> {
+    if !(asked.percent() > 0.0 && asked.percent() < 100.0) {
+        return Err(usage(format!(
+            "--precision must be more than 0% and less than 100%, got {asked}"
+        )));
+    }
+    Ok(asked.fraction())
 }
 
 impl SamplingArgs {
@@ -111,7 +107,7 @@ impl SamplingArgs {
             return Err(usage("--runs must be at least 1"));
         }
         Ok(SamplingOptions {
-            precision: parse_precision(self.precision.as_deref().unwrap_or(defaults.precision))?,
+            precision: precision(self.precision.unwrap_or(defaults.precision))?,
             // Zero means "the minimum samples and no more".
             max_time: seconds(
                 "max-time",
@@ -460,16 +456,6 @@ pub(crate) fn finish(
     0
 }
 
-impl crate::cli::ShardArgs {
-    /// The shard the options name, if any.
-    pub(crate) fn shard(&self) -> Result<Option<Shard>> {
-        self.shard
-            .as_deref()
-            .map(|text| text.parse().map_err(|e| usage(format!("--shard: {e}"))))
-            .transpose()
-    }
-}
-
 /// Says that a shard holds no cell of the matrix (more shards than cells):
 /// nothing runs and nothing is stored, and the exit code is 0 so a job
 /// runner counts the shard as done.
@@ -486,13 +472,8 @@ impl MeasureArgs {
     pub(crate) fn checked(&self) -> Result<(Vec<Measure>, Option<String>)> {
         let measures: Vec<Measure> = match &self.measure {
             None => vec![Measure::Time],
-            Some(list) => parse_list(list).map_err(usage)?,
+            Some(list) => distinct(list),
         };
-        if measures.is_empty() {
-            return Err(usage(
-                "--measure is empty; valid measures: time, instructions, memory",
-            ));
-        }
         if self.breakdown && !measures.contains(&Measure::Instructions) {
             return Err(usage(
                 "--breakdown counts instructions: add --measure instructions",

@@ -11,19 +11,19 @@ use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::{MeasureArgs, SpeedArgs};
+use crate::cli::{Algorithm, MeasureArgs, Size, SpeedArgs};
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::Document;
-use crate::scenario::speed::{expand, Primitive, SpeedRow, DEFAULT_SIZES};
+use crate::scenario::speed::{expand, Primitive, SpeedRow};
 use crate::scenario::Shard;
-use crate::scenario::{parse_list, CpuFeatures, Measure, Named};
+use crate::scenario::{distinct, CpuFeatures, Measure, Named};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::speed::{counted_operations, CountedOperations, PreparedRow, SpeedCell};
 
 /// Sampling defaults of `speed`.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
-    precision: "2%",
+    precision: crate::cli::Percent::new(2.0),
     max_time_s: 0.5,
     min_samples: 5,
     warmup_s: 0.05,
@@ -36,33 +36,29 @@ pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
 /// so they fall back to their generic code.
 pub(crate) const GENERIC_CPU_ENV: (&str, &str) = ("OPENSSL_ia32cap", "0x0:0x0");
 
-/// The CPU feature sets of `--cpu-features`, each once; an empty list is
-/// a usage error.
-pub(crate) fn cpu_feature_list(list: &str) -> Result<Vec<CpuFeatures>> {
-    let sets: Vec<CpuFeatures> = parse_list(list).map_err(usage)?;
-    if sets.is_empty() {
-        return Err(usage("the CPU feature list is empty"));
-    }
-    Ok(sets)
-}
-
-fn sizes(list: &str) -> Result<Vec<usize>> {
-    let mut sizes = Vec::new();
-    for text in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        match text.parse::<usize>() {
-            Ok(size) if (1..=1 << 24).contains(&size) => {
-                if !sizes.contains(&size) {
-                    sizes.push(size);
-                }
-            }
-            _ => {
-                return Err(usage(format!(
-                    "--size takes byte counts from 1 to 16777216, got '{text}'"
-                )))
-            }
-        }
+/// The sizes of `--size`, each once, every one from 1 byte to 16 MiB.
+fn sizes(asked: &[Size]) -> Result<Vec<usize>> {
+    let sizes: Vec<usize> = distinct(asked).into_iter().map(Size::bytes).collect();
+    if let Some(bad) = sizes
+        .iter()
+        .find(|size| !(1..=MAX_SIZE_BYTES).contains(*size))
+    {
+        return Err(usage(format!(
+            "--size takes byte counts from 1 to {MAX_SIZE_BYTES}, got {bad}"
+        )));
     }
     Ok(sizes)
+}
+
+/// The largest buffer `speed --size` takes: 16 MiB.
+const MAX_SIZE_BYTES: usize = 1 << 24;
+
+/// The CPU feature sets as stored with a run: "native,generic".
+pub(crate) fn feature_list(sets: &[CpuFeatures]) -> String {
+    sets.iter()
+        .map(|set| set.id())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Runs `tlslab speed` and returns the exit code.
@@ -76,7 +72,6 @@ pub(crate) struct SpeedStudy {
     sizes: Vec<usize>,
     rows: Vec<SpeedRow>,
     backends: Vec<Arc<dyn Backend>>,
-    cpu_features: String,
     feature_sets: Vec<CpuFeatures>,
     sampling: SamplingOptions,
     shard: Option<Shard>,
@@ -93,33 +88,31 @@ impl Study for SpeedStudy {
     const KIND: RunKind = RunKind::Speed;
 
     fn plan(args: &SpeedArgs) -> Result<Plan<Self>> {
-        let primitives: Vec<Primitive> = if args.algorithm.trim().eq_ignore_ascii_case("all") {
+        let primitives: Vec<Primitive> = if args.algorithm.contains(&Algorithm::All) {
             Primitive::ALL.to_vec()
         } else {
-            parse_list(&args.algorithm).map_err(usage)?
+            let named: Vec<Primitive> = args
+                .algorithm
+                .iter()
+                .filter_map(|algorithm| match algorithm {
+                    Algorithm::One(primitive) => Some(*primitive),
+                    Algorithm::All => None,
+                })
+                .collect();
+            distinct(&named)
         };
         let sizes = sizes(&args.size)?;
-        if sizes.is_empty() {
-            return Err(usage(format!(
-                "--size is empty; give byte counts from 1 to 16777216 (default: {})",
-                DEFAULT_SIZES
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            )));
-        }
         let rows = expand(&primitives, &sizes);
         if rows.is_empty() {
             return Err(usage("no algorithm to measure"));
         }
-        let shard = args.shard.shard()?;
+        let shard = args.shard.shard;
         let rows = Shard::filter(shard, rows, |row| row.label(), |_| false);
         if let (Some(shard), true) = (shard, rows.is_empty()) {
             return Ok(Plan::EmptyShard(shard));
         }
         let backends = chosen_backends(Some(&args.backend), None, None)?;
-        let feature_sets = cpu_feature_list(&args.cpu_features)?;
+        let feature_sets = distinct(&args.cpu_features);
         let sampling = args.sampling.options(DEFAULTS)?;
         let (measures, valgrind) = MeasureArgs {
             measure: args.measure.clone(),
@@ -142,7 +135,6 @@ impl Study for SpeedStudy {
             sizes,
             rows,
             backends,
-            cpu_features: args.cpu_features.clone(),
             feature_sets,
             sampling,
             shard,
@@ -170,7 +162,7 @@ impl Study for SpeedStudy {
             "backends": self.backends.iter().map(|b| b.id()).collect::<Vec<_>>(),
             "algorithms": self.primitives.iter().map(|p| p.id()).collect::<Vec<_>>(),
             "sizes": self.sizes,
-            "cpu_features": self.cpu_features,
+            "cpu_features": feature_list(&self.feature_sets),
             "sampling": self.sampling,
             "shard": self.shard,
             "measures": self.measures,
@@ -391,6 +383,18 @@ fn count_rows(
     Ok(())
 }
 
+/// `--algorithm` as the child's command line takes it.
+fn algorithms(asked: &[Algorithm]) -> String {
+    asked
+        .iter()
+        .map(|algorithm| match algorithm {
+            Algorithm::All => "all",
+            Algorithm::One(primitive) => primitive.id(),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Measures the rows again in a child process whose libraries see no CPU
 /// features (its own run in a scratch database, read back here); ring
 /// cannot be told to ignore them, so its rows say so.
@@ -416,11 +420,19 @@ fn generic_cells(
             .arg("--db")
             .arg(&database)
             .args(["--backend", &maskable.join(",")])
-            .args(["--algorithm", &args.algorithm])
-            .args(["--size", &args.size]);
+            .args(["--algorithm", &algorithms(&args.algorithm)])
+            .args([
+                "--size",
+                &args
+                    .size
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ]);
         let sampling = &args.sampling;
         for (flag, value) in [
-            ("--precision", sampling.precision.clone()),
+            ("--precision", sampling.precision.map(|v| v.to_string())),
             ("--max-time", sampling.max_time.map(|v| v.to_string())),
             (
                 "--max-total-time",
@@ -430,7 +442,7 @@ fn generic_cells(
             ("--runs", sampling.runs.map(|v| v.to_string())),
             ("--warmup", sampling.warmup.map(|v| v.to_string())),
             ("--seed", sampling.seed.map(|v| v.to_string())),
-            ("--shard", args.shard.shard.clone()),
+            ("--shard", args.shard.shard.map(|v| v.to_string())),
         ] {
             if let Some(value) = value {
                 child.args([flag, &value]);

@@ -22,7 +22,7 @@ use serde::Serialize;
 pub use axes::{Aead, CertKind, Group, KxKind, Resumption, SignatureFamily, TlsVersion};
 pub use cpu::CpuFeatures;
 pub use measure::Measure;
-pub use names::{parse_list, parse_name, Named, UnknownName};
+pub use names::{distinct, parse_list, parse_name, Named, UnknownName};
 pub use offer::ServerOffer;
 pub use shard::Shard;
 pub use transport::Transport;

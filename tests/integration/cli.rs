@@ -400,8 +400,14 @@ fn empty_lists_and_zero_bounds_are_usage_errors() {
             vec!["speed", "--min-samples", "0"],
             "--min-samples must be at least 1",
         ),
-        (vec!["speed", "--size", ""], "--size is empty"),
-        (vec!["speed", "--size", " , "], "--size is empty"),
+        (
+            vec!["speed", "--size", ""],
+            "for '--size <LIST>': an empty size",
+        ),
+        (
+            vec!["speed", "--size", " , "],
+            "for '--size <LIST>': an empty size",
+        ),
     ] {
         let mut all = args.clone();
         all.extend_from_slice(&["--db", db_text]);
