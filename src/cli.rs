@@ -455,10 +455,14 @@ pub enum Command {
     /// itself so for `--measure instructions`).
     #[command(name = "counted-child", hide = true)]
     CountedChild(CountedChildArgs),
+    /// Internal: run a command again with the libraries' CPU features
+    /// masked (tlslab runs itself so for `--cpu-features generic`).
+    #[command(name = "generic-child", hide = true)]
+    GenericChild(GenericChildArgs),
 }
 
 /// What a run measures: time, or counts that hold on any machine.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Default, Args, Serialize, Deserialize)]
 pub struct MeasureArgs {
     /// What to measure, comma-separated: time (CPU and wall time per side,
     /// sampled in interleaved rounds), instructions (executed per side,
@@ -491,8 +495,26 @@ pub struct CountedChildArgs {
     pub out: PathBuf,
 }
 
+/// The file of a generic-CPU child: its plan ([`GenericPlan`], as JSON).
+#[derive(Debug, Clone, Args)]
+pub struct GenericChildArgs {
+    pub plan: PathBuf,
+}
+
+/// What a generic-CPU child runs: the parent's own parsed arguments,
+/// changed only where the child must differ (its CPU features, its
+/// database, no exports, quiet, the backends whose CPU features can be
+/// masked), so every option reaches the child as the parent parsed it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GenericPlan {
+    Handshake(Box<HandshakeArgs>),
+    Speed(Box<SpeedArgs>),
+}
+
 /// Whether handshakes authenticate the client too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MutualArg {
     Off,
     On,
@@ -587,7 +609,7 @@ impl fmt::Display for Role {
     }
 }
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[command(after_help = "Examples:
   tlslab handshake --preset kex-matrix
   tlslab handshake --preset kex-matrix --server nginx   (nginx installed)
@@ -869,7 +891,7 @@ pub struct BulkArgs {
     pub quiet: bool,
 }
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[command(after_help = "Examples:
   tlslab speed --algorithm rsa2048,ecdsa_p256,p256
   tlslab speed --backend openssl --algorithm aes-128-gcm,chacha20-poly1305 --size 16,1024,16384
@@ -1007,7 +1029,7 @@ pub struct CostArgs {
 }
 
 /// The axes of a handshake matrix; each overrides the preset's.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct AxisArgs {
     /// Protocol versions: 1.2, 1.3, dtls1.2, dtls1.3 (DTLS over an in-memory
     /// datagram channel, or UDP with `--transport udp`; dtls1.2 on OpenSSL
@@ -1180,7 +1202,7 @@ pub struct ServeOfferArgs {
 /// cells are sampled in interleaved rounds (one short batch of each per
 /// round, in a shuffled order) so that a change in the machine's speed hits
 /// every cell alike; ratios come from same-round pairs.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct SamplingArgs {
     /// Stop a cell once the 95% interval of its median (and of its ratio to
     /// the baseline row, when there is one) is within ± this, e.g. 1% or 0.5%.
@@ -1220,7 +1242,7 @@ pub struct SamplingArgs {
 }
 
 /// Which part of the matrix this machine measures.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct ShardArgs {
     /// Measure only shard I of N (1 <= I <= N): the cells whose stable
     /// label hashes to it, so N machines (a Kubernetes Indexed Job, a Slurm
@@ -1231,7 +1253,7 @@ pub struct ShardArgs {
 }
 
 /// Where results are stored.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct DatabaseArgs {
     /// The SQLite database for results. [default: tlslab/tlslab.sqlite in the user's data directory]
     #[arg(long, value_name = "PATH")]
@@ -1243,7 +1265,7 @@ pub struct DatabaseArgs {
 }
 
 /// How the table is drawn on standard output.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct DisplayArgs {
     /// Draw every column on one line, whatever the terminal's width. By
     /// default the table fits the terminal (or COLUMNS when set); piped
@@ -1253,7 +1275,7 @@ pub struct DisplayArgs {
 }
 
 /// Files to export results to.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args, Serialize, Deserialize)]
 pub struct ExportArgs {
     /// Write every row with all its statistics as JSON; the rows of a
     /// sampled run (handshake, bulk, tunnel, speed) carry their raw samples.

@@ -4,21 +4,21 @@
 //! generic`, the matrix again in a child process whose libraries see no CPU
 //! features, its rows beside the native ones.
 
-use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::axes::{matrix_from, overridden};
+use super::generic;
 use super::network::NetworkPlan;
 use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
-use super::speed::{feature_list, GENERIC_CPU_ENV};
+use super::speed::feature_list;
 use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
 use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::{HandshakeArgs, HandshakeServer, MutualArg};
+use crate::cli::{ExportArgs, GenericPlan, HandshakeArgs, HandshakeServer};
 use crate::host::HostInfo;
 use crate::measure::{CellStatus, Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
@@ -109,7 +109,7 @@ pub(crate) struct HandshakeStudy {
     wire: bool,
     cert_dir: Option<std::path::PathBuf>,
     rounds: Vec<crate::measure::Round>,
-    /// The command line, for the generic-CPU child.
+    /// The parsed command line, handed to the generic-CPU child.
     args: HandshakeArgs,
 }
 
@@ -555,127 +555,57 @@ impl Counting {
     }
 }
 
-/// The ids of a list option's values, comma-separated, as the child's
-/// command line takes them.
-fn ids<T: Named>(values: &Option<Vec<T>>) -> Option<String> {
-    values.as_ref().map(|values| {
-        values
-            .iter()
-            .map(|value| value.id())
-            .collect::<Vec<_>>()
-            .join(",")
-    })
-}
-
 /// The matrix again in a child process whose libraries see no CPU features
-/// (OpenSSL's and aws-lc's capability mask cleared), stored by the child in
-/// a scratch database and read back; its rows are "<backend> (generic)".
-/// ring cannot be told to ignore the CPU's features, so its rows say so.
-/// The child samples after the parent, so a ratio between a native and a
-/// generic row is not from same-round pairs; each backend's rows are.
+/// ([`generic`]), its rows "<backend> (generic)". ring cannot be told to
+/// ignore the CPU's features, so its rows say so. The child samples after
+/// the parent, so a ratio between a native and a generic row is not from
+/// same-round pairs; each backend's rows are.
 fn generic_cells(
     args: &HandshakeArgs,
     backends: &[&str],
     scenarios: &[HandshakeScenario],
     session: &Session,
 ) -> Result<Vec<CellResult>> {
-    let maskable: Vec<&str> = backends
-        .iter()
-        .copied()
-        .filter(|id| *id != "rustls-ring")
-        .collect();
+    let maskable = generic::maskable(backends);
     let mut cells = Vec::new();
     if !maskable.is_empty() {
-        crate::child::remove_leftovers();
-        let scratch = crate::child::scratch_dir("generic").context("making a scratch directory")?;
-        let database = scratch.path().join("generic.sqlite");
-        let mut child = Process::new(std::env::current_exe()?);
-        child
-            .args(["handshake", "-q", "--cpu-features", "native"])
-            .arg("--db")
-            .arg(&database);
-        // A preset's own backends (its companions' included) are planned
-        // by the child as by the parent.
-        if args.backend.is_some() || args.preset.is_none() {
-            child.args(["--backend", &maskable.join(",")]);
-        }
-        let axes = &args.axes;
-        let sampling = &args.sampling;
-        let mutual = args.mutual.map(|mutual| {
-            match mutual {
-                MutualArg::Off => "off",
-                MutualArg::On => "on",
-                MutualArg::Both => "both",
+        let plan = |database: &std::path::Path| {
+            let mut child = args.clone();
+            child.cpu_features = vec![CpuFeatures::Native];
+            child.database = generic::child_database(database);
+            child.exports = ExportArgs::default();
+            child.quiet = true;
+            // A preset's own backends (its companions' included) are
+            // planned by the child as by the parent; nginx's client is
+            // tlslab's OpenSSL whatever --backend says.
+            if args.server != Some(HandshakeServer::Nginx)
+                && (args.backend.is_some() || args.preset.is_none())
+            {
+                child.backend = Some(maskable.join(","));
             }
-            .to_string()
-        });
-        for (flag, value) in [
-            ("--preset", args.preset.map(|p| p.id().to_string())),
-            ("--tls", ids(&axes.tls)),
-            ("--group", ids(&axes.group)),
-            ("--cert", ids(&axes.cert)),
-            ("--suite", ids(&axes.suite)),
-            ("--resumption", ids(&axes.resumption)),
-            ("--chain-depth", axes.chain_depth.map(|v| v.to_string())),
-            ("--mtu", axes.mtu.map(|v| v.to_string())),
-            ("--transport", ids(&args.transport)),
-            ("--mutual", mutual),
-            ("--baseline", args.baseline.clone()),
-            ("--precision", sampling.precision.map(|v| v.to_string())),
-            ("--max-time", sampling.max_time.map(|v| v.to_string())),
-            (
-                "--max-total-time",
-                sampling.max_total_time.map(|v| v.to_string()),
-            ),
-            ("--min-samples", sampling.min_samples.map(|v| v.to_string())),
-            ("--runs", sampling.runs.map(|v| v.to_string())),
-            ("--warmup", sampling.warmup.map(|v| v.to_string())),
-            ("--seed", sampling.seed.map(|v| v.to_string())),
-            ("--shard", args.shard.shard.map(|v| v.to_string())),
-        ] {
-            if let Some(value) = value {
-                child.args([flag, &value]);
-            }
-        }
-        if let Some(dir) = &args.cert_dir {
-            child.arg("--cert-dir").arg(dir);
-        }
-        child
-            .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // Killed with tlslab; stopped as tlslab is (Ctrl-C, SIGTERM), and
-        // what it measured until then is kept.
-        let output = crate::child::run_worker(child, session.interrupt())
-            .context("starting the generic-CPU child process")?;
-        let stored = Store::open_read_only(&database).ok().and_then(|store| {
-            let run_id = store.latest_run_id().ok()??;
-            store.load_run(run_id).ok()
-        });
-        let Some(stored) = stored else {
-            if session.interrupted() {
-                // Stopped before it stored a run: nothing of it to keep.
-                return Ok(cells);
-            }
-            bail!(
-                "the generic-CPU child process failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
+            GenericPlan::Handshake(Box::new(child))
         };
-        cells.extend(stored.cells.into_iter().map(|mut cell| {
-            cell.backend = format!("{} (generic)", cell.backend);
-            cell
-        }));
+        let stored = generic::run_child(plan, session, |store| {
+            store.load_run(store.latest_run_id().ok()??).ok()
+        })?;
+        cells.extend(
+            stored
+                .into_iter()
+                .flat_map(|run| run.cells)
+                .map(|mut cell| {
+                    cell.backend = format!("{} (generic)", cell.backend);
+                    cell
+                }),
+        );
     }
-    if backends.contains(&"rustls-ring") {
+    if backends.contains(&generic::UNMASKABLE) {
         cells.extend(scenarios.iter().map(|scenario| CellResult {
             counts: Default::default(),
-            backend: "rustls-ring (generic)".to_string(),
+            backend: format!("{} (generic)", generic::UNMASKABLE),
             scenario: *scenario,
             negotiated: None,
             outcome: Outcome::Unsupported {
-                reason: "ring has no switch to turn its CPU features off".to_string(),
+                reason: generic::UNMASKABLE_REASON.to_string(),
             },
         }));
     }

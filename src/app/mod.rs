@@ -9,6 +9,7 @@ pub mod capacity;
 mod combine;
 pub mod compare;
 pub mod cost;
+pub mod generic;
 pub mod handshake;
 pub mod list;
 pub mod load;
@@ -52,6 +53,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             crate::workload::counted::child::run(&args.plan, &args.out)?;
             Ok(0)
         }
+        Command::GenericChild(args) => generic::run(&args),
         Command::Completions(args) => manual::completions(&args),
         Command::Man(args) => manual::man(&args),
     }

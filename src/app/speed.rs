@@ -1,17 +1,17 @@
 //! `tlslab speed`: rows x backends (x CPU feature sets), every row sampled
 //! in interleaved rounds, stored as it finishes, reported like `openssl speed`.
 
-use std::process::Command as Process;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 
+use super::generic;
 use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::{Algorithm, MeasureArgs, Size, SpeedArgs};
+use crate::cli::{Algorithm, ExportArgs, GenericPlan, MeasureArgs, Size, SpeedArgs};
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::Document;
 use crate::scenario::speed::{expand, Primitive, SpeedRow};
@@ -31,10 +31,6 @@ pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
     max_total_s: None,
     slice: Duration::ZERO,
 };
-
-/// The environment that clears OpenSSL's and aws-lc's CPU capability vector,
-/// so they fall back to their generic code.
-pub(crate) const GENERIC_CPU_ENV: (&str, &str) = ("OPENSSL_ia32cap", "0x0:0x0");
 
 /// The sizes of `--size`, each once, every one from 1 byte to 16 MiB.
 fn sizes(asked: &[Size]) -> Result<Vec<usize>> {
@@ -78,7 +74,7 @@ pub(crate) struct SpeedStudy {
     measures: Vec<Measure>,
     valgrind: Option<String>,
     counted_samples: usize,
-    /// The command line, for the generic-CPU child.
+    /// The parsed command line, handed to the generic-CPU child.
     args: SpeedArgs,
 }
 
@@ -383,111 +379,45 @@ fn count_rows(
     Ok(())
 }
 
-/// `--algorithm` as the child's command line takes it.
-fn algorithms(asked: &[Algorithm]) -> String {
-    asked
-        .iter()
-        .map(|algorithm| match algorithm {
-            Algorithm::All => "all",
-            Algorithm::One(primitive) => primitive.id(),
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 /// Measures the rows again in a child process whose libraries see no CPU
-/// features (its own run in a scratch database, read back here); ring
-/// cannot be told to ignore them, so its rows say so.
+/// features ([`generic`]): its own run in a scratch database, read back
+/// here. ring cannot be told to ignore them, so its rows say so.
 fn generic_cells(
     args: &SpeedArgs,
     backends: &[&'static str],
     rows: &[SpeedRow],
     session: &Session,
 ) -> Result<Vec<SpeedCell>> {
-    let maskable: Vec<&str> = backends
-        .iter()
-        .copied()
-        .filter(|id| *id != "rustls-ring")
-        .collect();
+    let maskable = generic::maskable(backends);
     let mut cells = Vec::new();
     if !maskable.is_empty() {
-        crate::child::remove_leftovers();
-        let scratch = crate::child::scratch_dir("generic").context("making a scratch directory")?;
-        let database = scratch.path().join("generic.sqlite");
-        let mut child = Process::new(std::env::current_exe()?);
-        child
-            .args(["speed", "-q", "--cpu-features", "native"])
-            .arg("--db")
-            .arg(&database)
-            .args(["--backend", &maskable.join(",")])
-            .args(["--algorithm", &algorithms(&args.algorithm)])
-            .args([
-                "--size",
-                &args
-                    .size
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ]);
-        let sampling = &args.sampling;
-        for (flag, value) in [
-            ("--precision", sampling.precision.map(|v| v.to_string())),
-            ("--max-time", sampling.max_time.map(|v| v.to_string())),
-            (
-                "--max-total-time",
-                sampling.max_total_time.map(|v| v.to_string()),
-            ),
-            ("--min-samples", sampling.min_samples.map(|v| v.to_string())),
-            ("--runs", sampling.runs.map(|v| v.to_string())),
-            ("--warmup", sampling.warmup.map(|v| v.to_string())),
-            ("--seed", sampling.seed.map(|v| v.to_string())),
-            ("--shard", args.shard.shard.map(|v| v.to_string())),
-        ] {
-            if let Some(value) = value {
-                child.args([flag, &value]);
-            }
-        }
-        child
-            .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        // Killed with tlslab; stopped as tlslab is (Ctrl-C, SIGTERM), and
-        // what it measured until then is kept.
-        let output = crate::child::run_worker(child, session.interrupt())
-            .context("starting the generic-CPU child process")?;
-        let stored = Store::open_read_only(&database).ok().and_then(|store| {
-            let run_id = store.latest_run_id().ok()??;
-            store.load_speed_cells(run_id).ok()
-        });
-        let Some(measured) = stored else {
-            if session.interrupted() {
-                // Stopped before it stored a run: nothing of it to keep.
-                return Ok(cells);
-            }
-            bail!(
-                "the generic-CPU child process failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
+        let plan = |database: &std::path::Path| {
+            let mut child = args.clone();
+            child.cpu_features = vec![CpuFeatures::Native];
+            child.database = generic::child_database(database);
+            child.exports = ExportArgs::default();
+            child.quiet = true;
+            child.backend = maskable.join(",");
+            GenericPlan::Speed(Box::new(child))
         };
-        cells.extend(measured.into_iter().map(|mut cell| {
+        let measured = generic::run_child(plan, session, |store| {
+            store.load_speed_cells(store.latest_run_id().ok()??).ok()
+        })?;
+        cells.extend(measured.into_iter().flatten().map(|mut cell| {
             cell.backend = format!("{} (generic)", cell.backend);
             cell
         }));
     }
-    if backends.contains(&"rustls-ring") {
-        for row in rows {
-            cells.push(SpeedCell {
-                counted: None,
-                backend: "rustls-ring (generic)".to_string(),
-                row: *row,
-                batch: 0,
-                outcome: Outcome::Unsupported {
-                    reason: "ring has no switch to turn its CPU features off".to_string(),
-                },
-            });
-        }
+    if backends.contains(&generic::UNMASKABLE) {
+        cells.extend(rows.iter().map(|row| SpeedCell {
+            counted: None,
+            backend: format!("{} (generic)", generic::UNMASKABLE),
+            row: *row,
+            batch: 0,
+            outcome: Outcome::Unsupported {
+                reason: generic::UNMASKABLE_REASON.to_string(),
+            },
+        }));
     }
     Ok(cells)
 }
