@@ -19,6 +19,7 @@ use anyhow::{bail, Context, Result};
 
 use super::study::Session;
 use crate::cli::{DatabaseArgs, GenericChildArgs, GenericPlan};
+use crate::scenario::{CpuFeatures, Named};
 use crate::store::Store;
 
 /// The environment that clears OpenSSL's and aws-lc's CPU capability vector,
@@ -94,14 +95,19 @@ pub(crate) fn run_child<T>(
     }
 }
 
-/// `tlslab generic-child PLAN`: runs the command its parent planned.
-pub fn run(args: &GenericChildArgs) -> Result<i32> {
+/// The plan of `tlslab generic-child PLAN`: the command its parent
+/// planned, which `app::run` runs.
+pub fn read_plan(args: &GenericChildArgs) -> Result<GenericPlan> {
     let text = std::fs::read(&args.plan)
         .with_context(|| format!("cannot read {}", args.plan.display()))?;
-    let plan: GenericPlan = serde_json::from_slice(&text)
-        .with_context(|| format!("{} is not a generic-CPU plan", args.plan.display()))?;
-    match plan {
-        GenericPlan::Handshake(args) => super::handshake::run(&args),
-        GenericPlan::Speed(args) => super::speed::run(&args),
-    }
+    serde_json::from_slice(&text)
+        .with_context(|| format!("{} is not a generic-CPU plan", args.plan.display()))
+}
+
+/// The CPU feature sets as stored with a run: "native,generic".
+pub(crate) fn feature_list(sets: &[CpuFeatures]) -> String {
+    sets.iter()
+        .map(|set| set.id())
+        .collect::<Vec<_>>()
+        .join(",")
 }

@@ -14,7 +14,6 @@ use super::axes::{matrix_from, overridden};
 use super::generic;
 use super::network::NetworkPlan;
 use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
-use super::speed::feature_list;
 use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
 use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
@@ -224,7 +223,7 @@ impl Study for HandshakeStudy {
             companions: self.companions.iter().collect(),
             sampling: &self.sampling,
             baseline: self.baseline.as_deref(),
-            cpu_features: feature_list(&self.feature_sets),
+            cpu_features: generic::feature_list(&self.feature_sets),
             shard: self.shard,
             measures: &self.counting.measures,
             valgrind: self.counting.valgrind.as_deref(),

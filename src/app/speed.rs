@@ -49,14 +49,6 @@ fn sizes(asked: &[Size]) -> Result<Vec<usize>> {
 /// The largest buffer `speed --size` takes: 16 MiB.
 const MAX_SIZE_BYTES: usize = 1 << 24;
 
-/// The CPU feature sets as stored with a run: "native,generic".
-pub(crate) fn feature_list(sets: &[CpuFeatures]) -> String {
-    sets.iter()
-        .map(|set| set.id())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 /// Runs `tlslab speed` and returns the exit code.
 pub fn run(args: &SpeedArgs) -> Result<i32> {
     study::run::<SpeedStudy>(args)
@@ -158,7 +150,7 @@ impl Study for SpeedStudy {
             "backends": self.backends.iter().map(|b| b.id()).collect::<Vec<_>>(),
             "algorithms": self.primitives.iter().map(|p| p.id()).collect::<Vec<_>>(),
             "sizes": self.sizes,
-            "cpu_features": feature_list(&self.feature_sets),
+            "cpu_features": generic::feature_list(&self.feature_sets),
             "sampling": self.sampling,
             "shard": self.shard,
             "measures": self.measures,
