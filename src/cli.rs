@@ -1,19 +1,45 @@
 //! The command line: one subcommand per capability. Only clap types live
-//! here; this file imports nothing else of the crate, and `app` turns these
-//! options into runs.
+//! here, and the vocabulary of named values they parse: this file imports
+//! `crate::scenario` (the axes' names, presets, shards) and nothing else of
+//! the crate, and `app` turns these options into runs.
+//!
+//! Why the vocabulary: an option whose value is a name (`--group x25519`)
+//! or a number with a unit (`--size 16k`, `--max-time 500ms`) is parsed
+//! and checked here, so a bad value is refused by clap with the valid
+//! names (exit 2) before any command runs, and shell completions offer
+//! the names (`tlslab completions bash`). The names themselves live in
+//! one place, `scenario`, which imports no backend and nothing above it.
+//! What stays text, and why, is said at each such option: backend lists
+//! (the registry's ids live in `backend`, with `all`), addresses, paths,
+//! row labels and stored-run specs.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+use clap::builder::{PossibleValue, TypedValueParser, ValueParserFactory};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::bulk::BulkPreset;
+use crate::scenario::names::{parse_name, Named};
+use crate::scenario::network::{parse_profiles, NetworkProfile};
+use crate::scenario::presets::{CostPreset, LoadPreset, Preset, TunnelPreset};
+use crate::scenario::speed::Primitive;
+use crate::scenario::tunnel::Engine;
+use crate::scenario::tunnel_axes::{Cipher, Compression, Digest, Payload};
+use crate::scenario::{
+    Aead, CertKind, CpuFeatures, Group, Measure, Resumption, Shard, TlsVersion, Transport,
+};
 
 /// A span of time on the command line: plain seconds (`1.5`) or a number
 /// with a unit, `ms`, `s`, `m` or `h` (`500ms`, `4s`, `2m`), as wrk, oha
 /// and k6 take them. Never negative, NaN or infinite; whether zero is
 /// allowed is the option's to say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Seconds(Duration);
 
 impl Seconds {
@@ -46,11 +72,7 @@ impl FromStr for Seconds {
             )
         };
         // Only plain decimals: "inf", "NaN" and "1e3" are not durations a person types.
-        if number.is_empty()
-            || !number
-                .chars()
-                .all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+')
-        {
+        if !plain_decimal(number) {
             return Err(invalid());
         }
         let value: f64 = number.parse().map_err(|_| invalid())?;
@@ -67,6 +89,307 @@ impl FromStr for Seconds {
 impl fmt::Display for Seconds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0.as_secs_f64())
+    }
+}
+
+/// Returns true if and only if `number` is a plain decimal a person types
+/// (digits, a point, a sign): "inf", "NaN" and "1e3" are not.
+fn plain_decimal(number: &str) -> bool {
+    !number.is_empty()
+        && number
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+')
+}
+
+/// A share on the command line, in percent: "1%", "0.5%" or "1" (one
+/// percent). Never negative, NaN or infinite; the bounds (whether zero or
+/// 100% and more make sense) are the option's to say.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Percent(f64);
+
+impl Percent {
+    /// A share of `percent` percent.
+    pub const fn new(percent: f64) -> Self {
+        Self(percent)
+    }
+
+    /// The share in percent (1.0 is 1%).
+    pub fn percent(self) -> f64 {
+        self.0
+    }
+
+    /// The share as a fraction (1% is 0.01).
+    pub fn fraction(self) -> f64 {
+        self.0 / 100.0
+    }
+}
+
+impl FromStr for Percent {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let number = text.trim();
+        let number = number.strip_suffix('%').unwrap_or(number).trim();
+        let invalid = || format!("'{text}' is not a percentage: give one such as 1% or 0.5%");
+        if !plain_decimal(number) {
+            return Err(invalid());
+        }
+        let percent: f64 = number.parse().map_err(|_| invalid())?;
+        if percent < 0.0 {
+            return Err(format!("'{text}': a percentage cannot be negative"));
+        }
+        Ok(Self(percent))
+    }
+}
+
+/// "1%", "0.5%": what parses back to the same share.
+impl fmt::Display for Percent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", self.0)
+    }
+}
+
+/// A number of bytes on the command line: plain (1400) or with k or m
+/// (50k is 50,000 bytes, 1m is 1,000,000). Whether zero is allowed and
+/// how large a size may be is the option's to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Size(usize);
+
+impl Size {
+    /// A size of `bytes` bytes.
+    pub const fn from_bytes(bytes: usize) -> Self {
+        Self(bytes)
+    }
+
+    pub fn bytes(self) -> usize {
+        self.0
+    }
+}
+
+impl FromStr for Size {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        const FORM: &str = "give bytes (1400) or a number with k or m (50k, 1m)";
+        let lower = text.trim().to_ascii_lowercase();
+        if lower.is_empty() {
+            return Err(format!("an empty size: {FORM}"));
+        }
+        let (digits, bytes_per_unit) = match (lower.strip_suffix('k'), lower.strip_suffix('m')) {
+            (Some(digits), _) => (digits, 1_000),
+            (_, Some(digits)) => (digits, 1_000_000),
+            _ => (lower.as_str(), 1),
+        };
+        if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+            return Err(format!("'{text}' is not a size: {FORM}"));
+        }
+        digits
+            .parse::<usize>()
+            .ok()
+            .and_then(|value| value.checked_mul(bytes_per_unit))
+            .map(Self)
+            .ok_or_else(|| format!("'{text}' is too large a size"))
+    }
+}
+
+/// Plain bytes ("50000"), which parse back to the same size.
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The option an argument is, as a person types it ("--group").
+fn option_name(arg: Option<&clap::Arg>) -> String {
+    arg.and_then(|arg| arg.get_long())
+        .map_or_else(|| "the option".to_string(), |long| format!("--{long}"))
+}
+
+/// One name of `T` as typed for `option`: an empty value and a list where
+/// one value goes are refused saying so, an unknown name listing the valid ones.
+fn one_name<T: Named>(option: &str, text: &str) -> Result<T, String> {
+    let valid = || {
+        T::ALL
+            .iter()
+            .map(|value| value.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if text.trim().is_empty() {
+        return Err(format!("an empty value; valid {}s: {}", T::KIND, valid()));
+    }
+    // A list option is split at its commas before its values come here.
+    if text.contains(',') {
+        return Err(format!(
+            "{option} takes one value, not a list; valid {}s: {}",
+            T::KIND,
+            valid()
+        ));
+    }
+    parse_name(text).map_err(|error| error.to_string())
+}
+
+/// The possible values clap completes for `T`: each value's name, and its
+/// id and aliases hidden (accepted, neither listed nor completed).
+fn possible_names<T: Named>() -> impl Iterator<Item = PossibleValue> {
+    T::ALL.iter().flat_map(|value| {
+        let name = value.name();
+        let hidden = std::iter::once(value.id())
+            .filter(move |id| *id != name)
+            .chain(value.aliases().iter().copied())
+            .map(|other| PossibleValue::new(other).hide(true));
+        std::iter::once(PossibleValue::new(name)).chain(hidden)
+    })
+}
+
+/// The clap value parser of a named value of the vocabulary ([`Named`]):
+/// any of its spellings (case, `-` and `_` aside, aliases too) as
+/// `scenario::parse_name` takes them; a bad one is refused with the valid
+/// names (exit 2). Its names are clap's possible values, so the shells
+/// complete them.
+pub struct NamedParser<T>(PhantomData<fn() -> T>);
+
+impl<T> NamedParser<T> {
+    pub fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T> Default for NamedParser<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for NamedParser<T> {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Named + Send + Sync> TypedValueParser for NamedParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let option = option_name(arg);
+        // clap's own wrapping: "invalid value 'x' for '--group <LIST>': ...".
+        let parse = move |text: &str| one_name::<T>(&option, text);
+        parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(possible_names::<T>()))
+    }
+}
+
+/// Names the value parser of each named type of the vocabulary, so a field
+/// of that type (or a list of it) needs no `value_parser` of its own.
+macro_rules! named_values {
+    ($($named:ty),* $(,)?) => {$(
+        impl ValueParserFactory for $named {
+            type Parser = NamedParser<$named>;
+
+            fn value_parser() -> Self::Parser {
+                NamedParser::new()
+            }
+        }
+    )*};
+}
+
+named_values!(
+    TlsVersion,
+    Group,
+    CertKind,
+    Aead,
+    Resumption,
+    Transport,
+    Measure,
+    CpuFeatures,
+    Preset,
+    BulkPreset,
+    CostPreset,
+    TunnelPreset,
+    LoadPreset,
+    Cipher,
+    Digest,
+    Compression,
+    Payload,
+    Engine,
+    Primitive,
+);
+
+/// One item of `speed --algorithm`: every algorithm, or one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    All,
+    One(Primitive),
+}
+
+/// `all`, else an algorithm's name.
+#[derive(Clone, Default)]
+pub struct AlgorithmParser;
+
+impl TypedValueParser for AlgorithmParser {
+    type Value = Algorithm;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Algorithm, clap::Error> {
+        let option = option_name(arg);
+        let parse = move |text: &str| {
+            if text.trim().eq_ignore_ascii_case("all") {
+                Ok(Algorithm::All)
+            } else {
+                one_name::<Primitive>(&option, text).map(Algorithm::One)
+            }
+        };
+        parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            std::iter::once(PossibleValue::new("all")).chain(possible_names::<Primitive>()),
+        ))
+    }
+}
+
+impl ValueParserFactory for Algorithm {
+    type Parser = AlgorithmParser;
+
+    fn value_parser() -> AlgorithmParser {
+        AlgorithmParser
+    }
+}
+
+/// `all` as the one item serialised, else the algorithm's id.
+impl Serialize for Algorithm {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Algorithm::All => serializer.serialize_str("all"),
+            Algorithm::One(primitive) => primitive.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Algorithm {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if name == "all" {
+            return Ok(Algorithm::All);
+        }
+        parse_name(&name)
+            .map(Algorithm::One)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -132,10 +455,14 @@ pub enum Command {
     /// itself so for `--measure instructions`).
     #[command(name = "counted-child", hide = true)]
     CountedChild(CountedChildArgs),
+    /// Internal: run a command again with the libraries' CPU features
+    /// masked (tlslab runs itself so for `--cpu-features generic`).
+    #[command(name = "generic-child", hide = true)]
+    GenericChild(GenericChildArgs),
 }
 
 /// What a run measures: time, or counts that hold on any machine.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Default, Args, Serialize, Deserialize)]
 pub struct MeasureArgs {
     /// What to measure, comma-separated: time (CPU and wall time per side,
     /// sampled in interleaved rounds), instructions (executed per side,
@@ -144,8 +471,13 @@ pub struct MeasureArgs {
     /// per side: the peak during a handshake and what the established
     /// connection keeps, every allocation counted). Counted measures take
     /// --runs samples per cell (default 6), one core each. [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     /// With --measure instructions: where each side's instructions go, per
     /// category (public key, hashing and KDF, symmetric ciphers, random
@@ -163,12 +495,87 @@ pub struct CountedChildArgs {
     pub out: PathBuf,
 }
 
+/// The file of a generic-CPU child: its plan ([`GenericPlan`], as JSON).
+#[derive(Debug, Clone, Args)]
+pub struct GenericChildArgs {
+    pub plan: PathBuf,
+}
+
+/// What a generic-CPU child runs: the parent's own parsed arguments,
+/// changed only where the child must differ (its CPU features, its
+/// database, no exports, quiet, the backends whose CPU features can be
+/// masked), so every option reaches the child as the parent parsed it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GenericPlan {
+    Handshake(Box<HandshakeArgs>),
+    Speed(Box<SpeedArgs>),
+}
+
 /// Whether handshakes authenticate the client too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MutualArg {
     Off,
     On,
     Both,
+}
+
+/// The server `handshake` measures against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HandshakeServer {
+    /// Client and server in one process, over memory (or --transport).
+    Inprocess,
+    /// Debian's nginx started on loopback per row; tlslab's OpenSSL is the client.
+    Nginx,
+}
+
+/// The link `handshake --link` measures over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Link {
+    /// tlslab's own link between two network namespaces, over TUN devices.
+    Tun,
+    /// The kernel's netem: not built (refused saying why, and what to use).
+    #[value(hide = true)]
+    Netem,
+}
+
+/// The server `load` starts for its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadServer {
+    /// Debian's nginx on loopback.
+    Nginx,
+    /// tlslab's own HTTPS server, in this process on its own threads.
+    Embedded,
+}
+
+/// How `load` uses its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadMode {
+    /// A new connection per request.
+    New,
+    /// Each client keeps its connection.
+    Keepalive,
+    /// The old name of --resumption with the version's usual mode.
+    #[value(hide = true)]
+    Resume,
+}
+
+/// `--network`'s profiles: named ones and custom `key=value` fields, in
+/// their own grammar (a comma also separates the fields of one profile;
+/// see `scenario::network`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NetworkProfiles(pub Vec<NetworkProfile>);
+
+impl FromStr for NetworkProfiles {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        parse_profiles(text).map(Self).map_err(|error| error.0)
+    }
 }
 
 /// What `recommend` prices a row for.
@@ -202,7 +609,7 @@ impl fmt::Display for Role {
     }
 }
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[command(after_help = "Examples:
   tlslab handshake --preset kex-matrix
   tlslab handshake --preset kex-matrix --server nginx   (nginx installed)
@@ -227,19 +634,26 @@ pub struct HandshakeArgs {
     /// pq-network (post-quantum over --network wan,mobile,satellite, --link
     /// tun where it can be built). Axis options override its axes;
     /// dtls-study's DTLS 1.3 rows on dimpl come only without --backend and --tls.
-    #[arg(long, value_name = "NAME")]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    pub preset: Option<Preset>,
 
     /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
     /// [default: the preset's, or all]
+    // Text: `all` and the registry's ids, which live in backend/, not the vocabulary.
     #[arg(long, value_name = "LIST")]
     pub backend: Option<String>,
 
     /// The server: inprocess (client and server in one process, over memory)
     /// or nginx (Debian's nginx started on loopback per row, tlslab's OpenSSL
     /// as the client over TCP; the server's CPU is its worker's). [default: inprocess]
-    #[arg(long, value_name = "SERVER")]
-    pub server: Option<String>,
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SERVER",
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub server: Option<HandshakeServer>,
 
     /// Handshake with tlslab's server on another host instead of in this
     /// process: `tlslab serve --handshakes` running there, at HOST:PORT. It
@@ -257,8 +671,13 @@ pub struct HandshakeArgs {
     /// its own thread, its CPU time including the kernel's socket work.
     /// A list runs each row over each (TLS over tcp, DTLS over udp when
     /// both are given); rows are labelled `_tcp`, `_udp`. [default: memory]
-    #[arg(long, value_name = "LIST")]
-    pub transport: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub transport: Option<Vec<Transport>>,
 
     /// Mutual TLS: the client presents a certificate too. [default: off]
     #[arg(long, value_enum, value_name = "MODE")]
@@ -278,14 +697,20 @@ pub struct HandshakeArgs {
     /// the model's time from connect() until the client can send
     /// application data, from the row's bytes, flights and measured CPU.
     #[arg(long, value_name = "LIST")]
-    pub network: Option<String>,
+    pub network: Option<NetworkProfiles>,
 
     /// With --network: measure each row over each profile on a link as
     /// well: tun (tlslab's own link between two network namespaces, over
     /// TUN devices; root). TLS over TCP, DTLS over UDP; the server is a
     /// tlslab process in the far namespace that reports its CPU.
-    #[arg(long, value_name = "KIND")]
-    pub link: Option<String>,
+    #[arg(
+        long,
+        value_enum,
+        value_name = "KIND",
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub link: Option<Link>,
 
     /// Server capacity on several cores: per row, 1, 2, ... --threads
     /// threads at once, each doing complete verified in-memory handshakes
@@ -304,8 +729,14 @@ pub struct HandshakeArgs {
     /// With hardware acceleration (native) and without it (generic: the
     /// matrix again in a child process with OpenSSL's and aws-lc's CPU
     /// capability mask cleared; its rows are "<backend> (generic)").
-    #[arg(long, value_name = "LIST", default_value = "native")]
-    pub cpu_features: String,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true,
+        default_value = "native"
+    )]
+    pub cpu_features: Vec<CpuFeatures>,
 
     #[command(flatten)]
     pub measures: MeasureArgs,
@@ -318,6 +749,7 @@ pub struct HandshakeArgs {
 
     /// The row other rows are compared with, by label (see the JSON export or
     /// `tlslab report`). [default: the preset's baseline, or the first row]
+    // Text: a row's label, checked against the matrix once it is planned.
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 
@@ -365,8 +797,8 @@ pub struct BulkArgs {
     /// AES-128-GCM, ChaCha20-Poly1305; DTLS 1.2 and 1.3 on dimpl: the two AEADs;
     /// 1 KiB and 16 KiB writes). Axis options override it; with --backend or --tls
     /// it is its OpenSSL matrix crossed with the backends named.
-    #[arg(long, value_name = "NAME")]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    pub preset: Option<BulkPreset>,
 
     /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
     /// [default: the preset's, or all]
@@ -375,18 +807,29 @@ pub struct BulkArgs {
 
     /// Protocol versions: 1.2, 1.3, dtls1.2 (OpenSSL, dimpl), dtls1.3 (dimpl).
     /// [default: 1.3]
-    #[arg(long, value_name = "LIST")]
-    pub tls: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub tls: Option<Vec<TlsVersion>>,
 
     /// Suites (bulk ciphers): aes-128-gcm, aes-256-gcm, chacha20-poly1305,
     /// aes-128-cbc-sha256 (AES-128-CBC with HMAC-SHA256: TLS 1.2, OpenSSL).
     /// [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
-    #[arg(long, value_name = "LIST")]
-    pub suite: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub suite: Option<Vec<Aead>>,
 
-    /// Bytes per application write; a list is a size sweep. [default: 64,1024,16384]
-    #[arg(long, value_name = "LIST")]
-    pub size: Option<String>,
+    /// Bytes per application write (or with k: 16k is 16,000), from 1 to
+    /// 1048576; a list is a size sweep. [default: 64,1024,16384]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub size: Option<Vec<Size>>,
 
     /// Application bytes per sample, for every row. [default: per row, about
     /// 2 ms of both sides' CPU time, from 16 KiB to 4 MiB]
@@ -403,16 +846,26 @@ pub struct BulkArgs {
     /// threads, each side's CPU time including the kernel's socket work; a
     /// list runs each row over each; rows over a socket are labelled `_tcp`
     /// or `_udp`. [default: memory]
-    #[arg(long, value_name = "LIST")]
-    pub transport: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub transport: Option<Vec<Transport>>,
 
     /// What to measure: time, or instructions (each side's per byte,
     /// counted under valgrind: the same on any machine), or both, e.g.
     /// time,instructions. Counted rows carry --bytes-per-sample bytes per
     /// sample (default 256 KiB) and take --runs samples (default 6).
     /// [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -438,7 +891,7 @@ pub struct BulkArgs {
     pub quiet: bool,
 }
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[command(after_help = "Examples:
   tlslab speed --algorithm rsa2048,ecdsa_p256,p256
   tlslab speed --backend openssl --algorithm aes-128-gcm,chacha20-poly1305 --size 16,1024,16384
@@ -448,28 +901,52 @@ Sampling defaults: --precision 2% --max-time 0.5 --min-samples 5 --warmup 0.05
 (each sample is a batch of operations lasting about 2 ms)")]
 pub struct SpeedArgs {
     /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
+    // Text: `all` and the registry's ids, which live in backend/, not the vocabulary.
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub backend: String,
 
     /// Algorithms (see `tlslab list`), comma-separated, or all.
-    #[arg(long, value_name = "LIST", default_value = "all")]
-    pub algorithm: String,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true,
+        default_value = "all"
+    )]
+    pub algorithm: Vec<Algorithm>,
 
-    /// Buffer sizes in bytes for ciphers, hashes and MACs.
-    #[arg(long, value_name = "LIST", default_value = "16,64,256,1024,8192,16384")]
-    pub size: String,
+    /// Buffer sizes in bytes for ciphers, hashes and MACs (or with k or m:
+    /// 16k is 16,000), from 1 to 16777216.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "16,64,256,1024,8192,16384"
+    )]
+    pub size: Vec<Size>,
 
     /// With hardware acceleration (native) and without it (generic: OpenSSL's
     /// and aws-lc's CPU capability mask cleared, in a child process).
-    #[arg(long, value_name = "LIST", default_value = "native")]
-    pub cpu_features: String,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true,
+        default_value = "native"
+    )]
+    pub cpu_features: Vec<CpuFeatures>,
 
     /// What to measure: time, or instructions per operation (counted under
     /// valgrind: the same on any machine), or both (time,instructions).
     /// Counted rows take --runs samples (default 6) of a few operations.
     /// [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -501,8 +978,8 @@ pub struct SpeedArgs {
 Sampling defaults: --precision 2% --max-time 2 --min-samples 20 --warmup 0.2")]
 pub struct CostArgs {
     /// A named study: rsa-vs-ecdsa (TLS 1.2 RSA, ECDHE-RSA, ECDHE-ECDSA on OpenSSL). Axis options override it.
-    #[arg(long, value_name = "NAME")]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    pub preset: Option<CostPreset>,
 
     /// Show where each side's handshake time goes, by category.
     #[arg(long)]
@@ -511,8 +988,13 @@ pub struct CostArgs {
     /// With instructions: each measured handshake also counted under
     /// valgrind, and with --breakdown each side's instructions per category
     /// beside the model's time. [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
     /// [default: openssl,rustls-aws-lc; the preset's]
@@ -547,35 +1029,60 @@ pub struct CostArgs {
 }
 
 /// The axes of a handshake matrix; each overrides the preset's.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct AxisArgs {
     /// Protocol versions: 1.2, 1.3, dtls1.2, dtls1.3 (DTLS over an in-memory
     /// datagram channel, or UDP with `--transport udp`; dtls1.2 on OpenSSL
     /// and dimpl, dtls1.3 on dimpl). [default: 1.3]
-    #[arg(long, value_name = "LIST")]
-    pub tls: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub tls: Option<Vec<TlsVersion>>,
 
     /// Key exchanges: rsa (TLS 1.2 key transport), dhe1024..dhe4096 (TLS 1.2),
     /// ffdhe2048..ffdhe8192 (TLS 1.3), p256, p384, p521, x25519, x448,
     /// x25519mlkem768, secp256r1mlkem768, mlkem512/768/1024. [default: x25519]
-    #[arg(long, value_name = "LIST")]
-    pub group: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub group: Option<Vec<Group>>,
 
     /// Certificate key types: rsa2048, rsa3072, rsa4096, ecdsa_p256, ecdsa_p384,
     /// ecdsa_p521, ed25519, ed448, mldsa44, mldsa65, mldsa87. [default: rsa2048,ecdsa_p256]
-    #[arg(long, value_name = "LIST")]
-    pub cert: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub cert: Option<Vec<CertKind>>,
 
     /// Bulk ciphers: aes-128-gcm, aes-256-gcm, chacha20-poly1305, and for
     /// (D)TLS 1.2 aes-128-cbc-sha, aes-256-cbc-sha, aes-128-cbc-sha256,
     /// aes-256-cbc-sha256 (RSA, DHE), aes-256-cbc-sha384 (ECDHE); the rest of a
     /// 1.2 suite follows from group and certificate. [default: aes-128-gcm]
-    #[arg(long, value_name = "LIST")]
-    pub suite: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub suite: Option<Vec<Aead>>,
 
     /// Resumption: off (full handshakes), session_id, ticket (TLS 1.2), psk (TLS 1.3). [default: off]
-    #[arg(long, value_name = "LIST")]
-    pub resumption: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub resumption: Option<Vec<Resumption>>,
 
     /// Certificates in the chain, root to leaf inclusive (3 = root, intermediate, leaf).
     #[arg(long, value_name = "N")]
@@ -593,35 +1100,35 @@ pub struct AxisArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LoadAxisArgs {
     /// Protocol version: 1.3 or 1.2. [default: 1.3; the preset's]
-    #[arg(long, value_name = "VERSION")]
-    pub tls: Option<String>,
+    #[arg(long, value_name = "VERSION", hide_possible_values = true)]
+    pub tls: Option<TlsVersion>,
 
     /// Key exchange: x25519, p256, p384, p521, x448, x25519mlkem768,
     /// secp256r1mlkem768, mlkem512/768/1024, ffdhe2048..ffdhe8192 (TLS
     /// 1.3); rsa (key transport), dhe1024..dhe4096 (TLS 1.2).
     /// [default: x25519; the preset's]
-    #[arg(long, value_name = "GROUP")]
-    pub group: Option<String>,
+    #[arg(long, value_name = "GROUP", hide_possible_values = true)]
+    pub group: Option<Group>,
 
     /// Certificate key type: rsa2048, rsa3072, rsa4096, ecdsa_p256,
     /// ecdsa_p384, ecdsa_p521, ed25519, ed448, mldsa44, mldsa65, mldsa87.
     /// [default: ecdsa_p256; the preset's]
-    #[arg(long, value_name = "CERT")]
-    pub cert: Option<String>,
+    #[arg(long, value_name = "CERT", hide_possible_values = true)]
+    pub cert: Option<CertKind>,
 
     /// Bulk cipher: aes-128-gcm, aes-256-gcm, chacha20-poly1305, and for TLS
     /// 1.2 aes-128-cbc-sha, aes-256-cbc-sha, aes-128-cbc-sha256,
     /// aes-256-cbc-sha256 (RSA, DHE), aes-256-cbc-sha384 (ECDHE).
     /// [default: aes-128-gcm; the preset's]
-    #[arg(long, value_name = "SUITE")]
-    pub suite: Option<String>,
+    #[arg(long, value_name = "SUITE", hide_possible_values = true)]
+    pub suite: Option<Aead>,
 
     /// Resumption: off (every connection a full handshake), session_id or
     /// ticket (TLS 1.2), psk (TLS 1.3): each client's first connection is
     /// a full handshake, each later one resumes the session of its
     /// previous one (a new connection per request). [default: off]
-    #[arg(long, value_name = "MODE")]
-    pub resumption: Option<String>,
+    #[arg(long, value_name = "MODE", hide_possible_values = true)]
+    pub resumption: Option<Resumption>,
 
     /// Certificates in the chain, root to leaf inclusive (3 = root,
     /// intermediate, leaf). [default: 3]
@@ -635,35 +1142,55 @@ pub struct LoadAxisArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ServeOfferArgs {
     /// Protocol versions offered: 1.3, 1.2. [default: 1.3,1.2]
-    #[arg(long, value_name = "LIST")]
-    pub tls: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub tls: Option<Vec<TlsVersion>>,
 
     /// Key exchange groups offered, preferred first: x25519, p256, p384,
     /// p521, x448, x25519mlkem768, secp256r1mlkem768, mlkem512/768/1024,
     /// ffdhe2048..ffdhe8192 (TLS 1.3); rsa (key transport) and one of
     /// dhe1024..dhe4096 (TLS 1.2, OpenSSL). [default: x25519,p256,p384]
-    #[arg(long, value_name = "LIST")]
-    pub group: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub group: Option<Vec<Group>>,
 
     /// Certificates offered, one chain per key type, preferred first (the
     /// first the client's signature algorithms allow is sent): rsa2048,
     /// rsa3072, rsa4096, ecdsa_p256, ecdsa_p384, ecdsa_p521, ed25519, ed448,
     /// mldsa44, mldsa65, mldsa87. [default: ecdsa_p256,rsa2048]
-    #[arg(long, value_name = "LIST")]
-    pub cert: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub cert: Option<Vec<CertKind>>,
 
     /// Bulk ciphers offered, preferred first: aes-128-gcm, aes-256-gcm,
     /// chacha20-poly1305, and for TLS 1.2 on OpenSSL aes-128-cbc-sha,
     /// aes-256-cbc-sha, aes-128-cbc-sha256, aes-256-cbc-sha256, aes-256-cbc-sha384;
     /// the rest of a TLS 1.2 suite follows from group and certificate.
     /// [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
-    #[arg(long, value_name = "LIST")]
-    pub suite: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub suite: Option<Vec<Aead>>,
 
     /// Resumption, one value: off (full handshakes), session_id, ticket
     /// (TLS 1.2), psk (TLS 1.3). [default: off]
-    #[arg(long, value_name = "MODE")]
-    pub resumption: Option<String>,
+    #[arg(long, value_name = "MODE", hide_possible_values = true)]
+    pub resumption: Option<Resumption>,
 
     /// Certificates in each chain, root to leaf inclusive (3 = root,
     /// intermediate, leaf). [default: 3]
@@ -675,13 +1202,13 @@ pub struct ServeOfferArgs {
 /// cells are sampled in interleaved rounds (one short batch of each per
 /// round, in a shuffled order) so that a change in the machine's speed hits
 /// every cell alike; ratios come from same-round pairs.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct SamplingArgs {
     /// Stop a cell once the 95% interval of its median (and of its ratio to
     /// the baseline row, when there is one) is within ± this, e.g. 1% or 0.5%.
     /// [default: per command, see above]
-    #[arg(long, value_name = "PERCENT", allow_negative_numbers = true)]
-    pub precision: Option<String>,
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
+    pub precision: Option<Percent>,
 
     /// Time budget per cell, of its own sampling, once it has its minimum
     /// samples: seconds, or with a unit (500ms, 4s, 2m). [default: per command]
@@ -715,18 +1242,18 @@ pub struct SamplingArgs {
 }
 
 /// Which part of the matrix this machine measures.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct ShardArgs {
     /// Measure only shard I of N (1 <= I <= N): the cells whose stable
     /// label hashes to it, so N machines (a Kubernetes Indexed Job, a Slurm
     /// array) each run one part and `tlslab merge` joins their databases.
     /// The same cell always falls in the same shard. [default: the whole matrix]
     #[arg(long, value_name = "I/N")]
-    pub shard: Option<String>,
+    pub shard: Option<Shard>,
 }
 
 /// Where results are stored.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct DatabaseArgs {
     /// The SQLite database for results. [default: tlslab/tlslab.sqlite in the user's data directory]
     #[arg(long, value_name = "PATH")]
@@ -738,7 +1265,7 @@ pub struct DatabaseArgs {
 }
 
 /// How the table is drawn on standard output.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct DisplayArgs {
     /// Draw every column on one line, whatever the terminal's width. By
     /// default the table fits the terminal (or COLUMNS when set); piped
@@ -748,7 +1275,7 @@ pub struct DisplayArgs {
 }
 
 /// Files to export results to.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args, Serialize, Deserialize)]
 pub struct ExportArgs {
     /// Write every row with all its statistics as JSON; the rows of a
     /// sampled run (handshake, bulk, tunnel, speed) carry their raw samples.
@@ -789,6 +1316,7 @@ pub struct ReportArgs {
     pub html: Option<PathBuf>,
 
     /// The row other rows are compared with, by label. [default: the run's]
+    // Text: a row's label, checked against the runs read.
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 
@@ -830,6 +1358,7 @@ row was compared, or a row measured in A failed in B; 2 bad options (a
 missing run, runs of two kinds).")]
 pub struct CompareArgs {
     /// The reference run: an id in --db, or FILE:ID for a run in another database.
+    // Text: a file name may hold a colon, so the last one splits it from the id.
     #[arg(value_name = "A")]
     pub a: String,
 
@@ -840,16 +1369,16 @@ pub struct CompareArgs {
     /// A row fails (exit status 1) when B is significantly slower than A
     /// and its median is more than this much slower, e.g. 5% or 0.5%.
     /// [default: 5% on time, 0.5% on counts (instructions, memory)]
-    #[arg(long, value_name = "PERCENT")]
-    pub threshold: Option<String>,
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
+    pub threshold: Option<Percent>,
 
     /// What two runs are compared on: time (CPU time per handshake,
     /// operation or byte), instructions (handshake, speed, bulk and tunnel
     /// runs counted with --measure instructions) or memory (handshake runs
     /// counted with --measure memory). [default: instructions when both
     /// runs counted them, else time]
-    #[arg(long, value_name = "MEASURE")]
-    pub measure: Option<String>,
+    #[arg(long, value_name = "MEASURE", hide_possible_values = true)]
+    pub measure: Option<Measure>,
 
     /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]
     #[arg(long, value_name = "PATH")]
@@ -878,38 +1407,65 @@ sampled one tunnel at a time.")]
 pub struct TunnelArgs {
     /// A named matrix: openvpn-classic (16 CBC ciphers x 25 digest names x
     /// compression off/lz4 x random/zero payloads). Axis options override its axes.
-    #[arg(long, value_name = "NAME")]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    pub preset: Option<TunnelPreset>,
 
     /// Ciphers: none, bf-cbc, cast5-cbc, des-cbc, desx-cbc, des-ede-cbc,
     /// des-ede3-cbc, rc2-cbc, rc2-40-cbc, rc2-64-cbc, seed-cbc,
     /// camellia-128/192/256-cbc, aes-128/192/256-cbc, aes-128-gcm,
     /// aes-256-gcm, chacha20-poly1305. [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305,aes-128-cbc,bf-cbc]
-    #[arg(long, value_name = "LIST")]
-    pub cipher: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub cipher: Option<Vec<Cipher>>,
 
     /// HMAC digests (ignored by AEAD ciphers): none, md4, md5, sha0, sha1,
     /// ripemd160, sha224, sha256, sha384, sha512, whirlpool, sha3-256,
     /// blake2b-512, and OpenVPN's aliases (RSA-SHA1, DSA...). [default: sha256]
-    #[arg(long, value_name = "LIST")]
-    pub digest: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub digest: Option<Vec<Digest>>,
 
     /// Compression: none, lz4, lzo (with the `lzo` cargo feature). [default: none]
-    #[arg(long, value_name = "LIST")]
-    pub compression: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub compression: Option<Vec<Compression>>,
 
     /// Payloads: random, zero, text (HTML-like). [default: random]
-    #[arg(long, value_name = "LIST")]
-    pub payload: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub payload: Option<Vec<Payload>>,
 
-    /// Payload bytes per packet; a list is a size sweep. [default: 1400]
-    #[arg(long, value_name = "LIST")]
-    pub size: Option<String>,
+    /// Payload bytes per packet (or with k: 8k is 8,000); a list is a size
+    /// sweep. [default: 1400]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub size: Option<Vec<Size>>,
 
     /// Engines: inprocess (both ends in this process), openvpn (a real
     /// OpenVPN static-key tunnel between network namespaces; root only).
-    #[arg(long, value_name = "LIST", default_value = "inprocess")]
-    pub engine: String,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true,
+        default_value = "inprocess"
+    )]
+    pub engine: Vec<Engine>,
 
     /// Bytes each OpenVPN transfer carries each way, in megabytes (10^6 bytes).
     #[arg(long, value_name = "MB", default_value_t = 16.0)]
@@ -921,6 +1477,7 @@ pub struct TunnelArgs {
 
     /// The row other rows are compared with, by label
     /// (e.g. tunnel_aes-128-cbc_sha1_none_random_1400). [default: the no-tunnel row]
+    // Text: a row's label, checked against the matrix once it is planned.
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 
@@ -930,8 +1487,13 @@ pub struct TunnelArgs {
     /// they cannot be), or both (time,instructions). Counted rows carry a
     /// fixed batch of packets per sample (at least 256 KiB of payload) and
     /// take --runs samples (default 6). [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     #[command(flatten)]
     pub sampling: SamplingArgs,
@@ -975,8 +1537,8 @@ Requests are due at evenly spaced times whatever the server does; each
 latency counts from the moment its request was due (queueing included).")]
 pub struct LoadArgs {
     /// A named study: apache-study. Options given beside it override it.
-    #[arg(long, value_name = "NAME")]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    pub preset: Option<LoadPreset>,
 
     #[command(flatten)]
     pub axes: LoadAxisArgs,
@@ -995,16 +1557,22 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub duration: Option<Seconds>,
 
-    /// Page size: bytes, or with k/m (10^3, 10^6), e.g. 50k.
+    /// Page size: bytes, or with k/m (10^3, 10^6), e.g. 50k; at most 100m.
     #[arg(long, value_name = "BYTES")]
-    pub size: Option<String>,
+    pub size: Option<Size>,
 
     /// new (a new connection per request: a full handshake, or a resumed
     /// one with --resumption) or keepalive (each client keeps its
     /// connection). `--mode resume` is an old name of --resumption with the
     /// version's usual mode (psk on TLS 1.3, session_id on TLS 1.2).
-    #[arg(long, value_name = "MODE")]
-    pub mode: Option<String>,
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub mode: Option<LoadMode>,
 
     /// Clients: connections with one request at a time each (a due request
     /// waits for a free one, and that wait counts). At most 1024 with a
@@ -1025,12 +1593,19 @@ pub struct LoadArgs {
     /// The server started for the run: nginx (Debian's, on loopback) or
     /// embedded (tlslab's own HTTPS server, in this process on its own
     /// threads; see `tlslab serve`). [default: nginx; embedded with --preset]
-    #[arg(long, value_name = "SERVER")]
-    pub server: Option<String>,
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SERVER",
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub server: Option<LoadServer>,
 
     /// The embedded server's TLS backend: openssl, rustls-aws-lc,
     /// rustls-ring (rustls counts its crypto per category). [default:
     /// rustls-aws-lc; openssl with --preset]
+    // Text: a backend registry's id, which lives in backend/, not the vocabulary.
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<String>,
 
@@ -1098,8 +1673,13 @@ pub struct LoadArgs {
     /// scenario counted under valgrind after the load, per category,
     /// beside perf's categories (the embedded server's backend, or
     /// tlslab's OpenSSL for nginx). [default: time]
-    #[arg(long, value_name = "LIST")]
-    pub measure: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        hide_possible_values = true
+    )]
+    pub measure: Option<Vec<Measure>>,
 
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]
@@ -1161,8 +1741,8 @@ pub struct RecommendArgs {
     /// (counted under valgrind by a run with --measure instructions: the
     /// role's instructions per handshake, or per megabyte). [default:
     /// instructions when the run counted them, else time]
-    #[arg(long, value_name = "MEASURE")]
-    pub measure: Option<String>,
+    #[arg(long, value_name = "MEASURE", hide_possible_values = true)]
+    pub measure: Option<Measure>,
 
     /// Leave out rows whose estimated security is below this many bits.
     #[arg(long, value_name = "BITS", default_value_t = 0)]
@@ -1206,6 +1786,7 @@ directory).")]
 pub struct ServeArgs {
     /// The TLS backend: openssl, rustls-aws-lc, rustls-ring (rustls counts
     /// its crypto per category).
+    // Text: a backend registry's id, which lives in backend/, not the vocabulary.
     #[arg(long, value_name = "BACKEND", default_value = "rustls-aws-lc")]
     pub backend: String,
 
@@ -1342,6 +1923,105 @@ mod tests {
         }
         assert!(parsed("1e300").is_err());
         assert!(parsed(&"9".repeat(40)).unwrap_err().contains("too long"));
+    }
+
+    #[test]
+    fn sizes_take_bytes_or_k_and_m() {
+        let bytes = |text: &str| text.parse::<Size>().map(Size::bytes);
+        assert_eq!(bytes("1400"), Ok(1400));
+        assert_eq!(bytes(" 50k "), Ok(50_000));
+        assert_eq!(bytes("50K"), Ok(50_000));
+        assert_eq!(bytes("1m"), Ok(1_000_000));
+        assert_eq!(bytes("0"), Ok(0));
+        for text in ["big", "1.5k", "-1", "k", "16kb", "1e3", "0x10"] {
+            let error = bytes(text).unwrap_err();
+            assert!(error.contains("is not a size"), "{text}: {error}");
+        }
+        assert!(bytes(" ").unwrap_err().contains("an empty size"));
+        assert!(bytes(&format!("{}m", usize::MAX))
+            .unwrap_err()
+            .contains("too large"));
+        assert_eq!(
+            Size::from_bytes(50_000).to_string().parse(),
+            Ok(Size(50_000))
+        );
+    }
+
+    #[test]
+    fn percents_take_a_sign_or_none_and_refuse_negatives() {
+        let fraction = |text: &str| text.parse::<Percent>().map(Percent::fraction);
+        assert_eq!(fraction("1%"), Ok(0.01));
+        assert_eq!(fraction("0.5%"), Ok(0.005));
+        assert_eq!(fraction("2"), Ok(0.02));
+        assert_eq!(fraction(" 5 % "), Ok(0.05));
+        assert!(fraction("-1%").unwrap_err().contains("cannot be negative"));
+        for text in ["fast", "", "%", "inf", "NaN", "1e3%"] {
+            let error = fraction(text).unwrap_err();
+            assert!(error.contains("is not a percentage"), "{text:?}: {error}");
+        }
+        let value: Percent = "0.5%".parse().unwrap();
+        assert_eq!(value.to_string().parse(), Ok(value));
+    }
+
+    /// A command with one list of groups and one single group, as the
+    /// commands declare them.
+    fn groups_command() -> clap::Command {
+        clap::Command::new("t")
+            .arg(
+                clap::Arg::new("group")
+                    .long("group")
+                    .value_delimiter(',')
+                    .action(clap::ArgAction::Append)
+                    .value_parser(NamedParser::<Group>::new()),
+            )
+            .arg(
+                clap::Arg::new("one")
+                    .long("one")
+                    .value_parser(NamedParser::<Group>::new()),
+            )
+    }
+
+    #[test]
+    fn named_values_take_every_spelling_and_refuse_others_listing_the_valid_ones() {
+        let matches = groups_command()
+            .try_get_matches_from(["t", "--group", "x25519,P-256,secp384r1", "--one", "X448"])
+            .unwrap();
+        let groups: Vec<Group> = matches.get_many("group").unwrap().copied().collect();
+        assert_eq!(groups, [Group::X25519, Group::P256, Group::P384]);
+        assert_eq!(matches.get_one::<Group>("one"), Some(&Group::X448));
+        for (args, expected) in [
+            (
+                ["t", "--group", "x9999"],
+                "unknown group 'x9999'; valid groups: rsa",
+            ),
+            (
+                ["t", "--group", "x25519,"],
+                "an empty value; valid groups: rsa",
+            ),
+            (
+                ["t", "--one", "x25519,p256"],
+                "--one takes one value, not a list",
+            ),
+        ] {
+            let error = groups_command().try_get_matches_from(args).unwrap_err();
+            assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation);
+            assert!(error.to_string().contains(expected), "{args:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn named_values_complete_their_names_not_their_aliases() {
+        let command = groups_command();
+        let group = command.get_arguments().next().unwrap();
+        let shown: Vec<String> = group
+            .get_possible_values()
+            .iter()
+            .filter(|value| !value.is_hide_set())
+            .map(|value| value.get_name().to_string())
+            .collect();
+        assert!(shown.contains(&"x25519mlkem768".to_string()), "{shown:?}");
+        assert!(!shown.contains(&"secp256r1".to_string()), "{shown:?}");
+        assert_eq!(shown.len(), Group::ALL.len());
     }
 
     #[test]

@@ -8,8 +8,8 @@ use super::session::usage;
 use crate::cli::{AxisArgs, HandshakeArgs, MutualArg};
 use crate::scenario::presets::Preset;
 use crate::scenario::{
-    parse_list, Aead, CertKind, Group, HandshakeMatrix, Resumption, TlsVersion,
-    DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
+    distinct, Aead, CertKind, Group, HandshakeMatrix, Resumption, TlsVersion, DEFAULT_CHAIN_DEPTH,
+    DEFAULT_MTU_BYTES,
 };
 
 /// The matrix without a preset or axis options.
@@ -29,21 +29,21 @@ fn default_matrix() -> HandshakeMatrix {
 
 impl AxisArgs {
     /// The matrix with every axis given on the command line replaced.
-    pub(crate) fn apply(&self, mut matrix: HandshakeMatrix) -> Result<HandshakeMatrix> {
+    pub(crate) fn apply(&self, mut matrix: HandshakeMatrix) -> HandshakeMatrix {
         if let Some(list) = &self.tls {
-            matrix.versions = parse_list(list).map_err(usage)?;
+            matrix.versions = distinct(list);
         }
         if let Some(list) = &self.group {
-            matrix.groups = parse_list(list).map_err(usage)?;
+            matrix.groups = distinct(list);
         }
         if let Some(list) = &self.cert {
-            matrix.certs = parse_list(list).map_err(usage)?;
+            matrix.certs = distinct(list);
         }
         if let Some(list) = &self.suite {
-            matrix.aeads = parse_list(list).map_err(usage)?;
+            matrix.aeads = distinct(list);
         }
         if let Some(list) = &self.resumption {
-            matrix.resumptions = parse_list(list).map_err(usage)?;
+            matrix.resumptions = distinct(list);
         }
         if let Some(depth) = self.chain_depth {
             matrix.chain_depth = depth;
@@ -51,7 +51,7 @@ impl AxisArgs {
         if let Some(mtu_bytes) = self.mtu {
             matrix.mtu_bytes = mtu_bytes;
         }
-        Ok(matrix)
+        matrix
     }
 }
 
@@ -65,9 +65,9 @@ pub(crate) fn matrix_from(args: &HandshakeArgs, preset: Option<Preset>) -> Resul
 
 /// A matrix with every axis option given replaced.
 pub(crate) fn overridden(args: &HandshakeArgs, matrix: HandshakeMatrix) -> Result<HandshakeMatrix> {
-    let mut matrix = args.axes.apply(matrix)?;
+    let mut matrix = args.axes.apply(matrix);
     if let Some(list) = &args.transport {
-        matrix.transports = parse_list(list).map_err(usage)?;
+        matrix.transports = distinct(list);
     }
     if let Some(mutual) = args.mutual {
         matrix.mutual = match mutual {

@@ -9,16 +9,17 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study};
 use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::{BulkArgs, MeasureArgs};
+use crate::cli::{BulkArgs, MeasureArgs, Size};
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::bulk::BulkReport;
 use crate::report::Document;
-use crate::scenario::bulk::{parse_sizes, BulkMatrix, BulkPreset, BulkScenario};
-use crate::scenario::{parse_list, parse_name, Aead, Measure, TlsVersion};
+use crate::scenario::bulk::{BulkMatrix, BulkPreset, BulkScenario};
+use crate::scenario::Shard;
+use crate::scenario::{distinct, Aead, Measure, TlsVersion};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::bulk::{BulkCell, BulkProbe, Sizing, PLAIN_BACKEND, SAMPLES_PER_PAIR};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
@@ -26,7 +27,7 @@ use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Wo
 /// Sampling defaults of `bulk`: each sample is already a batch of writes
 /// lasting about 1-3 ms.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
-    precision: "2%",
+    precision: crate::cli::Percent::new(2.0),
     max_time_s: 1.0,
     min_samples: 10,
     warmup_s: 0.05,
@@ -73,16 +74,16 @@ fn matrix_from(args: &BulkArgs, preset: Option<BulkPreset>) -> Result<BulkMatrix
 /// A matrix with every axis option given replaced.
 fn overridden(args: &BulkArgs, mut matrix: BulkMatrix) -> Result<BulkMatrix> {
     if let Some(list) = &args.tls {
-        matrix.versions = parse_list(list).map_err(usage)?;
+        matrix.versions = distinct(list);
     }
     if let Some(list) = &args.suite {
-        matrix.aeads = parse_list(list).map_err(usage)?;
+        matrix.aeads = distinct(list);
     }
     if let Some(list) = &args.size {
-        matrix.write_sizes = parse_sizes(list).map_err(usage)?;
+        matrix.write_sizes = distinct(list).into_iter().map(Size::bytes).collect();
     }
     if let Some(list) = &args.transport {
-        matrix.transports = parse_list(list).map_err(usage)?;
+        matrix.transports = distinct(list);
     }
     if args.no_baseline_row {
         matrix.with_plain = false;
@@ -120,12 +121,7 @@ impl Study for BulkStudy {
     const KIND: RunKind = RunKind::Bulk;
 
     fn plan(args: &BulkArgs) -> Result<Plan<Self>> {
-        let preset = args
-            .preset
-            .as_deref()
-            .map(parse_name::<BulkPreset>)
-            .transpose()
-            .map_err(usage)?;
+        let preset = args.preset;
         let matrix = matrix_from(args, preset)?;
         let backends = chosen_backends(
             args.backend.as_deref(),
@@ -165,7 +161,7 @@ impl Study for BulkStudy {
             None => DEFAULTS,
         };
         let sampling = args.sampling.options(defaults)?;
-        let shard = args.shard.shard()?;
+        let shard = args.shard.shard;
         // The no-crypto row of a size once, the others per backend. A shard
         // measures its part of the matrix and the no-crypto rows the crypto
         // share is taken from.

@@ -27,7 +27,7 @@ use crate::model::primitives::{backend_costs, medians, primitive_options, sample
 use crate::report::capacity::CapacityReport;
 use crate::report::Document;
 use crate::scenario::presets::Preset;
-use crate::scenario::{parse_name, HandshakeMatrix, HandshakeScenario, Named};
+use crate::scenario::{HandshakeMatrix, HandshakeScenario, Named};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::capacity::{run_step, CapacityCell, Step, StepTimes};
 use crate::workload::handshake::HandshakeProbe;
@@ -38,7 +38,7 @@ const ROUNDS: u32 = 4;
 /// Sampling defaults of `handshake --capacity`: `max_time` is each step's
 /// window and `warmup` its warm-up; the rest serve the model's primitives.
 const DEFAULTS: SamplingDefaults = SamplingDefaults {
-    precision: "2%",
+    precision: crate::cli::Percent::new(2.0),
     max_time_s: 2.0,
     min_samples: 20,
     warmup_s: 0.2,
@@ -99,12 +99,7 @@ impl Study for CapacityStudy {
     const KIND: RunKind = RunKind::Capacity;
 
     fn plan(args: &HandshakeArgs) -> Result<Plan<Self>> {
-        let preset = args
-            .preset
-            .as_deref()
-            .map(parse_name::<Preset>)
-            .transpose()
-            .map_err(usage)?;
+        let preset = args.preset;
         let matrix = matrix_from(args, preset)?;
         let backends = chosen_backends(
             args.backend.as_deref(),

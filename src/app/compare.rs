@@ -10,25 +10,14 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::session::{check_exports, usage};
-use crate::cli::CompareArgs;
+use crate::cli::{CompareArgs, Percent};
 use crate::measure::{CellStatus, Outcome, Sampled, Timed};
 use crate::report::compare::{self, Cell, Kind, Run};
-use crate::scenario::{parse_name, HandshakeScenario, Measure, Named};
+use crate::scenario::{HandshakeScenario, Measure, Named};
 use crate::store::{RunKind, Store};
 use crate::workload::bulk::BulkSample;
 use crate::workload::counted::Instructions;
 use crate::workload::load::PHASE_IDS;
-
-/// Parses "5%", "0.5%" or "5" (percent) into a fraction, zero allowed.
-fn parse_threshold(text: &str) -> Result<f64> {
-    let number = text.trim().trim_end_matches('%').trim();
-    match number.parse::<f64>() {
-        Ok(percent) if percent.is_finite() && percent >= 0.0 => Ok(percent / 100.0),
-        _ => Err(usage(format!(
-            "--threshold must be a percentage such as 5% or 0.5%, from 0% up, got '{text}'"
-        ))),
-    }
-}
 
 /// A run named on the command line: "ID" in the default database, or "FILE:ID".
 fn run_spec(text: &str, default_db: &Path) -> Result<(PathBuf, i64)> {
@@ -291,15 +280,12 @@ pub(super) fn counted_instructions(
 
 /// The figure two runs are compared on: `--measure`, else instructions
 /// when both runs counted them, else time.
-fn measure_of(asked: Option<&str>, counted: [bool; 2]) -> Result<Measure> {
-    if let Some(name) = asked {
-        return parse_name(name).map_err(usage);
+fn measure_of(asked: Option<Measure>, counted: [bool; 2]) -> Measure {
+    match asked {
+        Some(measure) => measure,
+        None if counted.iter().all(|c| *c) => Measure::Instructions,
+        None => Measure::Time,
     }
-    Ok(if counted.iter().all(|c| *c) {
-        Measure::Instructions
-    } else {
-        Measure::Time
-    })
 }
 
 /// A speed run's cells, with the axes `axes` makes of each row, on time
@@ -541,15 +527,12 @@ fn load(
 }
 
 /// The gate's default threshold on time: machines drift.
-const TIME_THRESHOLD: &str = "5%";
+const TIME_THRESHOLD: Percent = Percent::new(5.0);
 /// The gate's default threshold on counts: they repeat within hundredths of
 /// a percent, so half a percent is a change of the code.
-const COUNTED_THRESHOLD: &str = "0.5%";
+const COUNTED_THRESHOLD: Percent = Percent::new(0.5);
 
 pub fn run(args: &CompareArgs) -> Result<i32> {
-    if let Some(threshold) = &args.threshold {
-        parse_threshold(threshold)?;
-    }
     check_exports(&args.exports)?;
     let default_db = args.db.clone().unwrap_or_else(Store::default_path);
     let (path_a, id_a) = run_spec(&args.a, &default_db)?;
@@ -577,18 +560,22 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     // A cost run is compared on time (its operations were not counted).
     let countable = countable(kind_a);
     let measure = measure_of(
-        args.measure.as_deref(),
+        args.measure,
         [
             countable && counted_instructions(&store_a, &stored_a, kind_a)?,
             countable && counted_instructions(store_b, &stored_b, kind_b)?,
         ],
-    )?;
+    );
     let kind = kind_of(kind_a, measure)?;
-    let threshold = parse_threshold(args.threshold.as_deref().unwrap_or(if kind.counted {
-        COUNTED_THRESHOLD
-    } else {
-        TIME_THRESHOLD
-    }))?;
+    // Any share from 0% up (the parser refuses negatives).
+    let threshold = args
+        .threshold
+        .unwrap_or(if kind.counted {
+            COUNTED_THRESHOLD
+        } else {
+            TIME_THRESHOLD
+        })
+        .fraction();
     let a = load(&store_a, stored_a, kind_a, measure)?;
     let b = load(store_b, stored_b, kind_b, measure)?;
     let comparison = compare::compare(kind, a, b, threshold);
@@ -641,11 +628,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn thresholds_and_run_names_parse_or_are_refused() {
-        assert_eq!(parse_threshold("5%").unwrap(), 0.05);
-        assert_eq!(parse_threshold("0").unwrap(), 0.0);
-        assert!(parse_threshold("-1%").is_err());
-        assert!(parse_threshold("fast").is_err());
+    fn run_names_parse_or_are_refused() {
         let default = Path::new("default.sqlite");
         assert_eq!(run_spec("3", default).unwrap(), (default.to_path_buf(), 3));
         assert_eq!(

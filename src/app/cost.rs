@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
 use crate::backend::rustls::instrument::Side;
 use crate::backend::{Backend, LibraryInfo};
@@ -22,9 +22,10 @@ use crate::model::{counted_breakdown, model_side, modelled_breakdown, Breakdown}
 use crate::report::cost::ScenarioCost;
 use crate::report::Document;
 use crate::scenario::presets::CostPreset;
+use crate::scenario::Shard;
 use crate::scenario::{
-    parse_name, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Measure, Named,
-    Resumption, TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
+    Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Measure, Named, Resumption,
+    TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::stats;
 use crate::store::{RunKind, Store, StoredRun};
@@ -33,7 +34,7 @@ use crate::workload::handshake::{run_matrix, CellResult};
 
 /// Sampling defaults of `cost`.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
-    precision: "2%",
+    precision: crate::cli::Percent::new(2.0),
     max_time_s: 2.0,
     min_samples: 20,
     warmup_s: 0.2,
@@ -56,7 +57,7 @@ fn matrix(args: &CostArgs, preset: Option<CostPreset>) -> Result<HandshakeMatrix
             transports: vec![crate::scenario::Transport::Memory],
         },
     };
-    let matrix = args.axes.apply(matrix)?;
+    let matrix = args.axes.apply(matrix);
     matrix.validate().map_err(usage)?;
     Ok(matrix)
 }
@@ -91,12 +92,7 @@ impl Study for CostStudy {
     const KIND: RunKind = RunKind::Cost;
 
     fn plan(args: &CostArgs) -> Result<Plan<Self>> {
-        let preset = args
-            .preset
-            .as_deref()
-            .map(parse_name::<CostPreset>)
-            .transpose()
-            .map_err(usage)?;
+        let preset = args.preset;
         let matrix = matrix(args, preset)?;
         let default_backends: &[&str] = match preset {
             Some(CostPreset::RsaVsEcdsa) => &["openssl"],
@@ -118,7 +114,7 @@ impl Study for CostStudy {
                 "cost models time: --measure takes time and instructions (time,instructions); memory is handshake's",
             ));
         }
-        let shard = args.shard.shard()?;
+        let shard = args.shard.shard;
         let scenarios = Shard::filter(shard, matrix.expand(), |s| s.label(), |_| false);
         if let (Some(shard), true) = (shard, scenarios.is_empty()) {
             return Ok(Plan::EmptyShard(shard));

@@ -4,27 +4,29 @@
 //! generic`, the matrix again in a child process whose libraries see no CPU
 //! features, its rows beside the native ones.
 
-use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::axes::{matrix_from, overridden};
+use super::generic;
 use super::network::NetworkPlan;
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
-use super::speed::{cpu_feature_list, CpuFeatures, GENERIC_CPU_ENV};
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
 use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::{HandshakeArgs, MutualArg};
+use crate::cli::{ExportArgs, GenericPlan, HandshakeArgs, HandshakeServer};
 use crate::host::HostInfo;
 use crate::measure::{CellStatus, Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
 use crate::report::Document;
 use crate::scenario::presets::Preset;
-use crate::scenario::{parse_name, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport};
+use crate::scenario::Shard;
+use crate::scenario::{
+    distinct, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport,
+};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_matrix, CountOptions, COUNTED_SAMPLES};
 use crate::workload::handshake::{run_cells, CellResult};
@@ -33,7 +35,7 @@ use crate::workload::remote::{Remote, RemoteBackend};
 
 /// Sampling defaults of `handshake`.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
-    precision: "1%",
+    precision: crate::cli::Percent::new(1.0),
     max_time_s: 5.0,
     min_samples: 10,
     warmup_s: 0.2,
@@ -51,7 +53,7 @@ struct StoredOptions<'a> {
     companions: Vec<&'a HandshakeMatrix>,
     sampling: &'a SamplingOptions,
     baseline: Option<&'a str>,
-    cpu_features: &'a str,
+    cpu_features: String,
     shard: Option<Shard>,
     measures: &'a [Measure],
     /// The valgrind that counted instructions ("valgrind-3.19.0").
@@ -73,23 +75,6 @@ struct RemoteServer<'a> {
     address: &'a str,
     host: &'a HostInfo,
     libraries: &'a [crate::backend::LibraryInfo],
-}
-
-/// Which server the client handshakes with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Server {
-    Inprocess,
-    Nginx,
-}
-
-fn parse_server(name: Option<&str>) -> Result<Server> {
-    match name.unwrap_or("inprocess") {
-        "inprocess" => Ok(Server::Inprocess),
-        "nginx" => Ok(Server::Nginx),
-        other => Err(usage(format!(
-            "unknown server '{other}'; valid servers: inprocess, nginx"
-        ))),
-    }
 }
 
 /// Runs `tlslab handshake` and returns the exit code.
@@ -123,7 +108,7 @@ pub(crate) struct HandshakeStudy {
     wire: bool,
     cert_dir: Option<std::path::PathBuf>,
     rounds: Vec<crate::measure::Round>,
-    /// The command line, for the generic-CPU child.
+    /// The parsed command line, handed to the generic-CPU child.
     args: HandshakeArgs,
 }
 
@@ -133,12 +118,7 @@ impl Study for HandshakeStudy {
     const KIND: RunKind = RunKind::Handshake;
 
     fn plan(args: &HandshakeArgs) -> Result<Plan<Self>> {
-        let preset = args
-            .preset
-            .as_deref()
-            .map(parse_name::<Preset>)
-            .transpose()
-            .map_err(usage)?;
+        let preset = args.preset;
         let mut matrix = matrix_from(args, preset)?;
         let remote = match &args.remote {
             Some(target) => {
@@ -175,10 +155,10 @@ impl Study for HandshakeStudy {
             None => DEFAULTS,
         };
         let sampling = args.sampling.options(defaults)?;
-        let feature_sets = cpu_feature_list(&args.cpu_features)?;
+        let feature_sets = distinct(&args.cpu_features);
         let counting = Counting::from_args(args, &feature_sets)?;
         let network = NetworkPlan::from_args(args, preset.and_then(Preset::network))?;
-        let shard = args.shard.shard()?;
+        let shard = args.shard.shard;
         // A shard measures its part of the matrix and the baseline row.
         let is_baseline = |s: &HandshakeScenario| baseline.as_deref() == Some(s.label().as_str());
         let scenarios = Shard::filter(shard, scenarios, |s| s.label(), is_baseline);
@@ -243,7 +223,7 @@ impl Study for HandshakeStudy {
             companions: self.companions.iter().collect(),
             sampling: &self.sampling,
             baseline: self.baseline.as_deref(),
-            cpu_features: &self.args.cpu_features,
+            cpu_features: generic::feature_list(&self.feature_sets),
             shard: self.shard,
             measures: &self.counting.measures,
             valgrind: self.counting.valgrind.as_deref(),
@@ -381,13 +361,13 @@ fn server_backends(
     matrix: &HandshakeMatrix,
     remote: Option<&Arc<Remote>>,
 ) -> Result<Vec<Arc<dyn Backend>>> {
-    let backends: Vec<Arc<dyn Backend>> = match parse_server(args.server.as_deref())? {
-        Server::Inprocess => chosen_backends(
+    let backends: Vec<Arc<dyn Backend>> = match args.server.unwrap_or(HandshakeServer::Inprocess) {
+        HandshakeServer::Inprocess => chosen_backends(
             args.backend.as_deref(),
             preset.map(|p| p.default_backends()),
             Some(&matrix.versions),
         )?,
-        Server::Nginx => {
+        HandshakeServer::Nginx => {
             if args.backend.as_deref().is_some_and(|b| b != "openssl") {
                 return Err(usage(
                     "with --server nginx the client is tlslab's OpenSSL: --backend must be openssl or left out",
@@ -493,7 +473,7 @@ impl Counting {
                 "--cpu-features generic runs the matrix again in a child process, which has no --remote server: leave it out",
             ));
         }
-        if counted && args.server.as_deref() == Some("nginx") {
+        if counted && args.server == Some(HandshakeServer::Nginx) {
             return Err(usage(
                 "counted measures run both sides in tlslab's process; against nginx use --measure time",
             ));
@@ -575,114 +555,56 @@ impl Counting {
 }
 
 /// The matrix again in a child process whose libraries see no CPU features
-/// (OpenSSL's and aws-lc's capability mask cleared), stored by the child in
-/// a scratch database and read back; its rows are "<backend> (generic)".
-/// ring cannot be told to ignore the CPU's features, so its rows say so.
-/// The child samples after the parent, so a ratio between a native and a
-/// generic row is not from same-round pairs; each backend's rows are.
+/// ([`generic`]), its rows "<backend> (generic)". ring cannot be told to
+/// ignore the CPU's features, so its rows say so. The child samples after
+/// the parent, so a ratio between a native and a generic row is not from
+/// same-round pairs; each backend's rows are.
 fn generic_cells(
     args: &HandshakeArgs,
     backends: &[&str],
     scenarios: &[HandshakeScenario],
     session: &Session,
 ) -> Result<Vec<CellResult>> {
-    let maskable: Vec<&str> = backends
-        .iter()
-        .copied()
-        .filter(|id| *id != "rustls-ring")
-        .collect();
+    let maskable = generic::maskable(backends);
     let mut cells = Vec::new();
     if !maskable.is_empty() {
-        crate::child::remove_leftovers();
-        let scratch = crate::child::scratch_dir("generic").context("making a scratch directory")?;
-        let database = scratch.path().join("generic.sqlite");
-        let mut child = Process::new(std::env::current_exe()?);
-        child
-            .args(["handshake", "-q", "--cpu-features", "native"])
-            .arg("--db")
-            .arg(&database);
-        // A preset's own backends (its companions' included) are planned
-        // by the child as by the parent.
-        if args.backend.is_some() || args.preset.is_none() {
-            child.args(["--backend", &maskable.join(",")]);
-        }
-        let axes = &args.axes;
-        let sampling = &args.sampling;
-        let mutual = args.mutual.map(|mutual| {
-            match mutual {
-                MutualArg::Off => "off",
-                MutualArg::On => "on",
-                MutualArg::Both => "both",
+        let plan = |database: &std::path::Path| {
+            let mut child = args.clone();
+            child.cpu_features = vec![CpuFeatures::Native];
+            child.database = generic::child_database(database);
+            child.exports = ExportArgs::default();
+            child.quiet = true;
+            // A preset's own backends (its companions' included) are
+            // planned by the child as by the parent; nginx's client is
+            // tlslab's OpenSSL whatever --backend says.
+            if args.server != Some(HandshakeServer::Nginx)
+                && (args.backend.is_some() || args.preset.is_none())
+            {
+                child.backend = Some(maskable.join(","));
             }
-            .to_string()
-        });
-        for (flag, value) in [
-            ("--preset", args.preset.clone()),
-            ("--tls", axes.tls.clone()),
-            ("--group", axes.group.clone()),
-            ("--cert", axes.cert.clone()),
-            ("--suite", axes.suite.clone()),
-            ("--resumption", axes.resumption.clone()),
-            ("--chain-depth", axes.chain_depth.map(|v| v.to_string())),
-            ("--mtu", axes.mtu.map(|v| v.to_string())),
-            ("--transport", args.transport.clone()),
-            ("--mutual", mutual),
-            ("--baseline", args.baseline.clone()),
-            ("--precision", sampling.precision.clone()),
-            ("--max-time", sampling.max_time.map(|v| v.to_string())),
-            (
-                "--max-total-time",
-                sampling.max_total_time.map(|v| v.to_string()),
-            ),
-            ("--min-samples", sampling.min_samples.map(|v| v.to_string())),
-            ("--runs", sampling.runs.map(|v| v.to_string())),
-            ("--warmup", sampling.warmup.map(|v| v.to_string())),
-            ("--seed", sampling.seed.map(|v| v.to_string())),
-            ("--shard", args.shard.shard.clone()),
-        ] {
-            if let Some(value) = value {
-                child.args([flag, &value]);
-            }
-        }
-        if let Some(dir) = &args.cert_dir {
-            child.arg("--cert-dir").arg(dir);
-        }
-        child
-            .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // Killed with tlslab; stopped as tlslab is (Ctrl-C, SIGTERM), and
-        // what it measured until then is kept.
-        let output = crate::child::run_worker(child, session.interrupt())
-            .context("starting the generic-CPU child process")?;
-        let stored = Store::open_read_only(&database).ok().and_then(|store| {
-            let run_id = store.latest_run_id().ok()??;
-            store.load_run(run_id).ok()
-        });
-        let Some(stored) = stored else {
-            if session.interrupted() {
-                // Stopped before it stored a run: nothing of it to keep.
-                return Ok(cells);
-            }
-            bail!(
-                "the generic-CPU child process failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
+            GenericPlan::Handshake(Box::new(child))
         };
-        cells.extend(stored.cells.into_iter().map(|mut cell| {
-            cell.backend = format!("{} (generic)", cell.backend);
-            cell
-        }));
+        let stored = generic::run_child(plan, session, |store| {
+            store.load_run(store.latest_run_id().ok()??).ok()
+        })?;
+        cells.extend(
+            stored
+                .into_iter()
+                .flat_map(|run| run.cells)
+                .map(|mut cell| {
+                    cell.backend = format!("{} (generic)", cell.backend);
+                    cell
+                }),
+        );
     }
-    if backends.contains(&"rustls-ring") {
+    if backends.contains(&generic::UNMASKABLE) {
         cells.extend(scenarios.iter().map(|scenario| CellResult {
             counts: Default::default(),
-            backend: "rustls-ring (generic)".to_string(),
+            backend: format!("{} (generic)", generic::UNMASKABLE),
             scenario: *scenario,
             negotiated: None,
             outcome: Outcome::Unsupported {
-                reason: "ring has no switch to turn its CPU features off".to_string(),
+                reason: generic::UNMASKABLE_REASON.to_string(),
             },
         }));
     }

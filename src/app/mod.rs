@@ -9,6 +9,7 @@ pub mod capacity;
 mod combine;
 pub mod compare;
 pub mod cost;
+pub mod generic;
 pub mod handshake;
 pub mod list;
 pub mod load;
@@ -25,7 +26,7 @@ pub mod tunnel;
 
 use anyhow::Result;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, GenericPlan};
 
 pub use session::{exit_code, UsageError, EXIT_INTERRUPTED};
 
@@ -52,6 +53,10 @@ pub fn run(cli: Cli) -> Result<i32> {
             crate::workload::counted::child::run(&args.plan, &args.out)?;
             Ok(0)
         }
+        Command::GenericChild(args) => match generic::read_plan(&args)? {
+            GenericPlan::Handshake(args) => handshake::run(&args),
+            GenericPlan::Speed(args) => speed::run(&args),
+        },
         Command::Completions(args) => manual::completions(&args),
         Command::Man(args) => manual::man(&args),
     }

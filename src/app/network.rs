@@ -4,42 +4,23 @@
 //! emulated link; each cell stored again with them.
 
 use anyhow::Result;
+use clap::ValueEnum;
 use serde::Serialize;
 
 use super::session::usage;
 use super::study::Session;
 use crate::certs::CertCache;
-use crate::cli::HandshakeArgs;
+use crate::cli::{HandshakeArgs, Link};
 use crate::scenario::network::{parse_profiles, NetworkProfile};
 use crate::scenario::presets::PresetNetwork;
 use crate::workload::annotate::model_cells;
 use crate::workload::handshake::CellResult;
 
-/// The link a run measures over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum LinkKind {
-    /// tlslab's user-space link over TUN devices between two namespaces.
-    Tun,
-}
-
-impl LinkKind {
-    fn parse(text: &str) -> Result<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "tun" => Ok(LinkKind::Tun),
-            "netem" => Err(usage(
-                "--link netem: not built; use --link tun (tlslab's own link, which works where the kernel has no netem)",
-            )),
-            other => Err(usage(format!("unknown link '{other}'; valid links: tun"))),
-        }
-    }
-}
-
 /// The network part of a run, as stored with its options.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct NetworkPlan {
     pub profiles: Vec<NetworkProfile>,
-    pub link: Option<LinkKind>,
+    pub link: Option<Link>,
     /// Handshakes per row and profile over the link.
     pub link_samples: usize,
 }
@@ -55,8 +36,8 @@ impl NetworkPlan {
         preset: Option<PresetNetwork>,
     ) -> Result<Option<Self>> {
         let profiles = match (&args.network, preset) {
-            (Some(list), _) => list.as_str(),
-            (None, Some(preset)) => preset.profiles,
+            (Some(profiles), _) => profiles.0.clone(),
+            (None, Some(preset)) => parse_profiles(preset.profiles).map_err(usage)?,
             (None, None) if args.link.is_some() => {
                 return Err(usage(
                     "--link measures rows over --network's profiles: give --network too",
@@ -64,8 +45,12 @@ impl NetworkPlan {
             }
             (None, None) => return Ok(None),
         };
-        let profiles = parse_profiles(profiles).map_err(usage)?;
-        let mut link = args.link.as_deref().map(LinkKind::parse).transpose()?;
+        if args.link == Some(Link::Netem) {
+            return Err(usage(
+                "--link netem: not built; use --link tun (tlslab's own link, which works where the kernel has no netem)",
+            ));
+        }
+        let mut link = args.link;
         let missing = crate::transport::netns::missing();
         if let (Some(_), Some(missing)) = (link, &missing) {
             return Err(usage(format!(
@@ -75,7 +60,11 @@ impl NetworkPlan {
         // A preset's link where it can be built; the model alone elsewhere.
         if let Some(preset) = preset.filter(|_| link.is_none() && args.network.is_none()) {
             match missing {
-                None => link = Some(LinkKind::parse(preset.link)?),
+                None => {
+                    link = Some(Link::from_str(preset.link, true).map_err(|why| {
+                        usage(format!("the preset's link '{}': {why}", preset.link))
+                    })?)
+                }
                 Some(missing) => eprintln!(
                     "note: the model alone, no link to measure it over: the tun link needs {missing}"
                 ),

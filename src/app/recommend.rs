@@ -11,7 +11,7 @@ use super::session::{check_exports, usage};
 use crate::cli::{RecommendArgs, Role};
 use crate::measure::{Outcome, Sampled, Timed};
 use crate::report::recommend::{Candidate, CostAxis, Floor, Recommendation};
-use crate::scenario::{parse_name, Measure, Named};
+use crate::scenario::{Measure, Named};
 use crate::security;
 use crate::stats::{self, Interval};
 use crate::store::{RunKind, Store};
@@ -357,9 +357,8 @@ pub fn run(args: &RecommendArgs) -> Result<i32> {
     let role = args.role.unwrap_or_else(|| default_role(kind));
     let stored = store.load_run(run_id)?;
     let counted = super::compare::counted_instructions(&store, &stored, kind)?;
-    let (measure, why) = match args.measure.as_deref() {
-        Some(name) => {
-            let measure: Measure = parse_name(name).map_err(usage)?;
+    let (measure, why) = match args.measure {
+        Some(measure) => {
             if measure == Measure::Memory {
                 return Err(usage(
                     "recommend ranks on time or instructions; memory is compared by tlslab compare --measure memory",

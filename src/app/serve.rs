@@ -18,7 +18,7 @@ use crate::cli::{ServeArgs, ServeOfferArgs};
 use crate::host::HostInfo;
 use crate::report::heading;
 use crate::scenario::{
-    parse_list, parse_name, Group, HandshakeScenario, KxKind, Named, ServerOffer, SignatureFamily,
+    distinct, parse_name, Group, HandshakeScenario, KxKind, Named, ServerOffer, SignatureFamily,
     TlsVersion,
 };
 use crate::workload::serve::{Limits, Server};
@@ -56,26 +56,20 @@ pub(crate) fn check_supported(id: BackendId, scenario: &HandshakeScenario) -> Re
 /// Refused (with the reason) if a value takes part in no handshake the
 /// backend can make with the rest of the offer.
 fn offer_from(args: &ServeOfferArgs, id: BackendId) -> Result<(ServerOffer, LibraryInfo)> {
-    fn list<T: Named>(option: &str, given: &Option<String>, default: Vec<T>) -> Result<Vec<T>> {
-        let Some(text) = given else {
-            return Ok(default);
-        };
-        let values: Vec<T> = parse_list(text).map_err(usage)?;
-        if values.is_empty() {
-            return Err(usage(format!("{option} lists no value")));
-        }
-        Ok(values)
+    /// The values given, each once, else the default's.
+    fn list<T: Copy + PartialEq>(given: &Option<Vec<T>>, default: Vec<T>) -> Vec<T> {
+        given.as_deref().map_or(default, distinct)
     }
     let default = ServerOffer::default();
     let mut offer = ServerOffer {
-        versions: list("--tls", &args.tls, default.versions)?,
-        groups: list("--group", &args.group, default.groups)?,
-        certs: list("--cert", &args.cert, default.certs)?,
-        aeads: list("--suite", &args.suite, default.aeads)?,
+        versions: list(&args.tls, default.versions),
+        groups: list(&args.group, default.groups),
+        certs: list(&args.cert, default.certs),
+        aeads: list(&args.suite, default.aeads),
         ..default
     };
-    if let Some(name) = &args.resumption {
-        offer.resumption = parse_name(name).map_err(usage)?;
+    if let Some(resumption) = args.resumption {
+        offer.resumption = resumption;
     }
     if let Some(depth) = args.chain_depth {
         if !(2..=8).contains(&depth) {

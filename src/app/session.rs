@@ -12,11 +12,13 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::backend::LibraryInfo;
-use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs, MeasureArgs, SamplingArgs, Seconds};
+use crate::cli::{
+    DatabaseArgs, DisplayArgs, ExportArgs, MeasureArgs, Percent, SamplingArgs, Seconds,
+};
 use crate::host::HostInfo;
 use crate::measure::{fresh_seed, SamplingOptions};
 use crate::report::{Document, Format};
-use crate::scenario::{parse_list, Measure};
+use crate::scenario::{distinct, Measure, Shard};
 use crate::store::{RunInfo, RunKind, Store};
 
 /// The exit code of a run stopped by Ctrl-C (128 + SIGINT).
@@ -52,22 +54,6 @@ pub fn exit_code(error: &anyhow::Error) -> i32 {
     }
 }
 
-/// Parses "1%", "0.5%" or "1" (percent) into a fraction.
-pub(crate) fn parse_precision(text: &str) -> Result<f64> {
-    let number = text.trim().trim_end_matches('%').trim();
-    let percent: f64 = number.parse().map_err(|_| {
-        usage(format!(
-            "--precision must be a percentage such as 1% or 0.5%, got '{text}'"
-        ))
-    })?;
-    if !(percent > 0.0 && percent < 100.0) {
-        return Err(usage(format!(
-            "--precision must be more than 0% and less than 100%, got '{text}'"
-        )));
-    }
-    Ok(percent / 100.0)
-}
-
 /// A number of seconds from the command line or a command's defaults
 /// (the parser of [`Seconds`] has refused negatives and NaN): zero allowed
 /// only where `zero_ok`.
@@ -88,7 +74,7 @@ pub(crate) fn seconds(name: &str, value: f64, zero_ok: bool) -> Result<Duration>
 /// A command's sampling defaults, used where the options say nothing.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SamplingDefaults {
-    pub precision: &'static str,
+    pub precision: Percent,
     pub max_time_s: f64,
     pub min_samples: usize,
     pub warmup_s: f64,
@@ -96,6 +82,16 @@ pub(crate) struct SamplingDefaults {
     pub max_total_s: Option<f64>,
     /// About how long one cell's batch in one round lasts.
     pub slice: Duration,
+}
+
+/// The fraction `--precision` asks for: more than 0% and less than 100%.
+fn precision(asked: Percent) -> Result<f64> {
+    if !(asked.percent() > 0.0 && asked.percent() < 100.0) {
+        return Err(usage(format!(
+            "--precision must be more than 0% and less than 100%, got {asked}"
+        )));
+    }
+    Ok(asked.fraction())
 }
 
 impl SamplingArgs {
@@ -111,7 +107,7 @@ impl SamplingArgs {
             return Err(usage("--runs must be at least 1"));
         }
         Ok(SamplingOptions {
-            precision: parse_precision(self.precision.as_deref().unwrap_or(defaults.precision))?,
+            precision: precision(self.precision.unwrap_or(defaults.precision))?,
             // Zero means "the minimum samples and no more".
             max_time: seconds(
                 "max-time",
@@ -460,114 +456,6 @@ pub(crate) fn finish(
     0
 }
 
-/// One part of a matrix split across machines (`--shard i/n`): the cells
-/// whose stable label hashes to `index - 1` modulo `count`. A cell's shard
-/// depends on nothing but its label (never on the order of the matrix, the
-/// other cells or the process), so a retried shard redoes exactly its cells
-/// and the shards of one matrix together hold each cell once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    /// 1-based: `--shard 1/3` is the first of three.
-    pub index: u64,
-    pub count: u64,
-}
-
-impl Shard {
-    /// Parses "i/n" with 1 <= i <= n; anything else is a usage error.
-    pub fn parse(text: &str) -> Result<Self> {
-        let bad = || {
-            usage(format!(
-                "--shard takes i/n with 1 <= i <= n (e.g. 2/8), got '{text}'"
-            ))
-        };
-        let (index, count) = text.trim().split_once('/').ok_or_else(bad)?;
-        let index: u64 = index.trim().parse().map_err(|_| bad())?;
-        let count: u64 = count.trim().parse().map_err(|_| bad())?;
-        if count == 0 || index == 0 || index > count {
-            return Err(bad());
-        }
-        Ok(Self { index, count })
-    }
-
-    /// Returns true if and only if the cell with this stable label belongs
-    /// to this shard.
-    pub fn contains(&self, label: &str) -> bool {
-        shard_hash(label) % self.count == self.index - 1
-    }
-
-    /// The items of a list whose label belongs to the shard, and the
-    /// reference rows (`is_reference`: a baseline the other rows are divided
-    /// by) whichever shard owns them, in their order; every item without a
-    /// shard. A reference row is measured in every shard because a ratio
-    /// comes from same-round pairs within one run: each shard's rows keep
-    /// their ratio to it. Its owning shard is still the one its label hashes to.
-    pub(crate) fn filter<T>(
-        shard: Option<Self>,
-        items: Vec<T>,
-        label: impl Fn(&T) -> String,
-        is_reference: impl Fn(&T) -> bool,
-    ) -> Vec<T> {
-        match shard {
-            Some(shard) => items
-                .into_iter()
-                .filter(|item| shard.contains(&label(item)) || is_reference(item))
-                .collect(),
-            None => items,
-        }
-    }
-
-    /// Returns true if and only if the shard holds a cell of its own (not
-    /// only reference rows) among these labels.
-    pub(crate) fn owns_any<'a>(&self, mut labels: impl Iterator<Item = String> + 'a) -> bool {
-        labels.any(|label| self.contains(&label))
-    }
-}
-
-impl std::fmt::Display for Shard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
-
-/// Stored in a run's options as "i/n".
-impl serde::Serialize for Shard {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-/// The hash a cell's shard is taken from: FNV-1a of the label, then the
-/// 64-bit finaliser of MurmurHash3 (Appleby, public domain) so that every
-/// bit of the label reaches the low bits. FNV-1a alone spreads labels that
-/// differ in a few characters badly modulo small numbers: the 12 rows of a
-/// 2 x 3 x 2 matrix fell 10, 2 and 0 into three shards.
-pub fn shard_hash(label: &str) -> u64 {
-    let mut hash = fnv1a_64(label.as_bytes());
-    hash ^= hash >> 33;
-    hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    hash ^= hash >> 33;
-    hash = hash.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    hash ^ (hash >> 33)
-}
-
-/// The 64-bit FNV-1a hash (Fowler, Noll, Vo): fixed, unseeded and the same
-/// on every machine and build, unlike `std`'s randomly seeded hasher, which
-/// would put a cell in a different shard in each process.
-pub fn fnv1a_64(bytes: &[u8]) -> u64 {
-    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes.iter().fold(OFFSET_BASIS, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(PRIME)
-    })
-}
-
-impl crate::cli::ShardArgs {
-    /// The shard the options name, if any.
-    pub(crate) fn shard(&self) -> Result<Option<Shard>> {
-        self.shard.as_deref().map(Shard::parse).transpose()
-    }
-}
-
 /// Says that a shard holds no cell of the matrix (more shards than cells):
 /// nothing runs and nothing is stored, and the exit code is 0 so a job
 /// runner counts the shard as done.
@@ -584,13 +472,8 @@ impl MeasureArgs {
     pub(crate) fn checked(&self) -> Result<(Vec<Measure>, Option<String>)> {
         let measures: Vec<Measure> = match &self.measure {
             None => vec![Measure::Time],
-            Some(list) => parse_list(list).map_err(usage)?,
+            Some(list) => distinct(list),
         };
-        if measures.is_empty() {
-            return Err(usage(
-                "--measure is empty; valid measures: time, instructions, memory",
-            ));
-        }
         if self.breakdown && !measures.contains(&Measure::Instructions) {
             return Err(usage(
                 "--breakdown counts instructions: add --measure instructions",
@@ -660,74 +543,5 @@ pub(crate) fn stored_sampling(options_json: &str) -> StoredSampling {
                 serde_json::from_value(remote.get("host")?.clone()).ok()?;
             Some(remote_description(remote.get("address")?.as_str()?, &host))
         }),
-    }
-}
-
-#[cfg(test)]
-mod shard_tests {
-    use super::*;
-
-    #[test]
-    fn fnv1a_matches_the_published_test_vectors() {
-        assert_eq!(fnv1a_64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a_64(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv1a_64(b"foobar"), 0x8594_4171_f739_67e8);
-    }
-
-    #[test]
-    fn bad_shards_are_usage_errors() {
-        for text in ["0/3", "4/3", "1/0", "x", "1/", "/3", "-1/3", "1/3/4", ""] {
-            let error = Shard::parse(text).expect_err(text);
-            assert_eq!(exit_code(&error), EXIT_USAGE, "{text}");
-        }
-        assert_eq!(Shard::parse(" 2/3 ").unwrap(), Shard { index: 2, count: 3 });
-        assert_eq!(Shard::parse("1/1").unwrap().to_string(), "1/1");
-    }
-
-    #[test]
-    fn a_small_matrix_reaches_every_shard() {
-        let mut labels = Vec::new();
-        for version in ["1.2", "1.3"] {
-            for group in ["x25519", "p256", "x448"] {
-                for cert in ["rsa2048", "ecdsa_p256"] {
-                    labels.push(format!("handshake_{version}_{group}_{cert}_aes128gcm"));
-                }
-            }
-        }
-        for index in 1..=3 {
-            let shard = Some(Shard { index, count: 3 });
-            let part = Shard::filter(shard, labels.clone(), Clone::clone, |_| false);
-            assert!((2..=6).contains(&part.len()), "{index}/3: {part:?}");
-        }
-    }
-
-    #[test]
-    fn a_reference_row_is_in_every_shard() {
-        let labels: Vec<String> = (0..50).map(|i| format!("row_{i}")).collect();
-        for index in 1..=4 {
-            let shard = Shard { index, count: 4 };
-            let part = Shard::filter(Some(shard), labels.clone(), Clone::clone, |l| l == "row_7");
-            assert!(part.contains(&"row_7".to_string()));
-            let owned = part.iter().filter(|l| shard.contains(l)).count();
-            assert_eq!(owned + usize::from(!shard.contains("row_7")), part.len());
-        }
-    }
-
-    #[test]
-    fn the_shards_partition_any_list() {
-        let labels: Vec<String> = (0..200).map(|i| format!("handshake_row_{i}")).collect();
-        for count in 1..=7 {
-            let mut seen = Vec::new();
-            for index in 1..=count {
-                let shard = Some(Shard { index, count });
-                seen.extend(Shard::filter(shard, labels.clone(), Clone::clone, |_| {
-                    false
-                }));
-            }
-            seen.sort();
-            let mut all = labels.clone();
-            all.sort();
-            assert_eq!(seen, all, "{count} shards");
-        }
     }
 }

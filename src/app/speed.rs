@@ -1,28 +1,29 @@
 //! `tlslab speed`: rows x backends (x CPU feature sets), every row sampled
 //! in interleaved rounds, stored as it finishes, reported like `openssl speed`.
 
-use std::process::Command as Process;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults, Shard};
+use super::generic;
+use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study};
 use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::{MeasureArgs, SpeedArgs};
+use crate::cli::{Algorithm, ExportArgs, GenericPlan, MeasureArgs, Size, SpeedArgs};
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::Document;
-use crate::scenario::speed::{expand, Primitive, SpeedRow, DEFAULT_SIZES};
-use crate::scenario::{parse_list, Measure, Named};
+use crate::scenario::speed::{expand, Primitive, SpeedRow};
+use crate::scenario::Shard;
+use crate::scenario::{distinct, CpuFeatures, Measure, Named};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::speed::{counted_operations, CountedOperations, PreparedRow, SpeedCell};
 
 /// Sampling defaults of `speed`.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
-    precision: "2%",
+    precision: crate::cli::Percent::new(2.0),
     max_time_s: 0.5,
     min_samples: 5,
     warmup_s: 0.05,
@@ -31,57 +32,22 @@ pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
     slice: Duration::ZERO,
 };
 
-/// The environment that clears OpenSSL's and aws-lc's CPU capability vector,
-/// so they fall back to their generic code.
-pub(crate) const GENERIC_CPU_ENV: (&str, &str) = ("OPENSSL_ia32cap", "0x0:0x0");
-
-/// A set of CPU features to measure with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CpuFeatures {
-    Native,
-    Generic,
-}
-
-pub(crate) fn cpu_feature_list(list: &str) -> Result<Vec<CpuFeatures>> {
-    let mut sets = Vec::new();
-    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let set = match name {
-            "native" => CpuFeatures::Native,
-            "generic" => CpuFeatures::Generic,
-            other => {
-                return Err(usage(format!(
-                    "unknown CPU feature set '{other}'; valid CPU feature sets: native, generic"
-                )))
-            }
-        };
-        if !sets.contains(&set) {
-            sets.push(set);
-        }
-    }
-    if sets.is_empty() {
-        return Err(usage("the CPU feature list is empty"));
-    }
-    Ok(sets)
-}
-
-fn sizes(list: &str) -> Result<Vec<usize>> {
-    let mut sizes = Vec::new();
-    for text in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        match text.parse::<usize>() {
-            Ok(size) if (1..=1 << 24).contains(&size) => {
-                if !sizes.contains(&size) {
-                    sizes.push(size);
-                }
-            }
-            _ => {
-                return Err(usage(format!(
-                    "--size takes byte counts from 1 to 16777216, got '{text}'"
-                )))
-            }
-        }
+/// The sizes of `--size`, each once, every one from 1 byte to 16 MiB.
+fn sizes(asked: &[Size]) -> Result<Vec<usize>> {
+    let sizes: Vec<usize> = distinct(asked).into_iter().map(Size::bytes).collect();
+    if let Some(bad) = sizes
+        .iter()
+        .find(|size| !(1..=MAX_SIZE_BYTES).contains(*size))
+    {
+        return Err(usage(format!(
+            "--size takes byte counts from 1 to {MAX_SIZE_BYTES}, got {bad}"
+        )));
     }
     Ok(sizes)
 }
+
+/// The largest buffer `speed --size` takes: 16 MiB.
+const MAX_SIZE_BYTES: usize = 1 << 24;
 
 /// Runs `tlslab speed` and returns the exit code.
 pub fn run(args: &SpeedArgs) -> Result<i32> {
@@ -94,14 +60,13 @@ pub(crate) struct SpeedStudy {
     sizes: Vec<usize>,
     rows: Vec<SpeedRow>,
     backends: Vec<Arc<dyn Backend>>,
-    cpu_features: String,
     feature_sets: Vec<CpuFeatures>,
     sampling: SamplingOptions,
     shard: Option<Shard>,
     measures: Vec<Measure>,
     valgrind: Option<String>,
     counted_samples: usize,
-    /// The command line, for the generic-CPU child.
+    /// The parsed command line, handed to the generic-CPU child.
     args: SpeedArgs,
 }
 
@@ -111,33 +76,31 @@ impl Study for SpeedStudy {
     const KIND: RunKind = RunKind::Speed;
 
     fn plan(args: &SpeedArgs) -> Result<Plan<Self>> {
-        let primitives: Vec<Primitive> = if args.algorithm.trim().eq_ignore_ascii_case("all") {
+        let primitives: Vec<Primitive> = if args.algorithm.contains(&Algorithm::All) {
             Primitive::ALL.to_vec()
         } else {
-            parse_list(&args.algorithm).map_err(usage)?
+            let named: Vec<Primitive> = args
+                .algorithm
+                .iter()
+                .filter_map(|algorithm| match algorithm {
+                    Algorithm::One(primitive) => Some(*primitive),
+                    Algorithm::All => None,
+                })
+                .collect();
+            distinct(&named)
         };
         let sizes = sizes(&args.size)?;
-        if sizes.is_empty() {
-            return Err(usage(format!(
-                "--size is empty; give byte counts from 1 to 16777216 (default: {})",
-                DEFAULT_SIZES
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            )));
-        }
         let rows = expand(&primitives, &sizes);
         if rows.is_empty() {
             return Err(usage("no algorithm to measure"));
         }
-        let shard = args.shard.shard()?;
+        let shard = args.shard.shard;
         let rows = Shard::filter(shard, rows, |row| row.label(), |_| false);
         if let (Some(shard), true) = (shard, rows.is_empty()) {
             return Ok(Plan::EmptyShard(shard));
         }
         let backends = chosen_backends(Some(&args.backend), None, None)?;
-        let feature_sets = cpu_feature_list(&args.cpu_features)?;
+        let feature_sets = distinct(&args.cpu_features);
         let sampling = args.sampling.options(DEFAULTS)?;
         let (measures, valgrind) = MeasureArgs {
             measure: args.measure.clone(),
@@ -160,7 +123,6 @@ impl Study for SpeedStudy {
             sizes,
             rows,
             backends,
-            cpu_features: args.cpu_features.clone(),
             feature_sets,
             sampling,
             shard,
@@ -188,7 +150,7 @@ impl Study for SpeedStudy {
             "backends": self.backends.iter().map(|b| b.id()).collect::<Vec<_>>(),
             "algorithms": self.primitives.iter().map(|p| p.id()).collect::<Vec<_>>(),
             "sizes": self.sizes,
-            "cpu_features": self.cpu_features,
+            "cpu_features": generic::feature_list(&self.feature_sets),
             "sampling": self.sampling,
             "shard": self.shard,
             "measures": self.measures,
@@ -386,90 +348,44 @@ fn count_rows(
 }
 
 /// Measures the rows again in a child process whose libraries see no CPU
-/// features (its own run in a scratch database, read back here); ring
-/// cannot be told to ignore them, so its rows say so.
+/// features ([`generic`]): its own run in a scratch database, read back
+/// here. ring cannot be told to ignore them, so its rows say so.
 fn generic_cells(
     args: &SpeedArgs,
     backends: &[&'static str],
     rows: &[SpeedRow],
     session: &Session,
 ) -> Result<Vec<SpeedCell>> {
-    let maskable: Vec<&str> = backends
-        .iter()
-        .copied()
-        .filter(|id| *id != "rustls-ring")
-        .collect();
+    let maskable = generic::maskable(backends);
     let mut cells = Vec::new();
     if !maskable.is_empty() {
-        crate::child::remove_leftovers();
-        let scratch = crate::child::scratch_dir("generic").context("making a scratch directory")?;
-        let database = scratch.path().join("generic.sqlite");
-        let mut child = Process::new(std::env::current_exe()?);
-        child
-            .args(["speed", "-q", "--cpu-features", "native"])
-            .arg("--db")
-            .arg(&database)
-            .args(["--backend", &maskable.join(",")])
-            .args(["--algorithm", &args.algorithm])
-            .args(["--size", &args.size]);
-        let sampling = &args.sampling;
-        for (flag, value) in [
-            ("--precision", sampling.precision.clone()),
-            ("--max-time", sampling.max_time.map(|v| v.to_string())),
-            (
-                "--max-total-time",
-                sampling.max_total_time.map(|v| v.to_string()),
-            ),
-            ("--min-samples", sampling.min_samples.map(|v| v.to_string())),
-            ("--runs", sampling.runs.map(|v| v.to_string())),
-            ("--warmup", sampling.warmup.map(|v| v.to_string())),
-            ("--seed", sampling.seed.map(|v| v.to_string())),
-            ("--shard", args.shard.shard.clone()),
-        ] {
-            if let Some(value) = value {
-                child.args([flag, &value]);
-            }
-        }
-        child
-            .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        // Killed with tlslab; stopped as tlslab is (Ctrl-C, SIGTERM), and
-        // what it measured until then is kept.
-        let output = crate::child::run_worker(child, session.interrupt())
-            .context("starting the generic-CPU child process")?;
-        let stored = Store::open_read_only(&database).ok().and_then(|store| {
-            let run_id = store.latest_run_id().ok()??;
-            store.load_speed_cells(run_id).ok()
-        });
-        let Some(measured) = stored else {
-            if session.interrupted() {
-                // Stopped before it stored a run: nothing of it to keep.
-                return Ok(cells);
-            }
-            bail!(
-                "the generic-CPU child process failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
+        let plan = |database: &std::path::Path| {
+            let mut child = args.clone();
+            child.cpu_features = vec![CpuFeatures::Native];
+            child.database = generic::child_database(database);
+            child.exports = ExportArgs::default();
+            child.quiet = true;
+            child.backend = maskable.join(",");
+            GenericPlan::Speed(Box::new(child))
         };
-        cells.extend(measured.into_iter().map(|mut cell| {
+        let measured = generic::run_child(plan, session, |store| {
+            store.load_speed_cells(store.latest_run_id().ok()??).ok()
+        })?;
+        cells.extend(measured.into_iter().flatten().map(|mut cell| {
             cell.backend = format!("{} (generic)", cell.backend);
             cell
         }));
     }
-    if backends.contains(&"rustls-ring") {
-        for row in rows {
-            cells.push(SpeedCell {
-                counted: None,
-                backend: "rustls-ring (generic)".to_string(),
-                row: *row,
-                batch: 0,
-                outcome: Outcome::Unsupported {
-                    reason: "ring has no switch to turn its CPU features off".to_string(),
-                },
-            });
-        }
+    if backends.contains(&generic::UNMASKABLE) {
+        cells.extend(rows.iter().map(|row| SpeedCell {
+            counted: None,
+            backend: format!("{} (generic)", generic::UNMASKABLE),
+            row: *row,
+            batch: 0,
+            outcome: Outcome::Unsupported {
+                reason: generic::UNMASKABLE_REASON.to_string(),
+            },
+        }));
     }
     Ok(cells)
 }

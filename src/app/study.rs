@@ -17,13 +17,14 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::session::{
-    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, Bar, Shard,
+    check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, Bar,
 };
 use crate::backend::LibraryInfo;
 use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs};
 use crate::host::HostInfo;
 use crate::measure::{Observer, Outcome};
 use crate::report::Document;
+use crate::scenario::Shard;
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::handshake::{CellResult, MatrixObserver};
 

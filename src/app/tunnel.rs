@@ -10,21 +10,21 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::session::{usage, Bar, SamplingDefaults, Shard};
+use super::session::{usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study};
 use crate::backend::LibraryInfo;
-use crate::cli::{MeasureArgs, TunnelArgs};
+use crate::cli::{MeasureArgs, Size, TunnelArgs};
 use crate::host::HostInfo;
 use crate::measure::{self, Interrupted, Outcome, SamplingOptions};
 use crate::report::tunnel::{self as tunnel_report, TunnelReport};
 use crate::report::Document;
-use crate::scenario::names::{parse_list, parse_name};
 use crate::scenario::presets::TunnelPreset;
 use crate::scenario::tunnel::{
     Cipher, Compression, Digest, Engine, Payload, TunnelMatrix, TunnelScenario,
     DEFAULT_PAYLOAD_BYTES,
 };
-use crate::scenario::Measure;
+use crate::scenario::Shard;
+use crate::scenario::{distinct, Measure};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::openvpn;
@@ -71,30 +71,19 @@ fn matrix_from(args: &TunnelArgs, preset: Option<TunnelPreset>) -> Result<Tunnel
         None => default_matrix(),
     };
     if let Some(list) = &args.cipher {
-        matrix.ciphers = parse_list(list).map_err(usage)?;
+        matrix.ciphers = distinct(list);
     }
     if let Some(list) = &args.digest {
-        matrix.digests = parse_list(list).map_err(usage)?;
+        matrix.digests = distinct(list);
     }
     if let Some(list) = &args.compression {
-        matrix.compressions = parse_list(list).map_err(usage)?;
+        matrix.compressions = distinct(list);
     }
     if let Some(list) = &args.payload {
-        matrix.payloads = parse_list(list).map_err(usage)?;
+        matrix.payloads = distinct(list);
     }
     if let Some(list) = &args.size {
-        let mut sizes = Vec::new();
-        for text in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-            let size: usize = text.parse().map_err(|_| {
-                usage(format!(
-                    "--size takes byte counts such as 64,1400, got '{text}'"
-                ))
-            })?;
-            if !sizes.contains(&size) {
-                sizes.push(size);
-            }
-        }
-        matrix.payload_sizes = sizes;
+        matrix.payload_sizes = distinct(list).into_iter().map(Size::bytes).collect();
     }
     if args.no_baseline_row {
         matrix.with_baseline = false;
@@ -113,7 +102,7 @@ fn defaults(preset: Option<TunnelPreset>) -> SamplingDefaults {
     let slice = Duration::ZERO; // each sample is already a batch of about 1 ms
     match preset {
         Some(_) => SamplingDefaults {
-            precision: "2%",
+            precision: crate::cli::Percent::new(2.0),
             max_time_s: 0.4,
             min_samples: 20,
             warmup_s: 0.02,
@@ -121,7 +110,7 @@ fn defaults(preset: Option<TunnelPreset>) -> SamplingDefaults {
             slice,
         },
         None => SamplingDefaults {
-            precision: "1%",
+            precision: crate::cli::Percent::new(1.0),
             max_time_s: 1.0,
             min_samples: 10,
             warmup_s: 0.1,
@@ -160,17 +149,9 @@ impl Study for TunnelStudy {
     const KIND: RunKind = RunKind::Tunnel;
 
     fn plan(args: &TunnelArgs) -> Result<Plan<Self>> {
-        let preset = args
-            .preset
-            .as_deref()
-            .map(parse_name::<TunnelPreset>)
-            .transpose()
-            .map_err(usage)?;
+        let preset = args.preset;
         let matrix = matrix_from(args, preset)?;
-        let engines: Vec<Engine> = parse_list(&args.engine).map_err(usage)?;
-        if engines.is_empty() {
-            return Err(usage("the engine list is empty"));
-        }
+        let engines: Vec<Engine> = distinct(&args.engine);
         let scenarios = matrix.expand();
         if let Some(label) = &args.baseline {
             if !scenarios.iter().any(|s| s.label() == *label) {
@@ -182,7 +163,7 @@ impl Study for TunnelStudy {
             }
         }
         let sampling = args.sampling.options(defaults(preset))?;
-        let shard = args.shard.shard()?;
+        let shard = args.shard.shard;
         // A shard measures its part of the matrix and the rows others are
         // compared with (the no-tunnel rows, --baseline).
         let scenarios = Shard::filter(

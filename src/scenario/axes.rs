@@ -2,9 +2,10 @@
 //! key exchange group, certificate key type, bulk cipher of the suite and
 //! resumption mode, each with its stable id and its security notes.
 
-use super::names::{serialize_by_id, Named};
+use super::names::{deserialize_by_id, serialize_by_id, Named};
 
 serialize_by_id!(TlsVersion, Group, CertKind, Aead, Resumption);
+deserialize_by_id!(TlsVersion, Group, CertKind, Aead, Resumption);
 
 /// A protocol version: TLS over a byte stream, or DTLS over datagrams.
 /// DTLS 1.2 is TLS 1.2's handshake made to survive datagrams (RFC 6347):

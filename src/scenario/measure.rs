@@ -1,12 +1,12 @@
 //! What a run measures: the clocks (time), or counts that hold on any
 //! machine (instructions executed under valgrind, heap bytes).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Named;
 
 /// One measure of `--measure`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Measure {
     /// CPU and wall time, sampled in interleaved rounds.

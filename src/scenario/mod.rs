@@ -5,11 +5,13 @@
 
 pub mod axes;
 pub mod bulk;
+pub mod cpu;
 pub mod measure;
 pub mod names;
 pub mod network;
 pub mod offer;
 pub mod presets;
+pub mod shard;
 pub mod speed;
 pub mod transport;
 pub mod tunnel;
@@ -18,9 +20,11 @@ pub mod tunnel_axes;
 use serde::Serialize;
 
 pub use axes::{Aead, CertKind, Group, KxKind, Resumption, SignatureFamily, TlsVersion};
+pub use cpu::CpuFeatures;
 pub use measure::Measure;
-pub use names::{parse_list, parse_name, Named, UnknownName};
+pub use names::{distinct, parse_list, parse_name, Named, UnknownName};
 pub use offer::ServerOffer;
+pub use shard::Shard;
 pub use transport::Transport;
 
 /// The number of certificates in the default chain: root -> intermediate -> leaf.

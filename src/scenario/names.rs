@@ -82,14 +82,21 @@ pub fn parse_name<T: Named>(name: &str) -> Result<T, UnknownName> {
 
 /// Parses a comma-separated list of names, keeping order and dropping repeats.
 pub fn parse_list<T: Named>(list: &str) -> Result<Vec<T>, UnknownName> {
-    let mut values = Vec::new();
-    for name in list.split(',').filter(|name| !name.trim().is_empty()) {
-        let value = parse_name::<T>(name)?;
-        if !values.contains(&value) {
-            values.push(value);
+    let names = list.split(',').filter(|name| !name.trim().is_empty());
+    let values = names.map(parse_name::<T>).collect::<Result<Vec<T>, _>>()?;
+    Ok(distinct(&values))
+}
+
+/// The values in their order, each once: a name given twice on the
+/// command line is one row, not two.
+pub fn distinct<T: PartialEq + Copy>(values: &[T]) -> Vec<T> {
+    let mut kept: Vec<T> = Vec::with_capacity(values.len());
+    for value in values {
+        if !kept.contains(value) {
+            kept.push(*value);
         }
     }
-    Ok(values)
+    kept
 }
 
 /// Serialises axis values by their id, so exports and the database use one spelling.
@@ -215,6 +222,7 @@ mod tests {
         assert_eq!(clash::<Resumption>(), None);
         assert_eq!(clash::<Transport>(), None);
         assert_eq!(clash::<Measure>(), None);
+        assert_eq!(clash::<CpuFeatures>(), None);
         assert_eq!(clash::<speed::Primitive>(), None);
         assert_eq!(clash::<speed::Operation>(), None);
         assert_eq!(clash::<tunnel_axes::Cipher>(), None);
@@ -236,8 +244,8 @@ mod tests {
     }
 
     #[test]
-    fn lists_drop_repeats() {
-        let groups = parse_list::<Group>("x25519,p256,X25519").unwrap();
+    fn lists_drop_repeats_keeping_the_order() {
+        let groups = distinct(&[Group::X25519, Group::P256, Group::X25519]);
         assert_eq!(groups, vec![Group::X25519, Group::P256]);
     }
 }

@@ -2,7 +2,7 @@
 //! for every command, as data: `tlslab list` reads them from [`all`].
 
 use super::axes::{Aead, CertKind, Group, Resumption, TlsVersion};
-use super::names::{serialize_by_id, Named};
+use super::names::{deserialize_by_id, serialize_by_id, Named};
 use super::{HandshakeMatrix, HandshakeScenario, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES};
 
 /// A named handshake matrix with its default backends and baseline row.
@@ -27,6 +27,9 @@ pub enum Preset {
     /// round trip called out.
     PqNetwork,
 }
+
+serialize_by_id!(Preset);
+deserialize_by_id!(Preset);
 
 /// A preset's networks: the profiles, the link (measured where it can be
 /// built) and the handshakes per row and profile over it.

@@ -5,9 +5,10 @@
 //! CPU time includes the kernel's share of its socket calls.
 
 use super::axes::TlsVersion;
-use super::names::{serialize_by_id, Named};
+use super::names::{deserialize_by_id, serialize_by_id, Named};
 
 serialize_by_id!(Transport);
+deserialize_by_id!(Transport);
 
 /// What carries the bytes between the two sides.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]

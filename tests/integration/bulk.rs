@@ -334,7 +334,7 @@ fn dtls_study_preset_has_dtls_rows_on_openssl_and_dimpl() {
 fn bad_bulk_options_are_usage_errors() {
     for (args, expected) in [
         (&["--size", "0"][..], "from 1 to"),
-        (&["--size", "64,big"][..], "--size takes bytes per write"),
+        (&["--size", "64,big"][..], "'big' is not a size"),
         (&["--suite", "aes512gcm"][..], "unknown suite 'aes512gcm'"),
         (&["--tls", "1.4"][..], "unknown TLS version '1.4'"),
         (&["--backend", "gnutls"][..], "rustls-ring"),

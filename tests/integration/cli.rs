@@ -326,6 +326,72 @@ fn handshake_generic_cpu_rows_sit_beside_native_ones() {
     );
 }
 
+/// Issue 19 item 3: the generic-CPU child got a command line rebuilt flag
+/// by flag, which silently dropped every flag it did not know (--network,
+/// --wire, --server, --link); it now runs its parent's parsed arguments,
+/// so its rows are modelled over the networks too.
+#[test]
+fn every_option_reaches_the_generic_cpu_child() {
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "-q",
+        "--backend",
+        "mock",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--runs",
+        "2",
+        "--cpu-features",
+        "native,generic",
+        "--network",
+        "wan",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let out = run.stdout();
+    let network = &out[out.find("Over the network").expect("the network table")..];
+    for backend in ["mock ", "mock (generic) "] {
+        assert!(
+            network
+                .lines()
+                .any(|line| line.starts_with(backend) && line.contains(" wan ")),
+            "{backend}over wan:\n{out}"
+        );
+    }
+
+    // speed's child too: its rows beside the native ones, of the asked size.
+    let run = tlslab(&[
+        "speed",
+        "--no-db",
+        "-q",
+        "--backend",
+        "openssl",
+        "--algorithm",
+        "sha256",
+        "--size",
+        "1k",
+        "--runs",
+        "2",
+        "--cpu-features",
+        "native,generic",
+    ]);
+    run.expect_code(0);
+    let out = run.stdout();
+    for backend in ["openssl ", "openssl (generic) "] {
+        assert!(
+            out.lines()
+                .any(|line| line.starts_with(backend) && line.contains(" 1000 ")),
+            "{backend}:\n{out}"
+        );
+    }
+}
+
 /// Issue 18 item 12: `--backend all` (the default) gave TLS-only matrices
 /// a dimpl row per scenario saying "dimpl implements DTLS only".
 #[test]
@@ -400,8 +466,14 @@ fn empty_lists_and_zero_bounds_are_usage_errors() {
             vec!["speed", "--min-samples", "0"],
             "--min-samples must be at least 1",
         ),
-        (vec!["speed", "--size", ""], "--size is empty"),
-        (vec!["speed", "--size", " , "], "--size is empty"),
+        (
+            vec!["speed", "--size", ""],
+            "for '--size <LIST>': an empty size",
+        ),
+        (
+            vec!["speed", "--size", " , "],
+            "for '--size <LIST>': an empty size",
+        ),
     ] {
         let mut all = args.clone();
         all.extend_from_slice(&["--db", db_text]);

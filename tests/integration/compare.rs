@@ -194,7 +194,7 @@ fn compare_refuses_bad_input_with_usage_errors() {
         ),
         (
             &["compare", "1", "2", "--db", &db, "--threshold", "fast"],
-            "--threshold must be a percentage",
+            "'fast' is not a percentage",
         ),
         (&["compare", "1", "two", "--db", &db], "'two' is not a run"),
         (

@@ -728,7 +728,7 @@ fn bad_load_options_are_usage_errors() {
         (vec!["load", "--size", "big"], "--size"),
         (
             vec!["load", "--mode", "pipelined"],
-            "valid modes: new, keepalive (resumed connections: --resumption",
+            "[possible values: new, keepalive]",
         ),
         (vec!["load", "--target", "192.0.2.1:443"], "loopback"),
         (

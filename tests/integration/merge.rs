@@ -8,7 +8,7 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use tlslab::app::session::Shard;
+use tlslab::scenario::Shard;
 
 use crate::util::{cert_dir, tlslab};
 
@@ -87,7 +87,7 @@ pub(crate) fn cells(db: &Path) -> BTreeMap<(String, String, String, String), i64
             let (key, samples, options) = row.unwrap();
             let options: serde_json::Value = serde_json::from_str(&options).unwrap();
             if let Some(shard) = options["shard"].as_str() {
-                if !Shard::parse(shard).unwrap().contains(&key.2) {
+                if !shard.parse::<Shard>().unwrap().contains(&key.2) {
                     continue;
                 }
             }

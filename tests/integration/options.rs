@@ -75,6 +75,141 @@ fn durations_take_units_as_well_as_plain_seconds() {
     assert!(run.stderr().contains("500ms, 4s, 2m"), "{}", run.stderr());
 }
 
+/// Issue 19 item 3: the shells complete the names an option takes, not
+/// only the option (a named value is typed for clap, its aliases hidden).
+#[test]
+fn bash_completes_the_names_of_a_typed_option() {
+    let run = tlslab(&["completions", "bash"]);
+    run.expect_code(0);
+    let script = run.stdout();
+    let lines: Vec<&str> = script.lines().collect();
+    let group = lines
+        .iter()
+        .position(|line| line.trim() == "--group)")
+        .expect("a case for --group");
+    let words = lines[group + 1];
+    assert!(words.contains("compgen -W"), "{words}");
+    for name in ["x25519mlkem768", "dhe2048", "mlkem1024"] {
+        assert!(words.contains(name), "{name}: {words}");
+    }
+    // An alias is accepted, not offered.
+    assert!(!words.contains("P-256"), "{words}");
+    let features = lines
+        .iter()
+        .position(|line| line.trim() == "--cpu-features)")
+        .expect("a case for --cpu-features");
+    assert!(
+        lines[features + 1].contains("native generic"),
+        "{}",
+        lines[features + 1]
+    );
+}
+
+/// Issue 19 item 3: a bad value of a typed option is refused by the
+/// command line itself, naming the option and what it takes, exit 2,
+/// before anything runs or is stored.
+#[test]
+fn a_bad_typed_value_exits_2_naming_the_option_and_what_it_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    for (args, expected) in [
+        // A list of names.
+        (
+            vec!["handshake", "--group", "x25519,x9999"],
+            vec![
+                "invalid value 'x9999' for '--group <LIST>'",
+                "valid groups: rsa, dhe1024",
+                "x25519mlkem768",
+            ],
+        ),
+        // One name where a list is no use.
+        (
+            vec!["load", "--suite", "aes-128-gcm,chacha20-poly1305"],
+            vec!["--suite takes one value", "valid suites: aes-128-gcm"],
+        ),
+        // A size.
+        (
+            vec!["load", "--size", "fifty"],
+            vec![
+                "invalid value 'fifty' for '--size <BYTES>'",
+                "give bytes (1400) or a number with k or m (50k, 1m)",
+            ],
+        ),
+        // A percentage.
+        (
+            vec!["handshake", "--precision", "fast"],
+            vec![
+                "invalid value 'fast' for '--precision <PERCENT>'",
+                "such as 1% or 0.5%",
+            ],
+        ),
+        // A duration.
+        (
+            vec!["bulk", "--max-time", "soon"],
+            vec![
+                "invalid value 'soon' for '--max-time <DURATION>'",
+                "500ms, 4s, 2m, 1h",
+            ],
+        ),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--db", db.to_str().unwrap()]);
+        let run = tlslab(&all);
+        run.expect_code(2);
+        for text in expected {
+            assert!(run.stderr().contains(text), "{args:?}: {}", run.stderr());
+        }
+    }
+    assert!(!db.exists(), "nothing may be stored for bad options");
+}
+
+/// Every spelling of a name is the one value it names: the name tables
+/// print, the stored id, and the others a person types.
+#[test]
+fn a_suite_is_one_suite_however_it_is_spelt() {
+    let dir = tempfile::tempdir().unwrap();
+    let label_of = |suite: &str| {
+        let json = dir.path().join("run.json");
+        let run = tlslab(&[
+            "handshake",
+            "--no-db",
+            "-q",
+            "--backend",
+            "mock",
+            "--group",
+            "x25519",
+            "--cert",
+            "ecdsa_p256",
+            "--suite",
+            suite,
+            "--runs",
+            "2",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ]);
+        run.expect_code(0);
+        let rows = json_of(&json)["rows"].clone();
+        let labels: Vec<String> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row["label"].as_str().unwrap().to_string())
+            .collect();
+        labels
+    };
+    let expected = vec!["handshake_1.3_x25519_ecdsa_p256_aes128gcm".to_string()];
+    for suite in [
+        "aes-128-gcm",
+        "aes128gcm",
+        "AES_128_GCM",
+        "aes128gcm,aes-128-gcm",
+    ] {
+        assert_eq!(label_of(suite), expected, "--suite {suite}");
+    }
+}
+
 /// The help of `command` with its lines joined by single spaces (clap
 /// wraps help text at its own width).
 fn help_text(command: &str) -> String {

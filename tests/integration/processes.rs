@@ -197,18 +197,26 @@ fn kill_9_or_sigterm_stops_the_generic_cpu_child() {
         );
         let pid = parent.pid() as u32;
         let child = wait_for("generic child", Duration::from_secs(60), || {
-            children_mentioning(pid, "--cpu-features native")
+            children_mentioning(pid, "generic-child")
         });
-        // The child has begun its run in its database (and handles Ctrl-C
-        // from there on).
+        // The child runs its parent's parsed command, read from its plan:
+        // the scratch database is there.
         let arguments = std::fs::read(format!("/proc/{}/cmdline", child[0])).unwrap();
         let arguments: Vec<String> = String::from_utf8_lossy(&arguments)
             .split('\0')
             .map(String::from)
             .collect();
-        let child_db = &arguments[arguments.iter().position(|a| a == "--db").unwrap() + 1];
+        let plan = &arguments[arguments.iter().position(|a| a == "generic-child").unwrap() + 1];
+        let plan: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(plan).unwrap()).unwrap();
+        let child_db = plan["handshake"]["database"]["db"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        // The child has begun its run in its database (and handles Ctrl-C
+        // from there on).
         wait_for("the child's run", Duration::from_secs(30), || {
-            let runs = rusqlite::Connection::open(child_db)
+            let runs = rusqlite::Connection::open(&child_db)
                 .ok()
                 .and_then(|connection| {
                     connection

@@ -256,7 +256,7 @@ fn bad_profiles_exit_2_naming_the_field() {
     ]);
     run.expect_code(2);
     assert!(
-        run.stderr().contains("valid links: tun"),
+        run.stderr().contains("[possible values: tun]"),
         "{}",
         run.stderr()
     );

@@ -19,26 +19,25 @@ mod target;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use super::serve::{check_supported, cores, event_loop_threads, server_backend, MAX_EVENT_LOOPS};
-use super::session::{check_exports, interrupt_flag, usage, Bar};
+use super::session::{check_exports, interrupt_flag, seconds, usage, Bar};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
 use crate::backend::{Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, Credentials, SERVER_NAME};
-use crate::cli::{LoadArgs, MeasureArgs, Seconds};
+use crate::cli::{LoadArgs, LoadServer, MeasureArgs, Seconds};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
-use crate::scenario::{parse_name, HandshakeScenario, Measure};
+use crate::scenario::{HandshakeScenario, Measure};
 use crate::store::{LoadRecord, RunKind, Store, StoredRun};
 use crate::workload::load::{self, Driver, Endpoint, Mode, Plan as LoadPlan};
 use crate::workload::nginx::{page_bytes, NginxBackend};
-use options::{load_version, mode_and_resumption, one_scenario, parse_size};
+use options::{load_version, mode_and_resumption, one_scenario, page_size};
 use server::{Profiler, ServerChoice, ServerUnderTest};
 use target::{parse_max_rate, parse_target, probe_target, split_url, Target};
 
@@ -46,16 +45,6 @@ use target::{parse_max_rate, parse_target, probe_target, split_url, Target};
 /// of address space and a kernel task per thread): beyond it, event loops
 /// hold the connections.
 const MAX_CLIENT_THREADS: usize = 1024;
-
-fn seconds(name: &str, value: f64, zero_ok: bool) -> Result<Duration> {
-    if !value.is_finite() || value < 0.0 || (!zero_ok && value == 0.0) {
-        return Err(usage(format!(
-            "--{name} must be a {} number of seconds, not {value}",
-            if zero_ok { "non-negative" } else { "positive" }
-        )));
-    }
-    Ok(Duration::from_secs_f64(value))
-}
 
 /// Runs `tlslab load` and returns the exit code.
 pub fn run(args: &LoadArgs) -> Result<i32> {
@@ -69,7 +58,7 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
 /// A load as planned from its command line, and what its run finds beside
 /// the record (the probe of a server the user runs).
 pub(crate) struct LoadStudy {
-    preset: Option<String>,
+    preset: Option<LoadPreset>,
     scenario: HandshakeScenario,
     plan: LoadPlan,
     driver: Driver,
@@ -96,26 +85,18 @@ impl Study for LoadStudy {
     const KIND: RunKind = RunKind::Load;
 
     fn plan(args: &LoadArgs) -> Result<Plan<Self>> {
-        let preset = args
-            .preset
-            .as_deref()
-            .map(parse_name::<LoadPreset>)
-            .transpose()
-            .map_err(usage)?;
+        let preset = args.preset;
         let defaults = preset.map(LoadPreset::settings);
         let base = defaults.as_ref().map(|d| &d.scenario);
-        let version = load_version(args.axes.tls.as_deref(), base)?;
+        let version = load_version(args.axes.tls, base)?;
         let (mode, resumption) = mode_and_resumption(
-            args.mode.as_deref(),
-            args.axes.resumption.as_deref(),
+            args.mode,
+            args.axes.resumption,
             version,
             defaults.is_some_and(|d| d.keep_alive),
         )?;
         let scenario = one_scenario(&args.axes, base, version, resumption)?;
-        let page_bytes = match &args.size {
-            Some(text) => parse_size(text)?,
-            None => defaults.as_ref().map_or(1_000, |d| d.size),
-        };
+        let page_bytes = page_size(args.size, defaults.as_ref().map(|d| d.size))?;
         // A URL target names its page too: `https://host[:port]/path`.
         let (target_text, url_path) = match args.target.as_deref().map(split_url).transpose()? {
             Some((address, path)) => (Some(address), path),
@@ -166,7 +147,7 @@ impl Study for LoadStudy {
         // nginx tlslab's own OpenSSL.
         let counted_with = counted_backend(args, targeted, server.embedded())?;
         Ok(Plan::Run(Self {
-            preset: args.preset.clone(),
+            preset,
             scenario,
             plan,
             driver,
@@ -472,15 +453,10 @@ fn choose_server(
 ) -> Result<ServerChoice> {
     // A preset's study runs on the embedded OpenSSL server (its symbols are
     // there for perf); anything else on nginx, unless told otherwise.
-    let embedded = match args.server.as_deref() {
+    let embedded = match args.server {
         None => preset && target.is_none(),
-        Some("nginx") => false,
-        Some("embedded") => true,
-        Some(other) => {
-            return Err(usage(format!(
-                "unknown server '{other}'; valid servers: nginx, embedded"
-            )))
-        }
+        Some(LoadServer::Nginx) => false,
+        Some(LoadServer::Embedded) => true,
     };
     if target.is_some() && args.server.is_some() {
         return Err(usage(

@@ -768,7 +768,7 @@ fn an_offer_value_no_handshake_can_use_is_refused_with_its_reason() {
             vec!["--backend", "openssl", "--cert", "ecdsa_p256,ecdsa_p384"],
             "one certificate per key type",
         ),
-        (vec!["--tls", ""], "--tls lists no value"),
+        (vec!["--tls", ""], "for '--tls <LIST>': an empty value"),
     ] {
         let mut args = [vec!["serve"], args, vec!["--cert-dir", dir]].concat();
         args.extend(["--duration", "1"]);

@@ -1,0 +1,113 @@
+//! `--cpu-features generic`: the same command again in a child process
+//! whose libraries see no CPU features (OpenSSL's and aws-lc's capability
+//! mask cleared), its rows "<backend> (generic)" beside the native ones.
+//!
+//! The child is tlslab itself, `tlslab generic-child PLAN` (hidden): the
+//! parent writes its own parsed arguments to PLAN as JSON, changed only
+//! where the child must differ (native CPU features, so it does not start
+//! a child of its own; a scratch database; quiet; no exports; the backends
+//! whose features can be masked), and the child runs the same command from
+//! them. So every option reaches the child as the parent parsed it; a
+//! command line rebuilt flag by flag silently dropped each new flag. The
+//! child is tied to the parent (killed with it, stopped as it is) and
+//! stores its run in the scratch database, which the parent reads back.
+
+use std::path::Path;
+use std::process::{Command as Process, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use super::study::Session;
+use crate::cli::{DatabaseArgs, GenericChildArgs, GenericPlan};
+use crate::scenario::{CpuFeatures, Named};
+use crate::store::Store;
+
+/// The environment that clears OpenSSL's and aws-lc's CPU capability vector,
+/// so they fall back to their generic code.
+pub(crate) const GENERIC_CPU_ENV: (&str, &str) = ("OPENSSL_ia32cap", "0x0:0x0");
+
+/// The hidden command a generic-CPU child runs.
+pub const CHILD_COMMAND: &str = "generic-child";
+
+/// The backend that cannot be told to ignore the CPU's features.
+pub(crate) const UNMASKABLE: &str = "rustls-ring";
+
+/// What its generic rows say.
+pub(crate) const UNMASKABLE_REASON: &str = "ring has no switch to turn its CPU features off";
+
+/// The backends whose CPU features a child can mask.
+pub(crate) fn maskable<'a>(backends: &[&'a str]) -> Vec<&'a str> {
+    backends
+        .iter()
+        .copied()
+        .filter(|id| *id != UNMASKABLE)
+        .collect()
+}
+
+/// The database a child stores its run in: `database`, on disk.
+pub(crate) fn child_database(database: &Path) -> DatabaseArgs {
+    DatabaseArgs {
+        db: Some(database.to_path_buf()),
+        no_db: false,
+    }
+}
+
+/// Runs the plan `plan` makes (given the scratch database the child is to
+/// store its run in) in a generic-CPU child tied to this process, and
+/// reads its run back with `read`. `None` when Ctrl-C (or SIGTERM) stopped
+/// it before it stored a run; an error with the child's standard error
+/// when it failed without storing one.
+pub(crate) fn run_child<T>(
+    plan: impl FnOnce(&Path) -> GenericPlan,
+    session: &Session,
+    read: impl FnOnce(&Store) -> Option<T>,
+) -> Result<Option<T>> {
+    crate::child::remove_leftovers();
+    let scratch = crate::child::scratch_dir("generic").context("making a scratch directory")?;
+    let database = scratch.path().join("generic.sqlite");
+    let plan_path = scratch.path().join("plan.json");
+    let plan = serde_json::to_vec_pretty(&plan(&database))?;
+    std::fs::write(&plan_path, plan)
+        .with_context(|| format!("cannot write {}", plan_path.display()))?;
+    let mut child = Process::new(std::env::current_exe()?);
+    child
+        .arg(CHILD_COMMAND)
+        .arg(&plan_path)
+        .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Killed with tlslab; stopped as tlslab is (Ctrl-C, SIGTERM), and
+    // what it measured until then is kept.
+    let output = crate::child::run_worker(child, session.interrupt())
+        .context("starting the generic-CPU child process")?;
+    let stored = Store::open_read_only(&database)
+        .ok()
+        .and_then(|store| read(&store));
+    match stored {
+        Some(stored) => Ok(Some(stored)),
+        // Stopped before it stored a run: nothing of it to keep.
+        None if session.interrupted() => Ok(None),
+        None => bail!(
+            "the generic-CPU child process failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ),
+    }
+}
+
+/// The plan of `tlslab generic-child PLAN`: the command its parent
+/// planned, which `app::run` runs.
+pub fn read_plan(args: &GenericChildArgs) -> Result<GenericPlan> {
+    let text = std::fs::read(&args.plan)
+        .with_context(|| format!("cannot read {}", args.plan.display()))?;
+    serde_json::from_slice(&text)
+        .with_context(|| format!("{} is not a generic-CPU plan", args.plan.display()))
+}
+
+/// The CPU feature sets as stored with a run: "native,generic".
+pub(crate) fn feature_list(sets: &[CpuFeatures]) -> String {
+    sets.iter()
+        .map(|set| set.id())
+        .collect::<Vec<_>>()
+        .join(",")
+}
