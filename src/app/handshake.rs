@@ -120,6 +120,11 @@ impl Study for HandshakeStudy {
     fn plan(args: &HandshakeArgs) -> Result<Plan<Self>> {
         let preset = args.preset;
         let mut matrix = matrix_from(args, preset)?;
+        // What is measured, checked before any server starts: a counted
+        // measure against nginx or a remote server is a usage error
+        // whether or not that server could start.
+        let feature_sets = distinct(&args.cpu_features);
+        let counting = Counting::from_args(args, &feature_sets)?;
         let remote = match &args.remote {
             Some(target) => {
                 // TLS over TCP, DTLS over UDP, to the server elsewhere.
@@ -155,8 +160,6 @@ impl Study for HandshakeStudy {
             None => DEFAULTS,
         };
         let sampling = args.sampling.options(defaults)?;
-        let feature_sets = distinct(&args.cpu_features);
-        let counting = Counting::from_args(args, &feature_sets)?;
         let network = NetworkPlan::from_args(args, preset.and_then(Preset::network))?;
         let shard = args.shard.shard;
         // A shard measures its part of the matrix and the baseline row.
