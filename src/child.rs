@@ -48,9 +48,14 @@ pub fn owner_tag() -> String {
 }
 
 /// Returns true if and only if the process with this PID and start time
-/// still runs.
+/// still runs (a zombie, dead but not yet reaped, does not).
 pub fn owner_alive(pid: u32, start: u64) -> bool {
-    start_ticks(pid) == Some(start)
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|end| stat.get(end + 2..))
+            .is_some_and(|after| after.starts_with('Z'))
+    });
+    !zombie && start_ticks(pid) == Some(start)
 }
 
 /// A scratch directory in the temporary directory, named
