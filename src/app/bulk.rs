@@ -9,11 +9,11 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
+use super::session::{chosen_backends, time_or_instructions, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study};
 use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::{BulkArgs, MeasureArgs, Size};
+use crate::cli::{BulkArgs, Size};
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::bulk::BulkReport;
 use crate::report::Document;
@@ -111,7 +111,7 @@ pub(crate) struct BulkStudy {
     sampling: SamplingOptions,
     shard: Option<Shard>,
     bytes_per_sample: Option<usize>,
-    counted_samples: usize,
+    count_options: CountOptions,
     cert_dir: Option<std::path::PathBuf>,
 }
 
@@ -143,16 +143,7 @@ impl Study for BulkStudy {
         if args.bytes_per_sample == Some(0) {
             return Err(usage("--bytes-per-sample must be at least 1"));
         }
-        let (measures, valgrind) = MeasureArgs {
-            measure: args.measure.clone(),
-            breakdown: false,
-        }
-        .checked()?;
-        if measures.contains(&Measure::Memory) {
-            return Err(usage(
-                "bulk measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
-            ));
-        }
+        let (measures, valgrind) = time_or_instructions(args.measure.as_deref(), "bulk")?;
         let defaults = match preset {
             Some(preset) => SamplingDefaults {
                 max_total_s: Some(preset.budget_s()),
@@ -204,10 +195,7 @@ impl Study for BulkStudy {
             sampling,
             shard,
             bytes_per_sample: args.bytes_per_sample,
-            counted_samples: args
-                .sampling
-                .runs
-                .unwrap_or(crate::workload::counted::COUNTED_SAMPLES),
+            count_options: args.sampling.count_options(false),
             cert_dir: args.cert_dir.clone(),
         }))
     }
@@ -256,11 +244,7 @@ impl Study for BulkStudy {
             count_matrix(
                 &self.planned,
                 &certs,
-                CountOptions {
-                    samples: self.counted_samples,
-                    jobs: crate::host::available_cores(),
-                    breakdown: false,
-                },
+                self.count_options.clone(),
                 self.bytes_per_sample.unwrap_or(COUNTED_BYTES),
                 session,
                 &mut cells,

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
+use super::session::{checked_measures, chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
 use crate::backend::rustls::instrument::Side;
 use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::{CostArgs, MeasureArgs};
+use crate::cli::CostArgs;
 use crate::measure::SamplingOptions;
 use crate::model::primitives::{
     backend_costs, medians, primitive_options, sample_primitives, PrimitiveCosts,
@@ -79,7 +79,7 @@ pub(crate) struct CostStudy {
     shard: Option<Shard>,
     measures: Vec<Measure>,
     valgrind: Option<String>,
-    counted_samples: usize,
+    count_options: CountOptions,
     cert_dir: Option<std::path::PathBuf>,
     /// Each row's model beside its measurement, in the order `report` shows them.
     results: Vec<ScenarioCost>,
@@ -104,11 +104,7 @@ impl Study for CostStudy {
             Some(&matrix.versions),
         )?;
         let sampling = args.sampling.options(DEFAULTS)?;
-        let (measures, valgrind) = MeasureArgs {
-            measure: args.measure.clone(),
-            breakdown: false,
-        }
-        .checked()?;
+        let (measures, valgrind) = checked_measures(args.measure.as_deref(), false)?;
         if measures.contains(&Measure::Memory) || !measures.contains(&Measure::Time) {
             return Err(usage(
                 "cost models time: --measure takes time and instructions (time,instructions); memory is handshake's",
@@ -129,10 +125,7 @@ impl Study for CostStudy {
             shard,
             measures,
             valgrind,
-            counted_samples: args
-                .sampling
-                .runs
-                .unwrap_or(crate::workload::counted::COUNTED_SAMPLES),
+            count_options: args.sampling.count_options(args.breakdown),
             cert_dir: args.cert_dir.clone(),
             results: Vec::new(),
             primitive_ns: PrimitiveCosts::new(),
@@ -225,12 +218,13 @@ impl Study for CostStudy {
             self.results.push(result);
         }
         if self.measures.contains(&Measure::Instructions) && !session.interrupted() {
-            let options = CountOptions {
-                samples: self.counted_samples,
-                jobs: crate::host::available_cores(),
-                breakdown: self.breakdown,
-            };
-            count_cells(&mut cells, &self.backends, &certs, &options, session)?;
+            count_cells(
+                &mut cells,
+                &self.backends,
+                &certs,
+                &self.count_options,
+                session,
+            )?;
         }
         Ok(cells)
     }

@@ -28,7 +28,7 @@ use crate::scenario::{
     distinct, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport,
 };
 use crate::store::{RunKind, Store, StoredRun};
-use crate::workload::counted::{count_matrix, CountOptions, COUNTED_SAMPLES};
+use crate::workload::counted::{count_matrix, CountOptions};
 use crate::workload::handshake::{run_cells, CellResult};
 use crate::workload::nginx::NginxBackend;
 use crate::workload::remote::{Remote, RemoteBackend};
@@ -489,11 +489,7 @@ impl Counting {
         Ok(Self {
             measures,
             valgrind,
-            options: CountOptions {
-                samples: args.sampling.runs.unwrap_or(COUNTED_SAMPLES),
-                jobs: crate::host::available_cores(),
-                breakdown: args.measures.breakdown,
-            },
+            options: args.sampling.count_options(args.measures.breakdown),
         })
     }
 

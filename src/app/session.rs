@@ -20,6 +20,7 @@ use crate::measure::{fresh_seed, SamplingOptions};
 use crate::report::{Document, Format};
 use crate::scenario::{distinct, Measure, Shard};
 use crate::store::{RunInfo, RunKind, Store};
+use crate::workload::counted::{CountOptions, COUNTED_SAMPLES};
 
 /// The exit code of a run stopped by Ctrl-C (128 + SIGINT).
 pub const EXIT_INTERRUPTED: i32 = 130;
@@ -95,6 +96,16 @@ fn precision(asked: Percent) -> Result<f64> {
 }
 
 impl SamplingArgs {
+    /// How counted measures take their samples: `--runs` (else
+    /// [`COUNTED_SAMPLES`]) per cell, a child per core.
+    pub(crate) fn count_options(&self, breakdown: bool) -> CountOptions {
+        CountOptions {
+            samples: self.runs.unwrap_or(COUNTED_SAMPLES),
+            jobs: crate::host::available_cores(),
+            breakdown,
+        }
+    }
+
     /// The sampling options, each from the command line or the defaults.
     pub(crate) fn options(&self, defaults: SamplingDefaults) -> Result<SamplingOptions> {
         let max_total_time = self
@@ -470,32 +481,57 @@ impl MeasureArgs {
     /// errors. Returns them and, when instructions are counted, the
     /// valgrind that counts them.
     pub(crate) fn checked(&self) -> Result<(Vec<Measure>, Option<String>)> {
-        let measures: Vec<Measure> = match &self.measure {
-            None => vec![Measure::Time],
-            Some(list) => distinct(list),
-        };
-        if self.breakdown && !measures.contains(&Measure::Instructions) {
-            return Err(usage(
-                "--breakdown counts instructions: add --measure instructions",
-            ));
-        }
-        if !measures.contains(&Measure::Instructions) {
-            return Ok((measures, None));
-        }
-        if !crate::valgrind::supported() {
-            return Err(usage(format!(
-                "--measure instructions needs x86-64 or AArch64 (valgrind's client requests); this is {}",
-                std::env::consts::ARCH
-            )));
-        }
-        let valgrind = crate::valgrind::installed().map_err(|why| {
-            usage(format!(
-                "--measure instructions runs tlslab under valgrind, and {why}: {}",
-                crate::valgrind::INSTALL_HINT
-            ))
-        })?;
-        Ok((measures, Some(valgrind)))
+        checked_measures(self.measure.as_deref(), self.breakdown)
     }
+}
+
+/// The measures of a command without `--memory` per handshake (bulk,
+/// tunnel, speed): `--measure` checked as [`MeasureArgs::checked`] does,
+/// memory refused with a pointer to where it is counted.
+pub(crate) fn time_or_instructions(
+    asked: Option<&[Measure]>,
+    command: &str,
+) -> Result<(Vec<Measure>, Option<String>)> {
+    let (measures, valgrind) = checked_measures(asked, false)?;
+    if measures.contains(&Measure::Memory) {
+        return Err(usage(format!(
+            "{command} measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)"
+        )));
+    }
+    Ok((measures, valgrind))
+}
+
+/// `--measure` (time without it) and `--breakdown`, checked (see
+/// [`MeasureArgs::checked`]).
+pub(crate) fn checked_measures(
+    asked: Option<&[Measure]>,
+    breakdown: bool,
+) -> Result<(Vec<Measure>, Option<String>)> {
+    let measures: Vec<Measure> = match asked {
+        None => vec![Measure::Time],
+        Some(list) => distinct(list),
+    };
+    if breakdown && !measures.contains(&Measure::Instructions) {
+        return Err(usage(
+            "--breakdown counts instructions: add --measure instructions",
+        ));
+    }
+    if !measures.contains(&Measure::Instructions) {
+        return Ok((measures, None));
+    }
+    if !crate::valgrind::supported() {
+        return Err(usage(format!(
+            "--measure instructions needs x86-64 or AArch64 (valgrind's client requests); this is {}",
+            std::env::consts::ARCH
+        )));
+    }
+    let valgrind = crate::valgrind::installed().map_err(|why| {
+        usage(format!(
+            "--measure instructions runs tlslab under valgrind, and {why}: {}",
+            crate::valgrind::INSTALL_HINT
+        ))
+    })?;
+    Ok((measures, Some(valgrind)))
 }
 
 /// What a run's stored options say about its sampling.

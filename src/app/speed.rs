@@ -7,11 +7,11 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::generic;
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
+use super::session::{chosen_backends, time_or_instructions, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study};
 use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::{Algorithm, ExportArgs, GenericPlan, MeasureArgs, Size, SpeedArgs};
+use crate::cli::{Algorithm, ExportArgs, GenericPlan, Size, SpeedArgs};
 use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::Document;
 use crate::scenario::speed::{expand, Primitive, SpeedRow};
@@ -65,7 +65,7 @@ pub(crate) struct SpeedStudy {
     shard: Option<Shard>,
     measures: Vec<Measure>,
     valgrind: Option<String>,
-    counted_samples: usize,
+    count_options: CountOptions,
     /// The parsed command line, handed to the generic-CPU child.
     args: SpeedArgs,
 }
@@ -102,16 +102,7 @@ impl Study for SpeedStudy {
         let backends = chosen_backends(Some(&args.backend), None, None)?;
         let feature_sets = distinct(&args.cpu_features);
         let sampling = args.sampling.options(DEFAULTS)?;
-        let (measures, valgrind) = MeasureArgs {
-            measure: args.measure.clone(),
-            breakdown: false,
-        }
-        .checked()?;
-        if measures.contains(&Measure::Memory) {
-            return Err(usage(
-                "speed measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
-            ));
-        }
+        let (measures, valgrind) = time_or_instructions(args.measure.as_deref(), "speed")?;
         if measures.contains(&Measure::Instructions) && feature_sets.contains(&CpuFeatures::Generic)
         {
             return Err(usage(
@@ -128,10 +119,7 @@ impl Study for SpeedStudy {
             shard,
             measures,
             valgrind,
-            counted_samples: args
-                .sampling
-                .runs
-                .unwrap_or(crate::workload::counted::COUNTED_SAMPLES),
+            count_options: args.sampling.count_options(false),
             args: args.clone(),
         }))
     }
@@ -174,7 +162,7 @@ impl Study for SpeedStudy {
             count_rows(
                 &self.backends,
                 &self.rows,
-                self.counted_samples,
+                &self.count_options,
                 session,
                 &mut cells,
             )?;
@@ -289,7 +277,7 @@ fn measure_rows(
 fn count_rows(
     backends: &[Arc<dyn Backend>],
     rows: &[SpeedRow],
-    samples: usize,
+    options: &CountOptions,
     session: &mut Session,
     cells: &mut Vec<SpeedCell>,
 ) -> Result<()> {
@@ -309,16 +297,11 @@ fn count_rows(
             )
         })
         .collect();
-    let options = CountOptions {
-        samples,
-        jobs: crate::host::available_cores(),
-        breakdown: false,
-    };
     let bar = Bar::counting(work.len() * options.samples, session.quiet());
     let counted = count_instructions(
         &work,
         &CertCache::new(CertCache::default_dir()),
-        &options,
+        options,
         session.interrupt(),
         &|done| bar.0.set_position(done as u64),
     )?;

@@ -10,10 +10,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::session::{usage, Bar, SamplingDefaults};
+use super::session::{time_or_instructions, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study};
 use crate::backend::LibraryInfo;
-use crate::cli::{MeasureArgs, Size, TunnelArgs};
+use crate::cli::{Size, TunnelArgs};
 use crate::host::HostInfo;
 use crate::measure::{self, Interrupted, Outcome, SamplingOptions};
 use crate::report::tunnel::{self as tunnel_report, TunnelReport};
@@ -138,7 +138,7 @@ pub(crate) struct TunnelStudy {
     transfer_bytes: u64,
     measures: Vec<Measure>,
     valgrind: Option<String>,
-    counted_samples: usize,
+    count_options: CountOptions,
     /// OpenVPN's version, when its rows are timed.
     openvpn_version: Option<String>,
 }
@@ -183,16 +183,7 @@ impl Study for TunnelStudy {
                 args.transfer_mb
             )));
         }
-        let (measures, valgrind) = MeasureArgs {
-            measure: args.measure.clone(),
-            breakdown: false,
-        }
-        .checked()?;
-        if measures.contains(&Measure::Memory) {
-            return Err(usage(
-                "tunnel measures time and instructions; memory is counted per handshake (tlslab handshake --measure memory)",
-            ));
-        }
+        let (measures, valgrind) = time_or_instructions(args.measure.as_deref(), "tunnel")?;
         super::session::check_exports(&args.exports)?;
         // The real engine's needs are checked before anything runs (counted
         // alone, its rows only say why they cannot be counted).
@@ -214,10 +205,7 @@ impl Study for TunnelStudy {
             transfer_bytes: (args.transfer_mb * 1e6) as u64,
             measures,
             valgrind,
-            counted_samples: args
-                .sampling
-                .runs
-                .unwrap_or(crate::workload::counted::COUNTED_SAMPLES),
+            count_options: args.sampling.count_options(false),
             openvpn_version,
         }))
     }
@@ -292,12 +280,7 @@ impl Study for TunnelStudy {
                 .iter()
                 .flat_map(|&engine| self.scenarios.iter().map(move |s| (engine, *s)))
                 .collect();
-            let options = CountOptions {
-                samples: self.counted_samples,
-                jobs: crate::host::available_cores(),
-                breakdown: false,
-            };
-            count_rows(&planned, &options, session, &mut cells)?;
+            count_rows(&planned, &self.count_options, session, &mut cells)?;
         }
         Ok(cells)
     }

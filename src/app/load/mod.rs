@@ -23,12 +23,12 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use super::serve::{check_supported, cores, event_loop_threads, server_backend, MAX_EVENT_LOOPS};
-use super::session::{check_exports, interrupt_flag, seconds, usage, Bar};
+use super::session::{check_exports, checked_measures, interrupt_flag, seconds, usage, Bar};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
 use crate::backend::{Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, Credentials, SERVER_NAME};
-use crate::cli::{LoadArgs, LoadServer, MeasureArgs, Seconds};
+use crate::cli::{LoadArgs, LoadServer, Seconds};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
@@ -523,11 +523,7 @@ fn counted_backend(
     target: bool,
     embedded: Option<BackendId>,
 ) -> Result<Option<(Arc<dyn Backend>, String)>> {
-    let (measures, valgrind) = MeasureArgs {
-        measure: args.measure.clone(),
-        breakdown: false,
-    }
-    .checked()?;
+    let (measures, valgrind) = checked_measures(args.measure.as_deref(), false)?;
     if measures.contains(&Measure::Memory) {
         return Err(usage(
             "load measures time and, beside it, instructions; memory is counted per handshake (tlslab handshake --measure memory), and the server's per idle connection by cargo bench --bench serve_idle",
