@@ -23,7 +23,7 @@ use crate::cli::HandshakeArgs;
 use crate::host::available_cores;
 use crate::measure::SamplingOptions;
 use crate::model::model_side;
-use crate::model::primitives::{backend_costs, medians, primitive_options, sample_primitives};
+use crate::model::primitives::backend_costs;
 use crate::report::capacity::CapacityReport;
 use crate::report::Document;
 use crate::scenario::presets::Preset;
@@ -170,17 +170,8 @@ impl Study for CapacityStudy {
             .filter(|(_, _, not_runnable)| not_runnable.is_none())
             .map(|(backend, scenario, _)| (backend.id().to_string(), *scenario))
             .collect();
-        let (speed_cells, stopped) = sample_primitives(
-            &pairs,
-            &self.backends,
-            &primitive_options(&self.options),
-            session.interrupt(),
-        )?;
-        for cell in &speed_cells {
-            session.save(|store, run_id| store.save_speed_cell(run_id, cell));
-        }
-        session.mark_interrupted(stopped);
-        let primitive_ns = medians(&speed_cells);
+        let primitive_ns =
+            super::cost::model_primitives(&pairs, &self.backends, &self.options, session)?;
 
         // Row by row in the matrix's order, each stored as it finishes; a
         // row that cannot run is stored when its turn comes.

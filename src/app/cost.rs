@@ -182,17 +182,8 @@ impl Study for CostStudy {
                 .filter(|c| !c.samples().is_empty())
                 .map(|c| (c.backend.clone(), c.scenario))
                 .collect();
-            let (speed_cells, stopped) = sample_primitives(
-                &measured,
-                &self.backends,
-                &primitive_options(&self.sampling),
-                &interrupt,
-            )?;
-            for cell in &speed_cells {
-                session.save(|store, run_id| store.save_speed_cell(run_id, cell));
-            }
-            session.mark_interrupted(stopped);
-            self.primitive_ns = medians(&speed_cells);
+            self.primitive_ns =
+                model_primitives(&measured, &self.backends, &self.sampling, session)?;
         }
         // In the order `report` shows them again.
         let mut in_order = cells.clone();
@@ -281,6 +272,28 @@ impl Study for CostStudy {
         }
         Ok(document)
     }
+}
+
+/// The primitives the model charges these (backend id, scenario) pairs
+/// with, sampled (see [`sample_primitives`]) and stored with the run as
+/// speed cells; their median cost per operation (`cost`, `--capacity`).
+pub(super) fn model_primitives(
+    pairs: &[(String, HandshakeScenario)],
+    backends: &[Arc<dyn Backend>],
+    sampling: &SamplingOptions,
+    session: &mut Session,
+) -> Result<PrimitiveCosts> {
+    let (speed_cells, stopped) = sample_primitives(
+        pairs,
+        backends,
+        &primitive_options(sampling),
+        session.interrupt(),
+    )?;
+    for cell in &speed_cells {
+        session.save(|store, run_id| store.save_speed_cell(run_id, cell));
+    }
+    session.mark_interrupted(stopped);
+    Ok(medians(&speed_cells))
 }
 
 /// Counts each measured handshake's instructions per side under valgrind
