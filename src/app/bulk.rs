@@ -272,20 +272,17 @@ impl Study for BulkStudy {
     }
 
     fn stored_document(store: &Store, run: &StoredRun, _: Option<String>) -> Result<Document> {
-        let options: serde_json::Value =
-            serde_json::from_str(&run.options_json).unwrap_or_default();
+        let sampling = super::session::stored_sampling(&run.options_json);
         let cells = store.load_bulk_cells(run.id)?;
         Ok(BulkReport {
             run_id: Some(run.id),
             complete: run.status.is_complete(),
             host: &run.host,
             libraries: &run.libraries,
-            seed: options.pointer("/sampling/seed").and_then(|s| s.as_u64()),
-            precision: options
-                .pointer("/sampling/precision")
-                .and_then(|p| p.as_f64()),
+            seed: sampling.seed,
+            precision: sampling.precision,
             cells: &cells,
-            counted_with: options.get("valgrind").and_then(|v| v.as_str()),
+            counted_with: sampling.valgrind.as_deref(),
         }
         .document())
     }

@@ -50,8 +50,7 @@ fn options_without_shard(run: &StoredRun) -> serde_json::Value {
 
 /// The seed of a run's sampling, if it recorded one.
 fn seed_of(run: &StoredRun) -> Option<u64> {
-    let options: serde_json::Value = serde_json::from_str(&run.options_json).ok()?;
-    options.pointer("/sampling/seed")?.as_u64()
+    super::session::stored_sampling(&run.options_json).seed
 }
 
 /// The shard a run measured ("2/3"), if it was one.
@@ -185,6 +184,8 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
         baseline: stored_baseline,
         precision,
         valgrind: counted_with,
+        wire,
+        remote,
         ..
     } = super::session::stored_sampling(&first.options_json);
     let complete = runs.iter().all(|r| r.status.is_complete());
@@ -287,10 +288,8 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 // Each shard numbers its rounds apart: no shared readings.
                 rounds: &[],
                 counted_with: counted_with.as_deref(),
-                show_wire: crate::app::session::stored_sampling(&first.options_json).wire,
-                server_elsewhere: crate::app::session::stored_sampling(&first.options_json)
-                    .remote
-                    .as_deref(),
+                show_wire: wire,
+                server_elsewhere: remote.as_deref(),
             }
             .document();
             (document, pooled)

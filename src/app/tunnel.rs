@@ -308,26 +308,17 @@ impl Study for TunnelStudy {
         run: &StoredRun,
         baseline: Option<String>,
     ) -> Result<Document> {
-        let options: serde_json::Value =
-            serde_json::from_str(&run.options_json).unwrap_or_default();
-        let stored_baseline = options
-            .get("baseline")
-            .and_then(|b| b.as_str())
-            .map(String::from);
-        let seed = options.pointer("/sampling/seed").and_then(|s| s.as_u64());
+        let sampling = super::session::stored_sampling(&run.options_json);
         let cells = store.load_tunnel_cells(run.id)?;
         Ok(build_report(
             &cells,
-            baseline.or(stored_baseline),
+            baseline.or(sampling.baseline),
             Some(run.id),
             run.status.is_complete(),
             run.host.clone(),
             run.libraries.clone(),
-            seed,
-            options
-                .get("valgrind")
-                .and_then(|v| v.as_str())
-                .map(String::from),
+            sampling.seed,
+            sampling.valgrind,
         )
         .document())
     }
