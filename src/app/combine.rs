@@ -162,11 +162,11 @@ pub fn are_shards(runs: &[StoredRun]) -> bool {
 }
 
 /// The runs combined, one document per host.
-pub fn combine(store: &Store, run_ids: &[i64], baseline: Option<String>) -> Result<Vec<Combined>> {
-    let runs = run_ids
-        .iter()
-        .map(|id| store.load_run(*id))
-        .collect::<Result<Vec<_>>>()?;
+pub fn combine(
+    store: &Store,
+    runs: Vec<StoredRun>,
+    baseline: Option<String>,
+) -> Result<Vec<Combined>> {
     let mut combined = Vec::new();
     for runs in group_per_host(runs)? {
         let document = document(store, &runs, baseline.clone())?;

@@ -83,12 +83,7 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         check_output(html)?;
     }
     // Each run once, in the order asked.
-    let mut asked: Vec<i64> = Vec::new();
-    for id in &args.run {
-        if !asked.contains(id) {
-            asked.push(*id);
-        }
-    }
+    let asked = crate::scenario::distinct(&args.run);
     // Combined shards make one document per host.
     let several = asked.len() > 1 && !args.combine;
     let exports = &args.exports;
@@ -119,7 +114,9 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
     } else {
         asked
     };
-    // Every run is checked before anything is printed or written.
+    // Every run is read once, and checked before anything is printed or
+    // written.
+    let mut runs = Vec::with_capacity(run_ids.len());
     for run_id in &run_ids {
         if store.run_kind(*run_id)?.is_none() {
             return Err(usage(format!(
@@ -127,27 +124,21 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
                 path.display()
             )));
         }
+        let run = store.load_run(*run_id)?;
         if let Some(baseline) = &args.baseline {
-            check_baseline(&store, *run_id, baseline)?;
+            check_baseline(&store, &run, baseline)?;
         }
+        runs.push(run);
     }
     if args.combine {
-        return show_combined(&store, &run_ids, args);
+        return show_combined(&store, runs, args);
     }
-    if several {
-        let runs = run_ids
-            .iter()
-            .map(|id| store.load_run(*id))
-            .collect::<Result<Vec<_>>>()?;
-        if super::combine::are_shards(&runs) {
-            eprintln!(
-                "note: these runs are shards of one command: --combine shows them as one table"
-            );
-        }
+    if several && super::combine::are_shards(&runs) {
+        eprintln!("note: these runs are shards of one command: --combine shows them as one table");
     }
     let mut shown = Vec::new();
-    for run_id in &run_ids {
-        let run = store.load_run(*run_id)?;
+    for run in runs {
+        let run_id = run.id;
         let document = match stored_document(&store, &run, args.baseline.clone()) {
             Ok(document) => document,
             // Among several runs, one with nothing to show is passed over.
@@ -193,8 +184,9 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
 
 /// `--combine`: the runs as the shards of one command, one document per
 /// host, printed, exported and written to the HTML page.
-fn show_combined(store: &Store, run_ids: &[i64], args: &ReportArgs) -> Result<i32> {
-    let combined = super::combine::combine(store, run_ids, args.baseline.clone())?;
+fn show_combined(store: &Store, runs: Vec<StoredRun>, args: &ReportArgs) -> Result<i32> {
+    let run_ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
+    let combined = super::combine::combine(store, runs, args.baseline.clone())?;
     let per_host = combined.len() > 1;
     if per_host
         && [
@@ -253,17 +245,10 @@ fn show_combined(store: &Store, run_ids: &[i64], args: &ReportArgs) -> Result<i3
 
 /// Refuses a `--baseline` that is not a row of the run (listing its rows),
 /// or a run whose kind has no baseline row.
-fn check_baseline(store: &Store, run_id: i64, baseline: &str) -> Result<()> {
-    let Some(kind) = store.run_kind(run_id)? else {
-        return Err(usage(format!("there is no run {run_id} in this database")));
-    };
+fn check_baseline(store: &Store, run: &StoredRun, baseline: &str) -> Result<()> {
+    let (run_id, kind) = (run.id, run.kind);
     let mut labels: Vec<String> = match kind {
-        RunKind::Handshake => store
-            .load_run(run_id)?
-            .cells
-            .iter()
-            .map(|c| c.scenario.label())
-            .collect(),
+        RunKind::Handshake => run.cells.iter().map(|c| c.scenario.label()).collect(),
         RunKind::Tunnel => store
             .load_tunnel_cells(run_id)?
             .iter()
