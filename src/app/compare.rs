@@ -250,34 +250,6 @@ fn handshake_cells(
         .collect()
 }
 
-/// True if and only if some cell of a stored run of `kind` counted
-/// instructions (a cost run: some of its handshakes).
-pub(super) fn counted_instructions(
-    store: &Store,
-    stored: &crate::store::StoredRun,
-    kind: RunKind,
-) -> Result<bool> {
-    let id = stored.id;
-    Ok(match kind {
-        RunKind::Handshake | RunKind::Cost => {
-            stored.cells.iter().any(|c| c.counts.instructions.is_some())
-        }
-        RunKind::Speed => store
-            .load_speed_cells(id)?
-            .iter()
-            .any(|c| c.counted.is_some()),
-        RunKind::Bulk => store
-            .load_bulk_cells(id)?
-            .iter()
-            .any(|c| c.instructions.is_some()),
-        RunKind::Tunnel => store
-            .load_tunnel_cells(id)?
-            .iter()
-            .any(|c| c.counted.is_some()),
-        RunKind::Capacity | RunKind::Load => false,
-    })
-}
-
 /// The figure two runs are compared on: `--measure`, else instructions
 /// when both runs counted them, else time.
 fn measure_of(asked: Option<Measure>, counted: [bool; 2]) -> Measure {
@@ -562,8 +534,8 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     let measure = measure_of(
         args.measure,
         [
-            countable && counted_instructions(&store_a, &stored_a, kind_a)?,
-            countable && counted_instructions(store_b, &stored_b, kind_b)?,
+            countable && store_a.counted_instructions(id_a, kind_a)?,
+            countable && store_b.counted_instructions(id_b, kind_b)?,
         ],
     );
     let kind = kind_of(kind_a, measure)?;

@@ -210,7 +210,7 @@ fn not_counted() -> RowCost {
 /// counted instructions.
 fn candidates(
     store: &Store,
-    run_id: i64,
+    stored: &crate::store::StoredRun,
     kind: RunKind,
     role: Role,
     measure: Measure,
@@ -219,8 +219,7 @@ fn candidates(
     // Nanoseconds per byte are milliseconds per megabyte (10^6 bytes);
     // instructions per MB are instructions per byte times 10^6.
     Ok(match kind {
-        RunKind::Handshake | RunKind::Cost => store
-            .load_run(run_id)?
+        RunKind::Handshake | RunKind::Cost => stored
             .cells
             .iter()
             .map(|c| {
@@ -250,7 +249,7 @@ fn candidates(
             })
             .collect(),
         RunKind::Tunnel => store
-            .load_tunnel_cells(run_id)?
+            .load_tunnel_cells(stored.id)?
             .iter()
             .map(|c| {
                 let cost = match (&c.counted, counted) {
@@ -281,7 +280,7 @@ fn candidates(
             })
             .collect(),
         RunKind::Bulk => store
-            .load_bulk_cells(run_id)?
+            .load_bulk_cells(stored.id)?
             .iter()
             .map(|c| {
                 let cost = match (&c.instructions, counted) {
@@ -356,7 +355,7 @@ pub fn run(args: &RecommendArgs) -> Result<i32> {
         .ok_or_else(|| usage(format!("there is no run {run_id} in {}", path.display())))?;
     let role = args.role.unwrap_or_else(|| default_role(kind));
     let stored = store.load_run(run_id)?;
-    let counted = super::compare::counted_instructions(&store, &stored, kind)?;
+    let counted = store.counted_instructions(run_id, kind)?;
     let (measure, why) = match args.measure {
         Some(measure) => {
             if measure == Measure::Memory {
@@ -383,7 +382,7 @@ pub fn run(args: &RecommendArgs) -> Result<i32> {
         forward_secrecy: args.forward_secrecy,
         allow_weak: args.allow_weak,
     };
-    let candidates = candidates(&store, run_id, kind, role, measure)?;
+    let candidates = candidates(&store, &stored, kind, role, measure)?;
     let recommendation = Recommendation::new(
         run_id,
         kind.id(),

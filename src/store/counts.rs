@@ -14,6 +14,32 @@ use crate::workload::counted::{CategoryCount, Counts, Instructions};
 use crate::workload::handshake::CellResult;
 
 impl Store {
+    /// Returns true if and only if some cell of run `run_id`, of `kind`,
+    /// counted instructions (one query, no cell read).
+    pub fn counted_instructions(&self, run_id: i64, kind: super::RunKind) -> Result<bool> {
+        use super::RunKind;
+        let (counts, cells, only_instructions) = match kind {
+            RunKind::Handshake | RunKind::Cost => ("counts", "cells", true),
+            RunKind::Speed => ("speed_counts", "speed_cells", false),
+            RunKind::Bulk => ("bulk_counts", "bulk_cells", false),
+            RunKind::Tunnel => ("tunnel_counts", "tunnel_cells", false),
+            RunKind::Capacity | RunKind::Load => return Ok(false),
+        };
+        let measure = if only_instructions {
+            " AND k.measure = 'instructions'"
+        } else {
+            ""
+        };
+        Ok(self.connection.query_row(
+            &format!(
+                "SELECT EXISTS (SELECT 1 FROM {counts} k JOIN {cells} c ON c.id = k.cell_id
+                 WHERE c.run_id = ?1{measure})"
+            ),
+            [run_id],
+            |row| row.get(0),
+        )?)
+    }
+
     /// Adds a cell's counted measures to the cell stored for it in `run_id`
     /// (by its label and backend), replacing any stored before.
     pub fn save_counts(&mut self, run_id: i64, cell: &CellResult) -> Result<()> {
