@@ -35,6 +35,11 @@ pub(crate) const UNMASKABLE: &str = "rustls-ring";
 /// What its generic rows say.
 pub(crate) const UNMASKABLE_REASON: &str = "ring has no switch to turn its CPU features off";
 
+/// How a generic-CPU row names its backend: "openssl (generic)".
+pub(crate) fn row_backend(id: &str) -> String {
+    format!("{id} (generic)")
+}
+
 /// The backends whose CPU features a child can mask.
 pub(crate) fn maskable<'a>(backends: &[&'a str]) -> Vec<&'a str> {
     backends

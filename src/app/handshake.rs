@@ -591,7 +591,7 @@ fn generic_cells(
                 .into_iter()
                 .flat_map(|run| run.cells)
                 .map(|mut cell| {
-                    cell.backend = format!("{} (generic)", cell.backend);
+                    cell.backend = generic::row_backend(&cell.backend);
                     cell
                 }),
         );
@@ -599,7 +599,7 @@ fn generic_cells(
     if backends.contains(&generic::UNMASKABLE) {
         cells.extend(scenarios.iter().map(|scenario| CellResult {
             counts: Default::default(),
-            backend: format!("{} (generic)", generic::UNMASKABLE),
+            backend: generic::row_backend(generic::UNMASKABLE),
             scenario: *scenario,
             negotiated: None,
             outcome: Outcome::Unsupported {

@@ -355,14 +355,14 @@ fn generic_cells(
             store.load_speed_cells(store.latest_run_id().ok()??).ok()
         })?;
         cells.extend(measured.into_iter().flatten().map(|mut cell| {
-            cell.backend = format!("{} (generic)", cell.backend);
+            cell.backend = generic::row_backend(&cell.backend);
             cell
         }));
     }
     if backends.contains(&generic::UNMASKABLE) {
         cells.extend(rows.iter().map(|row| SpeedCell {
             counted: None,
-            backend: format!("{} (generic)", generic::UNMASKABLE),
+            backend: generic::row_backend(generic::UNMASKABLE),
             row: *row,
             batch: 0,
             outcome: Outcome::Unsupported {
