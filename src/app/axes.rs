@@ -13,7 +13,7 @@ use crate::scenario::{
 };
 
 /// The matrix without a preset or axis options.
-fn default_matrix() -> HandshakeMatrix {
+pub(crate) fn default_matrix() -> HandshakeMatrix {
     HandshakeMatrix {
         versions: vec![TlsVersion::Tls13],
         groups: vec![Group::X25519],

@@ -367,7 +367,6 @@ fn count_matrix(
             cells.push(cell);
         }
     }
-    session.mark_interrupted(session.interrupted());
     Ok(())
 }
 

@@ -23,10 +23,7 @@ use crate::report::cost::ScenarioCost;
 use crate::report::Document;
 use crate::scenario::presets::CostPreset;
 use crate::scenario::Shard;
-use crate::scenario::{
-    Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Measure, Named, Resumption,
-    TlsVersion, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
-};
+use crate::scenario::{CertKind, HandshakeMatrix, HandshakeScenario, Measure, Named};
 use crate::stats;
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
@@ -45,16 +42,10 @@ pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
 fn matrix(args: &CostArgs, preset: Option<CostPreset>) -> Result<HandshakeMatrix> {
     let matrix = match preset {
         Some(preset) => preset.matrix(),
+        // handshake's default matrix, the ECDSA row first.
         None => HandshakeMatrix {
-            versions: vec![TlsVersion::Tls13],
-            groups: vec![Group::X25519],
             certs: vec![CertKind::EcdsaP256, CertKind::Rsa2048],
-            aeads: vec![Aead::Aes128Gcm],
-            resumptions: vec![Resumption::Off],
-            mutual: vec![false],
-            chain_depth: DEFAULT_CHAIN_DEPTH,
-            mtu_bytes: DEFAULT_MTU_BYTES,
-            transports: vec![crate::scenario::Transport::Memory],
+            ..super::axes::default_matrix()
         },
     };
     let matrix = args.axes.apply(matrix);

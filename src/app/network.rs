@@ -109,14 +109,7 @@ pub(crate) fn run(
     if let Some(plan) = plan {
         model_cells(cells, &plan.profiles);
         if plan.link.is_some() {
-            let bar = session.bar(0);
-            bar.0.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{elapsed_precise} [{bar:30.cyan/blue}] {pos}/{len} handshakes over the link {wide_msg}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
+            let bar = super::session::Bar::of(0, session.quiet(), "handshakes over the link");
             let interrupted = crate::workload::link::measure_cells(
                 cells,
                 &plan.profiles,

@@ -15,7 +15,7 @@ use super::session::{check_exports, interrupt_flag, seconds, usage};
 use crate::backend::{offer_acceptor, BackendId, LibraryInfo, BACKEND_IDS};
 use crate::certs::CertCache;
 use crate::cli::{ServeArgs, ServeOfferArgs};
-use crate::host::HostInfo;
+use crate::host::{available_cores, HostInfo};
 use crate::report::heading;
 use crate::scenario::{
     distinct, parse_name, Group, HandshakeScenario, KxKind, Named, ServerOffer, SignatureFamily,
@@ -205,11 +205,6 @@ fn parse_bind(text: &str, allow_non_loopback: bool) -> Result<SocketAddr> {
         .ok_or_else(|| usage(format!("--bind {text}: the name resolves to no address")))
 }
 
-/// The default number of workers: one per core.
-pub(crate) fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// The most event-loop threads a server (`--workers`) or the load
 /// generator (`--event-loops`) may start: each holds many connections, so
 /// more of them than cores add only switching, and a bound keeps a typo
@@ -220,11 +215,11 @@ pub(crate) const MAX_EVENT_LOOPS: usize = 256;
 /// 0 and more than [`MAX_EVENT_LOOPS`] are usage errors.
 pub(crate) fn event_loop_threads(name: &str, given: Option<usize>) -> Result<usize> {
     match given {
-        None => Ok(cores().min(MAX_EVENT_LOOPS)),
+        None => Ok(available_cores().min(MAX_EVENT_LOOPS)),
         Some(0) => Err(usage(format!("--{name} must be at least 1"))),
         Some(n) if n > MAX_EVENT_LOOPS => Err(usage(format!(
             "--{name} {n} is too many: at most {MAX_EVENT_LOOPS} (each is an event loop holding many connections; this machine has {} cores, and more threads than cores add only switching)",
-            cores()
+            available_cores()
         ))),
         Some(n) => Ok(n),
     }

@@ -374,7 +374,18 @@ impl Bar {
         }
     }
 
+    /// A bar over `total` cells.
     pub(crate) fn new(total: usize, quiet: bool) -> Self {
+        Self::of(total, quiet, "cells done")
+    }
+
+    /// A bar for counted handshakes (`--measure instructions,memory`).
+    pub(crate) fn counting(total: usize, quiet: bool) -> Self {
+        Self::of(total, quiet, "counted handshakes")
+    }
+
+    /// A bar over `total` of what `unit` names ("handshakes over the link").
+    pub(crate) fn of(total: usize, quiet: bool, unit: &str) -> Self {
         let target = if quiet || !std::io::stderr().is_terminal() {
             ProgressDrawTarget::hidden()
         } else {
@@ -382,26 +393,13 @@ impl Bar {
         };
         let bar = ProgressBar::with_draw_target(Some(total as u64), target);
         bar.set_style(
-            ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30.cyan/blue}] {pos}/{len} cells done {wide_msg}",
-            )
+            ProgressStyle::with_template(&format!(
+                "{{elapsed_precise}} [{{bar:30.cyan/blue}}] {{pos}}/{{len}} {unit} {{wide_msg}}"
+            ))
             .expect("valid template")
             .progress_chars("=> "),
         );
         Self(bar)
-    }
-
-    /// A bar for counted handshakes (`--measure instructions,memory`).
-    pub(crate) fn counting(total: usize, quiet: bool) -> Self {
-        let bar = Self::new(total, quiet);
-        bar.0.set_style(
-            ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30.cyan/blue}] {pos}/{len} counted handshakes {wide_msg}",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        bar
     }
 
     /// A round of the interleaved sampler finished.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use super::serve::{check_supported, cores, event_loop_threads, server_backend, MAX_EVENT_LOOPS};
+use super::serve::{check_supported, event_loop_threads, server_backend, MAX_EVENT_LOOPS};
 use super::session::{check_exports, checked_measures, interrupt_flag, seconds, usage, Bar};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
@@ -113,7 +113,7 @@ impl Study for LoadStudy {
             return Err(usage(format!(
                 "--clients {} would start as many threads (one blocking thread per client); at most {MAX_CLIENT_THREADS}: for more connections, drive them from event loops, e.g. --event-loops {} (each loop holds many nonblocking connections)",
                 plan.clients,
-                cores().min(MAX_EVENT_LOOPS)
+                crate::host::available_cores().min(MAX_EVENT_LOOPS)
             )));
         }
         // Checked before anything is started or sent.
