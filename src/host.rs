@@ -207,11 +207,17 @@ mod tests {
         let before = CpuUse::now().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(600));
         let neighbours = CpuUse::now().unwrap().others_since(&before);
+        // Busy until this process has had half a second of CPU, however
+        // long a loaded machine takes to give it (at most 30 s).
         let before = CpuUse::now().unwrap();
         let start = std::time::Instant::now();
         let mut x = 1u64;
-        while start.elapsed() < std::time::Duration::from_millis(600) {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        while CpuUse::now().unwrap().own - before.own < 0.5
+            && start.elapsed() < std::time::Duration::from_secs(30)
+        {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
         }
         let after = CpuUse::now().unwrap();
         assert!(after.own - before.own >= 0.4, "own time is counted");
