@@ -255,28 +255,16 @@ fn write_bulk_counts(tx: &rusqlite::Connection, cell_id: i64, cell: &BulkCell) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::LibraryInfo;
-    use crate::host::HostInfo;
     use crate::scenario::bulk::Channel;
     use crate::scenario::{Aead, TlsVersion};
-    use crate::store::RunInfo;
+    use crate::store::fixtures::run_info;
+    use crate::store::RunKind;
 
     #[test]
     fn bulk_cells_round_trip() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .begin_run(&RunInfo {
-                kind: crate::store::RunKind::Bulk,
-                tool_version: "test".into(),
-                command_line: "tlslab bulk".into(),
-                options_json: "{}".into(),
-                host: HostInfo::current(),
-                libraries: vec![LibraryInfo {
-                    backend: "openssl".into(),
-                    library: "OpenSSL".into(),
-                    version: "3".into(),
-                }],
-            })
+            .begin_run(&run_info(RunKind::Bulk, "tlslab bulk"))
             .unwrap();
         let sample = |round: u32, cpu: u64| Timed {
             round,

@@ -245,28 +245,16 @@ fn write_tunnel_counts(tx: &rusqlite::Connection, cell_id: i64, cell: &TunnelCel
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::LibraryInfo;
-    use crate::host::HostInfo;
     use crate::measure::Outcome;
     use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload};
-    use crate::store::RunInfo;
+    use crate::store::fixtures::run_info;
+    use crate::store::{RunInfo, RunKind};
 
     #[test]
     fn tunnel_cells_round_trip() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .begin_run(&RunInfo {
-                kind: crate::store::RunKind::Tunnel,
-                tool_version: "test".into(),
-                command_line: "tlslab tunnel".into(),
-                options_json: "{}".into(),
-                host: HostInfo::current(),
-                libraries: vec![LibraryInfo {
-                    backend: "openssl".into(),
-                    library: "OpenSSL".into(),
-                    version: "3".into(),
-                }],
-            })
+            .begin_run(&run_info(RunKind::Tunnel, "tlslab tunnel"))
             .unwrap();
         let measured = TunnelCell {
             engine: Engine::Inprocess,
@@ -364,12 +352,8 @@ mod tests {
         // instructions) read back with it.
         let later = store
             .begin_run(&RunInfo {
-                kind: crate::store::RunKind::Tunnel,
-                tool_version: "test".into(),
-                command_line: "tlslab tunnel --measure time,instructions".into(),
-                options_json: "{}".into(),
-                host: HostInfo::current(),
                 libraries: Vec::new(),
+                ..run_info(RunKind::Tunnel, "tlslab tunnel --measure time,instructions")
             })
             .unwrap();
         let timed = TunnelCell {
