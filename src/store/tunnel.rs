@@ -7,11 +7,11 @@
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
 
+use super::counts::{read_side_samples, write_side_samples};
 use super::{outcome_from_columns, precise_column, Store};
 use crate::measure::Timed;
 use crate::scenario::tunnel::TunnelScenario;
 use crate::scenario::{parse_name, Named};
-use crate::workload::counted::Instructions;
 use crate::workload::tunnel::{CountedTransfer, TunnelCell, TunnelSample};
 
 impl Store {
@@ -185,22 +185,7 @@ impl Store {
             return Ok(None);
         };
         let outcome = outcome_from_columns(&status, reason, precise, || {
-            let mut query = self.connection.prepare(
-                "SELECT seq, sender, receiver FROM tunnel_count_samples WHERE cell_id = ?1
-                 ORDER BY seq",
-            )?;
-            let samples = query
-                .query_map([cell_id], |r| {
-                    Ok(Timed {
-                        round: r.get(0)?,
-                        value: Instructions {
-                            client: r.get::<_, i64>(1)? as u64,
-                            server: r.get::<_, i64>(2)? as u64,
-                        },
-                    })
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(samples)
+            read_side_samples(&self.connection, "tunnel_count_samples", cell_id)
         })?;
         Ok(Some(CountedTransfer {
             packets: packets as u64,
@@ -228,18 +213,7 @@ fn write_tunnel_counts(tx: &rusqlite::Connection, cell_id: i64, cell: &TunnelCel
             counted.payload_bytes as i64
         ],
     )?;
-    let mut insert = tx.prepare(
-        "INSERT INTO tunnel_count_samples (cell_id, seq, sender, receiver) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    for (seq, Timed { value, .. }) in outcome.samples().iter().enumerate() {
-        insert.execute(params![
-            cell_id,
-            seq as i64,
-            value.client as i64,
-            value.server as i64
-        ])?;
-    }
-    Ok(())
+    write_side_samples(tx, "tunnel_count_samples", cell_id, outcome.samples())
 }
 
 #[cfg(test)]
@@ -249,6 +223,7 @@ mod tests {
     use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload};
     use crate::store::fixtures::run_info;
     use crate::store::{RunInfo, RunKind};
+    use crate::workload::counted::Instructions;
 
     #[test]
     fn tunnel_cells_round_trip() {
