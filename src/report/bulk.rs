@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::records::{number, SummaryColumns};
 use super::{ColumnKind, Document, Table};
 use crate::backend::{LibraryInfo, Negotiated};
 use crate::host::HostInfo;
@@ -103,12 +104,7 @@ fn summary(samples: &[Timed<BulkSample>], pick: fn(&BulkSample) -> f64) -> Optio
 /// backend) with their ratio to the no-crypto row of their write size.
 pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
     let mut cells = cells.to_vec();
-    let rank = |backend: &str| {
-        crate::backend::BACKEND_IDS
-            .iter()
-            .position(|id| *id == backend)
-            .unwrap_or(usize::MAX)
-    };
+    let rank = super::backend_rank;
     cells.sort_by(|a, b| {
         let key = |c: &BulkCell| {
             (
@@ -366,6 +362,14 @@ fn table(rows: &[BulkRow]) -> Table {
     table
 }
 
+/// Each side's milliseconds per MB, to four decimals.
+const COST_COLUMNS: SummaryColumns = SummaryColumns {
+    with_p99: false,
+    interval: "median_ci",
+    unit: "_ms_per_mb",
+    decimals: 4,
+};
+
 /// One line per row with every statistic (CSV).
 fn records(rows: &[BulkRow]) -> Table {
     let mut headers: Vec<String> = [
@@ -387,17 +391,7 @@ fn records(rows: &[BulkRow]) -> Table {
     .map(String::from)
     .to_vec();
     for side in ["sender", "receiver", "total"] {
-        for statistic in [
-            "mean",
-            "median",
-            "stdev",
-            "min",
-            "max",
-            "median_ci_low",
-            "median_ci_high",
-        ] {
-            headers.push(format!("{side}_{statistic}_ms_per_mb"));
-        }
+        headers.extend(COST_COLUMNS.headers(side));
     }
     headers.extend(
         [
@@ -410,7 +404,6 @@ fn records(rows: &[BulkRow]) -> Table {
         ]
         .map(String::from),
     );
-    let number = |value: Option<f64>| value.map(|v| format!("{v:.4}")).unwrap_or_default();
     let mut table = Table {
         headers,
         ..Table::default()
@@ -430,32 +423,23 @@ fn records(rows: &[BulkRow]) -> Table {
             row.sample_count.to_string(),
             row.sample_bytes.to_string(),
             row.precise.to_string(),
-            number(row.sender_mb_per_s),
-            number(row.receiver_mb_per_s),
+            number(row.sender_mb_per_s, 4),
+            number(row.receiver_mb_per_s, 4),
         ];
         for summary in [
             row.sender_ms_per_mb,
             row.receiver_ms_per_mb,
             row.total_ms_per_mb,
         ] {
-            let pick = |f: fn(&Summary) -> f64| number(summary.as_ref().map(f));
-            fields.extend([
-                pick(|s| s.mean),
-                pick(|s| s.median),
-                pick(|s| s.stdev),
-                pick(|s| s.min),
-                pick(|s| s.max),
-                pick(|s| s.median_ci95.low),
-                pick(|s| s.median_ci95.high),
-            ]);
+            fields.extend(COST_COLUMNS.fields(summary.as_ref()));
         }
         let ratio = row.ratio_to_plain.as_ref();
         fields.extend([
-            number(ratio.map(|r| r.value)),
-            number(ratio.map(|r| r.ci95.low)),
-            number(ratio.map(|r| r.ci95.high)),
+            number(ratio.map(|r| r.value), 4),
+            number(ratio.map(|r| r.ci95.low), 4),
+            number(ratio.map(|r| r.ci95.high), 4),
             ratio.map(|r| r.pairs.to_string()).unwrap_or_default(),
-            number(row.crypto_share),
+            number(row.crypto_share, 4),
             row.security_notes.join("; "),
         ]);
         table.rows.push(fields);

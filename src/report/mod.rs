@@ -16,6 +16,7 @@ pub mod markup;
 pub mod plot;
 pub mod probe;
 pub mod recommend;
+pub(crate) mod records;
 pub mod serve;
 pub mod speed;
 pub mod tunnel;
@@ -109,6 +110,16 @@ impl Table {
         self.title = Some(title.into());
         self
     }
+}
+
+/// Where a backend stands in the order backends are listed (one not
+/// listed, such as the mock or nginx, after them all): views sort their
+/// rows by it.
+pub(crate) fn backend_rank(backend: &str) -> usize {
+    crate::backend::BACKEND_IDS
+        .iter()
+        .position(|id| *id == backend)
+        .unwrap_or(usize::MAX)
 }
 
 /// What a view hands the exporters.

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::markup::format_us;
+use super::records::{number, SummaryColumns};
 use super::{ColumnKind, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
@@ -162,19 +163,27 @@ fn table(rows: &[SpeedReportRow]) -> Table {
     table
 }
 
+/// Nanoseconds per operation, to three decimals.
+const COST_COLUMNS: SummaryColumns = SummaryColumns {
+    with_p99: false,
+    interval: "median_ci",
+    unit: "",
+    decimals: 3,
+};
+
 /// One line per row with every statistic.
 fn records(rows: &[SpeedReportRow]) -> Table {
     let mut table = Table {
-        headers: "label,backend,primitive,operation,size_bytes,status,reason,samples,precise,ops_per_second,megabytes_per_second,ns_per_op_mean,ns_per_op_median,ns_per_op_stdev,ns_per_op_min,ns_per_op_max,ns_per_op_median_ci_low,ns_per_op_median_ci_high"
+        headers: "label,backend,primitive,operation,size_bytes,status,reason,samples,precise,ops_per_second,megabytes_per_second"
             .split(',')
             .map(String::from)
+            .chain(COST_COLUMNS.headers("ns_per_op"))
             .collect(),
         ..Table::default()
     };
-    let number = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
     for row in rows {
         let s = row.ns_per_op;
-        let fields = [
+        let mut fields = vec![
             row.label.clone(),
             row.backend.clone(),
             row.row.primitive.id().to_string(),
@@ -187,17 +196,11 @@ fn records(rows: &[SpeedReportRow]) -> Table {
             row.reason.clone().unwrap_or_default(),
             s.map(|s| s.count.to_string()).unwrap_or_default(),
             row.precise.to_string(),
-            number(row.ops_per_second),
-            number(row.megabytes_per_second),
-            number(s.map(|s| s.mean)),
-            number(s.map(|s| s.median)),
-            number(s.map(|s| s.stdev)),
-            number(s.map(|s| s.min)),
-            number(s.map(|s| s.max)),
-            number(s.map(|s| s.median_ci95.low)),
-            number(s.map(|s| s.median_ci95.high)),
+            number(row.ops_per_second, 3),
+            number(row.megabytes_per_second, 3),
         ];
-        table.rows.push(fields.to_vec());
+        fields.extend(COST_COLUMNS.fields(s.as_ref()));
+        table.rows.push(fields);
     }
     table
 }

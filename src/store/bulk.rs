@@ -6,6 +6,7 @@
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
 
+use super::counts::{read_side_samples, write_side_samples};
 use super::{outcome_from_columns, precise_column, Store};
 use crate::backend::Negotiated;
 use crate::measure::{Outcome, Timed};
@@ -200,22 +201,7 @@ impl Store {
             return Ok(None);
         };
         let outcome = outcome_from_columns(&status, reason, precise, || {
-            let mut query = self.connection.prepare(
-                "SELECT seq, sender, receiver FROM bulk_count_samples WHERE cell_id = ?1
-                 ORDER BY seq",
-            )?;
-            let samples = query
-                .query_map([cell_id], |r| {
-                    Ok(Timed {
-                        round: r.get(0)?,
-                        value: Instructions {
-                            client: r.get::<_, i64>(1)? as u64,
-                            server: r.get::<_, i64>(2)? as u64,
-                        },
-                    })
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(samples)
+            read_side_samples(&self.connection, "bulk_count_samples", cell_id)
         })?;
         Ok(Some((outcome, sample_bytes.map(|b| b as u64))))
     }
@@ -237,46 +223,22 @@ fn write_bulk_counts(tx: &rusqlite::Connection, cell_id: i64, cell: &BulkCell) -
             cell.counted_bytes as i64
         ],
     )?;
-    let mut insert = tx.prepare(
-        "INSERT INTO bulk_count_samples (cell_id, seq, sender, receiver)
-             VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    for (seq, Timed { value, .. }) in counted.samples().iter().enumerate() {
-        insert.execute(params![
-            cell_id,
-            seq as i64,
-            value.client as i64,
-            value.server as i64
-        ])?;
-    }
-    Ok(())
+    write_side_samples(tx, "bulk_count_samples", cell_id, counted.samples())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::LibraryInfo;
-    use crate::host::HostInfo;
     use crate::scenario::bulk::Channel;
     use crate::scenario::{Aead, TlsVersion};
-    use crate::store::RunInfo;
+    use crate::store::fixtures::run_info;
+    use crate::store::RunKind;
 
     #[test]
     fn bulk_cells_round_trip() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .begin_run(&RunInfo {
-                kind: crate::store::RunKind::Bulk,
-                tool_version: "test".into(),
-                command_line: "tlslab bulk".into(),
-                options_json: "{}".into(),
-                host: HostInfo::current(),
-                libraries: vec![LibraryInfo {
-                    backend: "openssl".into(),
-                    library: "OpenSSL".into(),
-                    version: "3".into(),
-                }],
-            })
+            .begin_run(&run_info(RunKind::Bulk, "tlslab bulk"))
             .unwrap();
         let sample = |round: u32, cpu: u64| Timed {
             round,

@@ -111,27 +111,15 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::LibraryInfo;
-    use crate::host::HostInfo;
     use crate::scenario::{CertKind, Group, HandshakeScenario, TlsVersion};
-    use crate::store::RunInfo;
+    use crate::store::fixtures::run_info;
+    use crate::store::RunKind;
 
     #[test]
     fn capacity_cells_round_trip() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .begin_run(&RunInfo {
-                kind: crate::store::RunKind::Capacity,
-                tool_version: "test".into(),
-                command_line: "tlslab handshake --capacity".into(),
-                options_json: "{}".into(),
-                host: HostInfo::current(),
-                libraries: vec![LibraryInfo {
-                    backend: "openssl".into(),
-                    library: "OpenSSL".into(),
-                    version: "3".into(),
-                }],
-            })
+            .begin_run(&run_info(RunKind::Capacity, "tlslab handshake --capacity"))
             .unwrap();
         let scenario = HandshakeScenario::full(TlsVersion::Tls13, Group::P256, CertKind::Rsa2048);
         let step = |threads: usize| Step {

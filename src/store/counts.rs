@@ -2,7 +2,8 @@
 //! per cell and measure, how counting ended (`counts`), every sample per
 //! side (`count_samples`) and the instructions per category
 //! (`count_breakdown`); and the wire figures and network results, kept
-//! with them ([`super::wire`]).
+//! with them ([`super::wire`]). Bulk and tunnel cells keep their counted
+//! samples in tables of one shape (sender, receiver): written and read here.
 
 use anyhow::{bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -233,4 +234,51 @@ pub(super) fn read_counts(connection: &Connection, cell_id: i64) -> Result<Count
         .context("reading a cell's breakdown")?;
     (counts.wire, counts.network) = super::wire::read_wire(connection, cell_id)?;
     Ok(counts)
+}
+
+/// Writes each counted sample's instructions per side into `table`
+/// (`bulk_count_samples` or `tunnel_count_samples`: one row per sample,
+/// the sender's and the receiver's; the caller commits).
+pub(super) fn write_side_samples(
+    connection: &Connection,
+    table: &str,
+    cell_id: i64,
+    samples: &[Timed<Instructions>],
+) -> Result<()> {
+    let mut insert = connection.prepare(&format!(
+        "INSERT INTO {table} (cell_id, seq, sender, receiver) VALUES (?1, ?2, ?3, ?4)"
+    ))?;
+    for (seq, Timed { value, .. }) in samples.iter().enumerate() {
+        insert.execute(params![
+            cell_id,
+            seq as i64,
+            value.client as i64,
+            value.server as i64
+        ])?;
+    }
+    Ok(())
+}
+
+/// Reads back what [`write_side_samples`] wrote into `table` for a cell,
+/// in order, each numbered by its place.
+pub(super) fn read_side_samples(
+    connection: &Connection,
+    table: &str,
+    cell_id: i64,
+) -> Result<Vec<Timed<Instructions>>> {
+    let mut query = connection.prepare(&format!(
+        "SELECT seq, sender, receiver FROM {table} WHERE cell_id = ?1 ORDER BY seq"
+    ))?;
+    let samples = query
+        .query_map([cell_id], |r| {
+            Ok(Timed {
+                round: r.get(0)?,
+                value: Instructions {
+                    client: r.get::<_, i64>(1)? as u64,
+                    server: r.get::<_, i64>(2)? as u64,
+                },
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(samples)
 }

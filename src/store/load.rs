@@ -453,8 +453,8 @@ impl Summary {
 mod tests {
     use super::*;
     use crate::backend::LibraryInfo;
-    use crate::host::HostInfo;
-    use crate::store::RunInfo;
+    use crate::store::fixtures::run_info;
+    use crate::store::{RunInfo, RunKind};
 
     fn record(interrupted: bool, profile: Result<Vec<(String, f64)>, String>) -> LoadRecord {
         let profile_scope = "the server's worker process".to_string();
@@ -525,16 +525,12 @@ mod tests {
     fn run(store: &mut Store) -> i64 {
         store
             .begin_run(&RunInfo {
-                kind: crate::store::RunKind::Load,
-                tool_version: "test".into(),
-                command_line: "tlslab load".into(),
-                options_json: "{}".into(),
-                host: HostInfo::current(),
                 libraries: vec![LibraryInfo {
                     backend: "nginx".into(),
                     library: "nginx".into(),
                     version: "1.22.1".into(),
                 }],
+                ..run_info(RunKind::Load, "tlslab load")
             })
             .unwrap()
     }

@@ -198,28 +198,16 @@ fn write_speed_counts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::LibraryInfo;
-    use crate::host::HostInfo;
     use crate::measure::Outcome;
     use crate::scenario::speed::{Operation, Primitive};
-    use crate::store::RunInfo;
+    use crate::store::fixtures::run_info;
+    use crate::store::RunKind;
 
     #[test]
     fn speed_cells_round_trip() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .begin_run(&RunInfo {
-                kind: crate::store::RunKind::Speed,
-                tool_version: "test".into(),
-                command_line: "tlslab speed".into(),
-                options_json: "{}".into(),
-                host: HostInfo::current(),
-                libraries: vec![LibraryInfo {
-                    backend: "openssl".into(),
-                    library: "OpenSSL".into(),
-                    version: "3".into(),
-                }],
-            })
+            .begin_run(&run_info(RunKind::Speed, "tlslab speed"))
             .unwrap();
         let measured = SpeedCell {
             counted: None,

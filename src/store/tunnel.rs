@@ -7,11 +7,11 @@
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
 
+use super::counts::{read_side_samples, write_side_samples};
 use super::{outcome_from_columns, precise_column, Store};
 use crate::measure::Timed;
 use crate::scenario::tunnel::TunnelScenario;
 use crate::scenario::{parse_name, Named};
-use crate::workload::counted::Instructions;
 use crate::workload::tunnel::{CountedTransfer, TunnelCell, TunnelSample};
 
 impl Store {
@@ -185,22 +185,7 @@ impl Store {
             return Ok(None);
         };
         let outcome = outcome_from_columns(&status, reason, precise, || {
-            let mut query = self.connection.prepare(
-                "SELECT seq, sender, receiver FROM tunnel_count_samples WHERE cell_id = ?1
-                 ORDER BY seq",
-            )?;
-            let samples = query
-                .query_map([cell_id], |r| {
-                    Ok(Timed {
-                        round: r.get(0)?,
-                        value: Instructions {
-                            client: r.get::<_, i64>(1)? as u64,
-                            server: r.get::<_, i64>(2)? as u64,
-                        },
-                    })
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(samples)
+            read_side_samples(&self.connection, "tunnel_count_samples", cell_id)
         })?;
         Ok(Some(CountedTransfer {
             packets: packets as u64,
@@ -228,45 +213,23 @@ fn write_tunnel_counts(tx: &rusqlite::Connection, cell_id: i64, cell: &TunnelCel
             counted.payload_bytes as i64
         ],
     )?;
-    let mut insert = tx.prepare(
-        "INSERT INTO tunnel_count_samples (cell_id, seq, sender, receiver) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    for (seq, Timed { value, .. }) in outcome.samples().iter().enumerate() {
-        insert.execute(params![
-            cell_id,
-            seq as i64,
-            value.client as i64,
-            value.server as i64
-        ])?;
-    }
-    Ok(())
+    write_side_samples(tx, "tunnel_count_samples", cell_id, outcome.samples())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::LibraryInfo;
-    use crate::host::HostInfo;
     use crate::measure::Outcome;
     use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload};
-    use crate::store::RunInfo;
+    use crate::store::fixtures::run_info;
+    use crate::store::{RunInfo, RunKind};
+    use crate::workload::counted::Instructions;
 
     #[test]
     fn tunnel_cells_round_trip() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .begin_run(&RunInfo {
-                kind: crate::store::RunKind::Tunnel,
-                tool_version: "test".into(),
-                command_line: "tlslab tunnel".into(),
-                options_json: "{}".into(),
-                host: HostInfo::current(),
-                libraries: vec![LibraryInfo {
-                    backend: "openssl".into(),
-                    library: "OpenSSL".into(),
-                    version: "3".into(),
-                }],
-            })
+            .begin_run(&run_info(RunKind::Tunnel, "tlslab tunnel"))
             .unwrap();
         let measured = TunnelCell {
             engine: Engine::Inprocess,
@@ -364,12 +327,8 @@ mod tests {
         // instructions) read back with it.
         let later = store
             .begin_run(&RunInfo {
-                kind: crate::store::RunKind::Tunnel,
-                tool_version: "test".into(),
-                command_line: "tlslab tunnel --measure time,instructions".into(),
-                options_json: "{}".into(),
-                host: HostInfo::current(),
                 libraries: Vec::new(),
+                ..run_info(RunKind::Tunnel, "tlslab tunnel --measure time,instructions")
             })
             .unwrap();
         let timed = TunnelCell {

@@ -15,7 +15,7 @@ use tlslab::report::bulk::{build_rows, BulkReport};
 use tlslab::report::Format;
 use tlslab::scenario::bulk::{BulkScenario, Channel};
 use tlslab::scenario::{Aead, Named, TlsVersion};
-use tlslab::store::{RunInfo, Store};
+use tlslab::store::{RunKind, Store};
 use tlslab::workload::bulk::{BulkCell, BulkProbe, PLAIN_BACKEND};
 
 use crate::util::{self, tlslab};
@@ -95,14 +95,7 @@ fn mock_bulk_rows_to_store_to_exports() {
 
     let mut store = Store::open_in_memory().unwrap();
     let run_id = store
-        .begin_run(&RunInfo {
-            kind: tlslab::store::RunKind::Bulk,
-            tool_version: "test".into(),
-            command_line: "test".into(),
-            options_json: "{}".into(),
-            host: HostInfo::current(),
-            libraries: vec![mock.library()],
-        })
+        .begin_run(&util::run_info(RunKind::Bulk, "test", vec![mock.library()]))
         .unwrap();
     for cell in &cells {
         store.save_bulk_cell(run_id, cell).unwrap();

@@ -42,16 +42,7 @@ fn database(dir: &std::path::Path) -> String {
 
     let mut store = Store::open(&db).unwrap();
     let first = store.load_run(1).unwrap();
-    let run = store
-        .begin_run(&RunInfo {
-            kind: first.kind,
-            tool_version: "test".into(),
-            command_line: "test: run 1 with one row slowed".into(),
-            options_json: first.options_json.clone(),
-            host: first.host.clone(),
-            libraries: first.libraries.clone(),
-        })
-        .unwrap();
+    let run = new_run(&mut store, 1, "test: run 1 with one row slowed");
     assert_eq!(run, 2);
     for mut cell in first.cells {
         let label = cell.scenario.label();
@@ -299,14 +290,15 @@ fn set_costs(factor: f64) -> impl Iterator<Item = (u32, u64)> {
     (0..12u32).map(move |i| (i, ((1000 + 10 * i) as f64 * factor) as u64))
 }
 
-/// A new run in `store` like run `like` (same kind, host and libraries).
-fn new_run(store: &mut Store, like: i64) -> i64 {
+/// A new run in `store` like run `like` (same kind, options, host and
+/// libraries), begun as `command_line`.
+fn new_run(store: &mut Store, like: i64, command_line: &str) -> i64 {
     let first = store.load_run(like).unwrap();
     store
         .begin_run(&RunInfo {
             kind: first.kind,
             tool_version: "test".into(),
-            command_line: format!("test: run {like} with set samples"),
+            command_line: command_line.into(),
             options_json: first.options_json.clone(),
             host: first.host.clone(),
             libraries: first.libraries.clone(),
@@ -352,7 +344,7 @@ fn bulk_runs_compare_per_side_and_flag_the_slowed_side() {
     // of aes128gcm pays 20% more.
     let mut store = Store::open(&db).unwrap();
     for slowed in [false, true] {
-        let run = new_run(&mut store, 1);
+        let run = new_run(&mut store, 1, "test: run 1 with set samples");
         for mut cell in store.load_bulk_cells(1).unwrap() {
             let dearer = slowed && cell.scenario.suite_id() == "aes128gcm";
             if let Outcome::Measured { samples, .. } = &mut cell.outcome {
@@ -446,7 +438,7 @@ fn cost_runs_compare_handshakes_and_operations() {
     let handshakes = store.load_run(1).unwrap().cells;
     assert!(!handshakes.is_empty());
     for slowed in [false, true] {
-        let run = new_run(&mut store, 1);
+        let run = new_run(&mut store, 1, "test: run 1 with set samples");
         for mut cell in handshakes.clone() {
             if let Outcome::Measured { samples, .. } = &mut cell.outcome {
                 let template = samples[0].value;
@@ -567,14 +559,11 @@ fn load_runs_compare_latencies_and_show_rates_without_a_test() {
             counted: None,
         };
         let run = store
-            .begin_run(&RunInfo {
-                kind: tlslab::store::RunKind::Load,
-                tool_version: "test".into(),
-                command_line: "tlslab load".into(),
-                options_json: "{}".into(),
-                host: tlslab::host::HostInfo::current(),
-                libraries: Vec::new(),
-            })
+            .begin_run(&crate::util::run_info(
+                tlslab::store::RunKind::Load,
+                "tlslab load",
+                Vec::new(),
+            ))
             .unwrap();
         store.save_load(run, &record).unwrap();
         store.finish_run(run, true).unwrap();

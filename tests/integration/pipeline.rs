@@ -14,7 +14,7 @@ use tlslab::report::handshake::{build_rows, HandshakeReport};
 use tlslab::report::Format;
 use tlslab::scenario::{parse_list, HandshakeMatrix, HandshakeScenario, Resumption};
 use tlslab::stats;
-use tlslab::store::{RunInfo, Store};
+use tlslab::store::{RunInfo, RunKind, Store};
 use tlslab::workload::handshake::{
     run_matrix, CellResult, HandshakeProbe, MatrixObserver, MatrixRun,
 };
@@ -35,15 +35,9 @@ fn matrix() -> HandshakeMatrix {
     }
 }
 
+/// A handshake run on `backend`, stored by the test.
 fn run_info(backend: &dyn Backend) -> RunInfo {
-    RunInfo {
-        kind: tlslab::store::RunKind::Handshake,
-        tool_version: "test".into(),
-        command_line: "test".into(),
-        options_json: "{}".into(),
-        host: HostInfo::current(),
-        libraries: vec![backend.library()],
-    }
+    util::run_info(RunKind::Handshake, "test", vec![backend.library()])
 }
 
 /// A fixed count of samples, so the mock's timings make a fixed output.

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use tlslab::backend::LibraryInfo;
 use tlslab::certs::CertCache;
+use tlslab::store::{RunInfo, RunKind};
 
 /// One certificate cache for the whole test binary, kept between runs under
 /// Cargo's target directory so chains are generated once.
@@ -91,6 +93,19 @@ pub fn has_row(text: &str, fields: &[&str]) -> bool {
             None => false,
         })
     })
+}
+
+/// A run of `kind` that a test stores by hand (`command_line` says how),
+/// on this host, with these libraries.
+pub fn run_info(kind: RunKind, command_line: &str, libraries: Vec<LibraryInfo>) -> RunInfo {
+    RunInfo {
+        kind,
+        tool_version: "test".into(),
+        command_line: command_line.into(),
+        options_json: "{}".into(),
+        host: tlslab::host::HostInfo::current(),
+        libraries,
+    }
 }
 
 /// Returns true if and only if the test must skip because an external tool

@@ -1,9 +1,18 @@
 //! The tunnel's record table: one line per row with every statistic (CSV).
 
 use super::TunnelReport;
+use crate::report::records::{number, SummaryColumns};
 use crate::report::Table;
 use crate::scenario::names::Named;
 use crate::stats::Summary;
+
+/// Each series' rates, to three decimals.
+const RATE_COLUMNS: SummaryColumns = SummaryColumns {
+    with_p99: false,
+    interval: "ci95",
+    unit: "",
+    decimals: 3,
+};
 
 /// One line per row with every statistic.
 pub fn records(report: &TunnelReport) -> Table {
@@ -13,15 +22,6 @@ pub fn records(report: &TunnelReport) -> Table {
         "receive_mb_per_s",
         "send_packets_per_s",
         "receive_packets_per_s",
-    ];
-    let stats = [
-        "mean",
-        "median",
-        "stdev",
-        "min",
-        "max",
-        "ci95_low",
-        "ci95_high",
     ];
     let mut header: Vec<String> = [
         "label",
@@ -41,9 +41,7 @@ pub fn records(report: &TunnelReport) -> Table {
     .map(|s| s.to_string())
     .collect();
     for name in series {
-        for stat in stats {
-            header.push(format!("{name}_{stat}"));
-        }
+        header.extend(RATE_COLUMNS.headers(name));
     }
     header.extend(["ratio_to_baseline", "weak", "security_notes"].map(String::from));
     // Counted under valgrind (`--measure instructions`): empty otherwise.
@@ -68,7 +66,6 @@ pub fn records(report: &TunnelReport) -> Table {
         headers: header,
         ..Table::default()
     };
-    let number = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
     for row in &report.rows {
         let s = &row.scenario;
         let mut fields: Vec<String> = vec![
@@ -92,18 +89,9 @@ pub fn records(report: &TunnelReport) -> Table {
             row.send_packets_per_s,
             row.receive_packets_per_s,
         ] {
-            let pick = |f: fn(&Summary) -> f64| number(summary.as_ref().map(f));
-            fields.extend([
-                pick(|s| s.mean),
-                pick(|s| s.median),
-                pick(|s| s.stdev),
-                pick(|s| s.min),
-                pick(|s| s.max),
-                pick(|s| s.median_ci95.low),
-                pick(|s| s.median_ci95.high),
-            ]);
+            fields.extend(RATE_COLUMNS.fields(summary.as_ref()));
         }
-        fields.push(number(row.ratio_to_baseline.map(|r| r.value)));
+        fields.push(number(row.ratio_to_baseline.map(|r| r.value), 3));
         fields.push(row.weak.to_string());
         fields.push(row.security_notes.join("; "));
         let counted = row.instructions.as_ref();
@@ -130,7 +118,7 @@ pub fn records(report: &TunnelReport) -> Table {
                 .and_then(|c| c.spread)
                 .map(|s| format!("{s:.6}"))
                 .unwrap_or_default(),
-            number(counted.and_then(|c| c.ratio_to_baseline)),
+            number(counted.and_then(|c| c.ratio_to_baseline), 3),
             counted
                 .map(|c| c.samples.len().to_string())
                 .unwrap_or_default(),

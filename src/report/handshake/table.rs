@@ -1,0 +1,400 @@
+//! The handshake table a person reads: the scenario's axes as short
+//! columns, then per measure (time, instructions, heap bytes) its columns,
+//! the quantum safety and the notes, with what the columns mean under it.
+
+use super::{CountedFigures, MemoryFigures, Row};
+use crate::report::markup::format_us;
+use crate::report::{ColumnKind, Table};
+use crate::scenario::{HandshakeScenario, KxKind, SignatureFamily};
+use crate::stats::{PairedRatio, Summary};
+
+/// Which parts of the handshake resist a quantum computer.
+fn quantum_safe(scenario: &HandshakeScenario) -> &'static str {
+    match (
+        scenario.group.kind() == KxKind::Kem,
+        scenario.cert.family() == SignatureFamily::MlDsa,
+    ) {
+        (true, true) => "kx + signature",
+        (true, false) => "kx",
+        (false, true) => "signature",
+        (false, false) => "no",
+    }
+}
+
+/// A row's notes: why it is not measured, what varies, what is weak.
+fn notes(row: &Row) -> String {
+    let mut notes: Vec<String> = Vec::new();
+    if let Some(reason) = &row.reason {
+        notes.push(format!("{}: {reason}", row.status));
+    }
+    for (measure, status, reason) in [
+        (
+            "instructions",
+            row.instructions.as_ref().map(|f| f.status),
+            row.instructions.as_ref().and_then(|f| f.reason.as_deref()),
+        ),
+        (
+            "memory",
+            row.memory.as_ref().map(|m| m.status),
+            row.memory.as_ref().and_then(|m| m.reason.as_deref()),
+        ),
+    ] {
+        // A counted-only row says its reason once, as the row's own.
+        if let (Some(status), Some(reason)) = (status, reason) {
+            if row.reason.as_deref() != Some(reason) {
+                notes.push(format!("{measure} {status}: {reason}"));
+            }
+        }
+    }
+    if let Some(figures) = row.instructions.as_ref().filter(|f| !f.repeatable) {
+        if let Some(spread) = figures.spread {
+            notes.push(format!(
+                "instructions vary: handshakes' counts spread {:.1}%",
+                spread * 100.0
+            ));
+        }
+    }
+    if let Some(note) = &row.ratio_note {
+        notes.push(note.clone());
+    }
+    if row.weak {
+        notes.push("WEAK".to_string());
+    }
+    if row.status == crate::measure::CellStatus::Measured && !row.precise && row.sample_count > 0 {
+        notes.push("precision not reached".to_string());
+    }
+    if let Some(wall) = row.wall_us {
+        if wall.median_ci_coverage < 0.95 {
+            notes.push(format!(
+                "interval covers {:.1}% only (n = {})",
+                wall.median_ci_coverage * 100.0,
+                wall.count
+            ));
+        }
+    }
+    notes.extend(
+        row.security_notes
+            .iter()
+            .filter(|n| !n.contains("quantum-safe"))
+            .map(|n| n.to_string()),
+    );
+    notes.join("; ")
+}
+
+/// A ratio with its interval, when the interval holds.
+pub(super) fn ratio_text(ratio: &PairedRatio) -> String {
+    let spread = ratio.ci95.relative_half_width(ratio.value) * 100.0;
+    if spread.is_finite() && ratio.coverage >= 0.95 {
+        format!("{:.2} ±{spread:.1}%", ratio.value)
+    } else {
+        format!("{:.2}", ratio.value)
+    }
+}
+
+/// The scenario's axes as short columns (so that a table fits a terminal
+/// and a constant axis is said once): their headers.
+pub(crate) const AXIS_HEADERS: [&str; 7] =
+    ["protocol", "kx", "cert", "suite", "resume", "mTLS", "chain"];
+
+/// The scenario's axes as short cells, one per [`AXIS_HEADERS`].
+pub(crate) fn axis_cells(scenario: &HandshakeScenario) -> Vec<String> {
+    use crate::scenario::Named;
+    vec![
+        scenario.version.display().to_string(),
+        scenario.group.display(),
+        scenario.cert.display().to_string(),
+        scenario.aead.name().to_string(),
+        scenario.resumption.id().to_string(),
+        if scenario.mutual { "yes" } else { "no" }.to_string(),
+        scenario.chain_depth.to_string(),
+    ]
+}
+
+/// One column of the table a person reads.
+struct Column<'a> {
+    header: &'static str,
+    numeric: bool,
+    /// Which goes first on a narrow terminal (see [`Table::priority`]).
+    priority: u8,
+    kind: ColumnKind,
+    cell: Box<dyn Fn(&Row) -> String + 'a>,
+}
+
+impl<'a> Column<'a> {
+    fn new(header: &'static str, priority: u8, cell: impl Fn(&Row) -> String + 'a) -> Self {
+        Self {
+            header,
+            numeric: true,
+            priority,
+            kind: ColumnKind::Value,
+            cell: Box::new(cell),
+        }
+    }
+
+    fn text(mut self) -> Self {
+        self.numeric = false;
+        self
+    }
+
+    fn kind(mut self, kind: ColumnKind) -> Self {
+        self.kind = kind;
+        self
+    }
+}
+
+/// The cell of a figure that is not there.
+fn dash() -> String {
+    "—".to_string()
+}
+
+/// Millions, to three figures.
+pub(super) fn millions(value: f64) -> String {
+    format_us(value / 1e6)
+}
+
+/// Kibibytes, to three figures.
+fn kibibytes(value: f64) -> String {
+    format_us(value / 1024.0)
+}
+
+/// Which measures a table's rows carry.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    timed: bool,
+    counted: bool,
+    memory: bool,
+}
+
+impl Measured {
+    fn of(rows: &[Row]) -> Self {
+        let counted = rows.iter().any(|r| r.instructions.is_some());
+        let memory = rows.iter().any(|r| r.memory.is_some());
+        Self {
+            timed: rows.iter().any(|r| r.sample_count > 0) || !(counted || memory),
+            counted,
+            memory,
+        }
+    }
+}
+
+/// The time columns: handshakes/s, each side's CPU, the wall time with
+/// its interval, p99, n and the ratio.
+fn time_columns<'a>(measured: Measured) -> Vec<Column<'a>> {
+    let median = |s: Option<Summary>| s.map(|s| format_us(s.median)).unwrap_or_else(dash);
+    let ratio_header = if measured.counted {
+        "× baseline (CPU time)"
+    } else {
+        "× baseline (±95% CI)"
+    };
+    vec![
+        Column::new("handshakes/s", 3, |r: &Row| {
+            r.handshakes_per_second
+                .map(|h| format!("{h:.0}"))
+                .unwrap_or_else(dash)
+        }),
+        Column::new("client CPU µs", 2, move |r: &Row| median(r.client_cpu_us)),
+        Column::new("server CPU µs", 2, move |r: &Row| median(r.server_cpu_us)),
+        Column::new("wall µs (median ±95% CI)", 0, |r: &Row| {
+            r.wall_us
+                .map(|w| {
+                    let spread = w.median_ci95.relative_half_width(w.median) * 100.0;
+                    format!("{} ±{spread:.1}%", format_us(w.median))
+                })
+                .unwrap_or_else(dash)
+        }),
+        Column::new("p99 µs", 5, |r: &Row| {
+            r.wall_us.map(|s| format_us(s.p99)).unwrap_or_else(dash)
+        }),
+        Column::new("n", 4, |r: &Row| {
+            if r.sample_count > 0 {
+                r.sample_count.to_string()
+            } else {
+                dash()
+            }
+        }),
+        Column::new(ratio_header, 0, |r: &Row| {
+            let timed = (r.sample_count > 0).then_some(r.ratio_to_baseline.as_ref());
+            timed.flatten().map(ratio_text).unwrap_or_else(dash)
+        }),
+    ]
+}
+
+/// The instruction columns: each side's millions, their spread, the
+/// handshakes counted (when no time column says n) and the ratio.
+fn instruction_columns<'a>(measured: Measured) -> Vec<Column<'a>> {
+    let side = |pick: fn(&CountedFigures) -> Option<Summary>| {
+        move |r: &Row| {
+            r.instructions
+                .as_ref()
+                .and_then(pick)
+                .map(|s| millions(s.median))
+                .unwrap_or_else(dash)
+        }
+    };
+    let mut columns = vec![
+        Column::new("client M instr", 1, side(|f| f.client)),
+        Column::new("server M instr", 1, side(|f| f.server)),
+        Column::new("spread", 4, |r: &Row| {
+            r.instructions
+                .as_ref()
+                .and_then(|f| f.spread)
+                .map(|s| format!("{:.2}%", s * 100.0))
+                .unwrap_or_else(dash)
+        }),
+    ];
+    if !measured.timed {
+        columns.push(Column::new("n", 4, |r: &Row| {
+            r.instructions
+                .as_ref()
+                .map(|f| f.samples.len())
+                .filter(|n| *n > 0)
+                .map_or_else(dash, |n| n.to_string())
+        }));
+    }
+    columns.push(Column::new(
+        if measured.timed {
+            "× baseline (instructions)"
+        } else {
+            "× baseline (±95% CI)"
+        },
+        0,
+        |r: &Row| {
+            r.instructions
+                .as_ref()
+                .and_then(|f| f.ratio_to_baseline.as_ref())
+                .map(ratio_text)
+                .unwrap_or_else(dash)
+        },
+    ));
+    columns
+}
+
+/// The heap columns: each side's peak and what it keeps, in KiB.
+fn memory_columns<'a>() -> Vec<Column<'a>> {
+    let figure = |pick: fn(&MemoryFigures) -> Option<f64>| {
+        move |r: &Row| {
+            r.memory
+                .as_ref()
+                .and_then(pick)
+                .map(kibibytes)
+                .unwrap_or_else(dash)
+        }
+    };
+    vec![
+        Column::new("client peak KiB", 1, figure(|m| m.client_peak_heap_bytes)),
+        Column::new("server peak KiB", 1, figure(|m| m.server_peak_heap_bytes)),
+        Column::new("client kept KiB", 2, figure(|m| m.client_retained_bytes)),
+        Column::new("server kept KiB", 2, figure(|m| m.server_retained_bytes)),
+    ]
+}
+
+/// The table a person reads. Narrow terminals drop first p99 and the
+/// sample count, then handshakes/s, then the CPU columns; the backend,
+/// scenario, wall time, ratio and notes always stay. Counted runs show
+/// each side's instructions (and heap bytes) beside or instead of the time.
+pub(super) fn table(rows: &[Row], baseline: Option<&str>, counted_with: Option<&str>) -> Table {
+    let measured = Measured::of(rows);
+    // The transport is a column only when some row ran over a socket.
+    let with_transport = rows.iter().any(|r| r.scenario.transport.is_socket());
+    let mut columns = vec![Column::new("backend", 0, |r: &Row| r.backend.clone())
+        .text()
+        .kind(ColumnKind::Axis)];
+    for (i, header) in AXIS_HEADERS.iter().enumerate() {
+        columns.push(
+            Column::new(header, 0, move |r: &Row| axis_cells(&r.scenario)[i].clone())
+                .text()
+                .kind(ColumnKind::Axis),
+        );
+    }
+    if with_transport {
+        columns.push(
+            Column::new("transport", 0, |r: &Row| {
+                r.scenario.transport.display().to_string()
+            })
+            .text()
+            .kind(ColumnKind::Axis),
+        );
+    }
+    if measured.timed {
+        columns.extend(time_columns(measured));
+    }
+    if measured.counted {
+        columns.extend(instruction_columns(measured));
+    }
+    if measured.memory {
+        columns.extend(memory_columns());
+    }
+    // Quantum safety follows from the axes: said once when every row shares it.
+    columns.push(
+        Column::new("quantum-safe", 1, |r: &Row| {
+            quantum_safe(&r.scenario).to_string()
+        })
+        .text()
+        .kind(ColumnKind::Axis),
+    );
+    columns.push(
+        Column::new("notes", 0, notes)
+            .text()
+            .kind(ColumnKind::Notes),
+    );
+    let headers: Vec<&str> = columns.iter().map(|c| c.header).collect();
+    let numeric: Vec<bool> = columns.iter().map(|c| c.numeric).collect();
+    let priority: Vec<u8> = columns.iter().map(|c| c.priority).collect();
+    let mut table = Table::new(&headers, &numeric).priorities(&priority);
+    for kind in [ColumnKind::Axis, ColumnKind::Notes] {
+        let marked: Vec<usize> = (0..columns.len())
+            .filter(|&i| columns[i].kind == kind)
+            .collect();
+        table = table.mark(&marked, kind);
+    }
+    table.rows = rows
+        .iter()
+        .map(|row| columns.iter().map(|c| (c.cell)(row)).collect())
+        .collect();
+    table.notes = table_notes(rows, baseline, counted_with, measured, with_transport);
+    table
+}
+
+/// What the columns mean and how the ratios were taken.
+fn table_notes(
+    rows: &[Row],
+    baseline: Option<&str>,
+    counted_with: Option<&str>,
+    measured: Measured,
+    with_transport: bool,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if measured.timed {
+        notes.push("client/server CPU: the thread's CPU time inside each side's library calls (CLOCK_THREAD_CPUTIME_ID), median. Over memory, where the two sides take turns on one thread, it is the handshake's CPU time split as the wall time inside each side's calls; a handshake during which the thread was preempted is retaken with the clock read at every turn. The exports also hold the wall time inside the calls.".to_string());
+    }
+    if with_transport {
+        notes.push("TCP, UDP rows: client and server in two threads over a loopback socket; each side's CPU includes the kernel's work for its socket calls (and for TCP its connect or accept), the wall time runs until the later side is done.".to_string());
+    }
+    if rows.iter().any(|r| r.backend == "nginx") {
+        notes.push("nginx rows: the client is tlslab's OpenSSL over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is nginx's worker process from before the connect to the connection's close (/proc/PID/schedstat), its kernel TCP work included.".to_string());
+    }
+    if measured.counted {
+        notes.push(format!(
+            "client/server M instr: instructions executed inside each side's library calls per handshake, in millions, counted under {}'s callgrind (median of the handshakes counted; setup and tlslab's bookkeeping between turns not counted). Counts repeat on any machine and beside any other work, but say nothing of cache misses, stalls or the clock: a row of fewer instructions can still take longer. Under valgrind the libraries see no AVX-512 (valgrind hides it), so their code paths can differ from a native run. spread: (max − min) / median of the handshakes' totals.",
+            counted_with.unwrap_or("valgrind")
+        ));
+    }
+    if measured.memory {
+        notes.push("peak/kept KiB: heap bytes each side's allocations held at most during the handshake, and still held once it was done (what an established, idle connection keeps); every malloc of the libraries counted, median of the handshakes counted.".to_string());
+    }
+    if let Some(baseline) = baseline {
+        if measured.timed {
+            notes.push(format!(
+                "× baseline{}: CPU time (client + server) relative to {baseline}, the median of same-round ratios (rounds interleave every cell); ±: the 95% interval of that median from order statistics.",
+                if measured.counted { " (CPU time)" } else { "" }
+            ));
+        }
+        if measured.counted {
+            notes.push(format!(
+                "× baseline{}: instructions (client + server) relative to {baseline}, the median of the ratios of same-numbered handshakes; ± from six handshakes on.",
+                if measured.timed { " (instructions)" } else { "" }
+            ));
+        }
+    }
+    notes
+}
