@@ -13,7 +13,7 @@ use openssl::pkey::PKey;
 use openssl::ssl::{SslAcceptor, SslMethod};
 use openssl::x509::X509;
 use tlslab::scenario::CertKind;
-use tlslab::workload::nginx::page_bytes;
+use tlslab::workload::site::page_bytes;
 
 use crate::plots::{rects_filled, svg_texts};
 use crate::util::{cert_dir, certs, has_row, nginx_lock, tlslab};

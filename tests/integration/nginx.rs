@@ -219,11 +219,7 @@ fn ctrl_c_stops_every_nginx() {
 fn bad_server_options_are_usage_errors() {
     let run = tlslab(&["handshake", "--server", "apache"]);
     run.expect_code(2);
-    assert!(
-        run.stderr().contains("inprocess, nginx"),
-        "{}",
-        run.stderr()
-    );
+    assert!(run.stderr().contains("nginx, embedded"), "{}", run.stderr());
     let run = tlslab(&["handshake", "--server", "nginx", "--backend", "rustls-ring"]);
     run.expect_code(2);
     assert!(run.stderr().contains("--backend"), "{}", run.stderr());
