@@ -323,6 +323,7 @@ named_values!(
     Payload,
     Engine,
     Primitive,
+    crate::scenario::ServerKind,
 );
 
 /// One item of `speed --algorithm`: every algorithm, or one.
@@ -521,16 +522,6 @@ pub enum MutualArg {
     Both,
 }
 
-/// The server `handshake` measures against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HandshakeServer {
-    /// Client and server in one process, over memory (or --transport).
-    Inprocess,
-    /// Debian's nginx started on loopback per row; tlslab's OpenSSL is the client.
-    Nginx,
-}
-
 /// The link `handshake --link` measures over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -540,15 +531,6 @@ pub enum Link {
     /// The kernel's netem: not built (refused saying why, and what to use).
     #[value(hide = true)]
     Netem,
-}
-
-/// The server `load` starts for its run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LoadServer {
-    /// Debian's nginx on loopback.
-    Nginx,
-    /// tlslab's own HTTPS server, in this process on its own threads.
-    Embedded,
 }
 
 /// How `load` uses its connections.
@@ -643,17 +625,12 @@ pub struct HandshakeArgs {
     #[arg(long, value_name = "LIST")]
     pub backend: Option<String>,
 
-    /// The server: inprocess (client and server in one process, over memory)
-    /// or nginx (Debian's nginx started on loopback per row, tlslab's OpenSSL
-    /// as the client over TCP; the server's CPU is its worker's). [default: inprocess]
-    #[arg(
-        long,
-        value_enum,
-        value_name = "SERVER",
-        ignore_case = true,
-        hide_possible_values = true
-    )]
-    pub server: Option<HandshakeServer>,
+    /// The server: embedded (tlslab's own, also called inprocess: client
+    /// and server in one process, over memory) or nginx (Debian's nginx
+    /// started on loopback per row, tlslab's OpenSSL as the client over TCP;
+    /// the server's CPU is its worker's). [default: embedded]
+    #[arg(long, value_name = "SERVER", hide_possible_values = true)]
+    pub server: Option<crate::scenario::ServerKind>,
 
     /// Handshake with tlslab's server on another host instead of in this
     /// process: `tlslab serve --handshakes` running there, at HOST:PORT. It
@@ -1593,14 +1570,8 @@ pub struct LoadArgs {
     /// The server started for the run: nginx (Debian's, on loopback) or
     /// embedded (tlslab's own HTTPS server, in this process on its own
     /// threads; see `tlslab serve`). [default: nginx; embedded with --preset]
-    #[arg(
-        long,
-        value_enum,
-        value_name = "SERVER",
-        ignore_case = true,
-        hide_possible_values = true
-    )]
-    pub server: Option<LoadServer>,
+    #[arg(long, value_name = "SERVER", hide_possible_values = true)]
+    pub server: Option<crate::scenario::ServerKind>,
 
     /// The embedded server's TLS backend: openssl, rustls-aws-lc,
     /// rustls-ring (rustls counts its crypto per category). [default:

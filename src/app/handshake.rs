@@ -17,7 +17,7 @@ use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
 use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
-use crate::cli::{ExportArgs, GenericPlan, HandshakeArgs, HandshakeServer};
+use crate::cli::{ExportArgs, GenericPlan, HandshakeArgs};
 use crate::host::HostInfo;
 use crate::measure::{CellStatus, Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
@@ -30,8 +30,8 @@ use crate::scenario::{
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_matrix, CountOptions};
 use crate::workload::handshake::{run_cells, CellResult};
-use crate::workload::nginx::NginxBackend;
 use crate::workload::remote::{Remote, RemoteBackend};
+use crate::workload::server::{self, ServerBackend, ServerDescriptor, ServerOptions};
 
 /// Sampling defaults of `handshake`.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
@@ -356,34 +356,36 @@ impl Study for HandshakeStudy {
 }
 
 /// The backends the client handshakes with: those asked (or the preset's),
-/// nginx's with `--server nginx`, each through the remote server with
-/// `--remote`.
+/// the server's with `--server nginx` (a program: see [`program_server`]),
+/// each through the remote server with `--remote`.
 fn server_backends(
     args: &HandshakeArgs,
     preset: Option<Preset>,
     matrix: &HandshakeMatrix,
     remote: Option<&Arc<Remote>>,
 ) -> Result<Vec<Arc<dyn Backend>>> {
-    let backends: Vec<Arc<dyn Backend>> = match args.server.unwrap_or(HandshakeServer::Inprocess) {
-        HandshakeServer::Inprocess => chosen_backends(
+    let backends: Vec<Arc<dyn Backend>> = match program_server(args) {
+        None => chosen_backends(
             args.backend.as_deref(),
             preset.map(|p| p.default_backends()),
             Some(&matrix.versions),
         )?,
-        HandshakeServer::Nginx => {
+        Some(program) => {
+            let name = program.kind.name();
             if args.backend.as_deref().is_some_and(|b| b != "openssl") {
-                return Err(usage(
-                    "with --server nginx the client is tlslab's OpenSSL: --backend must be openssl or left out",
-                ));
+                return Err(usage(format!(
+                    "with --server {name} the client is tlslab's OpenSSL: --backend must be openssl or left out"
+                )));
             }
             if args.transport.is_some() {
-                return Err(usage(
-                    "with --server nginx the client always talks TCP to nginx: leave --transport out",
-                ));
+                return Err(usage(format!(
+                    "with --server {name} the client always talks TCP to {name}: leave --transport out"
+                )));
             }
-            // Every nginx it starts stops when the backend drops, at the
+            // Every server it starts stops when the backend drops, at the
             // end of the run whatever happens.
-            vec![Arc::new(NginxBackend::new()?)]
+            let opened = (program.open)(&ServerOptions::default())?;
+            vec![Arc::new(ServerBackend::new(opened))]
         }
     };
     Ok(match remote {
@@ -395,6 +397,16 @@ fn server_backends(
             .collect(),
         None => backends,
     })
+}
+
+/// The server `--server` names when it is a program of its own (nginx),
+/// which tlslab's OpenSSL handshakes with over TCP; `None` without
+/// `--server` or for tlslab's own server, whose handshakes run both sides
+/// in this process.
+fn program_server(args: &HandshakeArgs) -> Option<&'static ServerDescriptor> {
+    args.server
+        .map(server::descriptor)
+        .filter(|descriptor| !descriptor.in_process)
 }
 
 /// The baseline asked for: `--baseline`, which must be a row of the
@@ -476,10 +488,11 @@ impl Counting {
                 "--cpu-features generic runs the matrix again in a child process, which has no --remote server: leave it out",
             ));
         }
-        if counted && args.server == Some(HandshakeServer::Nginx) {
-            return Err(usage(
-                "counted measures run both sides in tlslab's process; against nginx use --measure time",
-            ));
+        if let Some(program) = program_server(args).filter(|_| counted) {
+            return Err(usage(format!(
+                "counted measures run both sides in tlslab's process; against {} use --measure time",
+                program.kind.name()
+            )));
         }
         if counted && feature_sets.contains(&CpuFeatures::Generic) {
             return Err(usage(
@@ -574,11 +587,9 @@ fn generic_cells(
             child.exports = ExportArgs::default();
             child.quiet = true;
             // A preset's own backends (its companions' included) are
-            // planned by the child as by the parent; nginx's client is
-            // tlslab's OpenSSL whatever --backend says.
-            if args.server != Some(HandshakeServer::Nginx)
-                && (args.backend.is_some() || args.preset.is_none())
-            {
+            // planned by the child as by the parent; a program server's
+            // client is tlslab's OpenSSL whatever --backend says.
+            if program_server(args).is_none() && (args.backend.is_some() || args.preset.is_none()) {
                 child.backend = Some(maskable.join(","));
             }
             GenericPlan::Handshake(Box::new(child))

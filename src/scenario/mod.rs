@@ -11,6 +11,7 @@ pub mod names;
 pub mod network;
 pub mod offer;
 pub mod presets;
+pub mod server;
 pub mod shard;
 pub mod speed;
 pub mod transport;
@@ -24,6 +25,7 @@ pub use cpu::CpuFeatures;
 pub use measure::Measure;
 pub use names::{distinct, parse_list, parse_name, Named, UnknownName};
 pub use offer::ServerOffer;
+pub use server::ServerKind;
 pub use shard::Shard;
 pub use transport::Transport;
 

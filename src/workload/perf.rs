@@ -18,10 +18,11 @@ pub struct Recording {
     output: PathBuf,
 }
 
-/// Starts sampling `pid` into `output`; fails with perf's own message if
-/// perf is missing or not allowed here.
-pub fn record(pid: u32, output: &Path) -> Result<Recording> {
-    start(&["-p".to_string(), pid.to_string()], output)
+/// Starts sampling the processes `pids` into `output`; fails with perf's
+/// own message if perf is missing or not allowed here.
+pub fn record(pids: &[u32], output: &Path) -> Result<Recording> {
+    let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+    start(&["-p".to_string(), list.join(",")], output)
 }
 
 /// Starts sampling only the threads `tids` (of this or another process)

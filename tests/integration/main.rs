@@ -22,6 +22,7 @@ mod processes;
 mod ratios;
 mod recommend;
 mod serve;
+mod servers;
 mod slurm;
 mod store;
 mod tables;

@@ -1,11 +1,13 @@
-//! Handshakes against a real nginx (Debian's package; required in CI): the
-//! rows are verified and measured on both sides, and every nginx tlslab
-//! started is gone when it exits, also after Ctrl-C.
+//! What is nginx's own in handshakes against it (Debian's package; required
+//! in CI): the rows its OpenSSL can and cannot serve (DHE, an ECDSA
+//! certificate with DHE), each resumption mode and mutual TLS configured on
+//! it, every nginx tlslab started gone when it exits. What every server
+//! does (start, stop, signals, a row, a load) is in [`crate::servers`].
 
 use std::path::Path;
 use std::process::Command;
 
-use crate::util::{cert_dir, nginx_lock, skip_without_nginx, tlslab, Run};
+use crate::util::{cert_dir, nginx_lock, skip_without_nginx, Run};
 
 /// nginx processes started by tlslab (their prefix is a tlslab-nginx- directory).
 /// tlslab run with its temporary directory (where it puts nginx's prefix)
@@ -173,58 +175,4 @@ fn nginx_resumes_sessions_and_requires_client_certificates() {
         );
     }
     assert_eq!(our_nginx_processes(tmp.path()), Vec::<String>::new());
-}
-
-#[test]
-fn ctrl_c_stops_every_nginx() {
-    let _one = nginx_lock();
-    if skip_without_nginx("ctrl_c_stops_every_nginx") {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
-        .env("TMPDIR", tmp.path())
-        .args([
-            "handshake",
-            "--server",
-            "nginx",
-            "--tls",
-            "1.3",
-            "--group",
-            "x25519,p256",
-            "--cert",
-            "ecdsa_p256",
-            "--runs",
-            "50",
-            "--warmup",
-            "0",
-            "--no-db",
-            "-q",
-            "--cert-dir",
-            cert_dir().to_str().unwrap(),
-        ])
-        .env("TLSLAB_TEST_SIGINT_AFTER_ROUNDS", "2")
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(our_nginx_processes(tmp.path()), Vec::<String>::new());
-}
-
-#[test]
-fn bad_server_options_are_usage_errors() {
-    let run = tlslab(&["handshake", "--server", "apache"]);
-    run.expect_code(2);
-    assert!(
-        run.stderr().contains("inprocess, nginx"),
-        "{}",
-        run.stderr()
-    );
-    let run = tlslab(&["handshake", "--server", "nginx", "--backend", "rustls-ring"]);
-    run.expect_code(2);
-    assert!(run.stderr().contains("--backend"), "{}", run.stderr());
 }

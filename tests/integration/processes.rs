@@ -133,7 +133,7 @@ fn kill_9_leaves_no_nginx_and_the_next_run_removes_its_directory() {
         let masters = processes_mentioning(&tmp_text);
         let mut found = masters.clone();
         for master in masters {
-            found.extend(tlslab::workload::nginx::children_of(master));
+            found.extend(tlslab::workload::process::children_of(master));
         }
         if found.len() >= 2 {
             found

@@ -132,7 +132,7 @@ pub fn skip_without(missing: Option<String>, test: &str, install: &str) -> bool 
 /// Returns true if and only if `test` must skip because nginx is not
 /// installed (see `skip_without`).
 pub fn skip_without_nginx(test: &str) -> bool {
-    let missing = tlslab::workload::nginx::nginx_binary()
+    let missing = tlslab::workload::server::nginx::nginx_binary()
         .is_none()
         .then(|| "nginx is not installed".to_string());
     skip_without(missing, test, "apt-get install nginx-light")
@@ -279,7 +279,7 @@ pub fn processes_mentioning(text: &str) -> Vec<u32> {
 
 /// The PIDs of `parent`'s children whose command line holds `text`.
 pub fn children_mentioning(parent: u32, text: &str) -> Vec<u32> {
-    let children = tlslab::workload::nginx::children_of(parent);
+    let children = tlslab::workload::process::children_of(parent);
     processes_mentioning(text)
         .into_iter()
         .filter(|pid| children.contains(pid))

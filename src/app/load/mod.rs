@@ -28,17 +28,18 @@ use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
 use crate::backend::{Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, Credentials, SERVER_NAME};
-use crate::cli::{LoadArgs, LoadServer, Seconds};
+use crate::cli::{LoadArgs, Seconds};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
-use crate::scenario::{HandshakeScenario, Measure};
+use crate::scenario::{HandshakeScenario, Measure, Named, ServerKind};
 use crate::store::{LoadRecord, RunKind, Store, StoredRun};
 use crate::workload::load::{self, Driver, Endpoint, Mode, Plan as LoadPlan};
-use crate::workload::nginx::{page_bytes, NginxBackend};
+use crate::workload::server::{descriptor, ServerOptions, SERVERS};
+use crate::workload::site::page_bytes;
 use options::{load_version, mode_and_resumption, one_scenario, page_size};
-use server::{Profiler, ServerChoice, ServerUnderTest};
+use server::{LoadedServer, Profiler, ServerChoice};
 use target::{parse_max_rate, parse_target, probe_target, split_url, Target};
 
 /// The most clients of the blocking driver, one thread each (about 8 MiB
@@ -145,7 +146,7 @@ impl Study for LoadStudy {
         let server = choose_server(args, preset.is_some(), target, &scenario)?;
         // The counted handshake's backend: the embedded server's, or for
         // nginx tlslab's own OpenSSL.
-        let counted_with = counted_backend(args, targeted, server.embedded())?;
+        let counted_with = counted_backend(args, targeted, server.backend())?;
         Ok(Plan::Run(Self {
             preset,
             scenario,
@@ -208,7 +209,7 @@ impl Study for LoadStudy {
         let credentials = certs.get(self.scenario.cert, self.scenario.chain_depth)?;
         let context = self.client_context(&credentials)?;
         // Stopped when it drops, whatever happens.
-        let mut server = ServerUnderTest::start(
+        let mut server = LoadedServer::start(
             &self.server,
             &self.scenario,
             &credentials,
@@ -242,7 +243,7 @@ impl Study for LoadStudy {
             )?;
             self.probed = Some((target.address.to_string(), attempts));
         }
-        let cpu_before = server.nginx_cpu_ns()?;
+        let cpu_before = server.worker_cpu_ns()?;
         let endpoint = Endpoint {
             context,
             address: server.address,
@@ -255,23 +256,28 @@ impl Study for LoadStudy {
         let result = load::run(&self.plan, &endpoint, self.driver, session.interrupt())
             .context("running the load")?;
         let mut server_cpu_ns = match cpu_before {
-            // After Ctrl-C nginx may be gone too (a signal sent to every
-            // process, as at a shutdown): its CPU is then not known, and
-            // what the load measured is still kept.
-            Some(before) => match server.nginx_cpu_ns() {
+            // After Ctrl-C the server may be gone too (a signal sent to
+            // every process, as at a shutdown): its CPU is then not known,
+            // and what the load measured is still kept.
+            Some(before) => match server.worker_cpu_ns() {
                 Ok(after) => after.map(|after| after.saturating_sub(before)),
                 Err(_) if result.interrupted => None,
-                Err(error) => return Err(error.context("nginx ended during the load")),
+                Err(error) => {
+                    return Err(
+                        error.context(format!("{} ended during the load", self.server.name()))
+                    )
+                }
             },
             None => None,
         };
-        let embedded = server.stop_embedded()?;
+        // A server that counts its own figures (the embedded server's
+        // threads' CPU) is taken at its word.
+        let embedded = server.stop()?;
         if let Some((stats, _)) = &embedded {
             server_cpu_ns = Some(stats.cpu_ns);
         }
         let scope = profiler.scope.clone();
-        let (profile, categories) =
-            profiler.finish(embedded.as_ref().map(|(_, backend)| backend.as_str()));
+        let (profile, categories) = profiler.finish(&server);
         let description = server.description.clone();
         drop(server);
         let counted = self.count_server_handshake(&certs, session);
@@ -333,7 +339,7 @@ impl LoadStudy {
     fn target(&self) -> Option<&Target> {
         match &self.server {
             ServerChoice::Target(target) => Some(target),
-            _ => None,
+            ServerChoice::Started(_) => None,
         }
     }
 
@@ -443,8 +449,9 @@ fn load_plan(
     Ok(plan)
 }
 
-/// The server to load: a server the user runs (`--target`), tlslab's
-/// embedded server (`--server embedded`, a preset's default), else nginx.
+/// The server to load: a server the user runs (`--target`), else a
+/// server under test started for the run: `--server`, else tlslab's
+/// embedded server for a preset, nginx otherwise.
 fn choose_server(
     args: &LoadArgs,
     preset: bool,
@@ -453,41 +460,49 @@ fn choose_server(
 ) -> Result<ServerChoice> {
     // A preset's study runs on the embedded OpenSSL server (its symbols are
     // there for perf); anything else on nginx, unless told otherwise.
-    let embedded = match args.server {
-        None => preset && target.is_none(),
-        Some(LoadServer::Nginx) => false,
-        Some(LoadServer::Embedded) => true,
-    };
+    let kind = args.server.unwrap_or(if preset && target.is_none() {
+        ServerKind::Embedded
+    } else {
+        ServerKind::Nginx
+    });
     if target.is_some() && args.server.is_some() {
         return Err(usage(
             "--target aims at a server you run; --server starts one: give one of them",
         ));
     }
-    if !embedded && (args.backend.is_some() || args.threads.is_some()) {
-        return Err(usage(
-            "--backend and --threads configure the embedded server: add --server embedded",
-        ));
+    let descriptor = descriptor(kind);
+    if !descriptor.in_process && (args.backend.is_some() || args.threads.is_some()) {
+        let own: Vec<String> = SERVERS
+            .iter()
+            .filter(|d| d.in_process)
+            .map(|d| format!("--server {}", d.kind.name()))
+            .collect();
+        return Err(usage(format!(
+            "--backend and --threads configure the embedded server: add {}",
+            own.join(" or ")
+        )));
     }
     // Each worker is an event loop holding many connections: one per core.
     let workers = event_loop_threads("threads", args.threads)?;
     if let Some(target) = target {
         return Ok(ServerChoice::Target(target));
     }
-    if embedded {
+    let mut options = ServerOptions {
+        backend: None,
+        threads: workers,
+    };
+    if descriptor.in_process {
+        // A server on tlslab's backends is checked as `serve` checks it.
         let default_backend = if preset { "openssl" } else { "rustls-aws-lc" };
         let id = server_backend(args.backend.as_deref().unwrap_or(default_backend))?;
-        let library = check_supported(id, scenario)?;
-        return Ok(ServerChoice::Embedded {
-            id,
-            library,
-            workers,
-        });
+        check_supported(id, scenario)?;
+        options.backend = Some(id);
     }
-    let backend = NginxBackend::new()?;
-    if let Some(reason) = backend.unsupported_reason(scenario) {
+    let server = (descriptor.open)(&options)?;
+    if let Some(reason) = server.unsupported_reason(scenario) {
         return Err(usage(reason));
     }
-    Ok(ServerChoice::Nginx(backend))
+    Ok(ServerChoice::Started(server))
 }
 
 fn document(record: &LoadRecord, heading: &str) -> Document {

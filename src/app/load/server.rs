@@ -1,36 +1,31 @@
-//! The server a load runs against, and the profiler beside it: nginx or
-//! tlslab's embedded server, started on loopback for the run and stopped
-//! when the value drops whatever happens, or a server the user runs
-//! (`--target`); perf recording the server's worker while it is loaded.
+//! The server a load runs against, and the profiler beside it: a server
+//! under test (nginx, tlslab's embedded server, any of
+//! [`crate::workload::server`]'s) started on loopback for the run and
+//! stopped when the value drops whatever happens, or a server the user
+//! runs (`--target`); perf recording the server's workers while it is
+//! loaded.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
 use super::target::Target;
-use crate::backend::{server_acceptor, Backend, BackendId, LibraryInfo};
+use crate::backend::{BackendId, LibraryInfo};
 use crate::certs::Credentials;
-use crate::scenario::HandshakeScenario;
-use crate::workload::nginx::{Nginx, NginxBackend, Site};
+use crate::scenario::{HandshakeScenario, Named};
 use crate::workload::perf;
-use crate::workload::serve::{Server, ServerStats};
-
-/// Why nginx's samples are not put in symbol categories.
-const NGINX_STRIPPED: &str = "nginx runs on Debian's libcrypto.so.3, which is stripped of its internal symbols: perf names only its exported functions there, so a split per symbol category would mislead; the split per shared object above stands (for categories, run the embedded server: --server embedded --backend openssl)";
+use crate::workload::serve::ServerStats;
+use crate::workload::server::{RunningServer, ServerSetup, ServerUnderTest, Workers};
+use crate::workload::site::Site;
 
 /// Which server a load aims at, as planned.
 pub(super) enum ServerChoice {
     /// A server the user runs.
     Target(Target),
-    /// tlslab's embedded server on this backend, with this many workers.
-    Embedded {
-        id: BackendId,
-        library: LibraryInfo,
-        workers: usize,
-    },
-    /// Debian's nginx.
-    Nginx(NginxBackend),
+    /// A server under test, started for the run.
+    Started(Arc<dyn ServerUnderTest>),
 }
 
 impl ServerChoice {
@@ -39,37 +34,51 @@ impl ServerChoice {
     pub(super) fn libraries(&self, client: &LibraryInfo) -> Vec<LibraryInfo> {
         match self {
             ServerChoice::Target(_) => vec![client.clone()],
-            ServerChoice::Embedded { library, .. } => vec![library.clone()],
-            ServerChoice::Nginx(backend) => vec![backend.library()],
+            ServerChoice::Started(server) => vec![server.library()],
         }
     }
 
-    /// The embedded server's backend, if that is the server.
-    pub(super) fn embedded(&self) -> Option<BackendId> {
+    /// The tlslab backend the started server runs on, if it runs on one.
+    pub(super) fn backend(&self) -> Option<BackendId> {
         match self {
-            ServerChoice::Embedded { id, .. } => Some(*id),
-            _ => None,
+            ServerChoice::Started(server) => server.backend(),
+            ServerChoice::Target(_) => None,
+        }
+    }
+
+    /// The server's name ("nginx", "embedded"; "the target").
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            ServerChoice::Started(server) => server.kind().name(),
+            ServerChoice::Target(_) => "the target",
+        }
+    }
+
+    /// Whether perf's symbols can be put in categories for this server,
+    /// or why not.
+    fn symbol_categories(&self) -> Result<(), String> {
+        match self {
+            ServerChoice::Started(server) => server.symbol_categories(),
+            ServerChoice::Target(_) => Err("a --target server is not profiled".to_string()),
         }
     }
 }
 
-/// A server under load, running until it drops.
-pub(super) enum Running {
-    Target,
-    Embedded { server: Server, backend: String },
-    Nginx(Nginx),
-}
-
-/// The server started for a load: where it listens and what it is, in words.
-pub(super) struct ServerUnderTest {
-    pub running: Running,
+/// The server started for a load (none for a server the user runs): where
+/// it listens and what it is, in words.
+pub(super) struct LoadedServer {
+    running: Option<Box<dyn RunningServer>>,
+    /// The backend a counting server ran on, for its figures.
+    backend: String,
+    /// Whether its symbols can be put in categories, or why not.
+    symbol_categories: Result<(), String>,
     pub address: SocketAddr,
     pub description: String,
 }
 
-impl ServerUnderTest {
+impl LoadedServer {
     /// Starts the chosen server for `scenario`, serving pages of
-    /// `page_bytes` (nginx), resuming sessions when `resume` says.
+    /// `page_bytes`, resuming sessions when `resume` says.
     pub(super) fn start(
         choice: &ServerChoice,
         scenario: &HandshakeScenario,
@@ -77,75 +86,51 @@ impl ServerUnderTest {
         page_bytes: usize,
         resume: bool,
     ) -> Result<Self> {
+        let symbol_categories = choice.symbol_categories();
         Ok(match choice {
             ServerChoice::Target(target) => Self {
-                running: Running::Target,
+                running: None,
+                backend: String::new(),
+                symbol_categories,
                 address: target.address,
                 description: format!("{} (your server)", target.address),
             },
-            ServerChoice::Embedded {
-                id,
-                library,
-                workers,
-            } => {
-                let acceptor = server_acceptor(*id, scenario, credentials)?;
-                let server = Server::start(
-                    acceptor,
-                    SocketAddr::from(([127, 0, 0, 1], 0)),
-                    *workers,
-                    *id != BackendId::Openssl,
-                )?;
-                Self {
-                    address: server.address(),
-                    description: format!(
-                        "tlslab's embedded server on {} ({workers} workers)",
-                        library.backend
-                    ),
-                    running: Running::Embedded {
-                        server,
-                        backend: library.backend.clone(),
-                    },
-                }
-            }
-            ServerChoice::Nginx(backend) => {
-                let nginx = Nginx::serving(
+            ServerChoice::Started(server) => {
+                let running = server.start(&ServerSetup {
                     scenario,
                     credentials,
-                    &Site {
+                    site: &Site {
                         page_sizes: vec![page_bytes],
                         session_resumption: resume,
                     },
-                )?;
+                })?;
                 Self {
-                    address: nginx.address(),
-                    description: format!("nginx {}", backend.library().version),
-                    running: Running::Nginx(nginx),
+                    address: running.address(),
+                    description: running.description(),
+                    running: Some(running),
+                    backend: server.library().backend,
+                    symbol_categories,
                 }
             }
         })
     }
 
-    /// nginx's worker's CPU time so far, nanoseconds (`None` for other servers).
-    pub(super) fn nginx_cpu_ns(&self) -> Result<Option<u64>> {
-        match &self.running {
-            Running::Nginx(nginx) => nginx.worker_cpu_ns().map(Some),
-            _ => Ok(None),
-        }
+    /// The started server's workers' CPU time so far, nanoseconds (`None`
+    /// for a server the user runs).
+    pub(super) fn worker_cpu_ns(&self) -> Result<Option<u64>> {
+        self.running
+            .as_ref()
+            .map(|running| running.worker_cpu_ns())
+            .transpose()
     }
 
-    /// Stops the embedded server and returns its figures and backend id
-    /// (`None` for other servers, which stop when dropped).
-    pub(super) fn stop_embedded(&mut self) -> Result<Option<(ServerStats, String)>> {
-        match std::mem::replace(&mut self.running, Running::Target) {
-            Running::Embedded { server, backend } => Ok(Some((
-                server.stop().context("stopping the embedded server")?,
-                backend,
-            ))),
-            other => {
-                self.running = other;
-                Ok(None)
-            }
-        }
+    /// Stops the started server and returns its figures and backend id,
+    /// for a server that counts them (the embedded server); `None` else.
+    pub(super) fn stop(&mut self) -> Result<Option<(ServerStats, String)>> {
+        let Some(running) = self.running.take() else {
+            return Ok(None);
+        };
+        Ok(running.stop()?.map(|stats| (stats, self.backend.clone())))
     }
 }
 
@@ -166,9 +151,9 @@ pub(super) struct Profiler {
 pub(super) type Shares = Result<Vec<(String, f64)>, String>;
 
 impl Profiler {
-    /// Starts perf on the server's worker (nginx) or threads (embedded)
-    /// when `wanted`; a server the user runs is not profiled.
-    pub(super) fn start(server: &ServerUnderTest, wanted: bool) -> Result<Self> {
+    /// Starts perf on the server's worker processes or threads when
+    /// `wanted`; a server the user runs is not profiled.
+    pub(super) fn start(server: &LoadedServer, wanted: bool) -> Result<Self> {
         let mut profiler = Self {
             recording: None,
             why_not: "not asked for (--perf)".to_string(),
@@ -178,13 +163,16 @@ impl Profiler {
         if !wanted {
             return Ok(profiler);
         }
-        let started = match &server.running {
-            Running::Target => return Ok(profiler),
-            Running::Nginx(nginx) => perf::record(nginx.worker_pid(), &profiler.file()?),
-            Running::Embedded { server, .. } => {
+        let Some(running) = &server.running else {
+            return Ok(profiler);
+        };
+        let workers = running.workers();
+        let started = match &workers {
+            Workers::Processes(pids) => perf::record(pids, &profiler.file()?),
+            Workers::Threads(tids) => {
                 profiler.scope =
                     "the embedded server's worker threads only (perf record -t)".to_string();
-                perf::record_threads(server.thread_ids(), &profiler.file()?)
+                perf::record_threads(tids, &profiler.file()?)
             }
         };
         match started {
@@ -192,9 +180,9 @@ impl Profiler {
             Err(error) => {
                 profiler.why_not = format!(
                     "{error:#}; the server's CPU per request below is from {} instead",
-                    match server.running {
-                        Running::Embedded { .. } => "its threads' CPU clocks",
-                        _ => "/proc",
+                    match workers {
+                        Workers::Threads(_) => "its threads' CPU clocks",
+                        Workers::Processes(_) => "/proc",
                     }
                 )
             }
@@ -212,22 +200,15 @@ impl Profiler {
     }
 
     /// Stops perf and returns its shares per shared object and per symbol
-    /// category; categories read OpenSSL's symbol names, so they are given
-    /// for the embedded OpenSSL server only (`embedded`: its backend id).
-    pub(super) fn finish(self, embedded: Option<&str>) -> (Shares, Shares) {
+    /// category; categories are given where `server` says its symbols can
+    /// be read (tlslab's own OpenSSL), else why not.
+    pub(super) fn finish(self, server: &LoadedServer) -> (Shares, Shares) {
         let Some(recording) = self.recording else {
             return (Err(self.why_not.clone()), Err(self.why_not));
         };
         match recording.finish() {
             Ok(found) => {
-                let categories = match embedded {
-                    None => Err(NGINX_STRIPPED.to_string()),
-                    Some("openssl") => Ok(found.categories),
-                    // rustls is Rust: its state machine would read as tlslab's own code.
-                    Some(backend) => Err(format!(
-                        "the categories read OpenSSL's symbol names; {backend} counts its crypto per category itself (above)"
-                    )),
-                };
+                let categories = server.symbol_categories.clone().map(|()| found.categories);
                 (Ok(found.objects), categories)
             }
             Err(error) => {

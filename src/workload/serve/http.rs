@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use crate::workload::nginx::page_bytes;
+use crate::workload::site::page_bytes;
 
 /// The longest request head the server reads; a longer one is answered 431.
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;

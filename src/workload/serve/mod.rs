@@ -1,6 +1,6 @@
 //! The embedded HTTPS server: HTTP/1.1 over any backend's
 //! [`TlsAcceptor`], serving generated pages `/page_SIZE` (the content of
-//! [`page_bytes`](crate::workload::nginx::page_bytes), so a load generator
+//! [`page_bytes`](crate::workload::site::page_bytes), so a load generator
 //! can check every byte). Each worker thread is an event loop (epoll) over
 //! nonblocking sockets holding many connections at once, as nginx's
 //! workers are: the workers share one listening socket with a long

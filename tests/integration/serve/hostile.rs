@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
-use tlslab::workload::nginx::page_bytes;
+use tlslab::workload::site::page_bytes;
 
 use super::{connect, exchange, read_response, Served};
 use crate::util::has_row;

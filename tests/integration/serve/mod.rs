@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use openssl::ssl::{SslConnector, SslMethod, SslStream};
 use openssl::x509::X509;
 use tlslab::scenario::CertKind;
-use tlslab::workload::nginx::page_bytes;
+use tlslab::workload::site::page_bytes;
 
 use crate::util::{cert_dir, certs, has_row, tlslab};
 

@@ -13,35 +13,58 @@
 //! statistics (`/proc/PID/schedstat`, nanoseconds on the CPU, the kernel's
 //! share of its TCP work included).
 //!
-//! [`NginxBackend`] makes this a backend of the handshake matrix: one nginx
-//! per scenario, all of them running while the interleaved sampler goes
-//! round after round.
+//! [`NginxServer`] is its [`ServerUnderTest`]: what its OpenSSL lacks (ML-KEM
+//! and ML-DSA before 3.5, DTLS), its versions for provenance.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use openssl::pkey::PKey;
 use openssl::x509::X509;
 
-use crate::backend::openssl::remote::RemoteClient;
+use super::{
+    RunningServer, ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest, Workers,
+};
 use crate::backend::openssl::{
     certificate_curve, dhe_parameters, openssl_group_name, tls12_cipher_name, OpensslBackend,
 };
-use crate::backend::{
-    Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, PrimitiveBackend, SideTime,
-};
+use crate::backend::{Backend, Capabilities, LibraryInfo};
 use crate::certs::Credentials;
 use crate::scenario::{
-    Group, HandshakeScenario, KxKind, Named, Resumption, SignatureFamily, TlsVersion,
+    Group, HandshakeScenario, KxKind, Named, Resumption, ServerKind, SignatureFamily, TlsVersion,
 };
+use crate::workload::process::{
+    free_port, process_cpu_ns, terminate, wait_for_children, wait_listening,
+};
+use crate::workload::serve::ServerStats;
+use crate::workload::site::{page_bytes, Site};
+
+/// nginx in the registry of servers under test.
+pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
+    kind: ServerKind::Nginx,
+    in_process: false,
+    missing: || {
+        nginx_binary()
+            .is_none()
+            .then(|| "nginx is not installed".to_string())
+    },
+    install: "apt-get install nginx-light",
+    open: NginxServer::open,
+};
+
+/// What nginx is missing, and how to get it.
+const NOT_INSTALLED: &str =
+    "nginx is not installed (Debian: apt-get install nginx-light; or set TLSLAB_NGINX)";
+
+/// Why nginx's samples are not put in symbol categories.
+const STRIPPED: &str = "nginx runs on Debian's libcrypto.so.3, which is stripped of its internal symbols: perf names only its exported functions there, so a split per symbol category would mislead; the split per shared object above stands (for categories, run the embedded server: --server embedded --backend openssl)";
 
 /// How long nginx may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -75,9 +98,7 @@ fn nginx_command(binary: &Path) -> Command {
 /// nginx's version and the OpenSSL it runs with, from `nginx -V`
 /// ("1.22.1", "3.0.19"), or why they cannot be read.
 pub fn nginx_versions() -> Result<(String, String)> {
-    let binary = nginx_binary().context(
-        "nginx is not installed (Debian: apt-get install nginx-light; or set TLSLAB_NGINX)",
-    )?;
+    let binary = nginx_binary().context(NOT_INSTALLED)?;
     let output = nginx_command(&binary)
         .arg("-V")
         .output()
@@ -100,52 +121,34 @@ pub fn nginx_versions() -> Result<(String, String)> {
     Ok((version, openssl))
 }
 
-/// What nginx serves besides the handshake: generated pages of given
-/// sizes at `/page_SIZE` (bytes cycling through the alphabet, so a client
-/// can check them), over connections kept open for many requests.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Site {
-    pub page_sizes: Vec<usize>,
-    /// Lets clients resume: a shared session cache (TLS 1.2 session ids)
-    /// and session tickets (TLS 1.2 and 1.3). Off, every handshake is full.
-    pub session_resumption: bool,
-}
-
-/// The content of a generated page: `size` bytes of a repeating pattern.
-pub fn page_bytes(size: usize) -> Vec<u8> {
-    (0..size).map(|i| b'a' + (i % 26) as u8).collect()
-}
-
 /// One running nginx: master and one worker, serving one scenario.
 pub struct Nginx {
     master: Child,
     worker: u32,
     address: SocketAddr,
-    /// The prefix directory: configuration, certificates, logs, pid file.
-    dir: tempfile::TempDir,
+    /// The prefix directory: configuration, certificates, logs, pid file
+    /// (removed when the server drops).
+    _dir: tempfile::TempDir,
+    /// What it is, in words.
+    description: String,
 }
 
 impl Nginx {
-    /// Writes the configuration for `scenario` and starts nginx on a free
+    /// Writes the configuration for `setup` and starts nginx on a free
     /// loopback port; returns once its worker accepts connections.
-    pub fn start(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<Self> {
-        Self::serving(scenario, credentials, &Site::default())
-    }
-
-    /// As [`Nginx::start`], serving `site`'s pages as well.
-    pub fn serving(
-        scenario: &HandshakeScenario,
-        credentials: &Credentials,
-        site: &Site,
-    ) -> Result<Self> {
-        let binary = nginx_binary().context(
-            "nginx is not installed (Debian: apt-get install nginx-light; or set TLSLAB_NGINX)",
-        )?;
+    pub fn start(setup: &ServerSetup<'_>, description: String) -> Result<Self> {
+        let binary = nginx_binary().context(NOT_INSTALLED)?;
         crate::child::remove_leftovers();
         let dir = crate::child::scratch_dir("nginx").context("creating nginx's directory")?;
         let port = free_port()?;
         let address = SocketAddr::from(([127, 0, 0, 1], port));
-        write_files(dir.path(), scenario, credentials, address, site)?;
+        write_files(
+            dir.path(),
+            setup.scenario,
+            setup.credentials,
+            address,
+            setup.site,
+        )?;
         let mut command = nginx_command(&binary);
         command
             .arg("-p")
@@ -161,36 +164,12 @@ impl Nginx {
         // which then stops nginx) and sent SIGTERM if tlslab dies.
         let mut master = crate::child::spawn_tied(command, crate::child::Tie::Server)
             .with_context(|| format!("starting {}", binary.display()))?;
-        let started = Instant::now();
-        loop {
-            if let Some(status) = master.try_wait()? {
-                bail!(
-                    "nginx exited at start ({status}): {}",
-                    error_log_tail(dir.path())
-                );
-            }
-            if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
-                break;
-            }
-            if started.elapsed() > START_TIMEOUT {
-                let _ = master.kill();
-                let _ = master.wait();
-                bail!(
-                    "nginx did not listen on {address} within {}s: {}",
-                    START_TIMEOUT.as_secs(),
-                    error_log_tail(dir.path())
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_listening(&mut master, "nginx", address, START_TIMEOUT, || {
+            error_log_tail(dir.path())
+        })?;
         // The master listens before it forks its worker (and before that it
         // sets up shared memory, such as a session cache): wait for it.
-        let mut workers = children_of(master.id());
-        while workers.is_empty() && started.elapsed() <= START_TIMEOUT {
-            std::thread::sleep(Duration::from_millis(10));
-            workers = children_of(master.id());
-        }
-        let worker = match workers.first() {
+        let worker = match wait_for_children(master.id(), START_TIMEOUT).first() {
             Some(&worker) => worker,
             None => {
                 let _ = master.kill();
@@ -202,86 +181,40 @@ impl Nginx {
             master,
             worker,
             address,
-            dir,
+            _dir: dir,
+            description,
         })
     }
+}
 
-    pub fn address(&self) -> SocketAddr {
+impl RunningServer for Nginx {
+    fn address(&self) -> SocketAddr {
         self.address
     }
 
-    pub fn master_pid(&self) -> u32 {
-        self.master.id()
+    fn description(&self) -> String {
+        self.description.clone()
     }
 
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
+    fn workers(&self) -> Workers {
+        Workers::Processes(vec![self.worker])
     }
 
-    pub fn worker_pid(&self) -> u32 {
-        self.worker
-    }
-
-    /// The worker's time on the CPU so far, in nanoseconds.
-    pub fn worker_cpu_ns(&self) -> Result<u64> {
+    fn worker_cpu_ns(&self) -> Result<u64> {
         process_cpu_ns(self.worker)
+    }
+
+    /// nginx counts nothing tlslab reads: it stops when dropped.
+    fn stop(self: Box<Self>) -> Result<Option<ServerStats>> {
+        Ok(None)
     }
 }
 
 impl Drop for Nginx {
     fn drop(&mut self) {
         // SIGTERM is nginx's fast shutdown; its worker goes with it.
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(self.master.id() as libc::pid_t, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.master.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.master.kill();
-        let _ = self.master.wait();
-        // SAFETY: as above, for a worker left behind.
-        unsafe { libc::kill(self.worker as libc::pid_t, libc::SIGKILL) };
+        terminate(&mut self.master, &[self.worker], Duration::from_secs(3));
     }
-}
-
-/// A free loopback port (bound, then released for nginx to take).
-fn free_port() -> Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
-    Ok(listener.local_addr()?.port())
-}
-
-/// The pids of a process's children, from /proc.
-pub fn children_of(parent: u32) -> Vec<u32> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut children: Vec<u32> = entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| parent_of(pid) == Some(parent))
-        .collect();
-    children.sort_unstable();
-    children
-}
-
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may hold spaces: fields after it.
-    let after = &stat[stat.rfind(')')? + 2..];
-    after.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// A process's time on the CPU (its main thread), in nanoseconds, from
-/// the first field of /proc/PID/schedstat.
-pub fn process_cpu_ns(pid: u32) -> Result<u64> {
-    let path = format!("/proc/{pid}/schedstat");
-    let text = fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-    text.split_whitespace()
-        .next()
-        .and_then(|field| field.parse().ok())
-        .with_context(|| format!("unreadable {path}: {text:?}"))
 }
 
 fn error_log_tail(dir: &Path) -> String {
@@ -442,19 +375,19 @@ fn has_post_quantum(openssl_version: &str) -> bool {
     (major, minor) >= (3, 5)
 }
 
-/// The handshake matrix against nginx: the server is nginx (one per
-/// scenario, started on first use and stopped when the backend drops), the
-/// client is tlslab's OpenSSL.
-pub struct NginxBackend {
-    client: OpensslBackend,
-    capabilities: Capabilities,
+/// nginx as a server under test: its versions, and what its OpenSSL
+/// serves (tlslab's OpenSSL's table, less what an OpenSSL before 3.5 lacks).
+pub struct NginxServer {
+    /// nginx's version and its OpenSSL's ("1.22.1", "3.0.19").
     versions: (String, String),
-    servers: Mutex<HashMap<String, Arc<Nginx>>>,
+    capabilities: Capabilities,
+    /// The version of tlslab's OpenSSL, nginx's client.
+    client_version: String,
 }
 
-impl NginxBackend {
+impl NginxServer {
     /// Fails with a clear message if nginx is missing.
-    pub fn new() -> Result<Self> {
+    fn open(_: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
         let versions = nginx_versions()?;
         let client = OpensslBackend::new();
         let mut capabilities = client.capabilities().clone();
@@ -467,58 +400,27 @@ impl NginxBackend {
                 .certs
                 .retain(|c| c.family() != SignatureFamily::MlDsa);
         }
-        Ok(Self {
-            client,
-            capabilities,
+        Ok(Arc::new(Self {
             versions,
-            servers: Mutex::new(HashMap::new()),
-        })
-    }
-
-    /// Every nginx this backend has running: (master pid, directory).
-    pub fn running(&self) -> Vec<(u32, PathBuf)> {
-        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
-        servers
-            .values()
-            .map(|s| (s.master_pid(), s.dir().to_path_buf()))
-            .collect()
-    }
-
-    fn server_for(
-        &self,
-        scenario: &HandshakeScenario,
-        credentials: &Credentials,
-    ) -> Result<Arc<Nginx>> {
-        let key = format!("{}/{}", scenario.label(), credentials.kind.id());
-        let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(server) = servers.get(&key) {
-            return Ok(Arc::clone(server));
-        }
-        let server = Arc::new(Nginx::start(scenario, credentials)?);
-        servers.insert(key, Arc::clone(&server));
-        Ok(server)
+            capabilities,
+            client_version: client.library().version,
+        }))
     }
 }
 
-impl Backend for NginxBackend {
-    fn id(&self) -> &'static str {
-        "nginx"
+impl ServerUnderTest for NginxServer {
+    fn kind(&self) -> ServerKind {
+        ServerKind::Nginx
     }
 
     fn library(&self) -> LibraryInfo {
-        static DESCRIPTION: OnceLock<String> = OnceLock::new();
-        let client = self.client.library();
         LibraryInfo {
-            backend: self.id().to_string(),
+            backend: self.kind().id().to_string(),
             library: "nginx".to_string(),
-            version: DESCRIPTION
-                .get_or_init(|| {
-                    format!(
-                        "{} on OpenSSL {}, client OpenSSL {}",
-                        self.versions.0, self.versions.1, client.version
-                    )
-                })
-                .clone(),
+            version: format!(
+                "{} on OpenSSL {}, client OpenSSL {}",
+                self.versions.0, self.versions.1, self.client_version
+            ),
         }
     }
 
@@ -544,52 +446,17 @@ impl Backend for NginxBackend {
                 scenario.cert.id()
             ));
         }
-        self.capabilities.unsupported_reason(self.id(), scenario)
+        self.capabilities
+            .unsupported_reason(self.kind().id(), scenario)
     }
 
-    fn handshaker(
-        &self,
-        scenario: &HandshakeScenario,
-        credentials: &Credentials,
-    ) -> Result<Box<dyn Handshaker>> {
-        let server = self.server_for(scenario, credentials)?;
-        let mut client = RemoteClient::new(scenario, credentials, server.address())?;
-        if scenario.resumption.is_on() {
-            // The first, full handshake leaves the session the samples resume.
-            client.handshake()?;
-        }
-        Ok(Box::new(NginxHandshaker { client, server }))
+    fn symbol_categories(&self) -> Result<(), String> {
+        Err(STRIPPED.to_string())
     }
 
-    fn primitives(&self) -> Box<dyn PrimitiveBackend> {
-        self.client.primitives()
-    }
-}
-
-struct NginxHandshaker {
-    client: RemoteClient,
-    server: Arc<Nginx>,
-}
-
-impl Handshaker for NginxHandshaker {
-    /// The client's side as timed in its thread; the server's side as the
-    /// worker's time on the CPU from before the connect to after nginx
-    /// closed the connection (its wall time inside calls is not known:
-    /// both fields hold the CPU time).
-    fn handshake(&mut self) -> Result<HandshakeSample> {
-        let before = self.server.worker_cpu_ns()?;
-        let done = self.client.handshake()?;
-        let server_ns = self.server.worker_cpu_ns()?.saturating_sub(before);
-        Ok(HandshakeSample {
-            client: done.client,
-            server: SideTime {
-                wall_ns: server_ns,
-                cpu_ns: server_ns,
-            },
-            wall_ns: done.wall_ns,
-            negotiated: done.negotiated,
-            split_unsure: false,
-        })
+    fn start(&self, setup: &ServerSetup<'_>) -> Result<Box<dyn RunningServer>> {
+        let description = format!("nginx {}", self.library().version);
+        Ok(Box::new(Nginx::start(setup, description)?))
     }
 }
 

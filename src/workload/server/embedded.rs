@@ -1,0 +1,143 @@
+//! tlslab's embedded HTTPS server ([`crate::workload::serve`]) as a server
+//! under test: on one of tlslab's backends, in tlslab's process on worker
+//! threads of its own, on a free loopback port. Its threads' CPU is read
+//! from the kernel per thread; when stopped it returns what it counted
+//! (requests, handshakes, its threads' CPU and, on rustls, the crypto per
+//! category).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use super::{
+    RunningServer, ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest, Workers,
+};
+use crate::backend::{server_acceptor, Backend, BackendId, Capabilities, LibraryInfo};
+use crate::scenario::{HandshakeScenario, ServerKind};
+use crate::workload::process::process_cpu_ns;
+use crate::workload::serve::{Server, ServerStats};
+
+/// The embedded server in the registry of servers under test.
+pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
+    kind: ServerKind::Embedded,
+    in_process: true,
+    missing: || None,
+    install: "",
+    open: EmbeddedServer::open,
+};
+
+/// The embedded server on one backend, with its number of workers.
+pub struct EmbeddedServer {
+    id: BackendId,
+    backend: Arc<dyn Backend>,
+    threads: usize,
+}
+
+impl EmbeddedServer {
+    /// The server on `options`' backend; fails without one.
+    fn open(options: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
+        let id = options
+            .backend
+            .context("the embedded server runs on one of tlslab's backends: none was given")?;
+        Ok(Arc::new(Self {
+            id,
+            backend: id.open(),
+            threads: options.threads.max(1),
+        }))
+    }
+}
+
+impl ServerUnderTest for EmbeddedServer {
+    fn kind(&self) -> ServerKind {
+        ServerKind::Embedded
+    }
+
+    fn library(&self) -> LibraryInfo {
+        self.backend.library()
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        self.backend.capabilities()
+    }
+
+    /// The embedded server speaks HTTP/1.1 over TLS on TCP; within that,
+    /// what its backend lacks.
+    fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
+        if scenario.version.is_datagram() {
+            return Some("the embedded server serves TLS over TCP, not DTLS".to_string());
+        }
+        self.backend.unsupported_reason(scenario)
+    }
+
+    fn backend(&self) -> Option<BackendId> {
+        Some(self.id)
+    }
+
+    /// The categories read OpenSSL's symbol names: tlslab's own OpenSSL
+    /// keeps them; rustls is Rust, whose state machine would read as
+    /// tlslab's own code.
+    fn symbol_categories(&self) -> Result<(), String> {
+        match self.backend.id() {
+            "openssl" => Ok(()),
+            backend => Err(format!(
+                "the categories read OpenSSL's symbol names; {backend} counts its crypto per category itself (above)"
+            )),
+        }
+    }
+
+    /// The embedded server answers every `/page_SIZE` and resumes as the
+    /// scenario says: the site needs no setting up.
+    fn start(&self, setup: &ServerSetup<'_>) -> Result<Box<dyn RunningServer>> {
+        let acceptor = server_acceptor(self.id, setup.scenario, setup.credentials)?;
+        let server = Server::start(
+            acceptor,
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            self.threads,
+            self.id != BackendId::Openssl,
+        )?;
+        Ok(Box::new(RunningEmbedded {
+            server,
+            description: format!(
+                "tlslab's embedded server on {} ({} workers)",
+                self.backend.id(),
+                self.threads
+            ),
+        }))
+    }
+}
+
+/// The embedded server serving; its workers stop when it drops.
+struct RunningEmbedded {
+    server: Server,
+    description: String,
+}
+
+impl RunningServer for RunningEmbedded {
+    fn address(&self) -> SocketAddr {
+        self.server.address()
+    }
+
+    fn description(&self) -> String {
+        self.description.clone()
+    }
+
+    fn workers(&self) -> Workers {
+        Workers::Threads(self.server.thread_ids().to_vec())
+    }
+
+    fn worker_cpu_ns(&self) -> Result<u64> {
+        self.server
+            .thread_ids()
+            .iter()
+            .map(|&tid| process_cpu_ns(tid))
+            .sum()
+    }
+
+    fn stop(self: Box<Self>) -> Result<Option<ServerStats>> {
+        self.server
+            .stop()
+            .context("stopping the embedded server")
+            .map(Some)
+    }
+}

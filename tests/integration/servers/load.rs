@@ -1,0 +1,220 @@
+//! `tlslab load` on every server under test of the registry: counts add
+//! up, bodies are checked, the offered rate is honoured, the run is stored,
+//! shown and drawn again the same, and sessions resume.
+
+use tlslab::scenario::Named;
+
+use crate::plots::{rects_filled, svg_texts};
+use crate::util::{cert_dir, has_row, nginx_lock, tlslab};
+
+fn json_of(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_small_load_adds_up_on_every_server() {
+    let _one = nginx_lock();
+    for server in super::available("a_small_load_adds_up_on_every_server") {
+        a_small_load_adds_up(server.kind.name());
+    }
+}
+
+/// 40 requests of 20 kB in a second on the server `name`, profiled: every
+/// one answered and checked, the server's CPU known, the run stored, shown
+/// and drawn again the same.
+fn a_small_load_adds_up(name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let db = dir.path().join("db.sqlite");
+    let plots = dir.path().join("plots");
+    tlslab(&[
+        "load",
+        "--server",
+        name,
+        "--db",
+        db.to_str().unwrap(),
+        "--plot",
+        plots.to_str().unwrap(),
+        "--rate",
+        "40",
+        "--duration",
+        "1",
+        "--size",
+        "20k",
+        "--clients",
+        "4",
+        "--perf",
+        "-q",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ])
+    .expect_code(0);
+    let run = json_of(&json);
+    // Where perf ran, its samples are put in categories or the report says
+    // why not (Debian's libcrypto under nginx is stripped).
+    let categories = &run["symbol_categories"];
+    if run["profile"].is_array() {
+        assert!(
+            categories.is_array()
+                || categories["unavailable"]
+                    .as_str()
+                    .is_some_and(|why| !why.is_empty()),
+            "{name}: {categories}"
+        );
+    }
+    assert!(
+        run["server"].as_str().is_some_and(|s| !s.is_empty()),
+        "{name}: {run}"
+    );
+    assert_eq!(run["offered"], 40);
+    assert_eq!(run["sent"], 40);
+    assert_eq!(run["answered"], 40);
+    assert_eq!(run["errors"].as_array().unwrap().len(), 0);
+    assert_eq!(run["payload_bytes_checked"], 40 * 20_000);
+    let rate = run["achieved_rate"].as_f64().unwrap();
+    assert!(
+        (25.0..=45.0).contains(&rate),
+        "{name}: achieved {rate} req/s of 40"
+    );
+    assert!(run["server_cpu_ns"].as_u64().unwrap() > 0);
+    assert_eq!(run["latencies"]["TLS handshake"]["count"], 40);
+    assert_eq!(run["resumed_handshakes"], 0);
+
+    // The latency chart: six phases, four percentiles each (and the
+    // legend's swatches); the rate chart: offered beside answered.
+    let latency = std::fs::read_to_string(plots.join("load_latency.svg")).unwrap();
+    for colour in ["#1F77B4", "#FF7F0E", "#2CA02C", "#9467BD"] {
+        assert_eq!(rects_filled(&latency, colour), 6 + 1, "{colour}: {latency}");
+    }
+    let texts = svg_texts(&latency);
+    for expected in ["TLS handshake", "total (due to end)", "p99", "latency (ms)"] {
+        assert!(
+            texts.iter().any(|t| t == expected),
+            "no '{expected}' in {texts:?}"
+        );
+    }
+    let rate = svg_texts(&std::fs::read_to_string(plots.join("load_rate.svg")).unwrap());
+    assert!(rate.iter().any(|t| t == "offered (due)"), "{rate:?}");
+    assert!(rate.iter().any(|t| t == "answered"), "{rate:?}");
+
+    // Stored: listed, shown again with the same figures, and p99 can be
+    // read by hand.
+    let db = db.to_str().unwrap();
+    let list = tlslab(&["report", "--list", "--db", db]);
+    list.expect_code(0);
+    assert!(
+        has_row(&list.stdout(), &["1", "load", "complete"]),
+        "{}",
+        list.stdout()
+    );
+    let again = dir.path().join("again.json");
+    let report = tlslab(&[
+        "report",
+        "--db",
+        db,
+        "--export-json",
+        again.to_str().unwrap(),
+    ]);
+    report.expect_code(0);
+    assert!(
+        report.stdout().contains("load run 1"),
+        "{}",
+        report.stdout()
+    );
+    assert!(
+        report.stdout().contains("Latency per phase"),
+        "{}",
+        report.stdout()
+    );
+    let stored = json_of(&again);
+    for key in [
+        "offered",
+        "answered",
+        "payload_bytes_checked",
+        "latencies",
+        "server_cpu_ns",
+    ] {
+        assert_eq!(stored[key], run[key], "{key}");
+    }
+    let html = dir.path().join("load.html");
+    tlslab(&["report", "--db", db, "--html", html.to_str().unwrap()]).expect_code(0);
+    let html = std::fs::read_to_string(html).unwrap();
+    assert_eq!(html.matches("<svg").count(), 3, "every chart inline");
+    assert!(html.contains("Latency per phase") && html.contains("--rate 40"));
+    let connection = rusqlite::Connection::open(db).unwrap();
+    let (requests, p99_us): (i64, i64) = connection
+        .query_row(
+            "SELECT requests, p99_us FROM load_phases WHERE run_id = 1 AND phase = 'total'",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(requests, 40);
+    let percentile_99 = run["latencies"]["total (due to end)"]["percentiles_us"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["percentile"].as_f64() == Some(99.0))
+        .unwrap()["us"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(p99_us, percentile_99);
+}
+
+/// `--mode resume` against every server with its session cache and
+/// tickets on: every connection after a client's first resumes, in TLS 1.3
+/// (tickets) and TLS 1.2 (session ids or tickets).
+#[test]
+fn resumed_connections_resume_on_every_server() {
+    let _one = nginx_lock();
+    for server in super::available("resumed_connections_resume_on_every_server") {
+        resumed_connections_resume(server.kind.name());
+    }
+}
+
+fn resumed_connections_resume(name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    for version in ["1.3", "1.2"] {
+        let json = dir.path().join(format!("resume-{version}.json"));
+        let run = tlslab(&[
+            "load",
+            "--server",
+            name,
+            "--no-db",
+            "--mode",
+            "resume",
+            "--tls",
+            version,
+            "--rate",
+            "10",
+            "--duration",
+            "1",
+            "--size",
+            "2k",
+            "--clients",
+            "1",
+            "-q",
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ]);
+        run.expect_code(0);
+        let json = json_of(&json);
+        assert_eq!(json["answered"], 10, "{name} TLS {version}");
+        assert_eq!(json["handshakes"], 10, "{name} TLS {version}");
+        // One client: its first handshake is full, the nine after it resume.
+        assert_eq!(
+            json["resumed_handshakes"], 9,
+            "{name} TLS {version}: {json}"
+        );
+        assert!(
+            has_row(&run.stdout(), &["handshakes resumed / made", "9 / 10"]),
+            "{}",
+            run.stdout()
+        );
+        assert!(!run.stdout().contains("WARNING"), "{}", run.stdout());
+    }
+}
