@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use super::target::Target;
-use crate::backend::{server_acceptor, Backend, BackendId, LibraryInfo};
+use crate::backend::{descriptor_by_id, Backend, BackendId, LibraryInfo};
 use crate::certs::Credentials;
 use crate::scenario::HandshakeScenario;
 use crate::workload::nginx::{Nginx, NginxBackend, Site};
@@ -88,12 +88,12 @@ impl ServerUnderTest {
                 library,
                 workers,
             } => {
-                let acceptor = server_acceptor(*id, scenario, credentials)?;
+                let acceptor = id.open().acceptor(scenario, credentials)?;
                 let server = Server::start(
                     acceptor,
                     SocketAddr::from(([127, 0, 0, 1], 0)),
                     *workers,
-                    *id != BackendId::Openssl,
+                    id.descriptor().counts_crypto_apart,
                 )?;
                 Self {
                     address: server.address(),
@@ -212,8 +212,9 @@ impl Profiler {
     }
 
     /// Stops perf and returns its shares per shared object and per symbol
-    /// category; categories read OpenSSL's symbol names, so they are given
-    /// for the embedded OpenSSL server only (`embedded`: its backend id).
+    /// category; categories read the symbol names of C libraries, so they
+    /// are given for an embedded server whose crypto is not counted apart
+    /// (OpenSSL; `embedded`: its backend id).
     pub(super) fn finish(self, embedded: Option<&str>) -> (Shares, Shares) {
         let Some(recording) = self.recording else {
             return (Err(self.why_not.clone()), Err(self.why_not));
@@ -222,11 +223,15 @@ impl Profiler {
             Ok(found) => {
                 let categories = match embedded {
                     None => Err(NGINX_STRIPPED.to_string()),
-                    Some("openssl") => Ok(found.categories),
                     // rustls is Rust: its state machine would read as tlslab's own code.
-                    Some(backend) => Err(format!(
-                        "the categories read OpenSSL's symbol names; {backend} counts its crypto per category itself (above)"
-                    )),
+                    Some(backend)
+                        if descriptor_by_id(backend).is_some_and(|d| d.counts_crypto_apart) =>
+                    {
+                        Err(format!(
+                            "the categories read OpenSSL's symbol names; {backend} counts its crypto per category itself (above)"
+                        ))
+                    }
+                    Some(_) => Ok(found.categories),
                 };
                 (Ok(found.objects), categories)
             }
