@@ -487,7 +487,7 @@ fn choose_server(
     if let Some(reason) = backend.unsupported_reason(scenario) {
         return Err(usage(reason));
     }
-    Ok(ServerChoice::Nginx(backend))
+    Ok(ServerChoice::Nginx(Box::new(backend)))
 }
 
 fn document(record: &LoadRecord, heading: &str) -> Document {

@@ -29,8 +29,8 @@ pub(super) enum ServerChoice {
         library: LibraryInfo,
         workers: usize,
     },
-    /// Debian's nginx.
-    Nginx(NginxBackend),
+    /// Debian's nginx (boxed: its client's capabilities make it large).
+    Nginx(Box<NginxBackend>),
 }
 
 impl ServerChoice {
