@@ -1,6 +1,8 @@
 //! `--cpu-features generic`: the same command again in a child process
-//! whose libraries see no CPU features (OpenSSL's and aws-lc's capability
-//! mask cleared), its rows "<backend> (generic)" beside the native ones.
+//! whose libraries see no CPU features (each backend's descriptor says how
+//! to mask them: OpenSSL's and aws-lc's capability mask cleared), its rows
+//! "<backend> (generic)" beside the native ones; a backend that cannot be
+//! masked gets rows that say why.
 //!
 //! The child is tlslab itself, `tlslab generic-child PLAN` (hidden): the
 //! parent writes its own parsed arguments to PLAN as JSON, changed only
@@ -18,26 +20,17 @@ use std::process::{Command as Process, Stdio};
 use anyhow::{bail, Context, Result};
 
 use super::study::Session;
+use crate::backend::{descriptor_by_id, CpuMasking, REGISTRY};
 use crate::cli::{DatabaseArgs, GenericChildArgs, GenericPlan};
 use crate::scenario::{CpuFeatures, Named};
 use crate::store::Store;
 
-/// The environment that clears OpenSSL's and aws-lc's CPU capability vector,
-/// so they fall back to their generic code.
-pub(crate) const GENERIC_CPU_ENV: (&str, &str) = ("OPENSSL_ia32cap", "0x0:0x0");
-
 /// The hidden command a generic-CPU child runs.
 pub const CHILD_COMMAND: &str = "generic-child";
 
-/// The backend that cannot be told to ignore the CPU's features.
-pub(crate) const UNMASKABLE: &str = "rustls-ring";
-
-/// What its generic rows say.
-pub(crate) const UNMASKABLE_REASON: &str = "ring has no switch to turn its CPU features off";
-
 /// How a generic-CPU row names its backend: "openssl (generic)".
 pub(crate) fn row_backend(id: &str) -> String {
-    format!("{id} (generic)")
+    CpuFeatures::Generic.row_backend(id)
 }
 
 /// The backends whose CPU features a child can mask.
@@ -45,8 +38,40 @@ pub(crate) fn maskable<'a>(backends: &[&'a str]) -> Vec<&'a str> {
     backends
         .iter()
         .copied()
-        .filter(|id| *id != UNMASKABLE)
+        .filter(|id| unmaskable_reason(id).is_none())
         .collect()
+}
+
+/// Each backend whose CPU features cannot be masked, with the reason its
+/// generic rows give.
+pub(crate) fn unmaskable<'a>(backends: &[&'a str]) -> Vec<(&'a str, &'static str)> {
+    backends
+        .iter()
+        .filter_map(|id| Some((*id, unmaskable_reason(id)?)))
+        .collect()
+}
+
+/// Why a backend's CPU features cannot be masked, if they cannot.
+fn unmaskable_reason(id: &str) -> Option<&'static str> {
+    match descriptor_by_id(id)?.cpu_masking {
+        CpuMasking::Impossible(reason) => Some(reason),
+        CpuMasking::Environment { .. } | CpuMasking::Unused => None,
+    }
+}
+
+/// The environment of a generic-CPU child: every registered library's
+/// masking (a library ignores the others' variables), so the backends a
+/// preset or a server brings into the child are masked too.
+fn masking_environment() -> Vec<(&'static str, &'static str)> {
+    let mut environment = Vec::new();
+    for descriptor in REGISTRY {
+        if let CpuMasking::Environment { variable, value } = descriptor.cpu_masking {
+            if !environment.contains(&(variable, value)) {
+                environment.push((variable, value));
+            }
+        }
+    }
+    environment
 }
 
 /// The database a child stores its run in: `database`, on disk.
@@ -78,7 +103,7 @@ pub(crate) fn run_child<T>(
     child
         .arg(CHILD_COMMAND)
         .arg(&plan_path)
-        .env(GENERIC_CPU_ENV.0, GENERIC_CPU_ENV.1)
+        .envs(masking_environment())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // Killed with tlslab; stopped as tlslab is (Ctrl-C, SIGTERM), and

@@ -567,10 +567,11 @@ impl Counting {
 }
 
 /// The matrix again in a child process whose libraries see no CPU features
-/// ([`generic`]), its rows "<backend> (generic)". ring cannot be told to
-/// ignore the CPU's features, so its rows say so. The child samples after
-/// the parent, so a ratio between a native and a generic row is not from
-/// same-round pairs; each backend's rows are.
+/// ([`generic`]), its rows "<backend> (generic)". A backend that cannot be
+/// told to ignore the CPU's features (ring, says its descriptor) gets rows
+/// that say so. The child samples after the parent, so a ratio between a
+/// native and a generic row is not from same-round pairs; each backend's
+/// rows are.
 fn generic_cells(
     args: &HandshakeArgs,
     backends: &[&str],
@@ -607,14 +608,14 @@ fn generic_cells(
                 }),
         );
     }
-    if backends.contains(&generic::UNMASKABLE) {
+    for (backend, reason) in generic::unmaskable(backends) {
         cells.extend(scenarios.iter().map(|scenario| CellResult {
             counts: Default::default(),
-            backend: generic::row_backend(generic::UNMASKABLE),
+            backend: generic::row_backend(backend),
             scenario: *scenario,
             negotiated: None,
             outcome: Outcome::Unsupported {
-                reason: generic::UNMASKABLE_REASON.to_string(),
+                reason: reason.to_string(),
             },
         }));
     }

@@ -12,40 +12,58 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::session::{check_exports, interrupt_flag, seconds, usage};
-use crate::backend::{offer_acceptor, BackendId, LibraryInfo, BACKEND_IDS};
+use crate::backend::{listed, no_tls_server, Backend, BackendId, LibraryInfo, BACKEND_IDS};
 use crate::certs::CertCache;
 use crate::cli::{ServeArgs, ServeOfferArgs};
 use crate::host::{available_cores, HostInfo};
 use crate::report::heading;
-use crate::scenario::{
-    distinct, parse_name, Group, HandshakeScenario, KxKind, Named, ServerOffer, SignatureFamily,
-    TlsVersion,
-};
+use crate::scenario::{distinct, parse_name, Group, HandshakeScenario, Named, ServerOffer};
 use crate::workload::serve::{Limits, Server};
 
-/// A real backend by name (not the mock), for a server.
+/// A backend by name that has a TLS server (over TCP), for a server.
 pub(crate) fn server_backend(name: &str) -> Result<BackendId> {
     let id: BackendId = parse_name(name).map_err(|mut error| {
         error.valid = BACKEND_IDS.to_vec();
         usage(error)
     })?;
-    if id == BackendId::Mock {
+    if let Some(reason) = no_tls_server(id.open().as_ref()) {
+        let serving: Vec<&str> = listed()
+            .filter(|descriptor| no_tls_server((descriptor.open)().as_ref()).is_none())
+            .map(|descriptor| descriptor.name())
+            .collect();
         return Err(usage(format!(
-            "the mock backend has no TLS server; valid backends: {}",
-            BACKEND_IDS.join(", ")
+            "{reason}; valid backends: {}",
+            serving.join(", ")
         )));
     }
     Ok(id)
+}
+
+/// What a refusal of RSA key transport adds when `backend` has none: the
+/// group to give instead, or the listed backends that have it.
+fn rsa_key_transport_hint(backend: &dyn Backend) -> String {
+    let has_it = |groups: &[Group]| groups.contains(&Group::RsaKeyTransport);
+    if has_it(&backend.capabilities().groups_tls12) {
+        return String::new();
+    }
+    let others: String = listed()
+        .filter(|descriptor| has_it(&(descriptor.capabilities)().groups_tls12))
+        .map(|descriptor| format!(", or --backend {}", descriptor.name()))
+        .collect();
+    format!(
+        " ({} has no RSA key transport: give --group x25519{others})",
+        backend.library().library
+    )
 }
 
 /// Refuses a scenario the backend cannot serve, with its reason.
 pub(crate) fn check_supported(id: BackendId, scenario: &HandshakeScenario) -> Result<LibraryInfo> {
     let backend = id.open();
     if let Some(reason) = backend.unsupported_reason(scenario) {
-        let hint = if scenario.group == Group::RsaKeyTransport && id != BackendId::Openssl {
-            " (rustls has no RSA key transport: give --group x25519, or --backend openssl)"
+        let hint = if scenario.group == Group::RsaKeyTransport {
+            rsa_key_transport_hint(backend.as_ref())
         } else {
-            ""
+            String::new()
         };
         return Err(usage(format!("{reason}{hint}")));
     }
@@ -55,7 +73,7 @@ pub(crate) fn check_supported(id: BackendId, scenario: &HandshakeScenario) -> Re
 /// The offer of `serve`'s options: each list given replaces the default's.
 /// Refused (with the reason) if a value takes part in no handshake the
 /// backend can make with the rest of the offer.
-fn offer_from(args: &ServeOfferArgs, id: BackendId) -> Result<(ServerOffer, LibraryInfo)> {
+fn offer_from(args: &ServeOfferArgs, backend: &dyn Backend) -> Result<(ServerOffer, LibraryInfo)> {
     /// The values given, each once, else the default's.
     fn list<T: Copy + PartialEq>(given: &Option<Vec<T>>, default: Vec<T>) -> Vec<T> {
         given.as_deref().map_or(default, distinct)
@@ -84,7 +102,6 @@ fn offer_from(args: &ServeOfferArgs, id: BackendId) -> Result<(ServerOffer, Libr
             "serve speaks HTTP/1.1 over TLS on TCP; DTLS is measured by handshake (--tls dtls1.2)",
         ));
     }
-    let backend = id.open();
     // Why a combination cannot be served: the protocol's rule or the backend's gap.
     let why_not = |s: &HandshakeScenario| {
         s.protocol_conflict()
@@ -113,10 +130,10 @@ fn offer_from(args: &ServeOfferArgs, id: BackendId) -> Result<(ServerOffer, Libr
     for given_only in [true, false] {
         if args.group.is_some() || !given_only {
             for group in &offer.groups {
-                let hint = if *group == Group::RsaKeyTransport && id != BackendId::Openssl {
-                    " (rustls has no RSA key transport: give --group x25519, or --backend openssl)"
+                let hint = if *group == Group::RsaKeyTransport {
+                    rsa_key_transport_hint(backend)
                 } else {
-                    ""
+                    String::new()
                 };
                 check("--group", group.id(), &|s| s.group == *group)
                     .map_err(|e| usage(format!("{e:#}{hint}")))?;
@@ -139,23 +156,8 @@ fn offer_from(args: &ServeOfferArgs, id: BackendId) -> Result<(ServerOffer, Libr
         }
         check("--resumption", offer.resumption.id(), &|_| true)?;
     }
-    if id == BackendId::Openssl {
-        for family in [SignatureFamily::Rsa, SignatureFamily::Ecdsa] {
-            if offer.certs.iter().filter(|c| c.family() == family).count() > 1 {
-                return Err(usage(
-                    "an OpenSSL server holds one certificate per key type: offer one RSA and one ECDSA certificate at most",
-                ));
-            }
-        }
-        let dhe = offer.groups.iter().filter(|g| {
-            matches!(g.kind(), KxKind::Ffdh { .. })
-                && g.protocol_conflict(TlsVersion::Tls12).is_none()
-        });
-        if dhe.count() > 1 {
-            return Err(usage(
-                "an OpenSSL server has one set of TLS 1.2 DHE parameters: offer one of dhe1024..dhe4096",
-            ));
-        }
+    if let Some(conflict) = backend.offer_conflict(&offer) {
+        return Err(usage(conflict));
     }
     Ok((offer, backend.library()))
 }
@@ -230,7 +232,8 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
         return serve_handshakes(args);
     }
     let id = server_backend(&args.backend)?;
-    let (offer, library) = offer_from(&args.offer, id)?;
+    let backend = id.open();
+    let (offer, library) = offer_from(&args.offer, backend.as_ref())?;
     let address = parse_bind(&args.bind, args.allow_non_loopback)?;
     let workers = event_loop_threads("threads", args.threads)?;
     let duration = args
@@ -261,9 +264,10 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
         .map(|cert| certs.get(*cert, offer.chain_depth))
         .collect::<Result<Vec<_>>>()?;
     let root_pem = certs.root_bundle(&offer.certs, offer.chain_depth)?;
-    let acceptor = offer_acceptor(id, &offer, &chains)?;
+    let acceptor = backend.offer_acceptor(&offer, &chains)?;
     let interrupt = interrupt_flag();
-    let server = Server::start_with(acceptor, address, workers, id != BackendId::Openssl, limits)?;
+    let counted = id.descriptor().counts_crypto_apart;
+    let server = Server::start_with(acceptor, address, workers, counted, limits)?;
     if !args.quiet {
         eprintln!(
             "serving https://{}/page_SIZE ({}, {} on {}, {workers} workers) {}",

@@ -332,7 +332,8 @@ fn count_rows(
 
 /// Measures the rows again in a child process whose libraries see no CPU
 /// features ([`generic`]): its own run in a scratch database, read back
-/// here. ring cannot be told to ignore them, so its rows say so.
+/// here. A backend that cannot be told to ignore them (ring, says its
+/// descriptor) gets rows that say so.
 fn generic_cells(
     args: &SpeedArgs,
     backends: &[&'static str],
@@ -359,14 +360,14 @@ fn generic_cells(
             cell
         }));
     }
-    if backends.contains(&generic::UNMASKABLE) {
+    for (backend, reason) in generic::unmaskable(backends) {
         cells.extend(rows.iter().map(|row| SpeedCell {
             counted: None,
-            backend: generic::row_backend(generic::UNMASKABLE),
+            backend: generic::row_backend(backend),
             row: *row,
             batch: 0,
             outcome: Outcome::Unsupported {
-                reason: generic::UNMASKABLE_REASON.to_string(),
+                reason: reason.to_string(),
             },
         }));
     }

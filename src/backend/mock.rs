@@ -3,26 +3,77 @@
 //! performs no cryptography and is never listed as a backend.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::Result;
 
 use super::plain::PlainPair;
 use super::{
-    Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
-    Negotiated, PreparedOperation, PrimitiveBackend, SideTime, Turn, Turns, Unsupported,
+    Backend, BackendDescriptor, BackendId, BulkPair, Capabilities, CpuMasking, CpuReadings,
+    HandshakeSample, Handshaker, LibraryInfo, Negotiated, PreparedOperation, PrimitiveBackend,
+    SideTime, SymbolPrefixes, Turn, Turns, Unsupported,
 };
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::{
-    Aead, CertKind, Group, HandshakeScenario, KxKind, Named, Resumption, TlsVersion,
+    Aead, CertKind, Group, HandshakeScenario, KxKind, Named, Resumption, TlsVersion, Transport,
 };
+
+/// Everything tlslab knows about the mock backend: accepted by name,
+/// never listed; TLS over memory only (its handshakes are computed, not
+/// carried); no CPU features to mask, no symbols of its own.
+pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
+    id: BackendId::Mock,
+    library: "mock",
+    listed: false,
+    capabilities,
+    cpu_masking: CpuMasking::Unused,
+    symbols: SymbolPrefixes {
+        protocol_paths: &[],
+        crypto_paths: &[],
+        versioned_symbol_prefixes: &[],
+        protocol_sources: &[],
+        library_sources: &[],
+    },
+    counts_crypto_apart: false,
+    open: || Arc::new(MockBackend::default()),
+};
+
+/// What the mock supports: everything but X448 and Ed448, so that
+/// matrices get unsupported rows, over memory.
+fn capabilities() -> &'static Capabilities {
+    static CAPABILITIES: OnceLock<Capabilities> = OnceLock::new();
+    CAPABILITIES.get_or_init(|| {
+        let groups = |version: TlsVersion| -> Vec<Group> {
+            Group::ALL
+                .iter()
+                .copied()
+                .filter(|g| *g != Group::X448 && g.protocol_conflict(version).is_none())
+                .collect()
+        };
+        Capabilities {
+            versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+            groups_tls12: groups(TlsVersion::Tls12),
+            groups_tls13: groups(TlsVersion::Tls13),
+            certs: CertKind::ALL
+                .iter()
+                .copied()
+                .filter(|c| *c != CertKind::Ed448)
+                .collect(),
+            aeads: Aead::ALL.to_vec(),
+            resumptions: Resumption::ALL.to_vec(),
+            mutual: true,
+            reports_signature_scheme: true,
+            transports: vec![Transport::Memory],
+        }
+    })
+}
 
 /// The mock backend. It lacks X448 and Ed448 so that matrices get
 /// unsupported rows, and can be told to negotiate a wrong group.
 #[derive(Debug, Clone)]
 pub struct MockBackend {
-    capabilities: Capabilities,
+    capabilities: &'static Capabilities,
     /// If set, every handshake reports this group instead of the one asked for.
     pub wrong_group: Option<Group>,
     /// If set, a machine whose speed changes during the run (see [`Drift`]).
@@ -62,28 +113,8 @@ impl Drift {
 
 impl Default for MockBackend {
     fn default() -> Self {
-        let groups = |version: TlsVersion| -> Vec<Group> {
-            Group::ALL
-                .iter()
-                .copied()
-                .filter(|g| *g != Group::X448 && g.protocol_conflict(version).is_none())
-                .collect()
-        };
         Self {
-            capabilities: Capabilities {
-                versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
-                groups_tls12: groups(TlsVersion::Tls12),
-                groups_tls13: groups(TlsVersion::Tls13),
-                certs: CertKind::ALL
-                    .iter()
-                    .copied()
-                    .filter(|c| *c != CertKind::Ed448)
-                    .collect(),
-                aeads: Aead::ALL.to_vec(),
-                resumptions: Resumption::ALL.to_vec(),
-                mutual: true,
-                reports_signature_scheme: true,
-            },
+            capabilities: capabilities(),
             wrong_group: None,
             drift: None,
         }
@@ -111,19 +142,19 @@ impl MockBackend {
 
 impl Backend for MockBackend {
     fn id(&self) -> &'static str {
-        "mock"
+        DESCRIPTOR.name()
     }
 
     fn library(&self) -> LibraryInfo {
         LibraryInfo {
-            backend: "mock".to_string(),
-            library: "mock".to_string(),
+            backend: self.id().to_string(),
+            library: DESCRIPTOR.library.to_string(),
             version: "0".to_string(),
         }
     }
 
     fn capabilities(&self) -> &Capabilities {
-        &self.capabilities
+        self.capabilities
     }
 
     fn primitives(&self) -> Box<dyn PrimitiveBackend> {
@@ -413,7 +444,7 @@ struct MockPrimitives;
 
 impl PrimitiveBackend for MockPrimitives {
     fn id(&self) -> &'static str {
-        "mock"
+        DESCRIPTOR.name()
     }
 
     fn prepare(&self, row: &SpeedRow) -> Result<PreparedOperation, Unsupported> {

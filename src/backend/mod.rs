@@ -1,10 +1,17 @@
 //! TLS libraries behind small traits, and the one registry of backends.
-//! Each backend declares what it supports as data ([`Capabilities`]), builds
-//! a [`Handshaker`] for a scenario (client and server over memory buffers,
-//! each side timed), hands out an established [`BulkPair`] for `bulk`, and
-//! offers its primitives ([`PrimitiveBackend`]) for `speed` and the cost
-//! model. All of a library's code lives in its folder.
+//! Each library's folder holds its static [`BackendDescriptor`] (its id,
+//! what it supports as data ([`Capabilities`], the transports included),
+//! whether its CPU features can be masked, its profile symbols, whether its
+//! crypto is counted apart, how to open it) and its code: a [`Backend`]
+//! builds a [`Handshaker`] for a scenario (client and server over memory
+//! buffers, each side timed), hands out an established [`BulkPair`] for
+//! `bulk` and a [`TlsAcceptor`] for the embedded server, and offers its
+//! primitives ([`PrimitiveBackend`]) for `speed` and the cost model.
+//! [`REGISTRY`] lists the descriptors: adding a library is its name in the
+//! vocabulary ([`BackendId`]), its folder (`pub mod` here) and one line
+//! there.
 
+pub mod descriptor;
 pub mod dimpl;
 pub mod mock;
 pub mod openssl;
@@ -21,7 +28,8 @@ use serde::Serialize;
 
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
-use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use crate::scenario::{Group, HandshakeScenario, Named, ServerOffer, TlsVersion, Transport};
+pub use descriptor::{BackendDescriptor, Capabilities, CpuMasking, SymbolPrefixes};
 pub use turns::{CpuReadings, SideTimes, Turn, Turns};
 
 /// The name and version of the library a backend drives.
@@ -30,72 +38,6 @@ pub struct LibraryInfo {
     pub backend: String,
     pub library: String,
     pub version: String,
-}
-
-/// What a backend can do, as data: the matrix is filtered by these lists.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Capabilities {
-    pub versions: Vec<TlsVersion>,
-    /// Key exchanges usable with TLS 1.2 and DTLS 1.2 (including RSA key transport).
-    pub groups_tls12: Vec<Group>,
-    /// Key exchange groups usable with TLS 1.3.
-    pub groups_tls13: Vec<Group>,
-    pub certs: Vec<CertKind>,
-    pub aeads: Vec<Aead>,
-    pub resumptions: Vec<Resumption>,
-    pub mutual: bool,
-    /// True if and only if the backend reports the server's signature scheme,
-    /// so it can be checked.
-    pub reports_signature_scheme: bool,
-}
-
-impl Capabilities {
-    /// Why this backend cannot run a scenario, or `None` if it can.
-    pub fn unsupported_reason(
-        &self,
-        backend: &str,
-        scenario: &HandshakeScenario,
-    ) -> Option<String> {
-        let version = scenario.version;
-        if !self.versions.contains(&version) {
-            if version.is_datagram() && !self.versions.iter().any(|v| v.is_datagram()) {
-                return Some(format!(
-                    "{backend} has no DTLS (the library implements TLS over streams only)"
-                ));
-            }
-            return Some(format!("{backend} does not support {}", version.display()));
-        }
-        let groups = match version.tls_rules() {
-            TlsVersion::Tls13 => &self.groups_tls13,
-            _ => &self.groups_tls12,
-        };
-        if !groups.contains(&scenario.group) {
-            return Some(format!(
-                "{backend} has no {} key exchange in {}",
-                scenario.group.id(),
-                version.display()
-            ));
-        }
-        if !self.certs.contains(&scenario.cert) {
-            return Some(format!(
-                "{backend} cannot use {} certificates",
-                scenario.cert.id()
-            ));
-        }
-        if !self.aeads.contains(&scenario.aead) {
-            return Some(format!("{backend} has no {} suite", scenario.aead.name()));
-        }
-        if !self.resumptions.contains(&scenario.resumption) {
-            return Some(format!(
-                "{backend} does not support {} resumption",
-                scenario.resumption.id()
-            ));
-        }
-        if scenario.mutual && !self.mutual {
-            return Some(format!("{backend} does not support mutual TLS"));
-        }
-        None
-    }
 }
 
 /// What one handshake negotiated, as reported by the client.
@@ -291,6 +233,60 @@ pub trait Backend: Send + Sync {
     fn instrumented(&self) -> Option<Arc<dyn Backend>> {
         None
     }
+
+    /// The TLS server of this backend for one scenario, on the
+    /// instrumented provider where the library has one (every crypto call
+    /// counted per category); an [`Unsupported`] error if it has none.
+    fn acceptor(
+        &self,
+        _scenario: &HandshakeScenario,
+        _credentials: &Credentials,
+    ) -> Result<Arc<dyn TlsAcceptor>> {
+        Err(no_server(self).into())
+    }
+
+    /// The TLS server of this backend offering several versions, groups,
+    /// certificates (`chains`, one per certificate of the offer, in its
+    /// order) and suites, in the offer's order of preference; on the
+    /// instrumented provider where the library has one. An [`Unsupported`]
+    /// error if it has none.
+    fn offer_acceptor(
+        &self,
+        _offer: &ServerOffer,
+        _chains: &[Arc<Credentials>],
+    ) -> Result<Arc<dyn TlsAcceptor>> {
+        Err(no_server(self).into())
+    }
+
+    /// Why this backend's server cannot hold `offer` as a whole although
+    /// it can make each of its handshakes (OpenSSL holds one certificate
+    /// per key type), or `None`.
+    fn offer_conflict(&self, _offer: &ServerOffer) -> Option<String> {
+        None
+    }
+}
+
+/// Why `backend` has no TLS server for the embedded server to run, or
+/// `None` if it has one: a library serves if and only if it speaks TLS
+/// over TCP.
+pub fn no_tls_server<B: Backend + ?Sized>(backend: &B) -> Option<String> {
+    let transports = &backend.capabilities().transports;
+    if transports.contains(&Transport::Tcp) {
+        return None;
+    }
+    let spoken: Vec<&str> = transports.iter().map(|t| t.display()).collect();
+    Some(format!(
+        "{} runs over {} only: it has no TLS server over TCP",
+        backend.id(),
+        spoken.join(" and ")
+    ))
+}
+
+/// The error of a backend without a TLS server.
+fn no_server<B: Backend + ?Sized>(backend: &B) -> Unsupported {
+    Unsupported::new(
+        no_tls_server(backend).unwrap_or_else(|| format!("{} has no TLS server", backend.id())),
+    )
 }
 
 /// A TLS server's half of one nonblocking TCP connection, driven by the
@@ -350,62 +346,6 @@ pub trait TlsAcceptor: Send + Sync {
     /// generator, which takes tens of milliseconds of wall time), so a
     /// worker's figures describe its steady state.
     fn warm_up(&self) {}
-}
-
-/// The TLS server of a real backend for one scenario; rustls servers run
-/// on the instrumented provider (every crypto call counted per category,
-/// on the thread that makes it).
-pub fn server_acceptor(
-    backend: BackendId,
-    scenario: &HandshakeScenario,
-    credentials: &Credentials,
-) -> Result<Arc<dyn TlsAcceptor>> {
-    match backend {
-        BackendId::Openssl => Ok(Arc::new(openssl::serve::OpensslAcceptor::new(
-            scenario,
-            credentials,
-        )?)),
-        BackendId::RustlsAwsLc => Ok(Arc::new(rustls::serve::RustlsAcceptor::new(
-            &rustls::RustlsBackend::aws_lc_rs().instrumented(),
-            scenario,
-            credentials,
-        )?)),
-        BackendId::RustlsRing => Ok(Arc::new(rustls::serve::RustlsAcceptor::new(
-            &rustls::RustlsBackend::ring().instrumented(),
-            scenario,
-            credentials,
-        )?)),
-        BackendId::Mock => anyhow::bail!("the mock backend has no TLS server"),
-        BackendId::Dimpl => anyhow::bail!("dimpl implements DTLS only, not a TLS server over TCP"),
-    }
-}
-
-/// The TLS server of a real backend offering several versions, groups,
-/// certificates (`chains`, one per certificate of the offer, in its order)
-/// and suites, in the offer's order of preference; rustls servers run on
-/// the instrumented provider.
-pub fn offer_acceptor(
-    backend: BackendId,
-    offer: &crate::scenario::ServerOffer,
-    chains: &[Arc<Credentials>],
-) -> Result<Arc<dyn TlsAcceptor>> {
-    match backend {
-        BackendId::Openssl => Ok(Arc::new(openssl::serve::OpensslAcceptor::offering(
-            offer, chains,
-        )?)),
-        BackendId::RustlsAwsLc => Ok(Arc::new(rustls::serve::RustlsAcceptor::offering(
-            &rustls::RustlsBackend::aws_lc_rs().instrumented(),
-            offer,
-            chains,
-        )?)),
-        BackendId::RustlsRing => Ok(Arc::new(rustls::serve::RustlsAcceptor::offering(
-            &rustls::RustlsBackend::ring().instrumented(),
-            offer,
-            chains,
-        )?)),
-        BackendId::Mock => anyhow::bail!("the mock backend has no TLS server"),
-        BackendId::Dimpl => anyhow::bail!("dimpl implements DTLS only, not a TLS server over TCP"),
-    }
 }
 
 /// A prepared operation: keys and buffers are made, each call does the work once.
@@ -479,21 +419,80 @@ impl Named for BackendId {
     }
 }
 
+/// The one registry: every library's descriptor, in the order backends
+/// are listed (`tlslab list`, `all`, tables). A new library is one line here.
+pub static REGISTRY: &[&BackendDescriptor] = &[
+    &openssl::DESCRIPTOR,
+    &rustls::AWS_LC_DESCRIPTOR,
+    &rustls::RING_DESCRIPTOR,
+    &dimpl::DESCRIPTOR,
+    &mock::DESCRIPTOR,
+];
+
 impl BackendId {
+    /// This backend's descriptor in the [`REGISTRY`].
+    pub fn descriptor(self) -> &'static BackendDescriptor {
+        REGISTRY
+            .iter()
+            .find(|descriptor| descriptor.id == self)
+            .unwrap_or_else(|| panic!("backend {} is not in the registry", self.id()))
+    }
+
     /// The backend itself.
     pub fn open(self) -> Arc<dyn Backend> {
-        match self {
-            BackendId::Openssl => Arc::new(openssl::OpensslBackend::new()),
-            BackendId::RustlsAwsLc => Arc::new(rustls::RustlsBackend::aws_lc_rs()),
-            BackendId::RustlsRing => Arc::new(rustls::RustlsBackend::ring()),
-            BackendId::Dimpl => Arc::new(dimpl::DimplBackend),
-            BackendId::Mock => Arc::new(mock::MockBackend::default()),
-        }
+        (self.descriptor().open)()
     }
 }
 
-/// The ids of the real backends, in the order they are listed.
-pub const BACKEND_IDS: &[&str] = &["openssl", "rustls-aws-lc", "rustls-ring", "dimpl"];
+/// The descriptor of the backend whose id (not alias) is `id`, as rows
+/// and [`Backend::id`] name it.
+pub fn descriptor_by_id(id: &str) -> Option<&'static BackendDescriptor> {
+    REGISTRY
+        .iter()
+        .copied()
+        .find(|descriptor| descriptor.name() == id)
+}
+
+/// The listed descriptors, in the registry's order.
+pub fn listed() -> impl Iterator<Item = &'static BackendDescriptor> {
+    REGISTRY
+        .iter()
+        .copied()
+        .filter(|descriptor| descriptor.listed)
+}
+
+/// The ids of the listed backends, in the registry's order: a slice of
+/// [`ListedIds`], read from the [`REGISTRY`] on first use.
+pub const BACKEND_IDS: ListedIds = ListedIds;
+
+/// The ids of the listed backends ([`BACKEND_IDS`]): it derefs to a slice
+/// and iterates like one, so it reads as the constant list it replaces.
+#[derive(Debug, Clone, Copy)]
+pub struct ListedIds;
+
+impl std::ops::Deref for ListedIds {
+    type Target = [&'static str];
+
+    fn deref(&self) -> &[&'static str] {
+        listed_ids()
+    }
+}
+
+impl IntoIterator for ListedIds {
+    type Item = &'static &'static str;
+    type IntoIter = std::slice::Iter<'static, &'static str>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        listed_ids().iter()
+    }
+}
+
+/// The ids of the listed backends, collected once.
+fn listed_ids() -> &'static [&'static str] {
+    static IDS: std::sync::LazyLock<Vec<&'static str>> =
+        std::sync::LazyLock::new(|| listed().map(BackendDescriptor::name).collect());
+    &IDS
+}
 
 /// The backend with this id or alias. `mock` is accepted for testing the
 /// pipeline but is never listed.
@@ -526,11 +525,7 @@ pub fn backends_running(
     let mut ids: Vec<(BackendId, bool)> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|id| !id.is_empty()) {
         let (found, named): (Vec<BackendId>, bool) = if name.eq_ignore_ascii_case("all") {
-            let real = BackendId::ALL
-                .iter()
-                .copied()
-                .filter(|id| *id != BackendId::Mock);
-            (real.collect(), false)
+            (listed().map(|descriptor| descriptor.id).collect(), false)
         } else {
             let id = crate::scenario::parse_name(name).map_err(|mut error| {
                 error.valid = BACKEND_IDS.to_vec();
@@ -565,4 +560,40 @@ pub(crate) fn canonical_group(name: &str) -> String {
     crate::scenario::parse_name::<Group>(name)
         .map(|group| group.id().to_string())
         .unwrap_or_else(|_| name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_backend_id_has_one_descriptor_and_all_lists_the_listed_ones() {
+        for id in BackendId::ALL {
+            let found = REGISTRY.iter().filter(|d| d.id == *id).count();
+            assert_eq!(found, 1, "{}", id.id());
+            assert_eq!(id.descriptor().name(), id.id());
+        }
+        let all: Vec<&str> = backends_from_list("all")
+            .unwrap()
+            .iter()
+            .map(|backend| backend.id())
+            .collect();
+        assert_eq!(all, BACKEND_IDS.to_vec());
+        assert!(!all.contains(&"mock"), "{all:?}");
+        assert_eq!(descriptor_by_id("mock").map(|d| d.listed), Some(false));
+        assert!(
+            descriptor_by_id("ring").is_none(),
+            "aliases are not row ids"
+        );
+    }
+
+    #[test]
+    fn a_backend_without_tcp_has_no_tls_server_and_says_why() {
+        let dimpl = BackendId::Dimpl.open();
+        assert_eq!(
+            no_tls_server(dimpl.as_ref()).as_deref(),
+            Some("dimpl runs over memory and UDP only: it has no TLS server over TCP")
+        );
+        assert!(no_tls_server(BackendId::Openssl.open().as_ref()).is_none());
+    }
 }

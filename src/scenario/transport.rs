@@ -10,7 +10,26 @@ use super::names::{deserialize_by_id, serialize_by_id, Named};
 serialize_by_id!(Transport);
 deserialize_by_id!(Transport);
 
-/// What carries the bytes between the two sides.
+/// What carries the bytes between the two sides. A backend lists the
+/// transports it speaks in its capabilities, so a matrix row on another
+/// is a row that says why; which protocol a transport can carry at all
+/// is [`Transport::conflict`].
+///
+/// Where QUIC goes: beside the TLS versions, not here. QUIC is not a pipe
+/// that TLS bytes cross but a protocol with TLS 1.3 inside it (its
+/// handshake in CRYPTO frames, its packets protected with TLS's keys),
+/// and it runs over datagrams: the same memory datagram channel as DTLS
+/// (OpenSSL's `BIO_new_bio_dgram_pair`, quinn-proto's pair of endpoints
+/// in memory) or UDP. So it is one more value of the protocol axis, `quic`
+/// next to tls1.2, tls1.3, dtls1.2 and dtls1.3 (TLS 1.3's rules for
+/// groups, certificates and suites; carried by datagrams), and this axis
+/// keeps saying what carries the datagrams: `memory` or `udp`, never
+/// `tcp` (the exhaustive [`Transport::conflict`] must then say so).
+/// OpenSSL's QUIC adds the protocol value and `quic` in the OpenSSL
+/// descriptor's versions; quinn adds its own folder and descriptor
+/// (versions `quic`, transports memory and udp) and one registry line.
+/// No new transport is needed until something else carries datagrams
+/// (an emulated link already does, through namespaces, below UDP).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Transport {
     /// Memory buffers, both sides in one thread (the byte pipe for TLS, the
@@ -78,16 +97,17 @@ impl Transport {
     }
 
     /// Why this transport cannot carry `version`, if it cannot: TLS needs a
-    /// byte stream, DTLS datagrams.
+    /// byte stream, DTLS datagrams. Every transport is matched by name, so a
+    /// new one must say what it carries.
     pub fn conflict(self, version: TlsVersion) -> Option<&'static str> {
-        match (self, version.is_datagram()) {
-            (Transport::Udp, false) => {
-                Some("TLS needs a byte stream: UDP carries DTLS only (use --transport tcp)")
-            }
-            (Transport::Tcp, true) => {
-                Some("DTLS runs over datagrams, not over TCP (use --transport udp)")
-            }
-            _ => None,
+        match self {
+            // The memory pipe for TLS, the memory datagram channel for DTLS.
+            Transport::Memory => None,
+            Transport::Tcp => version
+                .is_datagram()
+                .then_some("DTLS runs over datagrams, not over TCP (use --transport udp)"),
+            Transport::Udp => (!version.is_datagram())
+                .then_some("TLS needs a byte stream: UDP carries DTLS only (use --transport tcp)"),
         }
     }
 

@@ -8,9 +8,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+
+use crate::backend::SymbolPrefixes;
 
 /// A `perf record` attached to one process.
 pub struct Recording {
@@ -466,10 +469,8 @@ const SOURCES: &[(Category, &[&str])] = &[
             "=sign.rs",
         ],
     ),
-    (
-        Category::TlsStateMachine,
-        &["/ssl/", "/rustls-0.", "/dimpl-"],
-    ),
+    // And the backends' protocol sources (their descriptors' `protocol_sources`).
+    (Category::TlsStateMachine, &[]),
     (
         Category::HttpTlslab,
         &[
@@ -494,17 +495,46 @@ const SOURCES: &[(Category, &[&str])] = &[
     ),
 ];
 
-/// The libraries' source trees: what no file or name rule placed is the
-/// library's plumbing.
-const LIBRARY_SOURCES: &[&str] = &[
-    "/openssl-build/",
-    "/aws-lc/",
-    "/aws-lc-rs-",
-    "/aws-lc-sys-",
-    "/ring-0.",
-    "/openssl-0.",
-    "/openssl-sys-",
-];
+/// What the registered TLS libraries' descriptors say of their symbols
+/// ([`SymbolPrefixes`]), every backend's lists joined.
+struct LibrarySymbols {
+    /// Rust paths of the libraries' protocol code ("rustls::").
+    protocol_paths: Vec<&'static str>,
+    /// Rust paths of their crypto crates ("aws_lc_rs::").
+    crypto_paths: Vec<&'static str>,
+    /// C symbol prefixes followed by a version (`aws_lc_0_28_2_`).
+    versioned_symbol_prefixes: Vec<&'static str>,
+    /// Source-path fragments of their protocol code.
+    protocol_sources: Vec<&'static str>,
+    /// Their source trees: what no file or name rule placed is the
+    /// library's plumbing.
+    library_sources: Vec<&'static str>,
+}
+
+/// The registered libraries' symbols, read from their descriptors once.
+fn library_symbols() -> &'static LibrarySymbols {
+    static SYMBOLS: LazyLock<LibrarySymbols> = LazyLock::new(|| {
+        let joined = |list: fn(&SymbolPrefixes) -> &'static [&'static str]| {
+            let mut joined: Vec<&'static str> = Vec::new();
+            for descriptor in crate::backend::REGISTRY {
+                for item in list(&descriptor.symbols) {
+                    if !joined.contains(item) {
+                        joined.push(item);
+                    }
+                }
+            }
+            joined
+        };
+        LibrarySymbols {
+            protocol_paths: joined(|s| s.protocol_paths),
+            crypto_paths: joined(|s| s.crypto_paths),
+            versioned_symbol_prefixes: joined(|s| s.versioned_symbol_prefixes),
+            protocol_sources: joined(|s| s.protocol_sources),
+            library_sources: joined(|s| s.library_sources),
+        }
+    });
+    &SYMBOLS
+}
 
 impl Category {
     pub const ALL: &'static [Category] = &[
@@ -577,7 +607,12 @@ impl Category {
         }
         let object = object.rsplit('/').next().unwrap_or(object);
         match Self::of_symbol(function, object) {
-            Category::Other if LIBRARY_SOURCES.iter().any(|dir| file.contains(dir)) => {
+            Category::Other
+                if library_symbols()
+                    .library_sources
+                    .iter()
+                    .any(|dir| file.contains(dir)) =>
+            {
                 Category::OpensslPlumbing
             }
             category => category,
@@ -592,10 +627,15 @@ impl Category {
             return None;
         }
         let file_name = path.rsplit('/').next().unwrap_or(&path);
+        let protocol_sources = library_symbols().protocol_sources.as_slice();
         SOURCES
             .iter()
-            .find(|(_, fragments)| {
-                fragments.iter().any(|fragment| {
+            .find(|(category, fragments)| {
+                let registered = match category {
+                    Category::TlsStateMachine => protocol_sources,
+                    _ => &[],
+                };
+                fragments.iter().chain(registered).any(|fragment| {
                     if let Some(name) = fragment.strip_prefix('=') {
                         file_name.starts_with(name)
                     } else {
@@ -650,7 +690,8 @@ impl Category {
     fn of_rust(symbol: &str) -> Category {
         let path = symbol.to_ascii_lowercase();
         let has = |words: &[&str]| words.iter().any(|w| path.contains(w));
-        if has(&["tlslab::"]) && !has(&["rustls::", "aws_lc_rs::", "ring::", "dimpl::"]) {
+        let libraries = library_symbols();
+        if has(&["tlslab::"]) && !has(&libraries.protocol_paths) && !has(&libraries.crypto_paths) {
             return Category::HttpTlslab;
         }
         if has(&["webpki", "x509", "pki_types", "::der::", "::pem"]) {
@@ -702,10 +743,10 @@ impl Category {
         ]) {
             return Category::Symmetric;
         }
-        if has(&["rustls::", "dimpl::"]) {
+        if has(&libraries.protocol_paths) {
             return Category::TlsStateMachine;
         }
-        if has(&["aws_lc_rs::", "ring::"]) {
+        if has(&libraries.crypto_paths) {
             return Category::OpensslPlumbing;
         }
         if has(&[
@@ -722,10 +763,10 @@ impl Category {
     }
 }
 
-/// A symbol without aws-lc's (`aws_lc_0_28_2_`) or ring's
-/// (`ring_core_0_17_14_`) version prefix.
+/// A symbol without a library's version prefix (aws-lc's
+/// `aws_lc_0_28_2_`, ring's `ring_core_0_17_14_`: their descriptors say).
 fn strip_version_prefix(lower: &str) -> &str {
-    for prefix in ["aws_lc_", "ring_core_"] {
+    for prefix in &library_symbols().versioned_symbol_prefixes {
         if let Some(rest) = lower.strip_prefix(prefix) {
             // The version: digits and underscores.
             let skipped = rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == '_');

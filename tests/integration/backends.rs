@@ -1,4 +1,9 @@
-//! The same real-handshake tests for every backend (tiny sample counts).
+//! The same real-handshake tests for every backend of the registry (tiny
+//! sample counts): a library gets them with its registration line. A test
+//! written for TLS runs on a DTLS-only library over the DTLS version with
+//! the same rules, where that library declares the rest of the scenario.
+
+use std::sync::Arc;
 
 use tlslab::backend::{Backend, HandshakeSample};
 use tlslab::measure::verify;
@@ -82,141 +87,244 @@ fn cert_for(group: Group) -> CertKind {
     }
 }
 
-macro_rules! backend_tests {
-    ($module:ident, $id:literal) => {
-        mod $module {
-            use super::*;
-            use std::sync::Arc;
+/// The backends the shared suite runs on: every listed backend of the
+/// registry, so a library gets the suite with its registration line.
+fn registered() -> Vec<Arc<dyn Backend>> {
+    tlslab::backend::listed()
+        .map(|descriptor| (descriptor.open)())
+        .collect()
+}
 
-            fn backend() -> Arc<dyn Backend> {
-                tlslab::backend::backend_by_id($id).unwrap()
-            }
+/// The version a suite test written for TLS `version` runs on `backend`:
+/// that version if the backend speaks it, else the DTLS version with the
+/// same rules if the backend speaks that instead (dimpl), else `None`.
+fn version_on(backend: &dyn Backend, version: TlsVersion) -> Option<TlsVersion> {
+    let versions = &backend.capabilities().versions;
+    if versions.contains(&version) {
+        return Some(version);
+    }
+    let datagram = match version {
+        TlsVersion::Tls12 => TlsVersion::Dtls12,
+        TlsVersion::Tls13 => TlsVersion::Dtls13,
+        _ => return None,
+    };
+    versions.contains(&datagram).then_some(datagram)
+}
 
-            #[test]
-            fn tls13_x25519_with_ecdsa_and_rsa() {
-                for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
-                    assert_measured(
-                        backend().as_ref(),
-                        &scenario(TlsVersion::Tls13, Group::X25519, cert),
-                    );
+/// The scenario a suite test written as `written` runs on `backend`: as
+/// written when the backend speaks its version (and then it must be
+/// measured); on a DTLS-only backend, its DTLS twin when the backend
+/// declares the rest of it; `None` when there is nothing to run.
+fn case(backend: &dyn Backend, written: HandshakeScenario) -> Option<HandshakeScenario> {
+    let version = version_on(backend, written.version)?;
+    if version == written.version {
+        return Some(written);
+    }
+    let twin = HandshakeScenario { version, ..written };
+    (twin.protocol_conflict().is_none() && backend.unsupported_reason(&twin).is_none())
+        .then_some(twin)
+}
+
+/// Measures `written` on every registered backend that runs it (see
+/// [`case`]); returns how many backends did.
+fn on_every_backend(written: HandshakeScenario) -> usize {
+    let mut ran = 0;
+    for backend in registered() {
+        if let Some(s) = case(backend.as_ref(), written) {
+            assert_measured(backend.as_ref(), &s);
+            ran += 1;
+        }
+    }
+    ran
+}
+
+#[test]
+fn tls13_x25519_with_ecdsa_and_rsa() {
+    for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
+        on_every_backend(scenario(TlsVersion::Tls13, Group::X25519, cert));
+    }
+}
+
+#[test]
+fn tls12_ecdhe_with_ecdsa_and_rsa() {
+    for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
+        on_every_backend(scenario(TlsVersion::Tls12, Group::X25519, cert));
+    }
+}
+
+/// Every suite the protocol defines is measured, or the backend says it
+/// has none (rustls has no CBC).
+#[test]
+fn every_suite() {
+    for backend in registered() {
+        for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
+            let Some(version) = version_on(backend.as_ref(), version) else {
+                continue;
+            };
+            for aead in Aead::ALL {
+                let mut s = scenario(version, Group::P256, CertKind::EcdsaP256);
+                s.aead = *aead;
+                if s.protocol_conflict().is_some() {
+                    continue;
                 }
-            }
-
-            #[test]
-            fn tls12_ecdhe_with_ecdsa_and_rsa() {
-                for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
-                    assert_measured(
-                        backend().as_ref(),
-                        &scenario(TlsVersion::Tls12, Group::X25519, cert),
-                    );
-                }
-            }
-
-            /// Every suite the protocol defines is measured, or the
-            /// backend says it has none (rustls has no CBC).
-            #[test]
-            fn every_suite() {
-                let backend = backend();
-                for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
-                    for aead in Aead::ALL {
-                        let mut s = scenario(version, Group::P256, CertKind::EcdsaP256);
-                        s.aead = *aead;
-                        if s.protocol_conflict().is_some() {
-                            continue;
-                        }
-                        if backend.capabilities().aeads.contains(aead) {
-                            assert_measured(backend.as_ref(), &s);
-                        } else {
-                            let reason = backend.unsupported_reason(&s).unwrap_or_default();
-                            assert!(reason.contains(aead.name()), "{reason}");
-                        }
-                    }
-                }
-            }
-
-            #[test]
-            fn resumption_modes() {
-                let cases = [
-                    (TlsVersion::Tls12, Resumption::SessionId),
-                    (TlsVersion::Tls12, Resumption::Ticket),
-                    (TlsVersion::Tls13, Resumption::Psk),
-                ];
-                for (version, resumption) in cases {
-                    let mut s = scenario(version, Group::X25519, CertKind::EcdsaP256);
-                    s.resumption = resumption;
-                    assert_measured(backend().as_ref(), &s);
-                }
-            }
-
-            #[test]
-            fn mutual_tls() {
-                for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
-                    let mut s = scenario(version, Group::X25519, CertKind::EcdsaP256);
-                    s.mutual = true;
-                    assert_measured(backend().as_ref(), &s);
-                }
-            }
-
-            #[test]
-            fn chain_depths() {
-                for depth in [2, 5] {
-                    let mut s = scenario(TlsVersion::Tls13, Group::X25519, CertKind::Ed25519);
-                    s.chain_depth = depth;
-                    assert_measured(backend().as_ref(), &s);
-                }
-            }
-
-            /// The capabilities a backend declares are true: every group and
-            /// certificate it lists completes a verified handshake.
-            #[test]
-            fn every_declared_group_and_certificate() {
-                let backend = backend();
-                let caps = backend.capabilities().clone();
-                for group in &caps.groups_tls12 {
-                    let s = scenario(TlsVersion::Tls12, *group, cert_for(*group));
+                if backend.capabilities().aeads.contains(aead) {
                     assert_measured(backend.as_ref(), &s);
-                }
-                for group in &caps.groups_tls13 {
-                    let s = scenario(TlsVersion::Tls13, *group, CertKind::EcdsaP256);
-                    assert_measured(backend.as_ref(), &s);
-                }
-                for cert in &caps.certs {
-                    let s = scenario(TlsVersion::Tls13, Group::X25519, *cert);
-                    assert_measured(backend.as_ref(), &s);
-                }
-            }
-
-            /// A handshake that negotiates another group than the scenario
-            /// asked for fails the cell and is never counted.
-            #[test]
-            fn a_wrongly_negotiated_group_is_rejected() {
-                let built = scenario(TlsVersion::Tls13, Group::P256, CertKind::EcdsaP256);
-                let asked = scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
-                match measure_as(backend().as_ref(), &built, &asked) {
-                    Err(reason) => {
-                        assert_eq!(reason, "wrong group: asked for x25519, negotiated p256")
-                    }
-                    Ok(samples) => panic!("a mismatch was counted: {samples:?}"),
-                }
-            }
-
-            /// A wrongly negotiated certificate type is caught too.
-            #[test]
-            fn a_wrong_signature_scheme_is_rejected() {
-                let built = scenario(TlsVersion::Tls13, Group::X25519, CertKind::Rsa2048);
-                let asked = scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
-                match measure_as(backend().as_ref(), &built, &asked) {
-                    Err(reason) => assert!(reason.starts_with("wrong"), "{reason}"),
-                    Ok(samples) => panic!("a mismatch was counted: {samples:?}"),
+                } else {
+                    let reason = backend.unsupported_reason(&s).unwrap_or_default();
+                    assert!(reason.contains(aead.name()), "{}: {reason}", backend.id());
                 }
             }
         }
-    };
+    }
 }
 
-backend_tests!(openssl, "openssl");
-backend_tests!(rustls_aws_lc, "rustls-aws-lc");
-backend_tests!(rustls_ring, "rustls-ring");
+#[test]
+fn resumption_modes() {
+    let cases = [
+        (TlsVersion::Tls12, Resumption::SessionId),
+        (TlsVersion::Tls12, Resumption::Ticket),
+        (TlsVersion::Tls13, Resumption::Psk),
+    ];
+    for (version, resumption) in cases {
+        let mut s = scenario(version, Group::X25519, CertKind::EcdsaP256);
+        s.resumption = resumption;
+        on_every_backend(s);
+    }
+}
+
+#[test]
+fn mutual_tls() {
+    for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
+        let mut s = scenario(version, Group::X25519, CertKind::EcdsaP256);
+        s.mutual = true;
+        on_every_backend(s);
+    }
+}
+
+#[test]
+fn chain_depths() {
+    for depth in [2, 5] {
+        let mut s = scenario(TlsVersion::Tls13, Group::X25519, CertKind::Ed25519);
+        s.chain_depth = depth;
+        on_every_backend(s);
+    }
+}
+
+/// The capabilities a backend declares are true: every group and
+/// certificate it lists completes a verified handshake, on every
+/// registered backend.
+#[test]
+fn every_declared_group_and_certificate() {
+    for backend in registered() {
+        let backend = backend.as_ref();
+        let caps = backend.capabilities().clone();
+        let mut ran = 0;
+        let mut measure = |written: HandshakeScenario| {
+            let s = case(backend, written).unwrap_or_else(|| {
+                panic!(
+                    "{} declares what it cannot run: {}",
+                    backend.id(),
+                    written.label()
+                )
+            });
+            assert_measured(backend, &s);
+            ran += 1;
+        };
+        for group in &caps.groups_tls12 {
+            measure(scenario(TlsVersion::Tls12, *group, cert_for(*group)));
+        }
+        for group in &caps.groups_tls13 {
+            measure(scenario(TlsVersion::Tls13, *group, CertKind::EcdsaP256));
+        }
+        for cert in &caps.certs {
+            measure(scenario(TlsVersion::Tls13, Group::X25519, *cert));
+        }
+        assert!(ran > 0, "{} ran none of its declared groups", backend.id());
+    }
+}
+
+/// A handshake that negotiates another group than the scenario asked
+/// for fails the cell and is never counted.
+#[test]
+fn a_wrongly_negotiated_group_is_rejected() {
+    for backend in registered() {
+        let built = scenario(TlsVersion::Tls13, Group::P256, CertKind::EcdsaP256);
+        let asked = scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
+        let (Some(built), Some(asked)) = (case(&*backend, built), case(&*backend, asked)) else {
+            continue;
+        };
+        match measure_as(backend.as_ref(), &built, &asked) {
+            Err(reason) => {
+                assert_eq!(reason, "wrong group: asked for x25519, negotiated p256")
+            }
+            Ok(samples) => panic!("{}: a mismatch was counted: {samples:?}", backend.id()),
+        }
+    }
+}
+
+/// A wrongly negotiated certificate type is caught too.
+#[test]
+fn a_wrong_signature_scheme_is_rejected() {
+    for backend in registered() {
+        let built = scenario(TlsVersion::Tls13, Group::X25519, CertKind::Rsa2048);
+        let asked = scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
+        let (Some(built), Some(asked)) = (case(&*backend, built), case(&*backend, asked)) else {
+            continue;
+        };
+        match measure_as(backend.as_ref(), &built, &asked) {
+            Err(reason) => assert!(reason.starts_with("wrong"), "{reason}"),
+            Ok(samples) => panic!("{}: a mismatch was counted: {samples:?}", backend.id()),
+        }
+    }
+}
+
+/// Every registered descriptor says of its backend what the backend says
+/// of itself: its id and library, its capabilities (the transports
+/// included), and whether its crypto can be counted apart (the backend
+/// has an instrumented variant, with the same capabilities).
+#[test]
+fn every_descriptor_agrees_with_its_backend() {
+    let mut listed = 0;
+    for descriptor in tlslab::backend::REGISTRY {
+        let backend = (descriptor.open)();
+        let name = descriptor.name();
+        assert_eq!(backend.id(), name);
+        assert_eq!(descriptor.id.open().id(), name);
+        assert_eq!(backend.library().library, descriptor.library, "{name}");
+        assert_eq!(
+            backend.capabilities(),
+            (descriptor.capabilities)(),
+            "{name}"
+        );
+        assert!(
+            !backend.capabilities().transports.is_empty(),
+            "{name} runs over no transport"
+        );
+        let instrumented = backend.instrumented();
+        assert_eq!(
+            instrumented.is_some(),
+            descriptor.counts_crypto_apart,
+            "{name}"
+        );
+        if let Some(instrumented) = instrumented {
+            assert_eq!(
+                instrumented.capabilities(),
+                backend.capabilities(),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            tlslab::backend::backend_by_id(name).unwrap().id(),
+            name,
+            "{name} opens by its id"
+        );
+        if descriptor.listed {
+            assert!(tlslab::backend::BACKEND_IDS.contains(&name), "{name}");
+            listed += 1;
+        }
+    }
+    assert_eq!(tlslab::backend::BACKEND_IDS.len(), listed);
+}
 
 #[test]
 fn unsupported_combinations_say_why() {

@@ -1,6 +1,7 @@
 //! The socket transports on loopback: a verified handshake per transport
-//! and backend (dimpl's DTLS over UDP too), DTLS over UDP with the server's cookie exchange on the
-//! wire, bulk data over TCP checked byte for byte, a socket that cannot
+//! and backend (dimpl's DTLS over UDP too), every registered backend over
+//! the transports it declares and a row saying why over the others, DTLS
+//! over UDP with the server's cookie exchange on the wire, bulk data over TCP checked byte for byte, a socket that cannot
 //! open failing its row with the kernel's reason, and transport labels
 //! that come back from the store and show in `tlslab report`.
 
@@ -12,16 +13,24 @@ use tlslab::backend::{backend_by_id, Backend};
 use tlslab::measure::Outcome;
 use tlslab::scenario::bulk::{BulkScenario, Channel};
 use tlslab::scenario::{
-    Aead, CertKind, Group, HandshakeScenario, Resumption, TlsVersion, Transport,
+    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
 };
 use tlslab::transport::LOOPBACK_PORT_ENV;
 use tlslab::workload::bulk::BulkProbe;
 
-use crate::backends::{measure_as, scenario};
+use crate::backends::{assert_measured, measure_as, scenario};
 use crate::util::{self, has_row, tlslab};
 
-/// The backends that speak TLS over a byte stream (dimpl is DTLS only).
-const TLS_BACKENDS: &[&str] = &["openssl", "rustls-aws-lc", "rustls-ring"];
+/// The registered backends that speak TLS over TCP (dimpl is DTLS only).
+fn tls_backends() -> Vec<&'static str> {
+    tlslab::backend::listed()
+        .filter(|descriptor| {
+            let caps = (descriptor.capabilities)();
+            caps.transports.contains(&Transport::Tcp) && caps.versions.contains(&TlsVersion::Tls13)
+        })
+        .map(|descriptor| descriptor.name())
+        .collect()
+}
 
 fn over(mut s: HandshakeScenario, transport: Transport) -> HandshakeScenario {
     s.transport = transport;
@@ -47,7 +56,9 @@ fn assert_measured_over_socket(backend: &dyn Backend, s: &HandshakeScenario) {
 
 #[test]
 fn a_verified_tls_handshake_over_tcp_per_backend() {
-    for id in TLS_BACKENDS {
+    let ids = tls_backends();
+    assert!(ids.len() >= 3, "{ids:?}");
+    for id in ids {
         let backend = backend_by_id(id).unwrap();
         for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
             let s = over(
@@ -173,6 +184,95 @@ fn each_protocol_goes_over_its_own_socket() {
     );
 }
 
+/// Every registered backend (the mock's fake included) runs a verified
+/// handshake over each transport it declares, with each version it speaks
+/// that the transport carries, and says why over each it does not.
+#[test]
+fn every_backend_runs_over_the_transports_it_declares_and_says_why_not() {
+    for descriptor in tlslab::backend::REGISTRY {
+        let backend = (descriptor.open)();
+        let caps = backend.capabilities().clone();
+        let mut measured = 0;
+        for transport in Transport::ALL {
+            for version in &caps.versions {
+                if transport.conflict(*version).is_some() {
+                    continue;
+                }
+                let groups = match version.tls_rules() {
+                    TlsVersion::Tls13 => &caps.groups_tls13,
+                    _ => &caps.groups_tls12,
+                };
+                let group = [Group::X25519, Group::P256]
+                    .into_iter()
+                    .find(|g| groups.contains(g))
+                    .unwrap_or(groups[0]);
+                let cert = if caps.certs.contains(&CertKind::EcdsaP256) {
+                    CertKind::EcdsaP256
+                } else {
+                    caps.certs[0]
+                };
+                let s = over(scenario(*version, group, cert), *transport);
+                if !caps.transports.contains(transport) {
+                    let reason = backend
+                        .unsupported_reason(&s)
+                        .unwrap_or_else(|| panic!("{} claims {}", backend.id(), s.label()));
+                    assert!(
+                        reason.contains(transport.display()),
+                        "{}: {reason}",
+                        s.label()
+                    );
+                } else if transport.is_socket() {
+                    assert_measured_over_socket(backend.as_ref(), &s);
+                    measured += 1;
+                } else {
+                    assert_measured(backend.as_ref(), &s);
+                    measured += 1;
+                }
+            }
+        }
+        assert!(measured > 0, "{} ran over no transport", backend.id());
+    }
+}
+
+/// A transport the backend does not speak is a row that says why, and the
+/// matrix goes on (the mock's handshakes are computed, not carried: it
+/// runs over memory only).
+#[test]
+fn an_unsupported_transport_is_a_row_with_its_reason() {
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "--backend",
+        "mock",
+        "--tls",
+        "1.3",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--transport",
+        "memory,tcp",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+    ]);
+    run.expect_code(0);
+    let table = run.stdout();
+    assert!(
+        has_row(
+            &table,
+            &["mock", "does not run over TCP (it runs over memory only)"]
+        ),
+        "{table}"
+    );
+    let memory = table
+        .lines()
+        .find(|line| has_row(line, &["mock", "TLS 1.3", "memory"]))
+        .unwrap_or_else(|| panic!("no memory row: {table}"));
+    assert!(!memory.contains("unsupported"), "{table}");
+}
+
 #[test]
 fn bulk_over_tcp_carries_every_byte_per_backend_and_without_crypto() {
     let rows: Vec<(Option<&str>, BulkScenario)> = [
@@ -190,9 +290,9 @@ fn bulk_over_tcp_carries_every_byte_per_backend_and_without_crypto() {
         ),
     ]
     .into_iter()
-    .chain(TLS_BACKENDS.iter().map(|id| {
+    .chain(tls_backends().into_iter().map(|id| {
         (
-            Some(*id),
+            Some(id),
             BulkScenario {
                 channel: Channel::Tls {
                     version: TlsVersion::Tls13,

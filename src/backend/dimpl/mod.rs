@@ -21,12 +21,13 @@
 //! verifier on aws-lc-rs, given the intermediates out of band.
 
 mod bulk;
+mod descriptor;
 mod peer;
 mod udp;
 pub mod wire;
 
 use std::io::{ErrorKind, Read, Write};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -38,6 +39,8 @@ use rustls::RootCertStore;
 use rustls_pki_types::CertificateDer;
 
 use bulk::{record_payload_bytes, DimplBulkPair};
+use descriptor::capabilities;
+pub use descriptor::DESCRIPTOR;
 use peer::{certificate, PeerCheck};
 
 use super::{
@@ -47,8 +50,7 @@ use super::{
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::{
-    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
-    DEFAULT_MTU_BYTES,
+    Aead, Group, HandshakeScenario, Named, TlsVersion, Transport, DEFAULT_MTU_BYTES,
 };
 use crate::transport::datagram::{DatagramEnd, DatagramPipe, Fault};
 
@@ -78,32 +80,15 @@ const MAX_TIMEOUTS: usize = 8;
 #[derive(Debug, Default)]
 pub struct DimplBackend;
 
-fn capabilities() -> &'static Capabilities {
-    static CAPABILITIES: OnceLock<Capabilities> = OnceLock::new();
-    CAPABILITIES.get_or_init(|| {
-        let groups = vec![Group::X25519, Group::P256, Group::P384];
-        Capabilities {
-            versions: vec![TlsVersion::Dtls12, TlsVersion::Dtls13],
-            groups_tls12: groups.clone(),
-            groups_tls13: groups,
-            certs: vec![CertKind::EcdsaP256, CertKind::EcdsaP384],
-            aeads: vec![Aead::Aes128Gcm, Aead::Aes256Gcm, Aead::Chacha20Poly1305],
-            resumptions: vec![Resumption::Off],
-            mutual: true,
-            reports_signature_scheme: true,
-        }
-    })
-}
-
 impl Backend for DimplBackend {
     fn id(&self) -> &'static str {
-        "dimpl"
+        DESCRIPTOR.name()
     }
 
     fn library(&self) -> LibraryInfo {
         LibraryInfo {
             backend: self.id().to_string(),
-            library: "dimpl".to_string(),
+            library: DESCRIPTOR.library.to_string(),
             version: format!(
                 "{} (aws-lc-rs {})",
                 crate::build_info::DIMPL_VERSION,
@@ -191,7 +176,7 @@ struct NoPrimitives;
 
 impl PrimitiveBackend for NoPrimitives {
     fn id(&self) -> &'static str {
-        "dimpl"
+        DESCRIPTOR.name()
     }
 
     fn prepare(&self, _row: &SpeedRow) -> Result<PreparedOperation, Unsupported> {

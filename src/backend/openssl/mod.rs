@@ -5,6 +5,7 @@
 //! [`data_channel`]. All OpenSSL code of tlslab is in this folder.
 
 pub mod data_channel;
+mod descriptor;
 pub mod dtls;
 pub mod primitives;
 pub mod probe;
@@ -29,16 +30,17 @@ use openssl::x509::X509;
 
 use super::{
     Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
-    Negotiated, SideTimes, Turn, Turns,
+    Negotiated, SideTimes, TlsAcceptor, Turn, Turns,
 };
-use crate::certs::{openssl_supports_key, CertChain, Credentials, SERVER_NAME};
+use crate::certs::{CertChain, Credentials, SERVER_NAME};
 use crate::scenario::{
-    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
+    CertKind, Group, HandshakeScenario, Named, Resumption, ServerOffer, TlsVersion, Transport,
 };
 use crate::transport::datagram::DatagramPipe;
 use crate::transport::memory::Pipe;
 use crate::transport::tcp::TcpLoopback;
 use crate::transport::Duplex;
+pub use descriptor::DESCRIPTOR;
 
 /// `SSL_CTRL_GET_PEER_SIGNATURE_NAME` (OpenSSL 3.5+): the server's signature scheme.
 const SSL_CTRL_GET_PEER_SIGNATURE_NAME: c_int = 141;
@@ -57,9 +59,8 @@ impl Default for OpensslBackend {
 
 impl OpensslBackend {
     pub fn new() -> Self {
-        static CAPABILITIES: OnceLock<Capabilities> = OnceLock::new();
         Self {
-            capabilities: CAPABILITIES.get_or_init(probe_capabilities),
+            capabilities: descriptor::capabilities(),
         }
     }
 }
@@ -91,52 +92,15 @@ pub(crate) fn openssl_group_name(group: Group) -> Option<&'static str> {
     })
 }
 
-/// Asks this OpenSSL build which groups and key types it has.
-fn probe_capabilities() -> Capabilities {
-    let group_known = |group: Group| -> bool {
-        let Some(name) = openssl_group_name(group) else {
-            return true;
-        };
-        SslContextBuilder::new(SslMethod::tls())
-            .and_then(|mut ctx| ctx.set_groups_list(name))
-            .is_ok()
-    };
-    let groups_tls12 = Group::ALL
-        .iter()
-        .copied()
-        .filter(|g| g.protocol_conflict(TlsVersion::Tls12).is_none() && group_known(*g))
-        .collect();
-    let groups_tls13 = Group::ALL
-        .iter()
-        .copied()
-        .filter(|g| g.protocol_conflict(TlsVersion::Tls13).is_none() && group_known(*g))
-        .collect();
-    openssl::error::ErrorStack::get(); // drop errors left by failed probes
-    Capabilities {
-        versions: vec![TlsVersion::Tls12, TlsVersion::Tls13, TlsVersion::Dtls12],
-        groups_tls12,
-        groups_tls13,
-        certs: CertKind::ALL
-            .iter()
-            .copied()
-            .filter(|kind| openssl_supports_key(*kind))
-            .collect(),
-        aeads: Aead::ALL.to_vec(),
-        resumptions: Resumption::ALL.to_vec(),
-        mutual: true,
-        reports_signature_scheme: openssl::version::number() >= 0x3050_0000,
-    }
-}
-
 impl Backend for OpensslBackend {
     fn id(&self) -> &'static str {
-        "openssl"
+        DESCRIPTOR.name()
     }
 
     fn library(&self) -> LibraryInfo {
         LibraryInfo {
             backend: self.id().to_string(),
-            library: "OpenSSL".to_string(),
+            library: DESCRIPTOR.library.to_string(),
             version: openssl::version::version()
                 .trim_start_matches("OpenSSL ")
                 .to_string(),
@@ -161,6 +125,29 @@ impl Backend for OpensslBackend {
 
     fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
         Box::new(primitives::OpensslPrimitives)
+    }
+
+    fn acceptor(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Arc<dyn TlsAcceptor>> {
+        Ok(Arc::new(serve::OpensslAcceptor::new(
+            scenario,
+            credentials,
+        )?))
+    }
+
+    fn offer_acceptor(
+        &self,
+        offer: &ServerOffer,
+        chains: &[Arc<Credentials>],
+    ) -> Result<Arc<dyn TlsAcceptor>> {
+        Ok(Arc::new(serve::OpensslAcceptor::offering(offer, chains)?))
+    }
+
+    fn offer_conflict(&self, offer: &ServerOffer) -> Option<String> {
+        serve::offer_conflict(offer)
     }
 
     fn handshaker(

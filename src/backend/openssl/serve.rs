@@ -67,6 +67,27 @@ impl OpensslAcceptor {
     }
 }
 
+/// Why an OpenSSL server cannot hold `offer` although it can make each of
+/// its handshakes: it holds one certificate per key type and one set of
+/// TLS 1.2 DHE parameters.
+pub(super) fn offer_conflict(offer: &ServerOffer) -> Option<String> {
+    for family in [SignatureFamily::Rsa, SignatureFamily::Ecdsa] {
+        if offer.certs.iter().filter(|c| c.family() == family).count() > 1 {
+            return Some(
+                "an OpenSSL server holds one certificate per key type: offer one RSA and one ECDSA certificate at most"
+                    .to_string(),
+            );
+        }
+    }
+    let dhe = offer.groups.iter().filter(|g| {
+        matches!(g.kind(), KxKind::Ffdh { .. }) && g.protocol_conflict(TlsVersion::Tls12).is_none()
+    });
+    (dhe.count() > 1).then(|| {
+        "an OpenSSL server has one set of TLS 1.2 DHE parameters: offer one of dhe1024..dhe4096"
+            .to_string()
+    })
+}
+
 /// OpenSSL's key slot of a certificate type: one certificate per slot.
 fn key_slot(cert: CertKind) -> &'static str {
     match cert.family() {

@@ -4,6 +4,7 @@
 //! [`primitives`], the counting provider wrapper in [`instrument`]: all of
 //! tlslab's rustls code is in this folder.
 
+mod descriptor;
 pub mod instrument;
 pub mod primitives;
 pub mod serve;
@@ -29,14 +30,15 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, Server
 
 use super::{
     Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
-    Negotiated, SideTimes, Turn, Turns,
+    Negotiated, SideTimes, TlsAcceptor, Turn, Turns,
 };
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
 use crate::scenario::{
-    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
+    Group, HandshakeScenario, Named, Resumption, ServerOffer, TlsVersion, Transport,
 };
 use crate::transport::memory::{Pipe, PipeEnd};
 use crate::transport::tcp::TcpLoopback;
+pub use descriptor::{AWS_LC_DESCRIPTOR, RING_DESCRIPTOR};
 use instrument::Side;
 
 /// Which crypto provider rustls runs on.
@@ -50,7 +52,7 @@ enum Provider {
 #[derive(Debug)]
 pub struct RustlsBackend {
     provider: Provider,
-    capabilities: Capabilities,
+    capabilities: &'static Capabilities,
     /// Count and time every provider call (see [`crate::cost::instrument`]).
     instrumented: bool,
 }
@@ -71,58 +73,9 @@ impl RustlsBackend {
     }
 
     fn new(provider: Provider) -> Self {
-        let base = base_provider(provider);
-        let groups: Vec<Group> = base
-            .kx_groups
-            .iter()
-            .chain(all_kx_groups(provider))
-            .filter_map(|g| our_group(g.name()))
-            .fold(Vec::new(), |mut groups, g| {
-                if !groups.contains(&g) {
-                    groups.push(g);
-                }
-                groups
-            });
-        let certs = match provider {
-            Provider::AwsLcRs => vec![
-                CertKind::Rsa2048,
-                CertKind::Rsa3072,
-                CertKind::Rsa4096,
-                CertKind::EcdsaP256,
-                CertKind::EcdsaP384,
-                CertKind::EcdsaP521,
-                CertKind::Ed25519,
-                CertKind::MlDsa44,
-                CertKind::MlDsa65,
-                CertKind::MlDsa87,
-            ],
-            Provider::Ring => vec![
-                CertKind::Rsa2048,
-                CertKind::Rsa3072,
-                CertKind::Rsa4096,
-                CertKind::EcdsaP256,
-                CertKind::EcdsaP384,
-                CertKind::Ed25519,
-            ],
-        };
-        let capabilities = Capabilities {
-            versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
-            groups_tls12: groups
-                .iter()
-                .copied()
-                .filter(|g| g.protocol_conflict(TlsVersion::Tls12).is_none())
-                .collect(),
-            groups_tls13: groups,
-            certs,
-            // rustls has no CBC suites (by design: AEADs only).
-            aeads: Aead::ALL.iter().copied().filter(|a| a.is_aead()).collect(),
-            resumptions: Resumption::ALL.to_vec(),
-            mutual: true,
-            reports_signature_scheme: true,
-        };
         Self {
             provider,
-            capabilities,
+            capabilities: provider.capabilities(),
             instrumented: false,
         }
     }
@@ -187,10 +140,7 @@ fn scheme_name(scheme: SignatureScheme) -> String {
 
 impl Backend for RustlsBackend {
     fn id(&self) -> &'static str {
-        match self.provider {
-            Provider::AwsLcRs => "rustls-aws-lc",
-            Provider::Ring => "rustls-ring",
-        }
+        self.provider.descriptor().name()
     }
 
     fn library(&self) -> LibraryInfo {
@@ -200,13 +150,13 @@ impl Backend for RustlsBackend {
         };
         LibraryInfo {
             backend: self.id().to_string(),
-            library: "rustls".to_string(),
+            library: descriptor::LIBRARY.to_string(),
             version: format!("{} ({provider})", crate::build_info::RUSTLS_VERSION),
         }
     }
 
     fn capabilities(&self) -> &Capabilities {
-        &self.capabilities
+        self.capabilities
     }
 
     fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
@@ -218,6 +168,32 @@ impl Backend for RustlsBackend {
 
     fn instrumented(&self) -> Option<Arc<dyn Backend>> {
         Some(Arc::new(Self::new(self.provider).instrumented()))
+    }
+
+    /// The server runs on the instrumented provider: every crypto call
+    /// counted per category, on the thread that makes it.
+    fn acceptor(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Arc<dyn TlsAcceptor>> {
+        Ok(Arc::new(serve::RustlsAcceptor::new(
+            &Self::new(self.provider).instrumented(),
+            scenario,
+            credentials,
+        )?))
+    }
+
+    fn offer_acceptor(
+        &self,
+        offer: &ServerOffer,
+        chains: &[Arc<Credentials>],
+    ) -> Result<Arc<dyn TlsAcceptor>> {
+        Ok(Arc::new(serve::RustlsAcceptor::offering(
+            &Self::new(self.provider).instrumented(),
+            offer,
+            chains,
+        )?))
     }
 
     fn handshaker(

@@ -15,7 +15,7 @@ use super::super::markup::format_us;
 use super::super::Table;
 use super::ratio_text;
 use crate::measure;
-use crate::scenario::{HandshakeScenario, TlsVersion, Transport};
+use crate::scenario::{CpuFeatures, HandshakeScenario, TlsVersion, Transport};
 use crate::stats::{self, PairedRatio, Summary};
 use crate::workload::handshake::CellResult;
 
@@ -49,10 +49,10 @@ fn tls_twin(dtls: &HandshakeScenario) -> HandshakeScenario {
     }
 }
 
-/// The rows of a child process run without CPU features ("openssl
-/// (generic)") pair only among themselves.
-fn generic(backend: &str) -> bool {
-    backend.ends_with(" (generic)")
+/// The CPU feature set a row was measured with: generic rows (a child
+/// process run without CPU features) pair only among themselves.
+fn features(backend: &str) -> CpuFeatures {
+    CpuFeatures::of_row_backend(backend).1
 }
 
 fn cpu_us(cell: &CellResult) -> Option<Summary> {
@@ -89,7 +89,7 @@ pub fn pairs(cells: &[CellResult]) -> Vec<Pair> {
         let partners = if own.is_empty() {
             twins
                 .into_iter()
-                .filter(|c| generic(&c.backend) == generic(&dtls.backend))
+                .filter(|c| features(&c.backend) == features(&dtls.backend))
                 .collect()
         } else {
             own

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use super::{
     RunningServer, ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest, Workers,
 };
-use crate::backend::{server_acceptor, Backend, BackendId, Capabilities, LibraryInfo};
+use crate::backend::{Backend, BackendId, Capabilities, LibraryInfo};
 use crate::scenario::{HandshakeScenario, ServerKind};
 use crate::workload::process::process_cpu_ns;
 use crate::workload::serve::{Server, ServerStats};
@@ -78,23 +78,24 @@ impl ServerUnderTest for EmbeddedServer {
     /// keeps them; rustls is Rust, whose state machine would read as
     /// tlslab's own code.
     fn symbol_categories(&self) -> Result<(), String> {
-        match self.backend.id() {
-            "openssl" => Ok(()),
-            backend => Err(format!(
-                "the categories read OpenSSL's symbol names; {backend} counts its crypto per category itself (above)"
-            )),
+        if self.id.descriptor().counts_crypto_apart {
+            return Err(format!(
+                "the categories read OpenSSL's symbol names; {} counts its crypto per category itself (above)",
+                self.backend.id()
+            ));
         }
+        Ok(())
     }
 
     /// The embedded server answers every `/page_SIZE` and resumes as the
     /// scenario says: the site needs no setting up.
     fn start(&self, setup: &ServerSetup<'_>) -> Result<Box<dyn RunningServer>> {
-        let acceptor = server_acceptor(self.id, setup.scenario, setup.credentials)?;
+        let acceptor = self.backend.acceptor(setup.scenario, setup.credentials)?;
         let server = Server::start(
             acceptor,
             SocketAddr::from(([127, 0, 0, 1], 0)),
             self.threads,
-            self.id != BackendId::Openssl,
+            self.id.descriptor().counts_crypto_apart,
         )?;
         Ok(Box::new(RunningEmbedded {
             server,
