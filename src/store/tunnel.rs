@@ -248,7 +248,7 @@ mod tests {
     use crate::backend::LibraryInfo;
     use crate::host::HostInfo;
     use crate::measure::Outcome;
-    use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload};
+    use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, Payload};
     use crate::store::RunInfo;
 
     #[test]
@@ -269,7 +269,7 @@ mod tests {
             })
             .unwrap();
         let measured = TunnelCell {
-            engine: Engine::Inprocess,
+            engine: EngineId::Inprocess,
             scenario: TunnelScenario {
                 baseline: false,
                 cipher: Cipher::BfCbc,
@@ -321,7 +321,7 @@ mod tests {
             }),
         };
         let unsupported = TunnelCell {
-            engine: Engine::Openvpn,
+            engine: EngineId::Openvpn,
             scenario: TunnelScenario::baseline(Payload::Random, 64),
             outcome: Outcome::Unsupported {
                 reason: "no openvpn".into(),

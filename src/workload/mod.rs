@@ -13,7 +13,6 @@ pub mod link;
 pub mod load;
 pub mod network;
 pub mod nginx;
-pub mod openvpn;
 pub mod perf;
 pub mod remote;
 pub mod serve;

@@ -1,37 +1,59 @@
-//! What one tunnel sample does: in process, a batch of packets through a
-//! real data channel (both ends here, the sender's and the receiver's time
-//! apart); with OpenVPN ([`super::openvpn`]), one transfer each way. In
-//! process, a batch can also be counted under valgrind
-//! (`--measure instructions`): the sender's protect as the client's turn,
-//! the receiver's unprotect as the server's ([`crate::backend::turns`]).
+//! What one tunnel sample is and the engines that take it: one trait
+//! ([`engine::TunnelEngine`]) and ONE registry ([`ENGINES`], opened by
+//! [`EngineId::open`]). An engine is a module here plus its line in the
+//! registry (and its name in [`EngineId`]): the in-process data channel
+//! ([`inprocess`]) and real OpenVPN tunnels between network namespaces
+//! ([`openvpn`]). `tlslab tunnel` (`app::tunnel`) runs every engine through
+//! the trait; the tests run their shared suite over the registry.
+
+pub mod engine;
+pub mod inprocess;
+pub mod openvpn;
 
 use serde::Serialize;
 
-use crate::backend::openssl::data_channel::{self, Receiver, Sender};
-use crate::backend::thread_cpu_ns;
-use crate::backend::turns::{side_begins, side_ends, Turn};
-use crate::measure::{Outcome, Probe, Sampled};
-use crate::scenario::tunnel::{Engine, TunnelScenario};
-use crate::workload::counted::Instructions;
-use std::time::Instant;
+pub use engine::{EngineOptions, EngineRig, TunnelEngine};
 
-/// One sample: a batch of packets (in process) or one transfer each way (OpenVPN).
+use crate::measure::{Outcome, Sampled};
+use crate::scenario::names::Named;
+use crate::scenario::tunnel::{EngineId, TunnelScenario};
+// The file, not `counted` itself: the counted child imports this module.
+use crate::workload::counted::values::Instructions;
+
+/// Every engine, in the order of [`EngineId::ALL`].
+pub static ENGINES: &[&dyn TunnelEngine] = &[&inprocess::InprocessEngine, &openvpn::OpenvpnEngine];
+
+impl EngineId {
+    /// The engine of this name, from [`ENGINES`].
+    pub fn open(self) -> &'static dyn TunnelEngine {
+        ENGINES
+            .iter()
+            .copied()
+            .find(|engine| engine.id() == self)
+            .unwrap_or_else(|| panic!("the engine {} is not in ENGINES", self.id()))
+    }
+}
+
+/// One sample of a tunnel row. A packet engine (in process) takes a batch
+/// of packets through the sender and then the receiver, and times each
+/// end on the thread's CPU clock; a transfer engine (a real tunnel, its
+/// work in other processes) sends one transfer each way and times each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TunnelSample {
-    /// Packets in the batch (in process) or 0 (OpenVPN: a byte stream).
+    /// Packets in the batch, or 0 for a transfer (a byte stream, each way).
     pub packets: u64,
     /// Payload bytes carried each way.
     pub payload_bytes: u64,
-    /// In process: the sender's time to compress, encrypt and authenticate
-    /// the batch. OpenVPN: the transfer from namespace A to B.
+    /// A batch: the sender's time to compress, encrypt and authenticate
+    /// it. A transfer: the one from namespace A to B.
     pub send_ns: u64,
-    /// In process: the receiver's time to verify, decrypt, decompress and
-    /// check the batch. OpenVPN: the transfer from namespace B to A.
+    /// A batch: the receiver's time to verify, decrypt, decompress and
+    /// check it. A transfer: the one from namespace B to A.
     pub receive_ns: u64,
-    /// In process: the thread's CPU time while sending. OpenVPN: the
-    /// transfer's wall time (the tunnel's work is in other processes).
+    /// A batch: the thread's CPU time while sending. A transfer: its wall
+    /// time (the tunnel's work is in other processes).
     pub send_cpu_ns: u64,
-    /// In process: the thread's CPU time while receiving. OpenVPN: as
+    /// A batch: the thread's CPU time while receiving. A transfer: as
     /// `receive_ns`.
     pub receive_cpu_ns: u64,
 }
@@ -42,9 +64,15 @@ impl TunnelSample {
         self.send_ns + self.receive_ns
     }
 
-    /// CPU time through both ends (OpenVPN: wall time both ways).
+    /// CPU time through both ends (a transfer: wall time both ways).
     pub fn total_cpu_ns(&self) -> u64 {
         self.send_cpu_ns + self.receive_cpu_ns
+    }
+
+    /// Returns true if and only if the sample is a transfer each way (its
+    /// payload moved twice), not a batch of packets through both ends.
+    pub fn is_transfer(&self) -> bool {
+        self.packets == 0
     }
 }
 
@@ -62,7 +90,7 @@ pub type TunnelOutcome = Outcome<TunnelSample>;
 /// One (scenario, engine) pair and its outcome.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TunnelCell {
-    pub engine: Engine,
+    pub engine: EngineId,
     pub scenario: TunnelScenario,
     pub outcome: TunnelOutcome,
     /// Instructions counted under valgrind (`--measure instructions`).
@@ -118,134 +146,9 @@ pub fn counted_packets(scenario: &TunnelScenario) -> u64 {
     (rounds * DISTINCT_PAYLOADS as u64).min(MAX_COUNTED_PACKETS)
 }
 
-/// Why an engine's rows cannot be counted, if they cannot.
-pub fn uncountable(engine: Engine) -> Option<&'static str> {
-    match engine {
-        Engine::Inprocess => None,
-        Engine::Openvpn => Some(
-            "OpenVPN's work runs in its own processes (two openvpn daemons and the kernel between network namespaces), which tlslab cannot count per side under valgrind; the inprocess engine's rows are counted",
-        ),
-    }
-}
-
-/// How long one in-process batch should take, so timer overhead stays negligible.
-const TARGET_BATCH_NS: u64 = 1_000_000;
-/// Distinct payloads cycled through, so consecutive packets differ.
-const DISTINCT_PAYLOADS: usize = 16;
-
-/// Packets through an in-process sender and receiver, batch by batch.
-pub struct Batcher {
-    sender: Sender,
-    receiver: Receiver,
-    payloads: Vec<Vec<u8>>,
-    packets: Vec<Vec<u8>>,
-    next_payload: usize,
-}
-
-impl Batcher {
-    fn new(scenario: &TunnelScenario) -> anyhow::Result<Self> {
-        let (sender, receiver) = data_channel::pair(scenario)?;
-        Ok(Self {
-            sender,
-            receiver,
-            payloads: (0..DISTINCT_PAYLOADS)
-                .map(|i| scenario.payload.bytes(i, scenario.payload_bytes))
-                .collect(),
-            packets: Vec::new(),
-            next_payload: 0,
-        })
-    }
-
-    fn run(&mut self, batch: usize) -> Result<TunnelSample, String> {
-        self.packets.resize_with(batch, Vec::new);
-        let first = self.next_payload;
-        let start_cpu = thread_cpu_ns();
-        let start = Instant::now();
-        // Counted (under valgrind) as the client's turn; one relaxed load otherwise.
-        side_begins(Turn::Client);
-        let sealed = self
-            .packets
-            .iter_mut()
-            .enumerate()
-            .try_for_each(|(i, packet)| {
-                let payload = &self.payloads[(first + i) % DISTINCT_PAYLOADS];
-                self.sender
-                    .seal(payload, packet)
-                    .map_err(|e| format!("sending: {e:#}"))
-            });
-        side_ends(Turn::Client);
-        sealed?;
-        let sent = Instant::now();
-        let sent_cpu = thread_cpu_ns();
-        side_begins(Turn::Server);
-        let opened = self.packets.iter().enumerate().try_for_each(|(i, packet)| {
-            self.receiver
-                .open(packet)
-                .map_err(|e| format!("receiving: {e}"))?;
-            let expected = &self.payloads[(first + i) % DISTINCT_PAYLOADS];
-            if self.receiver.payload() != expected.as_slice() {
-                return Err("the received payload differs from the one sent".to_string());
-            }
-            Ok(())
-        });
-        side_ends(Turn::Server);
-        opened?;
-        let received = Instant::now();
-        let received_cpu = thread_cpu_ns();
-        self.next_payload = (first + batch) % DISTINCT_PAYLOADS;
-        Ok(TunnelSample {
-            packets: batch as u64,
-            payload_bytes: (batch * self.payloads[0].len()) as u64,
-            send_ns: (sent - start).as_nanos() as u64,
-            receive_ns: (received - sent).as_nanos() as u64,
-            send_cpu_ns: sent_cpu.saturating_sub(start_cpu),
-            receive_cpu_ns: received_cpu.saturating_sub(sent_cpu),
-        })
-    }
-}
-
-/// An in-process cell ready to sample: its channel and a batch size.
-pub struct InprocessProbe {
-    batcher: Batcher,
-    batch: usize,
-}
-
-impl InprocessProbe {
-    /// Builds the channel and sizes the batch so one sample takes about
-    /// `TARGET_BATCH_NS`; or the outcome that says why it cannot run.
-    pub fn prepare(scenario: &TunnelScenario) -> Result<Self, TunnelOutcome> {
-        if let Some(reason) = data_channel::unsupported_reason(scenario) {
-            return Err(Outcome::Unsupported { reason });
-        }
-        let mut batcher = Batcher::new(scenario).map_err(|error| Outcome::Failed {
-            reason: format!("{error:#}"),
-        })?;
-        let probe = batcher
-            .run(8)
-            .map_err(|reason| Outcome::Failed { reason })?;
-        let per_packet_ns = (probe.total_ns() / 8).max(1);
-        let batch = (TARGET_BATCH_NS / per_packet_ns).clamp(4, 4096) as usize;
-        Ok(Self { batcher, batch })
-    }
-
-    pub fn probe(&mut self) -> Probe<'_, TunnelSample> {
-        Box::new(move || self.batcher.run(self.batch))
-    }
-
-    /// One batch of exactly `packets` packets, every payload checked (a
-    /// counted sample: no work decided by time).
-    pub fn run_packets(&mut self, packets: u64) -> Result<TunnelSample, String> {
-        self.batcher.run(packets as usize)
-    }
-}
-
-/// Sends `count` packets of a scenario through a fresh channel and checks
-/// every payload comes back intact; for tests and `--check`.
-pub fn round_trip(scenario: &TunnelScenario, count: usize) -> anyhow::Result<()> {
-    let mut batcher = Batcher::new(scenario)?;
-    batcher.run(count).map_err(anyhow::Error::msg)?;
-    Ok(())
-}
+/// Distinct payloads a packet engine cycles through, so consecutive
+/// packets differ.
+pub const DISTINCT_PAYLOADS: usize = 16;
 
 #[cfg(test)]
 mod tests {
@@ -271,9 +174,18 @@ mod tests {
     }
 
     #[test]
+    fn the_registry_holds_every_engine_once_in_the_vocabularys_order() {
+        let registered: Vec<EngineId> = ENGINES.iter().map(|engine| engine.id()).collect();
+        assert_eq!(registered, EngineId::ALL);
+        for &id in EngineId::ALL {
+            assert_eq!(id.open().id(), id);
+        }
+    }
+
+    #[test]
     fn openvpn_rows_say_why_they_cannot_be_counted() {
-        assert_eq!(uncountable(Engine::Inprocess), None);
-        let reason = uncountable(Engine::Openvpn).unwrap();
+        assert_eq!(EngineId::Inprocess.open().uncountable(), None);
+        let reason = EngineId::Openvpn.open().uncountable().unwrap();
         assert!(reason.contains("its own processes"), "{reason}");
     }
 }
