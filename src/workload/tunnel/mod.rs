@@ -20,8 +20,12 @@ use crate::scenario::tunnel::{EngineId, TunnelScenario};
 // The file, not `counted` itself: the counted child imports this module.
 use crate::workload::counted::values::Instructions;
 
-/// Every engine, in the order of [`EngineId::ALL`].
-pub static ENGINES: &[&dyn TunnelEngine] = &[&inprocess::InprocessEngine, &openvpn::OpenvpnEngine];
+/// Every engine, in the order of [`EngineId::ALL`]: one line each.
+#[rustfmt::skip]
+pub static ENGINES: &[&dyn TunnelEngine] = &[
+    &inprocess::InprocessEngine,
+    &openvpn::OpenvpnEngine,
+];
 
 impl EngineId {
     /// The engine of this name, from [`ENGINES`].
@@ -127,6 +131,10 @@ impl CountedTransfer {
     }
 }
 
+/// Distinct payloads a packet engine cycles through, so consecutive
+/// packets differ.
+pub const DISTINCT_PAYLOADS: usize = 16;
+
 /// Payload bytes a counted sample carries at least: enough packets that
 /// the per-packet bookkeeping is spread thin, few enough that valgrind
 /// counts a row in a second or two.
@@ -145,10 +153,6 @@ pub fn counted_packets(scenario: &TunnelScenario) -> u64 {
     let rounds = packets.div_ceil(DISTINCT_PAYLOADS).max(1) as u64;
     (rounds * DISTINCT_PAYLOADS as u64).min(MAX_COUNTED_PACKETS)
 }
-
-/// Distinct payloads a packet engine cycles through, so consecutive
-/// packets differ.
-pub const DISTINCT_PAYLOADS: usize = 16;
 
 #[cfg(test)]
 mod tests {
