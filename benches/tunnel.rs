@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use openssl::cipher::Cipher;
 use openssl::cipher_ctx::CipherCtx;
 use tlslab::measure::{self, SamplingOptions};
-use tlslab::scenario::tunnel::{Compression, Digest, Payload, TunnelScenario};
-use tlslab::workload::tunnel::InprocessProbe;
+use tlslab::scenario::tunnel::{Compression, Digest, EngineId, Payload, TunnelScenario};
+use tlslab::workload::tunnel::EngineOptions;
 
 const PACKET_BYTES: usize = 1400;
 const ROUNDS: usize = 15;
@@ -29,14 +29,19 @@ fn tunnel_round(scenario: &TunnelScenario) -> f64 {
         slice: Duration::ZERO,
         ..SamplingOptions::default()
     };
-    let Ok(mut probe) = InprocessProbe::prepare(scenario) else {
+    let rig = EngineId::Inprocess
+        .open()
+        .start(&EngineOptions { transfer_bytes: 0 })
+        .expect("the in-process engine starts");
+    let interrupt = AtomicBool::new(false);
+    let Ok(probe) = rig.prepare(scenario, &interrupt) else {
         panic!("the AES-128-GCM row did not run");
     };
     let run = measure::sample(
-        vec![probe.probe()],
+        vec![probe],
         tlslab::measure::Pairing::None,
         &options,
-        &AtomicBool::new(false),
+        &interrupt,
         &mut measure::Quietly,
     )
     .expect("sampled");

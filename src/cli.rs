@@ -28,7 +28,7 @@ use crate::scenario::names::{parse_name, Named};
 use crate::scenario::network::{parse_profiles, NetworkProfile};
 use crate::scenario::presets::{CostPreset, LoadPreset, Preset, TunnelPreset};
 use crate::scenario::speed::Primitive;
-use crate::scenario::tunnel::Engine;
+use crate::scenario::tunnel::EngineId;
 use crate::scenario::tunnel_axes::{Cipher, Compression, Digest, Payload};
 use crate::scenario::{
     Aead, CertKind, CpuFeatures, Group, Measure, Resumption, Shard, TlsVersion, Transport,
@@ -321,7 +321,7 @@ named_values!(
     Digest,
     Compression,
     Payload,
-    Engine,
+    EngineId,
     Primitive,
     crate::scenario::ServerKind,
 );
@@ -1442,7 +1442,7 @@ pub struct TunnelArgs {
         hide_possible_values = true,
         default_value = "inprocess"
     )]
-    pub engine: Vec<Engine>,
+    pub engine: Vec<EngineId>,
 
     /// Bytes each OpenVPN transfer carries each way, in megabytes (10^6 bytes).
     #[arg(long, value_name = "MB", default_value_t = 16.0)]

@@ -1,13 +1,15 @@
-//! `tlslab tunnel`: the matrix of tunnel scenarios per engine; in-process
-//! rows sampled in interleaved rounds, OpenVPN rows one tunnel at a time;
-//! with `--measure instructions` the in-process rows counted under
-//! valgrind (OpenVPN rows say why they cannot be); each cell stored as it
-//! finishes; the five-table report and the counted table.
+//! `tlslab tunnel`: the matrix of tunnel scenarios per engine, every
+//! engine run through its trait ([`TunnelEngine`]): rows an engine can
+//! ready at once sampled in interleaved rounds, the others (a real tunnel
+//! each) one row at a time; with `--measure instructions` the rows of
+//! countable engines counted under valgrind (the others say why they
+//! cannot be); each cell stored as it finishes; the five-table report and
+//! the counted table.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
 use super::session::{time_or_instructions, usage, Bar, SamplingDefaults};
@@ -15,28 +17,29 @@ use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study
 use crate::backend::LibraryInfo;
 use crate::cli::{Size, TunnelArgs};
 use crate::host::HostInfo;
-use crate::measure::{self, Interrupted, Outcome, SamplingOptions};
+use crate::measure::{self, Outcome, Probe, SamplingOptions};
 use crate::report::tunnel::{self as tunnel_report, TunnelReport};
 use crate::report::Document;
+use crate::scenario::names::Named;
 use crate::scenario::presets::TunnelPreset;
 use crate::scenario::tunnel::{
-    Cipher, Compression, Digest, Engine, Payload, TunnelMatrix, TunnelScenario,
+    Cipher, Compression, Digest, EngineId, Payload, TunnelMatrix, TunnelScenario,
     DEFAULT_PAYLOAD_BYTES,
 };
 use crate::scenario::Shard;
 use crate::scenario::{distinct, Measure};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
-use crate::workload::openvpn;
 use crate::workload::tunnel::{
-    counted_packets, uncountable, CountedTransfer, InprocessProbe, TunnelCell,
+    counted_packets, CountedTransfer, EngineOptions, EngineRig, TunnelCell, TunnelEngine,
+    TunnelOutcome, TunnelSample,
 };
 
 /// The options of a tunnel run, as stored with the run.
 #[derive(Debug, Serialize)]
 struct StoredOptions<'a> {
     preset: Option<TunnelPreset>,
-    engines: &'a [Engine],
+    engines: &'a [EngineId],
     matrix: &'a TunnelMatrix,
     sampling: &'a SamplingOptions,
     transfer_bytes: u64,
@@ -129,7 +132,7 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
 pub(crate) struct TunnelStudy {
     preset: Option<TunnelPreset>,
     matrix: TunnelMatrix,
-    engines: Vec<Engine>,
+    engines: Vec<EngineId>,
     /// The matrix's rows this run (or shard) measures.
     scenarios: Vec<TunnelScenario>,
     baseline: Option<String>,
@@ -139,8 +142,8 @@ pub(crate) struct TunnelStudy {
     measures: Vec<Measure>,
     valgrind: Option<String>,
     count_options: CountOptions,
-    /// OpenVPN's version, when its rows are timed.
-    openvpn_version: Option<String>,
+    /// What does the work of each engine that runs (the preflights' answers).
+    libraries: Vec<LibraryInfo>,
 }
 
 impl Study for TunnelStudy {
@@ -151,7 +154,7 @@ impl Study for TunnelStudy {
     fn plan(args: &TunnelArgs) -> Result<Plan<Self>> {
         let preset = args.preset;
         let matrix = matrix_from(args, preset)?;
-        let engines: Vec<Engine> = distinct(&args.engine);
+        let engines: Vec<EngineId> = distinct(&args.engine);
         let scenarios = matrix.expand();
         if let Some(label) = &args.baseline {
             if !scenarios.iter().any(|s| s.label() == *label) {
@@ -185,15 +188,7 @@ impl Study for TunnelStudy {
         }
         let (measures, valgrind) = time_or_instructions(args.measure.as_deref(), "tunnel")?;
         super::session::check_exports(&args.exports)?;
-        // The real engine's needs are checked before anything runs (counted
-        // alone, its rows only say why they cannot be counted).
-        let openvpn_version =
-            if measures.contains(&Measure::Time) && engines.contains(&Engine::Openvpn) {
-                Some(openvpn::preflight()?)
-            } else {
-                None
-            };
-        crate::backend::openssl::load_legacy_provider();
+        let libraries = preflight(&engines, &measures)?;
         Ok(Plan::Run(Self {
             preset,
             matrix,
@@ -206,7 +201,7 @@ impl Study for TunnelStudy {
             measures,
             valgrind,
             count_options: args.sampling.count_options(false),
-            openvpn_version,
+            libraries,
         }))
     }
 
@@ -234,40 +229,34 @@ impl Study for TunnelStudy {
     }
 
     fn libraries(&self) -> Vec<LibraryInfo> {
-        let mut libraries = vec![LibraryInfo {
-            backend: "inprocess".to_string(),
-            library: "OpenSSL".to_string(),
-            version: openssl::version::version()
-                .trim_start_matches("OpenSSL ")
-                .to_string(),
-        }];
-        if let Some(version) = &self.openvpn_version {
-            libraries.push(LibraryInfo {
-                backend: "openvpn".to_string(),
-                library: "OpenVPN".to_string(),
-                version: version.clone(),
-            });
-        }
-        libraries
+        self.libraries.clone()
     }
 
     fn measure(&mut self, session: &mut Session) -> Result<Vec<TunnelCell>> {
         let bar = session.bar(self.scenarios.len() * self.engines.len());
         let mut cells = Vec::new();
         if self.measures.contains(&Measure::Time) {
-            for &engine in &self.engines {
-                cells.extend(match engine {
-                    Engine::Inprocess => {
-                        sample_inprocess(&self.scenarios, &self.sampling, session, &bar)?
-                    }
-                    Engine::Openvpn => sample_openvpn(
-                        &self.scenarios,
-                        self.transfer_bytes,
-                        &self.sampling,
-                        session,
-                        &bar,
-                    )?,
-                });
+            let options = EngineOptions {
+                transfer_bytes: self.transfer_bytes,
+            };
+            for &id in &self.engines {
+                let engine = id.open();
+                let rig = engine
+                    .start(&options)
+                    .with_context(|| format!("starting the {} engine", id.id()))?;
+                let sample = if engine.interleaves_rows() {
+                    sample_interleaved
+                } else {
+                    sample_row_by_row
+                };
+                cells.extend(sample(
+                    engine,
+                    rig.as_ref(),
+                    &self.scenarios,
+                    &self.sampling,
+                    session,
+                    &bar,
+                )?);
                 if session.interrupted() {
                     break;
                 }
@@ -275,7 +264,7 @@ impl Study for TunnelStudy {
         }
         bar.0.finish_and_clear();
         if self.measures.contains(&Measure::Instructions) && !session.interrupted() {
-            let planned: Vec<(Engine, TunnelScenario)> = self
+            let planned: Vec<(EngineId, TunnelScenario)> = self
                 .engines
                 .iter()
                 .flat_map(|&engine| self.scenarios.iter().map(move |s| (engine, *s)))
@@ -324,25 +313,44 @@ impl Study for TunnelStudy {
     }
 }
 
-/// Counts every planned in-process row's instructions per side under
-/// valgrind (OpenVPN rows: why they cannot be) and stores them: beside the
+/// Checks, before anything runs, that every engine the run starts can run
+/// here, and returns what does each one's work. An engine runs when rows
+/// are timed, or counted and it can be counted (counted alone, a real
+/// tunnel's rows only say why they cannot be counted).
+fn preflight(engines: &[EngineId], measures: &[Measure]) -> Result<Vec<LibraryInfo>> {
+    let mut libraries = Vec::new();
+    for &id in engines {
+        let engine = id.open();
+        let counted = measures.contains(&Measure::Instructions) && engine.uncountable().is_none();
+        if measures.contains(&Measure::Time) || counted {
+            libraries.push(engine.preflight().map_err(|missing| {
+                anyhow!("the {} engine cannot run; missing: {missing}", id.id())
+            })?);
+        }
+    }
+    Ok(libraries)
+}
+
+/// Counts every planned row's instructions per side under valgrind (rows
+/// of engines that cannot be counted: why not) and stores them: beside the
 /// timed samples of the same row in `cells`, or as new cells when time
 /// was not measured.
 fn count_rows(
-    planned: &[(Engine, TunnelScenario)],
+    planned: &[(EngineId, TunnelScenario)],
     options: &CountOptions,
     session: &mut Session,
     cells: &mut Vec<TunnelCell>,
 ) -> Result<()> {
     let countable: Vec<usize> = (0..planned.len())
-        .filter(|&i| uncountable(planned[i].0).is_none())
+        .filter(|&i| planned[i].0.open().uncountable().is_none())
         .collect();
     let work: Vec<CountedWork> = countable
         .iter()
         .map(|&i| {
-            let scenario = &planned[i].1;
+            let (engine, scenario) = &planned[i];
             (
                 Work::Tunnel {
+                    engine: *engine,
                     row: scenario.label(),
                     packets: counted_packets(scenario),
                 },
@@ -363,7 +371,11 @@ fn count_rows(
         let outcome = match counted.next_if(|(at, _)| *at == i) {
             Some((_, cell)) => cell.outcome,
             None => Outcome::Unsupported {
-                reason: uncountable(*engine).unwrap_or("not counted").to_string(),
+                reason: engine
+                    .open()
+                    .uncountable()
+                    .unwrap_or("not counted")
+                    .to_string(),
             },
         };
         let transfer = CountedTransfer {
@@ -394,19 +406,36 @@ fn count_rows(
     Ok(())
 }
 
-/// The in-process rows in interleaved rounds; each cell stored as it finishes.
-fn sample_inprocess(
+/// A row readied by its engine, or the outcome that says why it cannot run.
+fn ready<'rig>(
+    engine: &dyn TunnelEngine,
+    rig: &'rig dyn EngineRig,
+    scenario: &TunnelScenario,
+    interrupt: &'rig AtomicBool,
+) -> Result<Probe<'rig, TunnelSample>, TunnelOutcome> {
+    if let Some(reason) = engine.unsupported_reason(scenario) {
+        return Err(Outcome::Unsupported { reason });
+    }
+    rig.prepare(scenario, interrupt)
+}
+
+/// An engine's rows readied at once and sampled in interleaved rounds;
+/// each cell stored as it finishes.
+fn sample_interleaved(
+    engine: &dyn TunnelEngine,
+    rig: &dyn EngineRig,
     scenarios: &[TunnelScenario],
     sampling: &SamplingOptions,
     session: &mut Session,
     bar: &Bar,
 ) -> Result<Vec<TunnelCell>> {
+    let interrupt = std::sync::Arc::clone(session.interrupt());
     let mut cells = Vec::new();
     let mut probes = Vec::new();
     let mut probe_cell = Vec::new();
     for scenario in scenarios {
         let mut cell = TunnelCell {
-            engine: Engine::Inprocess,
+            engine: engine.id(),
             scenario: *scenario,
             outcome: Outcome::Measured {
                 samples: Vec::new(),
@@ -414,11 +443,13 @@ fn sample_inprocess(
             },
             counted: None,
         };
-        match InprocessProbe::prepare(scenario) {
+        match ready(engine, rig, scenario, &interrupt) {
             Ok(probe) => {
                 probe_cell.push(cells.len());
                 probes.push(probe);
             }
+            // Ctrl-C while readying: the sampler stops at once.
+            Err(_) if interrupt.load(Ordering::Relaxed) => break,
             Err(outcome) => {
                 cell.outcome = outcome;
                 session.save(|store, run_id| store.save_tunnel_cell(run_id, &cell));
@@ -427,9 +458,8 @@ fn sample_inprocess(
         cells.push(cell);
     }
     let already = cells.len() - probes.len();
-    let interrupt = std::sync::Arc::clone(session.interrupt());
     let run = measure::sample(
-        probes.iter_mut().map(InprocessProbe::probe).collect(),
+        probes,
         measure::Pairing::None,
         sampling,
         &interrupt,
@@ -449,16 +479,12 @@ fn sample_inprocess(
     Ok(cells)
 }
 
-/// The rounds of one OpenVPN row: nothing to store until the row ends,
-/// but the test hook that stops a run after a known round is called.
+/// The rounds of a row sampled on its own: nothing to store until the row
+/// ends, but the test hook that stops a run after a known round is called.
 struct RowRounds;
 
-impl measure::Observer<crate::workload::tunnel::TunnelSample> for RowRounds {
-    fn cell_finished(
-        &mut self,
-        _: usize,
-        _: &crate::workload::tunnel::TunnelOutcome,
-    ) -> Result<()> {
+impl measure::Observer<TunnelSample> for RowRounds {
+    fn cell_finished(&mut self, _: usize, _: &TunnelOutcome) -> Result<()> {
         Ok(())
     }
 
@@ -467,44 +493,55 @@ impl measure::Observer<crate::workload::tunnel::TunnelSample> for RowRounds {
     }
 }
 
-/// The OpenVPN rows, one tunnel at a time; a row Ctrl-C stops keeps the
-/// samples it had.
-fn sample_openvpn(
+/// An engine's rows one at a time (readied, sampled, torn down), each
+/// stored as it ends; a row Ctrl-C stops keeps the samples it had, a row
+/// it stops before its first sample is left out.
+fn sample_row_by_row(
+    engine: &dyn TunnelEngine,
+    rig: &dyn EngineRig,
     scenarios: &[TunnelScenario],
-    transfer_bytes: u64,
     sampling: &SamplingOptions,
     session: &mut Session,
     bar: &Bar,
 ) -> Result<Vec<TunnelCell>> {
     let interrupt = std::sync::Arc::clone(session.interrupt());
-    let mut lab = openvpn::Lab::create().context("setting up the namespaces")?;
     let mut cells = Vec::new();
     for scenario in scenarios {
         if interrupt.load(Ordering::Relaxed) {
             session.mark_interrupted(true);
             return Ok(cells);
         }
-        bar.0.set_message(format!("openvpn {}", scenario.label()));
-        let (outcome, interrupted) = match lab.measure(
-            scenario,
-            transfer_bytes,
-            sampling,
-            &interrupt,
-            &mut RowRounds,
-        ) {
-            Ok(measured) => measured,
-            Err(Interrupted) => {
+        let name = format!("{} {}", engine.id().id(), scenario.label());
+        bar.0.set_message(name.clone());
+        let (outcome, interrupted) = match ready(engine, rig, scenario, &interrupt) {
+            Err(_) if interrupt.load(Ordering::Relaxed) => {
                 session.mark_interrupted(true);
                 return Ok(cells);
             }
+            Err(outcome) => (outcome, false),
+            Ok(probe) => {
+                let run = measure::sample(
+                    vec![probe],
+                    measure::Pairing::None,
+                    sampling,
+                    &interrupt,
+                    &mut RowRounds,
+                )?;
+                let outcome = run.outcomes.into_iter().next().expect("one cell");
+                if run.interrupted && outcome.samples().is_empty() {
+                    session.mark_interrupted(true);
+                    return Ok(cells);
+                }
+                (outcome, run.interrupted)
+            }
         };
         let cell = TunnelCell {
-            engine: Engine::Openvpn,
+            engine: engine.id(),
             scenario: *scenario,
             outcome,
             counted: None,
         };
-        bar.failed(&format!("openvpn {}", scenario.label()), &cell.outcome);
+        bar.failed(&name, &cell.outcome);
         session.save(|store, run_id| store.save_tunnel_cell(run_id, &cell));
         cells.push(cell);
         bar.0.inc(1);

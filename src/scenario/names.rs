@@ -229,7 +229,7 @@ mod tests {
         assert_eq!(clash::<tunnel_axes::Digest>(), None);
         assert_eq!(clash::<tunnel_axes::Compression>(), None);
         assert_eq!(clash::<tunnel_axes::Payload>(), None);
-        assert_eq!(clash::<tunnel::Engine>(), None);
+        assert_eq!(clash::<tunnel::EngineId>(), None);
         assert_eq!(clash::<ServerKind>(), None);
         assert_eq!(clash::<presets::Preset>(), None);
         assert_eq!(clash::<crate::backend::BackendId>(), None);

@@ -1,7 +1,8 @@
 //! The rows of `tlslab tunnel`: a VPN data channel per cipher, digest,
 //! compression, payload and packet size, the engine that runs them, and the
-//! matrix. The packet pipeline is in `backend::openssl::data_channel`, what
-//! one sample does in `workload::tunnel` and `workload::openvpn`.
+//! matrix. The axes are OpenVPN's; an engine with fixed cryptography runs
+//! the rows its own algorithms make and says why not for the rest. The
+//! engines themselves (one trait, one registry) are in `workload::tunnel`.
 
 use serde::Serialize;
 
@@ -9,37 +10,41 @@ pub use super::tunnel_axes::{
     Cipher, CipherMode, Compression, Digest, Payload, CLASSIC_DIGEST_NAMES,
 };
 
-use crate::scenario::names::{serialize_by_id, Named};
+use crate::scenario::names::{deserialize_by_id, serialize_by_id, Named};
 
 /// The default payload per packet: a full Ethernet frame's worth of tunnel payload.
 pub const DEFAULT_PAYLOAD_BYTES: usize = 1400;
 
-/// What runs the packets.
+/// Which engine runs a tunnel's packets: the name of one implementation of
+/// `workload::tunnel::TunnelEngine`, which `EngineId::open` (beside the
+/// registry in `workload::tunnel`) returns. A new engine adds its variant
+/// here, in `ALL` and its name, plus its module and one registry line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Engine {
+pub enum EngineId {
     /// Both ends of the data channel in this process, over memory buffers.
     Inprocess,
     /// A real OpenVPN static-key tunnel between two network namespaces.
     Openvpn,
 }
 
-serialize_by_id!(Engine);
+serialize_by_id!(EngineId);
+deserialize_by_id!(EngineId);
 
-impl Named for Engine {
+impl Named for EngineId {
     const KIND: &'static str = "engine";
-    const ALL: &'static [Self] = &[Engine::Inprocess, Engine::Openvpn];
+    const ALL: &'static [Self] = &[EngineId::Inprocess, EngineId::Openvpn];
 
     fn id(self) -> &'static str {
         match self {
-            Engine::Inprocess => "inprocess",
-            Engine::Openvpn => "openvpn",
+            EngineId::Inprocess => "inprocess",
+            EngineId::Openvpn => "openvpn",
         }
     }
 
     fn aliases(self) -> &'static [&'static str] {
         match self {
-            Engine::Inprocess => &["in-process", "memory"],
-            Engine::Openvpn => &["real"],
+            EngineId::Inprocess => &["in-process", "memory"],
+            EngineId::Openvpn => &["real"],
         }
     }
 }

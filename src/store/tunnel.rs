@@ -220,7 +220,7 @@ fn write_tunnel_counts(tx: &rusqlite::Connection, cell_id: i64, cell: &TunnelCel
 mod tests {
     use super::*;
     use crate::measure::Outcome;
-    use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload};
+    use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, Payload};
     use crate::store::fixtures::run_info;
     use crate::store::{RunInfo, RunKind};
     use crate::workload::counted::Instructions;
@@ -232,7 +232,7 @@ mod tests {
             .begin_run(&run_info(RunKind::Tunnel, "tlslab tunnel"))
             .unwrap();
         let measured = TunnelCell {
-            engine: Engine::Inprocess,
+            engine: EngineId::Inprocess,
             scenario: TunnelScenario {
                 baseline: false,
                 cipher: Cipher::BfCbc,
@@ -284,7 +284,7 @@ mod tests {
             }),
         };
         let unsupported = TunnelCell {
-            engine: Engine::Openvpn,
+            engine: EngineId::Openvpn,
             scenario: TunnelScenario::baseline(Payload::Random, 64),
             outcome: Outcome::Unsupported {
                 reason: "no openvpn".into(),

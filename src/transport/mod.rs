@@ -2,9 +2,12 @@
 //! in-memory datagram channel (message boundaries kept, MTU enforced) for
 //! DTLS, both between a client and a server in one thread; and the
 //! loopback sockets of the socket transports ([`tcp`], [`udp`]), whose two
-//! sides run in two threads.
+//! sides run in two threads; and network namespaces ([`netns`]) with what
+//! joins them: an emulated link ([`link`]) and the real VPN engines' veth
+//! lab ([`lab`]).
 
 pub mod datagram;
+pub mod lab;
 pub mod link;
 pub mod memory;
 pub mod netns;

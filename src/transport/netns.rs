@@ -3,10 +3,14 @@
 //! as tlslab holds it (or a child entered it) and nothing is left behind
 //! when tlslab ends, even by kill -9; threads enter it to open sockets or
 //! devices there (they stay in it), and commands run from such a thread
-//! run in it.
+//! run in it. A long-lived program (OpenVPN) is started inside one with
+//! [`Namespace::enter_on_exec`], and `ip` reaches one from outside by
+//! [`Namespace::path`]: neither needs a name in /run/netns (see
+//! [`super::lab`]).
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
@@ -53,6 +57,30 @@ impl Namespace {
                 .context("cannot enter a network namespace");
         }
         Ok(())
+    }
+
+    /// A path by which another process opens this namespace while tlslab
+    /// holds it (`ip link ... netns PATH`): this process's descriptor.
+    pub fn path(&self) -> String {
+        format!("/proc/{}/fd/{}", std::process::id(), self.fd.as_raw_fd())
+    }
+
+    /// Makes `command` run inside this namespace, whichever thread spawns
+    /// it: the child enters it between fork and exec. The namespace must
+    /// be held (not dropped) until the command has been spawned.
+    pub fn enter_on_exec(&self, command: &mut Command) {
+        let fd = self.fd.as_raw_fd();
+        // SAFETY: between fork and exec only setns(2), which is
+        // async-signal-safe; `fd` is open in the child (a copy of this
+        // process's table; it closes on exec).
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
     }
 
     /// Runs `work` on a fresh thread inside this namespace.

@@ -15,7 +15,6 @@ pub mod handshake;
 pub mod link;
 pub mod load;
 pub mod network;
-pub mod openvpn;
 pub mod perf;
 pub mod process;
 pub mod remote;

@@ -11,6 +11,9 @@ use tlslab::backend::mock::{
     MOCK_CLIENT_KEPT_BYTES, MOCK_CLIENT_SCRATCH_BYTES, MOCK_SERVER_KEPT_BYTES,
 };
 
+use tlslab::scenario::names::Named;
+use tlslab::workload::tunnel::ENGINES;
+
 use crate::util::{cert_dir, has_row, skip_without, tlslab, Run};
 
 fn json_of(path: &Path) -> serde_json::Value {
@@ -503,13 +506,13 @@ fn speed_counts_instructions_per_operation_and_report_reads_them_back() {
     );
 }
 
-/// A tiny counted tunnel matrix, with `measure`, stored in `db` and
-/// exported as JSON to `json`.
-fn counted_tunnel(measure: &str, db: &Path, json: &Path) -> Run {
+/// A tiny counted tunnel matrix on `engines`, with `measure`, stored in
+/// `db` and exported as JSON to `json`.
+fn counted_tunnel(engines: &str, measure: &str, db: &Path, json: &Path) -> Run {
     let run = tlslab(&[
         "tunnel",
         "--engine",
-        "inprocess,openvpn",
+        engines,
         "--cipher",
         "aes-128-gcm,aes-128-cbc",
         "--digest",
@@ -532,18 +535,20 @@ fn counted_tunnel(measure: &str, db: &Path, json: &Path) -> Run {
     run
 }
 
+/// Every registered engine: counted alone, an engine that cannot be
+/// counted is not even started (it need not be able to run here) and its
+/// rows say why; timed and counted, every engine that can run here.
 #[test]
 fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
-    if skip_without_valgrind("tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not")
-    {
+    const TEST: &str = "tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not";
+    if skip_without_valgrind(TEST) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db.sqlite");
     let (first_json, second_json) = (dir.path().join("1.json"), dir.path().join("2.json"));
-    // Counted alone (the OpenVPN engine is not started: its rows only say
-    // why they cannot be counted), then timed and counted.
-    let counted = counted_tunnel("instructions", &db, &first_json);
+    let every_engine: Vec<&str> = ENGINES.iter().map(|e| e.id().id()).collect();
+    let counted = counted_tunnel(&every_engine.join(","), "instructions", &db, &first_json);
     let text = counted.stdout();
     assert!(text.contains("send M instr/MB"), "{text}");
     assert!(!text.contains("4. Ranking"), "counted only: {text}");
@@ -551,7 +556,23 @@ fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
         has_row(&text, &["openvpn", "aes-128-cbc", "its own processes"]),
         "{text}"
     );
-    let both = counted_tunnel("time,instructions", &db, &second_json);
+    for engine in ENGINES {
+        let rows = json_of(&first_json)["rows"].as_array().unwrap().clone();
+        for row in rows.iter().filter(|r| r["engine"] == engine.id().id()) {
+            match engine.uncountable() {
+                Some(reason) => {
+                    assert_eq!(row["instructions"]["status"], "unsupported", "{row}");
+                    assert_eq!(row["instructions"]["reason"], reason, "{row}");
+                }
+                None => assert_eq!(row["instructions"]["status"], "measured", "{row}"),
+            }
+        }
+    }
+    let runnable: Vec<&str> = crate::tunnel::runnable_engines(TEST)
+        .iter()
+        .map(|e| e.id().id())
+        .collect();
+    let both = counted_tunnel(&runnable.join(","), "time,instructions", &db, &second_json);
     assert!(both.stdout().contains("4. Ranking"), "{}", both.stdout());
     assert!(
         both.stdout().contains("send M instr/MB"),

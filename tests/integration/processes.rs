@@ -252,25 +252,32 @@ fn kill_9_or_sigterm_stops_the_generic_cpu_child() {
     }
 }
 
-/// Named namespaces of a process (`tlslab-PID-…`).
-fn namespaces_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir("/run/netns")
-        .into_iter()
+/// The network namespace a process is in (`net:[INODE]`), if it runs.
+fn network_namespace_of(pid: u32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/ns/net"))
+        .ok()
+        .map(|link| link.to_string_lossy().into_owned())
+}
+
+/// The processes in one of these network namespaces.
+fn processes_in(namespaces: &[String]) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
         .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with(&format!("tlslab-{pid}-")))
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .filter(|&pid| network_namespace_of(pid).is_some_and(|n| namespaces.contains(&n)))
         .collect()
 }
 
-/// Issue 18 item 2: kill -9 during a tunnel through OpenVPN leaves no
-/// OpenVPN running, and the next run that builds namespaces removes the
-/// killed run's namespaces and its key's directory.
+/// Issue 18 item 2, issue 23: kill -9 during a tunnel through OpenVPN
+/// leaves no OpenVPN running and no namespace (they have no names: nothing
+/// holds them once tlslab and OpenVPN are gone), and the next run removes
+/// the killed run's key directory.
 #[test]
-fn kill_9_leaves_no_openvpn_and_the_next_run_removes_its_namespaces() {
+fn kill_9_leaves_no_openvpn_and_no_namespace() {
     if crate::util::skip_without(
         crate::tunnel::openvpn_missing(),
-        "kill_9_leaves_no_openvpn_and_the_next_run_removes_its_namespaces",
+        "kill_9_leaves_no_openvpn_and_no_namespace",
         "run as root; apt-get install openvpn iproute2",
     ) {
         return;
@@ -307,8 +314,22 @@ fn kill_9_leaves_no_openvpn_and_the_next_run_removes_its_namespaces() {
             Vec::new()
         }
     });
-    let namespaces = namespaces_of(pid);
+    // Each OpenVPN in a namespace of its own, neither the tests' nor named.
+    let mut namespaces: Vec<String> = openvpn
+        .iter()
+        .filter_map(|&pid| network_namespace_of(pid))
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
     assert_eq!(namespaces.len(), 2, "{namespaces:?}");
+    assert!(!namespaces.contains(&network_namespace_of(std::process::id()).unwrap()));
+    let named = std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(&pid.to_string()))
+        .count();
+    assert_eq!(named, 0, "tlslab names no namespace");
     killed.signal(libc::SIGKILL);
     killed.finish(Duration::from_secs(5));
     assert_eq!(
@@ -316,12 +337,16 @@ fn kill_9_leaves_no_openvpn_and_the_next_run_removes_its_namespaces() {
         Vec::<u32>::new(),
         "openvpn outlived the tlslab killed with SIGKILL"
     );
+    assert_eq!(
+        processes_in(&namespaces),
+        Vec::<u32>::new(),
+        "nothing is left in the killed run's namespaces"
+    );
     assert_eq!(entries_starting(tmp.path(), "tlslab-openvpn-").len(), 1);
 
     let mut next = Job::start(&tunnel("1"), &env);
     let (status, stderr) = next.finish(Duration::from_secs(120));
     assert_eq!(status.code(), Some(0), "{stderr}");
-    assert_eq!(namespaces_of(pid), Vec::<String>::new(), "{stderr}");
     assert_eq!(
         entries_starting(tmp.path(), "tlslab-"),
         Vec::<String>::new()

@@ -1,15 +1,23 @@
 //! `tlslab tunnel`: the data channel round trip and tamper detection for
-//! every cipher and digest, the command line with exports and the store, and
-//! the real OpenVPN engine (as root with openvpn installed; required in CI).
+//! every cipher and digest, and the command's unknown names; then one
+//! suite that runs for every registered engine (`ENGINES`): a matrix with
+//! exports and the store, its rows measured or saying the engine's reason,
+//! Ctrl-C keeping the samples taken, nothing left behind, and each engine
+//! beside the in-process rows. An engine that cannot run here (OpenVPN
+//! without root or openvpn) prints a skip line; CI must run them all.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use tlslab::backend::openssl::data_channel::{self as channel, PacketError};
 use tlslab::scenario::names::Named;
-use tlslab::scenario::tunnel::{Cipher, CipherMode, Compression, Digest, Payload, TunnelScenario};
-use tlslab::workload::tunnel::round_trip;
+use tlslab::scenario::tunnel::{
+    Cipher, CipherMode, Compression, Digest, EngineId, Payload, TunnelScenario,
+};
+use tlslab::workload::tunnel::inprocess::round_trip;
+use tlslab::workload::tunnel::{TunnelEngine, ENGINES};
 
-use crate::util::{has_row, tlslab};
+use crate::util::{has_row, processes_mentioning, skip_without, tlslab, Run};
 
 fn scenario(cipher: Cipher, digest: Digest, compression: Compression) -> TunnelScenario {
     TunnelScenario {
@@ -121,266 +129,328 @@ fn unknown_tunnel_names_list_the_valid_ones() {
     tlslab(&["tunnel", "--no-db", "--preset", "nope"]).expect_code(2);
 }
 
-#[test]
-fn a_tiny_matrix_runs_exports_and_reports_from_the_database() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
-    let run = tlslab(&[
-        "tunnel",
-        "--cipher",
-        "aes-128-gcm,bf-cbc,aes-128-cbc",
-        "--digest",
-        "sha1,RSA-SHA1,md5",
-        "--compression",
-        "none,lz4",
-        "--payload",
-        "random,zero",
-        "--size",
-        "200",
-        "--max-time",
-        "0",
-        "--min-samples",
-        "3",
-        "--warmup",
-        "0",
-        "-q",
-        "--db",
-        &path("db.sqlite"),
-        "--export-json",
-        &path("out.json"),
-        "--export-csv",
-        &path("out.csv"),
-        "--export-markdown",
-        &path("out.md"),
-    ]);
-    run.expect_code(0);
-    let out = run.stdout();
-    for heading in [
-        "1. Effect of compression",
-        "2. Ciphers normalised to the fastest",
-        "3. Digests normalised to the fastest",
-        "4. Ranking of every combination",
-        "5. No tunnel against the tunnels",
-    ] {
-        assert!(out.contains(heading), "missing {heading}: {out}");
-    }
-    assert!(out.contains("SWEET32"), "{out}");
-
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path("out.json")).unwrap()).unwrap();
-    let rows = json["rows"].as_array().unwrap();
-    // Per payload: baseline + gcm x 2 compressions + 2 CBC x 2 digests x 2 compressions.
-    assert_eq!(rows.len(), 2 * (1 + 2 + 8), "{json}");
-    assert!(rows.iter().all(|r| r["status"] == "measured"), "{json}");
-    assert!(rows
+/// Every registered engine that can run here. Each one that cannot prints
+/// a skip line for `test` (and fails it under CI, which must run them all).
+pub(crate) fn runnable_engines(test: &str) -> Vec<&'static dyn TunnelEngine> {
+    ENGINES
         .iter()
-        .any(|r| r["label"] == "tunnel_bf-cbc_sha1_lz4_zero_200"));
-    assert_eq!(json["compression_effect"].as_array().unwrap().len(), 2);
-    let csv = std::fs::read_to_string(path("out.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 1 + rows.len());
-    let markdown = std::fs::read_to_string(path("out.md")).unwrap();
-    assert!(markdown.contains("## 4. Ranking"), "{markdown}");
-
-    let report = tlslab(&["report", "--db", &path("db.sqlite")]);
-    report.expect_code(0);
-    let shown = report.stdout();
-    assert!(shown.contains("(complete)"), "{shown}");
-    assert!(
-        has_row(&shown, &["bf-cbc", "sha1", "lz4", "zero", "200"]),
-        "{shown}"
-    );
-}
-
-/// Ctrl-C stops the run, keeps every cell with the samples it had and
-/// marks the run incomplete (a real SIGINT, sent after the fourth round).
-#[test]
-fn ctrl_c_keeps_finished_tunnel_cells() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
-    let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
-        .args([
-            "tunnel",
-            "--cipher",
-            "aes-128-cbc,camellia-128-cbc,seed-cbc,cast5-cbc,des-cbc",
-            "--digest",
-            "sha256",
-            "--no-baseline-row",
-            "--runs",
-            "1000",
-            "--warmup",
-            "0",
-            "--db",
-            db.to_str().unwrap(),
-        ])
-        .env("TLSLAB_TEST_SIGINT_AFTER_ROUNDS", "4")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
-
-    let report = tlslab(&["report", "--db", db.to_str().unwrap()]);
-    report.expect_code(0);
-    let out = report.stdout();
-    assert!(out.contains("(incomplete)"), "{out}");
-    assert!(has_row(&out, &["aes-128-cbc", "sha256"]), "{out}");
-    assert!(has_row(&out, &["des-cbc", "sha256"]), "{out}");
-    assert!(out.contains("interrupted"), "{out}");
-}
-
-/// Returns why the real engine cannot run here, if it cannot.
-pub(crate) fn openvpn_missing() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".to_string());
-    }
-    if Command::new("openvpn").arg("--version").output().is_err() {
-        return Some("openvpn is not installed".to_string());
-    }
-    None
-}
-
-/// tlslab's namespaces ("tlslab-PID-a") whose process is gone: left behind.
-/// Namespaces of processes still running (another test run on the same
-/// machine) are not this test's business.
-fn leftover_namespaces() -> Vec<String> {
-    let output = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|name| {
-            let pid = name
-                .strip_prefix("tlslab-")
-                .and_then(|rest| rest.split('-').next());
-            pid.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        .copied()
+        .filter(|engine| {
+            let test = format!("{test} [{}]", engine.id().id());
+            !skip_without(
+                engine.preflight().err(),
+                &test,
+                "what the reason names, as root",
+            )
         })
-        .map(String::from)
         .collect()
 }
 
-#[test]
-fn the_openvpn_engine_measures_real_tunnels_beside_the_in_process_rows() {
-    if crate::util::skip_without(
-        openvpn_missing(),
-        "the_openvpn_engine_measures_real_tunnels_beside_the_in_process_rows",
-        "run as root; apt-get install openvpn iproute2",
-    ) {
-        return;
+/// Why the OpenVPN engine cannot run here, if it cannot.
+pub(crate) fn openvpn_missing() -> Option<String> {
+    EngineId::Openvpn.open().preflight().err()
+}
+
+/// Runs tlslab with its temporary directory in `tmp`, so what it leaves
+/// there, and the processes that name it, are this run's alone.
+fn tlslab_in(tmp: &Path, args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args(args)
+        .env_remove("COLUMNS")
+        .env("TMPDIR", tmp)
+        .output()
+        .expect("the tlslab binary runs");
+    Run {
+        output,
+        command: format!("TMPDIR={} tlslab {}", tmp.display(), args.join(" ")),
     }
-    let before = leftover_namespaces();
-    let dir = tempfile::tempdir().unwrap();
-    let json_path = dir.path().join("out.json");
-    let run = tlslab(&[
-        "tunnel",
-        "--engine",
-        "inprocess,openvpn",
-        "--cipher",
-        "aes-128-cbc,bf-cbc,aes-128-gcm",
-        "--digest",
-        "sha1",
-        "--compression",
-        "none,lz4",
-        "--transfer-mb",
-        "2",
-        "--min-samples",
-        "2",
-        "--max-time",
-        "0",
-        "--warmup",
-        "0",
-        "--no-db",
-        "-q",
-        "--export-json",
-        json_path.to_str().unwrap(),
-    ]);
-    run.expect_code(0);
-    let out = run.stdout();
-    assert!(out.contains("openvpn MB/s"), "{out}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
-    let openvpn: Vec<&serde_json::Value> = json["rows"]
+}
+
+/// Asserts that a finished run whose temporary directory was `tmp` left
+/// nothing behind: no process naming it (an engine's daemon), no scratch
+/// file or directory in it.
+fn assert_nothing_left(tmp: &Path, engine: &str) {
+    let tmp_name = tmp.to_str().unwrap();
+    assert_eq!(
+        processes_mentioning(tmp_name),
+        Vec::<u32>::new(),
+        "{engine}: processes outlived the run"
+    );
+    let left: Vec<String> = std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("tlslab-"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new(), "{engine}: scratch left behind");
+}
+
+/// Asserts that every JSON row of `engine` is measured if the engine
+/// supports its scenario, else unsupported with the engine's reason.
+fn assert_rows_follow_the_engine(
+    engine: &dyn TunnelEngine,
+    json: &serde_json::Value,
+) -> Vec<serde_json::Value> {
+    let rows: Vec<serde_json::Value> = json["rows"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["engine"] == "openvpn")
+        .filter(|r| r["engine"] == engine.id().id())
+        .cloned()
         .collect();
-    let status = |label: &str| {
-        openvpn
-            .iter()
-            .find(|r| r["label"] == label)
-            .map(|r| r["status"].as_str().unwrap().to_string())
-    };
-    for label in [
-        "tunnel_baseline_random_1400",
-        "tunnel_aes-128-cbc_sha1_none_random_1400",
-        "tunnel_bf-cbc_sha1_lz4_random_1400",
-    ] {
-        assert_eq!(
-            status(label).as_deref(),
-            Some("measured"),
-            "{label}: {json}"
-        );
+    for row in &rows {
+        let label = row["label"].as_str().unwrap();
+        let scenario = TunnelScenario::from_label(label).unwrap();
+        match engine.unsupported_reason(&scenario) {
+            None => assert_eq!(row["status"], "measured", "{label}: {row}"),
+            Some(reason) => {
+                assert_eq!(row["status"], "unsupported", "{label}: {row}");
+                assert_eq!(row["reason"], reason.as_str(), "{label}: {row}");
+            }
+        }
     }
-    assert_eq!(
-        status("tunnel_aes-128-gcm_none_none_random_1400").as_deref(),
-        Some("unsupported"),
-        "static-key OpenVPN has no AEAD: {json}"
-    );
-    assert_eq!(leftover_namespaces(), before, "namespaces must be removed");
+    rows
 }
 
-/// Issue 18 item 5: Ctrl-C while an OpenVPN row samples keeps the samples
-/// it had (the row was dropped before): the run exits 130 and the row is
-/// stored measured, with its samples.
 #[test]
-fn ctrl_c_keeps_the_samples_of_the_openvpn_row_under_way() {
-    if crate::util::skip_without(
-        openvpn_missing(),
-        "ctrl_c_keeps_the_samples_of_the_openvpn_row_under_way",
-        "run as root; apt-get install openvpn iproute2",
+fn every_engine_runs_a_tiny_matrix_exports_it_and_reports_it_from_the_database() {
+    for engine in runnable_engines(
+        "every_engine_runs_a_tiny_matrix_exports_it_and_reports_it_from_the_database",
     ) {
-        return;
+        let id = engine.id().id();
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+        let run = tlslab_in(
+            tmp.path(),
+            &[
+                "tunnel",
+                "--engine",
+                id,
+                "--cipher",
+                "aes-128-gcm,chacha20-poly1305,bf-cbc,aes-128-cbc",
+                "--digest",
+                "sha1,RSA-SHA1,md5",
+                "--compression",
+                "none,lz4",
+                "--payload",
+                "random,zero",
+                "--size",
+                "200",
+                "--transfer-mb",
+                "0.2",
+                "--max-time",
+                "0",
+                "--min-samples",
+                "3",
+                "--warmup",
+                "0",
+                "-q",
+                "--db",
+                &path("db.sqlite"),
+                "--export-json",
+                &path("out.json"),
+                "--export-csv",
+                &path("out.csv"),
+                "--export-markdown",
+                &path("out.md"),
+            ],
+        );
+        run.expect_code(0);
+        assert_nothing_left(tmp.path(), id);
+        let out = run.stdout();
+        for heading in [
+            "1. Effect of compression",
+            "2. Ciphers normalised to the fastest",
+            "3. Digests normalised to the fastest",
+            "4. Ranking of every combination",
+            "5. No tunnel against the tunnels",
+        ] {
+            assert!(out.contains(heading), "{id}: missing {heading}: {out}");
+        }
+        let supports = |label: &str| {
+            engine
+                .unsupported_reason(&TunnelScenario::from_label(label).unwrap())
+                .is_none()
+        };
+        if supports("tunnel_bf-cbc_sha1_none_random_200") {
+            assert!(out.contains("SWEET32"), "{id}: {out}");
+        }
+
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path("out.json")).unwrap()).unwrap();
+        let rows = assert_rows_follow_the_engine(engine, &json);
+        // Per payload: baseline + 2 AEAD x 2 compressions + 2 CBC x 2
+        // digests x 2 compressions.
+        assert_eq!(rows.len(), 2 * (1 + 4 + 8), "{id}: {json}");
+        if supports("tunnel_bf-cbc_sha1_lz4_zero_200")
+            && supports("tunnel_bf-cbc_sha1_none_zero_200")
+        {
+            // Compressed against uncompressed, per payload.
+            assert_eq!(
+                json["compression_effect"].as_array().unwrap().len(),
+                2,
+                "{id}"
+            );
+        }
+        let tunnel = rows
+            .iter()
+            .find(|r| r["status"] == "measured" && r["scenario"]["baseline"] == false)
+            .unwrap_or_else(|| panic!("{id}: no tunnel row is measured: {json}"));
+        let csv = std::fs::read_to_string(path("out.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 1 + rows.len(), "{id}");
+        let markdown = std::fs::read_to_string(path("out.md")).unwrap();
+        assert!(markdown.contains("## 4. Ranking"), "{id}: {markdown}");
+
+        let report = tlslab(&["report", "--db", &path("db.sqlite")]);
+        report.expect_code(0);
+        let shown = report.stdout();
+        assert!(shown.contains("(complete)"), "{id}: {shown}");
+        let axis = |name: &str| tunnel["scenario"][name].as_str().unwrap().to_string();
+        let fields = [
+            id.to_string(),
+            axis("cipher"),
+            axis("digest"),
+            axis("compression"),
+        ];
+        let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+        assert!(has_row(&shown, &fields), "{id}: {fields:?}: {shown}");
     }
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
-    let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
-        .args([
-            "tunnel",
-            "--engine",
-            "openvpn",
-            "--cipher",
-            "aes-128-cbc",
-            "--digest",
-            "sha1",
-            "--no-baseline-row",
-            "--transfer-mb",
-            "0.2",
-            "--runs",
-            "100000",
-            "--warmup",
-            "0",
-            "-q",
-            "--db",
-            db.to_str().unwrap(),
-        ])
-        // Ctrl-C after the row's third round: three samples taken.
-        .env("TLSLAB_TEST_SIGINT_AFTER_ROUNDS", "3")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
-    let connection = rusqlite::Connection::open(&db).unwrap();
-    let (state, samples): (String, i64) = connection
-        .query_row(
-            "SELECT status, sample_count FROM tunnel_cells WHERE engine = 'openvpn'",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .expect("the OpenVPN row is stored");
-    assert_eq!(state, "measured", "{stderr}");
-    assert_eq!(samples, 3, "it kept the samples of its three rounds");
+}
+
+/// Ctrl-C stops the run, keeps every row with the samples it had and
+/// marks the run incomplete (a real SIGINT, sent after the third round):
+/// rows sampled together keep their rounds, a row sampled on its own (a
+/// real tunnel) keeps the samples it took before Ctrl-C.
+#[test]
+fn ctrl_c_keeps_the_samples_every_engine_took() {
+    let ciphers = "aes-128-cbc,camellia-128-cbc,seed-cbc,cast5-cbc,des-cbc,chacha20-poly1305";
+    for engine in runnable_engines("ctrl_c_keeps_the_samples_every_engine_took") {
+        let id = engine.id().id();
+        // The first row of the matrix the engine runs: sampled whether the
+        // engine interleaves its rows or takes them one at a time.
+        let first = ciphers
+            .split(',')
+            .map(|name| {
+                let cipher: Cipher = tlslab::scenario::names::parse_name(name).unwrap();
+                TunnelScenario {
+                    baseline: false,
+                    cipher,
+                    // As the matrix has it: an AEAD row's digest is none.
+                    digest: match cipher.mode() {
+                        CipherMode::Aead => Digest::None,
+                        _ => Digest::Sha256,
+                    },
+                    compression: Compression::None,
+                    payload: Payload::Random,
+                    payload_bytes: 1400,
+                }
+            })
+            .find(|row| engine.unsupported_reason(row).is_none())
+            .unwrap_or_else(|| panic!("{id} runs none of {ciphers}"));
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db.sqlite");
+        let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+            .args([
+                "tunnel",
+                "--engine",
+                id,
+                "--cipher",
+                ciphers,
+                "--digest",
+                "sha256",
+                "--no-baseline-row",
+                "--transfer-mb",
+                "0.2",
+                "--runs",
+                "100000",
+                "--warmup",
+                "0",
+                "-q",
+                "--db",
+                db.to_str().unwrap(),
+            ])
+            .env("TLSLAB_TEST_SIGINT_AFTER_ROUNDS", "3")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(130), "{id}: {stderr}");
+        let connection = rusqlite::Connection::open(&db).unwrap();
+        let (state, samples): (String, i64) = connection
+            .query_row(
+                "SELECT status, sample_count FROM tunnel_cells WHERE engine = ?1 AND scenario_id = ?2",
+                [id, first.label().as_str()],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap_or_else(|e| panic!("{id}: {} is stored: {e}: {stderr}", first.label()));
+        assert_eq!(state, "measured", "{id}: {stderr}");
+        assert_eq!(samples, 3, "{id}: it kept the samples of its three rounds");
+
+        let report = tlslab(&["report", "--db", db.to_str().unwrap()]);
+        report.expect_code(0);
+        let out = report.stdout();
+        assert!(out.contains("(incomplete)"), "{id}: {out}");
+        let row = [id, first.cipher.id(), first.digest.id()];
+        assert!(has_row(&out, &row), "{id}: {out}");
+        assert!(out.contains("interrupted"), "{id}: {out}");
+    }
+}
+
+/// Every engine but the in-process one, run beside it: its figure in the
+/// ranking's last column, its rows measured or saying its reason, nothing
+/// left behind.
+#[test]
+fn every_engine_measures_beside_the_in_process_rows() {
+    for engine in runnable_engines("every_engine_measures_beside_the_in_process_rows") {
+        let id = engine.id().id();
+        if engine.id() == EngineId::Inprocess {
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let json_path = dir.path().join("out.json");
+        let engines = format!("inprocess,{id}");
+        let run = tlslab_in(
+            tmp.path(),
+            &[
+                "tunnel",
+                "--engine",
+                &engines,
+                "--cipher",
+                "aes-128-cbc,bf-cbc,aes-128-gcm,chacha20-poly1305",
+                "--digest",
+                "sha1",
+                "--compression",
+                "none,lz4",
+                "--transfer-mb",
+                "2",
+                "--min-samples",
+                "2",
+                "--max-time",
+                "0",
+                "--warmup",
+                "0",
+                "--no-db",
+                "-q",
+                "--export-json",
+                json_path.to_str().unwrap(),
+            ],
+        );
+        run.expect_code(0);
+        assert_nothing_left(tmp.path(), id);
+        let out = run.stdout();
+        assert!(out.contains(&format!("{id} MB/s")), "{out}");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+        let rows = assert_rows_follow_the_engine(engine, &json);
+        // Per compression: the baseline once, and the four ciphers.
+        assert_eq!(rows.len(), 1 + 4 * 2, "{id}: {json}");
+        assert!(
+            rows.iter()
+                .any(|r| r["status"] == "measured" && r["scenario"]["baseline"] == false),
+            "{id}: a tunnel row is measured: {json}"
+        );
+    }
 }

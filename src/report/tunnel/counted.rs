@@ -202,13 +202,13 @@ mod tests {
     use super::*;
     use crate::host::HostInfo;
     use crate::measure::{Outcome, Timed};
-    use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload, TunnelScenario};
+    use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, Payload, TunnelScenario};
     use crate::workload::tunnel::CountedTransfer;
 
     /// A counted-only cell of 1 MB of payload per sample.
     fn cell(scenario: TunnelScenario, samples: &[(u64, u64)]) -> TunnelCell {
         TunnelCell {
-            engine: Engine::Inprocess,
+            engine: EngineId::Inprocess,
             scenario,
             outcome: Outcome::Measured {
                 samples: Vec::new(),

@@ -17,7 +17,7 @@ use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, Timed};
 use crate::scenario::names::Named;
-use crate::scenario::tunnel::{Cipher, Compression, Digest, Engine, Payload, TunnelScenario};
+use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, Payload, TunnelScenario};
 use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::tunnel::{TunnelCell, TunnelSample};
 pub(crate) use axes::{axis_cells, AXIS_HEADERS};
@@ -28,7 +28,7 @@ pub use counted::TunnelCounted;
 #[derive(Debug, Clone, Serialize)]
 pub struct TunnelRow {
     pub label: String,
-    pub engine: Engine,
+    pub engine: EngineId,
     pub scenario: TunnelScenario,
     pub description: String,
     pub status: crate::measure::CellStatus,
@@ -63,7 +63,7 @@ pub struct TunnelRow {
 /// and digest, summarised over every pair.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompressionEffect {
-    pub engine: Engine,
+    pub engine: EngineId,
     pub payload: Payload,
     pub payload_bytes: usize,
     pub compression: Compression,
@@ -74,7 +74,7 @@ pub struct CompressionEffect {
 /// Tables 2 and 3: one cipher or digest, normalised to the fastest.
 #[derive(Debug, Clone, Serialize)]
 pub struct Normalised {
-    pub engine: Engine,
+    pub engine: EngineId,
     pub name: &'static str,
     /// Median over this algorithm's uncompressed rows of their median MB/s.
     pub mb_per_s: f64,
@@ -91,7 +91,7 @@ pub struct Normalised {
 /// Table 5: the no-tunnel baseline against the tunnels.
 #[derive(Debug, Clone, Serialize)]
 pub struct BaselineComparison {
-    pub engine: Engine,
+    pub engine: EngineId,
     pub payload: Payload,
     pub payload_bytes: usize,
     pub baseline_mb_per_s: f64,
@@ -166,20 +166,20 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
     };
     match &cell.outcome {
         Outcome::Measured { samples, precise } => {
-            // OpenVPN samples move the payload each way; in process one
-            // payload passes through both ends.
-            let ways = if cell.engine == Engine::Openvpn { 2 } else { 1 };
+            // A transfer moves the payload each way; a batch of packets
+            // passes one payload through both ends.
+            let ways = |s: &TunnelSample| if s.is_transfer() { 2 } else { 1 };
             row.sample_count = samples.len();
             row.precise = *precise;
-            // In process, per second of the thread's CPU time; OpenVPN,
+            // A batch, per second of the thread's CPU time; a transfer,
             // per second of the transfer (its CPU fields hold wall time).
             row.mb_per_s = summarize_by(samples, |s| {
-                mb_per_s(ways * s.payload_bytes, s.total_cpu_ns())
+                mb_per_s(ways(s) * s.payload_bytes, s.total_cpu_ns())
             });
             row.send_mb_per_s = summarize_by(samples, |s| mb_per_s(s.payload_bytes, s.send_cpu_ns));
             row.receive_mb_per_s =
                 summarize_by(samples, |s| mb_per_s(s.payload_bytes, s.receive_cpu_ns));
-            if cell.engine == Engine::Inprocess {
+            if samples.iter().all(|s| !s.value.is_transfer()) {
                 row.send_packets_per_s = summarize_by(samples, |s| {
                     s.packets as f64 / s.send_cpu_ns.max(1) as f64 * 1e9
                 });
@@ -284,7 +284,7 @@ fn tunnel_rows(rows: &[TunnelRow]) -> impl Iterator<Item = &TunnelRow> {
 }
 
 fn compression_effect(rows: &[TunnelRow]) -> Vec<CompressionEffect> {
-    let mut groups: BTreeMap<(Engine, Payload, usize, Compression), Vec<f64>> = BTreeMap::new();
+    let mut groups: BTreeMap<(EngineId, Payload, usize, Compression), Vec<f64>> = BTreeMap::new();
     for row in tunnel_rows(rows).filter(|r| r.scenario.compression != Compression::None) {
         let plain = tunnel_rows(rows).find(|p| {
             p.engine == row.engine
@@ -331,7 +331,7 @@ fn normalised(
     neutral: impl Fn(TunnelScenario) -> TunnelScenario,
 ) -> Vec<Normalised> {
     let mut out = Vec::new();
-    let engines: Vec<Engine> = Engine::ALL
+    let engines: Vec<EngineId> = EngineId::ALL
         .iter()
         .copied()
         .filter(|e| rows.iter().any(|r| r.engine == *e))
@@ -518,7 +518,7 @@ mod tests {
 
     fn cell(cipher: Cipher, compression: Compression, send_ns: u64) -> TunnelCell {
         TunnelCell {
-            engine: Engine::Inprocess,
+            engine: EngineId::Inprocess,
             scenario: TunnelScenario {
                 baseline: cipher == Cipher::None,
                 cipher,

@@ -4,7 +4,7 @@ use super::axes::{axis_cells, AXIS_HEADERS};
 use super::{median_of, TunnelReport, TunnelRow};
 use crate::report::{ColumnKind, Table};
 use crate::scenario::names::Named;
-use crate::scenario::tunnel::Engine;
+use crate::scenario::tunnel::EngineId;
 
 /// Throughput with a precision that suits its size.
 fn format_rate(value: f64) -> String {
@@ -190,7 +190,7 @@ fn timed_tables(report: &TunnelReport) -> Vec<Table> {
 /// figure for the same row beside it; then rows that were not measured.
 fn ranking(report: &TunnelReport) -> Table {
     let primary = report.rows.first().map(|r| r.engine);
-    let other: Option<Engine> = report
+    let other: Option<EngineId> = report
         .rows
         .iter()
         .map(|r| r.engine)

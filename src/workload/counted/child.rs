@@ -13,9 +13,8 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 
-use super::{CountPlan, PlannedCount, Work, SAMPLE_LABEL};
+use super::plan::{ChildCell, CountPlan, PlannedCount, Work, SAMPLE_LABEL};
 use crate::backend::turns::{count_sides, side_begins, side_ends, SideCounter, Turn};
 use crate::backend::{backend_by_id, Negotiated};
 use crate::certs::CertCache;
@@ -26,18 +25,6 @@ use crate::valgrind::callgrind;
 use crate::workload::bulk::BulkProbe;
 use crate::workload::handshake::HandshakeProbe;
 use crate::workload::speed::PreparedRow;
-use crate::workload::tunnel::InprocessProbe;
-
-/// What the child says of one cell.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ChildCell {
-    pub index: usize,
-    pub status: CellStatus,
-    pub reason: Option<String>,
-    pub negotiated: Option<Negotiated>,
-    /// Samples taken and verified.
-    pub samples: usize,
-}
 
 /// Runs a plan (the child's whole life); errors end it with exit 1.
 pub fn run(plan: &Path, out: &Path) -> Result<()> {
@@ -101,18 +88,18 @@ fn prepare(
                     .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
             Ok((Box::new(move || probe.run().map(drop)), negotiated))
         }
-        Work::Tunnel { row, packets } => {
+        Work::Tunnel {
+            engine,
+            row,
+            packets,
+        } => {
             let scenario = TunnelScenario::from_label(row)
                 .ok_or_else(|| ended(CellStatus::Failed, format!("no tunnel row '{row}'")))?;
-            let mut probe = InprocessProbe::prepare(&scenario)
+            let sample = engine
+                .open()
+                .prepare_counted(&scenario, *packets)
                 .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
-            // One uncounted batch of the counted size: every packet's
-            // buffer is allocated before counting.
-            let packets = *packets;
-            probe
-                .run_packets(packets)
-                .map_err(|reason| ended(CellStatus::Failed, reason))?;
-            Ok((Box::new(move || probe.run_packets(packets).map(drop)), None))
+            Ok((sample, None))
         }
         Work::Speed { row, operations } => {
             let backend = backend.ok_or_else(|| ended(CellStatus::Failed, "no backend".into()))?;

@@ -15,9 +15,11 @@
 
 pub mod child;
 pub mod memory;
+pub mod plan;
 pub mod profile;
 pub mod values;
 
+pub use plan::{ChildCell, CountPlan, PlannedCount, Work, CHILD_COMMAND, SAMPLE_LABEL};
 pub use values::{CategoryCount, Counts, Instructions, ServerHandshakeCount};
 
 use std::collections::BTreeMap;
@@ -29,7 +31,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Negotiated};
 use crate::certs::CertCache;
@@ -37,56 +38,9 @@ use crate::measure::{CellStatus, Outcome, Timed};
 use crate::scenario::{HandshakeScenario, KxKind, Measure, SignatureFamily};
 use crate::workload::perf::Category;
 
-/// The label of the empty dump a child writes before each sample:
-/// "tlslab sample CELL SAMPLE".
-pub const SAMPLE_LABEL: &str = "tlslab sample";
-
 /// Counted samples per cell without `--runs`: counts repeat, so a few
 /// suffice; rows whose counts vary (ML-DSA's rejection sampling) say so.
 pub const COUNTED_SAMPLES: usize = 6;
-
-/// The hidden subcommand a counted child runs.
-pub const CHILD_COMMAND: &str = "counted-child";
-
-/// What one counted child is asked to do.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CountPlan {
-    pub cert_dir: PathBuf,
-    pub cells: Vec<PlannedCount>,
-}
-
-/// One cell of a counted child's plan.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PlannedCount {
-    /// The cell's index in the parent's plan.
-    pub index: usize,
-    /// The backend's id (`None` for bulk's no-crypto rows and tunnel rows,
-    /// which run on the in-process engine).
-    pub backend: Option<String>,
-    pub work: Work,
-    pub samples: usize,
-}
-
-/// What one counted sample does.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Work {
-    /// A complete handshake, each side's turns counted.
-    Handshake { scenario: HandshakeScenario },
-    /// `bytes` of application data through an established pair of the
-    /// bulk row labelled `row`, the sender counted as the client and the
-    /// receiver as the server.
-    Bulk { row: String, bytes: usize },
-    /// `operations` of a primitive row (`speed`), counted as the client.
-    Speed {
-        row: crate::scenario::speed::SpeedRow,
-        operations: u64,
-    },
-    /// `packets` packets through an in-process data channel of the tunnel
-    /// row labelled `row`: the sender's protect counted as the client, the
-    /// receiver's unprotect (and check) as the server.
-    Tunnel { row: String, packets: u64 },
-}
 
 impl Work {
     /// A rough relative cost, to share the cells out evenly among the children.
@@ -523,7 +477,7 @@ fn read_child(run: &Running, breakdown: bool, counted: &mut [Option<CountedCell>
     let outcomes = std::fs::read_to_string(&run.out).unwrap_or_default();
     let mut reported = std::collections::BTreeSet::new();
     for line in outcomes.lines() {
-        let cell: child::ChildCell =
+        let cell: ChildCell =
             serde_json::from_str(line).context("reading a counted child's outcome")?;
         reported.insert(cell.index);
         let taken: Vec<Timed<Instructions>> = samples

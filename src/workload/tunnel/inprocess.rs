@@ -1,0 +1,204 @@
+//! The in-process engine: both ends of a real data channel
+//! ([`crate::backend::openssl::data_channel`]) in this process, over memory
+//! buffers. A sample is a batch of packets (about a millisecond of work),
+//! the sender's time and the receiver's taken apart; every row of the
+//! matrix can be ready at once, so rows are sampled in interleaved rounds.
+//! Under valgrind (`--measure instructions`) a batch is counted: the
+//! sender's protect as the client's turn, the receiver's unprotect as the
+//! server's ([`crate::backend::turns`]).
+
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use super::engine::{CountedSample, EngineOptions, EngineRig, TunnelEngine};
+use super::{TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
+use crate::backend::openssl::data_channel::{self, Receiver, Sender};
+use crate::backend::thread_cpu_ns;
+use crate::backend::turns::{side_begins, side_ends, Turn};
+use crate::backend::LibraryInfo;
+use crate::measure::{Outcome, Probe};
+use crate::scenario::names::Named;
+use crate::scenario::tunnel::{EngineId, TunnelScenario};
+
+/// The in-process engine, as registered.
+pub struct InprocessEngine;
+
+impl TunnelEngine for InprocessEngine {
+    fn id(&self) -> EngineId {
+        EngineId::Inprocess
+    }
+
+    fn preflight(&self) -> Result<LibraryInfo, String> {
+        Ok(LibraryInfo {
+            backend: EngineId::Inprocess.id().to_string(),
+            library: "OpenSSL".to_string(),
+            version: openssl::version::version()
+                .trim_start_matches("OpenSSL ")
+                .to_string(),
+        })
+    }
+
+    /// Ciphers and digests this OpenSSL build lacks (SHA-0), and LZO
+    /// without the `lzo` feature.
+    fn row_unsupported(&self, scenario: &TunnelScenario) -> Option<String> {
+        data_channel::unsupported_reason(scenario)
+    }
+
+    fn uncountable(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn prepare_counted(
+        &self,
+        scenario: &TunnelScenario,
+        packets: u64,
+    ) -> Result<CountedSample, TunnelOutcome> {
+        let mut probe = InprocessProbe::prepare(scenario)?;
+        // One uncounted batch of the counted size: every packet's buffer
+        // is allocated before counting.
+        probe
+            .run_packets(packets)
+            .map_err(|reason| Outcome::Failed { reason })?;
+        Ok(Box::new(move || probe.run_packets(packets).map(drop)))
+    }
+
+    fn interleaves_rows(&self) -> bool {
+        true
+    }
+
+    fn start(&self, _options: &EngineOptions) -> Result<Box<dyn EngineRig>> {
+        // Legacy ciphers and digests (Blowfish, CAST5, MD4...) come from
+        // OpenSSL's legacy provider.
+        crate::backend::openssl::load_legacy_provider();
+        Ok(Box::new(InprocessRig))
+    }
+}
+
+/// Nothing is shared between in-process rows: each has its own channel.
+struct InprocessRig;
+
+impl EngineRig for InprocessRig {
+    fn prepare<'rig>(
+        &'rig self,
+        scenario: &TunnelScenario,
+        _interrupt: &'rig AtomicBool,
+    ) -> Result<Probe<'rig, TunnelSample>, TunnelOutcome> {
+        let mut probe = InprocessProbe::prepare(scenario)?;
+        Ok(Box::new(move || probe.batcher.run(probe.batch)))
+    }
+}
+
+/// How long one in-process batch should take, so timer overhead stays negligible.
+const TARGET_BATCH_NS: u64 = 1_000_000;
+
+/// Packets through an in-process sender and receiver, batch by batch.
+struct Batcher {
+    sender: Sender,
+    receiver: Receiver,
+    payloads: Vec<Vec<u8>>,
+    packets: Vec<Vec<u8>>,
+    next_payload: usize,
+}
+
+impl Batcher {
+    fn new(scenario: &TunnelScenario) -> Result<Self> {
+        let (sender, receiver) = data_channel::pair(scenario)?;
+        Ok(Self {
+            sender,
+            receiver,
+            payloads: (0..DISTINCT_PAYLOADS)
+                .map(|i| scenario.payload.bytes(i, scenario.payload_bytes))
+                .collect(),
+            packets: Vec::new(),
+            next_payload: 0,
+        })
+    }
+
+    fn run(&mut self, batch: usize) -> Result<TunnelSample, String> {
+        self.packets.resize_with(batch, Vec::new);
+        let first = self.next_payload;
+        let start_cpu = thread_cpu_ns();
+        let start = Instant::now();
+        // Counted (under valgrind) as the client's turn; one relaxed load otherwise.
+        side_begins(Turn::Client);
+        let sealed = self
+            .packets
+            .iter_mut()
+            .enumerate()
+            .try_for_each(|(i, packet)| {
+                let payload = &self.payloads[(first + i) % DISTINCT_PAYLOADS];
+                self.sender
+                    .seal(payload, packet)
+                    .map_err(|e| format!("sending: {e:#}"))
+            });
+        side_ends(Turn::Client);
+        sealed?;
+        let sent = Instant::now();
+        let sent_cpu = thread_cpu_ns();
+        side_begins(Turn::Server);
+        let opened = self.packets.iter().enumerate().try_for_each(|(i, packet)| {
+            self.receiver
+                .open(packet)
+                .map_err(|e| format!("receiving: {e}"))?;
+            let expected = &self.payloads[(first + i) % DISTINCT_PAYLOADS];
+            if self.receiver.payload() != expected.as_slice() {
+                return Err("the received payload differs from the one sent".to_string());
+            }
+            Ok(())
+        });
+        side_ends(Turn::Server);
+        opened?;
+        let received = Instant::now();
+        let received_cpu = thread_cpu_ns();
+        self.next_payload = (first + batch) % DISTINCT_PAYLOADS;
+        Ok(TunnelSample {
+            packets: batch as u64,
+            payload_bytes: (batch * self.payloads[0].len()) as u64,
+            send_ns: (sent - start).as_nanos() as u64,
+            receive_ns: (received - sent).as_nanos() as u64,
+            send_cpu_ns: sent_cpu.saturating_sub(start_cpu),
+            receive_cpu_ns: received_cpu.saturating_sub(sent_cpu),
+        })
+    }
+}
+
+/// An in-process row ready to sample: its channel and a batch size.
+struct InprocessProbe {
+    batcher: Batcher,
+    batch: usize,
+}
+
+impl InprocessProbe {
+    /// Builds the channel and sizes the batch so one sample takes about
+    /// `TARGET_BATCH_NS`; or the outcome that says why it cannot run.
+    fn prepare(scenario: &TunnelScenario) -> Result<Self, TunnelOutcome> {
+        if let Some(reason) = data_channel::unsupported_reason(scenario) {
+            return Err(Outcome::Unsupported { reason });
+        }
+        let mut batcher = Batcher::new(scenario).map_err(|error| Outcome::Failed {
+            reason: format!("{error:#}"),
+        })?;
+        let probe = batcher
+            .run(8)
+            .map_err(|reason| Outcome::Failed { reason })?;
+        let per_packet_ns = (probe.total_ns() / 8).max(1);
+        let batch = (TARGET_BATCH_NS / per_packet_ns).clamp(4, 4096) as usize;
+        Ok(Self { batcher, batch })
+    }
+
+    /// One batch of exactly `packets` packets, every payload checked (a
+    /// counted sample: no work decided by time).
+    fn run_packets(&mut self, packets: u64) -> Result<TunnelSample, String> {
+        self.batcher.run(packets as usize)
+    }
+}
+
+/// Sends `count` packets of a scenario through a fresh channel and checks
+/// every payload comes back intact; for tests and `--check`.
+pub fn round_trip(scenario: &TunnelScenario, count: usize) -> Result<()> {
+    let mut batcher = Batcher::new(scenario)?;
+    batcher.run(count).map_err(anyhow::Error::msg)?;
+    Ok(())
+}

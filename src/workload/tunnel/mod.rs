@@ -1,0 +1,195 @@
+//! What one tunnel sample is and the engines that take it: one trait
+//! ([`engine::TunnelEngine`]) and ONE registry ([`ENGINES`], opened by
+//! [`EngineId::open`]). An engine is a module here plus its line in the
+//! registry (and its name in [`EngineId`]): the in-process data channel
+//! ([`inprocess`]) and real OpenVPN tunnels between network namespaces
+//! ([`openvpn`]). `tlslab tunnel` (`app::tunnel`) runs every engine through
+//! the trait; the tests run their shared suite over the registry.
+
+pub mod engine;
+pub mod inprocess;
+pub mod openvpn;
+
+use serde::Serialize;
+
+pub use engine::{EngineOptions, EngineRig, TunnelEngine};
+
+use crate::measure::{Outcome, Sampled};
+use crate::scenario::names::Named;
+use crate::scenario::tunnel::{EngineId, TunnelScenario};
+// The file, not `counted` itself: the counted child imports this module.
+use crate::workload::counted::values::Instructions;
+
+/// Every engine, in the order of [`EngineId::ALL`]: one line each.
+#[rustfmt::skip]
+pub static ENGINES: &[&dyn TunnelEngine] = &[
+    &inprocess::InprocessEngine,
+    &openvpn::OpenvpnEngine,
+];
+
+impl EngineId {
+    /// The engine of this name, from [`ENGINES`].
+    pub fn open(self) -> &'static dyn TunnelEngine {
+        ENGINES
+            .iter()
+            .copied()
+            .find(|engine| engine.id() == self)
+            .unwrap_or_else(|| panic!("the engine {} is not in ENGINES", self.id()))
+    }
+}
+
+/// One sample of a tunnel row. A packet engine (in process) takes a batch
+/// of packets through the sender and then the receiver, and times each
+/// end on the thread's CPU clock; a transfer engine (a real tunnel, its
+/// work in other processes) sends one transfer each way and times each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TunnelSample {
+    /// Packets in the batch, or 0 for a transfer (a byte stream, each way).
+    pub packets: u64,
+    /// Payload bytes carried each way.
+    pub payload_bytes: u64,
+    /// A batch: the sender's time to compress, encrypt and authenticate
+    /// it. A transfer: the one from namespace A to B.
+    pub send_ns: u64,
+    /// A batch: the receiver's time to verify, decrypt, decompress and
+    /// check it. A transfer: the one from namespace B to A.
+    pub receive_ns: u64,
+    /// A batch: the thread's CPU time while sending. A transfer: its wall
+    /// time (the tunnel's work is in other processes).
+    pub send_cpu_ns: u64,
+    /// A batch: the thread's CPU time while receiving. A transfer: as
+    /// `receive_ns`.
+    pub receive_cpu_ns: u64,
+}
+
+impl TunnelSample {
+    /// Wall time through both ends (or both ways).
+    pub fn total_ns(&self) -> u64 {
+        self.send_ns + self.receive_ns
+    }
+
+    /// CPU time through both ends (a transfer: wall time both ways).
+    pub fn total_cpu_ns(&self) -> u64 {
+        self.send_cpu_ns + self.receive_cpu_ns
+    }
+
+    /// Returns true if and only if the sample is a transfer each way (its
+    /// payload moved twice), not a batch of packets through both ends.
+    pub fn is_transfer(&self) -> bool {
+        self.packets == 0
+    }
+}
+
+impl Sampled for TunnelSample {
+    /// CPU nanoseconds per payload byte (through both ends, or both ways):
+    /// unlike wall time, it does not stretch when the thread is preempted.
+    fn cost(&self) -> f64 {
+        self.total_cpu_ns() as f64 / self.payload_bytes.max(1) as f64
+    }
+}
+
+/// The outcome of one tunnel cell.
+pub type TunnelOutcome = Outcome<TunnelSample>;
+
+/// One (scenario, engine) pair and its outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TunnelCell {
+    pub engine: EngineId,
+    pub scenario: TunnelScenario,
+    pub outcome: TunnelOutcome,
+    /// Instructions counted under valgrind (`--measure instructions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counted: Option<CountedTransfer>,
+}
+
+impl TunnelCell {
+    pub fn samples(&self) -> &[crate::measure::Timed<TunnelSample>] {
+        self.outcome.samples()
+    }
+}
+
+/// A tunnel row's counted instructions: each sample carries `packets`
+/// packets, `payload_bytes` of payload in all, through the sender (its
+/// count the client's of an [`Instructions`]) and the receiver (the
+/// server's).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CountedTransfer {
+    pub packets: u64,
+    pub payload_bytes: u64,
+    pub outcome: Outcome<Instructions>,
+}
+
+impl CountedTransfer {
+    /// Instructions per megabyte (10^6 bytes) of payload, one value per
+    /// sample, of the side `pick` reads.
+    pub fn per_mb(&self, pick: fn(&Instructions) -> u64) -> Vec<f64> {
+        self.outcome
+            .samples()
+            .iter()
+            .map(|s| pick(&s.value) as f64 * 1e6 / self.payload_bytes.max(1) as f64)
+            .collect()
+    }
+}
+
+/// Distinct payloads a packet engine cycles through, so consecutive
+/// packets differ.
+pub const DISTINCT_PAYLOADS: usize = 16;
+
+/// Payload bytes a counted sample carries at least: enough packets that
+/// the per-packet bookkeeping is spread thin, few enough that valgrind
+/// counts a row in a second or two.
+pub const COUNTED_PAYLOAD_BYTES: usize = 256 * 1024;
+
+/// The most packets a counted sample carries (tiny packets are counted on
+/// less payload).
+pub const MAX_COUNTED_PACKETS: u64 = 4096;
+
+/// Packets per counted sample of a scenario: [`COUNTED_PAYLOAD_BYTES`] of
+/// payload (at most [`MAX_COUNTED_PACKETS`]), rounded up to whole rounds
+/// of the distinct payloads so every sample carries the same packets (a
+/// compressor's work depends on them).
+pub fn counted_packets(scenario: &TunnelScenario) -> u64 {
+    let packets = COUNTED_PAYLOAD_BYTES.div_ceil(scenario.payload_bytes.max(1));
+    let rounds = packets.div_ceil(DISTINCT_PAYLOADS).max(1) as u64;
+    (rounds * DISTINCT_PAYLOADS as u64).min(MAX_COUNTED_PACKETS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::tunnel::Payload;
+
+    #[test]
+    fn a_counted_sample_carries_whole_rounds_of_the_payloads() {
+        assert_eq!(MAX_COUNTED_PACKETS % DISTINCT_PAYLOADS as u64, 0);
+        let tiny = TunnelScenario::baseline(Payload::Random, 1);
+        assert_eq!(counted_packets(&tiny), MAX_COUNTED_PACKETS);
+        for bytes in [64, 1400, 60_000] {
+            let scenario = TunnelScenario::baseline(Payload::Random, bytes);
+            let packets = counted_packets(&scenario);
+            assert_eq!(packets % DISTINCT_PAYLOADS as u64, 0, "{bytes}");
+            assert!(packets as usize * bytes >= COUNTED_PAYLOAD_BYTES, "{bytes}");
+            // No more than one round of payloads beyond what is needed.
+            assert!(
+                (packets as usize - DISTINCT_PAYLOADS) * bytes < COUNTED_PAYLOAD_BYTES,
+                "{bytes}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_registry_holds_every_engine_once_in_the_vocabularys_order() {
+        let registered: Vec<EngineId> = ENGINES.iter().map(|engine| engine.id()).collect();
+        assert_eq!(registered, EngineId::ALL);
+        for &id in EngineId::ALL {
+            assert_eq!(id.open().id(), id);
+        }
+    }
+
+    #[test]
+    fn openvpn_rows_say_why_they_cannot_be_counted() {
+        assert_eq!(EngineId::Inprocess.open().uncountable(), None);
+        let reason = EngineId::Openvpn.open().uncountable().unwrap();
+        assert!(reason.contains("its own processes"), "{reason}");
+    }
+}
