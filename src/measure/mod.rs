@@ -215,9 +215,20 @@ pub struct SampledRun<S> {
 pub trait Observer<S> {
     /// A cell stopped sampling (or failed); store it now. An error stops the run.
     fn cell_finished(&mut self, index: usize, outcome: &Outcome<S>) -> anyhow::Result<()>;
+    /// A round's samples of the cells still sampling, each cell's (by its
+    /// probe's index) taken in that round: store them now, so a run killed
+    /// later keeps every round that ended. A cell that stopped in the round
+    /// is not among them: [`Observer::cell_finished`] has all its samples.
+    /// An error stops the run.
+    fn round_sampled(&mut self, _round: u32, _taken: &[RoundSamples<'_, S>]) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// A round ended: `active` cells still sample, `finished` have stopped.
     fn round_finished(&mut self, _round: u32, _active: usize, _finished: usize) {}
 }
+
+/// The samples one cell (its probe's index) took in one round.
+pub type RoundSamples<'a, S> = (usize, &'a [Timed<S>]);
 
 /// An observer that keeps nothing.
 pub struct Quietly;
@@ -261,6 +272,8 @@ pub fn fresh_seed() -> u64 {
 struct CellState<'a, S> {
     probe: Probe<'a, S>,
     samples: Vec<Timed<S>>,
+    /// How many of `samples` the observer has had (at the end of a round).
+    handed: usize,
     /// Samples per round.
     batch: usize,
     /// Time spent in this cell's samples.
@@ -347,6 +360,7 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
                 .map(|probe| CellState {
                     probe,
                     samples: Vec::new(),
+                    handed: 0,
                     batch: 1,
                     spent: Duration::ZERO,
                     active: true,
@@ -472,6 +486,7 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
             });
             self.take_batches(round, &order)?;
             self.stop_cells_that_are_done(&check_order)?;
+            self.hand_round_samples(round)?;
             let active = self.cells.iter().filter(|c| c.active).count();
             self.observer.round_finished(round, active, count - active);
             round += 1;
@@ -504,6 +519,25 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
             if let Some(reason) = failure {
                 self.finish_cell(index, Outcome::Failed { reason })?;
             }
+        }
+        Ok(())
+    }
+
+    /// After a round, hands the observer what each cell still sampling
+    /// took in it (the cells that stopped were handed over whole).
+    fn hand_round_samples(&mut self, round: u32) -> anyhow::Result<()> {
+        let taken: Vec<RoundSamples<'_, S>> = self
+            .cells
+            .iter()
+            .enumerate()
+            .filter(|(_, cell)| cell.active && cell.samples.len() > cell.handed)
+            .map(|(index, cell)| (index, &cell.samples[cell.handed..]))
+            .collect();
+        if !taken.is_empty() {
+            self.observer.round_sampled(round, &taken)?;
+        }
+        for cell in self.cells.iter_mut().filter(|cell| cell.active) {
+            cell.handed = cell.samples.len();
         }
         Ok(())
     }
@@ -705,6 +739,69 @@ mod tests {
             assert!(outcome.precise());
         }
         assert_eq!(run.rounds.len(), 6);
+    }
+
+    /// Keeps what an observer is handed: each round's samples of the
+    /// cells still sampling, and each cell's outcome when it stops.
+    #[derive(Default)]
+    struct Keeping {
+        /// (round, cell, rounds of the samples handed)
+        rounds: Vec<(u32, usize, Vec<u32>)>,
+        finished: Vec<(usize, usize)>,
+    }
+
+    impl Observer<Cost> for Keeping {
+        fn cell_finished(&mut self, index: usize, outcome: &Outcome<Cost>) -> anyhow::Result<()> {
+            self.finished.push((index, outcome.samples().len()));
+            Ok(())
+        }
+
+        fn round_sampled(
+            &mut self,
+            round: u32,
+            taken: &[RoundSamples<'_, Cost>],
+        ) -> anyhow::Result<()> {
+            for (index, samples) in taken {
+                let rounds = samples.iter().map(|t| t.round).collect();
+                self.rounds.push((round, *index, rounds));
+            }
+            Ok(())
+        }
+    }
+
+    /// Issue 23 item 4: every round's samples are handed over as the round
+    /// ends, once each, so a command can store them before the next round.
+    #[test]
+    fn each_rounds_samples_are_handed_over_as_it_ends() {
+        let probes: Vec<Probe<Cost>> = vec![Box::new(|| Ok(Cost(1.0))), Box::new(|| Ok(Cost(2.0)))];
+        let options = SamplingOptions {
+            runs: Some(3),
+            ..options()
+        };
+        let mut keeping = Keeping::default();
+        sample(
+            probes,
+            Pairing::None,
+            &options,
+            &AtomicBool::new(false),
+            &mut keeping,
+        )
+        .unwrap();
+        // Rounds 0 and 1 while both sample; in round 2 both reach their
+        // count and are handed over whole instead.
+        let mut rounds = keeping.rounds;
+        rounds.sort();
+        assert_eq!(
+            rounds,
+            vec![
+                (0, 0, vec![0]),
+                (0, 1, vec![0]),
+                (1, 0, vec![1]),
+                (1, 1, vec![1])
+            ]
+        );
+        keeping.finished.sort();
+        assert_eq!(keeping.finished, vec![(0, 3), (1, 3)]);
     }
 
     #[test]
