@@ -442,6 +442,7 @@ fn sample_inprocess(
             label: |cell| cell.scenario.label(),
             outcome: |cell| &mut cell.outcome,
             save: |store, run_id, cell| store.save_tunnel_cell(run_id, cell),
+            save_samples: |_, _, _| Ok(()),
         },
     )?;
     session.save(|store, run_id| store.save_rounds(run_id, &run.rounds));

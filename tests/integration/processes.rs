@@ -330,7 +330,8 @@ fn kill_9_leaves_no_openvpn_and_the_next_run_removes_its_namespaces() {
 
 /// Issue 18 item 5: `speed` saves each cell as it finishes, so a run
 /// killed with SIGKILL keeps the cells that had finished, with their
-/// samples (it stored none before the end).
+/// samples (it stored none before the end). Since issue 23 each round is
+/// stored as it ends: a finished cell is one whose precision is set.
 #[test]
 fn a_killed_speed_run_keeps_the_cells_that_finished() {
     let dir = tempfile::tempdir().unwrap();
@@ -362,7 +363,7 @@ fn a_killed_speed_run_keeps_the_cells_that_finished() {
             .and_then(|c| {
                 c.query_row(
                     "SELECT count(*) FROM speed_samples s JOIN speed_cells c ON c.id = s.cell_id
-                     WHERE c.primitive = 'sha256'",
+                     WHERE c.primitive = 'sha256' AND c.precise IS NOT NULL",
                     [],
                     |row| row.get::<_, i64>(0),
                 )
@@ -382,4 +383,97 @@ fn a_killed_speed_run_keeps_the_cells_that_finished() {
         "the finished cell kept its samples: {stored:?}"
     );
     assert!(!samples().is_empty(), "the samples survive the kill");
+}
+
+/// Issue 23 item 4: `speed` keeps every sample as it is taken. Killed with
+/// SIGKILL halfway through its rounds (after round 4 of 8, while every
+/// cell still samples and none has finished), the database holds each
+/// cell's samples of every round that ended, and `report` reads the run
+/// as incomplete. The kill is the process's own (the test hook raises
+/// SIGKILL once round 4 is stored), so the test does not depend on timing.
+#[test]
+fn a_speed_run_killed_halfway_through_its_rounds_keeps_every_finished_round() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("speed.sqlite");
+    let db_arg = db.to_str().unwrap();
+    let mut job = Job::start(
+        &[
+            "speed",
+            "--backend",
+            "openssl,rustls-ring",
+            "--algorithm",
+            "sha256,ed448",
+            "--size",
+            "64",
+            "--runs",
+            "8",
+            "--warmup",
+            "0",
+            "-q",
+            "--db",
+            db_arg,
+        ],
+        &[(
+            "TLSLAB_TEST_SIGKILL_AFTER_ROUNDS",
+            std::ffi::OsStr::new("4"),
+        )],
+    );
+    let (status, stderr) = job.finish(Duration::from_secs(60));
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{stderr}");
+
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let run_status: String = connection
+        .query_row("SELECT status FROM runs", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(run_status, "incomplete");
+    // Per cell: its status, precision, count, and the rounds of its samples.
+    let mut query = connection
+        .prepare(
+            "SELECT c.backend, c.row_id, c.status, c.precise, c.sample_count,
+                    (SELECT group_concat(s.round, ',') FROM
+                        (SELECT round FROM speed_samples WHERE cell_id = c.id ORDER BY seq) s)
+             FROM speed_cells c ORDER BY c.backend, c.row_id",
+        )
+        .unwrap();
+    let cells: Vec<(String, String, String, Option<bool>, i64, Option<String>)> = query
+        .query_map([], |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+                row.get(5)?,
+            ))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let measured: Vec<_> = cells.iter().filter(|c| c.2 == "measured").collect();
+    // sha256 on both backends, ed448 signing and verifying on OpenSSL.
+    assert!(measured.len() >= 4, "{cells:?}");
+    for (backend, row, _, precise, count, rounds) in &measured {
+        // One sample per round with --runs: rounds 0 to 3; still sampling
+        // (no precision: none finished).
+        assert_eq!(
+            (rounds.as_deref(), *count, *precise),
+            (Some("0,1,2,3"), 4, None),
+            "{backend} {row}: {cells:?}"
+        );
+    }
+    // ring has no Ed448: those rows were stored before sampling began.
+    assert!(
+        cells
+            .iter()
+            .any(|c| c.0 == "rustls-ring" && c.1.contains("ed448") && c.2 == "unsupported"),
+        "{cells:?}"
+    );
+
+    let report = crate::util::tlslab(&["report", "--db", db_arg]);
+    report.expect_code(0);
+    let out = report.stdout();
+    assert!(out.contains("This run is incomplete"), "{out}");
+    assert!(crate::util::has_row(&out, &["openssl", "sha256"]), "{out}");
 }
