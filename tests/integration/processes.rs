@@ -477,3 +477,75 @@ fn a_speed_run_killed_halfway_through_its_rounds_keeps_every_finished_round() {
     assert!(out.contains("This run is incomplete"), "{out}");
     assert!(crate::util::has_row(&out, &["openssl", "sha256"]), "{out}");
 }
+
+/// Issue 23 item 4: `bulk` and `tunnel` keep their samples round by round
+/// too: killed with SIGKILL after round 3 of 6, every cell holds its
+/// samples of rounds 0 to 2, and the run reads back as incomplete.
+#[test]
+fn bulk_and_tunnel_runs_killed_halfway_keep_every_finished_round() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let cert_dir = cert_dir();
+    let kill = [(
+        "TLSLAB_TEST_SIGKILL_AFTER_ROUNDS",
+        std::ffi::OsStr::new("3"),
+    )];
+    let killed = |db: &Path, command: &[&str]| {
+        let mut args = command.to_vec();
+        args.extend(["--runs", "6", "--warmup", "0", "-q", "--db"]);
+        args.push(db.to_str().unwrap());
+        let (status, stderr) = Job::start(&args, &kill).finish(Duration::from_secs(120));
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{stderr}");
+        let store = tlslab::store::Store::open_read_only(db).unwrap();
+        let run = store
+            .load_run(store.latest_run_id().unwrap().unwrap())
+            .unwrap();
+        assert!(!run.status.is_complete());
+        (store, run.id)
+    };
+
+    let db = dir.path().join("bulk.sqlite");
+    let (store, run) = killed(
+        &db,
+        &[
+            "bulk",
+            "--backend",
+            "openssl",
+            "--suite",
+            "aes128gcm",
+            "--size",
+            "256",
+            "--bytes-per-sample",
+            "16384",
+            "--cert-dir",
+            cert_dir.to_str().unwrap(),
+        ],
+    );
+    let cells = store.load_bulk_cells(run).unwrap();
+    // The protected row and its no-crypto twin.
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    for cell in &cells {
+        let taken: Vec<u32> = cell.samples().iter().map(|t| t.round).collect();
+        assert_eq!(taken, vec![0, 1, 2], "{cell:?}");
+    }
+
+    let db = dir.path().join("tunnel.sqlite");
+    let (store, run) = killed(
+        &db,
+        &[
+            "tunnel",
+            "--cipher",
+            "aes-128-cbc,des-cbc",
+            "--digest",
+            "sha256",
+            "--no-baseline-row",
+        ],
+    );
+    let cells = store.load_tunnel_cells(run).unwrap();
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    for cell in &cells {
+        let taken: Vec<u32> = cell.samples().iter().map(|t| t.round).collect();
+        assert_eq!(taken, vec![0, 1, 2], "{:?}", cell.scenario);
+    }
+}
