@@ -385,6 +385,19 @@ fn a_killed_speed_run_keeps_the_cells_that_finished() {
     assert!(!samples().is_empty(), "the samples survive the kill");
 }
 
+/// A row of `speed_cells` as a person querying the database sees it.
+#[derive(Debug)]
+struct StoredSpeedCell {
+    backend: String,
+    row: String,
+    status: String,
+    /// NULL while the cell still samples.
+    precise: Option<bool>,
+    sample_count: i64,
+    /// The rounds of its samples, in order: "0,1,2".
+    rounds: Option<String>,
+}
+
 /// Issue 23 item 4: `speed` keeps every sample as it is taken. Killed with
 /// SIGKILL halfway through its rounds (after round 4 of 8, while every
 /// cell still samples and none has finished), the database holds each
@@ -428,7 +441,6 @@ fn a_speed_run_killed_halfway_through_its_rounds_keeps_every_finished_round() {
         .query_row("SELECT status FROM runs", [], |row| row.get(0))
         .unwrap();
     assert_eq!(run_status, "incomplete");
-    // Per cell: its status, precision, count, and the rounds of its samples.
     let mut query = connection
         .prepare(
             "SELECT c.backend, c.row_id, c.status, c.precise, c.sample_count,
@@ -437,38 +449,38 @@ fn a_speed_run_killed_halfway_through_its_rounds_keeps_every_finished_round() {
              FROM speed_cells c ORDER BY c.backend, c.row_id",
         )
         .unwrap();
-    let cells: Vec<(String, String, String, Option<bool>, i64, Option<String>)> = query
+    let cells: Vec<StoredSpeedCell> = query
         .query_map([], |row| {
-            Ok((
-                row.get(0)?,
-                row.get(1)?,
-                row.get(2)?,
-                row.get(3)?,
-                row.get(4)?,
-                row.get(5)?,
-            ))
+            Ok(StoredSpeedCell {
+                backend: row.get(0)?,
+                row: row.get(1)?,
+                status: row.get(2)?,
+                precise: row.get(3)?,
+                sample_count: row.get(4)?,
+                rounds: row.get(5)?,
+            })
         })
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    let measured: Vec<_> = cells.iter().filter(|c| c.2 == "measured").collect();
+    let measured: Vec<_> = cells.iter().filter(|c| c.status == "measured").collect();
     // sha256 on both backends, ed448 signing and verifying on OpenSSL.
-    assert!(measured.len() >= 4, "{cells:?}");
-    for (backend, row, _, precise, count, rounds) in &measured {
+    assert!(measured.len() >= 4, "{cells:#?}");
+    for cell in &measured {
         // One sample per round with --runs: rounds 0 to 3; still sampling
         // (no precision: none finished).
         assert_eq!(
-            (rounds.as_deref(), *count, *precise),
+            (cell.rounds.as_deref(), cell.sample_count, cell.precise),
             (Some("0,1,2,3"), 4, None),
-            "{backend} {row}: {cells:?}"
+            "{cell:?}"
         );
     }
     // ring has no Ed448: those rows were stored before sampling began.
     assert!(
-        cells
-            .iter()
-            .any(|c| c.0 == "rustls-ring" && c.1.contains("ed448") && c.2 == "unsupported"),
-        "{cells:?}"
+        cells.iter().any(|c| c.backend == "rustls-ring"
+            && c.row.contains("ed448")
+            && c.status == "unsupported"),
+        "{cells:#?}"
     );
 
     let report = crate::util::tlslab(&["report", "--db", db_arg]);
