@@ -77,8 +77,10 @@ pub(crate) trait Study: Sized {
     /// The libraries (or programs) the run measures.
     fn libraries(&self) -> Vec<LibraryInfo>;
 
-    /// Measures every cell, saving each through `session` as it finishes;
-    /// stops early (keeping what it has) when `session` says Ctrl-C came.
+    /// Measures every cell, saving what it takes through `session` as it
+    /// is taken (a sampled matrix round by round, see [`StoringOutcomes`];
+    /// other cells as each finishes); stops early (keeping what it has)
+    /// when `session` says Ctrl-C came.
     fn measure(&mut self, session: &mut Session) -> Result<Vec<Self::Cell>>;
 
     /// The run's document, from the cells measured.
@@ -200,10 +202,13 @@ pub(crate) fn run_planned<S: Study>(plan: Plan<S>, outputs: Outputs<'_>) -> Resu
     let host = HostInfo::current();
     let libraries = study.libraries();
     let run_id = store.begin_run(&run_info(S::KIND, study.options_json()?, &host, &libraries))?;
+    // Commits cheap enough to make one per round (store::journal).
+    store.begin_measuring()?;
     let mut session = Session::new(store, run_id, outputs.quiet);
     let cells = study.measure(&mut session)?;
     let complete = !session.interrupted();
     session.save(|store, run_id| store.finish_run(run_id, complete));
+    session.store.end_measuring();
     let view = RunView {
         run_id: session.path().map(|_| run_id),
         complete,

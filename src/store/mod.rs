@@ -8,6 +8,7 @@
 mod bulk;
 mod capacity;
 mod counts;
+mod journal;
 mod kind;
 mod load;
 mod merge;
