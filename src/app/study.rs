@@ -203,7 +203,7 @@ pub(crate) fn run_planned<S: Study>(plan: Plan<S>, outputs: Outputs<'_>) -> Resu
     let libraries = study.libraries();
     let run_id = store.begin_run(&run_info(S::KIND, study.options_json()?, &host, &libraries))?;
     // Commits cheap enough to make one per round (store::journal).
-    store.begin_measuring()?;
+    store.begin_measuring();
     let mut session = Session::new(store, run_id, outputs.quiet);
     let cells = study.measure(&mut session)?;
     let complete = !session.interrupted();

@@ -13,23 +13,27 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
-
 use super::Store;
+
+/// How long the store waits for a lock, as it was opened.
+const OPENED_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Store {
     /// Cheap commits for the length of a run (see the module's text).
-    /// Where write-ahead mode is not to be had (a database in memory), the
-    /// journal stays as it is.
-    pub fn begin_measuring(&mut self) -> Result<()> {
-        let mode: String = self
+    /// Where write-ahead mode is not to be had at once (a database in
+    /// memory, another process in the middle of a write), the journal stays
+    /// as it is: the commits are then dearer, never lost.
+    pub fn begin_measuring(&mut self) {
+        let _ = self.connection.busy_timeout(Duration::ZERO);
+        let mode = self
             .connection
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
-        if mode.eq_ignore_ascii_case("wal") {
-            self.connection
-                .execute_batch("PRAGMA synchronous = NORMAL")?;
+            .query_row("PRAGMA journal_mode = WAL", [], |row| {
+                row.get::<_, String>(0)
+            });
+        if mode.is_ok_and(|mode| mode.eq_ignore_ascii_case("wal")) {
+            let _ = self.connection.execute_batch("PRAGMA synchronous = NORMAL");
         }
-        Ok(())
+        let _ = self.connection.busy_timeout(OPENED_TIMEOUT);
     }
 
     /// Back to the rollback journal once the run has ended, every commit
@@ -45,7 +49,50 @@ impl Store {
                 row.get::<_, String>(0)
             });
         let _ = self.connection.execute_batch("PRAGMA synchronous = FULL");
-        // As the store was opened with.
-        let _ = self.connection.busy_timeout(Duration::from_secs(5));
+        let _ = self.connection.busy_timeout(OPENED_TIMEOUT);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn journal_mode(store: &Store) -> String {
+        store
+            .connection
+            .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_run_writes_ahead_and_leaves_one_file_at_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let mut store = Store::open(&path).unwrap();
+        store.begin_measuring();
+        assert_eq!(journal_mode(&store), "wal");
+        store
+            .connection
+            .execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+            .unwrap();
+        assert!(dir.path().join("db.sqlite-wal").exists());
+        store.end_measuring();
+        assert_eq!(journal_mode(&store), "delete");
+        assert!(!dir.path().join("db.sqlite-wal").exists());
+        drop(store);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec!["db.sqlite"]);
+    }
+
+    #[test]
+    fn a_database_in_memory_keeps_its_journal() {
+        let mut store = Store::open_in_memory().unwrap();
+        store.begin_measuring();
+        assert_eq!(journal_mode(&store), "memory");
+        store.end_measuring();
+        assert_eq!(journal_mode(&store), "memory");
     }
 }
