@@ -451,6 +451,7 @@ fn sample_matrix(
             label: |cell| format!("{} {}", cell.backend, cell.scenario.label()),
             outcome: |cell| &mut cell.outcome,
             save: |store, run_id, cell| store.save_bulk_cell(run_id, cell),
+            save_samples: |store, run_id, taken| store.save_bulk_samples(run_id, taken),
         },
     )?;
     bar.0.finish_and_clear();

@@ -15,19 +15,20 @@ use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::CostArgs;
 use crate::measure::SamplingOptions;
-use crate::model::primitives::{
-    backend_costs, medians, primitive_options, sample_primitives, PrimitiveCosts,
-};
-use crate::model::{counted_breakdown, model_side, modelled_breakdown, Breakdown};
+use crate::model::primitives::{backend_costs, charged_rows, primitive_options, PrimitiveCosts};
+use crate::model::{model_side, modelled_breakdown, Breakdown};
 use crate::report::cost::ScenarioCost;
 use crate::report::Document;
 use crate::scenario::presets::CostPreset;
+use crate::scenario::speed::SpeedRow;
 use crate::scenario::Shard;
 use crate::scenario::{CertKind, HandshakeMatrix, HandshakeScenario, Measure, Named};
 use crate::stats;
 use crate::store::{RunKind, Store, StoredRun};
+use crate::workload::breakdown::counted_breakdown;
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::handshake::{run_matrix, CellResult};
+use crate::workload::speed::SpeedCell;
 
 /// Sampling defaults of `cost`.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
@@ -266,25 +267,48 @@ impl Study for CostStudy {
 }
 
 /// The primitives the model charges these (backend id, scenario) pairs
-/// with, sampled (see [`sample_primitives`]) and stored with the run as
-/// speed cells; their median cost per operation (`cost`, `--capacity`).
+/// with ([`charged_rows`]), sampled as `speed` samples them and stored
+/// with the run as speed cells, round by round; their median cost per
+/// operation (`cost`, `--capacity`). Their rounds are not the run's: they
+/// are not stored.
 pub(super) fn model_primitives(
     pairs: &[(String, HandshakeScenario)],
     backends: &[Arc<dyn Backend>],
     sampling: &SamplingOptions,
     session: &mut Session,
 ) -> Result<PrimitiveCosts> {
-    let (speed_cells, stopped) = sample_primitives(
-        pairs,
-        backends,
-        &primitive_options(sampling),
-        session.interrupt(),
-    )?;
-    for cell in &speed_cells {
-        session.save(|store, run_id| store.save_speed_cell(run_id, cell));
-    }
-    session.mark_interrupted(stopped);
-    Ok(medians(&speed_cells))
+    let planned: Vec<(Arc<dyn Backend>, SpeedRow)> = charged_rows(pairs)
+        .into_iter()
+        .map(|(id, row)| {
+            let backend = backends
+                .iter()
+                .find(|b| b.id() == id)
+                .expect("a backend of this run");
+            (Arc::clone(backend), row)
+        })
+        .collect();
+    // The command's own bar counts its rows, not these.
+    let hidden = Bar::new(planned.len(), true);
+    let sampled =
+        super::speed::sample_cells(&planned, &primitive_options(sampling), session, &hidden)?;
+    session.mark_interrupted(sampled.interrupted);
+    Ok(medians(&sampled.cells))
+}
+
+/// The median time per operation of each measured primitive row.
+fn medians(speed_cells: &[SpeedCell]) -> PrimitiveCosts {
+    speed_cells
+        .iter()
+        .filter_map(|cell| {
+            let values: Vec<f64> = cell
+                .outcome
+                .samples()
+                .iter()
+                .map(|s| s.value.ns_per_op)
+                .collect();
+            stats::median(&values).map(|median| ((cell.backend.clone(), cell.row), median))
+        })
+        .collect()
 }
 
 /// Counts each measured handshake's instructions per side under valgrind

@@ -1,5 +1,7 @@
 //! `tlslab speed`: rows x backends (x CPU feature sets), every row sampled
-//! in interleaved rounds, stored as it finishes, reported like `openssl speed`.
+//! in interleaved rounds, each round's samples stored as the round ends,
+//! reported like `openssl speed`. Its sampling also serves the primitives
+//! `cost`'s model charges.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +14,7 @@ use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study
 use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::{Algorithm, ExportArgs, GenericPlan, Size, SpeedArgs};
-use crate::measure::{self, Outcome, SamplingOptions};
+use crate::measure::{self, Outcome, Round, SamplingOptions};
 use crate::report::Document;
 use crate::scenario::speed::{expand, Primitive, SpeedRow};
 use crate::scenario::Shard;
@@ -207,48 +209,78 @@ impl Study for SpeedStudy {
     }
 }
 
-/// Prepares and samples every row on every backend in interleaved rounds;
-/// each cell is stored as it finishes.
+/// Samples every row on every backend (rows by backend, in order) and
+/// stores the run's rounds; see [`sample_cells`].
 fn measure_rows(
     backends: &[Arc<dyn Backend>],
     rows: &[SpeedRow],
     options: &SamplingOptions,
     session: &mut Session,
 ) -> Result<Vec<SpeedCell>> {
+    let planned: Vec<(Arc<dyn Backend>, SpeedRow)> = rows
+        .iter()
+        .flat_map(|row| backends.iter().map(move |b| (Arc::clone(b), *row)))
+        .collect();
+    let bar = session.bar(planned.len());
+    let sampled = sample_cells(&planned, options, session, &bar)?;
+    bar.0.finish_and_clear();
+    session.save(|store, run_id| store.save_rounds(run_id, &sampled.rounds));
+    session.mark_interrupted(sampled.interrupted);
+    Ok(sampled.cells)
+}
+
+/// Speed cells sampled in interleaved rounds, and how the sampling ended.
+pub(super) struct SampledCells {
+    /// One cell per (backend, row) pair, in the order planned.
+    pub cells: Vec<SpeedCell>,
+    pub rounds: Vec<Round>,
+    /// Ctrl-C stopped the sampling.
+    pub interrupted: bool,
+}
+
+/// Prepares each (backend, row) pair and samples the prepared ones in
+/// interleaved rounds (`speed`, and the primitives `cost`'s model
+/// charges). A pair that cannot be prepared is stored at once; the others
+/// are stored round by round, each round's samples as it ends (a kill -9
+/// keeps every round that ended), and whole as each cell stops. The
+/// caller stores the rounds themselves, if they are the run's.
+pub(super) fn sample_cells(
+    planned: &[(Arc<dyn Backend>, SpeedRow)],
+    options: &SamplingOptions,
+    session: &mut Session,
+    bar: &Bar,
+) -> Result<SampledCells> {
     let mut cells: Vec<SpeedCell> = Vec::new();
     let mut prepared: Vec<PreparedRow> = Vec::new();
     let mut prepared_cell: Vec<usize> = Vec::new();
-    let primitives: Vec<_> = backends.iter().map(|b| b.primitives()).collect();
-    for row in rows {
-        for (backend, library) in backends.iter().zip(&primitives) {
-            let mut cell = SpeedCell {
-                counted: None,
-                backend: backend.id().to_string(),
-                row: *row,
-                batch: 0,
-                outcome: Outcome::Measured {
-                    samples: Vec::new(),
-                    precise: false,
-                },
-            };
-            match PreparedRow::new(library.as_ref(), row) {
-                Ok(ready) => {
-                    cell.batch = ready.batch;
-                    prepared_cell.push(cells.len());
-                    prepared.push(ready);
-                }
-                Err(unsupported) => {
-                    cell.outcome = Outcome::Unsupported {
-                        reason: unsupported.0,
-                    };
-                    session.save(|store, run_id| store.save_speed_cell(run_id, &cell));
-                }
+    for (backend, row) in planned {
+        let mut cell = SpeedCell {
+            counted: None,
+            backend: backend.id().to_string(),
+            row: *row,
+            batch: 0,
+            outcome: Outcome::Measured {
+                samples: Vec::new(),
+                precise: false,
+            },
+        };
+        match PreparedRow::new(backend.primitives().as_ref(), row) {
+            Ok(ready) => {
+                cell.batch = ready.batch;
+                prepared_cell.push(cells.len());
+                prepared.push(ready);
             }
-            cells.push(cell);
+            Err(unsupported) => {
+                cell.outcome = Outcome::Unsupported {
+                    reason: unsupported.0,
+                };
+                session.save(|store, run_id| store.save_speed_cell(run_id, &cell));
+            }
         }
+        cells.push(cell);
     }
+    let already = cells.len() - prepared.len();
     let interrupt = Arc::clone(session.interrupt());
-    let bar = session.bar(prepared.len());
     let run = measure::sample(
         prepared.iter_mut().map(PreparedRow::probe).collect(),
         measure::Pairing::None,
@@ -258,17 +290,19 @@ fn measure_rows(
             cells: &mut cells,
             probe_cell: &prepared_cell,
             session,
-            bar: &bar,
-            already: 0,
+            bar,
+            already,
             label: |cell| format!("{} {}", cell.backend, cell.row.label()),
             outcome: |cell| &mut cell.outcome,
             save: |store, run_id, cell| store.save_speed_cell(run_id, cell),
+            save_samples: |store, run_id, taken| store.save_speed_samples(run_id, taken),
         },
     )?;
-    bar.0.finish_and_clear();
-    session.save(|store, run_id| store.save_rounds(run_id, &run.rounds));
-    session.mark_interrupted(run.interrupted);
-    Ok(cells)
+    Ok(SampledCells {
+        cells,
+        rounds: run.rounds,
+        interrupted: run.interrupted,
+    })
 }
 
 /// Counts every row's instructions per operation on every backend under

@@ -2,7 +2,8 @@
 //! differs ([`Study`]: its plan from the command line, what it stores with
 //! the run, how it measures its cells, how its tables read live and read
 //! back); [`run`] does the rest in one place: the store and the run's
-//! provenance, Ctrl-C, saving each cell as it finishes, printing and
+//! provenance, Ctrl-C, saving what is measured as it is taken (each round
+//! of a sampled matrix as it ends, each cell as it finishes), printing and
 //! exporting, and the exit status.
 //!
 //! A storage fault (a full disk, a lock held too long, a file made
@@ -12,7 +13,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::Result;
 
@@ -22,7 +23,7 @@ use super::session::{
 use crate::backend::LibraryInfo;
 use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs};
 use crate::host::HostInfo;
-use crate::measure::{Observer, Outcome};
+use crate::measure::{Observer, Outcome, RoundSamples, Timed};
 use crate::report::Document;
 use crate::scenario::Shard;
 use crate::store::{RunKind, Store, StoredRun};
@@ -76,8 +77,10 @@ pub(crate) trait Study: Sized {
     /// The libraries (or programs) the run measures.
     fn libraries(&self) -> Vec<LibraryInfo>;
 
-    /// Measures every cell, saving each through `session` as it finishes;
-    /// stops early (keeping what it has) when `session` says Ctrl-C came.
+    /// Measures every cell, saving what it takes through `session` as it
+    /// is taken (a sampled matrix round by round, see [`StoringOutcomes`];
+    /// other cells as each finishes); stops early (keeping what it has)
+    /// when `session` says Ctrl-C came.
     fn measure(&mut self, session: &mut Session) -> Result<Vec<Self::Cell>>;
 
     /// The run's document, from the cells measured.
@@ -199,10 +202,13 @@ pub(crate) fn run_planned<S: Study>(plan: Plan<S>, outputs: Outputs<'_>) -> Resu
     let host = HostInfo::current();
     let libraries = study.libraries();
     let run_id = store.begin_run(&run_info(S::KIND, study.options_json()?, &host, &libraries))?;
+    // Commits cheap enough to make one per round (store::journal).
+    store.begin_measuring();
     let mut session = Session::new(store, run_id, outputs.quiet);
     let cells = study.measure(&mut session)?;
     let complete = !session.interrupted();
     session.save(|store, run_id| store.finish_run(run_id, complete));
+    session.store.end_measuring();
     let view = RunView {
         run_id: session.path().map(|_| run_id),
         complete,
@@ -255,10 +261,13 @@ impl MatrixObserver for StoringCells<'_> {
     }
 }
 
-/// Saves each cell of a sampled matrix as it finishes (a kill -9 loses
-/// only the cells still sampling), says which failed, and keeps the
-/// progress bar moving (`bulk`, `tunnel`, `speed`): probe `i` samples cell
-/// `probe_cell[i]`, which `outcome` reaches and `save` stores.
+/// Saves a sampled matrix as it is taken, says which cells failed, and
+/// keeps the progress bar moving (`bulk`, `tunnel`, `speed`, the
+/// primitives of `cost`'s model): each round's samples of the cells still
+/// sampling in one transaction as the round ends (`save_samples`), so a
+/// kill -9 at any moment keeps every round that ended, and each cell
+/// whole as it stops (`save`, which adds what the rounds stored). Probe
+/// `i` samples cell `probe_cell[i]`, which `outcome` reaches.
 pub(crate) struct StoringOutcomes<'a, C, S> {
     pub cells: &'a mut [C],
     pub probe_cell: &'a [usize],
@@ -270,7 +279,14 @@ pub(crate) struct StoringOutcomes<'a, C, S> {
     pub label: fn(&C) -> String,
     pub outcome: fn(&mut C) -> &mut Outcome<S>,
     pub save: fn(&mut Store, i64, &C) -> Result<()>,
+    /// Stores one round's samples of cells still sampling, each beside its
+    /// cell (the cell stored at its first round, as still sampling).
+    pub save_samples: SaveSamples<C, S>,
 }
+
+/// How a study stores one round's samples: per cell still sampling, the
+/// samples it took in the round, all in one transaction.
+pub(crate) type SaveSamples<C, S> = fn(&mut Store, i64, &[(&C, &[Timed<S>])]) -> Result<()>;
 
 impl<C, S: Clone> Observer<S> for StoringOutcomes<'_, C, S> {
     fn cell_finished(&mut self, index: usize, outcome: &Outcome<S>) -> Result<()> {
@@ -282,7 +298,38 @@ impl<C, S: Clone> Observer<S> for StoringOutcomes<'_, C, S> {
         Ok(())
     }
 
+    fn round_sampled(&mut self, _round: u32, taken: &[RoundSamples<'_, S>]) -> Result<()> {
+        let cells = &*self.cells;
+        let taken: Vec<(&C, &[Timed<S>])> = taken
+            .iter()
+            .map(|(index, samples)| (&cells[self.probe_cell[*index]], *samples))
+            .collect();
+        let save_samples = self.save_samples;
+        self.session
+            .save(|store, run_id| save_samples(store, run_id, &taken));
+        Ok(())
+    }
+
     fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
+        sigkill_after_round(round);
         self.bar.round(round, self.already + finished);
+    }
+}
+
+/// For tests: `TLSLAB_TEST_SIGKILL_AFTER_ROUNDS=N` makes the process kill
+/// itself with SIGKILL once round N has ended and been stored, as a
+/// `kill -9` would at that moment (no handler runs, nothing is flushed),
+/// so that what a killed run keeps is tested at a known point of a run
+/// instead of after a guessed sleep (Ctrl-C: `TLSLAB_TEST_SIGINT_AFTER_ROUNDS`).
+fn sigkill_after_round(round: u32) {
+    static AFTER: OnceLock<Option<u32>> = OnceLock::new();
+    let after = AFTER.get_or_init(|| {
+        std::env::var("TLSLAB_TEST_SIGKILL_AFTER_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    });
+    if *after == Some(round + 1) {
+        // SAFETY: the process ends here, as a kill -9 would end it.
+        unsafe { libc::raise(libc::SIGKILL) };
     }
 }

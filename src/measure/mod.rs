@@ -215,9 +215,20 @@ pub struct SampledRun<S> {
 pub trait Observer<S> {
     /// A cell stopped sampling (or failed); store it now. An error stops the run.
     fn cell_finished(&mut self, index: usize, outcome: &Outcome<S>) -> anyhow::Result<()>;
+    /// A round's samples of the cells still sampling, each cell's (by its
+    /// probe's index) taken in that round: store them now, so a run killed
+    /// later keeps every round that ended. A cell that stopped in the round
+    /// is not among them: [`Observer::cell_finished`] has all its samples.
+    /// An error stops the run.
+    fn round_sampled(&mut self, _round: u32, _taken: &[RoundSamples<'_, S>]) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// A round ended: `active` cells still sample, `finished` have stopped.
     fn round_finished(&mut self, _round: u32, _active: usize, _finished: usize) {}
 }
+
+/// The samples one cell (its probe's index) took in one round.
+pub type RoundSamples<'a, S> = (usize, &'a [Timed<S>]);
 
 /// An observer that keeps nothing.
 pub struct Quietly;
@@ -261,6 +272,8 @@ pub fn fresh_seed() -> u64 {
 struct CellState<'a, S> {
     probe: Probe<'a, S>,
     samples: Vec<Timed<S>>,
+    /// How many of `samples` the observer has had (at the end of a round).
+    handed: usize,
     /// Samples per round.
     batch: usize,
     /// Time spent in this cell's samples.
@@ -347,6 +360,7 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
                 .map(|probe| CellState {
                     probe,
                     samples: Vec::new(),
+                    handed: 0,
                     batch: 1,
                     spent: Duration::ZERO,
                     active: true,
@@ -472,6 +486,7 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
             });
             self.take_batches(round, &order)?;
             self.stop_cells_that_are_done(&check_order)?;
+            self.hand_round_samples(round)?;
             let active = self.cells.iter().filter(|c| c.active).count();
             self.observer.round_finished(round, active, count - active);
             round += 1;
@@ -504,6 +519,25 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
             if let Some(reason) = failure {
                 self.finish_cell(index, Outcome::Failed { reason })?;
             }
+        }
+        Ok(())
+    }
+
+    /// After a round, hands the observer what each cell still sampling
+    /// took in it (the cells that stopped were handed over whole).
+    fn hand_round_samples(&mut self, round: u32) -> anyhow::Result<()> {
+        let taken: Vec<RoundSamples<'_, S>> = self
+            .cells
+            .iter()
+            .enumerate()
+            .filter(|(_, cell)| cell.active && cell.samples.len() > cell.handed)
+            .map(|(index, cell)| (index, &cell.samples[cell.handed..]))
+            .collect();
+        if !taken.is_empty() {
+            self.observer.round_sampled(round, &taken)?;
+        }
+        for cell in self.cells.iter_mut().filter(|cell| cell.active) {
+            cell.handed = cell.samples.len();
         }
         Ok(())
     }
@@ -659,281 +693,4 @@ impl OtherWorkMeter {
 pub struct Interrupted;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(Debug, Clone, Copy, PartialEq)]
-    struct Cost(f64);
-
-    impl Sampled for Cost {
-        fn cost(&self) -> f64 {
-            self.0
-        }
-    }
-
-    fn options() -> SamplingOptions {
-        SamplingOptions {
-            precision: 0.01,
-            max_time: Duration::from_secs(5),
-            max_total_time: None,
-            min_samples: 6,
-            runs: None,
-            warmup: Duration::ZERO,
-            seed: 7,
-            slice: Duration::ZERO,
-        }
-    }
-
-    #[test]
-    fn rounds_interleave_every_active_cell() {
-        let probes: Vec<Probe<Cost>> = (0..3)
-            .map(|i| Box::new(move || Ok(Cost(10.0 + i as f64))) as Probe<Cost>)
-            .collect();
-        let run = sample(
-            probes,
-            Pairing::None,
-            &options(),
-            &AtomicBool::new(false),
-            &mut Quietly,
-        )
-        .unwrap();
-        assert!(!run.interrupted);
-        for outcome in &run.outcomes {
-            let rounds: Vec<u32> = outcome.samples().iter().map(|t| t.round).collect();
-            // Constant costs are precise as soon as six samples give a 95% interval.
-            assert_eq!(rounds, vec![0, 1, 2, 3, 4, 5]);
-            assert!(outcome.precise());
-        }
-        assert_eq!(run.rounds.len(), 6);
-    }
-
-    #[test]
-    fn a_fixed_count_takes_one_sample_per_round() {
-        let probes: Vec<Probe<Cost>> = vec![Box::new(|| Ok(Cost(1.0))), Box::new(|| Ok(Cost(2.0)))];
-        let options = SamplingOptions {
-            runs: Some(4),
-            slice: Duration::from_secs(1),
-            ..options()
-        };
-        let run = sample(
-            probes,
-            Pairing::One(0),
-            &options,
-            &AtomicBool::new(false),
-            &mut Quietly,
-        )
-        .unwrap();
-        assert!(run.outcomes.iter().all(|o| o.samples().len() == 4));
-    }
-
-    #[test]
-    fn a_failing_probe_fails_its_cell_only() {
-        let mut calls = 0;
-        let probes: Vec<Probe<Cost>> = vec![
-            Box::new(move || {
-                calls += 1;
-                if calls > 3 {
-                    Err("broke".to_string())
-                } else {
-                    Ok(Cost(1.0))
-                }
-            }),
-            Box::new(|| Ok(Cost(2.0))),
-        ];
-        let run = sample(
-            probes,
-            Pairing::None,
-            &options(),
-            &AtomicBool::new(false),
-            &mut Quietly,
-        )
-        .unwrap();
-        assert_eq!(
-            run.outcomes[0],
-            Outcome::Failed {
-                reason: "broke".into()
-            }
-        );
-        assert!(run.outcomes[1].precise());
-    }
-
-    /// Issue 18 item 1: a terminal's Ctrl-C may stop the server measured
-    /// along with tlslab; the sample that fails then ends the run as
-    /// interrupted, and the cell keeps its samples instead of failing.
-    #[test]
-    fn a_sample_that_fails_after_ctrl_c_ends_the_run_and_keeps_the_cell() {
-        let interrupt = AtomicBool::new(false);
-        let mut calls = 0;
-        let probes: Vec<Probe<Cost>> = vec![Box::new(|| {
-            calls += 1;
-            if calls > 3 {
-                // Ctrl-C, and the server went with it.
-                interrupt.store(true, Ordering::SeqCst);
-                Err("reading /proc/1234/schedstat: No such file".to_string())
-            } else {
-                Ok(Cost(1.0 + calls as f64))
-            }
-        })];
-        let options = SamplingOptions {
-            runs: Some(100),
-            ..options()
-        };
-        let run = sample(probes, Pairing::None, &options, &interrupt, &mut Quietly).unwrap();
-        assert!(run.interrupted);
-        assert_eq!(
-            run.outcomes[0].status(),
-            CellStatus::Measured,
-            "{:?}",
-            run.outcomes[0]
-        );
-        assert_eq!(
-            run.outcomes[0].samples().len(),
-            2,
-            "the warm-up call is not kept"
-        );
-    }
-
-    #[test]
-    fn the_baseline_samples_while_others_do() {
-        // Cell 1 is noisy, so it needs many rounds; the baseline (cell 0)
-        // must be sampled in every one of them.
-        let mut tick = 0u64;
-        let probes: Vec<Probe<Cost>> = vec![
-            Box::new(|| Ok(Cost(100.0))),
-            Box::new(move || {
-                tick += 1;
-                Ok(Cost(200.0 + (tick * 7919 % 13) as f64))
-            }),
-        ];
-        let options = SamplingOptions {
-            precision: 0.02,
-            ..options()
-        };
-        let run = sample(
-            probes,
-            Pairing::One(0),
-            &options,
-            &AtomicBool::new(false),
-            &mut Quietly,
-        )
-        .unwrap();
-        let rounds =
-            |i: usize| -> Vec<u32> { run.outcomes[i].samples().iter().map(|t| t.round).collect() };
-        assert!(rounds(1).len() > 6);
-        assert!(rounds(1).iter().all(|r| rounds(0).contains(r)));
-    }
-
-    #[test]
-    fn each_cell_pairs_with_its_own_baseline() {
-        // Two backends, each with a baseline (cells 0 and 2); cell 3 is
-        // noisy and needs many rounds. Its baseline follows it; the other
-        // baseline stops with its own quiet cell.
-        let mut tick = 0u64;
-        let probes: Vec<Probe<Cost>> = vec![
-            Box::new(|| Ok(Cost(100.0))),
-            Box::new(|| Ok(Cost(150.0))),
-            Box::new(|| Ok(Cost(100.0))),
-            Box::new(move || {
-                tick += 1;
-                Ok(Cost(200.0 + (tick * 7919 % 13) as f64))
-            }),
-        ];
-        let options = SamplingOptions {
-            precision: 0.02,
-            ..options()
-        };
-        let run = sample(
-            probes,
-            Pairing::PerCell(vec![None, Some(0), None, Some(2)]),
-            &options,
-            &AtomicBool::new(false),
-            &mut Quietly,
-        )
-        .unwrap();
-        let rounds =
-            |i: usize| -> Vec<u32> { run.outcomes[i].samples().iter().map(|t| t.round).collect() };
-        assert!(rounds(3).len() > 6);
-        assert!(rounds(3).iter().all(|r| rounds(2).contains(r)));
-        assert_eq!(rounds(0).len(), 6);
-        assert_eq!(rounds(1).len(), 6);
-    }
-
-    #[test]
-    fn the_same_seed_gives_the_same_orders_and_other_seeds_differ() {
-        let orders = |seed: u64| {
-            let mut shuffler = Shuffler::new(seed);
-            (0..5)
-                .map(|_| {
-                    let mut items: Vec<u32> = (0..20).collect();
-                    shuffler.shuffle(&mut items);
-                    items
-                })
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(orders(3), orders(3));
-        // Each round of one run gets a fresh order.
-        let rounds = orders(3);
-        assert!(
-            rounds.windows(2).all(|pair| pair[0] != pair[1]),
-            "{rounds:?}"
-        );
-        // Neighbouring and distant seeds all give different orders.
-        let mut firsts: Vec<Vec<u32>> = [0, 1, 2, 3, 4, 1 << 32, u64::MAX]
-            .into_iter()
-            .map(|seed| orders(seed).remove(0))
-            .collect();
-        let count = firsts.len();
-        firsts.sort();
-        firsts.dedup();
-        assert_eq!(firsts.len(), count);
-    }
-
-    /// A run records its seed so that its order can be replayed: this pins
-    /// the first orders for seed 11, so a change of generator or of rand's
-    /// shuffle (which would replay every recorded seed differently) is seen
-    /// here, not in someone's reproduction.
-    #[test]
-    fn a_recorded_seed_keeps_its_order_across_builds() {
-        let mut shuffler = Shuffler::new(11);
-        let mut first: Vec<u32> = (0..10).collect();
-        shuffler.shuffle(&mut first);
-        let mut second: Vec<u32> = (0..10).collect();
-        shuffler.shuffle(&mut second);
-        assert_eq!(first, vec![4, 3, 5, 7, 1, 9, 0, 8, 2, 6]);
-        assert_eq!(second, vec![9, 7, 3, 0, 5, 1, 4, 8, 6, 2]);
-    }
-
-    #[test]
-    fn the_sampler_replays_a_runs_order_from_its_seed() {
-        let calls = |seed: u64| {
-            let log = std::cell::RefCell::new(Vec::new());
-            let probes: Vec<Probe<Cost>> = (0..5)
-                .map(|i| {
-                    let log = &log;
-                    Box::new(move || {
-                        log.borrow_mut().push(i);
-                        Ok(Cost(1.0))
-                    }) as Probe<Cost>
-                })
-                .collect();
-            let options = SamplingOptions {
-                runs: Some(4),
-                seed,
-                ..options()
-            };
-            sample(
-                probes,
-                Pairing::None,
-                &options,
-                &AtomicBool::new(false),
-                &mut Quietly,
-            )
-            .unwrap();
-            log.into_inner()
-        };
-        let once = calls(7);
-        assert_eq!(once.len(), 5 * 5, "one warm-up and four samples per cell");
-        assert_eq!(calls(7), once);
-        assert_ne!(calls(8), once);
-    }
-}
+mod tests;

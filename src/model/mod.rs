@@ -1,21 +1,19 @@
 //! The cost model and the breakdown: what a handshake should cost each side
 //! from counted operations ([`counts`]) times measured primitive costs,
-//! beside what it does cost, and where the time goes.
+//! beside what it does cost, and where the time goes. Pure functions over
+//! figures measured elsewhere: the primitives are sampled by `speed`'s
+//! code (through the command's study), the counted breakdown by
+//! `workload::breakdown`.
 
 pub mod counts;
 pub mod network;
 pub mod primitives;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
 
-use anyhow::Result;
 use serde::Serialize;
 
-use crate::backend::rustls::instrument::{self, Category, CountedOp, Side};
-use crate::backend::Backend;
-use crate::certs::Credentials;
-use crate::measure::SamplingOptions;
+use crate::backend::rustls::instrument::{Category, CountedOp, Side};
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::HandshakeScenario;
 
@@ -139,7 +137,9 @@ pub struct Breakdown {
 }
 
 impl Breakdown {
-    fn new(
+    /// A side's breakdown: `categories` in [`Category::ALL`] order, the
+    /// rest of `total_ns` (never below zero) as "other".
+    pub fn new(
         side: Side,
         method: &'static str,
         total_ns: f64,
@@ -166,76 +166,6 @@ impl Breakdown {
 
 /// How often each side performed each counted operation, per handshake.
 pub type OpsPerHandshake = BTreeMap<(Side, CountedOp), f64>;
-
-/// Counted breakdown: real handshakes on an instrumented rustls backend,
-/// sampled as every cell is, averaged per handshake. Also returns the
-/// operation counts per handshake and the mean wall time of a whole
-/// handshake (both sides and the harness), an independent check on the
-/// sides' totals.
-pub fn counted_breakdown(
-    backend: &dyn Backend,
-    scenario: &HandshakeScenario,
-    credentials: &Credentials,
-    options: &SamplingOptions,
-    interrupt: &AtomicBool,
-) -> Result<(Vec<Breakdown>, OpsPerHandshake, f64)> {
-    let mut handshaker = backend.handshaker(scenario, credentials)?;
-    instrument::take_tally();
-    let (mut client_ns, mut server_ns, mut wall_ns, mut handshakes) = (0u64, 0u64, 0u64, 0usize);
-    let probe: crate::measure::Probe<crate::workload::handshake::Sample> = Box::new(|| {
-        let sample = handshaker.handshake().map_err(|e| format!("{e:#}"))?;
-        crate::measure::verify::check(scenario, &sample.negotiated, true)
-            .map_err(|e| e.to_string())?;
-        client_ns += sample.client.wall_ns;
-        server_ns += sample.server.wall_ns;
-        wall_ns += sample.wall_ns;
-        handshakes += 1;
-        Ok(crate::workload::handshake::Sample {
-            wall_ns: sample.wall_ns,
-            client_ns: sample.client.wall_ns,
-            server_ns: sample.server.wall_ns,
-            client_cpu_ns: sample.client.cpu_ns,
-            server_cpu_ns: sample.server.cpu_ns,
-        })
-    });
-    let run = crate::measure::sample(
-        vec![probe],
-        crate::measure::Pairing::None,
-        options,
-        interrupt,
-        &mut crate::measure::Quietly,
-    )?;
-    if let Some(reason) = run.outcomes[0].reason() {
-        anyhow::bail!("{reason}");
-    }
-    let tally = instrument::take_tally();
-    let n = handshakes.max(1) as f64;
-    let per_side = |side: Side, total: u64| {
-        let categories = Category::ALL
-            .iter()
-            .map(|c| {
-                (
-                    *c,
-                    tally.category_ns.get(&(side, *c)).copied().unwrap_or(0) as f64 / n,
-                )
-            })
-            .collect();
-        Breakdown::new(side, "counted", total as f64 / n, categories, handshakes)
-    };
-    let ops = tally
-        .ops
-        .iter()
-        .map(|(key, count)| (*key, *count as f64 / n))
-        .collect();
-    Ok((
-        vec![
-            per_side(Side::Client, client_ns),
-            per_side(Side::Server, server_ns),
-        ],
-        ops,
-        wall_ns as f64 / n,
-    ))
-}
 
 /// Modelled breakdown: the model's operations in their categories, the rest
 /// of the measured time as "other".

@@ -1,7 +1,8 @@
 //! The bulk tables: bulk scenarios, cells per backend (the no-crypto rows
 //! under the backend `none`) with what the handshake negotiated, and every
-//! raw sample with each side's time and its round. Each finished cell is
-//! committed on its own, like handshake cells.
+//! raw sample with each side's time and its round. The samples are
+//! committed round by round as they are taken, each cell's end when it
+//! stops.
 
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
@@ -15,58 +16,61 @@ use crate::workload::bulk::{BulkCell, BulkSample};
 use crate::workload::counted::Instructions;
 
 impl Store {
-    /// Commits one finished bulk cell with all its samples.
+    /// Commits one finished bulk cell with all its samples: the samples
+    /// its rounds stored already ([`Store::save_bulk_samples`]) stay, the
+    /// rest are added, and its end is set. A cell that ended without being
+    /// measured keeps no sample.
     pub fn save_bulk_cell(&mut self, run_id: i64, cell: &BulkCell) -> Result<()> {
         let tx = self.connection.transaction()?;
-        let s = &cell.scenario;
-        let label = s.label();
-        tx.execute(
-            "INSERT OR IGNORE INTO bulk_scenarios (id, tls_version, suite, write_bytes)
-             VALUES (?1, ?2, ?3, ?4)",
-            params![label, s.protocol_id(), s.suite_id(), s.write_bytes as i64],
-        )?;
+        let (cell_id, stored) = bulk_cell_row(&tx, run_id, cell)?;
+        let samples = cell.samples();
+        if samples.len() < stored {
+            tx.execute("DELETE FROM bulk_samples WHERE cell_id = ?1", [cell_id])?;
+            insert_bulk_samples(&tx, cell_id, 0, samples)?;
+        } else {
+            insert_bulk_samples(&tx, cell_id, stored, &samples[stored..])?;
+        }
         let negotiated = cell.negotiated.as_ref();
         tx.execute(
-            "INSERT INTO bulk_cells (run_id, scenario_id, backend, status, reason,
-             negotiated_version, negotiated_suite, sample_bytes, precise, security_notes,
-             sample_count)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "UPDATE bulk_cells SET status = ?2, reason = ?3, negotiated_version = ?4,
+             negotiated_suite = ?5, sample_bytes = ?6, precise = ?7, sample_count = ?8,
+             finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+             WHERE id = ?1",
             params![
-                run_id,
-                label,
-                cell.backend,
+                cell_id,
                 cell.outcome.status(),
                 cell.outcome.reason(),
                 negotiated.map(|n| n.version.as_str()),
                 negotiated.map(|n| n.suite.as_str()),
                 cell.sample_bytes as i64,
                 precise_column(&cell.outcome),
-                s.security_notes().join("; "),
-                cell.samples().len() as i64
+                samples.len() as i64
             ],
         )?;
-        let cell_id = tx.last_insert_rowid();
-        {
-            let mut insert = tx.prepare(
-                "INSERT INTO bulk_samples (cell_id, seq, round, bytes, writes, sender_ns,
-                 receiver_ns, sender_cpu_ns, receiver_cpu_ns)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            for (seq, Timed { round, value }) in cell.samples().iter().enumerate() {
-                insert.execute(params![
-                    cell_id,
-                    seq as i64,
-                    round,
-                    value.bytes as i64,
-                    value.writes as i64,
-                    value.sender_ns as i64,
-                    value.receiver_ns as i64,
-                    value.sender_cpu_ns as i64,
-                    value.receiver_cpu_ns as i64
-                ])?;
-            }
-        }
+        delete_bulk_counts(&tx, cell_id)?;
         write_bulk_counts(&tx, cell_id, cell)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Commits one round's samples of bulk cells still sampling, in one
+    /// transaction: each (cell, the samples it took in the round) adds its
+    /// samples after those stored before, its cell stored at its first
+    /// round as still sampling ([`bulk_cell_row`]).
+    pub fn save_bulk_samples(
+        &mut self,
+        run_id: i64,
+        taken: &[(&BulkCell, &[Timed<BulkSample>])],
+    ) -> Result<()> {
+        let tx = self.connection.transaction()?;
+        for (cell, samples) in taken {
+            let (cell_id, stored) = bulk_cell_row(&tx, run_id, cell)?;
+            insert_bulk_samples(&tx, cell_id, stored, samples)?;
+            tx.execute(
+                "UPDATE bulk_cells SET sample_count = ?2 WHERE id = ?1",
+                params![cell_id, (stored + samples.len()) as i64],
+            )?;
+        }
         tx.commit()?;
         Ok(())
     }
@@ -88,17 +92,13 @@ impl Store {
                     cell.backend
                 )
             })?;
-        tx.execute("DELETE FROM bulk_counts WHERE cell_id = ?1", [cell_id])?;
-        tx.execute(
-            "DELETE FROM bulk_count_samples WHERE cell_id = ?1",
-            [cell_id],
-        )?;
+        delete_bulk_counts(&tx, cell_id)?;
         write_bulk_counts(&tx, cell_id, cell)?;
         tx.commit()?;
         Ok(())
     }
 
-    /// Reads back every bulk cell of a run, in the order they finished.
+    /// Reads back every bulk cell of a run, in the order they were first stored.
     pub fn load_bulk_cells(&self, run_id: i64) -> Result<Vec<BulkCell>> {
         let mut statement = self.connection.prepare(
             "SELECT id, scenario_id, backend, status, reason, negotiated_version,
@@ -205,6 +205,87 @@ impl Store {
         })?;
         Ok(Some((outcome, sample_bytes.map(|b| b as u64))))
     }
+}
+
+/// The id of a bulk cell's row in `run_id` and how many samples it holds;
+/// a cell not stored yet is stored now (its scenario too), as sampling:
+/// measured, no sample yet, and `precise` NULL until it stops (it reads
+/// back as not precise). The caller commits.
+fn bulk_cell_row(tx: &rusqlite::Connection, run_id: i64, cell: &BulkCell) -> Result<(i64, usize)> {
+    let s = &cell.scenario;
+    let label = s.label();
+    let stored = tx
+        .query_row(
+            "SELECT id, sample_count FROM bulk_cells
+             WHERE run_id = ?1 AND scenario_id = ?2 AND backend = ?3",
+            params![run_id, label, cell.backend],
+            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)? as usize)),
+        )
+        .optional()?;
+    if let Some(stored) = stored {
+        return Ok(stored);
+    }
+    tx.execute(
+        "INSERT OR IGNORE INTO bulk_scenarios (id, tls_version, suite, write_bytes)
+         VALUES (?1, ?2, ?3, ?4)",
+        params![label, s.protocol_id(), s.suite_id(), s.write_bytes as i64],
+    )?;
+    let negotiated = cell.negotiated.as_ref();
+    tx.execute(
+        "INSERT INTO bulk_cells (run_id, scenario_id, backend, status, reason,
+         negotiated_version, negotiated_suite, sample_bytes, precise, security_notes,
+         sample_count)
+         VALUES (?1, ?2, ?3, 'measured', NULL, ?4, ?5, ?6, NULL, ?7, 0)",
+        params![
+            run_id,
+            label,
+            cell.backend,
+            negotiated.map(|n| n.version.as_str()),
+            negotiated.map(|n| n.suite.as_str()),
+            cell.sample_bytes as i64,
+            s.security_notes().join("; "),
+        ],
+    )?;
+    Ok((tx.last_insert_rowid(), 0))
+}
+
+/// Stores `samples` of a bulk cell as its samples `first`, `first + 1`,
+/// ... (the caller commits).
+fn insert_bulk_samples(
+    tx: &rusqlite::Connection,
+    cell_id: i64,
+    first: usize,
+    samples: &[Timed<BulkSample>],
+) -> Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO bulk_samples (cell_id, seq, round, bytes, writes, sender_ns,
+         receiver_ns, sender_cpu_ns, receiver_cpu_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for (seq, Timed { round, value }) in (first..).zip(samples) {
+        insert.execute(params![
+            cell_id,
+            seq as i64,
+            round,
+            value.bytes as i64,
+            value.writes as i64,
+            value.sender_ns as i64,
+            value.receiver_ns as i64,
+            value.sender_cpu_ns as i64,
+            value.receiver_cpu_ns as i64
+        ])?;
+    }
+    Ok(())
+}
+
+/// Removes a bulk cell's counted instructions (the caller commits).
+fn delete_bulk_counts(tx: &rusqlite::Connection, cell_id: i64) -> Result<()> {
+    tx.execute("DELETE FROM bulk_counts WHERE cell_id = ?1", [cell_id])?;
+    tx.execute(
+        "DELETE FROM bulk_count_samples WHERE cell_id = ?1",
+        [cell_id],
+    )?;
+    Ok(())
 }
 
 /// Writes a bulk cell's counted instructions, if it has them (the caller commits).

@@ -12,6 +12,7 @@ mod counts;
 #[cfg(test)]
 mod fixtures;
 mod handshake;
+mod journal;
 mod kind;
 mod load;
 mod merge;

@@ -1,6 +1,7 @@
 //! Storage of `tlslab speed` rows: one cell per (backend, primitive,
 //! operation, size) with its batch and every sample's time per operation
-//! and round.
+//! and round, the samples stored round by round as they are taken and the
+//! cell's end when it stops.
 
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
@@ -13,38 +14,59 @@ use crate::workload::counted::Instructions;
 use crate::workload::speed::{CountedOperations, SpeedCell, SpeedSample};
 
 impl Store {
-    /// Commits one finished speed cell with all its samples.
+    /// Commits one finished speed cell with all its samples: the samples
+    /// its rounds stored already ([`Store::save_speed_samples`]) stay, the
+    /// rest are added, and its end (status, reason, precision) is set. A
+    /// cell that ended without being measured keeps no sample.
     pub fn save_speed_cell(&mut self, run_id: i64, cell: &SpeedCell) -> Result<()> {
         let tx = self.connection.transaction()?;
+        let (cell_id, stored) = speed_cell_row(&tx, run_id, cell)?;
+        let samples = cell.outcome.samples();
+        if samples.len() < stored {
+            tx.execute("DELETE FROM speed_samples WHERE cell_id = ?1", [cell_id])?;
+            insert_speed_samples(&tx, cell_id, 0, samples)?;
+        } else {
+            insert_speed_samples(&tx, cell_id, stored, &samples[stored..])?;
+        }
         tx.execute(
-            "INSERT INTO speed_cells (run_id, row_id, backend, primitive, operation, size_bytes,
-             status, reason, batch, precise, sample_count)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "UPDATE speed_cells SET status = ?2, reason = ?3, batch = ?4, precise = ?5,
+             sample_count = ?6, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+             WHERE id = ?1",
             params![
-                run_id,
-                cell.row.label(),
-                cell.backend,
-                cell.row.primitive.id(),
-                cell.row.operation.id(),
-                cell.row.size_bytes.map(|s| s as i64),
+                cell_id,
                 cell.outcome.status(),
                 cell.outcome.reason(),
                 cell.batch as i64,
                 precise_column(&cell.outcome),
-                cell.outcome.samples().len() as i64
+                samples.len() as i64
             ],
         )?;
-        let cell_id = tx.last_insert_rowid();
-        {
-            let mut insert = tx.prepare(
-                "INSERT INTO speed_samples (cell_id, seq, round, ns_per_op) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            for (seq, Timed { round, value }) in cell.outcome.samples().iter().enumerate() {
-                insert.execute(params![cell_id, seq as i64, round, value.ns_per_op])?;
-            }
-        }
         if let Some(counted) = &cell.counted {
+            delete_speed_counts(&tx, cell_id)?;
             write_speed_counts(&tx, cell_id, counted)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Commits one round's samples of speed cells still sampling, in one
+    /// transaction: each (cell, the samples it took in the round) adds its
+    /// samples after those stored before, its cell stored at its first
+    /// round as still sampling ([`speed_cell_row`]). A run killed later
+    /// keeps them, and reads back as stopped after that round.
+    pub fn save_speed_samples(
+        &mut self,
+        run_id: i64,
+        taken: &[(&SpeedCell, &[Timed<SpeedSample>])],
+    ) -> Result<()> {
+        let tx = self.connection.transaction()?;
+        for (cell, samples) in taken {
+            let (cell_id, stored) = speed_cell_row(&tx, run_id, cell)?;
+            insert_speed_samples(&tx, cell_id, stored, samples)?;
+            tx.execute(
+                "UPDATE speed_cells SET sample_count = ?2 WHERE id = ?1",
+                params![cell_id, (stored + samples.len()) as i64],
+            )?;
         }
         tx.commit()?;
         Ok(())
@@ -59,11 +81,7 @@ impl Store {
             params![run_id, cell.row.label(), cell.backend],
             |row| row.get(0),
         )?;
-        tx.execute("DELETE FROM speed_counts WHERE cell_id = ?1", [cell_id])?;
-        tx.execute(
-            "DELETE FROM speed_count_samples WHERE cell_id = ?1",
-            [cell_id],
-        )?;
+        delete_speed_counts(&tx, cell_id)?;
         if let Some(counted) = &cell.counted {
             write_speed_counts(&tx, cell_id, counted)?;
         }
@@ -168,6 +186,71 @@ impl Store {
     }
 }
 
+/// The id of a speed cell's row in `run_id` and how many samples it
+/// holds; a cell not stored yet is stored now, as sampling: measured, no
+/// sample yet, and `precise` NULL until it stops (it reads back as not
+/// precise). The caller commits.
+fn speed_cell_row(
+    tx: &rusqlite::Connection,
+    run_id: i64,
+    cell: &SpeedCell,
+) -> Result<(i64, usize)> {
+    let label = cell.row.label();
+    let stored = tx
+        .query_row(
+            "SELECT id, sample_count FROM speed_cells
+             WHERE run_id = ?1 AND row_id = ?2 AND backend = ?3",
+            params![run_id, label, cell.backend],
+            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)? as usize)),
+        )
+        .optional()?;
+    if let Some(stored) = stored {
+        return Ok(stored);
+    }
+    tx.execute(
+        "INSERT INTO speed_cells (run_id, row_id, backend, primitive, operation, size_bytes,
+         status, reason, batch, precise, sample_count)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'measured', NULL, ?7, NULL, 0)",
+        params![
+            run_id,
+            label,
+            cell.backend,
+            cell.row.primitive.id(),
+            cell.row.operation.id(),
+            cell.row.size_bytes.map(|s| s as i64),
+            cell.batch as i64,
+        ],
+    )?;
+    Ok((tx.last_insert_rowid(), 0))
+}
+
+/// Stores `samples` of a speed cell as its samples `first`, `first + 1`,
+/// ... (the caller commits).
+fn insert_speed_samples(
+    tx: &rusqlite::Connection,
+    cell_id: i64,
+    first: usize,
+    samples: &[Timed<SpeedSample>],
+) -> Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO speed_samples (cell_id, seq, round, ns_per_op) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (seq, Timed { round, value }) in (first..).zip(samples) {
+        insert.execute(params![cell_id, seq as i64, round, value.ns_per_op])?;
+    }
+    Ok(())
+}
+
+/// Removes a speed cell's counted instructions (the caller commits).
+fn delete_speed_counts(tx: &rusqlite::Connection, cell_id: i64) -> Result<()> {
+    tx.execute("DELETE FROM speed_counts WHERE cell_id = ?1", [cell_id])?;
+    tx.execute(
+        "DELETE FROM speed_count_samples WHERE cell_id = ?1",
+        [cell_id],
+    )?;
+    Ok(())
+}
+
 /// Writes a speed cell's counted instructions (the caller commits).
 fn write_speed_counts(
     tx: &rusqlite::Connection,
@@ -202,6 +285,87 @@ mod tests {
     use crate::scenario::speed::{Operation, Primitive};
     use crate::store::fixtures::run_info;
     use crate::store::RunKind;
+
+    fn speed_run(store: &mut Store) -> i64 {
+        store
+            .begin_run(&run_info(RunKind::Speed, "tlslab speed"))
+            .unwrap()
+    }
+
+    fn sample(round: u32, ns_per_op: f64) -> Timed<SpeedSample> {
+        Timed {
+            round,
+            value: SpeedSample { ns_per_op },
+        }
+    }
+
+    /// Issue 23 item 4: rounds are stored as they end, the cell's end adds
+    /// the rest; a run that never ended reads back with the rounds it had.
+    #[test]
+    fn speed_samples_are_stored_round_by_round_and_the_end_adds_the_rest() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = speed_run(&mut store);
+        let sampling = |backend: &str| SpeedCell {
+            counted: None,
+            backend: backend.into(),
+            row: SpeedRow {
+                primitive: Primitive::Sha256,
+                operation: Operation::Hash,
+                size_bytes: Some(64),
+            },
+            batch: 32,
+            outcome: Outcome::Measured {
+                samples: Vec::new(),
+                precise: false,
+            },
+        };
+        let (a, b) = (sampling("openssl"), sampling("rustls-ring"));
+        let all: Vec<_> = (0..4)
+            .map(|round| sample(round, 10.0 + round as f64))
+            .collect();
+        store
+            .save_speed_samples(run, &[(&a, &all[0..1]), (&b, &all[0..1])])
+            .unwrap();
+        store
+            .save_speed_samples(run, &[(&a, &all[1..2]), (&b, &all[1..2])])
+            .unwrap();
+        // Killed here: both cells read back measured, not precise, with two
+        // rounds each.
+        let kept = store.load_speed_cells(run).unwrap();
+        assert_eq!(kept.len(), 2);
+        for cell in &kept {
+            assert_eq!(cell.batch, 32);
+            assert_eq!(
+                cell.outcome,
+                Outcome::Measured {
+                    samples: all[0..2].to_vec(),
+                    precise: false
+                }
+            );
+        }
+        // `a` stops precise after four rounds; `b` fails (keeping none).
+        let a = SpeedCell {
+            outcome: Outcome::Measured {
+                samples: all.clone(),
+                precise: true,
+            },
+            ..a
+        };
+        let b = SpeedCell {
+            outcome: Outcome::Failed {
+                reason: "broke".into(),
+            },
+            ..b
+        };
+        store.save_speed_cell(run, &a).unwrap();
+        store.save_speed_cell(run, &b).unwrap();
+        assert_eq!(store.load_speed_cells(run).unwrap(), vec![a, b]);
+        let rows: i64 = store
+            .connection
+            .query_row("SELECT count(*) FROM speed_samples", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(rows, 4);
+    }
 
     #[test]
     fn speed_cells_round_trip() {

@@ -1,8 +1,8 @@
 //! The tunnel tables: tunnel scenarios, cells per engine, and every raw
 //! sample (a batch of packets, or one transfer each way) with its round;
 //! and a cell's counted instructions (`tunnel_counts`,
-//! `tunnel_count_samples`). Each finished cell is committed on its own,
-//! like handshake cells.
+//! `tunnel_count_samples`). The samples are committed round by round as
+//! they are taken, each cell's end when it stops.
 
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
@@ -15,61 +15,56 @@ use crate::scenario::{parse_name, Named};
 use crate::workload::tunnel::{CountedTransfer, TunnelCell, TunnelSample};
 
 impl Store {
-    /// Commits one finished tunnel cell with all its samples.
+    /// Commits one finished tunnel cell with all its samples: the samples
+    /// its rounds stored already ([`Store::save_tunnel_samples`]) stay,
+    /// the rest are added, and its end is set. A cell that ended without
+    /// being measured keeps no sample.
     pub fn save_tunnel_cell(&mut self, run_id: i64, cell: &TunnelCell) -> Result<()> {
         let tx = self.connection.transaction()?;
-        let s = &cell.scenario;
-        let label = s.label();
+        let (cell_id, stored) = tunnel_cell_row(&tx, run_id, cell)?;
+        let samples = cell.samples();
+        if samples.len() < stored {
+            tx.execute("DELETE FROM tunnel_samples WHERE cell_id = ?1", [cell_id])?;
+            insert_tunnel_samples(&tx, cell_id, 0, samples)?;
+        } else {
+            insert_tunnel_samples(&tx, cell_id, stored, &samples[stored..])?;
+        }
         tx.execute(
-            "INSERT OR IGNORE INTO tunnel_scenarios
-             (id, baseline, cipher, digest, compression, payload, payload_bytes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "UPDATE tunnel_cells SET status = ?2, reason = ?3, precise = ?4, sample_count = ?5,
+             finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+             WHERE id = ?1",
             params![
-                label,
-                s.baseline,
-                s.cipher.id(),
-                s.digest.id(),
-                s.compression.id(),
-                s.payload.id(),
-                s.payload_bytes as i64
-            ],
-        )?;
-        tx.execute(
-            "INSERT INTO tunnel_cells (run_id, scenario_id, engine, status, reason, precise, weak,
-             security_notes, sample_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                run_id,
-                label,
-                cell.engine.id(),
+                cell_id,
                 cell.outcome.status(),
                 cell.outcome.reason(),
                 precise_column(&cell.outcome),
-                s.is_weak(),
-                s.security_notes().join("; "),
-                cell.samples().len() as i64
+                samples.len() as i64
             ],
         )?;
-        let cell_id = tx.last_insert_rowid();
-        {
-            let mut insert = tx.prepare(
-                "INSERT INTO tunnel_samples (cell_id, seq, round, packets, payload_bytes, send_ns,
-                 receive_ns, send_cpu_ns, receive_cpu_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            for (seq, Timed { round, value }) in cell.samples().iter().enumerate() {
-                insert.execute(params![
-                    cell_id,
-                    seq as i64,
-                    round,
-                    value.packets as i64,
-                    value.payload_bytes as i64,
-                    value.send_ns as i64,
-                    value.receive_ns as i64,
-                    value.send_cpu_ns as i64,
-                    value.receive_cpu_ns as i64
-                ])?;
-            }
-        }
+        delete_tunnel_counts(&tx, cell_id)?;
         write_tunnel_counts(&tx, cell_id, cell)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Commits one round's samples of tunnel cells still sampling, in one
+    /// transaction: each (cell, the samples it took in the round) adds its
+    /// samples after those stored before, its cell stored at its first
+    /// round as still sampling ([`tunnel_cell_row`]).
+    pub fn save_tunnel_samples(
+        &mut self,
+        run_id: i64,
+        taken: &[(&TunnelCell, &[Timed<TunnelSample>])],
+    ) -> Result<()> {
+        let tx = self.connection.transaction()?;
+        for (cell, samples) in taken {
+            let (cell_id, stored) = tunnel_cell_row(&tx, run_id, cell)?;
+            insert_tunnel_samples(&tx, cell_id, stored, samples)?;
+            tx.execute(
+                "UPDATE tunnel_cells SET sample_count = ?2 WHERE id = ?1",
+                params![cell_id, (stored + samples.len()) as i64],
+            )?;
+        }
         tx.commit()?;
         Ok(())
     }
@@ -91,17 +86,13 @@ impl Store {
                     cell.engine.id()
                 )
             })?;
-        tx.execute("DELETE FROM tunnel_counts WHERE cell_id = ?1", [cell_id])?;
-        tx.execute(
-            "DELETE FROM tunnel_count_samples WHERE cell_id = ?1",
-            [cell_id],
-        )?;
+        delete_tunnel_counts(&tx, cell_id)?;
         write_tunnel_counts(&tx, cell_id, cell)?;
         tx.commit()?;
         Ok(())
     }
 
-    /// Reads back every tunnel cell of a run, in the order they finished.
+    /// Reads back every tunnel cell of a run, in the order they were first stored.
     pub fn load_tunnel_cells(&self, run_id: i64) -> Result<Vec<TunnelCell>> {
         let mut statement = self.connection.prepare(
             "SELECT id, scenario_id, engine, status, reason, precise FROM tunnel_cells
@@ -193,6 +184,94 @@ impl Store {
             outcome,
         }))
     }
+}
+
+/// The id of a tunnel cell's row in `run_id` and how many samples it
+/// holds; a cell not stored yet is stored now (its scenario too), as
+/// sampling: measured, no sample yet, and `precise` NULL until it stops
+/// (it reads back as not precise). The caller commits.
+fn tunnel_cell_row(
+    tx: &rusqlite::Connection,
+    run_id: i64,
+    cell: &TunnelCell,
+) -> Result<(i64, usize)> {
+    let s = &cell.scenario;
+    let label = s.label();
+    let stored = tx
+        .query_row(
+            "SELECT id, sample_count FROM tunnel_cells
+             WHERE run_id = ?1 AND scenario_id = ?2 AND engine = ?3",
+            params![run_id, label, cell.engine.id()],
+            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)? as usize)),
+        )
+        .optional()?;
+    if let Some(stored) = stored {
+        return Ok(stored);
+    }
+    tx.execute(
+        "INSERT OR IGNORE INTO tunnel_scenarios
+         (id, baseline, cipher, digest, compression, payload, payload_bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            label,
+            s.baseline,
+            s.cipher.id(),
+            s.digest.id(),
+            s.compression.id(),
+            s.payload.id(),
+            s.payload_bytes as i64
+        ],
+    )?;
+    tx.execute(
+        "INSERT INTO tunnel_cells (run_id, scenario_id, engine, status, reason, precise, weak,
+         security_notes, sample_count) VALUES (?1, ?2, ?3, 'measured', NULL, NULL, ?4, ?5, 0)",
+        params![
+            run_id,
+            label,
+            cell.engine.id(),
+            s.is_weak(),
+            s.security_notes().join("; "),
+        ],
+    )?;
+    Ok((tx.last_insert_rowid(), 0))
+}
+
+/// Stores `samples` of a tunnel cell as its samples `first`, `first + 1`,
+/// ... (the caller commits).
+fn insert_tunnel_samples(
+    tx: &rusqlite::Connection,
+    cell_id: i64,
+    first: usize,
+    samples: &[Timed<TunnelSample>],
+) -> Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO tunnel_samples (cell_id, seq, round, packets, payload_bytes, send_ns,
+         receive_ns, send_cpu_ns, receive_cpu_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for (seq, Timed { round, value }) in (first..).zip(samples) {
+        insert.execute(params![
+            cell_id,
+            seq as i64,
+            round,
+            value.packets as i64,
+            value.payload_bytes as i64,
+            value.send_ns as i64,
+            value.receive_ns as i64,
+            value.send_cpu_ns as i64,
+            value.receive_cpu_ns as i64
+        ])?;
+    }
+    Ok(())
+}
+
+/// Removes a tunnel cell's counted instructions (the caller commits).
+fn delete_tunnel_counts(tx: &rusqlite::Connection, cell_id: i64) -> Result<()> {
+    tx.execute("DELETE FROM tunnel_counts WHERE cell_id = ?1", [cell_id])?;
+    tx.execute(
+        "DELETE FROM tunnel_count_samples WHERE cell_id = ?1",
+        [cell_id],
+    )?;
+    Ok(())
 }
 
 /// Writes a tunnel cell's counted instructions, if it has them (the caller commits).

@@ -8,6 +8,7 @@
 //! The sampler in `measure` runs them.
 
 pub mod annotate;
+pub mod breakdown;
 pub mod bulk;
 pub mod capacity;
 pub mod counted;

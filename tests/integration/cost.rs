@@ -9,9 +9,10 @@ use tlslab::backend::rustls::instrument::{CountedOp, Side};
 use tlslab::backend::rustls::RustlsBackend;
 use tlslab::backend::Backend;
 use tlslab::measure::SamplingOptions;
-use tlslab::model::{counted_breakdown, counts as model};
+use tlslab::model::counts as model;
 use tlslab::scenario::speed::{self, Operation, Primitive, SpeedRow};
 use tlslab::scenario::{CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use tlslab::workload::breakdown::counted_breakdown;
 use tlslab::workload::speed::PreparedRow;
 
 use crate::backends::scenario;

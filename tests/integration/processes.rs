@@ -355,7 +355,8 @@ fn kill_9_leaves_no_openvpn_and_no_namespace() {
 
 /// Issue 18 item 5: `speed` saves each cell as it finishes, so a run
 /// killed with SIGKILL keeps the cells that had finished, with their
-/// samples (it stored none before the end).
+/// samples (it stored none before the end). Since issue 23 each round is
+/// stored as it ends: a finished cell is one whose precision is set.
 #[test]
 fn a_killed_speed_run_keeps_the_cells_that_finished() {
     let dir = tempfile::tempdir().unwrap();
@@ -387,7 +388,7 @@ fn a_killed_speed_run_keeps_the_cells_that_finished() {
             .and_then(|c| {
                 c.query_row(
                     "SELECT count(*) FROM speed_samples s JOIN speed_cells c ON c.id = s.cell_id
-                     WHERE c.primitive = 'sha256'",
+                     WHERE c.primitive = 'sha256' AND c.precise IS NOT NULL",
                     [],
                     |row| row.get::<_, i64>(0),
                 )
@@ -407,4 +408,181 @@ fn a_killed_speed_run_keeps_the_cells_that_finished() {
         "the finished cell kept its samples: {stored:?}"
     );
     assert!(!samples().is_empty(), "the samples survive the kill");
+}
+
+/// A row of `speed_cells` as a person querying the database sees it.
+#[derive(Debug)]
+struct StoredSpeedCell {
+    backend: String,
+    row: String,
+    status: String,
+    /// NULL while the cell still samples.
+    precise: Option<bool>,
+    sample_count: i64,
+    /// The rounds of its samples, in order: "0,1,2".
+    rounds: Option<String>,
+}
+
+/// Issue 23 item 4: `speed` keeps every sample as it is taken. Killed with
+/// SIGKILL halfway through its rounds (after round 4 of 8, while every
+/// cell still samples and none has finished), the database holds each
+/// cell's samples of every round that ended, and `report` reads the run
+/// as incomplete. The kill is the process's own (the test hook raises
+/// SIGKILL once round 4 is stored), so the test does not depend on timing.
+#[test]
+fn a_speed_run_killed_halfway_through_its_rounds_keeps_every_finished_round() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("speed.sqlite");
+    let db_arg = db.to_str().unwrap();
+    let mut job = Job::start(
+        &[
+            "speed",
+            "--backend",
+            "openssl,rustls-ring",
+            "--algorithm",
+            "sha256,ed448",
+            "--size",
+            "64",
+            "--runs",
+            "8",
+            "--warmup",
+            "0",
+            "-q",
+            "--db",
+            db_arg,
+        ],
+        &[(
+            "TLSLAB_TEST_SIGKILL_AFTER_ROUNDS",
+            std::ffi::OsStr::new("4"),
+        )],
+    );
+    let (status, stderr) = job.finish(Duration::from_secs(60));
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{stderr}");
+
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let run_status: String = connection
+        .query_row("SELECT status FROM runs", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(run_status, "incomplete");
+    let mut query = connection
+        .prepare(
+            "SELECT c.backend, c.row_id, c.status, c.precise, c.sample_count,
+                    (SELECT group_concat(s.round, ',') FROM
+                        (SELECT round FROM speed_samples WHERE cell_id = c.id ORDER BY seq) s)
+             FROM speed_cells c ORDER BY c.backend, c.row_id",
+        )
+        .unwrap();
+    let cells: Vec<StoredSpeedCell> = query
+        .query_map([], |row| {
+            Ok(StoredSpeedCell {
+                backend: row.get(0)?,
+                row: row.get(1)?,
+                status: row.get(2)?,
+                precise: row.get(3)?,
+                sample_count: row.get(4)?,
+                rounds: row.get(5)?,
+            })
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let measured: Vec<_> = cells.iter().filter(|c| c.status == "measured").collect();
+    // sha256 on both backends, ed448 signing and verifying on OpenSSL.
+    assert!(measured.len() >= 4, "{cells:#?}");
+    for cell in &measured {
+        // One sample per round with --runs: rounds 0 to 3; still sampling
+        // (no precision: none finished).
+        assert_eq!(
+            (cell.rounds.as_deref(), cell.sample_count, cell.precise),
+            (Some("0,1,2,3"), 4, None),
+            "{cell:?}"
+        );
+    }
+    // ring has no Ed448: those rows were stored before sampling began.
+    assert!(
+        cells.iter().any(|c| c.backend == "rustls-ring"
+            && c.row.contains("ed448")
+            && c.status == "unsupported"),
+        "{cells:#?}"
+    );
+
+    let report = crate::util::tlslab(&["report", "--db", db_arg]);
+    report.expect_code(0);
+    let out = report.stdout();
+    assert!(out.contains("This run is incomplete"), "{out}");
+    assert!(crate::util::has_row(&out, &["openssl", "sha256"]), "{out}");
+}
+
+/// Issue 23 item 4: `bulk` and `tunnel` keep their samples round by round
+/// too: killed with SIGKILL after round 3 of 6, every cell holds its
+/// samples of rounds 0 to 2, and the run reads back as incomplete.
+#[test]
+fn bulk_and_tunnel_runs_killed_halfway_keep_every_finished_round() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let cert_dir = cert_dir();
+    let kill = [(
+        "TLSLAB_TEST_SIGKILL_AFTER_ROUNDS",
+        std::ffi::OsStr::new("3"),
+    )];
+    let killed = |db: &Path, command: &[&str]| {
+        let mut args = command.to_vec();
+        args.extend(["--runs", "6", "--warmup", "0", "-q", "--db"]);
+        args.push(db.to_str().unwrap());
+        let (status, stderr) = Job::start(&args, &kill).finish(Duration::from_secs(120));
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{stderr}");
+        let store = tlslab::store::Store::open_read_only(db).unwrap();
+        let run = store
+            .load_run(store.latest_run_id().unwrap().unwrap())
+            .unwrap();
+        assert!(!run.status.is_complete());
+        (store, run.id)
+    };
+
+    let db = dir.path().join("bulk.sqlite");
+    let (store, run) = killed(
+        &db,
+        &[
+            "bulk",
+            "--backend",
+            "openssl",
+            "--suite",
+            "aes128gcm",
+            "--size",
+            "256",
+            "--bytes-per-sample",
+            "16384",
+            "--cert-dir",
+            cert_dir.to_str().unwrap(),
+        ],
+    );
+    let cells = store.load_bulk_cells(run).unwrap();
+    // The protected row and its no-crypto twin.
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    for cell in &cells {
+        let taken: Vec<u32> = cell.samples().iter().map(|t| t.round).collect();
+        assert_eq!(taken, vec![0, 1, 2], "{cell:?}");
+    }
+
+    let db = dir.path().join("tunnel.sqlite");
+    let (store, run) = killed(
+        &db,
+        &[
+            "tunnel",
+            "--cipher",
+            "aes-128-cbc,des-cbc",
+            "--digest",
+            "sha256",
+            "--no-baseline-row",
+        ],
+    );
+    let cells = store.load_tunnel_cells(run).unwrap();
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    for cell in &cells {
+        let taken: Vec<u32> = cell.samples().iter().map(|t| t.round).collect();
+        assert_eq!(taken, vec![0, 1, 2], "{:?}", cell.scenario);
+    }
 }
