@@ -1,0 +1,282 @@
+//! The parsers of named values: every option whose value is a name of the
+//! vocabulary ([`Named`]) parses it with [`NamedParser`], which takes any
+//! spelling `scenario::parse_name` takes and refuses a bad one with the
+//! valid names (exit 2). Its possible values are the names, so the help
+//! lists them (`[possible values: ...]`) and the shells complete them:
+//! no help text types a list of names by hand. An option that takes only
+//! some of a type's values lists those ([`NamedParser::listing`]).
+//! `speed --algorithm` adds `all` ([`Algorithm`]), `--backend` takes a
+//! list with `all` ([`BackendListParser`]).
+
+use std::marker::PhantomData;
+
+use clap::builder::{PossibleValue, TypedValueParser, ValueParserFactory};
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::bulk::BulkPreset;
+use crate::scenario::names::{parse_name, Named};
+use crate::scenario::presets::{CostPreset, LoadPreset, Preset, TunnelPreset};
+use crate::scenario::speed::Primitive;
+use crate::scenario::tunnel::Engine;
+use crate::scenario::tunnel_axes::{Cipher, Compression, Digest, Payload};
+use crate::scenario::{
+    Aead, CertKind, CpuFeatures, Group, Measure, Resumption, TlsVersion, Transport,
+};
+
+/// The option an argument is, as a person types it ("--group").
+fn option_name(arg: Option<&clap::Arg>) -> String {
+    arg.and_then(|arg| arg.get_long())
+        .map_or_else(|| "the option".to_string(), |long| format!("--{long}"))
+}
+
+/// One name of `T` as typed for `option`: an empty value and a list where
+/// one value goes are refused saying so, an unknown name listing the valid ones.
+fn one_name<T: Named>(option: &str, text: &str) -> Result<T, String> {
+    let valid = || {
+        T::ALL
+            .iter()
+            .map(|value| value.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if text.trim().is_empty() {
+        return Err(format!("an empty value; valid {}s: {}", T::KIND, valid()));
+    }
+    // A list option is split at its commas before its values come here.
+    if text.contains(',') {
+        return Err(format!(
+            "{option} takes one value, not a list; valid {}s: {}",
+            T::KIND,
+            valid()
+        ));
+    }
+    parse_name(text).map_err(|error| error.to_string())
+}
+
+/// The possible values clap completes for `T`: each value's name, and its
+/// id and aliases hidden (accepted, neither listed nor completed).
+fn possible_names<T: Named>() -> impl Iterator<Item = PossibleValue> {
+    T::ALL.iter().flat_map(|value| {
+        let name = value.name();
+        let hidden = std::iter::once(value.id())
+            .filter(move |id| *id != name)
+            .chain(value.aliases().iter().copied())
+            .map(|other| PossibleValue::new(other).hide(true));
+        std::iter::once(PossibleValue::new(name)).chain(hidden)
+    })
+}
+
+/// The clap value parser of a named value of the vocabulary ([`Named`]):
+/// any of its spellings (case, `-` and `_` aside, aliases too) as
+/// `scenario::parse_name` takes them; a bad one is refused with the valid
+/// names (exit 2). Its names are clap's possible values, so the shells
+/// complete them.
+pub struct NamedParser<T>(PhantomData<fn() -> T>);
+
+impl<T> NamedParser<T> {
+    pub fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T> Default for NamedParser<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for NamedParser<T> {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Named + Send + Sync> TypedValueParser for NamedParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let option = option_name(arg);
+        // clap's own wrapping: "invalid value 'x' for '--group <LIST>': ...".
+        let parse = move |text: &str| one_name::<T>(&option, text);
+        parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(possible_names::<T>()))
+    }
+}
+
+/// Names the value parser of each named type of the vocabulary, so a field
+/// of that type (or a list of it) needs no `value_parser` of its own.
+macro_rules! named_values {
+    ($($named:ty),* $(,)?) => {$(
+        impl ValueParserFactory for $named {
+            type Parser = NamedParser<$named>;
+
+            fn value_parser() -> Self::Parser {
+                NamedParser::new()
+            }
+        }
+    )*};
+}
+
+named_values!(
+    TlsVersion,
+    Group,
+    CertKind,
+    Aead,
+    Resumption,
+    Transport,
+    Measure,
+    CpuFeatures,
+    Preset,
+    BulkPreset,
+    CostPreset,
+    TunnelPreset,
+    LoadPreset,
+    Cipher,
+    Digest,
+    Compression,
+    Payload,
+    Engine,
+    Primitive,
+);
+
+/// One item of `speed --algorithm`: every algorithm, or one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    All,
+    One(Primitive),
+}
+
+/// `all`, else an algorithm's name.
+#[derive(Clone, Default)]
+pub struct AlgorithmParser;
+
+impl TypedValueParser for AlgorithmParser {
+    type Value = Algorithm;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Algorithm, clap::Error> {
+        let option = option_name(arg);
+        let parse = move |text: &str| {
+            if text.trim().eq_ignore_ascii_case("all") {
+                Ok(Algorithm::All)
+            } else {
+                one_name::<Primitive>(&option, text).map(Algorithm::One)
+            }
+        };
+        parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            std::iter::once(PossibleValue::new("all")).chain(possible_names::<Primitive>()),
+        ))
+    }
+}
+
+impl ValueParserFactory for Algorithm {
+    type Parser = AlgorithmParser;
+
+    fn value_parser() -> AlgorithmParser {
+        AlgorithmParser
+    }
+}
+
+/// `all` as the one item serialised, else the algorithm's id.
+impl Serialize for Algorithm {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Algorithm::All => serializer.serialize_str("all"),
+            Algorithm::One(primitive) => primitive.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Algorithm {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if name == "all" {
+            return Ok(Algorithm::All);
+        }
+        parse_name(&name)
+            .map(Algorithm::One)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A command with one list of groups and one single group, as the
+    /// commands declare them.
+    fn groups_command() -> clap::Command {
+        clap::Command::new("t")
+            .arg(
+                clap::Arg::new("group")
+                    .long("group")
+                    .value_delimiter(',')
+                    .action(clap::ArgAction::Append)
+                    .value_parser(NamedParser::<Group>::new()),
+            )
+            .arg(
+                clap::Arg::new("one")
+                    .long("one")
+                    .value_parser(NamedParser::<Group>::new()),
+            )
+    }
+
+    #[test]
+    fn named_values_take_every_spelling_and_refuse_others_listing_the_valid_ones() {
+        let matches = groups_command()
+            .try_get_matches_from(["t", "--group", "x25519,P-256,secp384r1", "--one", "X448"])
+            .unwrap();
+        let groups: Vec<Group> = matches.get_many("group").unwrap().copied().collect();
+        assert_eq!(groups, [Group::X25519, Group::P256, Group::P384]);
+        assert_eq!(matches.get_one::<Group>("one"), Some(&Group::X448));
+        for (args, expected) in [
+            (
+                ["t", "--group", "x9999"],
+                "unknown group 'x9999'; valid groups: rsa",
+            ),
+            (
+                ["t", "--group", "x25519,"],
+                "an empty value; valid groups: rsa",
+            ),
+            (
+                ["t", "--one", "x25519,p256"],
+                "--one takes one value, not a list",
+            ),
+        ] {
+            let error = groups_command().try_get_matches_from(args).unwrap_err();
+            assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation);
+            assert!(error.to_string().contains(expected), "{args:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn named_values_complete_their_names_not_their_aliases() {
+        let command = groups_command();
+        let group = command.get_arguments().next().unwrap();
+        let shown: Vec<String> = group
+            .get_possible_values()
+            .iter()
+            .filter(|value| !value.is_hide_set())
+            .map(|value| value.get_name().to_string())
+            .collect();
+        assert!(shown.contains(&"x25519mlkem768".to_string()), "{shown:?}");
+        assert!(!shown.contains(&"secp256r1".to_string()), "{shown:?}");
+        assert_eq!(shown.len(), Group::ALL.len());
+    }
+}
