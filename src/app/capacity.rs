@@ -102,7 +102,7 @@ impl Study for CapacityStudy {
         let preset = args.preset;
         let matrix = matrix_from(args, preset)?;
         let backends = chosen_backends(
-            args.backend.as_deref(),
+            args.backend.as_ref(),
             preset.map(|p| p.default_backends()),
             Some(&matrix.versions),
         )?;

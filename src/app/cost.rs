@@ -90,7 +90,7 @@ impl Study for CostStudy {
             None => &["openssl", "rustls-aws-lc"],
         };
         let backends: Vec<Arc<dyn Backend>> = chosen_backends(
-            args.backend.as_deref(),
+            args.backend.as_ref(),
             Some(default_backends),
             Some(&matrix.versions),
         )?;

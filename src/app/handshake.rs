@@ -23,10 +23,10 @@ use crate::measure::{CellStatus, Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
 use crate::report::Document;
 use crate::scenario::presets::Preset;
-use crate::scenario::Shard;
 use crate::scenario::{
     distinct, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport,
 };
+use crate::scenario::{BackendId, BackendList, Shard};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_matrix, CountOptions};
 use crate::workload::handshake::{run_cells, CellResult};
@@ -146,7 +146,9 @@ impl Study for HandshakeStudy {
             for companion in preset.companions() {
                 companions.push((
                     overridden(args, companion.matrix)?,
-                    backends_from_list(&companion.backends.join(",")).map_err(usage)?,
+                    backends_from_list(
+                        &BackendList::named(companion.backends.iter().copied()).map_err(usage)?,
+                    ),
                 ));
             }
         }
@@ -366,12 +368,17 @@ fn server_backends(
 ) -> Result<Vec<Arc<dyn Backend>>> {
     let backends: Vec<Arc<dyn Backend>> = match args.server.unwrap_or(HandshakeServer::Inprocess) {
         HandshakeServer::Inprocess => chosen_backends(
-            args.backend.as_deref(),
+            args.backend.as_ref(),
             preset.map(|p| p.default_backends()),
             Some(&matrix.versions),
         )?,
         HandshakeServer::Nginx => {
-            if args.backend.as_deref().is_some_and(|b| b != "openssl") {
+            let others = |list: &BackendList| {
+                list.resolve()
+                    .iter()
+                    .any(|(id, _)| *id != BackendId::Openssl)
+            };
+            if args.backend.as_ref().is_some_and(others) {
                 return Err(usage(
                     "with --server nginx the client is tlslab's OpenSSL: --backend must be openssl or left out",
                 ));
@@ -579,7 +586,8 @@ fn generic_cells(
             if args.server != Some(HandshakeServer::Nginx)
                 && (args.backend.is_some() || args.preset.is_none())
             {
-                child.backend = Some(maskable.join(","));
+                child.backend =
+                    Some(BackendList::named(maskable).expect("backends' ids are their names"));
             }
             GenericPlan::Handshake(Box::new(child))
         };

@@ -18,17 +18,12 @@ use crate::cli::{ServeArgs, ServeOfferArgs};
 use crate::host::{available_cores, HostInfo};
 use crate::report::heading;
 use crate::scenario::{
-    distinct, parse_name, Group, HandshakeScenario, KxKind, Named, ServerOffer, SignatureFamily,
-    TlsVersion,
+    distinct, Group, HandshakeScenario, KxKind, Named, ServerOffer, SignatureFamily, TlsVersion,
 };
 use crate::workload::serve::{Limits, Server};
 
-/// A real backend by name (not the mock), for a server.
-pub(crate) fn server_backend(name: &str) -> Result<BackendId> {
-    let id: BackendId = parse_name(name).map_err(|mut error| {
-        error.valid = BACKEND_IDS.to_vec();
-        usage(error)
-    })?;
+/// A real backend (not the mock), for a server.
+pub(crate) fn server_backend(id: BackendId) -> Result<BackendId> {
     if id == BackendId::Mock {
         return Err(usage(format!(
             "the mock backend has no TLS server; valid backends: {}",
@@ -229,7 +224,7 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     if args.handshakes {
         return serve_handshakes(args);
     }
-    let id = server_backend(&args.backend)?;
+    let id = server_backend(args.backend)?;
     let (offer, library) = offer_from(&args.offer, id)?;
     let address = parse_bind(&args.bind, args.allow_non_loopback)?;
     let workers = event_loop_threads("threads", args.threads)?;

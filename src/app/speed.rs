@@ -16,7 +16,7 @@ use crate::measure::{self, Outcome, SamplingOptions};
 use crate::report::Document;
 use crate::scenario::speed::{expand, Primitive, SpeedRow};
 use crate::scenario::Shard;
-use crate::scenario::{distinct, CpuFeatures, Measure, Named};
+use crate::scenario::{distinct, BackendList, CpuFeatures, Measure, Named};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::speed::{counted_operations, CountedOperations, PreparedRow, SpeedCell};
@@ -348,7 +348,7 @@ fn generic_cells(
             child.database = generic::child_database(database);
             child.exports = ExportArgs::default();
             child.quiet = true;
-            child.backend = maskable.join(",");
+            child.backend = BackendList::named(maskable).expect("backends' ids are their names");
             GenericPlan::Speed(Box::new(child))
         };
         let measured = generic::run_child(plan, session, |store| {

@@ -21,7 +21,11 @@ use serde::Serialize;
 
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
-use crate::scenario::{Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
+/// The registry's ids are the vocabulary's: `scenario::BackendId`, opened here.
+pub use crate::scenario::BackendId;
+use crate::scenario::{
+    Aead, BackendList, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion,
+};
 pub use turns::{CpuReadings, SideTimes, Turn, Turns};
 
 /// The name and version of the library a backend drives.
@@ -436,49 +440,6 @@ impl From<anyhow::Error> for Unsupported {
     }
 }
 
-/// The one registry: every backend, its id and the other names it answers to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendId {
-    Openssl,
-    RustlsAwsLc,
-    RustlsRing,
-    /// DTLS 1.2 and 1.3 from the pure-Rust dimpl crate.
-    Dimpl,
-    /// Deterministic fake timings for testing the pipeline; never listed.
-    Mock,
-}
-
-impl Named for BackendId {
-    const KIND: &'static str = "backend";
-    const ALL: &'static [Self] = &[
-        BackendId::Openssl,
-        BackendId::RustlsAwsLc,
-        BackendId::RustlsRing,
-        BackendId::Dimpl,
-        BackendId::Mock,
-    ];
-
-    fn id(self) -> &'static str {
-        match self {
-            BackendId::Openssl => "openssl",
-            BackendId::RustlsAwsLc => "rustls-aws-lc",
-            BackendId::RustlsRing => "rustls-ring",
-            BackendId::Dimpl => "dimpl",
-            BackendId::Mock => "mock",
-        }
-    }
-
-    fn aliases(self) -> &'static [&'static str] {
-        match self {
-            BackendId::Openssl => &["ossl"],
-            BackendId::RustlsAwsLc => &["rustls-aws-lc-rs", "aws-lc-rs", "aws-lc", "rustls"],
-            BackendId::RustlsRing => &["ring"],
-            BackendId::Dimpl => &[],
-            BackendId::Mock => &[],
-        }
-    }
-}
-
 impl BackendId {
     /// The backend itself.
     pub fn open(self) -> Arc<dyn Backend> {
@@ -505,47 +466,21 @@ pub fn backend_by_id(id: &str) -> Result<Arc<dyn Backend>, crate::scenario::Unkn
     Ok(found.open())
 }
 
-/// Parses a comma-separated backend list; `all` means every real backend.
-/// Repeats (`all,openssl`, `ring,rustls-ring`) count once.
-pub fn backends_from_list(
-    list: &str,
-) -> Result<Vec<Arc<dyn Backend>>, crate::scenario::UnknownName> {
+/// The backends of a list, each once; `all` means every real backend.
+pub fn backends_from_list(list: &BackendList) -> Vec<Arc<dyn Backend>> {
     backends_running(list, None)
 }
 
-/// Parses a comma-separated backend list as [`backends_from_list`] does,
-/// but `all` means every real backend that runs at least one of
-/// `protocols` (a TLS-only matrix leaves out dimpl, a DTLS-only one
-/// rustls); a backend named on its own stays, whatever it runs, so its
-/// rows say why they are unsupported.
+/// The backends of a list as [`backends_from_list`] gives them, but `all`
+/// means every real backend that runs at least one of `protocols` (a
+/// TLS-only matrix leaves out dimpl, a DTLS-only one rustls); a backend
+/// named on its own stays, whatever it runs, so its rows say why they are
+/// unsupported.
 pub fn backends_running(
-    list: &str,
+    list: &BackendList,
     protocols: Option<&[TlsVersion]>,
-) -> Result<Vec<Arc<dyn Backend>>, crate::scenario::UnknownName> {
-    // Each id, and whether it was named on its own.
-    let mut ids: Vec<(BackendId, bool)> = Vec::new();
-    for name in list.split(',').map(str::trim).filter(|id| !id.is_empty()) {
-        let (found, named): (Vec<BackendId>, bool) = if name.eq_ignore_ascii_case("all") {
-            let real = BackendId::ALL
-                .iter()
-                .copied()
-                .filter(|id| *id != BackendId::Mock);
-            (real.collect(), false)
-        } else {
-            let id = crate::scenario::parse_name(name).map_err(|mut error| {
-                error.valid = BACKEND_IDS.to_vec();
-                error
-            })?;
-            (vec![id], true)
-        };
-        for id in found {
-            match ids.iter_mut().find(|(seen, _)| *seen == id) {
-                Some((_, was_named)) => *was_named |= named,
-                None => ids.push((id, named)),
-            }
-        }
-    }
-    Ok(ids
+) -> Vec<Arc<dyn Backend>> {
+    list.resolve()
         .into_iter()
         .map(|(id, named)| (id.open(), named))
         .filter(|(backend, named)| {
@@ -557,7 +492,7 @@ pub fn backends_running(
                 })
         })
         .map(|(backend, _)| backend)
-        .collect())
+        .collect()
 }
 
 /// Maps a library's group name to our id, keeping unknown names as they are.

@@ -7,7 +7,7 @@ use clap::Args;
 use super::shared::{DatabaseArgs, DisplayArgs, ExportArgs, SamplingArgs, ShardArgs};
 use super::values::Size;
 use crate::scenario::bulk::BulkPreset;
-use crate::scenario::{Aead, Measure, TlsVersion, Transport};
+use crate::scenario::{Aead, BackendList, Measure, TlsVersion, Transport};
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
@@ -38,10 +38,9 @@ pub struct BulkArgs {
     #[arg(long, value_name = "NAME", hide_possible_values = true)]
     pub preset: Option<BulkPreset>,
 
-    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
-    /// [default: the preset's, or all]
+    /// Backends, comma-separated, or all. [default: the preset's, or all]
     #[arg(long, value_name = "LIST")]
-    pub backend: Option<String>,
+    pub backend: Option<BackendList>,
 
     /// Protocol versions: 1.2, 1.3, dtls1.2 (OpenSSL, dimpl), dtls1.3 (dimpl).
     /// [default: 1.3]

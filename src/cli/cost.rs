@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::shared::{AxisArgs, DatabaseArgs, DisplayArgs, ExportArgs, SamplingArgs, ShardArgs};
 use crate::scenario::presets::CostPreset;
-use crate::scenario::Measure;
+use crate::scenario::{BackendList, Measure};
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
@@ -36,10 +36,10 @@ pub struct CostArgs {
     )]
     pub measure: Option<Vec<Measure>>,
 
-    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
-    /// [default: openssl,rustls-aws-lc; the preset's]
+    /// Backends, comma-separated, or all. [default: openssl,rustls-aws-lc;
+    /// the preset's]
     #[arg(long, value_name = "LIST")]
-    pub backend: Option<String>,
+    pub backend: Option<BackendList>,
 
     #[command(flatten)]
     pub axes: AxisArgs,

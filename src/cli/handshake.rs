@@ -11,7 +11,7 @@ use super::shared::{
 };
 use super::values::NetworkProfiles;
 use crate::scenario::presets::Preset;
-use crate::scenario::{CpuFeatures, Transport};
+use crate::scenario::{BackendList, CpuFeatures, Transport};
 
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[command(after_help = "Examples:
@@ -41,11 +41,9 @@ pub struct HandshakeArgs {
     #[arg(long, value_name = "NAME", hide_possible_values = true)]
     pub preset: Option<Preset>,
 
-    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
-    /// [default: the preset's, or all]
-    // Text: `all` and the registry's ids, which live in backend/, not the vocabulary.
+    /// Backends, comma-separated, or all. [default: the preset's, or all]
     #[arg(long, value_name = "LIST")]
-    pub backend: Option<String>,
+    pub backend: Option<BackendList>,
 
     /// The server: inprocess (client and server in one process, over memory)
     /// or nginx (Debian's nginx started on loopback per row, tlslab's OpenSSL

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use super::shared::{DatabaseArgs, DisplayArgs, ExportArgs};
 use super::values::{Seconds, Size};
 use crate::scenario::presets::LoadPreset;
-use crate::scenario::{Aead, CertKind, Group, Measure, Resumption, TlsVersion};
+use crate::scenario::{Aead, BackendId, CertKind, Group, Measure, Resumption, TlsVersion};
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
@@ -97,12 +97,10 @@ pub struct LoadArgs {
     )]
     pub server: Option<LoadServer>,
 
-    /// The embedded server's TLS backend: openssl, rustls-aws-lc,
-    /// rustls-ring (rustls counts its crypto per category). [default:
-    /// rustls-aws-lc; openssl with --preset]
-    // Text: a backend registry's id, which lives in backend/, not the vocabulary.
+    /// The embedded server's TLS backend (rustls counts its crypto per
+    /// category). [default: rustls-aws-lc; openssl with --preset]
     #[arg(long, value_name = "BACKEND")]
-    pub backend: Option<String>,
+    pub backend: Option<BackendId>,
 
     /// The embedded server's worker threads, each an event loop serving
     /// many connections: the cores its handshakes can use (`--workers` is

@@ -47,7 +47,7 @@ pub use handshake::{HandshakeArgs, HandshakeServer, Link, MutualArg};
 pub use load::{LoadArgs, LoadAxisArgs, LoadMode, LoadServer};
 pub use manual::{CompletionsArgs, ManArgs};
 pub use merge::MergeArgs;
-pub use names::{Algorithm, AlgorithmParser, NamedParser};
+pub use names::{Algorithm, AlgorithmParser, BackendListParser, NamedParser};
 pub use recommend::{RecommendArgs, Role};
 pub use report::ReportArgs;
 pub use serve::{ServeArgs, ServeOfferArgs};

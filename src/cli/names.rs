@@ -8,11 +8,10 @@
 //! `speed --algorithm` adds `all` ([`Algorithm`]), `--backend` takes a
 //! list with `all` ([`BackendListParser`]).
 
-use std::marker::PhantomData;
-
 use clap::builder::{PossibleValue, TypedValueParser, ValueParserFactory};
 use serde::{Deserialize, Serialize};
 
+use crate::scenario::backend::ALL_BACKENDS;
 use crate::scenario::bulk::BulkPreset;
 use crate::scenario::names::{parse_name, Named};
 use crate::scenario::presets::{CostPreset, LoadPreset, Preset, TunnelPreset};
@@ -20,7 +19,8 @@ use crate::scenario::speed::Primitive;
 use crate::scenario::tunnel::Engine;
 use crate::scenario::tunnel_axes::{Cipher, Compression, Digest, Payload};
 use crate::scenario::{
-    Aead, CertKind, CpuFeatures, Group, Measure, Resumption, TlsVersion, Transport,
+    Aead, BackendId, BackendList, CertKind, CpuFeatures, Group, Measure, Resumption, TlsVersion,
+    Transport,
 };
 
 /// The option an argument is, as a person types it ("--group").
@@ -29,16 +29,21 @@ fn option_name(arg: Option<&clap::Arg>) -> String {
         .map_or_else(|| "the option".to_string(), |long| format!("--{long}"))
 }
 
+/// The names of the values of `T` that `listed` keeps, in their order.
+fn listed_names<T: Named>(listed: fn(T) -> bool) -> Vec<&'static str> {
+    T::ALL
+        .iter()
+        .copied()
+        .filter(|value| listed(*value))
+        .map(Named::name)
+        .collect()
+}
+
 /// One name of `T` as typed for `option`: an empty value and a list where
-/// one value goes are refused saying so, an unknown name listing the valid ones.
-fn one_name<T: Named>(option: &str, text: &str) -> Result<T, String> {
-    let valid = || {
-        T::ALL
-            .iter()
-            .map(|value| value.name())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+/// one value goes are refused saying so, an unknown name listing the valid
+/// ones (those `listed` keeps).
+fn one_name<T: Named>(option: &str, text: &str, listed: fn(T) -> bool) -> Result<T, String> {
+    let valid = || listed_names(listed).join(", ");
     if text.trim().is_empty() {
         return Err(format!("an empty value; valid {}s: {}", T::KIND, valid()));
     }
@@ -50,36 +55,54 @@ fn one_name<T: Named>(option: &str, text: &str) -> Result<T, String> {
             valid()
         ));
     }
-    parse_name(text).map_err(|error| error.to_string())
+    parse_name(text).map_err(|mut error| {
+        error.valid = listed_names(listed);
+        error.to_string()
+    })
 }
 
-/// The possible values clap completes for `T`: each value's name, and its
-/// id and aliases hidden (accepted, neither listed nor completed).
-fn possible_names<T: Named>() -> impl Iterator<Item = PossibleValue> {
-    T::ALL.iter().flat_map(|value| {
+/// The possible values clap lists and completes for `T`: the name of each
+/// value `listed` keeps; the names of the others, and every id and alias,
+/// hidden (accepted, neither listed nor completed).
+fn possible_names<T: Named>(listed: fn(T) -> bool) -> impl Iterator<Item = PossibleValue> {
+    T::ALL.iter().flat_map(move |&value| {
         let name = value.name();
         let hidden = std::iter::once(value.id())
             .filter(move |id| *id != name)
             .chain(value.aliases().iter().copied())
             .map(|other| PossibleValue::new(other).hide(true));
-        std::iter::once(PossibleValue::new(name)).chain(hidden)
+        std::iter::once(PossibleValue::new(name).hide(!listed(value))).chain(hidden)
     })
 }
 
 /// The clap value parser of a named value of the vocabulary ([`Named`]):
 /// any of its spellings (case, `-` and `_` aside, aliases too) as
 /// `scenario::parse_name` takes them; a bad one is refused with the valid
-/// names (exit 2). Its names are clap's possible values, so the shells
-/// complete them.
-pub struct NamedParser<T>(PhantomData<fn() -> T>);
+/// names (exit 2). Its names are clap's possible values, so the help lists
+/// them and the shells complete them.
+pub struct NamedParser<T> {
+    /// Which values the help, the completions and an error list.
+    listed: fn(T) -> bool,
+}
 
-impl<T> NamedParser<T> {
+impl<T: Named> NamedParser<T> {
+    /// The parser of every value of `T`, listing those the vocabulary
+    /// lists ([`Named::listed`]).
     pub fn new() -> Self {
-        Self(PhantomData)
+        Self {
+            listed: Named::listed,
+        }
+    }
+
+    /// The parser of an option that takes only some values of `T` (`load
+    /// --tls` takes no DTLS version): it lists the values `listed` keeps,
+    /// and still parses the others, so the command refuses them saying why.
+    pub fn listing(listed: fn(T) -> bool) -> Self {
+        Self { listed }
     }
 }
 
-impl<T> Default for NamedParser<T> {
+impl<T: Named> Default for NamedParser<T> {
     fn default() -> Self {
         Self::new()
     }
@@ -87,7 +110,9 @@ impl<T> Default for NamedParser<T> {
 
 impl<T> Clone for NamedParser<T> {
     fn clone(&self) -> Self {
-        Self::new()
+        Self {
+            listed: self.listed,
+        }
     }
 }
 
@@ -101,13 +126,14 @@ impl<T: Named + Send + Sync> TypedValueParser for NamedParser<T> {
         value: &std::ffi::OsStr,
     ) -> Result<T, clap::Error> {
         let option = option_name(arg);
+        let listed = self.listed;
         // clap's own wrapping: "invalid value 'x' for '--group <LIST>': ...".
-        let parse = move |text: &str| one_name::<T>(&option, text);
+        let parse = move |text: &str| one_name::<T>(&option, text, listed);
         parse.parse_ref(cmd, arg, value)
     }
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        Some(Box::new(possible_names::<T>()))
+        Some(Box::new(possible_names::<T>(self.listed)))
     }
 }
 
@@ -145,6 +171,7 @@ named_values!(
     Payload,
     Engine,
     Primitive,
+    BackendId,
 );
 
 /// One item of `speed --algorithm`: every algorithm, or one.
@@ -172,7 +199,7 @@ impl TypedValueParser for AlgorithmParser {
             if text.trim().eq_ignore_ascii_case("all") {
                 Ok(Algorithm::All)
             } else {
-                one_name::<Primitive>(&option, text).map(Algorithm::One)
+                one_name::<Primitive>(&option, text, Named::listed).map(Algorithm::One)
             }
         };
         parse.parse_ref(cmd, arg, value)
@@ -180,7 +207,8 @@ impl TypedValueParser for AlgorithmParser {
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
         Some(Box::new(
-            std::iter::once(PossibleValue::new("all")).chain(possible_names::<Primitive>()),
+            std::iter::once(PossibleValue::new("all"))
+                .chain(possible_names::<Primitive>(Named::listed)),
         ))
     }
 }
@@ -212,6 +240,42 @@ impl<'de> Deserialize<'de> for Algorithm {
         parse_name(&name)
             .map(Algorithm::One)
             .map_err(serde::de::Error::custom)
+    }
+}
+
+/// The parser of a `--backend` list ([`BackendList`]): `all`, ids and
+/// aliases, comma-separated, as one value, so an empty list is refused as
+/// such. Its possible values are `all` and the listed backends' ids (the
+/// mock backend is accepted, never listed).
+#[derive(Clone, Default)]
+pub struct BackendListParser;
+
+impl TypedValueParser for BackendListParser {
+    type Value = BackendList;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<BackendList, clap::Error> {
+        let parse = |text: &str| text.parse::<BackendList>();
+        parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            std::iter::once(PossibleValue::new(ALL_BACKENDS))
+                .chain(possible_names::<BackendId>(Named::listed)),
+        ))
+    }
+}
+
+impl ValueParserFactory for BackendList {
+    type Parser = BackendListParser;
+
+    fn value_parser() -> BackendListParser {
+        BackendListParser
     }
 }
 
@@ -278,5 +342,41 @@ mod tests {
         assert!(shown.contains(&"x25519mlkem768".to_string()), "{shown:?}");
         assert!(!shown.contains(&"secp256r1".to_string()), "{shown:?}");
         assert_eq!(shown.len(), Group::ALL.len());
+    }
+
+    #[test]
+    fn backend_lists_complete_all_and_the_real_backends_and_refuse_an_empty_list() {
+        let command = clap::Command::new("t").arg(
+            clap::Arg::new("backend")
+                .long("backend")
+                .value_parser(BackendListParser),
+        );
+        let backend = command.get_arguments().next().unwrap();
+        let shown: Vec<String> = backend
+            .get_possible_values()
+            .iter()
+            .filter(|value| !value.is_hide_set())
+            .map(|value| value.get_name().to_string())
+            .collect();
+        assert_eq!(
+            shown,
+            ["all", "openssl", "rustls-aws-lc", "rustls-ring", "dimpl"]
+        );
+        let matches = command
+            .clone()
+            .try_get_matches_from(["t", "--backend", "mock,ring,all"])
+            .unwrap();
+        let list = matches.get_one::<BackendList>("backend").unwrap();
+        assert_eq!(list.to_string(), "mock,rustls-ring,all");
+        let error = command
+            .try_get_matches_from(["t", "--backend", " , "])
+            .unwrap_err();
+        assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation);
+        assert!(
+            error
+                .to_string()
+                .contains("the backend list is empty; valid backends: all, openssl"),
+            "{error}"
+        );
     }
 }

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::shared::{DisplayArgs, ExportArgs};
 use super::values::Seconds;
-use crate::scenario::{Aead, CertKind, Group, Resumption, TlsVersion};
+use crate::scenario::{Aead, BackendId, CertKind, Group, Resumption, TlsVersion};
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
@@ -24,11 +24,9 @@ tlslab's test chain for the name tlslab.test; ROOT.pem is its root, whose
 path serve prints at start (in --cert-dir, by default the user's cache
 directory).")]
 pub struct ServeArgs {
-    /// The TLS backend: openssl, rustls-aws-lc, rustls-ring (rustls counts
-    /// its crypto per category).
-    // Text: a backend registry's id, which lives in backend/, not the vocabulary.
+    /// The TLS backend (rustls counts its crypto per category).
     #[arg(long, value_name = "BACKEND", default_value = "rustls-aws-lc")]
-    pub backend: String,
+    pub backend: BackendId,
 
     /// What the server offers: each list in its order of preference.
     #[command(flatten)]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::names::Algorithm;
 use super::shared::{DatabaseArgs, DisplayArgs, ExportArgs, SamplingArgs, ShardArgs};
 use super::values::Size;
-use crate::scenario::{CpuFeatures, Measure};
+use crate::scenario::{BackendList, CpuFeatures, Measure};
 
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[command(after_help = "Examples:
@@ -17,10 +17,9 @@ use crate::scenario::{CpuFeatures, Measure};
 Sampling defaults: --precision 2% --max-time 0.5 --min-samples 5 --warmup 0.05
 (each sample is a batch of operations lasting about 2 ms)")]
 pub struct SpeedArgs {
-    /// Backends, comma-separated: openssl, rustls-aws-lc, rustls-ring, dimpl, or all.
-    // Text: `all` and the registry's ids, which live in backend/, not the vocabulary.
+    /// Backends, comma-separated, or all.
     #[arg(long, value_name = "LIST", default_value = "all")]
-    pub backend: String,
+    pub backend: BackendList,
 
     /// Algorithms (see `tlslab list`), comma-separated, or all.
     #[arg(

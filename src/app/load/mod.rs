@@ -474,8 +474,12 @@ fn choose_server(
         return Ok(ServerChoice::Target(target));
     }
     if embedded {
-        let default_backend = if preset { "openssl" } else { "rustls-aws-lc" };
-        let id = server_backend(args.backend.as_deref().unwrap_or(default_backend))?;
+        let default_backend = if preset {
+            BackendId::Openssl
+        } else {
+            BackendId::RustlsAwsLc
+        };
+        let id = server_backend(args.backend.unwrap_or(default_backend))?;
         let library = check_supported(id, scenario)?;
         return Ok(ServerChoice::Embedded {
             id,
