@@ -134,12 +134,7 @@ impl Study for CapacityStudy {
     }
 
     fn outputs(args: &HandshakeArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {

@@ -212,12 +212,7 @@ impl Study for HandshakeStudy {
     }
 
     fn outputs(args: &HandshakeArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {
@@ -577,8 +572,8 @@ fn generic_cells(
         let plan = |database: &std::path::Path| {
             let mut child = args.clone();
             child.cpu_features = vec![CpuFeatures::Native];
-            child.database = generic::child_database(database);
-            child.exports = ExportArgs::default();
+            child.output.database = generic::child_database(database);
+            child.output.exports = ExportArgs::default();
             child.quiet = true;
             // A preset's own backends (its companions' included) are
             // planned by the child as by the parent; nginx's client is

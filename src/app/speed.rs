@@ -125,12 +125,7 @@ impl Study for SpeedStudy {
     }
 
     fn outputs(args: &SpeedArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {
@@ -345,8 +340,8 @@ fn generic_cells(
         let plan = |database: &std::path::Path| {
             let mut child = args.clone();
             child.cpu_features = vec![CpuFeatures::Native];
-            child.database = generic::child_database(database);
-            child.exports = ExportArgs::default();
+            child.output.database = generic::child_database(database);
+            child.output.exports = ExportArgs::default();
             child.quiet = true;
             child.backend = BackendList::named(maskable).expect("backends' ids are their names");
             GenericPlan::Speed(Box::new(child))

@@ -184,7 +184,7 @@ impl Study for TunnelStudy {
             )));
         }
         let (measures, valgrind) = time_or_instructions(args.measure.as_deref(), "tunnel")?;
-        super::session::check_exports(&args.exports)?;
+        super::session::check_exports(&args.output.exports)?;
         // The real engine's needs are checked before anything runs (counted
         // alone, its rows only say why they cannot be counted).
         let openvpn_version =
@@ -211,12 +211,7 @@ impl Study for TunnelStudy {
     }
 
     fn outputs(args: &TunnelArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {

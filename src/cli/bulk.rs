@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::shared::{DatabaseArgs, DisplayArgs, ExportArgs, SamplingArgs, ShardArgs};
+use super::shared::{OutputArgs, SamplingArgs, ShardArgs};
 use super::values::Size;
 use crate::scenario::bulk::BulkPreset;
 use crate::scenario::{Aead, BackendList, Measure, TlsVersion, Transport};
@@ -111,13 +111,7 @@ pub struct BulkArgs {
     pub shard: ShardArgs,
 
     #[command(flatten)]
-    pub database: DatabaseArgs,
-
-    #[command(flatten)]
-    pub exports: ExportArgs,
-
-    #[command(flatten)]
-    pub display: DisplayArgs,
+    pub output: OutputArgs,
 
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::shared::{AxisArgs, DatabaseArgs, DisplayArgs, ExportArgs, SamplingArgs, ShardArgs};
+use super::shared::{AxisArgs, OutputArgs, SamplingArgs, ShardArgs};
 use crate::scenario::presets::CostPreset;
 use crate::scenario::{BackendList, Measure};
 
@@ -51,13 +51,7 @@ pub struct CostArgs {
     pub shard: ShardArgs,
 
     #[command(flatten)]
-    pub database: DatabaseArgs,
-
-    #[command(flatten)]
-    pub exports: ExportArgs,
-
-    #[command(flatten)]
-    pub display: DisplayArgs,
+    pub output: OutputArgs,
 
     /// Where generated certificate chains are cached.
     #[arg(long, value_name = "DIR")]

@@ -6,9 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use super::shared::{
-    AxisArgs, DatabaseArgs, DisplayArgs, ExportArgs, MeasureArgs, SamplingArgs, ShardArgs,
-};
+use super::shared::{AxisArgs, MeasureArgs, OutputArgs, SamplingArgs, ShardArgs};
 use super::values::NetworkProfiles;
 use crate::scenario::presets::Preset;
 use crate::scenario::{BackendList, CpuFeatures, Transport};
@@ -156,13 +154,7 @@ pub struct HandshakeArgs {
     pub baseline: Option<String>,
 
     #[command(flatten)]
-    pub database: DatabaseArgs,
-
-    #[command(flatten)]
-    pub exports: ExportArgs,
-
-    #[command(flatten)]
-    pub display: DisplayArgs,
+    pub output: OutputArgs,
 
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]

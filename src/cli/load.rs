@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::shared::{DatabaseArgs, DisplayArgs, ExportArgs};
+use super::shared::OutputArgs;
 use super::values::{Seconds, Size};
 use crate::scenario::presets::LoadPreset;
 use crate::scenario::{Aead, BackendId, CertKind, Group, Measure, Resumption, TlsVersion};
@@ -179,13 +179,7 @@ pub struct LoadArgs {
     pub cert_dir: Option<PathBuf>,
 
     #[command(flatten)]
-    pub database: DatabaseArgs,
-
-    #[command(flatten)]
-    pub exports: ExportArgs,
-
-    #[command(flatten)]
-    pub display: DisplayArgs,
+    pub output: OutputArgs,
 
     /// Do not print progress.
     #[arg(long, short)]

@@ -52,7 +52,8 @@ pub use recommend::{RecommendArgs, Role};
 pub use report::ReportArgs;
 pub use serve::{ServeArgs, ServeOfferArgs};
 pub use shared::{
-    AxisArgs, DatabaseArgs, DisplayArgs, ExportArgs, MeasureArgs, SamplingArgs, ShardArgs,
+    AxisArgs, DatabaseArgs, DisplayArgs, ExportArgs, MeasureArgs, OutputArgs, SamplingArgs,
+    ShardArgs,
 };
 pub use speed::SpeedArgs;
 pub use tunnel::TunnelArgs;

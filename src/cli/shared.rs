@@ -159,6 +159,21 @@ pub struct ShardArgs {
     pub shard: Option<Shard>,
 }
 
+/// Where a measuring run's results go: the database, the export files and
+/// the table on the terminal. The measuring commands share it, so the one
+/// study pipeline (`app::study`) reads it one way for all of them.
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
+pub struct OutputArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    #[command(flatten)]
+    pub exports: ExportArgs,
+
+    #[command(flatten)]
+    pub display: DisplayArgs,
+}
+
 /// Where results are stored.
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct DatabaseArgs {

@@ -4,7 +4,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use super::names::Algorithm;
-use super::shared::{DatabaseArgs, DisplayArgs, ExportArgs, SamplingArgs, ShardArgs};
+use super::shared::{OutputArgs, SamplingArgs, ShardArgs};
 use super::values::Size;
 use crate::scenario::{BackendList, CpuFeatures, Measure};
 
@@ -71,13 +71,7 @@ pub struct SpeedArgs {
     pub shard: ShardArgs,
 
     #[command(flatten)]
-    pub database: DatabaseArgs,
-
-    #[command(flatten)]
-    pub exports: ExportArgs,
-
-    #[command(flatten)]
-    pub display: DisplayArgs,
+    pub output: OutputArgs,
 
     /// Do not print the progress bar.
     #[arg(long, short)]

@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use super::shared::{DatabaseArgs, DisplayArgs, ExportArgs, SamplingArgs, ShardArgs};
+use super::shared::{OutputArgs, SamplingArgs, ShardArgs};
 use super::values::Size;
 use crate::scenario::presets::TunnelPreset;
 use crate::scenario::tunnel::Engine;
@@ -120,13 +120,7 @@ pub struct TunnelArgs {
     pub shard: ShardArgs,
 
     #[command(flatten)]
-    pub database: DatabaseArgs,
-
-    #[command(flatten)]
-    pub exports: ExportArgs,
-
-    #[command(flatten)]
-    pub display: DisplayArgs,
+    pub output: OutputArgs,
 
     /// Do not print the progress bar.
     #[arg(long, short)]

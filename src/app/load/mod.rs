@@ -174,12 +174,7 @@ impl Study for LoadStudy {
     }
 
     fn outputs(args: &LoadArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {
@@ -379,7 +374,7 @@ impl LoadStudy {
     /// or stored.
     fn probe_only(&self, args: &LoadArgs) -> Result<i32> {
         let target = self.target().expect("--probe-only goes with --target");
-        check_exports(&args.exports)?;
+        check_exports(&args.output.exports)?;
         let attempts = probe_target(
             target,
             self.server_name.as_deref(),
@@ -393,8 +388,8 @@ impl LoadStudy {
         );
         let document =
             crate::report::probe::document(&heading, &target.address.to_string(), &attempts);
-        args.display.print(&document)?;
-        args.exports.write(&document)?;
+        args.output.display.print(&document)?;
+        args.output.exports.write(&document)?;
         Ok(0)
     }
 }
