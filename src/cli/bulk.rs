@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::names::{not_memory, NamedParser};
 use super::shared::{OutputArgs, SamplingArgs, ShardArgs};
 use super::values::Size;
 use crate::scenario::bulk::BulkPreset;
@@ -13,10 +14,12 @@ use crate::scenario::{Aead, BackendList, Measure, TlsVersion, Transport};
 #[command(after_help = "Examples:
   tlslab bulk
   tlslab bulk --preset dtls-study
-  tlslab bulk --backend openssl --tls 1.2,1.3 --suite aes-128-gcm,chacha20-poly1305 --size 64,1024,16384
+  tlslab bulk --backend openssl --tls 1.2,1.3 \\
+      --suite aes-128-gcm,chacha20-poly1305 --size 64,1024,16384
   tlslab bulk --size 16384 --suite aes-128-gcm --export-markdown bulk.md
   tlslab bulk --size 16384 --suite aes-128-gcm --transport memory,tcp
-  tlslab bulk --backend openssl,dimpl --tls dtls1.2 --suite aes-128-gcm --transport memory,udp
+  tlslab bulk --backend openssl,dimpl --tls dtls1.2 --suite aes-128-gcm \\
+      --transport memory,udp
 
 Each row: a TLS or DTLS connection (X25519 key exchange, ECDSA P-256
 certificate; the handshake is not counted) sends a fixed amount of data per
@@ -35,32 +38,21 @@ pub struct BulkArgs {
     /// AES-128-GCM, ChaCha20-Poly1305; DTLS 1.2 and 1.3 on dimpl: the two AEADs;
     /// 1 KiB and 16 KiB writes). Axis options override it; with --backend or --tls
     /// it is its OpenSSL matrix crossed with the backends named.
-    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    #[arg(long, value_name = "NAME")]
     pub preset: Option<BulkPreset>,
 
     /// Backends, comma-separated, or all. [default: the preset's, or all]
     #[arg(long, value_name = "LIST")]
     pub backend: Option<BackendList>,
 
-    /// Protocol versions: 1.2, 1.3, dtls1.2 (OpenSSL, dimpl), dtls1.3 (dimpl).
+    /// Protocol versions (dtls1.2 on OpenSSL and dimpl, dtls1.3 on dimpl).
     /// [default: 1.3]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub tls: Option<Vec<TlsVersion>>,
 
-    /// Suites (bulk ciphers): aes-128-gcm, aes-256-gcm, chacha20-poly1305,
-    /// aes-128-cbc-sha256 (AES-128-CBC with HMAC-SHA256: TLS 1.2, OpenSSL).
-    /// [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Suites (bulk ciphers); the CBC ones, with HMAC, are TLS 1.2's, on
+    /// OpenSSL. [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub suite: Option<Vec<Aead>>,
 
     /// Bytes per application write (or with k: 16k is 16,000), from 1 to
@@ -83,12 +75,7 @@ pub struct BulkArgs {
     /// threads, each side's CPU time including the kernel's socket work; a
     /// list runs each row over each; rows over a socket are labelled `_tcp`
     /// or `_udp`. [default: memory]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub transport: Option<Vec<Transport>>,
 
     /// What to measure: time, or instructions (each side's per byte,
@@ -98,9 +85,9 @@ pub struct BulkArgs {
     /// [default: time]
     #[arg(
         long,
+        value_parser = NamedParser::listing(not_memory),
         value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
+        value_delimiter = ','
     )]
     pub measure: Option<Vec<Measure>>,
 

@@ -10,10 +10,11 @@ use crate::scenario::Measure;
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
-  tlslab compare 3 7                       (run 7 against run 3, both in the default database)
-  tlslab compare 3 7 --threshold 2%        (exit status 1 if a row is over 2% slower)
-  tlslab compare 3 other.sqlite:1          (a run of another database)
-  tlslab report --list                     (the stored runs)
+  tlslab compare 3 7   (run 7 against run 3, both in the default database)
+  tlslab compare 3 7 --threshold 2%
+      (exit status 1 if a row is over 2% slower)
+  tlslab compare 3 other.sqlite:1   (a run of another database)
+  tlslab report --list   (the stored runs)
 
 Kinds: handshake, speed, tunnel, bulk (a row per side), cost (handshakes
 and the operations the model used) and load runs (each phase's p50 is
@@ -48,7 +49,7 @@ pub struct CompareArgs {
     /// runs counted with --measure instructions) or memory (handshake runs
     /// counted with --measure memory). [default: instructions when both
     /// runs counted them, else time]
-    #[arg(long, value_name = "MEASURE", hide_possible_values = true)]
+    #[arg(long, value_name = "MEASURE")]
     pub measure: Option<Measure>,
 
     /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]

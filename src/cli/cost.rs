@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::names::{not_memory, NamedParser};
 use super::shared::{AxisArgs, OutputArgs, SamplingArgs, ShardArgs};
 use crate::scenario::presets::CostPreset;
 use crate::scenario::{BackendList, Measure};
@@ -11,14 +12,16 @@ use crate::scenario::{BackendList, Measure};
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab cost --preset rsa-vs-ecdsa
-  tlslab cost --breakdown                      (TLS 1.3 X25519 with ECDSA P-256 and RSA-2048)
-  tlslab cost --breakdown --backend rustls-aws-lc --tls 1.3 --group x25519mlkem768 --cert mldsa65
-  tlslab cost --breakdown --measure time,instructions   (the model beside valgrind's exact count)
+  tlslab cost --breakdown   (TLS 1.3 X25519 with ECDSA P-256 and RSA-2048)
+  tlslab cost --breakdown --backend rustls-aws-lc --tls 1.3 \\
+      --group x25519mlkem768 --cert mldsa65
+  tlslab cost --breakdown --measure time,instructions
+      (the model beside valgrind's exact count)
 
 Sampling defaults: --precision 2% --max-time 2 --min-samples 20 --warmup 0.2")]
 pub struct CostArgs {
     /// A named study: rsa-vs-ecdsa (TLS 1.2 RSA, ECDHE-RSA, ECDHE-ECDSA on OpenSSL). Axis options override it.
-    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    #[arg(long, value_name = "NAME")]
     pub preset: Option<CostPreset>,
 
     /// Show where each side's handshake time goes, by category.
@@ -30,9 +33,9 @@ pub struct CostArgs {
     /// beside the model's time. [default: time]
     #[arg(
         long,
+        value_parser = NamedParser::listing(not_memory),
         value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
+        value_delimiter = ','
     )]
     pub measure: Option<Vec<Measure>>,
 

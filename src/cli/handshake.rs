@@ -15,28 +15,37 @@ use crate::scenario::{BackendList, CpuFeatures, Transport};
 #[command(after_help = "Examples:
   tlslab handshake --preset kex-matrix
   tlslab handshake --preset kex-matrix --server nginx   (nginx installed)
-  tlslab handshake --tls 1.3 --group x25519,p256,x25519mlkem768 --cert rsa2048,ecdsa_p256,ed25519,mldsa65
-  tlslab handshake --backend all --tls 1.2,1.3 --group x25519 --cert ecdsa_p256 --resumption off,ticket,psk
+  tlslab handshake --tls 1.3 --group x25519,p256,x25519mlkem768 \\
+      --cert rsa2048,ecdsa_p256,ed25519,mldsa65
+  tlslab handshake --backend all --tls 1.2,1.3 --group x25519 \\
+      --cert ecdsa_p256 --resumption off,ticket,psk
   tlslab handshake --preset dtls-study --cpu-features native,generic
-  tlslab handshake --backend openssl --tls 1.2,dtls1.2 --group p256 --cert ecdsa_p256 --mtu 576
-  tlslab handshake --tls 1.2,1.3,dtls1.2 --group p256 --cert ecdsa_p256 --transport memory,tcp,udp
-  tlslab handshake --capacity --tls 1.3 --group x25519,p256 --cert rsa2048,ecdsa_p256 --threads 4
-  tlslab handshake --tls 1.2,1.3 --group x25519,x25519mlkem768 --cert ecdsa_p256,mldsa65 --wire --network wan,mobile
-  tlslab handshake --preset pq-network   (as root: measured over tlslab's emulated link too)
-  tlslab handshake --remote 192.168.1.20:8444 --preset kex-matrix   (tlslab serve --handshakes there)
+  tlslab handshake --backend openssl --tls 1.2,dtls1.2 --group p256 \\
+      --cert ecdsa_p256 --mtu 576
+  tlslab handshake --tls 1.2,1.3,dtls1.2 --group p256 --cert ecdsa_p256 \\
+      --transport memory,tcp,udp
+  tlslab handshake --capacity --tls 1.3 --group x25519,p256 \\
+      --cert rsa2048,ecdsa_p256 --threads 4
+  tlslab handshake --tls 1.2,1.3 --group x25519,x25519mlkem768 \\
+      --cert ecdsa_p256,mldsa65 --wire --network wan,mobile
+  tlslab handshake --preset pq-network
+      (as root: measured over tlslab's emulated link too)
+  tlslab handshake --remote 192.168.1.20:8444 --preset kex-matrix
+      (tlslab serve --handshakes there)
   tlslab list   (every valid name)
 
 Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2;
-with --preset also --max-total-time: kex-matrix 24, tls13-matrix 48, post-quantum 60, dtls-study 30,
-pq-network 40 (then 8 handshakes per row and profile over the link)
-(about twice their time on a quiet 2-core machine); with --capacity --max-time 2 per thread
-count and --warmup 0.2, and --max-total-time stops the run after the step it is in")]
+with --preset also --max-total-time: kex-matrix 24, tls13-matrix 48,
+post-quantum 60, dtls-study 30, pq-network 40 (then 8 handshakes per row and
+profile over the link) (about twice their time on a quiet 2-core machine);
+with --capacity --max-time 2 per thread count and --warmup 0.2, and
+--max-total-time stops the run after the step it is in")]
 pub struct HandshakeArgs {
-    /// A named matrix: kex-matrix, tls13-matrix, post-quantum, dtls-study,
-    /// pq-network (post-quantum over --network wan,mobile,satellite, --link
-    /// tun where it can be built). Axis options override its axes;
-    /// dtls-study's DTLS 1.3 rows on dimpl come only without --backend and --tls.
-    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    /// A named matrix (`tlslab list` says what each holds); pq-network is
+    /// post-quantum over --network wan,mobile,satellite, --link tun where it
+    /// can be built. Axis options override its axes; dtls-study's DTLS 1.3 rows on
+    /// dimpl come only without --backend and --tls.
+    #[arg(long, value_name = "NAME")]
     pub preset: Option<Preset>,
 
     /// Backends, comma-separated, or all. [default: the preset's, or all]
@@ -71,12 +80,7 @@ pub struct HandshakeArgs {
     /// its own thread, its CPU time including the kernel's socket work.
     /// A list runs each row over each (TLS over tcp, DTLS over udp when
     /// both are given); rows are labelled `_tcp`, `_udp`. [default: memory]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub transport: Option<Vec<Transport>>,
 
     /// Mutual TLS: the client presents a certificate too. [default: off]
@@ -133,7 +137,6 @@ pub struct HandshakeArgs {
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        hide_possible_values = true,
         default_value = "native"
     )]
     pub cpu_features: Vec<CpuFeatures>,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use super::names::{not_memory, over_tcp, NamedParser};
 use super::shared::OutputArgs;
 use super::values::{Seconds, Size};
 use crate::scenario::presets::LoadPreset;
@@ -12,27 +13,37 @@ use crate::scenario::{Aead, BackendId, CertKind, Group, Measure, Resumption, Tls
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
-  tlslab load --preset apache-study          (embedded OpenSSL server; perf for the profile)
+  tlslab load --preset apache-study
+      (embedded OpenSSL server; perf for the profile)
   tlslab load --preset apache-study --server nginx
-  tlslab load --preset apache-study --measure time,instructions   (perf's categories beside valgrind's count)
+  tlslab load --preset apache-study --measure time,instructions
+      (perf's categories beside valgrind's count)
   tlslab load --rate 200 --duration 10 --size 50k
-  tlslab load --rate 2000 --mode keepalive --clients 32 --tls 1.3 --group x25519 --cert ecdsa_p256
-  tlslab load --rate 200 --resumption session_id --tls 1.2 --plot charts/   (each client resumes)
-  tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (a loopback server you run)
-  tlslab load --target 127.0.0.1:8443 --probe-only   (which versions, groups, suites it accepts)
-  tlslab load --target HOST:443 --i-have-permission --max-rate 20 --rate 10   (off loopback)
-  tlslab load --server embedded --backend rustls-aws-lc --rate 300 --size 50k   (counted breakdown)
-  tlslab load --server embedded --threads 1 --rate 300   (the embedded server on one core)
+  tlslab load --rate 2000 --mode keepalive --clients 32 --tls 1.3 \\
+      --group x25519 --cert ecdsa_p256
+  tlslab load --rate 200 --resumption session_id --tls 1.2 --plot charts/
+      (each client resumes)
+  tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5
+      (a loopback server you run)
+  tlslab load --target 127.0.0.1:8443 --probe-only
+      (which versions, groups, suites it accepts)
+  tlslab load --target HOST:443 --i-have-permission --max-rate 20 --rate 10
+      (off loopback)
+  tlslab load --server embedded --backend rustls-aws-lc --rate 300 --size 50k
+      (counted breakdown)
+  tlslab load --server embedded --threads 1 --rate 300
+      (the embedded server on one core)
 
 Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64
-(one blocking thread each; in keepalive mode all on one event loop, --event-loops 1);
---tls 1.3 --group x25519 --cert ecdsa_p256 --suite aes-128-gcm --resumption off
-(with --preset apache-study: 1.2, rsa, rsa2048, aes-128-cbc-sha, off).
+(one blocking thread each; in keepalive mode all on one event loop,
+--event-loops 1); --tls 1.3 --group x25519 --cert ecdsa_p256
+--suite aes-128-gcm --resumption off (with --preset apache-study: 1.2, rsa,
+rsa2048, aes-128-cbc-sha, off).
 Requests are due at evenly spaced times whatever the server does; each
 latency counts from the moment its request was due (queueing included).")]
 pub struct LoadArgs {
-    /// A named study: apache-study. Options given beside it override it.
-    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    /// A named study. Options given beside it override it.
+    #[arg(long, value_name = "NAME")]
     pub preset: Option<LoadPreset>,
 
     #[command(flatten)]
@@ -168,9 +179,9 @@ pub struct LoadArgs {
     /// tlslab's OpenSSL for nginx). [default: time]
     #[arg(
         long,
+        value_parser = NamedParser::listing(not_memory),
         value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
+        value_delimiter = ','
     )]
     pub measure: Option<Vec<Measure>>,
 
@@ -191,35 +202,29 @@ pub struct LoadArgs {
 /// measured by `handshake`).
 #[derive(Debug, Clone, Args)]
 pub struct LoadAxisArgs {
-    /// Protocol version: 1.3 or 1.2. [default: 1.3; the preset's]
-    #[arg(long, value_name = "VERSION", hide_possible_values = true)]
+    /// Protocol version. [default: 1.3; the preset's]
+    #[arg(long, value_parser = NamedParser::listing(over_tcp), value_name = "VERSION")]
     pub tls: Option<TlsVersion>,
 
-    /// Key exchange: x25519, p256, p384, p521, x448, x25519mlkem768,
-    /// secp256r1mlkem768, mlkem512/768/1024, ffdhe2048..ffdhe8192 (TLS
-    /// 1.3); rsa (key transport), dhe1024..dhe4096 (TLS 1.2).
-    /// [default: x25519; the preset's]
-    #[arg(long, value_name = "GROUP", hide_possible_values = true)]
+    /// Key exchange: rsa (key transport) and the dhe groups are TLS 1.2's, the
+    /// ffdhe groups TLS 1.3's. [default: x25519; the preset's]
+    #[arg(long, value_name = "GROUP")]
     pub group: Option<Group>,
 
-    /// Certificate key type: rsa2048, rsa3072, rsa4096, ecdsa_p256,
-    /// ecdsa_p384, ecdsa_p521, ed25519, ed448, mldsa44, mldsa65, mldsa87.
-    /// [default: ecdsa_p256; the preset's]
-    #[arg(long, value_name = "CERT", hide_possible_values = true)]
+    /// Certificate key type. [default: ecdsa_p256; the preset's]
+    #[arg(long, value_name = "CERT")]
     pub cert: Option<CertKind>,
 
-    /// Bulk cipher: aes-128-gcm, aes-256-gcm, chacha20-poly1305, and for TLS
-    /// 1.2 aes-128-cbc-sha, aes-256-cbc-sha, aes-128-cbc-sha256,
-    /// aes-256-cbc-sha256 (RSA, DHE), aes-256-cbc-sha384 (ECDHE).
-    /// [default: aes-128-gcm; the preset's]
-    #[arg(long, value_name = "SUITE", hide_possible_values = true)]
+    /// Bulk cipher. The CBC ones are TLS 1.2's: aes-256-cbc-sha384 with ECDHE,
+    /// the others with RSA and DHE. [default: aes-128-gcm; the preset's]
+    #[arg(long, value_name = "SUITE")]
     pub suite: Option<Aead>,
 
-    /// Resumption: off (every connection a full handshake), session_id or
-    /// ticket (TLS 1.2), psk (TLS 1.3): each client's first connection is
-    /// a full handshake, each later one resumes the session of its
-    /// previous one (a new connection per request). [default: off]
-    #[arg(long, value_name = "MODE", hide_possible_values = true)]
+    /// Resumption: off (every connection a full handshake), or each client's
+    /// first connection is a full handshake and each later one resumes the
+    /// session of its previous one (a new connection per request); session_id
+    /// and ticket are TLS 1.2's, psk TLS 1.3's. [default: off]
+    #[arg(long, value_name = "MODE")]
     pub resumption: Option<Resumption>,
 
     /// Certificates in the chain, root to leaf inclusive (3 = root,

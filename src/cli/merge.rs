@@ -10,7 +10,8 @@ use clap::Args;
   tlslab merge all.sqlite shard-*.sqlite && tlslab report --db all.sqlite --list
 
 OUT is created if missing; runs already in OUT (same host, start time,
-command line and options) are skipped, so merging a file twice changes nothing.")]
+command line and options) are skipped, so merging a file twice changes
+nothing.")]
 pub struct MergeArgs {
     /// The database to merge into (created if missing).
     #[arg(value_name = "OUT")]

@@ -62,7 +62,9 @@ pub use values::{NetworkProfiles, Percent, Seconds, Size};
 /// Measure what the cryptography of TLS costs on this machine: each key
 /// exchange, certificate and cipher suite, on the server and on the client.
 #[derive(Debug, Parser)]
-#[command(name = "tlslab", version, about, long_about = None)]
+// Help is wrapped at 80 columns at most, however wide the terminal: lines a
+// person reads whole, and examples written to fit them.
+#[command(name = "tlslab", version, about, long_about = None, max_term_width = 80)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -125,4 +127,59 @@ pub enum Command {
     /// masked (tlslab runs itself so for `--cpu-features generic`).
     #[command(name = "generic-child", hide = true)]
     GenericChild(GenericChildArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// The options whose values a person picks from a short list the
+    /// option's own text explains value by value, each hiding clap's list.
+    const EXPLAINED_IN_THEIR_TEXT: &[&str] = &["server", "link", "mode", "engine"];
+
+    /// Issue 23: help texts typed the names of an option's values by hand
+    /// beside `hide_possible_values`; the lists come from the vocabulary.
+    #[test]
+    fn every_option_of_named_values_lists_them_from_the_vocabulary() {
+        let tlslab = Cli::command();
+        for command in tlslab.get_subcommands() {
+            for arg in command.get_arguments() {
+                let names = arg.get_possible_values();
+                if names.is_empty() || EXPLAINED_IN_THEIR_TEXT.contains(&arg.get_id().as_str()) {
+                    continue;
+                }
+                assert!(
+                    !arg.is_hide_possible_values_set(),
+                    "{} --{}: its values are hidden from the help",
+                    command.get_name(),
+                    arg.get_id()
+                );
+            }
+        }
+    }
+
+    /// Every command's help fits 80 columns, examples included (a long
+    /// example wrapped by clap would read as two commands).
+    #[test]
+    fn every_help_fits_80_columns() {
+        let mut tlslab = Cli::command();
+        tlslab.build();
+        let mut helps = vec![("tlslab".to_string(), tlslab.render_long_help())];
+        for command in tlslab.get_subcommands_mut() {
+            let help = command.render_long_help();
+            helps.push((command.get_name().to_string(), help));
+        }
+        for (name, help) in helps {
+            let help = help.to_string();
+            for line in help.lines() {
+                assert!(
+                    line.chars().count() <= 80,
+                    "{name} --help has a line of {} columns:\n{line}",
+                    line.chars().count()
+                );
+            }
+        }
+    }
 }

@@ -137,6 +137,20 @@ impl<T: Named + Send + Sync> TypedValueParser for NamedParser<T> {
     }
 }
 
+/// What `--measure` lists on the commands that time and count
+/// instructions but not memory, which only `handshake` counts: every
+/// measure but memory (given all the same, it is refused saying so).
+pub(super) fn not_memory(measure: Measure) -> bool {
+    measure != Measure::Memory
+}
+
+/// What `--tls` lists on the commands that run over TCP (`load`, `serve`):
+/// the TLS versions, not the DTLS ones (given all the same, they are
+/// refused saying so).
+pub(super) fn over_tcp(version: TlsVersion) -> bool {
+    !version.is_datagram()
+}
+
 /// Names the value parser of each named type of the vocabulary, so a field
 /// of that type (or a list of it) needs no `value_parser` of its own.
 macro_rules! named_values {

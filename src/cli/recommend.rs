@@ -5,15 +5,17 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use super::names::{not_memory, NamedParser};
 use super::shared::{DisplayArgs, ExportArgs};
 use crate::scenario::Measure;
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
-  tlslab recommend                                  (the latest run, server CPU per handshake)
+  tlslab recommend   (the latest run, server CPU per handshake)
   tlslab recommend --role client --min-security 128
   tlslab recommend --run 4 --role tunnel --allow-weak
-  tlslab recommend --run 5 --measure instructions   (a run counted with --measure instructions)
+  tlslab recommend --run 5 --measure instructions
+      (a run counted with --measure instructions)
 
 Security bits per algorithm follow NIST SP 800-57 Part 1 Rev. 5, Table 2
 (see `src/security.rs`); a row's strength is its weakest part's.")]
@@ -33,7 +35,7 @@ pub struct RecommendArgs {
     /// (counted under valgrind by a run with --measure instructions: the
     /// role's instructions per handshake, or per megabyte). [default:
     /// instructions when the run counted them, else time]
-    #[arg(long, value_name = "MEASURE", hide_possible_values = true)]
+    #[arg(long, value_parser = NamedParser::listing(not_memory), value_name = "MEASURE")]
     pub measure: Option<Measure>,
 
     /// Leave out rows whose estimated security is below this many bits.

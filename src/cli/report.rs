@@ -8,9 +8,10 @@ use super::shared::{DisplayArgs, ExportArgs};
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
-  tlslab report                                  (the latest run, as a table)
-  tlslab report --run 3 --plot charts/           (run 3's charts as SVG and PNG)
-  tlslab report --run 3,4,7 --html report.html   (three runs in one self-contained page)")]
+  tlslab report   (the latest run, as a table)
+  tlslab report --run 3 --plot charts/   (run 3's charts as SVG and PNG)
+  tlslab report --run 3,4,7 --html report.html
+      (three runs in one self-contained page)")]
 pub struct ReportArgs {
     /// List the stored runs, one line each (id, date, kind, host, status).
     #[arg(long, conflicts_with_all = ["run", "baseline"])]

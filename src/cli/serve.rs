@@ -4,19 +4,27 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::names::{over_tcp, NamedParser};
 use super::shared::{DisplayArgs, ExportArgs};
 use super::values::Seconds;
 use crate::scenario::{Aead, BackendId, CertKind, Group, Resumption, TlsVersion};
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
-  tlslab serve                 (rustls-aws-lc on 127.0.0.1:8443: TLS 1.3 and 1.2, X25519, P-256, P-384,
-                               ECDSA P-256 and RSA-2048 certificates, AES-GCM and ChaCha20 suites)
-  tlslab serve --backend openssl --tls 1.2 --group p256 --cert rsa2048 --duration 60   (one configuration)
-  tlslab serve --bind 127.0.0.1:0 --threads 4           (any free port, printed at start)
-  tlslab serve --handshakes --bind 0.0.0.0:8444 --allow-non-loopback   (for `tlslab handshake --remote`)
-  curl --cacert ROOT.pem --resolve tlslab.test:8443:127.0.0.1 https://tlslab.test:8443/page_50000
-  tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5   (load it; the page is /page_SIZE)
+  tlslab serve
+      (rustls-aws-lc on 127.0.0.1:8443: TLS 1.3 and 1.2, X25519, P-256,
+      P-384, ECDSA P-256 and RSA-2048 certificates, AES-GCM and ChaCha20
+      suites)
+  tlslab serve --backend openssl --tls 1.2 --group p256 --cert rsa2048 \\
+      --duration 60   (one configuration)
+  tlslab serve --bind 127.0.0.1:0 --threads 4
+      (any free port, printed at start)
+  tlslab serve --handshakes --bind 0.0.0.0:8444 --allow-non-loopback
+      (for `tlslab handshake --remote`)
+  curl --cacert ROOT.pem --resolve tlslab.test:8443:127.0.0.1 \\
+      https://tlslab.test:8443/page_50000
+  tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5
+      (load it; the page is /page_SIZE)
 
 Pages: GET /page_SIZE answers SIZE bytes of the generated page that
 `tlslab load` checks; there is no other page. The certificate is
@@ -106,55 +114,36 @@ pub struct ServeArgs {
 /// what it supports; one value pins the server to it.
 #[derive(Debug, Clone, Args)]
 pub struct ServeOfferArgs {
-    /// Protocol versions offered: 1.3, 1.2. [default: 1.3,1.2]
+    /// Protocol versions offered. [default: 1.3,1.2]
     #[arg(
         long,
+        value_parser = NamedParser::listing(over_tcp),
         value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
+        value_delimiter = ','
     )]
     pub tls: Option<Vec<TlsVersion>>,
 
-    /// Key exchange groups offered, preferred first: x25519, p256, p384,
-    /// p521, x448, x25519mlkem768, secp256r1mlkem768, mlkem512/768/1024,
-    /// ffdhe2048..ffdhe8192 (TLS 1.3); rsa (key transport) and one of
-    /// dhe1024..dhe4096 (TLS 1.2, OpenSSL). [default: x25519,p256,p384]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Key exchange groups offered, preferred first: rsa (key transport) and
+    /// one dhe group are TLS 1.2's, on OpenSSL; the ffdhe groups TLS 1.3's.
+    /// [default: x25519,p256,p384]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub group: Option<Vec<Group>>,
 
-    /// Certificates offered, one chain per key type, preferred first (the
-    /// first the client's signature algorithms allow is sent): rsa2048,
-    /// rsa3072, rsa4096, ecdsa_p256, ecdsa_p384, ecdsa_p521, ed25519, ed448,
-    /// mldsa44, mldsa65, mldsa87. [default: ecdsa_p256,rsa2048]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Certificates offered, one chain per key type, preferred first (the first
+    /// the client's signature algorithms allow is sent). [default:
+    /// ecdsa_p256,rsa2048]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub cert: Option<Vec<CertKind>>,
 
-    /// Bulk ciphers offered, preferred first: aes-128-gcm, aes-256-gcm,
-    /// chacha20-poly1305, and for TLS 1.2 on OpenSSL aes-128-cbc-sha,
-    /// aes-256-cbc-sha, aes-128-cbc-sha256, aes-256-cbc-sha256, aes-256-cbc-sha384;
-    /// the rest of a TLS 1.2 suite follows from group and certificate.
-    /// [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Bulk ciphers offered, preferred first; the CBC ones are TLS 1.2's, on
+    /// OpenSSL, and the rest of a TLS 1.2 suite follows from group and
+    /// certificate. [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub suite: Option<Vec<Aead>>,
 
-    /// Resumption, one value: off (full handshakes), session_id, ticket
-    /// (TLS 1.2), psk (TLS 1.3). [default: off]
-    #[arg(long, value_name = "MODE", hide_possible_values = true)]
+    /// Resumption, one value: off (full handshakes); session_id and ticket are
+    /// TLS 1.2's, psk TLS 1.3's. [default: off]
+    #[arg(long, value_name = "MODE")]
     pub resumption: Option<Resumption>,
 
     /// Certificates in each chain, root to leaf inclusive (3 = root,

@@ -22,12 +22,7 @@ pub struct MeasureArgs {
     /// per side: the peak during a handshake and what the established
     /// connection keeps, every allocation counted). Counted measures take
     /// --runs samples per cell (default 6), one core each. [default: time]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub measure: Option<Vec<Measure>>,
 
     /// With --measure instructions: where each side's instructions go, per
@@ -42,57 +37,30 @@ pub struct MeasureArgs {
 /// The axes of a handshake matrix; each overrides the preset's.
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct AxisArgs {
-    /// Protocol versions: 1.2, 1.3, dtls1.2, dtls1.3 (DTLS over an in-memory
-    /// datagram channel, or UDP with `--transport udp`; dtls1.2 on OpenSSL
-    /// and dimpl, dtls1.3 on dimpl). [default: 1.3]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Protocol versions. DTLS runs over an in-memory datagram channel, or UDP
+    /// with `--transport udp`; dtls1.2 on OpenSSL and dimpl, dtls1.3 on dimpl.
+    /// [default: 1.3]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub tls: Option<Vec<TlsVersion>>,
 
-    /// Key exchanges: rsa (TLS 1.2 key transport), dhe1024..dhe4096 (TLS 1.2),
-    /// ffdhe2048..ffdhe8192 (TLS 1.3), p256, p384, p521, x25519, x448,
-    /// x25519mlkem768, secp256r1mlkem768, mlkem512/768/1024. [default: x25519]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Key exchanges: rsa (key transport) and the dhe groups are TLS 1.2's, the
+    /// ffdhe groups TLS 1.3's. [default: x25519]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub group: Option<Vec<Group>>,
 
-    /// Certificate key types: rsa2048, rsa3072, rsa4096, ecdsa_p256, ecdsa_p384,
-    /// ecdsa_p521, ed25519, ed448, mldsa44, mldsa65, mldsa87. [default: rsa2048,ecdsa_p256]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Certificate key types. [default: rsa2048,ecdsa_p256]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub cert: Option<Vec<CertKind>>,
 
-    /// Bulk ciphers: aes-128-gcm, aes-256-gcm, chacha20-poly1305, and for
-    /// (D)TLS 1.2 aes-128-cbc-sha, aes-256-cbc-sha, aes-128-cbc-sha256,
-    /// aes-256-cbc-sha256 (RSA, DHE), aes-256-cbc-sha384 (ECDHE); the rest of a
-    /// 1.2 suite follows from group and certificate. [default: aes-128-gcm]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Bulk ciphers. The CBC ones are (D)TLS 1.2's: aes-256-cbc-sha384 with
+    /// ECDHE, the others with RSA and DHE; the rest of a 1.2 suite follows from
+    /// group and certificate. [default: aes-128-gcm]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub suite: Option<Vec<Aead>>,
 
-    /// Resumption: off (full handshakes), session_id, ticket (TLS 1.2), psk (TLS 1.3). [default: off]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Resumption: off (full handshakes); session_id and ticket are TLS 1.2's,
+    /// psk TLS 1.3's. [default: off]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub resumption: Option<Vec<Resumption>>,
 
     /// Certificates in the chain, root to leaf inclusive (3 = root, intermediate, leaf).

@@ -3,7 +3,7 @@
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::names::Algorithm;
+use super::names::{not_memory, Algorithm, NamedParser};
 use super::shared::{OutputArgs, SamplingArgs, ShardArgs};
 use super::values::Size;
 use crate::scenario::{BackendList, CpuFeatures, Measure};
@@ -11,7 +11,8 @@ use crate::scenario::{BackendList, CpuFeatures, Measure};
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[command(after_help = "Examples:
   tlslab speed --algorithm rsa2048,ecdsa_p256,p256
-  tlslab speed --backend openssl --algorithm aes-128-gcm,chacha20-poly1305 --size 16,1024,16384
+  tlslab speed --backend openssl --algorithm aes-128-gcm,chacha20-poly1305 \\
+      --size 16,1024,16384
   tlslab speed --algorithm aes-128-gcm,sha256 --cpu-features native,generic
 
 Sampling defaults: --precision 2% --max-time 0.5 --min-samples 5 --warmup 0.05
@@ -21,12 +22,11 @@ pub struct SpeedArgs {
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub backend: BackendList,
 
-    /// Algorithms (see `tlslab list`), comma-separated, or all.
+    /// Algorithms, comma-separated, or all.
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        hide_possible_values = true,
         default_value = "all"
     )]
     pub algorithm: Vec<Algorithm>,
@@ -47,7 +47,6 @@ pub struct SpeedArgs {
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        hide_possible_values = true,
         default_value = "native"
     )]
     pub cpu_features: Vec<CpuFeatures>,
@@ -58,9 +57,9 @@ pub struct SpeedArgs {
     /// [default: time]
     #[arg(
         long,
+        value_parser = NamedParser::listing(not_memory),
         value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
+        value_delimiter = ','
     )]
     pub measure: Option<Vec<Measure>>,
 

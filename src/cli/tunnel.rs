@@ -2,6 +2,7 @@
 
 use clap::Args;
 
+use super::names::{not_memory, NamedParser};
 use super::shared::{OutputArgs, SamplingArgs, ShardArgs};
 use super::values::Size;
 use crate::scenario::presets::TunnelPreset;
@@ -12,10 +13,13 @@ use crate::scenario::Measure;
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab tunnel --preset openvpn-classic
-  tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc --digest sha256 --compression none,lz4 --payload random,text
+  tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc \\
+      --digest sha256 --compression none,lz4 --payload random,text
   tlslab tunnel --cipher bf-cbc --digest sha1 --size 64,512,1400,8000
-  tlslab tunnel --engine inprocess,openvpn --cipher aes-128-cbc,bf-cbc --digest sha1   (as root, with openvpn installed)
-  tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc --digest sha256 --measure time,instructions
+  tlslab tunnel --engine inprocess,openvpn --cipher aes-128-cbc,bf-cbc \\
+      --digest sha1   (as root, with openvpn installed)
+  tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc \\
+      --digest sha256 --measure time,instructions
 
 Sampling defaults: --precision 1% --max-time 1 --min-samples 10 --warmup 0.1;
 with --preset openvpn-classic: 2%, 0.4, 20 and 0.02, and --max-total-time 50
@@ -25,48 +29,25 @@ sampled one tunnel at a time.")]
 pub struct TunnelArgs {
     /// A named matrix: openvpn-classic (16 CBC ciphers x 25 digest names x
     /// compression off/lz4 x random/zero payloads). Axis options override its axes.
-    #[arg(long, value_name = "NAME", hide_possible_values = true)]
+    #[arg(long, value_name = "NAME")]
     pub preset: Option<TunnelPreset>,
 
-    /// Ciphers: none, bf-cbc, cast5-cbc, des-cbc, desx-cbc, des-ede-cbc,
-    /// des-ede3-cbc, rc2-cbc, rc2-40-cbc, rc2-64-cbc, seed-cbc,
-    /// camellia-128/192/256-cbc, aes-128/192/256-cbc, aes-128-gcm,
-    /// aes-256-gcm, chacha20-poly1305. [default: aes-128-gcm,aes-256-gcm,chacha20-poly1305,aes-128-cbc,bf-cbc]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Ciphers. [default:
+    /// aes-128-gcm,aes-256-gcm,chacha20-poly1305,aes-128-cbc,bf-cbc]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub cipher: Option<Vec<Cipher>>,
 
-    /// HMAC digests (ignored by AEAD ciphers): none, md4, md5, sha0, sha1,
-    /// ripemd160, sha224, sha256, sha384, sha512, whirlpool, sha3-256,
-    /// blake2b-512, and OpenVPN's aliases (RSA-SHA1, DSA...). [default: sha256]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// HMAC digests (ignored by AEAD ciphers); OpenVPN's names of them (RSA-
+    /// SHA1, DSA...) are taken too. [default: sha256]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub digest: Option<Vec<Digest>>,
 
-    /// Compression: none, lz4, lzo (with the `lzo` cargo feature). [default: none]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Compression (lzo with the `lzo` cargo feature). [default: none]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub compression: Option<Vec<Compression>>,
 
-    /// Payloads: random, zero, text (HTML-like). [default: random]
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
-    )]
+    /// Payloads (text is HTML-like). [default: random]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub payload: Option<Vec<Payload>>,
 
     /// Payload bytes per packet (or with k: 8k is 8,000); a list is a size
@@ -107,9 +88,9 @@ pub struct TunnelArgs {
     /// take --runs samples (default 6). [default: time]
     #[arg(
         long,
+        value_parser = NamedParser::listing(not_memory),
         value_name = "LIST",
-        value_delimiter = ',',
-        hide_possible_values = true
+        value_delimiter = ','
     )]
     pub measure: Option<Vec<Measure>>,
 
