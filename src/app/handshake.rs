@@ -24,9 +24,9 @@ use crate::report::handshake::HandshakeReport;
 use crate::report::Document;
 use crate::scenario::presets::Preset;
 use crate::scenario::{
-    distinct, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport,
+    distinct, BackendId, BackendList, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure,
+    Named, Shard, Transport,
 };
-use crate::scenario::{BackendId, BackendList, Shard};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_matrix, CountOptions};
 use crate::workload::handshake::{run_cells, CellResult};
