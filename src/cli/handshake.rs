@@ -156,7 +156,9 @@ pub struct HandshakeArgs {
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 
+    // Flattened in the generic-CPU child's plan too, which keeps its shape.
     #[command(flatten)]
+    #[serde(flatten)]
     pub output: OutputArgs,
 
     /// Where generated certificate chains are cached. [default: the user's cache directory]

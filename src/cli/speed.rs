@@ -69,7 +69,9 @@ pub struct SpeedArgs {
     #[command(flatten)]
     pub shard: ShardArgs,
 
+    // Flattened in the generic-CPU child's plan too, which keeps its shape.
     #[command(flatten)]
+    #[serde(flatten)]
     pub output: OutputArgs,
 
     /// Do not print the progress bar.
