@@ -19,7 +19,7 @@ use crate::report::bulk::BulkReport;
 use crate::report::Document;
 use crate::scenario::bulk::{BulkMatrix, BulkPreset, BulkScenario};
 use crate::scenario::Shard;
-use crate::scenario::{distinct, Aead, Measure, TlsVersion};
+use crate::scenario::{distinct, Aead, BackendList, Measure, TlsVersion};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::bulk::{BulkCell, BulkProbe, Sizing, PLAIN_BACKEND, SAMPLES_PER_PAIR};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
@@ -124,7 +124,7 @@ impl Study for BulkStudy {
         let preset = args.preset;
         let matrix = matrix_from(args, preset)?;
         let backends = chosen_backends(
-            args.backend.as_deref(),
+            args.backend.as_ref(),
             preset.map(|p| p.default_backends()),
             Some(&matrix.versions),
         )?;
@@ -136,7 +136,7 @@ impl Study for BulkStudy {
             for (on, companion) in preset.companions() {
                 companions.push((
                     overridden(args, companion)?,
-                    backends_from_list(&on.join(",")).map_err(usage)?,
+                    backends_from_list(&BackendList::named(on.iter().copied()).map_err(usage)?),
                 ));
             }
         }
@@ -201,12 +201,7 @@ impl Study for BulkStudy {
     }
 
     fn outputs(args: &BulkArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {

@@ -102,7 +102,7 @@ impl Study for CapacityStudy {
         let preset = args.preset;
         let matrix = matrix_from(args, preset)?;
         let backends = chosen_backends(
-            args.backend.as_deref(),
+            args.backend.as_ref(),
             preset.map(|p| p.default_backends()),
             Some(&matrix.versions),
         )?;
@@ -134,12 +134,7 @@ impl Study for CapacityStudy {
     }
 
     fn outputs(args: &HandshakeArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {

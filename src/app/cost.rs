@@ -91,7 +91,7 @@ impl Study for CostStudy {
             None => &["openssl", "rustls-aws-lc"],
         };
         let backends: Vec<Arc<dyn Backend>> = chosen_backends(
-            args.backend.as_deref(),
+            args.backend.as_ref(),
             Some(default_backends),
             Some(&matrix.versions),
         )?;
@@ -125,12 +125,7 @@ impl Study for CostStudy {
     }
 
     fn outputs(args: &CostArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {

@@ -23,9 +23,9 @@ use crate::measure::{CellStatus, Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
 use crate::report::Document;
 use crate::scenario::presets::Preset;
-use crate::scenario::Shard;
 use crate::scenario::{
-    distinct, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure, Named, Transport,
+    distinct, BackendId, BackendList, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure,
+    Named, Shard, Transport,
 };
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_matrix, CountOptions};
@@ -146,7 +146,9 @@ impl Study for HandshakeStudy {
             for companion in preset.companions() {
                 companions.push((
                     overridden(args, companion.matrix)?,
-                    backends_from_list(&companion.backends.join(",")).map_err(usage)?,
+                    backends_from_list(
+                        &BackendList::named(companion.backends.iter().copied()).map_err(usage)?,
+                    ),
                 ));
             }
         }
@@ -210,12 +212,7 @@ impl Study for HandshakeStudy {
     }
 
     fn outputs(args: &HandshakeArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {
@@ -366,13 +363,18 @@ fn server_backends(
 ) -> Result<Vec<Arc<dyn Backend>>> {
     let backends: Vec<Arc<dyn Backend>> = match program_server(args) {
         None => chosen_backends(
-            args.backend.as_deref(),
+            args.backend.as_ref(),
             preset.map(|p| p.default_backends()),
             Some(&matrix.versions),
         )?,
         Some(program) => {
             let name = program.kind.name();
-            if args.backend.as_deref().is_some_and(|b| b != "openssl") {
+            let others = |list: &BackendList| {
+                list.resolve()
+                    .iter()
+                    .any(|(id, _)| *id != BackendId::Openssl)
+            };
+            if args.backend.as_ref().is_some_and(others) {
                 return Err(usage(format!(
                     "with --server {name} the client is tlslab's OpenSSL: --backend must be openssl or left out"
                 )));
@@ -584,14 +586,15 @@ fn generic_cells(
         let plan = |database: &std::path::Path| {
             let mut child = args.clone();
             child.cpu_features = vec![CpuFeatures::Native];
-            child.database = generic::child_database(database);
-            child.exports = ExportArgs::default();
+            child.output.database = generic::child_database(database);
+            child.output.exports = ExportArgs::default();
             child.quiet = true;
             // A preset's own backends (its companions' included) are
             // planned by the child as by the parent; a program server's
             // client is tlslab's OpenSSL whatever --backend says.
             if program_server(args).is_none() && (args.backend.is_some() || args.preset.is_none()) {
-                child.backend = Some(maskable.join(","));
+                child.backend =
+                    Some(BackendList::named(maskable).expect("backends' ids are their names"));
             }
             GenericPlan::Handshake(Box::new(child))
         };

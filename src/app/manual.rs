@@ -1,5 +1,5 @@
 //! `tlslab completions SHELL` and `tlslab man`: what the command line says
-//! about itself, generated from the clap definitions in `cli.rs` so the
+//! about itself, generated from the clap definitions in `cli/` so the
 //! scripts and the pages never fall behind the options.
 
 use std::io::Write;

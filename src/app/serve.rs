@@ -12,20 +12,16 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::session::{check_exports, interrupt_flag, seconds, usage};
-use crate::backend::{listed, no_tls_server, Backend, BackendId, LibraryInfo, BACKEND_IDS};
+use crate::backend::{listed, no_tls_server, Backend, BackendId, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::{ServeArgs, ServeOfferArgs};
 use crate::host::{available_cores, HostInfo};
 use crate::report::heading;
-use crate::scenario::{distinct, parse_name, Group, HandshakeScenario, Named, ServerOffer};
+use crate::scenario::{distinct, Group, HandshakeScenario, Named, ServerOffer};
 use crate::workload::serve::{Limits, Server};
 
-/// A backend by name that has a TLS server (over TCP), for a server.
-pub(crate) fn server_backend(name: &str) -> Result<BackendId> {
-    let id: BackendId = parse_name(name).map_err(|mut error| {
-        error.valid = BACKEND_IDS.to_vec();
-        usage(error)
-    })?;
+/// A backend that has a TLS server (over TCP), for a server.
+pub(crate) fn server_backend(id: BackendId) -> Result<BackendId> {
     if let Some(reason) = no_tls_server(id.open().as_ref()) {
         let serving: Vec<&str> = listed()
             .filter(|descriptor| no_tls_server((descriptor.open)().as_ref()).is_none())
@@ -231,7 +227,7 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     if args.handshakes {
         return serve_handshakes(args);
     }
-    let id = server_backend(&args.backend)?;
+    let id = server_backend(args.backend)?;
     let backend = id.open();
     let (offer, library) = offer_from(&args.offer, backend.as_ref())?;
     let address = parse_bind(&args.bind, args.allow_non_loopback)?;

@@ -18,7 +18,7 @@ use crate::cli::{
 use crate::host::HostInfo;
 use crate::measure::{fresh_seed, SamplingOptions};
 use crate::report::{Document, Format};
-use crate::scenario::{distinct, Measure, Shard};
+use crate::scenario::{distinct, BackendList, Measure, Shard};
 use crate::store::{RunInfo, RunKind, Store};
 use crate::workload::counted::{CountOptions, COUNTED_SAMPLES};
 
@@ -145,25 +145,19 @@ impl SamplingArgs {
 
 /// The backends a command runs on: those named on the command line, else
 /// its preset's, else all of them; `all` keeps the backends that run at
-/// least one of `protocols` (when the command has protocols). An empty list
-/// is a usage error.
+/// least one of `protocols` (when the command has protocols). A usage
+/// error when none does.
 pub(crate) fn chosen_backends(
-    named: Option<&str>,
+    named: Option<&BackendList>,
     preset: Option<&[&str]>,
     protocols: Option<&[crate::scenario::TlsVersion]>,
 ) -> Result<Vec<std::sync::Arc<dyn crate::backend::Backend>>> {
     let list = match (named, preset) {
-        (Some(named), _) => named.to_string(),
-        (None, Some(ids)) => ids.join(","),
-        (None, None) => "all".to_string(),
+        (Some(named), _) => named.clone(),
+        (None, Some(ids)) => BackendList::named(ids.iter().copied()).map_err(usage)?,
+        (None, None) => BackendList::all(),
     };
-    if list.split(',').all(|name| name.trim().is_empty()) {
-        return Err(usage(format!(
-            "the backend list is empty; valid backends: all, {}",
-            crate::backend::BACKEND_IDS.join(", ")
-        )));
-    }
-    let backends = crate::backend::backends_running(&list, protocols).map_err(usage)?;
+    let backends = crate::backend::backends_running(&list, protocols);
     if backends.is_empty() {
         let asked: Vec<&str> = protocols
             .unwrap_or_default()

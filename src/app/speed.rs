@@ -18,7 +18,7 @@ use crate::measure::{self, Outcome, Round, SamplingOptions};
 use crate::report::Document;
 use crate::scenario::speed::{expand, Primitive, SpeedRow};
 use crate::scenario::Shard;
-use crate::scenario::{distinct, CpuFeatures, Measure, Named};
+use crate::scenario::{distinct, BackendList, CpuFeatures, Measure, Named};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::speed::{counted_operations, CountedOperations, PreparedRow, SpeedCell};
@@ -127,12 +127,7 @@ impl Study for SpeedStudy {
     }
 
     fn outputs(args: &SpeedArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {
@@ -380,10 +375,10 @@ fn generic_cells(
         let plan = |database: &std::path::Path| {
             let mut child = args.clone();
             child.cpu_features = vec![CpuFeatures::Native];
-            child.database = generic::child_database(database);
-            child.exports = ExportArgs::default();
+            child.output.database = generic::child_database(database);
+            child.output.exports = ExportArgs::default();
             child.quiet = true;
-            child.backend = maskable.join(",");
+            child.backend = BackendList::named(maskable).expect("backends' ids are their names");
             GenericPlan::Speed(Box::new(child))
         };
         let measured = generic::run_child(plan, session, |store| {

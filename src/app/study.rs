@@ -21,7 +21,7 @@ use super::session::{
     check_exports, empty_shard, finish, interrupt_flag, open_store, run_info, Bar,
 };
 use crate::backend::LibraryInfo;
-use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs};
+use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs, OutputArgs};
 use crate::host::HostInfo;
 use crate::measure::{Observer, Outcome, RoundSamples, Timed};
 use crate::report::Document;
@@ -43,6 +43,19 @@ pub(crate) struct Outputs<'a> {
     pub exports: &'a ExportArgs,
     pub display: &'a DisplayArgs,
     pub quiet: bool,
+}
+
+impl<'a> Outputs<'a> {
+    /// Where a command's output options send its results; `quiet` is its
+    /// `--quiet` (a progress bar, progress lines: each command says).
+    pub fn of(options: &'a OutputArgs, quiet: bool) -> Self {
+        Self {
+            database: &options.database,
+            exports: &options.exports,
+            display: &options.display,
+            quiet,
+        }
+    }
 }
 
 /// What a stored or finished run is, for its document: which run, whether

@@ -187,7 +187,7 @@ impl Study for TunnelStudy {
             )));
         }
         let (measures, valgrind) = time_or_instructions(args.measure.as_deref(), "tunnel")?;
-        super::session::check_exports(&args.exports)?;
+        super::session::check_exports(&args.output.exports)?;
         let libraries = preflight(&engines, &measures)?;
         Ok(Plan::Run(Self {
             preset,
@@ -206,12 +206,7 @@ impl Study for TunnelStudy {
     }
 
     fn outputs(args: &TunnelArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {

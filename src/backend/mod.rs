@@ -28,7 +28,11 @@ use serde::Serialize;
 
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
-use crate::scenario::{Group, HandshakeScenario, Named, ServerOffer, TlsVersion, Transport};
+/// The registry's ids are the vocabulary's: `scenario::BackendId`, opened here.
+pub use crate::scenario::BackendId;
+use crate::scenario::{
+    BackendList, Group, HandshakeScenario, Named, ServerOffer, TlsVersion, Transport,
+};
 pub use descriptor::{BackendDescriptor, Capabilities, CpuMasking, SymbolPrefixes};
 pub use turns::{CpuReadings, SideTimes, Turn, Turns};
 
@@ -376,49 +380,6 @@ impl From<anyhow::Error> for Unsupported {
     }
 }
 
-/// The one registry: every backend, its id and the other names it answers to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendId {
-    Openssl,
-    RustlsAwsLc,
-    RustlsRing,
-    /// DTLS 1.2 and 1.3 from the pure-Rust dimpl crate.
-    Dimpl,
-    /// Deterministic fake timings for testing the pipeline; never listed.
-    Mock,
-}
-
-impl Named for BackendId {
-    const KIND: &'static str = "backend";
-    const ALL: &'static [Self] = &[
-        BackendId::Openssl,
-        BackendId::RustlsAwsLc,
-        BackendId::RustlsRing,
-        BackendId::Dimpl,
-        BackendId::Mock,
-    ];
-
-    fn id(self) -> &'static str {
-        match self {
-            BackendId::Openssl => "openssl",
-            BackendId::RustlsAwsLc => "rustls-aws-lc",
-            BackendId::RustlsRing => "rustls-ring",
-            BackendId::Dimpl => "dimpl",
-            BackendId::Mock => "mock",
-        }
-    }
-
-    fn aliases(self) -> &'static [&'static str] {
-        match self {
-            BackendId::Openssl => &["ossl"],
-            BackendId::RustlsAwsLc => &["rustls-aws-lc-rs", "aws-lc-rs", "aws-lc", "rustls"],
-            BackendId::RustlsRing => &["ring"],
-            BackendId::Dimpl => &[],
-            BackendId::Mock => &[],
-        }
-    }
-}
-
 /// The one registry: every library's descriptor, in the order backends
 /// are listed (`tlslab list`, `all`, tables). A new library is one line here.
 pub static REGISTRY: &[&BackendDescriptor] = &[
@@ -504,43 +465,21 @@ pub fn backend_by_id(id: &str) -> Result<Arc<dyn Backend>, crate::scenario::Unkn
     Ok(found.open())
 }
 
-/// Parses a comma-separated backend list; `all` means every real backend.
-/// Repeats (`all,openssl`, `ring,rustls-ring`) count once.
-pub fn backends_from_list(
-    list: &str,
-) -> Result<Vec<Arc<dyn Backend>>, crate::scenario::UnknownName> {
+/// The backends of a list, each once; `all` means every real backend.
+pub fn backends_from_list(list: &BackendList) -> Vec<Arc<dyn Backend>> {
     backends_running(list, None)
 }
 
-/// Parses a comma-separated backend list as [`backends_from_list`] does,
-/// but `all` means every real backend that runs at least one of
-/// `protocols` (a TLS-only matrix leaves out dimpl, a DTLS-only one
-/// rustls); a backend named on its own stays, whatever it runs, so its
-/// rows say why they are unsupported.
+/// The backends of a list as [`backends_from_list`] gives them, but `all`
+/// means every real backend that runs at least one of `protocols` (a
+/// TLS-only matrix leaves out dimpl, a DTLS-only one rustls); a backend
+/// named on its own stays, whatever it runs, so its rows say why they are
+/// unsupported.
 pub fn backends_running(
-    list: &str,
+    list: &BackendList,
     protocols: Option<&[TlsVersion]>,
-) -> Result<Vec<Arc<dyn Backend>>, crate::scenario::UnknownName> {
-    // Each id, and whether it was named on its own.
-    let mut ids: Vec<(BackendId, bool)> = Vec::new();
-    for name in list.split(',').map(str::trim).filter(|id| !id.is_empty()) {
-        let (found, named): (Vec<BackendId>, bool) = if name.eq_ignore_ascii_case("all") {
-            (listed().map(|descriptor| descriptor.id).collect(), false)
-        } else {
-            let id = crate::scenario::parse_name(name).map_err(|mut error| {
-                error.valid = BACKEND_IDS.to_vec();
-                error
-            })?;
-            (vec![id], true)
-        };
-        for id in found {
-            match ids.iter_mut().find(|(seen, _)| *seen == id) {
-                Some((_, was_named)) => *was_named |= named,
-                None => ids.push((id, named)),
-            }
-        }
-    }
-    Ok(ids
+) -> Vec<Arc<dyn Backend>> {
+    list.resolve()
         .into_iter()
         .map(|(id, named)| (id.open(), named))
         .filter(|(backend, named)| {
@@ -552,7 +491,7 @@ pub fn backends_running(
                 })
         })
         .map(|(backend, _)| backend)
-        .collect())
+        .collect()
 }
 
 /// Maps a library's group name to our id, keeping unknown names as they are.
@@ -573,8 +512,7 @@ mod tests {
             assert_eq!(found, 1, "{}", id.id());
             assert_eq!(id.descriptor().name(), id.id());
         }
-        let all: Vec<&str> = backends_from_list("all")
-            .unwrap()
+        let all: Vec<&str> = backends_from_list(&BackendList::all())
             .iter()
             .map(|backend| backend.id())
             .collect();

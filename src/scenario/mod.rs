@@ -4,6 +4,7 @@
 //! make a combination meaningless, matrix expansion and presets.
 
 pub mod axes;
+pub mod backend;
 pub mod bulk;
 pub mod cpu;
 pub mod measure;
@@ -21,6 +22,7 @@ pub mod tunnel_axes;
 use serde::Serialize;
 
 pub use axes::{Aead, CertKind, Group, KxKind, Resumption, SignatureFamily, TlsVersion};
+pub use backend::{BackendChoice, BackendId, BackendList};
 pub use cpu::CpuFeatures;
 pub use measure::Measure;
 pub use names::{distinct, parse_list, parse_name, Named, UnknownName};

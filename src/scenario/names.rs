@@ -25,6 +25,13 @@ pub trait Named: Copy + PartialEq + 'static {
     fn aliases(self) -> &'static [&'static str] {
         &[]
     }
+
+    /// Returns true if and only if the value is shown where the valid
+    /// names are listed (help, completions, errors); a value that is not
+    /// (the mock backend) is accepted all the same.
+    fn listed(self) -> bool {
+        true
+    }
 }
 
 /// An error for a name that matches no value of an axis.
@@ -76,7 +83,11 @@ pub fn parse_name<T: Named>(name: &str) -> Result<T, UnknownName> {
         .ok_or_else(|| UnknownName {
             kind: T::KIND,
             given: name.trim().to_string(),
-            valid: T::ALL.iter().map(|value| value.name()).collect(),
+            valid: T::ALL
+                .iter()
+                .filter(|value| value.listed())
+                .map(|value| value.name())
+                .collect(),
         })
 }
 
@@ -214,7 +225,7 @@ mod tests {
     /// Leaving separators out must not make two values one name.
     #[test]
     fn no_name_matches_two_values() {
-        use crate::scenario::{presets, speed, tunnel, tunnel_axes, *};
+        use crate::scenario::{backend, presets, speed, tunnel, tunnel_axes, *};
         assert_eq!(clash::<TlsVersion>(), None);
         assert_eq!(clash::<Group>(), None);
         assert_eq!(clash::<CertKind>(), None);
@@ -232,7 +243,7 @@ mod tests {
         assert_eq!(clash::<tunnel::EngineId>(), None);
         assert_eq!(clash::<ServerKind>(), None);
         assert_eq!(clash::<presets::Preset>(), None);
-        assert_eq!(clash::<crate::backend::BackendId>(), None);
+        assert_eq!(clash::<backend::BackendId>(), None);
     }
 
     #[test]

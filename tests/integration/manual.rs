@@ -1,6 +1,6 @@
 //! `tlslab completions SHELL` and `tlslab man`: every shell gets a script
 //! and the manual page is roff; both name every command, so a command added
-//! to `cli.rs` cannot be missing from them.
+//! to `cli/` cannot be missing from them.
 
 use clap::CommandFactory;
 

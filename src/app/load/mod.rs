@@ -175,12 +175,7 @@ impl Study for LoadStudy {
     }
 
     fn outputs(args: &LoadArgs) -> Outputs<'_> {
-        Outputs {
-            database: &args.database,
-            exports: &args.exports,
-            display: &args.display,
-            quiet: args.quiet,
-        }
+        Outputs::of(&args.output, args.quiet)
     }
 
     fn options_json(&self) -> Result<String> {
@@ -385,7 +380,7 @@ impl LoadStudy {
     /// or stored.
     fn probe_only(&self, args: &LoadArgs) -> Result<i32> {
         let target = self.target().expect("--probe-only goes with --target");
-        check_exports(&args.exports)?;
+        check_exports(&args.output.exports)?;
         let attempts = probe_target(
             target,
             self.server_name.as_deref(),
@@ -399,8 +394,8 @@ impl LoadStudy {
         );
         let document =
             crate::report::probe::document(&heading, &target.address.to_string(), &attempts);
-        args.display.print(&document)?;
-        args.exports.write(&document)?;
+        args.output.display.print(&document)?;
+        args.output.exports.write(&document)?;
         Ok(0)
     }
 }
@@ -493,8 +488,12 @@ fn choose_server(
     };
     if descriptor.in_process {
         // A server on tlslab's backends is checked as `serve` checks it.
-        let default_backend = if preset { "openssl" } else { "rustls-aws-lc" };
-        let id = server_backend(args.backend.as_deref().unwrap_or(default_backend))?;
+        let default_backend = if preset {
+            BackendId::Openssl
+        } else {
+            BackendId::RustlsAwsLc
+        };
+        let id = server_backend(args.backend.unwrap_or(default_backend))?;
         check_supported(id, scenario)?;
         options.backend = Some(id);
     }

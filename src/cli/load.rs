@@ -1,0 +1,242 @@
+//! `tlslab load`: its options, the one configuration it connects with,
+//! and the servers and connection modes it takes.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::names::{not_memory, over_tcp, NamedParser};
+use super::shared::OutputArgs;
+use super::values::{Seconds, Size};
+use crate::scenario::presets::LoadPreset;
+use crate::scenario::{
+    Aead, BackendId, CertKind, Group, Measure, Resumption, ServerKind, TlsVersion,
+};
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:
+  tlslab load --preset apache-study
+      (embedded OpenSSL server; perf for the profile)
+  tlslab load --preset apache-study --server nginx
+  tlslab load --preset apache-study --measure time,instructions
+      (perf's categories beside valgrind's count)
+  tlslab load --rate 200 --duration 10 --size 50k
+  tlslab load --rate 2000 --mode keepalive --clients 32 --tls 1.3 \\
+      --group x25519 --cert ecdsa_p256
+  tlslab load --rate 200 --resumption session_id --tls 1.2 --plot charts/
+      (each client resumes)
+  tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5
+      (a loopback server you run)
+  tlslab load --target 127.0.0.1:8443 --probe-only
+      (which versions, groups, suites it accepts)
+  tlslab load --target HOST:443 --i-have-permission --max-rate 20 --rate 10
+      (off loopback)
+  tlslab load --server embedded --backend rustls-aws-lc --rate 300 --size 50k
+      (counted breakdown)
+  tlslab load --server embedded --threads 1 --rate 300
+      (the embedded server on one core)
+
+Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64
+(one blocking thread each; in keepalive mode all on one event loop,
+--event-loops 1); --tls 1.3 --group x25519 --cert ecdsa_p256
+--suite aes-128-gcm --resumption off (with --preset apache-study: 1.2, rsa,
+rsa2048, aes-128-cbc-sha, off).
+Requests are due at evenly spaced times whatever the server does; each
+latency counts from the moment its request was due (queueing included).")]
+pub struct LoadArgs {
+    /// A named study. Options given beside it override it.
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<LoadPreset>,
+
+    #[command(flatten)]
+    pub axes: LoadAxisArgs,
+
+    /// Requests per second once the ramp is over.
+    #[arg(long, value_name = "REQ/S", allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+
+    /// How long the rate rises linearly from zero: seconds, or with a unit
+    /// (500ms, 4s, 2m).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub ramp: Option<Seconds>,
+
+    /// How long the whole run lasts, ramp included: seconds, or with a unit
+    /// (500ms, 4s, 2m).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub duration: Option<Seconds>,
+
+    /// Page size: bytes, or with k/m (10^3, 10^6), e.g. 50k; at most 100m.
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<Size>,
+
+    /// new (a new connection per request: a full handshake, or a resumed
+    /// one with --resumption) or keepalive (each client keeps its
+    /// connection). `--mode resume` is an old name of --resumption with the
+    /// version's usual mode (psk on TLS 1.3, session_id on TLS 1.2).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub mode: Option<LoadMode>,
+
+    /// Clients: connections with one request at a time each (a due request
+    /// waits for a free one, and that wait counts). At most 1024 with a
+    /// blocking thread each; more with --event-loops.
+    #[arg(long, value_name = "N")]
+    pub clients: Option<usize>,
+
+    /// Drive the clients from N threads (at most 256), each an epoll loop
+    /// over nonblocking connections; 0 gives each client a blocking thread
+    /// of its own. [default: 1 in keepalive mode, else 0]
+    #[arg(long, value_name = "N")]
+    pub event_loops: Option<usize>,
+
+    /// At most this many requests, whatever rate and duration say. [default: 1000000]
+    #[arg(long, value_name = "N")]
+    pub max_requests: Option<usize>,
+
+    /// The server started for the run: nginx (Debian's, on loopback) or
+    /// embedded (tlslab's own HTTPS server, in this process on its own
+    /// threads; see `tlslab serve`). [default: nginx; embedded with --preset]
+    #[arg(long, value_name = "SERVER")]
+    pub server: Option<ServerKind>,
+
+    /// The embedded server's TLS backend (rustls counts its crypto per
+    /// category). [default: rustls-aws-lc; openssl with --preset]
+    #[arg(long, value_name = "BACKEND")]
+    pub backend: Option<BackendId>,
+
+    /// The embedded server's worker threads, each an event loop serving
+    /// many connections: the cores its handshakes can use (`--workers` is
+    /// an old name of it); at most 256. [default: every core]
+    #[arg(long, alias = "workers", value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// A server you run, HOST:PORT or https://HOST[:PORT]/PATH (the URL's
+    /// path is the page, as with --path), instead of nginx: client-side figures
+    /// only (its CPU is not known to tlslab). It is probed first (which
+    /// versions, groups and suites it accepts). Without --path it must serve
+    /// /page_SIZE with tlslab's generated content (as `tlslab serve` does);
+    /// with --path any page. Its certificate is checked against the
+    /// system's roots and tlslab's test root (or --ca-file) for
+    /// --server-name. Off loopback it needs --i-have-permission and --max-rate.
+    #[arg(long, value_name = "HOST:PORT|URL")]
+    pub target: Option<String>,
+
+    /// With --target: the path to request (e.g. /index.html). Each answer
+    /// is read to its Content-Length and counted, not compared with
+    /// tlslab's generated page. [default: /page_SIZE, compared byte for byte]
+    #[arg(long, value_name = "PATH", requires = "target")]
+    pub path: Option<String>,
+
+    /// With --target: the server's name, sent as SNI and in the Host header;
+    /// its certificate must be for it. [default: the target's host name, or
+    /// tlslab.test (the test chain's name) when the target is an address]
+    #[arg(long, value_name = "NAME", requires = "target")]
+    pub server_name: Option<String>,
+
+    /// With --target: trust only the certificates in this PEM file.
+    /// [default: the system's roots and tlslab's test root]
+    #[arg(long, value_name = "PEM", requires = "target")]
+    pub ca_file: Option<PathBuf>,
+
+    /// Your consent: you run the --target server or may load it. Required
+    /// (with --max-rate) before tlslab sends anything to a target off loopback.
+    #[arg(long)]
+    pub i_have_permission: bool,
+
+    /// A cap on the offered requests per second (a higher --rate is
+    /// refused) and, off loopback, on the probe's handshakes per second.
+    /// Required for a --target off loopback.
+    #[arg(long, value_name = "REQ/S", allow_negative_numbers = true)]
+    pub max_rate: Option<f64>,
+
+    /// With --target: probe what the server accepts, print it, and stop.
+    #[arg(long)]
+    pub probe_only: bool,
+
+    /// With --target: load without probing first.
+    #[arg(long)]
+    pub no_probe: bool,
+
+    /// Profile the server with perf during the run (per shared object):
+    /// nginx's worker, or the embedded server's worker threads.
+    /// [default: on with --preset, else off]
+    #[arg(long)]
+    pub perf: bool,
+
+    /// What to measure: time (the load: latencies, rates, each side's CPU),
+    /// and with time,instructions also one server handshake of the same
+    /// scenario counted under valgrind after the load, per category,
+    /// beside perf's categories (the embedded server's backend, or
+    /// tlslab's OpenSSL for nginx). [default: time]
+    #[arg(
+        long,
+        value_parser = NamedParser::listing(not_memory),
+        value_name = "LIST",
+        value_delimiter = ','
+    )]
+    pub measure: Option<Vec<Measure>>,
+
+    /// Where generated certificate chains are cached. [default: the user's cache directory]
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// Do not print progress.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The one configuration `load` connects with: each option takes one
+/// value, replacing the preset's (HTTP/1.1 runs over TLS on TCP; DTLS is
+/// measured by `handshake`).
+#[derive(Debug, Clone, Args)]
+pub struct LoadAxisArgs {
+    /// Protocol version. [default: 1.3; the preset's]
+    #[arg(long, value_parser = NamedParser::listing(over_tcp), value_name = "VERSION")]
+    pub tls: Option<TlsVersion>,
+
+    /// Key exchange: rsa (key transport) and the dhe groups are TLS 1.2's, the
+    /// ffdhe groups TLS 1.3's. [default: x25519; the preset's]
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<Group>,
+
+    /// Certificate key type. [default: ecdsa_p256; the preset's]
+    #[arg(long, value_name = "CERT")]
+    pub cert: Option<CertKind>,
+
+    /// Bulk cipher. The CBC ones are TLS 1.2's: aes-256-cbc-sha384 with ECDHE,
+    /// the others with RSA and DHE. [default: aes-128-gcm; the preset's]
+    #[arg(long, value_name = "SUITE")]
+    pub suite: Option<Aead>,
+
+    /// Resumption: off (every connection a full handshake), or each client's
+    /// first connection is a full handshake and each later one resumes the
+    /// session of its previous one (a new connection per request); session_id
+    /// and ticket are TLS 1.2's, psk TLS 1.3's. [default: off]
+    #[arg(long, value_name = "MODE")]
+    pub resumption: Option<Resumption>,
+
+    /// Certificates in the chain, root to leaf inclusive (3 = root,
+    /// intermediate, leaf). [default: 3]
+    #[arg(long, value_name = "N")]
+    pub chain_depth: Option<u8>,
+}
+
+/// How `load` uses its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadMode {
+    /// A new connection per request.
+    New,
+    /// Each client keeps its connection.
+    Keepalive,
+    /// The old name of --resumption with the version's usual mode.
+    #[value(hide = true)]
+    Resume,
+}

@@ -1,0 +1,108 @@
+//! `tlslab tunnel`: its options.
+
+use clap::Args;
+
+use super::names::{not_memory, NamedParser};
+use super::shared::{OutputArgs, SamplingArgs, ShardArgs};
+use super::values::Size;
+use crate::scenario::presets::TunnelPreset;
+use crate::scenario::tunnel::EngineId;
+use crate::scenario::tunnel_axes::{Cipher, Compression, Digest, Payload};
+use crate::scenario::Measure;
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Examples:
+  tlslab tunnel --preset openvpn-classic
+  tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc \\
+      --digest sha256 --compression none,lz4 --payload random,text
+  tlslab tunnel --cipher bf-cbc --digest sha1 --size 64,512,1400,8000
+  tlslab tunnel --engine inprocess,openvpn --cipher aes-128-cbc,bf-cbc \\
+      --digest sha1   (as root, with openvpn installed)
+  tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc \\
+      --digest sha256 --measure time,instructions
+
+Sampling defaults: --precision 1% --max-time 1 --min-samples 10 --warmup 0.1;
+with --preset openvpn-classic: 2%, 0.4, 20 and 0.02, and --max-total-time 50
+(each sample is a batch of packets lasting about 1 ms). In-process rows
+interleave, timed by the thread's CPU clock; OpenVPN rows are
+sampled one tunnel at a time.")]
+pub struct TunnelArgs {
+    /// A named matrix: openvpn-classic (16 CBC ciphers x 25 digest names x
+    /// compression off/lz4 x random/zero payloads). Axis options override its axes.
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<TunnelPreset>,
+
+    /// Ciphers. [default:
+    /// aes-128-gcm,aes-256-gcm,chacha20-poly1305,aes-128-cbc,bf-cbc]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub cipher: Option<Vec<Cipher>>,
+
+    /// HMAC digests (ignored by AEAD ciphers); OpenVPN's names of them (RSA-
+    /// SHA1, DSA...) are taken too. [default: sha256]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub digest: Option<Vec<Digest>>,
+
+    /// Compression (lzo with the `lzo` cargo feature). [default: none]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub compression: Option<Vec<Compression>>,
+
+    /// Payloads (text is HTML-like). [default: random]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub payload: Option<Vec<Payload>>,
+
+    /// Payload bytes per packet (or with k: 8k is 8,000); a list is a size
+    /// sweep. [default: 1400]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub size: Option<Vec<Size>>,
+
+    /// Engines: inprocess (both ends in this process), openvpn (a real
+    /// OpenVPN static-key tunnel between network namespaces; root only).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "inprocess"
+    )]
+    pub engine: Vec<EngineId>,
+
+    /// Bytes each OpenVPN transfer carries each way, in megabytes (10^6 bytes).
+    #[arg(long, value_name = "MB", default_value_t = 16.0)]
+    pub transfer_mb: f64,
+
+    /// Leave out the no-tunnel baseline row.
+    #[arg(long)]
+    pub no_baseline_row: bool,
+
+    /// The row other rows are compared with, by label
+    /// (e.g. tunnel_aes-128-cbc_sha1_none_random_1400). [default: the no-tunnel row]
+    // Text: a row's label, checked against the matrix once it is planned.
+    #[arg(long, value_name = "LABEL")]
+    pub baseline: Option<String>,
+
+    /// What to measure: time, or instructions (the sender's and the
+    /// receiver's per MB of payload, counted under valgrind on the
+    /// in-process engine: the same on any machine; OpenVPN rows say why
+    /// they cannot be), or both (time,instructions). Counted rows carry a
+    /// fixed batch of packets per sample (at least 256 KiB of payload) and
+    /// take --runs samples (default 6). [default: time]
+    #[arg(
+        long,
+        value_parser = NamedParser::listing(not_memory),
+        value_name = "LIST",
+        value_delimiter = ','
+    )]
+    pub measure: Option<Vec<Measure>>,
+
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+
+    #[command(flatten)]
+    pub shard: ShardArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// Do not print the progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
