@@ -25,6 +25,8 @@ pub enum EngineId {
     Inprocess,
     /// A real OpenVPN static-key tunnel between two network namespaces.
     Openvpn,
+    /// Both WireGuard peers (boringtun) in this process, over memory buffers.
+    Wireguard,
 }
 
 serialize_by_id!(EngineId);
@@ -32,12 +34,13 @@ deserialize_by_id!(EngineId);
 
 impl Named for EngineId {
     const KIND: &'static str = "engine";
-    const ALL: &'static [Self] = &[EngineId::Inprocess, EngineId::Openvpn];
+    const ALL: &'static [Self] = &[EngineId::Inprocess, EngineId::Openvpn, EngineId::Wireguard];
 
     fn id(self) -> &'static str {
         match self {
             EngineId::Inprocess => "inprocess",
             EngineId::Openvpn => "openvpn",
+            EngineId::Wireguard => "wireguard",
         }
     }
 
@@ -45,6 +48,7 @@ impl Named for EngineId {
         match self {
             EngineId::Inprocess => &["in-process", "memory"],
             EngineId::Openvpn => &["real"],
+            EngineId::Wireguard => &[],
         }
     }
 }

@@ -2,13 +2,14 @@
 //! ([`engine::TunnelEngine`]) and ONE registry ([`ENGINES`], opened by
 //! [`EngineId::open`]). An engine is a module here plus its line in the
 //! registry (and its name in [`EngineId`]): the in-process data channel
-//! ([`inprocess`]) and real OpenVPN tunnels between network namespaces
-//! ([`openvpn`]). `tlslab tunnel` (`app::tunnel`) runs every engine through
+//! ([`inprocess`]), real OpenVPN tunnels between network namespaces
+//! ([`openvpn`]) and both WireGuard peers in process ([`wireguard`]). `tlslab tunnel` (`app::tunnel`) runs every engine through
 //! the trait; the tests run their shared suite over the registry.
 
 pub mod engine;
 pub mod inprocess;
 pub mod openvpn;
+pub mod wireguard;
 
 use serde::Serialize;
 
@@ -25,6 +26,7 @@ use crate::workload::counted::values::Instructions;
 pub static ENGINES: &[&dyn TunnelEngine] = &[
     &inprocess::InprocessEngine,
     &openvpn::OpenvpnEngine,
+    &wireguard::WireguardEngine,
 ];
 
 impl EngineId {
