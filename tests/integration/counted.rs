@@ -12,7 +12,8 @@ use tlslab::backend::mock::{
 };
 
 use tlslab::scenario::names::Named;
-use tlslab::workload::tunnel::ENGINES;
+use tlslab::scenario::tunnel::TunnelScenario;
+use tlslab::workload::tunnel::{TunnelEngine, ENGINES};
 
 use crate::util::{cert_dir, has_row, skip_without, tlslab, Run};
 
@@ -514,7 +515,7 @@ fn counted_tunnel(engines: &str, measure: &str, db: &Path, json: &Path) -> Run {
         "--engine",
         engines,
         "--cipher",
-        "aes-128-gcm,aes-128-cbc",
+        "aes-128-gcm,aes-128-cbc,chacha20-poly1305",
         "--digest",
         "sha1",
         "--measure",
@@ -537,7 +538,9 @@ fn counted_tunnel(engines: &str, measure: &str, db: &Path, json: &Path) -> Run {
 
 /// Every registered engine: counted alone, an engine that cannot be
 /// counted is not even started (it need not be able to run here) and its
-/// rows say why; timed and counted, every engine that can run here.
+/// rows say why, as do the rows a countable engine does not run; timed and
+/// counted, every engine that can run here. Each countable engine's
+/// counts repeat across the two runs.
 #[test]
 fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
     const TEST: &str = "tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not";
@@ -556,13 +559,22 @@ fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
         has_row(&text, &["openvpn", "aes-128-cbc", "its own processes"]),
         "{text}"
     );
+    let runs_row = |engine: &dyn TunnelEngine, row: &serde_json::Value| {
+        let label = row["label"].as_str().unwrap();
+        engine
+            .unsupported_reason(&TunnelScenario::from_label(label).unwrap())
+            .is_none()
+    };
     for engine in ENGINES {
         let rows = json_of(&first_json)["rows"].as_array().unwrap().clone();
         for row in rows.iter().filter(|r| r["engine"] == engine.id().id()) {
-            match engine.uncountable() {
+            let label = row["label"].as_str().unwrap();
+            let unsupported =
+                engine.unsupported_reason(&TunnelScenario::from_label(label).unwrap());
+            match engine.uncountable().map(String::from).or(unsupported) {
                 Some(reason) => {
                     assert_eq!(row["instructions"]["status"], "unsupported", "{row}");
-                    assert_eq!(row["instructions"]["reason"], reason, "{row}");
+                    assert_eq!(row["instructions"]["reason"], reason.as_str(), "{row}");
                 }
                 None => assert_eq!(row["instructions"]["status"], "measured", "{row}"),
             }
@@ -581,55 +593,72 @@ fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
     );
 
     let rows = |path: &Path| json_of(path)["rows"].as_array().unwrap().clone();
-    let inprocess = |path: &Path| -> Vec<serde_json::Value> {
-        rows(path)
-            .into_iter()
-            .filter(|r| r["engine"] == "inprocess")
-            .collect()
-    };
     let per_mb = |row: &serde_json::Value, figure: &str| {
         row["instructions"][figure]["median"]
             .as_f64()
             .unwrap_or_else(|| panic!("{figure}: {row}"))
     };
-    let (first, second) = (inprocess(&first_json), inprocess(&second_json));
-    assert_eq!(first.len(), 3, "{first:?}");
-    let baseline = first
-        .iter()
-        .find(|r| r["scenario"]["baseline"] == true)
-        .unwrap();
-    for (row, again) in first.iter().zip(&second) {
-        assert_eq!(row["label"], again["label"]);
-        assert_eq!(row["instructions"]["samples"].as_array().unwrap().len(), 2);
-        // The same work counted twice, in two processes: the same count.
-        let (once, twice) = (per_mb(row, "total_per_mb"), per_mb(again, "total_per_mb"));
+    for engine in ENGINES.iter().filter(|e| e.uncountable().is_none()) {
+        let id = engine.id().id();
+        // The rows the engine runs, of each run.
+        let counted = |path: &Path| -> Vec<serde_json::Value> {
+            rows(path)
+                .into_iter()
+                .filter(|r| r["engine"] == id && runs_row(*engine, r))
+                .collect()
+        };
+        let (first, second) = (counted(&first_json), counted(&second_json));
+        assert_eq!(first.len(), second.len(), "{id}");
         assert!(
-            (once - twice).abs() <= once * 0.005,
-            "{once} {twice}: {row}"
+            first.len() >= 2,
+            "{id}: a tunnel row beside the baseline: {first:?}"
         );
-        if row != baseline {
-            // Protecting and unprotecting cost more than copying, on each end.
-            for side in ["send_per_mb", "receive_per_mb"] {
-                assert!(per_mb(row, side) > per_mb(baseline, side), "{side}: {row}");
+        let baseline = first
+            .iter()
+            .find(|r| r["scenario"]["baseline"] == true)
+            .unwrap_or_else(|| panic!("{id}: no baseline: {first:?}"));
+        for (row, again) in first.iter().zip(&second) {
+            assert_eq!(row["label"], again["label"]);
+            assert_eq!(row["instructions"]["samples"].as_array().unwrap().len(), 2);
+            // The same work counted twice, in two processes: the same count.
+            let (once, twice) = (per_mb(row, "total_per_mb"), per_mb(again, "total_per_mb"));
+            assert!(
+                (once - twice).abs() <= once * 0.005,
+                "{id}: {once} {twice}: {row}"
+            );
+            if row != baseline {
+                // Protecting and unprotecting cost more than copying, on each end.
+                for side in ["send_per_mb", "receive_per_mb"] {
+                    assert!(
+                        per_mb(row, side) > per_mb(baseline, side),
+                        "{id}: {side}: {row}"
+                    );
+                }
+                assert!(row["instructions"]["ratio_to_baseline"].as_f64().unwrap() > 1.0);
             }
-            assert!(row["instructions"]["ratio_to_baseline"].as_f64().unwrap() > 1.0);
         }
+        // Time was measured beside the counts in the second run.
+        assert!(second.iter().all(|r| r["sample_count"].as_u64() >= Some(2)));
     }
+    // The in-process engine runs every row of the matrix: the baseline and three ciphers.
+    let inprocess_rows = rows(&first_json)
+        .iter()
+        .filter(|r| r["engine"] == "inprocess")
+        .count();
+    assert_eq!(inprocess_rows, 4);
     for row in rows(&first_json)
         .iter()
         .filter(|r| r["engine"] == "openvpn")
     {
         assert_eq!(row["instructions"]["status"], "unsupported", "{row}");
     }
-    // Time was measured beside the counts in the second run.
-    assert!(second.iter().all(|r| r["sample_count"].as_u64() >= Some(2)));
 
     // The stored run reads back as it was shown.
     let report = tlslab(&["report", "--db", db.to_str().unwrap(), "--run", "1"]);
     report.expect_code(0);
     let lines = |text: &str| {
         text.lines()
-            .filter(|l| l.starts_with("inprocess") || l.starts_with("openvpn"))
+            .filter(|l| every_engine.iter().any(|id| l.starts_with(id)))
             .map(String::from)
             .collect::<Vec<_>>()
     };
