@@ -230,7 +230,8 @@ fn ctrl_c_keeps_finished_tunnel_cells() {
     assert!(out.contains("interrupted"), "{out}");
 }
 
-/// Returns why the real engine cannot run here, if it cannot.
+/// Returns why the real engine cannot run here, if it cannot: what
+/// `tunnel` checks before it starts one (root, openvpn, ip, /dev/net/tun).
 pub(crate) fn openvpn_missing() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -238,6 +239,12 @@ pub(crate) fn openvpn_missing() -> Option<String> {
     }
     if Command::new("openvpn").arg("--version").output().is_err() {
         return Some("openvpn is not installed".to_string());
+    }
+    if Command::new("ip").arg("-V").output().is_err() {
+        return Some("ip (iproute2) is not installed".to_string());
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Some("there is no /dev/net/tun".to_string());
     }
     None
 }
