@@ -122,6 +122,9 @@ echo "fresh-machine pass: none of the ${#HIDDEN_PROGRAMS[@]} names on the list i
 for dir in home cache data config tmp test-certs; do
   mkdir -p "$scratch/$dir"
 done
+# As /tmp is: a test runs tlslab as nobody, which makes its temporary files there.
+chmod 0755 "$scratch"
+chmod 1777 "$scratch/tmp"
 export HOME=$scratch/home
 export XDG_CACHE_HOME=$scratch/cache
 export XDG_DATA_HOME=$scratch/data
