@@ -27,7 +27,7 @@ use crate::measure::{Observer, Outcome, RoundSamples, Timed};
 use crate::report::Document;
 use crate::scenario::Shard;
 use crate::store::{RunKind, Store, StoredRun};
-use crate::workload::handshake::{CellResult, MatrixObserver};
+use crate::workload::handshake::{CellResult, MatrixObserver, Sample};
 
 /// What a study is planned into from its command line.
 pub(crate) enum Plan<S> {
@@ -238,8 +238,11 @@ pub(crate) fn run_planned<S: Study>(plan: Plan<S>, outputs: Outputs<'_>) -> Resu
     ))
 }
 
-/// Saves each handshake cell of a matrix as it finishes, says which
-/// failed, and keeps the progress bar moving (`handshake`, `cost`).
+/// Saves a handshake matrix as it is taken, says which cells failed, and
+/// keeps the progress bar moving (`handshake`, `cost`): each round's
+/// samples of the cells still sampling in one transaction as the round
+/// ends, so a kill -9 at any moment keeps every round that ended, and
+/// each cell whole as it stops (adding what the rounds stored).
 pub(crate) struct StoringCells<'a> {
     pub session: &'a mut Session,
     pub bar: &'a Bar,
@@ -256,7 +259,18 @@ impl MatrixObserver for StoringCells<'_> {
         Ok(())
     }
 
+    fn round_sampled(
+        &mut self,
+        _round: u32,
+        taken: &[(&CellResult, &[Timed<Sample>])],
+    ) -> Result<()> {
+        self.session
+            .save(|store, run_id| store.save_handshake_samples(run_id, taken));
+        Ok(())
+    }
+
     fn round_finished(&mut self, round: u32, finished: usize, _total: usize) {
+        sigkill_after_round(round);
         self.bar.round(round, finished);
     }
 }
