@@ -267,6 +267,10 @@ pub trait MatrixObserver {
     ) -> anyhow::Result<()> {
         Ok(())
     }
+    /// Rounds whose record became final (see [`measure::Observer::rounds_recorded`]).
+    fn rounds_recorded(&mut self, _rounds: &[Round]) -> anyhow::Result<()> {
+        Ok(())
+    }
     fn round_finished(&mut self, _round: u32, _finished: usize, _total: usize) {}
 }
 
@@ -411,6 +415,10 @@ impl measure::Observer<Sample> for Relay<'_> {
             .map(|(index, samples)| (&cells[self.probe_cell[*index]], *samples))
             .collect();
         self.observer.round_sampled(round, &taken)
+    }
+
+    fn rounds_recorded(&mut self, rounds: &[Round]) -> anyhow::Result<()> {
+        self.observer.rounds_recorded(rounds)
     }
 
     fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {
