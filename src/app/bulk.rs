@@ -447,6 +447,7 @@ fn sample_matrix(
             outcome: |cell| &mut cell.outcome,
             save: |store, run_id, cell| store.save_bulk_cell(run_id, cell),
             save_samples: |store, run_id, taken| store.save_bulk_samples(run_id, taken),
+            store_rounds: true,
         },
     )?;
     bar.0.finish_and_clear();

@@ -284,8 +284,14 @@ pub(super) fn model_primitives(
         .collect();
     // The command's own bar counts its rows, not these.
     let hidden = Bar::new(planned.len(), true);
-    let sampled =
-        super::speed::sample_cells(&planned, &primitive_options(sampling), session, &hidden)?;
+    // Not the run's rounds (those are its handshakes'): not stored.
+    let sampled = super::speed::sample_cells(
+        &planned,
+        &primitive_options(sampling),
+        session,
+        &hidden,
+        false,
+    )?;
     session.mark_interrupted(sampled.interrupted);
     Ok(medians(&sampled.cells))
 }

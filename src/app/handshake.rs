@@ -282,7 +282,7 @@ impl Study for HandshakeStudy {
         }
         // Without --baseline or a preset's, the first row measured in the
         // matrix's order; recorded with the run, so that `report` divides
-        // by the same row (the store keeps cells in the order they finished).
+        // by the same row (the store keeps cells in the order first stored).
         self.baseline = self
             .baseline
             .take()

@@ -217,7 +217,7 @@ fn measure_rows(
         .flat_map(|row| backends.iter().map(move |b| (Arc::clone(b), *row)))
         .collect();
     let bar = session.bar(planned.len());
-    let sampled = sample_cells(&planned, options, session, &bar)?;
+    let sampled = sample_cells(&planned, options, session, &bar, true)?;
     bar.0.finish_and_clear();
     session.save(|store, run_id| store.save_rounds(run_id, &sampled.rounds));
     session.mark_interrupted(sampled.interrupted);
@@ -238,12 +238,14 @@ pub(super) struct SampledCells {
 /// charges). A pair that cannot be prepared is stored at once; the others
 /// are stored round by round, each round's samples as it ends (a kill -9
 /// keeps every round that ended), and whole as each cell stops. The
-/// caller stores the rounds themselves, if they are the run's.
+/// rounds themselves are stored as each is recorded if and only if
+/// `rounds_are_the_runs` (`speed`'s, not those of `cost`'s primitives).
 pub(super) fn sample_cells(
     planned: &[(Arc<dyn Backend>, SpeedRow)],
     options: &SamplingOptions,
     session: &mut Session,
     bar: &Bar,
+    rounds_are_the_runs: bool,
 ) -> Result<SampledCells> {
     let mut cells: Vec<SpeedCell> = Vec::new();
     let mut prepared: Vec<PreparedRow> = Vec::new();
@@ -291,6 +293,7 @@ pub(super) fn sample_cells(
             outcome: |cell| &mut cell.outcome,
             save: |store, run_id, cell| store.save_speed_cell(run_id, cell),
             save_samples: |store, run_id, taken| store.save_speed_samples(run_id, taken),
+            store_rounds: rounds_are_the_runs,
         },
     )?;
     Ok(SampledCells {

@@ -3,8 +3,9 @@
 //! the run, how it measures its cells, how its tables read live and read
 //! back); [`run`] does the rest in one place: the store and the run's
 //! provenance, Ctrl-C, saving what is measured as it is taken (each round
-//! of a sampled matrix as it ends, each cell as it finishes), printing and
-//! exporting, and the exit status.
+//! of a sampled matrix as it ends, with its record of other work on the
+//! machine, each cell as it finishes), printing and exporting, and the exit
+//! status.
 //!
 //! A storage fault (a full disk, a lock held too long, a file made
 //! read-only) does not stop the measuring: the first one is said at once,
@@ -23,11 +24,11 @@ use super::session::{
 use crate::backend::LibraryInfo;
 use crate::cli::{DatabaseArgs, DisplayArgs, ExportArgs, OutputArgs};
 use crate::host::HostInfo;
-use crate::measure::{Observer, Outcome, RoundSamples, Timed};
+use crate::measure::{Observer, Outcome, Round, RoundSamples, Timed};
 use crate::report::Document;
 use crate::scenario::Shard;
 use crate::store::{RunKind, Store, StoredRun};
-use crate::workload::handshake::{CellResult, MatrixObserver};
+use crate::workload::handshake::{CellResult, MatrixObserver, Sample};
 
 /// What a study is planned into from its command line.
 pub(crate) enum Plan<S> {
@@ -251,8 +252,11 @@ pub(crate) fn run_planned<S: Study>(plan: Plan<S>, outputs: Outputs<'_>) -> Resu
     ))
 }
 
-/// Saves each handshake cell of a matrix as it finishes, says which
-/// failed, and keeps the progress bar moving (`handshake`, `cost`).
+/// Saves a handshake matrix as it is taken, says which cells failed, and
+/// keeps the progress bar moving (`handshake`, `cost`): each round's
+/// samples of the cells still sampling in one transaction as the round
+/// ends, so a kill -9 at any moment keeps every round that ended, and
+/// each cell whole as it stops (adding what the rounds stored).
 pub(crate) struct StoringCells<'a> {
     pub session: &'a mut Session,
     pub bar: &'a Bar,
@@ -269,7 +273,24 @@ impl MatrixObserver for StoringCells<'_> {
         Ok(())
     }
 
+    fn round_sampled(
+        &mut self,
+        _round: u32,
+        taken: &[(&CellResult, &[Timed<Sample>])],
+    ) -> Result<()> {
+        self.session
+            .save(|store, run_id| store.save_handshake_samples(run_id, taken));
+        Ok(())
+    }
+
+    fn rounds_recorded(&mut self, rounds: &[Round]) -> Result<()> {
+        self.session
+            .save(|store, run_id| store.save_rounds(run_id, rounds));
+        Ok(())
+    }
+
     fn round_finished(&mut self, round: u32, finished: usize, _total: usize) {
+        sigkill_after_round(round);
         self.bar.round(round, finished);
     }
 }
@@ -295,6 +316,9 @@ pub(crate) struct StoringOutcomes<'a, C, S> {
     /// Stores one round's samples of cells still sampling, each beside its
     /// cell (the cell stored at its first round, as still sampling).
     pub save_samples: SaveSamples<C, S>,
+    /// The rounds are the run's (not those of a pass inside it, such as
+    /// the primitives of `cost`'s model): each is stored as it is recorded.
+    pub store_rounds: bool,
 }
 
 /// How a study stores one round's samples: per cell still sampling, the
@@ -320,6 +344,14 @@ impl<C, S: Clone> Observer<S> for StoringOutcomes<'_, C, S> {
         let save_samples = self.save_samples;
         self.session
             .save(|store, run_id| save_samples(store, run_id, &taken));
+        Ok(())
+    }
+
+    fn rounds_recorded(&mut self, rounds: &[Round]) -> Result<()> {
+        if self.store_rounds {
+            self.session
+                .save(|store, run_id| store.save_rounds(run_id, rounds));
+        }
         Ok(())
     }
 

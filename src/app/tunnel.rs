@@ -468,6 +468,7 @@ fn sample_interleaved(
             outcome: |cell| &mut cell.outcome,
             save: |store, run_id, cell| store.save_tunnel_cell(run_id, cell),
             save_samples: |store, run_id, taken| store.save_tunnel_samples(run_id, taken),
+            store_rounds: true,
         },
     )?;
     session.save(|store, run_id| store.save_rounds(run_id, &run.rounds));

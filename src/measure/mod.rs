@@ -223,6 +223,14 @@ pub trait Observer<S> {
     fn round_sampled(&mut self, _round: u32, _taken: &[RoundSamples<'_, S>]) -> anyhow::Result<()> {
         Ok(())
     }
+    /// Rounds whose record is final (when each started, and other
+    /// processes' CPU use while it ran, read at most every 50 ms), each
+    /// handed once, in order, as soon as it is final (at a round's end, and
+    /// the rest when sampling ends): store them now, so a run killed later
+    /// keeps them. An error stops the run.
+    fn rounds_recorded(&mut self, _rounds: &[Round]) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// A round ended: `active` cells still sample, `finished` have stopped.
     fn round_finished(&mut self, _round: u32, _active: usize, _finished: usize) {}
 }
@@ -463,6 +471,8 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
         let mut order: Vec<usize> = Vec::with_capacity(count);
         let mut round: u32 = 0;
         let mut other_work = OtherWorkMeter::start();
+        // How many rounds the observer has had (see Observer::rounds_recorded).
+        let mut rounds_handed = 0;
         loop {
             if self.interrupted() {
                 self.run.interrupted = true;
@@ -478,7 +488,6 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
                 break;
             }
             shuffler.shuffle(&mut order);
-            other_work.round_starts(&mut self.run.rounds);
             self.run.rounds.push(Round {
                 index: round,
                 offset_ns: self.start.elapsed().as_nanos() as u64,
@@ -487,11 +496,24 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
             self.take_batches(round, &order)?;
             self.stop_cells_that_are_done(&check_order)?;
             self.hand_round_samples(round)?;
+            other_work.round_ends(&mut self.run.rounds);
+            self.hand_recorded_rounds(&mut rounds_handed, other_work.settled(&self.run.rounds))?;
             let active = self.cells.iter().filter(|c| c.active).count();
             self.observer.round_finished(round, active, count - active);
             round += 1;
         }
         other_work.finish(&mut self.run.rounds);
+        self.hand_recorded_rounds(&mut rounds_handed, self.run.rounds.len())
+    }
+
+    /// Hands the observer the rounds from `handed` up to `settled` (those
+    /// whose record became final since the last hand-over).
+    fn hand_recorded_rounds(&mut self, handed: &mut usize, settled: usize) -> anyhow::Result<()> {
+        if settled > *handed {
+            self.observer
+                .rounds_recorded(&self.run.rounds[*handed..settled])?;
+            *handed = settled;
+        }
         Ok(())
     }
 
@@ -662,10 +684,21 @@ impl OtherWorkMeter {
         }
     }
 
-    /// Before a new round: reads if the last reading is old enough.
-    fn round_starts(&mut self, rounds: &mut [Round]) {
+    /// After a round: reads if the last reading is old enough.
+    fn round_ends(&mut self, rounds: &mut [Round]) {
         if self.last.is_some_and(|last| last.age() >= Self::EVERY) {
             self.read(rounds);
+        }
+    }
+
+    /// How many of `rounds` (from the first) have their final record: those
+    /// a reading has given a figure, or all of them where the machine does
+    /// not say (no reading will come).
+    fn settled(&self, rounds: &[Round]) -> usize {
+        if self.last.is_some() {
+            self.pending_from
+        } else {
+            rounds.len()
         }
     }
 

@@ -111,6 +111,58 @@ fn each_rounds_samples_are_handed_over_as_it_ends() {
     assert_eq!(keeping.finished, vec![(0, 3), (1, 3)]);
 }
 
+/// Keeps the rounds an observer is handed as final, and how many it had
+/// as each round ended.
+#[derive(Default)]
+struct KeepingRounds {
+    recorded: Vec<Round>,
+    /// (round, rounds recorded when it ended)
+    at_round_end: Vec<(u32, usize)>,
+}
+
+impl Observer<Cost> for KeepingRounds {
+    fn cell_finished(&mut self, _: usize, _: &Outcome<Cost>) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn rounds_recorded(&mut self, rounds: &[Round]) -> anyhow::Result<()> {
+        self.recorded.extend_from_slice(rounds);
+        Ok(())
+    }
+
+    fn round_finished(&mut self, round: u32, _active: usize, _finished: usize) {
+        self.at_round_end.push((round, self.recorded.len()));
+    }
+}
+
+/// Issue 23 item 4: each round's record (its start, other work on the
+/// machine) is handed over once, as it is final: a round longer than the
+/// reading interval is final as it ends, so a run killed after it keeps it.
+#[test]
+fn each_rounds_record_is_handed_over_once_as_it_is_final() {
+    let slow = || -> Probe<Cost> {
+        Box::new(|| {
+            std::thread::sleep(Duration::from_millis(30));
+            Ok(Cost(1.0))
+        })
+    };
+    let options = SamplingOptions {
+        runs: Some(3),
+        ..options()
+    };
+    let mut keeping = KeepingRounds::default();
+    let run = sample(
+        vec![slow(), slow()],
+        Pairing::None,
+        &options,
+        &AtomicBool::new(false),
+        &mut keeping,
+    )
+    .unwrap();
+    assert_eq!(keeping.recorded, run.rounds);
+    assert_eq!(keeping.at_round_end, vec![(0, 1), (1, 2), (2, 3)]);
+}
+
 #[test]
 fn a_fixed_count_takes_one_sample_per_round() {
     let probes: Vec<Probe<Cost>> = vec![Box::new(|| Ok(Cost(1.0))), Box::new(|| Ok(Cost(2.0)))];

@@ -59,23 +59,30 @@ impl Store {
                 cell.backend
             );
         };
-        for table in [
-            "counts",
-            "count_samples",
-            "count_breakdown",
-            "wire",
-            "network",
-            "network_samples",
-        ] {
-            tx.execute(
-                &format!("DELETE FROM {table} WHERE cell_id = ?1"),
-                [cell_id],
-            )?;
-        }
+        delete_counts(&tx, cell_id)?;
         write_counts(&tx, cell_id, &cell.counts)?;
         tx.commit()?;
         Ok(())
     }
+}
+
+/// Removes a cell's counted measures, wire figures and network results
+/// (the caller commits).
+pub(super) fn delete_counts(connection: &Connection, cell_id: i64) -> Result<()> {
+    for table in [
+        "counts",
+        "count_samples",
+        "count_breakdown",
+        "wire",
+        "network",
+        "network_samples",
+    ] {
+        connection.execute(
+            &format!("DELETE FROM {table} WHERE cell_id = ?1"),
+            [cell_id],
+        )?;
+    }
+    Ok(())
 }
 
 /// Writes a cell's counted measures (the caller commits).

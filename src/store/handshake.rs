@@ -1,11 +1,12 @@
 //! The handshake tables: handshake scenarios, cells per backend with what
 //! was negotiated, and every raw sample with each side's time and its
 //! round; the counts beside a cell (instructions, heap bytes, the wire, the
-//! networks) are in [`counts`](super::counts). Each finished cell is
-//! committed on its own, so an interrupted run keeps what it finished.
+//! networks) are in [`counts`](super::counts). The samples are committed
+//! round by round as they are taken, each cell's end when it stops, so a
+//! run killed at any moment keeps every round that ended.
 
 use anyhow::Result;
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{counts, outcome_from_columns, precise_column, Store};
 use crate::backend::Negotiated;
@@ -14,21 +15,30 @@ use crate::scenario::{parse_name, HandshakeScenario, Named};
 use crate::workload::handshake::{CellResult, Sample};
 
 impl Store {
-    /// Commits one finished cell with all its samples.
+    /// Commits one finished cell with all its samples: the samples its
+    /// rounds stored already ([`Store::save_handshake_samples`]) stay, the
+    /// rest are added, and its end (status, what was negotiated, whether
+    /// precise, its counts) is set. A cell that ended without being
+    /// measured keeps no sample.
     pub fn save_cell(&mut self, run_id: i64, cell: &CellResult) -> Result<()> {
         let tx = self.connection.transaction()?;
-        let s = &cell.scenario;
-        let label = save_scenario(&tx, s)?;
+        let (cell_id, stored) = cell_row(&tx, run_id, cell)?;
+        let samples = cell.samples();
+        if samples.len() < stored {
+            tx.execute("DELETE FROM samples WHERE cell_id = ?1", [cell_id])?;
+            insert_samples(&tx, cell_id, 0, samples)?;
+        } else {
+            insert_samples(&tx, cell_id, stored, &samples[stored..])?;
+        }
         let negotiated = cell.negotiated.as_ref();
         tx.execute(
-            "INSERT INTO cells (run_id, scenario_id, backend, status, reason, negotiated_version,
-             negotiated_suite, negotiated_group, negotiated_signature, resumed, precise, weak,
-             security_notes, sample_count)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            "UPDATE cells SET status = ?2, reason = ?3, negotiated_version = ?4,
+             negotiated_suite = ?5, negotiated_group = ?6, negotiated_signature = ?7,
+             resumed = ?8, precise = ?9, sample_count = ?10,
+             finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+             WHERE id = ?1",
             params![
-                run_id,
-                label,
-                cell.backend,
+                cell_id,
                 cell.outcome.status(),
                 cell.outcome.reason(),
                 negotiated.map(|n| n.version.as_str()),
@@ -37,37 +47,39 @@ impl Store {
                 negotiated.and_then(|n| n.signature.as_deref()),
                 negotiated.map(|n| n.resumed),
                 precise_column(&cell.outcome),
-                s.is_weak(),
-                s.security_notes().join("; "),
-                cell.samples().len() as i64,
+                samples.len() as i64,
             ],
         )?;
-        let cell_id = tx.last_insert_rowid();
-        {
-            let mut insert = tx.prepare(
-                "INSERT INTO samples (cell_id, seq, round, wall_ns, client_ns, server_ns,
-                 client_cpu_ns, server_cpu_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
-            for (seq, Timed { round, value }) in cell.samples().iter().enumerate() {
-                insert.execute(params![
-                    cell_id,
-                    seq as i64,
-                    round,
-                    value.wall_ns as i64,
-                    value.client_ns as i64,
-                    value.server_ns as i64,
-                    value.client_cpu_ns as i64,
-                    value.server_cpu_ns as i64
-                ])?;
-            }
-        }
+        counts::delete_counts(&tx, cell_id)?;
         counts::write_counts(&tx, cell_id, &cell.counts)?;
         tx.commit()?;
         Ok(())
     }
 
+    /// Commits one round's samples of handshake cells still sampling, in
+    /// one transaction: each (cell, the samples it took in the round) adds
+    /// its samples after those stored before, its cell stored at its first
+    /// round as still sampling ([`cell_row`]).
+    pub fn save_handshake_samples(
+        &mut self,
+        run_id: i64,
+        taken: &[(&CellResult, &[Timed<Sample>])],
+    ) -> Result<()> {
+        let tx = self.connection.transaction()?;
+        for (cell, samples) in taken {
+            let (cell_id, stored) = cell_row(&tx, run_id, cell)?;
+            insert_samples(&tx, cell_id, stored, samples)?;
+            tx.execute(
+                "UPDATE cells SET sample_count = ?2 WHERE id = ?1",
+                params![cell_id, (stored + samples.len()) as i64],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Reads a run's handshake cells back, each with its samples and counts,
-    /// in the order they were saved.
+    /// in the order they were first stored.
     pub(super) fn load_cells(&self, run_id: i64) -> Result<Vec<CellResult>> {
         let mut statement = self.connection.prepare(
             "SELECT c.id, c.backend, c.status, c.reason, c.negotiated_version, c.negotiated_suite,
@@ -148,6 +160,75 @@ impl Store {
         }
         Ok(cells)
     }
+}
+
+/// The id of a handshake cell's row in `run_id` and how many samples it
+/// holds; a cell not stored yet is stored now (its scenario too), as
+/// sampling: measured, what its preparing handshake negotiated, no sample
+/// yet, and `precise` NULL until it stops (it reads back as not precise).
+/// The caller commits.
+fn cell_row(tx: &Connection, run_id: i64, cell: &CellResult) -> Result<(i64, usize)> {
+    let s = &cell.scenario;
+    let label = s.label();
+    let stored = tx
+        .query_row(
+            "SELECT id, sample_count FROM cells
+             WHERE run_id = ?1 AND scenario_id = ?2 AND backend = ?3",
+            params![run_id, label, cell.backend],
+            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)? as usize)),
+        )
+        .optional()?;
+    if let Some(stored) = stored {
+        return Ok(stored);
+    }
+    save_scenario(tx, s)?;
+    let negotiated = cell.negotiated.as_ref();
+    tx.execute(
+        "INSERT INTO cells (run_id, scenario_id, backend, status, reason, negotiated_version,
+         negotiated_suite, negotiated_group, negotiated_signature, resumed, precise, weak,
+         security_notes, sample_count)
+         VALUES (?1, ?2, ?3, 'measured', NULL, ?4, ?5, ?6, ?7, ?8, NULL, ?9, ?10, 0)",
+        params![
+            run_id,
+            label,
+            cell.backend,
+            negotiated.map(|n| n.version.as_str()),
+            negotiated.map(|n| n.suite.as_str()),
+            negotiated.and_then(|n| n.group.as_deref()),
+            negotiated.and_then(|n| n.signature.as_deref()),
+            negotiated.map(|n| n.resumed),
+            s.is_weak(),
+            s.security_notes().join("; "),
+        ],
+    )?;
+    Ok((tx.last_insert_rowid(), 0))
+}
+
+/// Stores `samples` of a handshake cell as its samples `first`, `first + 1`,
+/// ... (the caller commits).
+fn insert_samples(
+    tx: &Connection,
+    cell_id: i64,
+    first: usize,
+    samples: &[Timed<Sample>],
+) -> Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO samples (cell_id, seq, round, wall_ns, client_ns, server_ns,
+         client_cpu_ns, server_cpu_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for (seq, Timed { round, value }) in (first..).zip(samples) {
+        insert.execute(params![
+            cell_id,
+            seq as i64,
+            round,
+            value.wall_ns as i64,
+            value.client_ns as i64,
+            value.server_ns as i64,
+            value.client_cpu_ns as i64,
+            value.server_cpu_ns as i64
+        ])?;
+    }
+    Ok(())
 }
 
 /// Adds a handshake scenario to `scenarios` unless it is there; returns its id (its label).
@@ -326,6 +407,64 @@ mod tests {
         cell.counts.network.truncate(1);
         store.save_counts(run, &cell).unwrap();
         assert_eq!(store.load_run(run).unwrap().cells, vec![cell]);
+    }
+
+    /// Issue 23 item 4: a cell's rounds stored as each ends read back as
+    /// a measured cell still sampling (not precise), and its end completes
+    /// it into the cell saved whole; a cell that fails keeps no sample.
+    #[test]
+    fn a_cell_stored_round_by_round_reads_back_as_if_saved_whole() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.begin_run(&run_info()).unwrap();
+        let measured = CellResult {
+            outcome: Outcome::Measured {
+                samples: measured_cell().samples().to_vec(),
+                precise: true,
+            },
+            ..measured_cell()
+        };
+        let failing = CellResult {
+            backend: "other".into(),
+            ..measured_cell()
+        };
+        let samples = measured.samples();
+        store
+            .save_handshake_samples(
+                run,
+                &[(&measured, &samples[..1]), (&failing, &samples[..1])],
+            )
+            .unwrap();
+        let sampling = store.load_run(run).unwrap().cells;
+        assert_eq!(sampling.len(), 2);
+        assert_eq!(
+            sampling[0].outcome,
+            Outcome::Measured {
+                samples: samples[..1].to_vec(),
+                precise: false
+            }
+        );
+        assert_eq!(sampling[0].negotiated, measured.negotiated);
+        store
+            .save_handshake_samples(run, &[(&measured, &samples[1..])])
+            .unwrap();
+        store.save_cell(run, &measured).unwrap();
+        let failed = CellResult {
+            negotiated: None,
+            outcome: Outcome::Failed {
+                reason: "broke in round 1".into(),
+            },
+            ..failing
+        };
+        store.save_cell(run, &failed).unwrap();
+        assert_eq!(
+            store.load_run(run).unwrap().cells,
+            vec![measured.clone(), failed]
+        );
+        let stored: i64 = store
+            .connection
+            .query_row("SELECT count(*) FROM samples", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(stored, samples.len() as i64);
     }
 
     #[test]

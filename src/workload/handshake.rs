@@ -253,9 +253,24 @@ impl HandshakeProbe {
 }
 
 /// Told about the matrix as it runs: each cell once it is final (to be
-/// stored at once), and each round's progress.
+/// stored at once), each round's samples as the round ends, and each
+/// round's progress.
 pub trait MatrixObserver {
     fn cell_finished(&mut self, cell: &CellResult) -> anyhow::Result<()>;
+    /// A round's samples of the cells still sampling: per cell, the
+    /// samples it took in the round (see [`measure::Observer::round_sampled`]);
+    /// store them now, so a run killed later keeps every round that ended.
+    fn round_sampled(
+        &mut self,
+        _round: u32,
+        _taken: &[(&CellResult, &[measure::Timed<Sample>])],
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Rounds whose record became final (see [`measure::Observer::rounds_recorded`]).
+    fn rounds_recorded(&mut self, _rounds: &[Round]) -> anyhow::Result<()> {
+        Ok(())
+    }
     fn round_finished(&mut self, _round: u32, _finished: usize, _total: usize) {}
 }
 
@@ -372,7 +387,8 @@ pub fn run_cells(
     })
 }
 
-/// Hands the sampler's per-probe events on as whole cells.
+/// Hands the sampler's per-probe events on as whole cells (a round's
+/// samples beside the cell that took them).
 struct Relay<'a> {
     cells: &'a mut [CellResult],
     probe_cell: &'a [usize],
@@ -386,6 +402,23 @@ impl measure::Observer<Sample> for Relay<'_> {
         let cell = &mut self.cells[self.probe_cell[index]];
         cell.outcome = outcome.clone();
         self.observer.cell_finished(cell)
+    }
+
+    fn round_sampled(
+        &mut self,
+        round: u32,
+        taken: &[measure::RoundSamples<'_, Sample>],
+    ) -> anyhow::Result<()> {
+        let cells = &*self.cells;
+        let taken: Vec<(&CellResult, &[measure::Timed<Sample>])> = taken
+            .iter()
+            .map(|(index, samples)| (&cells[self.probe_cell[*index]], *samples))
+            .collect();
+        self.observer.round_sampled(round, &taken)
+    }
+
+    fn rounds_recorded(&mut self, rounds: &[Round]) -> anyhow::Result<()> {
+        self.observer.rounds_recorded(rounds)
     }
 
     fn round_finished(&mut self, round: u32, _active: usize, finished: usize) {

@@ -59,7 +59,11 @@ fn echo(link: &Link) -> (UdpSocket, std::thread::JoinHandle<usize>) {
 #[test]
 fn the_link_honours_its_round_trip_rate_and_loss() {
     let test = "the_link_honours_its_round_trip_rate_and_loss";
-    // Round trip: the median of 20 echoes within 5% of 40 ms.
+    // Round trip: no echo of 20 faster than 40 ms less 5%, and the fastest
+    // within 5% of 40 ms. Not the median: on a loaded 2-core machine the
+    // link's thread wakes on the scheduler's next tick (4 ms here), and a
+    // CI run with compiles beside it once had a median of 56 ms with the
+    // fastest echo at 40.3 ms; the delay the link adds is the fastest echo.
     let Some(link) = link("rtt=40ms", test) else {
         return;
     };
@@ -74,9 +78,9 @@ fn the_link_honours_its_round_trip_rate_and_loss() {
         })
         .collect();
     round_trips.sort_by(f64::total_cmp);
-    let median = round_trips[10];
-    eprintln!("link rtt=40ms: median echo {median:.2} ms over 20");
-    assert!((median / 40.0 - 1.0).abs() < 0.05, "{round_trips:?}");
+    let (fastest, median) = (round_trips[0], round_trips[10]);
+    eprintln!("link rtt=40ms: fastest echo {fastest:.2} ms, median {median:.2} ms over 20");
+    assert!((fastest / 40.0 - 1.0).abs() < 0.05, "{round_trips:?}");
     drop((client, echoing, link));
 
     // Rate: 150 datagrams of 1,000 bytes (1,028 on the wire) sent at once

@@ -586,3 +586,136 @@ fn bulk_and_tunnel_runs_killed_halfway_keep_every_finished_round() {
         assert_eq!(taken, vec![0, 1, 2], "{:?}", cell.scenario);
     }
 }
+
+/// A row of `cells` (a handshake cell) as a person querying the database sees it.
+#[derive(Debug)]
+struct StoredHandshakeCell {
+    backend: String,
+    scenario: String,
+    status: String,
+    /// NULL while the cell still samples.
+    precise: Option<bool>,
+    sample_count: i64,
+    /// The rounds of its samples, in order: "0,1,2".
+    rounds: Option<String>,
+}
+
+/// Issue 23 item 4: `handshake` keeps every sample as it is taken, as
+/// `speed`, `bulk` and `tunnel` do. Killed with SIGKILL halfway through
+/// its rounds (the test hook, after round 30 of 60, while every cell still
+/// samples), each measured cell holds its samples of rounds 0 to 29, the
+/// unsupported cells are there, the rounds' records (other work on the
+/// machine) that were final are stored, and `report` reads the run as
+/// incomplete and says what other work the machine did.
+#[test]
+fn a_handshake_run_killed_halfway_through_its_rounds_keeps_every_finished_round() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("handshake.sqlite");
+    let db_arg = db.to_str().unwrap();
+    let cert_dir = cert_dir();
+    let mut job = Job::start(
+        &[
+            "handshake",
+            "--backend",
+            "openssl,rustls-ring",
+            "--tls",
+            "1.3",
+            "--group",
+            "x25519,x448",
+            "--cert",
+            "ecdsa_p256,rsa2048",
+            "--runs",
+            "60",
+            "--warmup",
+            "0",
+            "-q",
+            "--cert-dir",
+            cert_dir.to_str().unwrap(),
+            "--db",
+            db_arg,
+        ],
+        &[(
+            "TLSLAB_TEST_SIGKILL_AFTER_ROUNDS",
+            std::ffi::OsStr::new("30"),
+        )],
+    );
+    let (status, stderr) = job.finish(Duration::from_secs(120));
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{stderr}");
+
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let run_status: String = connection
+        .query_row("SELECT status FROM runs", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(run_status, "incomplete");
+    let mut query = connection
+        .prepare(
+            "SELECT c.backend, c.scenario_id, c.status, c.precise, c.sample_count,
+                    (SELECT group_concat(s.round, ',') FROM
+                        (SELECT round FROM samples WHERE cell_id = c.id ORDER BY seq) s)
+             FROM cells c ORDER BY c.backend, c.scenario_id",
+        )
+        .unwrap();
+    let cells: Vec<StoredHandshakeCell> = query
+        .query_map([], |row| {
+            Ok(StoredHandshakeCell {
+                backend: row.get(0)?,
+                scenario: row.get(1)?,
+                status: row.get(2)?,
+                precise: row.get(3)?,
+                sample_count: row.get(4)?,
+                rounds: row.get(5)?,
+            })
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    // Every group and certificate on OpenSSL, X25519 on ring.
+    let measured: Vec<_> = cells.iter().filter(|c| c.status == "measured").collect();
+    assert_eq!(measured.len(), 6, "{cells:#?}");
+    let rounds_0_to_29 = (0..30).map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+    for cell in &measured {
+        // One handshake per round with --runs; still sampling (none finished).
+        assert_eq!(
+            (cell.rounds.as_deref(), cell.sample_count, cell.precise),
+            (Some(rounds_0_to_29.as_str()), 30, None),
+            "{cell:?}"
+        );
+    }
+    // ring has no X448: those rows were stored before sampling began.
+    let unsupported: Vec<_> = cells
+        .iter()
+        .filter(|c| c.status == "unsupported")
+        .map(|c| (c.backend.as_str(), c.scenario.contains("x448")))
+        .collect();
+    assert_eq!(
+        unsupported,
+        vec![("rustls-ring", true), ("rustls-ring", true)],
+        "{cells:#?}"
+    );
+    // The rounds whose record was final: a prefix of rounds 0 to 29, each
+    // with other processes' CPU. Four RSA-2048 cells of 30 handshakes take
+    // longer than the 50 ms between readings on any machine, so there is one.
+    let rounds: Vec<(u32, Option<f64>)> = connection
+        .prepare("SELECT round, others_cpu FROM rounds ORDER BY round")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(!rounds.is_empty() && rounds.len() <= 30, "{rounds:?}");
+    for (index, (round, others_cpu)) in rounds.iter().enumerate() {
+        assert_eq!(*round as usize, index, "{rounds:?}");
+        assert!(others_cpu.is_some(), "{rounds:?}");
+    }
+    drop(query);
+    drop(connection);
+
+    let report = crate::util::tlslab(&["report", "--db", db_arg]);
+    report.expect_code(0);
+    let out = report.stdout();
+    assert!(out.contains("This run is incomplete"), "{out}");
+    assert!(out.contains("Other work on this machine"), "{out}");
+    assert!(crate::util::has_row(&out, &["openssl", "X448"]), "{out}");
+}

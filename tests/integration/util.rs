@@ -8,15 +8,21 @@ use tlslab::backend::LibraryInfo;
 use tlslab::certs::CertCache;
 use tlslab::store::{RunInfo, RunKind};
 
-/// One certificate cache for the whole test binary, kept between runs under
-/// Cargo's target directory so chains are generated once.
+/// One certificate cache for the whole test binary, kept between runs (see
+/// [`cert_dir`]) so chains are generated once.
 pub fn certs() -> &'static CertCache {
     static CACHE: OnceLock<CertCache> = OnceLock::new();
     CACHE.get_or_init(|| CertCache::new(cert_dir()))
 }
 
+/// The tests' certificate cache: `TLSLAB_TEST_CERT_DIR` if set (the
+/// fresh-machine pass, scripts/fresh-machine-test.sh, points it at a new
+/// empty directory so no chain of an earlier run is reused), else `certs`
+/// under Cargo's target directory for tests.
 pub fn cert_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("certs")
+    std::env::var_os("TLSLAB_TEST_CERT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("certs"))
 }
 
 /// The output of a finished command, shown in full when an assertion fails.
