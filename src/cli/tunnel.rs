@@ -55,8 +55,10 @@ pub struct TunnelArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub size: Option<Vec<Size>>,
 
-    /// Engines: inprocess (both ends in this process), openvpn (a real
-    /// OpenVPN static-key tunnel between network namespaces; root only).
+    /// Engines: inprocess (OpenVPN's data channel, both ends in this
+    /// process), wireguard (WireGuard's, boringtun's peers in this process;
+    /// ChaCha20-Poly1305 only), openvpn (a real OpenVPN static-key tunnel
+    /// between network namespaces; root only).
     #[arg(
         long,
         value_name = "LIST",

@@ -182,7 +182,7 @@ pub(super) fn table(report: &TunnelReport) -> Option<Table> {
     }
     let packets: Vec<String> = packets.iter().map(u64::to_string).collect();
     table.notes.push(format!(
-        "send/recv M instr/MB: millions of instructions executed per MB (10^6 bytes) of payload inside the sender's calls (compress, encrypt, authenticate) and the receiver's (verify, decrypt, decompress, check the payload came back), counted under {}'s callgrind on the in-process engine: the median of the samples, each a fixed batch of packets ({} packets, at least 256 KiB of payload or 4096 packets) after a first batch uncounted, every packet verified. Counts repeat on any machine, but say nothing of cache misses or stalls; under valgrind the libraries see no AVX-512.",
+        "send/recv M instr/MB: millions of instructions executed per MB (10^6 bytes) of payload inside the sender's calls (compress, encrypt, authenticate) and the receiver's (verify, decrypt, decompress, check the payload came back), counted under {}'s callgrind on the engines that run in this process: the median of the samples, each a fixed batch of packets ({} packets, at least 256 KiB of payload or 4096 packets) after a first batch uncounted, every packet verified. Counts repeat on any machine, but say nothing of cache misses or stalls; under valgrind the libraries see no AVX-512.",
         report.valgrind.as_deref().unwrap_or("valgrind"),
         if packets.is_empty() { "—".to_string() } else { packets.join(" or ") }
     ));
