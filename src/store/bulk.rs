@@ -5,8 +5,10 @@
 //! stops.
 
 use anyhow::{Context, Result};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, OptionalExtension};
 
+use super::cells::{self, Columns, SampledCell};
 use super::counts::{read_side_samples, write_side_samples};
 use super::{outcome_from_columns, precise_column, Store};
 use crate::backend::Negotiated;
@@ -21,81 +23,23 @@ impl Store {
     /// rest are added, and its end is set. A cell that ended without being
     /// measured keeps no sample.
     pub fn save_bulk_cell(&mut self, run_id: i64, cell: &BulkCell) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        let (cell_id, stored) = bulk_cell_row(&tx, run_id, cell)?;
-        let samples = cell.samples();
-        if samples.len() < stored {
-            tx.execute("DELETE FROM bulk_samples WHERE cell_id = ?1", [cell_id])?;
-            insert_bulk_samples(&tx, cell_id, 0, samples)?;
-        } else {
-            insert_bulk_samples(&tx, cell_id, stored, &samples[stored..])?;
-        }
-        let negotiated = cell.negotiated.as_ref();
-        tx.execute(
-            "UPDATE bulk_cells SET status = ?2, reason = ?3, negotiated_version = ?4,
-             negotiated_suite = ?5, sample_bytes = ?6, precise = ?7, sample_count = ?8,
-             finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-             WHERE id = ?1",
-            params![
-                cell_id,
-                cell.outcome.status(),
-                cell.outcome.reason(),
-                negotiated.map(|n| n.version.as_str()),
-                negotiated.map(|n| n.suite.as_str()),
-                cell.sample_bytes as i64,
-                precise_column(&cell.outcome),
-                samples.len() as i64
-            ],
-        )?;
-        delete_bulk_counts(&tx, cell_id)?;
-        write_bulk_counts(&tx, cell_id, cell)?;
-        tx.commit()?;
-        Ok(())
+        cells::save_end(&mut self.connection, run_id, cell)
     }
 
     /// Commits one round's samples of bulk cells still sampling, in one
-    /// transaction: each (cell, the samples it took in the round) adds its
-    /// samples after those stored before, its cell stored at its first
-    /// round as still sampling ([`bulk_cell_row`]).
+    /// transaction ([`cells::save_round`]).
     pub fn save_bulk_samples(
         &mut self,
         run_id: i64,
         taken: &[(&BulkCell, &[Timed<BulkSample>])],
     ) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        for (cell, samples) in taken {
-            let (cell_id, stored) = bulk_cell_row(&tx, run_id, cell)?;
-            insert_bulk_samples(&tx, cell_id, stored, samples)?;
-            tx.execute(
-                "UPDATE bulk_cells SET sample_count = ?2 WHERE id = ?1",
-                params![cell_id, (stored + samples.len()) as i64],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        cells::save_round(&mut self.connection, run_id, taken)
     }
 
     /// Adds a bulk cell's counted instructions to the cell stored for it
     /// in `run_id` (by its label and backend), replacing any stored before.
     pub fn save_bulk_counts(&mut self, run_id: i64, cell: &BulkCell) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        let cell_id: i64 = tx
-            .query_row(
-                "SELECT id FROM bulk_cells WHERE run_id = ?1 AND scenario_id = ?2 AND backend = ?3",
-                params![run_id, cell.scenario.label(), cell.backend],
-                |row| row.get(0),
-            )
-            .with_context(|| {
-                format!(
-                    "run {run_id} has no bulk cell {} on {}",
-                    cell.scenario.label(),
-                    cell.backend
-                )
-            })?;
-        delete_bulk_counts(&tx, cell_id)?;
-        write_bulk_counts(&tx, cell_id, cell)?;
-        tx.commit()?;
-        Ok(())
+        cells::save_counts(&mut self.connection, run_id, cell)
     }
 
     /// Reads back every bulk cell of a run, in the order they were first stored.
@@ -207,89 +151,90 @@ impl Store {
     }
 }
 
-/// The id of a bulk cell's row in `run_id` and how many samples it holds;
-/// a cell not stored yet is stored now (its scenario too), as sampling:
-/// measured, no sample yet, and `precise` NULL until it stops (it reads
-/// back as not precise). The caller commits.
-fn bulk_cell_row(tx: &rusqlite::Connection, run_id: i64, cell: &BulkCell) -> Result<(i64, usize)> {
-    let s = &cell.scenario;
-    let label = s.label();
-    let stored = tx
-        .query_row(
-            "SELECT id, sample_count FROM bulk_cells
-             WHERE run_id = ?1 AND scenario_id = ?2 AND backend = ?3",
-            params![run_id, label, cell.backend],
-            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)? as usize)),
-        )
-        .optional()?;
-    if let Some(stored) = stored {
-        return Ok(stored);
-    }
-    tx.execute(
-        "INSERT OR IGNORE INTO bulk_scenarios (id, tls_version, suite, write_bytes)
-         VALUES (?1, ?2, ?3, ?4)",
-        params![label, s.protocol_id(), s.suite_id(), s.write_bytes as i64],
-    )?;
-    let negotiated = cell.negotiated.as_ref();
-    tx.execute(
-        "INSERT INTO bulk_cells (run_id, scenario_id, backend, status, reason,
-         negotiated_version, negotiated_suite, sample_bytes, precise, security_notes,
-         sample_count)
-         VALUES (?1, ?2, ?3, 'measured', NULL, ?4, ?5, ?6, NULL, ?7, 0)",
-        params![
-            run_id,
-            label,
-            cell.backend,
-            negotiated.map(|n| n.version.as_str()),
-            negotiated.map(|n| n.suite.as_str()),
-            cell.sample_bytes as i64,
-            s.security_notes().join("; "),
-        ],
-    )?;
-    Ok((tx.last_insert_rowid(), 0))
-}
+/// A bulk cell: its row in `bulk_cells` (its scenario in
+/// `bulk_scenarios`), its samples in `bulk_samples`, its counted
+/// instructions in `bulk_counts` and `bulk_count_samples`.
+impl SampledCell for BulkCell {
+    type Sample = BulkSample;
+    const CELLS: &'static str = "bulk_cells";
+    const SAMPLES: &'static str = "bulk_samples";
+    const KEY_COLUMNS: [&'static str; 2] = ["scenario_id", "backend"];
+    const NAME: &'static str = "bulk cell";
+    const SAMPLE_COLUMNS: &'static [&'static str] = &[
+        "bytes",
+        "writes",
+        "sender_ns",
+        "receiver_ns",
+        "sender_cpu_ns",
+        "receiver_cpu_ns",
+    ];
 
-/// Stores `samples` of a bulk cell as its samples `first`, `first + 1`,
-/// ... (the caller commits).
-fn insert_bulk_samples(
-    tx: &rusqlite::Connection,
-    cell_id: i64,
-    first: usize,
-    samples: &[Timed<BulkSample>],
-) -> Result<()> {
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO bulk_samples (cell_id, seq, round, bytes, writes, sender_ns,
-         receiver_ns, sender_cpu_ns, receiver_cpu_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?;
-    for (seq, Timed { round, value }) in (first..).zip(samples) {
-        insert.execute(params![
-            cell_id,
-            seq as i64,
-            round,
-            value.bytes as i64,
-            value.writes as i64,
-            value.sender_ns as i64,
-            value.receiver_ns as i64,
-            value.sender_cpu_ns as i64,
-            value.receiver_cpu_ns as i64
-        ])?;
+    fn key(&self) -> [String; 2] {
+        [self.scenario.label(), self.backend.clone()]
     }
-    Ok(())
-}
 
-/// Removes a bulk cell's counted instructions (the caller commits).
-fn delete_bulk_counts(tx: &rusqlite::Connection, cell_id: i64) -> Result<()> {
-    tx.execute("DELETE FROM bulk_counts WHERE cell_id = ?1", [cell_id])?;
-    tx.execute(
-        "DELETE FROM bulk_count_samples WHERE cell_id = ?1",
-        [cell_id],
-    )?;
-    Ok(())
+    fn outcome(&self) -> &Outcome<BulkSample> {
+        &self.outcome
+    }
+
+    fn save_scenario(&self, tx: &Connection) -> Result<()> {
+        let s = &self.scenario;
+        tx.execute(
+            "INSERT OR IGNORE INTO bulk_scenarios (id, tls_version, suite, write_bytes)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![
+                s.label(),
+                s.protocol_id(),
+                s.suite_id(),
+                s.write_bytes as i64
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn first_columns(&self) -> Columns {
+        vec![(
+            "security_notes",
+            Value::from(self.scenario.security_notes().join("; ")),
+        )]
+    }
+
+    fn end_columns(&self) -> Columns {
+        let negotiated = self.negotiated.as_ref();
+        vec![
+            (
+                "negotiated_version",
+                Value::from(negotiated.map(|n| n.version.clone())),
+            ),
+            (
+                "negotiated_suite",
+                Value::from(negotiated.map(|n| n.suite.clone())),
+            ),
+            ("sample_bytes", Value::from(self.sample_bytes as i64)),
+        ]
+    }
+
+    fn sample_values(sample: &BulkSample) -> Vec<Value> {
+        [
+            sample.bytes,
+            sample.writes,
+            sample.sender_ns,
+            sample.receiver_ns,
+            sample.sender_cpu_ns,
+            sample.receiver_cpu_ns,
+        ]
+        .map(|number| Value::from(number as i64))
+        .to_vec()
+    }
+
+    fn replace_counts(&self, tx: &Connection, cell_id: i64) -> Result<()> {
+        cells::delete_cell_rows(tx, &["bulk_counts", "bulk_count_samples"], cell_id)?;
+        write_bulk_counts(tx, cell_id, self)
+    }
 }
 
 /// Writes a bulk cell's counted instructions, if it has them (the caller commits).
-fn write_bulk_counts(tx: &rusqlite::Connection, cell_id: i64, cell: &BulkCell) -> Result<()> {
+fn write_bulk_counts(tx: &Connection, cell_id: i64, cell: &BulkCell) -> Result<()> {
     let Some(counted) = &cell.instructions else {
         return Ok(());
     };

@@ -6,7 +6,7 @@
 //! samples in tables of one shape (sender, receiver): written and read here.
 
 use anyhow::{bail, Context, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
 use super::{outcome_from_columns, precise_column, Store};
 use crate::heap::HeapSample;
@@ -44,45 +44,25 @@ impl Store {
     /// Adds a cell's counted measures to the cell stored for it in `run_id`
     /// (by its label and backend), replacing any stored before.
     pub fn save_counts(&mut self, run_id: i64, cell: &CellResult) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        let cell_id: Option<i64> = tx
-            .query_row(
-                "SELECT id FROM cells WHERE run_id = ?1 AND scenario_id = ?2 AND backend = ?3",
-                params![run_id, cell.scenario.label(), cell.backend],
-                |row| row.get(0),
-            )
-            .optional()?;
-        let Some(cell_id) = cell_id else {
-            bail!(
-                "run {run_id} has no cell {} on {} to add counts to",
-                cell.scenario.label(),
-                cell.backend
-            );
-        };
-        delete_counts(&tx, cell_id)?;
-        write_counts(&tx, cell_id, &cell.counts)?;
-        tx.commit()?;
-        Ok(())
+        super::cells::save_counts(&mut self.connection, run_id, cell)
     }
 }
 
 /// Removes a cell's counted measures, wire figures and network results
 /// (the caller commits).
 pub(super) fn delete_counts(connection: &Connection, cell_id: i64) -> Result<()> {
-    for table in [
-        "counts",
-        "count_samples",
-        "count_breakdown",
-        "wire",
-        "network",
-        "network_samples",
-    ] {
-        connection.execute(
-            &format!("DELETE FROM {table} WHERE cell_id = ?1"),
-            [cell_id],
-        )?;
-    }
-    Ok(())
+    super::cells::delete_cell_rows(
+        connection,
+        &[
+            "counts",
+            "count_samples",
+            "count_breakdown",
+            "wire",
+            "network",
+            "network_samples",
+        ],
+        cell_id,
+    )
 }
 
 /// Writes a cell's counted measures (the caller commits).

@@ -6,11 +6,13 @@
 //! run killed at any moment keeps every round that ended.
 
 use anyhow::Result;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::types::Value;
+use rusqlite::{params, Connection};
 
-use super::{counts, outcome_from_columns, precise_column, Store};
+use super::cells::{self, Columns, SampledCell};
+use super::{counts, outcome_from_columns, Store};
 use crate::backend::Negotiated;
-use crate::measure::Timed;
+use crate::measure::{Outcome, Timed};
 use crate::scenario::{parse_name, HandshakeScenario, Named};
 use crate::workload::handshake::{CellResult, Sample};
 
@@ -21,61 +23,17 @@ impl Store {
     /// precise, its counts) is set. A cell that ended without being
     /// measured keeps no sample.
     pub fn save_cell(&mut self, run_id: i64, cell: &CellResult) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        let (cell_id, stored) = cell_row(&tx, run_id, cell)?;
-        let samples = cell.samples();
-        if samples.len() < stored {
-            tx.execute("DELETE FROM samples WHERE cell_id = ?1", [cell_id])?;
-            insert_samples(&tx, cell_id, 0, samples)?;
-        } else {
-            insert_samples(&tx, cell_id, stored, &samples[stored..])?;
-        }
-        let negotiated = cell.negotiated.as_ref();
-        tx.execute(
-            "UPDATE cells SET status = ?2, reason = ?3, negotiated_version = ?4,
-             negotiated_suite = ?5, negotiated_group = ?6, negotiated_signature = ?7,
-             resumed = ?8, precise = ?9, sample_count = ?10,
-             finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-             WHERE id = ?1",
-            params![
-                cell_id,
-                cell.outcome.status(),
-                cell.outcome.reason(),
-                negotiated.map(|n| n.version.as_str()),
-                negotiated.map(|n| n.suite.as_str()),
-                negotiated.and_then(|n| n.group.as_deref()),
-                negotiated.and_then(|n| n.signature.as_deref()),
-                negotiated.map(|n| n.resumed),
-                precise_column(&cell.outcome),
-                samples.len() as i64,
-            ],
-        )?;
-        counts::delete_counts(&tx, cell_id)?;
-        counts::write_counts(&tx, cell_id, &cell.counts)?;
-        tx.commit()?;
-        Ok(())
+        cells::save_end(&mut self.connection, run_id, cell)
     }
 
     /// Commits one round's samples of handshake cells still sampling, in
-    /// one transaction: each (cell, the samples it took in the round) adds
-    /// its samples after those stored before, its cell stored at its first
-    /// round as still sampling ([`cell_row`]).
+    /// one transaction ([`cells::save_round`]).
     pub fn save_handshake_samples(
         &mut self,
         run_id: i64,
         taken: &[(&CellResult, &[Timed<Sample>])],
     ) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        for (cell, samples) in taken {
-            let (cell_id, stored) = cell_row(&tx, run_id, cell)?;
-            insert_samples(&tx, cell_id, stored, samples)?;
-            tx.execute(
-                "UPDATE cells SET sample_count = ?2 WHERE id = ?1",
-                params![cell_id, (stored + samples.len()) as i64],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        cells::save_round(&mut self.connection, run_id, taken)
     }
 
     /// Reads a run's handshake cells back, each with its samples and counts,
@@ -162,73 +120,85 @@ impl Store {
     }
 }
 
-/// The id of a handshake cell's row in `run_id` and how many samples it
-/// holds; a cell not stored yet is stored now (its scenario too), as
-/// sampling: measured, what its preparing handshake negotiated, no sample
-/// yet, and `precise` NULL until it stops (it reads back as not precise).
-/// The caller commits.
-fn cell_row(tx: &Connection, run_id: i64, cell: &CellResult) -> Result<(i64, usize)> {
-    let s = &cell.scenario;
-    let label = s.label();
-    let stored = tx
-        .query_row(
-            "SELECT id, sample_count FROM cells
-             WHERE run_id = ?1 AND scenario_id = ?2 AND backend = ?3",
-            params![run_id, label, cell.backend],
-            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)? as usize)),
-        )
-        .optional()?;
-    if let Some(stored) = stored {
-        return Ok(stored);
-    }
-    save_scenario(tx, s)?;
-    let negotiated = cell.negotiated.as_ref();
-    tx.execute(
-        "INSERT INTO cells (run_id, scenario_id, backend, status, reason, negotiated_version,
-         negotiated_suite, negotiated_group, negotiated_signature, resumed, precise, weak,
-         security_notes, sample_count)
-         VALUES (?1, ?2, ?3, 'measured', NULL, ?4, ?5, ?6, ?7, ?8, NULL, ?9, ?10, 0)",
-        params![
-            run_id,
-            label,
-            cell.backend,
-            negotiated.map(|n| n.version.as_str()),
-            negotiated.map(|n| n.suite.as_str()),
-            negotiated.and_then(|n| n.group.as_deref()),
-            negotiated.and_then(|n| n.signature.as_deref()),
-            negotiated.map(|n| n.resumed),
-            s.is_weak(),
-            s.security_notes().join("; "),
-        ],
-    )?;
-    Ok((tx.last_insert_rowid(), 0))
-}
+/// A handshake cell: its row in `cells` (its scenario in `scenarios`),
+/// its samples in `samples`, its counts (instructions, heap bytes, the
+/// wire, the networks) in the tables of [`counts`].
+impl SampledCell for CellResult {
+    type Sample = Sample;
+    const CELLS: &'static str = "cells";
+    const SAMPLES: &'static str = "samples";
+    const KEY_COLUMNS: [&'static str; 2] = ["scenario_id", "backend"];
+    const NAME: &'static str = "cell";
+    const SAMPLE_COLUMNS: &'static [&'static str] = &[
+        "wall_ns",
+        "client_ns",
+        "server_ns",
+        "client_cpu_ns",
+        "server_cpu_ns",
+    ];
 
-/// Stores `samples` of a handshake cell as its samples `first`, `first + 1`,
-/// ... (the caller commits).
-fn insert_samples(
-    tx: &Connection,
-    cell_id: i64,
-    first: usize,
-    samples: &[Timed<Sample>],
-) -> Result<()> {
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO samples (cell_id, seq, round, wall_ns, client_ns, server_ns,
-         client_cpu_ns, server_cpu_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
-    for (seq, Timed { round, value }) in (first..).zip(samples) {
-        insert.execute(params![
-            cell_id,
-            seq as i64,
-            round,
-            value.wall_ns as i64,
-            value.client_ns as i64,
-            value.server_ns as i64,
-            value.client_cpu_ns as i64,
-            value.server_cpu_ns as i64
-        ])?;
+    fn key(&self) -> [String; 2] {
+        [self.scenario.label(), self.backend.clone()]
     }
-    Ok(())
+
+    fn outcome(&self) -> &Outcome<Sample> {
+        &self.outcome
+    }
+
+    fn save_scenario(&self, tx: &Connection) -> Result<()> {
+        save_scenario(tx, &self.scenario).map(drop)
+    }
+
+    fn first_columns(&self) -> Columns {
+        vec![
+            ("weak", Value::from(self.scenario.is_weak())),
+            (
+                "security_notes",
+                Value::from(self.scenario.security_notes().join("; ")),
+            ),
+        ]
+    }
+
+    /// What its preparing handshake negotiated, set again at its end.
+    fn end_columns(&self) -> Columns {
+        let negotiated = self.negotiated.as_ref();
+        vec![
+            (
+                "negotiated_version",
+                Value::from(negotiated.map(|n| n.version.clone())),
+            ),
+            (
+                "negotiated_suite",
+                Value::from(negotiated.map(|n| n.suite.clone())),
+            ),
+            (
+                "negotiated_group",
+                Value::from(negotiated.and_then(|n| n.group.clone())),
+            ),
+            (
+                "negotiated_signature",
+                Value::from(negotiated.and_then(|n| n.signature.clone())),
+            ),
+            ("resumed", Value::from(negotiated.map(|n| n.resumed))),
+        ]
+    }
+
+    fn sample_values(sample: &Sample) -> Vec<Value> {
+        [
+            sample.wall_ns,
+            sample.client_ns,
+            sample.server_ns,
+            sample.client_cpu_ns,
+            sample.server_cpu_ns,
+        ]
+        .map(|number| Value::from(number as i64))
+        .to_vec()
+    }
+
+    fn replace_counts(&self, tx: &Connection, cell_id: i64) -> Result<()> {
+        counts::delete_counts(tx, cell_id)?;
+        counts::write_counts(tx, cell_id, &self.counts)
+    }
 }
 
 /// Adds a handshake scenario to `scenarios` unless it is there; returns its id (its label).

@@ -1,13 +1,14 @@
 //! The SQLite store: runs, hosts, library versions and when each round
 //! started; each kind of result in a file of its own (handshake cells with
 //! their negotiated parameters and every raw sample in [`handshake`], then
-//! [`bulk`], [`tunnel`], [`speed`], [`capacity`], [`load`]). Each finished
-//! cell is committed on its own, so an interrupted run keeps what it
-//! finished; a run is `incomplete` until it is marked `complete` at its
+//! [`bulk`], [`tunnel`], [`speed`], [`capacity`], [`load`]). A sampled
+//! cell's rounds and its end are committed as they come, the same way for
+//! every kind ([`cells`]), so an interrupted run keeps what it finished; a run is `incomplete` until it is marked `complete` at its
 //! end. The layout and its migrations are in [`schema`].
 
 mod bulk;
 mod capacity;
+mod cells;
 mod counts;
 #[cfg(test)]
 mod fixtures;

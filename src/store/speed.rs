@@ -4,10 +4,12 @@
 //! cell's end when it stops.
 
 use anyhow::Result;
-use rusqlite::{params, OptionalExtension};
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, OptionalExtension};
 
+use super::cells::{self, Columns, SampledCell};
 use super::{outcome_from_columns, precise_column, Store};
-use crate::measure::Timed;
+use crate::measure::{Outcome, Timed};
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::{parse_name, Named};
 use crate::workload::counted::Instructions;
@@ -19,74 +21,24 @@ impl Store {
     /// rest are added, and its end (status, reason, precision) is set. A
     /// cell that ended without being measured keeps no sample.
     pub fn save_speed_cell(&mut self, run_id: i64, cell: &SpeedCell) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        let (cell_id, stored) = speed_cell_row(&tx, run_id, cell)?;
-        let samples = cell.outcome.samples();
-        if samples.len() < stored {
-            tx.execute("DELETE FROM speed_samples WHERE cell_id = ?1", [cell_id])?;
-            insert_speed_samples(&tx, cell_id, 0, samples)?;
-        } else {
-            insert_speed_samples(&tx, cell_id, stored, &samples[stored..])?;
-        }
-        tx.execute(
-            "UPDATE speed_cells SET status = ?2, reason = ?3, batch = ?4, precise = ?5,
-             sample_count = ?6, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-             WHERE id = ?1",
-            params![
-                cell_id,
-                cell.outcome.status(),
-                cell.outcome.reason(),
-                cell.batch as i64,
-                precise_column(&cell.outcome),
-                samples.len() as i64
-            ],
-        )?;
-        if let Some(counted) = &cell.counted {
-            delete_speed_counts(&tx, cell_id)?;
-            write_speed_counts(&tx, cell_id, counted)?;
-        }
-        tx.commit()?;
-        Ok(())
+        cells::save_end(&mut self.connection, run_id, cell)
     }
 
     /// Commits one round's samples of speed cells still sampling, in one
-    /// transaction: each (cell, the samples it took in the round) adds its
-    /// samples after those stored before, its cell stored at its first
-    /// round as still sampling ([`speed_cell_row`]). A run killed later
-    /// keeps them, and reads back as stopped after that round.
+    /// transaction ([`cells::save_round`]). A run killed later keeps them,
+    /// and reads back as stopped after that round.
     pub fn save_speed_samples(
         &mut self,
         run_id: i64,
         taken: &[(&SpeedCell, &[Timed<SpeedSample>])],
     ) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        for (cell, samples) in taken {
-            let (cell_id, stored) = speed_cell_row(&tx, run_id, cell)?;
-            insert_speed_samples(&tx, cell_id, stored, samples)?;
-            tx.execute(
-                "UPDATE speed_cells SET sample_count = ?2 WHERE id = ?1",
-                params![cell_id, (stored + samples.len()) as i64],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        cells::save_round(&mut self.connection, run_id, taken)
     }
 
     /// Adds a speed cell's counted instructions to the cell stored for it
     /// in `run_id` (by its row and backend), replacing any stored before.
     pub fn save_speed_counts(&mut self, run_id: i64, cell: &SpeedCell) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        let cell_id: i64 = tx.query_row(
-            "SELECT id FROM speed_cells WHERE run_id = ?1 AND row_id = ?2 AND backend = ?3",
-            params![run_id, cell.row.label(), cell.backend],
-            |row| row.get(0),
-        )?;
-        delete_speed_counts(&tx, cell_id)?;
-        if let Some(counted) = &cell.counted {
-            write_speed_counts(&tx, cell_id, counted)?;
-        }
-        tx.commit()?;
-        Ok(())
+        cells::save_counts(&mut self.connection, run_id, cell)
     }
 
     /// A speed cell's counted instructions, if it was counted.
@@ -186,77 +138,67 @@ impl Store {
     }
 }
 
-/// The id of a speed cell's row in `run_id` and how many samples it
-/// holds; a cell not stored yet is stored now, as sampling: measured, no
-/// sample yet, and `precise` NULL until it stops (it reads back as not
-/// precise). The caller commits.
-fn speed_cell_row(
-    tx: &rusqlite::Connection,
-    run_id: i64,
-    cell: &SpeedCell,
-) -> Result<(i64, usize)> {
-    let label = cell.row.label();
-    let stored = tx
-        .query_row(
-            "SELECT id, sample_count FROM speed_cells
-             WHERE run_id = ?1 AND row_id = ?2 AND backend = ?3",
-            params![run_id, label, cell.backend],
-            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)? as usize)),
-        )
-        .optional()?;
-    if let Some(stored) = stored {
-        return Ok(stored);
-    }
-    tx.execute(
-        "INSERT INTO speed_cells (run_id, row_id, backend, primitive, operation, size_bytes,
-         status, reason, batch, precise, sample_count)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'measured', NULL, ?7, NULL, 0)",
-        params![
-            run_id,
-            label,
-            cell.backend,
-            cell.row.primitive.id(),
-            cell.row.operation.id(),
-            cell.row.size_bytes.map(|s| s as i64),
-            cell.batch as i64,
-        ],
-    )?;
-    Ok((tx.last_insert_rowid(), 0))
-}
+/// A speed cell: its row in `speed_cells` (no table of scenarios: the
+/// row's axes are its columns), its samples in `speed_samples`, its
+/// counted instructions in `speed_counts` and `speed_count_samples`.
+impl SampledCell for SpeedCell {
+    type Sample = SpeedSample;
+    const CELLS: &'static str = "speed_cells";
+    const SAMPLES: &'static str = "speed_samples";
+    const KEY_COLUMNS: [&'static str; 2] = ["row_id", "backend"];
+    const NAME: &'static str = "speed cell";
+    const SAMPLE_COLUMNS: &'static [&'static str] = &["ns_per_op"];
 
-/// Stores `samples` of a speed cell as its samples `first`, `first + 1`,
-/// ... (the caller commits).
-fn insert_speed_samples(
-    tx: &rusqlite::Connection,
-    cell_id: i64,
-    first: usize,
-    samples: &[Timed<SpeedSample>],
-) -> Result<()> {
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO speed_samples (cell_id, seq, round, ns_per_op) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    for (seq, Timed { round, value }) in (first..).zip(samples) {
-        insert.execute(params![cell_id, seq as i64, round, value.ns_per_op])?;
+    fn key(&self) -> [String; 2] {
+        [self.row.label(), self.backend.clone()]
     }
-    Ok(())
-}
 
-/// Removes a speed cell's counted instructions (the caller commits).
-fn delete_speed_counts(tx: &rusqlite::Connection, cell_id: i64) -> Result<()> {
-    tx.execute("DELETE FROM speed_counts WHERE cell_id = ?1", [cell_id])?;
-    tx.execute(
-        "DELETE FROM speed_count_samples WHERE cell_id = ?1",
-        [cell_id],
-    )?;
-    Ok(())
+    fn outcome(&self) -> &Outcome<SpeedSample> {
+        &self.outcome
+    }
+
+    fn first_columns(&self) -> Columns {
+        vec![
+            (
+                "primitive",
+                Value::from(self.row.primitive.id().to_string()),
+            ),
+            (
+                "operation",
+                Value::from(self.row.operation.id().to_string()),
+            ),
+            (
+                "size_bytes",
+                Value::from(self.row.size_bytes.map(|s| s as i64)),
+            ),
+        ]
+    }
+
+    fn end_columns(&self) -> Columns {
+        vec![("batch", Value::from(self.batch as i64))]
+    }
+
+    fn sample_values(sample: &SpeedSample) -> Vec<Value> {
+        vec![Value::from(sample.ns_per_op)]
+    }
+
+    fn replace_counts(&self, tx: &Connection, cell_id: i64) -> Result<()> {
+        cells::delete_cell_rows(tx, &["speed_counts", "speed_count_samples"], cell_id)?;
+        match &self.counted {
+            Some(counted) => write_speed_counts(tx, cell_id, counted),
+            None => Ok(()),
+        }
+    }
+
+    /// A speed cell's counts are added after its end
+    /// ([`Store::save_speed_counts`]): an end without them keeps them.
+    fn end_keeps_stored_counts(&self) -> bool {
+        self.counted.is_none()
+    }
 }
 
 /// Writes a speed cell's counted instructions (the caller commits).
-fn write_speed_counts(
-    tx: &rusqlite::Connection,
-    cell_id: i64,
-    counted: &CountedOperations,
-) -> Result<()> {
+fn write_speed_counts(tx: &Connection, cell_id: i64, counted: &CountedOperations) -> Result<()> {
     let outcome = &counted.outcome;
     tx.execute(
         "INSERT INTO speed_counts (cell_id, status, reason, precise, operations)

@@ -5,11 +5,13 @@
 //! they are taken, each cell's end when it stops.
 
 use anyhow::{Context, Result};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, OptionalExtension};
 
+use super::cells::{self, Columns, SampledCell};
 use super::counts::{read_side_samples, write_side_samples};
 use super::{outcome_from_columns, precise_column, Store};
-use crate::measure::Timed;
+use crate::measure::{Outcome, Timed};
 use crate::scenario::tunnel::TunnelScenario;
 use crate::scenario::{parse_name, Named};
 use crate::workload::tunnel::{CountedTransfer, TunnelCell, TunnelSample};
@@ -20,76 +22,23 @@ impl Store {
     /// the rest are added, and its end is set. A cell that ended without
     /// being measured keeps no sample.
     pub fn save_tunnel_cell(&mut self, run_id: i64, cell: &TunnelCell) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        let (cell_id, stored) = tunnel_cell_row(&tx, run_id, cell)?;
-        let samples = cell.samples();
-        if samples.len() < stored {
-            tx.execute("DELETE FROM tunnel_samples WHERE cell_id = ?1", [cell_id])?;
-            insert_tunnel_samples(&tx, cell_id, 0, samples)?;
-        } else {
-            insert_tunnel_samples(&tx, cell_id, stored, &samples[stored..])?;
-        }
-        tx.execute(
-            "UPDATE tunnel_cells SET status = ?2, reason = ?3, precise = ?4, sample_count = ?5,
-             finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-             WHERE id = ?1",
-            params![
-                cell_id,
-                cell.outcome.status(),
-                cell.outcome.reason(),
-                precise_column(&cell.outcome),
-                samples.len() as i64
-            ],
-        )?;
-        delete_tunnel_counts(&tx, cell_id)?;
-        write_tunnel_counts(&tx, cell_id, cell)?;
-        tx.commit()?;
-        Ok(())
+        cells::save_end(&mut self.connection, run_id, cell)
     }
 
     /// Commits one round's samples of tunnel cells still sampling, in one
-    /// transaction: each (cell, the samples it took in the round) adds its
-    /// samples after those stored before, its cell stored at its first
-    /// round as still sampling ([`tunnel_cell_row`]).
+    /// transaction ([`cells::save_round`]).
     pub fn save_tunnel_samples(
         &mut self,
         run_id: i64,
         taken: &[(&TunnelCell, &[Timed<TunnelSample>])],
     ) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        for (cell, samples) in taken {
-            let (cell_id, stored) = tunnel_cell_row(&tx, run_id, cell)?;
-            insert_tunnel_samples(&tx, cell_id, stored, samples)?;
-            tx.execute(
-                "UPDATE tunnel_cells SET sample_count = ?2 WHERE id = ?1",
-                params![cell_id, (stored + samples.len()) as i64],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        cells::save_round(&mut self.connection, run_id, taken)
     }
 
     /// Adds a tunnel cell's counted instructions to the cell stored for it
     /// in `run_id` (by its label and engine), replacing any stored before.
     pub fn save_tunnel_counts(&mut self, run_id: i64, cell: &TunnelCell) -> Result<()> {
-        let tx = self.connection.transaction()?;
-        let cell_id: i64 = tx
-            .query_row(
-                "SELECT id FROM tunnel_cells WHERE run_id = ?1 AND scenario_id = ?2 AND engine = ?3",
-                params![run_id, cell.scenario.label(), cell.engine.id()],
-                |row| row.get(0),
-            )
-            .with_context(|| {
-                format!(
-                    "run {run_id} has no tunnel cell {} on {}",
-                    cell.scenario.label(),
-                    cell.engine.id()
-                )
-            })?;
-        delete_tunnel_counts(&tx, cell_id)?;
-        write_tunnel_counts(&tx, cell_id, cell)?;
-        tx.commit()?;
-        Ok(())
+        cells::save_counts(&mut self.connection, run_id, cell)
     }
 
     /// Reads back every tunnel cell of a run, in the order they were first stored.
@@ -186,96 +135,86 @@ impl Store {
     }
 }
 
-/// The id of a tunnel cell's row in `run_id` and how many samples it
-/// holds; a cell not stored yet is stored now (its scenario too), as
-/// sampling: measured, no sample yet, and `precise` NULL until it stops
-/// (it reads back as not precise). The caller commits.
-fn tunnel_cell_row(
-    tx: &rusqlite::Connection,
-    run_id: i64,
-    cell: &TunnelCell,
-) -> Result<(i64, usize)> {
-    let s = &cell.scenario;
-    let label = s.label();
-    let stored = tx
-        .query_row(
-            "SELECT id, sample_count FROM tunnel_cells
-             WHERE run_id = ?1 AND scenario_id = ?2 AND engine = ?3",
-            params![run_id, label, cell.engine.id()],
-            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)? as usize)),
-        )
-        .optional()?;
-    if let Some(stored) = stored {
-        return Ok(stored);
-    }
-    tx.execute(
-        "INSERT OR IGNORE INTO tunnel_scenarios
-         (id, baseline, cipher, digest, compression, payload, payload_bytes)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![
-            label,
-            s.baseline,
-            s.cipher.id(),
-            s.digest.id(),
-            s.compression.id(),
-            s.payload.id(),
-            s.payload_bytes as i64
-        ],
-    )?;
-    tx.execute(
-        "INSERT INTO tunnel_cells (run_id, scenario_id, engine, status, reason, precise, weak,
-         security_notes, sample_count) VALUES (?1, ?2, ?3, 'measured', NULL, NULL, ?4, ?5, 0)",
-        params![
-            run_id,
-            label,
-            cell.engine.id(),
-            s.is_weak(),
-            s.security_notes().join("; "),
-        ],
-    )?;
-    Ok((tx.last_insert_rowid(), 0))
-}
+/// A tunnel cell: its row in `tunnel_cells` (its scenario in
+/// `tunnel_scenarios`), its samples in `tunnel_samples`, its counted
+/// instructions in `tunnel_counts` and `tunnel_count_samples`.
+impl SampledCell for TunnelCell {
+    type Sample = TunnelSample;
+    const CELLS: &'static str = "tunnel_cells";
+    const SAMPLES: &'static str = "tunnel_samples";
+    const KEY_COLUMNS: [&'static str; 2] = ["scenario_id", "engine"];
+    const NAME: &'static str = "tunnel cell";
+    const SAMPLE_COLUMNS: &'static [&'static str] = &[
+        "packets",
+        "payload_bytes",
+        "send_ns",
+        "receive_ns",
+        "send_cpu_ns",
+        "receive_cpu_ns",
+    ];
 
-/// Stores `samples` of a tunnel cell as its samples `first`, `first + 1`,
-/// ... (the caller commits).
-fn insert_tunnel_samples(
-    tx: &rusqlite::Connection,
-    cell_id: i64,
-    first: usize,
-    samples: &[Timed<TunnelSample>],
-) -> Result<()> {
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO tunnel_samples (cell_id, seq, round, packets, payload_bytes, send_ns,
-         receive_ns, send_cpu_ns, receive_cpu_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?;
-    for (seq, Timed { round, value }) in (first..).zip(samples) {
-        insert.execute(params![
-            cell_id,
-            seq as i64,
-            round,
-            value.packets as i64,
-            value.payload_bytes as i64,
-            value.send_ns as i64,
-            value.receive_ns as i64,
-            value.send_cpu_ns as i64,
-            value.receive_cpu_ns as i64
-        ])?;
+    fn key(&self) -> [String; 2] {
+        [self.scenario.label(), self.engine.id().to_string()]
     }
-    Ok(())
-}
 
-/// Removes a tunnel cell's counted instructions (the caller commits).
-fn delete_tunnel_counts(tx: &rusqlite::Connection, cell_id: i64) -> Result<()> {
-    tx.execute("DELETE FROM tunnel_counts WHERE cell_id = ?1", [cell_id])?;
-    tx.execute(
-        "DELETE FROM tunnel_count_samples WHERE cell_id = ?1",
-        [cell_id],
-    )?;
-    Ok(())
+    fn outcome(&self) -> &Outcome<TunnelSample> {
+        &self.outcome
+    }
+
+    fn save_scenario(&self, tx: &Connection) -> Result<()> {
+        let s = &self.scenario;
+        tx.execute(
+            "INSERT OR IGNORE INTO tunnel_scenarios
+             (id, baseline, cipher, digest, compression, payload, payload_bytes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                s.label(),
+                s.baseline,
+                s.cipher.id(),
+                s.digest.id(),
+                s.compression.id(),
+                s.payload.id(),
+                s.payload_bytes as i64
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn first_columns(&self) -> Columns {
+        vec![
+            ("weak", Value::from(self.scenario.is_weak())),
+            (
+                "security_notes",
+                Value::from(self.scenario.security_notes().join("; ")),
+            ),
+        ]
+    }
+
+    fn end_columns(&self) -> Columns {
+        Vec::new()
+    }
+
+    fn sample_values(sample: &TunnelSample) -> Vec<Value> {
+        [
+            sample.packets,
+            sample.payload_bytes,
+            sample.send_ns,
+            sample.receive_ns,
+            sample.send_cpu_ns,
+            sample.receive_cpu_ns,
+        ]
+        .map(|number| Value::from(number as i64))
+        .to_vec()
+    }
+
+    fn replace_counts(&self, tx: &Connection, cell_id: i64) -> Result<()> {
+        cells::delete_cell_rows(tx, &["tunnel_counts", "tunnel_count_samples"], cell_id)?;
+        write_tunnel_counts(tx, cell_id, self)
+    }
 }
 
 /// Writes a tunnel cell's counted instructions, if it has them (the caller commits).
-fn write_tunnel_counts(tx: &rusqlite::Connection, cell_id: i64, cell: &TunnelCell) -> Result<()> {
+fn write_tunnel_counts(tx: &Connection, cell_id: i64, cell: &TunnelCell) -> Result<()> {
     let Some(counted) = &cell.counted else {
         return Ok(());
     };

@@ -410,11 +410,35 @@ fn a_killed_speed_run_keeps_the_cells_that_finished() {
     assert!(!samples().is_empty(), "the samples survive the kill");
 }
 
-/// A row of `speed_cells` as a person querying the database sees it.
+/// Runs `tlslab ARGS --db DB`, which kills itself with SIGKILL (the test
+/// hook) once its round `rounds` is stored, so the test does not depend on
+/// timing; checks that it died so and left its run incomplete.
+fn run_killed_after_rounds(args: &[&str], db: &Path, rounds: u32, timeout: Duration) {
+    use std::os::unix::process::ExitStatusExt;
+
+    let mut args = args.to_vec();
+    args.extend(["--db", db.to_str().unwrap()]);
+    let rounds = rounds.to_string();
+    let hook = [(
+        "TLSLAB_TEST_SIGKILL_AFTER_ROUNDS",
+        std::ffi::OsStr::new(&rounds),
+    )];
+    let (status, stderr) = Job::start(&args, &hook).finish(timeout);
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{stderr}");
+    let run_status: String = rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row("SELECT status FROM runs", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(run_status, "incomplete");
+}
+
+/// A row of a table of cells (`cells`, `speed_cells`) as a person querying
+/// the database sees it.
 #[derive(Debug)]
-struct StoredSpeedCell {
+struct StoredCell {
     backend: String,
-    row: String,
+    /// Its scenario's id (a speed cell's row id).
+    scenario: String,
     status: String,
     /// NULL while the cell still samples.
     precise: Option<bool>,
@@ -423,20 +447,79 @@ struct StoredSpeedCell {
     rounds: Option<String>,
 }
 
+/// Every row of `cells_table` in `db`, with the rounds of its samples in
+/// `samples_table`; `scenario_column` names its scenario.
+fn stored_cells(
+    db: &Path,
+    cells_table: &str,
+    scenario_column: &str,
+    samples_table: &str,
+) -> Vec<StoredCell> {
+    let connection = rusqlite::Connection::open(db).unwrap();
+    let mut query = connection
+        .prepare(&format!(
+            "SELECT c.backend, c.{scenario_column}, c.status, c.precise, c.sample_count,
+                    (SELECT group_concat(s.round, ',') FROM
+                        (SELECT round FROM {samples_table} WHERE cell_id = c.id ORDER BY seq) s)
+             FROM {cells_table} c ORDER BY c.backend, c.{scenario_column}"
+        ))
+        .unwrap();
+    let cells = query
+        .query_map([], |row| {
+            Ok(StoredCell {
+                backend: row.get(0)?,
+                scenario: row.get(1)?,
+                status: row.get(2)?,
+                precise: row.get(3)?,
+                sample_count: row.get(4)?,
+                rounds: row.get(5)?,
+            })
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    cells
+}
+
+/// Checks that each measured cell of `cells` (there are `at_least` or
+/// more) holds one sample of each of the rounds 0 to `rounds - 1` and
+/// still samples (no precision: none finished); returns how many are.
+fn measured_cells_hold_rounds(cells: &[StoredCell], at_least: usize, rounds: u32) -> usize {
+    let measured: Vec<_> = cells.iter().filter(|c| c.status == "measured").collect();
+    assert!(measured.len() >= at_least, "{cells:#?}");
+    let expected = (0..rounds)
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    for cell in &measured {
+        assert_eq!(
+            (cell.rounds.as_deref(), cell.sample_count, cell.precise),
+            (Some(expected.as_str()), i64::from(rounds), None),
+            "{cell:?}"
+        );
+    }
+    measured.len()
+}
+
+/// `tlslab report` of the run in `db`: it reads the run as incomplete.
+fn report_of_incomplete_run(db: &Path) -> String {
+    let report = crate::util::tlslab(&["report", "--db", db.to_str().unwrap()]);
+    report.expect_code(0);
+    let out = report.stdout();
+    assert!(out.contains("This run is incomplete"), "{out}");
+    out
+}
+
 /// Issue 23 item 4: `speed` keeps every sample as it is taken. Killed with
 /// SIGKILL halfway through its rounds (after round 4 of 8, while every
 /// cell still samples and none has finished), the database holds each
 /// cell's samples of every round that ended, and `report` reads the run
-/// as incomplete. The kill is the process's own (the test hook raises
-/// SIGKILL once round 4 is stored), so the test does not depend on timing.
+/// as incomplete.
 #[test]
 fn a_speed_run_killed_halfway_through_its_rounds_keeps_every_finished_round() {
-    use std::os::unix::process::ExitStatusExt;
-
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("speed.sqlite");
-    let db_arg = db.to_str().unwrap();
-    let mut job = Job::start(
+    run_killed_after_rounds(
         &[
             "speed",
             "--backend",
@@ -450,68 +533,25 @@ fn a_speed_run_killed_halfway_through_its_rounds_keeps_every_finished_round() {
             "--warmup",
             "0",
             "-q",
-            "--db",
-            db_arg,
         ],
-        &[(
-            "TLSLAB_TEST_SIGKILL_AFTER_ROUNDS",
-            std::ffi::OsStr::new("4"),
-        )],
+        &db,
+        4,
+        Duration::from_secs(60),
     );
-    let (status, stderr) = job.finish(Duration::from_secs(60));
-    assert_eq!(status.signal(), Some(libc::SIGKILL), "{stderr}");
 
-    let connection = rusqlite::Connection::open(&db).unwrap();
-    let run_status: String = connection
-        .query_row("SELECT status FROM runs", [], |row| row.get(0))
-        .unwrap();
-    assert_eq!(run_status, "incomplete");
-    let mut query = connection
-        .prepare(
-            "SELECT c.backend, c.row_id, c.status, c.precise, c.sample_count,
-                    (SELECT group_concat(s.round, ',') FROM
-                        (SELECT round FROM speed_samples WHERE cell_id = c.id ORDER BY seq) s)
-             FROM speed_cells c ORDER BY c.backend, c.row_id",
-        )
-        .unwrap();
-    let cells: Vec<StoredSpeedCell> = query
-        .query_map([], |row| {
-            Ok(StoredSpeedCell {
-                backend: row.get(0)?,
-                row: row.get(1)?,
-                status: row.get(2)?,
-                precise: row.get(3)?,
-                sample_count: row.get(4)?,
-                rounds: row.get(5)?,
-            })
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let measured: Vec<_> = cells.iter().filter(|c| c.status == "measured").collect();
-    // sha256 on both backends, ed448 signing and verifying on OpenSSL.
-    assert!(measured.len() >= 4, "{cells:#?}");
-    for cell in &measured {
-        // One sample per round with --runs: rounds 0 to 3; still sampling
-        // (no precision: none finished).
-        assert_eq!(
-            (cell.rounds.as_deref(), cell.sample_count, cell.precise),
-            (Some("0,1,2,3"), 4, None),
-            "{cell:?}"
-        );
-    }
+    let cells = stored_cells(&db, "speed_cells", "row_id", "speed_samples");
+    // sha256 on both backends, ed448 signing and verifying on OpenSSL;
+    // one sample per round with --runs: rounds 0 to 3.
+    measured_cells_hold_rounds(&cells, 4, 4);
     // ring has no Ed448: those rows were stored before sampling began.
     assert!(
         cells.iter().any(|c| c.backend == "rustls-ring"
-            && c.row.contains("ed448")
+            && c.scenario.contains("ed448")
             && c.status == "unsupported"),
         "{cells:#?}"
     );
 
-    let report = crate::util::tlslab(&["report", "--db", db_arg]);
-    report.expect_code(0);
-    let out = report.stdout();
-    assert!(out.contains("This run is incomplete"), "{out}");
+    let out = report_of_incomplete_run(&db);
     assert!(crate::util::has_row(&out, &["openssl", "sha256"]), "{out}");
 }
 
@@ -520,26 +560,15 @@ fn a_speed_run_killed_halfway_through_its_rounds_keeps_every_finished_round() {
 /// samples of rounds 0 to 2, and the run reads back as incomplete.
 #[test]
 fn bulk_and_tunnel_runs_killed_halfway_keep_every_finished_round() {
-    use std::os::unix::process::ExitStatusExt;
-
     let dir = tempfile::tempdir().unwrap();
     let cert_dir = cert_dir();
-    let kill = [(
-        "TLSLAB_TEST_SIGKILL_AFTER_ROUNDS",
-        std::ffi::OsStr::new("3"),
-    )];
     let killed = |db: &Path, command: &[&str]| {
         let mut args = command.to_vec();
-        args.extend(["--runs", "6", "--warmup", "0", "-q", "--db"]);
-        args.push(db.to_str().unwrap());
-        let (status, stderr) = Job::start(&args, &kill).finish(Duration::from_secs(120));
-        assert_eq!(status.signal(), Some(libc::SIGKILL), "{stderr}");
+        args.extend(["--runs", "6", "--warmup", "0", "-q"]);
+        run_killed_after_rounds(&args, db, 3, Duration::from_secs(120));
         let store = tlslab::store::Store::open_read_only(db).unwrap();
-        let run = store
-            .load_run(store.latest_run_id().unwrap().unwrap())
-            .unwrap();
-        assert!(!run.status.is_complete());
-        (store, run.id)
+        let run = store.latest_run_id().unwrap().unwrap();
+        (store, run)
     };
 
     let db = dir.path().join("bulk.sqlite");
@@ -587,19 +616,6 @@ fn bulk_and_tunnel_runs_killed_halfway_keep_every_finished_round() {
     }
 }
 
-/// A row of `cells` (a handshake cell) as a person querying the database sees it.
-#[derive(Debug)]
-struct StoredHandshakeCell {
-    backend: String,
-    scenario: String,
-    status: String,
-    /// NULL while the cell still samples.
-    precise: Option<bool>,
-    sample_count: i64,
-    /// The rounds of its samples, in order: "0,1,2".
-    rounds: Option<String>,
-}
-
 /// Issue 23 item 4: `handshake` keeps every sample as it is taken, as
 /// `speed`, `bulk` and `tunnel` do. Killed with SIGKILL halfway through
 /// its rounds (the test hook, after round 30 of 60, while every cell still
@@ -609,13 +625,10 @@ struct StoredHandshakeCell {
 /// incomplete and says what other work the machine did.
 #[test]
 fn a_handshake_run_killed_halfway_through_its_rounds_keeps_every_finished_round() {
-    use std::os::unix::process::ExitStatusExt;
-
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("handshake.sqlite");
-    let db_arg = db.to_str().unwrap();
     let cert_dir = cert_dir();
-    let mut job = Job::start(
+    run_killed_after_rounds(
         &[
             "handshake",
             "--backend",
@@ -633,56 +646,17 @@ fn a_handshake_run_killed_halfway_through_its_rounds_keeps_every_finished_round(
             "-q",
             "--cert-dir",
             cert_dir.to_str().unwrap(),
-            "--db",
-            db_arg,
         ],
-        &[(
-            "TLSLAB_TEST_SIGKILL_AFTER_ROUNDS",
-            std::ffi::OsStr::new("30"),
-        )],
+        &db,
+        30,
+        Duration::from_secs(120),
     );
-    let (status, stderr) = job.finish(Duration::from_secs(120));
-    assert_eq!(status.signal(), Some(libc::SIGKILL), "{stderr}");
 
-    let connection = rusqlite::Connection::open(&db).unwrap();
-    let run_status: String = connection
-        .query_row("SELECT status FROM runs", [], |row| row.get(0))
-        .unwrap();
-    assert_eq!(run_status, "incomplete");
-    let mut query = connection
-        .prepare(
-            "SELECT c.backend, c.scenario_id, c.status, c.precise, c.sample_count,
-                    (SELECT group_concat(s.round, ',') FROM
-                        (SELECT round FROM samples WHERE cell_id = c.id ORDER BY seq) s)
-             FROM cells c ORDER BY c.backend, c.scenario_id",
-        )
-        .unwrap();
-    let cells: Vec<StoredHandshakeCell> = query
-        .query_map([], |row| {
-            Ok(StoredHandshakeCell {
-                backend: row.get(0)?,
-                scenario: row.get(1)?,
-                status: row.get(2)?,
-                precise: row.get(3)?,
-                sample_count: row.get(4)?,
-                rounds: row.get(5)?,
-            })
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    // Every group and certificate on OpenSSL, X25519 on ring.
-    let measured: Vec<_> = cells.iter().filter(|c| c.status == "measured").collect();
-    assert_eq!(measured.len(), 6, "{cells:#?}");
-    let rounds_0_to_29 = (0..30).map(|r| r.to_string()).collect::<Vec<_>>().join(",");
-    for cell in &measured {
-        // One handshake per round with --runs; still sampling (none finished).
-        assert_eq!(
-            (cell.rounds.as_deref(), cell.sample_count, cell.precise),
-            (Some(rounds_0_to_29.as_str()), 30, None),
-            "{cell:?}"
-        );
-    }
+    let cells = stored_cells(&db, "cells", "scenario_id", "samples");
+    // Every group and certificate on OpenSSL, X25519 on ring; one
+    // handshake per round with --runs: rounds 0 to 29.
+    let measured = measured_cells_hold_rounds(&cells, 6, 30);
+    assert_eq!(measured, 6, "{cells:#?}");
     // ring has no X448: those rows were stored before sampling began.
     let unsupported: Vec<_> = cells
         .iter()
@@ -697,7 +671,8 @@ fn a_handshake_run_killed_halfway_through_its_rounds_keeps_every_finished_round(
     // The rounds whose record was final: a prefix of rounds 0 to 29, each
     // with other processes' CPU. Four RSA-2048 cells of 30 handshakes take
     // longer than the 50 ms between readings on any machine, so there is one.
-    let rounds: Vec<(u32, Option<f64>)> = connection
+    let rounds: Vec<(u32, Option<f64>)> = rusqlite::Connection::open(&db)
+        .unwrap()
         .prepare("SELECT round, others_cpu FROM rounds ORDER BY round")
         .unwrap()
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -709,13 +684,8 @@ fn a_handshake_run_killed_halfway_through_its_rounds_keeps_every_finished_round(
         assert_eq!(*round as usize, index, "{rounds:?}");
         assert!(others_cpu.is_some(), "{rounds:?}");
     }
-    drop(query);
-    drop(connection);
 
-    let report = crate::util::tlslab(&["report", "--db", db_arg]);
-    report.expect_code(0);
-    let out = report.stdout();
-    assert!(out.contains("This run is incomplete"), "{out}");
+    let out = report_of_incomplete_run(&db);
     assert!(out.contains("Other work on this machine"), "{out}");
     assert!(crate::util::has_row(&out, &["openssl", "X448"]), "{out}");
 }
