@@ -1,9 +1,14 @@
 //! `tlslab list`: each backend with its library version and what it
-//! supports, every speed algorithm, and every preset of every command.
+//! supports, every server under test and tunnel engine with whether it can
+//! run here, every speed algorithm, and every preset of every command. The
+//! lists come from the registries, so a new backend, server or engine is
+//! listed by its registration alone.
 
 use crate::backend::{backend_by_id, BACKEND_IDS};
 use crate::scenario::speed::Primitive;
 use crate::scenario::Named;
+use crate::workload::server::SERVERS;
+use crate::workload::tunnel::ENGINES;
 
 /// The text of `tlslab list`.
 pub fn text() -> String {
@@ -35,11 +40,36 @@ pub fn text() -> String {
             ids(caps.aeads.iter().map(|a| a.name()).collect())
         ));
         out.push_str(&format!(
-            "  resumption:   {}\n  mutual TLS:   {}\n\n",
+            "  resumption:   {}\n  mutual TLS:   {}\n",
             ids(caps.resumptions.iter().map(|r| r.id()).collect()),
             if caps.mutual { "yes" } else { "no" }
         ));
+        out.push_str(&format!(
+            "  transports:   {}\n\n",
+            ids(caps.transports.iter().map(|t| t.id()).collect())
+        ));
     }
+    out.push_str("servers under test (tlslab handshake|load --server NAME):\n");
+    for server in SERVERS {
+        let here = if server.in_process {
+            "in tlslab's process, on one of its backends".to_string()
+        } else {
+            match (server.missing)() {
+                None => "a program of its own, installed here".to_string(),
+                Some(reason) => format!("not here: {reason} (install: {})", server.install),
+            }
+        };
+        out.push_str(&format!("  {:<10} {here}\n", server.kind.id()));
+    }
+    out.push_str("\ntunnel engines (tlslab tunnel --engine LIST):\n");
+    for engine in ENGINES {
+        let here = match engine.preflight() {
+            Ok(library) => format!("{} {}", library.library, library.version),
+            Err(missing) => format!("not here: {missing}"),
+        };
+        out.push_str(&format!("  {:<10} {here}\n", engine.id().id()));
+    }
+    out.push('\n');
     out.push_str(&format!(
         "speed algorithms (tlslab speed --algorithm LIST):\n  {}\n\n",
         Primitive::ALL

@@ -19,6 +19,11 @@ fn list_shows_every_backend_and_preset() {
         "kex-matrix",
         "x25519mlkem768",
         "mldsa65",
+        "transports:   memory, tcp, udp",
+        "servers under test",
+        "  embedded ",
+        "tunnel engines",
+        "  wireguard  boringtun 0.7.1",
     ] {
         assert!(out.contains(needle), "missing {needle}:\n{out}");
     }
