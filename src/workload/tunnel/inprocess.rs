@@ -8,15 +8,12 @@
 //! server's ([`crate::backend::turns`]).
 
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
 
 use anyhow::Result;
 
 use super::engine::{CountedSample, EngineOptions, EngineRig, TunnelEngine};
-use super::{TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
+use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
 use crate::backend::openssl::data_channel::{self, Receiver, Sender};
-use crate::backend::thread_cpu_ns;
-use crate::backend::turns::{side_begins, side_ends, Turn};
 use crate::backend::LibraryInfo;
 use crate::measure::{Outcome, Probe};
 use crate::scenario::names::Named;
@@ -119,48 +116,46 @@ impl Batcher {
     fn run(&mut self, batch: usize) -> Result<TunnelSample, String> {
         self.packets.resize_with(batch, Vec::new);
         let first = self.next_payload;
-        let start_cpu = thread_cpu_ns();
-        let start = Instant::now();
-        // Counted (under valgrind) as the client's turn; one relaxed load otherwise.
-        side_begins(Turn::Client);
-        let sealed = self
-            .packets
-            .iter_mut()
-            .enumerate()
-            .try_for_each(|(i, packet)| {
-                let payload = &self.payloads[(first + i) % DISTINCT_PAYLOADS];
-                self.sender
-                    .seal(payload, packet)
-                    .map_err(|e| format!("sending: {e:#}"))
-            });
-        side_ends(Turn::Client);
-        sealed?;
-        let sent = Instant::now();
-        let sent_cpu = thread_cpu_ns();
-        side_begins(Turn::Server);
-        let opened = self.packets.iter().enumerate().try_for_each(|(i, packet)| {
-            self.receiver
-                .open(packet)
-                .map_err(|e| format!("receiving: {e}"))?;
-            let expected = &self.payloads[(first + i) % DISTINCT_PAYLOADS];
-            if self.receiver.payload() != expected.as_slice() {
-                return Err("the received payload differs from the one sent".to_string());
-            }
-            Ok(())
-        });
-        side_ends(Turn::Server);
-        opened?;
-        let received = Instant::now();
-        let received_cpu = thread_cpu_ns();
+        let payload_bytes = batch * self.payloads[0].len();
+        let sample = timed_batch(
+            self,
+            batch,
+            payload_bytes,
+            |batcher| {
+                batcher
+                    .packets
+                    .iter_mut()
+                    .enumerate()
+                    .try_for_each(|(i, packet)| {
+                        let payload = &batcher.payloads[(first + i) % DISTINCT_PAYLOADS];
+                        batcher
+                            .sender
+                            .seal(payload, packet)
+                            .map_err(|e| format!("sending: {e:#}"))
+                    })
+            },
+            |batcher| {
+                batcher
+                    .packets
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(i, packet)| {
+                        batcher
+                            .receiver
+                            .open(packet)
+                            .map_err(|e| format!("receiving: {e}"))?;
+                        let expected = &batcher.payloads[(first + i) % DISTINCT_PAYLOADS];
+                        if batcher.receiver.payload() != expected.as_slice() {
+                            return Err(
+                                "the received payload differs from the one sent".to_string()
+                            );
+                        }
+                        Ok(())
+                    })
+            },
+        )?;
         self.next_payload = (first + batch) % DISTINCT_PAYLOADS;
-        Ok(TunnelSample {
-            packets: batch as u64,
-            payload_bytes: (batch * self.payloads[0].len()) as u64,
-            send_ns: (sent - start).as_nanos() as u64,
-            receive_ns: (received - sent).as_nanos() as u64,
-            send_cpu_ns: sent_cpu.saturating_sub(start_cpu),
-            receive_cpu_ns: received_cpu.saturating_sub(sent_cpu),
-        })
+        Ok(sample)
     }
 }
 

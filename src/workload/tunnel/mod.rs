@@ -15,6 +15,8 @@ use serde::Serialize;
 
 pub use engine::{EngineOptions, EngineRig, TunnelEngine};
 
+use crate::backend::thread_cpu_ns;
+use crate::backend::turns::{side_begins, side_ends, Turn};
 use crate::measure::{Outcome, Sampled};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::{EngineId, TunnelScenario};
@@ -154,6 +156,44 @@ pub fn counted_packets(scenario: &TunnelScenario) -> u64 {
     let packets = COUNTED_PAYLOAD_BYTES.div_ceil(scenario.payload_bytes.max(1));
     let rounds = packets.div_ceil(DISTINCT_PAYLOADS).max(1) as u64;
     (rounds * DISTINCT_PAYLOADS as u64).min(MAX_COUNTED_PACKETS)
+}
+
+/// One batch of `packets` through an in-process data channel's two ends,
+/// each end's wall and CPU time apart: `send` is the sender's part
+/// (counted under valgrind as the client's turn), then `receive` the
+/// receiver's (the server's turn), each given the channel's `state`;
+/// `payload_bytes` is the payload the batch carried. An end's error is
+/// the sample's.
+pub(super) fn timed_batch<S>(
+    state: &mut S,
+    packets: usize,
+    payload_bytes: usize,
+    send: impl FnOnce(&mut S) -> Result<(), String>,
+    receive: impl FnOnce(&mut S) -> Result<(), String>,
+) -> Result<TunnelSample, String> {
+    let start_cpu = thread_cpu_ns();
+    let start = std::time::Instant::now();
+    // One relaxed load each when not counted.
+    side_begins(Turn::Client);
+    let sent = send(state);
+    side_ends(Turn::Client);
+    sent?;
+    let sent = std::time::Instant::now();
+    let sent_cpu = thread_cpu_ns();
+    side_begins(Turn::Server);
+    let received = receive(state);
+    side_ends(Turn::Server);
+    received?;
+    let received = std::time::Instant::now();
+    let received_cpu = thread_cpu_ns();
+    Ok(TunnelSample {
+        packets: packets as u64,
+        payload_bytes: payload_bytes as u64,
+        send_ns: (sent - start).as_nanos() as u64,
+        receive_ns: (received - sent).as_nanos() as u64,
+        send_cpu_ns: sent_cpu.saturating_sub(start_cpu),
+        receive_cpu_ns: received_cpu.saturating_sub(sent_cpu),
+    })
 }
 
 #[cfg(test)]

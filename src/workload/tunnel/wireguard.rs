@@ -20,7 +20,6 @@
 use std::net::Ipv4Addr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use boringtun::noise::rate_limiter::RateLimiter;
@@ -28,9 +27,7 @@ use boringtun::noise::{Tunn, TunnResult};
 use boringtun::x25519::{PublicKey, StaticSecret};
 
 use super::engine::{CountedSample, EngineOptions, EngineRig, TunnelEngine};
-use super::{TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
-use crate::backend::thread_cpu_ns;
-use crate::backend::turns::{side_begins, side_ends, Turn};
+use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
 use crate::backend::LibraryInfo;
 use crate::measure::{Outcome, Probe};
 use crate::scenario::names::Named;
@@ -317,30 +314,16 @@ impl Batcher {
             self.datagram_bytes.resize(batch, 0);
         }
         let first = self.next_packet;
-        let start_cpu = thread_cpu_ns();
-        let start = Instant::now();
-        // Counted (under valgrind) as the client's turn; one relaxed load otherwise.
-        side_begins(Turn::Client);
-        let sent = self.send(first, batch);
-        side_ends(Turn::Client);
-        sent?;
-        let sent = Instant::now();
-        let sent_cpu = thread_cpu_ns();
-        side_begins(Turn::Server);
-        let received = self.receive(first, batch);
-        side_ends(Turn::Server);
-        received?;
-        let received = Instant::now();
-        let received_cpu = thread_cpu_ns();
+        let payload_bytes = batch * self.packets[0].len();
+        let sample = timed_batch(
+            self,
+            batch,
+            payload_bytes,
+            |batcher| batcher.send(first, batch),
+            |batcher| batcher.receive(first, batch),
+        )?;
         self.next_packet = (first + batch) % DISTINCT_PAYLOADS;
-        Ok(TunnelSample {
-            packets: batch as u64,
-            payload_bytes: (batch * self.packets[0].len()) as u64,
-            send_ns: (sent - start).as_nanos() as u64,
-            receive_ns: (received - sent).as_nanos() as u64,
-            send_cpu_ns: sent_cpu.saturating_sub(start_cpu),
-            receive_cpu_ns: received_cpu.saturating_sub(sent_cpu),
-        })
+        Ok(sample)
     }
 
     /// The sender's part: each packet encapsulated into its datagram.
