@@ -226,9 +226,16 @@ fn spawner() -> &'static mpsc::Sender<SpawnRequest> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tie {
     /// A server: in a process group of its own (a terminal's Ctrl-C does
-    /// not reach it; tlslab stops it), SIGTERM when tlslab dies (nginx and
-    /// OpenVPN shut down, nginx taking its workers with it).
+    /// not reach it; tlslab stops it), SIGTERM when tlslab dies (nginx
+    /// shuts down, taking its workers with it).
     Server,
+    /// A server that keeps nothing an orderly stop would save (OpenVPN:
+    /// its device and addresses go with its namespace): in a process group
+    /// of its own, as a server, but SIGKILL when tlslab dies. OpenVPN can
+    /// lose a SIGTERM that arrives while it is still initialising (one kept
+    /// running after a killed tlslab in CI and here, one run in three), and
+    /// the death signal comes only once.
+    Disposable,
     /// A worker of tlslab's own (tlslab again, valgrind): in tlslab's
     /// process group (a terminal's Ctrl-C reaches it, and it stops as
     /// tlslab does), SIGKILL when tlslab dies.
@@ -244,6 +251,10 @@ pub fn spawn_tied(mut command: Command, tie: Tie) -> io::Result<Child> {
         Tie::Server => {
             command.process_group(0);
             libc::SIGTERM
+        }
+        Tie::Disposable => {
+            command.process_group(0);
+            libc::SIGKILL
         }
         Tie::Worker => libc::SIGKILL,
     };

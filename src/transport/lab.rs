@@ -11,7 +11,7 @@
 //! success, failure and Ctrl-C the lab's drop releases the namespaces
 //! (the engine stops its programs first, while the lab still holds them);
 //! after kill -9 the kernel closes tlslab's descriptors and sends the
-//! programs tied to tlslab SIGTERM ([`crate::child::Tie::Server`]), and a
+//! programs tied to tlslab SIGKILL ([`crate::child::Tie::Disposable`]), and a
 //! namespace no process holds is gone, with the veth end in it (and so
 //! the pair). Named namespaces an older tlslab left (`tlslab-PID-a`) are
 //! still removed by the next run ([`crate::child::remove_leftovers`]).

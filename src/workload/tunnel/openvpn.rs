@@ -8,7 +8,7 @@
 //! its namespace between fork and exec, so it needs no `ip netns exec`
 //! and nothing is left in /run/netns. Its processes are stopped when the
 //! row's sample is dropped (on success, failure and Ctrl-C), and are tied
-//! to tlslab: if tlslab is killed they get SIGTERM from the kernel. The
+//! to tlslab: if tlslab is killed they get SIGKILL from the kernel. The
 //! key's scratch directory carries tlslab's process in its name; the next
 //! run removes it if tlslab was killed ([`crate::child`]).
 
@@ -219,7 +219,7 @@ impl OpenvpnRig {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             namespace.enter_on_exec(&mut command);
-            let child = crate::child::spawn_tied(command, crate::child::Tie::Server)
+            let child = crate::child::spawn_tied(command, crate::child::Tie::Disposable)
                 .context("cannot start openvpn")?;
             tunnel.processes.push(child);
             logs.push(log);
