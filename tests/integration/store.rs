@@ -189,11 +189,25 @@ fn merge_refuses_a_hard_link_of_its_output_naming_both() {
 
 /// Runs tlslab as a user who may not write what root may: `nobody` when
 /// the tests run as root (root writes any file), else the user itself.
-fn tlslab_unprivileged(args: &[&str]) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tlslab"));
-    command.args(args).env_remove("COLUMNS");
+///
+/// As root it runs a copy of the binary placed in `dir` (which must be
+/// open to all): nobody may not reach the build's own binary, whose
+/// checkout can sit in a directory only root enters (a `mktemp -d` clone).
+fn tlslab_unprivileged(dir: &std::path::Path, args: &[&str]) -> Run {
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    let root = unsafe { libc::geteuid() } == 0;
+    let binary = if root {
+        let copy = dir.join("tlslab");
+        if !copy.exists() {
+            std::fs::copy(env!("CARGO_BIN_EXE_tlslab"), &copy).expect("the binary copies");
+        }
+        copy
+    } else {
+        std::path::PathBuf::from(env!("CARGO_BIN_EXE_tlslab"))
+    };
+    let mut command = Command::new(binary);
+    command.args(args).env_remove("COLUMNS").current_dir(dir);
+    if root {
         command.uid(65534).gid(65534);
     }
     Run {
@@ -220,15 +234,18 @@ fn a_read_only_database_is_named_before_anything_runs() {
     set_permissions(&in_read_only_dir, Permissions::from_mode(0o666)).unwrap();
     set_permissions(&read_only_dir, Permissions::from_mode(0o555)).unwrap();
     for db in [&read_only_file, &in_read_only_dir] {
-        let run = tlslab_unprivileged(&[
-            "handshake",
-            "--backend",
-            "mock",
-            "--runs",
-            "2",
-            "--db",
-            &path_text(db),
-        ]);
+        let run = tlslab_unprivileged(
+            dir.path(),
+            &[
+                "handshake",
+                "--backend",
+                "mock",
+                "--runs",
+                "2",
+                "--db",
+                &path_text(db),
+            ],
+        );
         run.expect_code(1);
         assert!(
             run.stderr()
