@@ -180,7 +180,7 @@ fn timed_tables(report: &TunnelReport) -> Vec<Table> {
     table.notes.push("Real tunnels (openvpn, wireguard-go): a TCP transfer each way through the tunnel between two network namespaces, per second of wall time (send = A to B, receive = B to A).".to_string());
     table.notes.push("CPU ms/MB (the ranking): CPU milliseconds per MB of payload at the sending and at the receiving end. In process: the thread's CPU time. Real tunnels: the tunnel daemon's process (all its threads, user and system time, the kernel's work in its system calls) at the sending and the receiving end of each transfer; not the transfer's own TCP ends, nor kernel work done outside the daemons; none for the no-tunnel row.".to_string());
     table.notes.push(format!(
-        "× baseline: throughput relative to {}, the median of same-round ratios; in-process rows are sampled in interleaved rounds, OpenVPN rows one tunnel at a time.",
+        "× baseline: throughput relative to {}, the median of same-round ratios; in-process rows are sampled in interleaved rounds, real tunnels' rows one tunnel at a time.",
         report.baseline.as_deref().unwrap_or("the no-tunnel row of the same payload")
     ));
     tables.push(table);
