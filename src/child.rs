@@ -15,6 +15,11 @@
 //!   owner's start time in clock ticks since boot (`/proc/PID/stat`), so a
 //!   reused PID is not taken for the owner. [`remove_leftovers`], called by
 //!   the commands that make such things, removes those whose owner is gone.
+//! - A WireGuard interface (wireguard-go's) is named `twgPIDSIDEN`, too
+//!   short for a start time (15 bytes at most); its control socket in
+//!   /var/run/wireguard, which every namespace shares, outlives a
+//!   wireguard-go that was killed. [`remove_leftovers`] removes a socket
+//!   nobody listens on whose owner PID runs no process.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -25,6 +30,14 @@ use std::time::Duration;
 
 /// Where named network namespaces are (`ip netns add NAME`).
 const NETNS_DIR: &str = "/run/netns";
+
+/// Where wireguard-go puts each interface's control socket, `IFACE.sock`:
+/// one directory for every network namespace.
+pub const WIREGUARD_SOCKET_DIR: &str = "/var/run/wireguard";
+
+/// How every WireGuard interface tlslab makes is named: this, the owner's
+/// PID, the side (`a` or `b`), a number.
+const WIREGUARD_INTERFACE_PREFIX: &str = "twg";
 
 /// A process's start time, in clock ticks since boot (the 22nd field of
 /// /proc/PID/stat), or None if there is no such process.
@@ -97,6 +110,48 @@ pub fn namespace_name(suffix: &str) -> String {
     format!("tlslab-{}-{suffix}", owner_tag())
 }
 
+/// A new WireGuard interface name for one side (`a` or `b`) of a tunnel
+/// of this process, `twgPIDSIDEN`: its control socket's name is unique on
+/// the machine (the sockets of every namespace share one directory), and
+/// says whose it is. At most 15 bytes, as Linux allows.
+pub fn wireguard_interface_name(side: char) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    debug_assert!(matches!(side, 'a' | 'b'));
+    let number = NEXT.fetch_add(1, Ordering::Relaxed) % 10_000;
+    format!(
+        "{WIREGUARD_INTERFACE_PREFIX}{}{side}{number}",
+        std::process::id()
+    )
+}
+
+/// The prefix of every WireGuard interface (and socket) name of the
+/// process `pid`'s tunnels on `side`.
+pub fn wireguard_interface_prefix(pid: u32, side: char) -> String {
+    format!("{WIREGUARD_INTERFACE_PREFIX}{pid}{side}")
+}
+
+/// The owner PID of a WireGuard control socket named by
+/// [`wireguard_interface_name`] (`twgPIDSIDEN.sock`).
+fn wireguard_socket_owner(name: &str) -> Option<u32> {
+    let rest = name
+        .strip_prefix(WIREGUARD_INTERFACE_PREFIX)?
+        .strip_suffix(".sock")?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+    let (pid, after) = rest.split_at(digits);
+    let number = after.strip_prefix(['a', 'b'])?;
+    (!number.is_empty() && number.chars().all(|c| c.is_ascii_digit())).then_some(())?;
+    pid.parse().ok()
+}
+
+/// Returns true if and only if nothing listens on the Unix socket at `path`
+/// (its process is gone; a live wireguard-go answers).
+fn nobody_listens(path: &Path) -> bool {
+    matches!(
+        std::os::unix::net::UnixStream::connect(path),
+        Err(error) if error.kind() == io::ErrorKind::ConnectionRefused
+    )
+}
+
 /// The owner of a namespace named by an older tlslab, `tlslab-PID-a` or
 /// `tlslab-PID-b` (no start time): its PID.
 fn legacy_namespace_owner(name: &str) -> Option<u32> {
@@ -119,18 +174,25 @@ pub struct Removed {
     pub paths: Vec<PathBuf>,
     /// Named network namespaces.
     pub namespaces: Vec<String>,
+    /// WireGuard control sockets (wireguard-go's, killed with tlslab).
+    pub sockets: Vec<PathBuf>,
 }
 
 /// Removes, once per process, what tlslab runs that are gone (killed, or
 /// crashed) left behind: tagged scratch directories and files in the
-/// temporary directory and named network namespaces (after killing the
-/// processes still in them, an older tlslab's OpenVPN). Things of runs
-/// still going are left alone. Says on standard error what it removed.
+/// temporary directory, named network namespaces (after killing the
+/// processes still in them, an older tlslab's OpenVPN) and wireguard-go's
+/// control sockets. Things of runs still going are left alone. Says on
+/// standard error what it removed.
 pub fn remove_leftovers() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
-        let removed = remove_leftovers_in(&std::env::temp_dir(), Path::new(NETNS_DIR));
-        let count = removed.paths.len() + removed.namespaces.len();
+        let removed = remove_leftovers_in(
+            &std::env::temp_dir(),
+            Path::new(NETNS_DIR),
+            Path::new(WIREGUARD_SOCKET_DIR),
+        );
+        let count = removed.paths.len() + removed.namespaces.len() + removed.sockets.len();
         if count > 0 {
             let mut names: Vec<String> = removed
                 .paths
@@ -138,6 +200,7 @@ pub fn remove_leftovers() {
                 .map(|p| p.display().to_string())
                 .collect();
             names.extend(removed.namespaces.iter().map(|n| format!("namespace {n}")));
+            names.extend(removed.sockets.iter().map(|p| p.display().to_string()));
             eprintln!(
                 "removed {count} leftover(s) of tlslab runs that ended without cleaning up: {}",
                 names.join(", ")
@@ -146,8 +209,9 @@ pub fn remove_leftovers() {
     });
 }
 
-/// [`remove_leftovers`] in `temp` and the namespaces of `netns`, each time.
-pub fn remove_leftovers_in(temp: &Path, netns: &Path) -> Removed {
+/// [`remove_leftovers`] in `temp`, the namespaces of `netns` and the
+/// WireGuard sockets of `wireguard`, each time.
+pub fn remove_leftovers_in(temp: &Path, netns: &Path, wireguard: &Path) -> Removed {
     let mut removed = Removed::default();
     for entry in std::fs::read_dir(temp).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -175,6 +239,19 @@ pub fn remove_leftovers_in(temp: &Path, netns: &Path) -> Removed {
         };
         if stale && remove_namespace(&name) {
             removed.namespaces.push(name);
+        }
+    }
+    for entry in std::fs::read_dir(wireguard).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = wireguard_socket_owner(&name) else {
+            continue;
+        };
+        // A PID that runs a process may be a run starting its tunnel (the
+        // socket bound, not yet listening): left alone.
+        let path = entry.path();
+        let stale = !Path::new(&format!("/proc/{pid}")).exists() && nobody_listens(&path);
+        if stale && std::fs::remove_file(&path).is_ok() {
+            removed.sockets.push(path);
         }
     }
     removed
@@ -370,6 +447,7 @@ mod tests {
     fn only_what_a_gone_process_left_is_removed() {
         let temp = tempfile::tempdir().unwrap();
         let netns = tempfile::tempdir().unwrap();
+        let wireguard = tempfile::tempdir().unwrap();
         // A process that has ended: its PID, and a start time no process has.
         let mut ended = Command::new("true").spawn().unwrap();
         let ended_pid = ended.id();
@@ -390,7 +468,19 @@ mod tests {
         }
         let file = format!("tlslab-speed-{ended_pid}-12345.json");
         std::fs::write(temp.path().join(&file), "[]").unwrap();
-        let removed = remove_leftovers_in(temp.path(), netns.path());
+        // WireGuard sockets: a dead one of a gone process; a dead one of a
+        // running process (it may be starting), a live one, one not ours.
+        let socket = |name: &str, listening: bool| {
+            let listener =
+                std::os::unix::net::UnixListener::bind(wireguard.path().join(name)).unwrap();
+            listening.then_some(listener)
+        };
+        let me = std::process::id();
+        let _dead = socket(&format!("twg{ended_pid}a3.sock"), false);
+        let _starting = socket(&format!("twg{me}b0.sock"), false);
+        let _live = socket(&format!("twg{ended_pid}b4.sock"), true);
+        let _other = socket(&format!("wg{ended_pid}a3.sock"), false);
+        let removed = remove_leftovers_in(temp.path(), netns.path(), wireguard.path());
         let mut removed_names: Vec<String> = removed
             .paths
             .iter()
@@ -405,5 +495,29 @@ mod tests {
             assert!(temp.path().join(name).exists(), "{name} was removed");
         }
         assert!(removed.namespaces.is_empty());
+        assert_eq!(
+            removed.sockets,
+            vec![wireguard.path().join(format!("twg{ended_pid}a3.sock"))]
+        );
+        for kept in [
+            format!("twg{me}b0.sock"),
+            format!("twg{ended_pid}b4.sock"),
+            format!("wg{ended_pid}a3.sock"),
+        ] {
+            assert!(wireguard.path().join(&kept).exists(), "{kept} was removed");
+        }
+    }
+
+    #[test]
+    fn wireguard_interfaces_are_named_for_their_owner_within_linuxs_limit() {
+        let name = wireguard_interface_name('a');
+        assert!(name.len() <= 15, "{name}");
+        assert!(name.starts_with(&wireguard_interface_prefix(std::process::id(), 'a')));
+        assert_ne!(name, wireguard_interface_name('a'));
+        let socket = format!("{name}.sock");
+        assert_eq!(wireguard_socket_owner(&socket), Some(std::process::id()));
+        assert_eq!(wireguard_socket_owner("twg12b.sock"), None);
+        assert_eq!(wireguard_socket_owner("twg12c3.sock"), None);
+        assert_eq!(wireguard_socket_owner("wg0.sock"), None);
     }
 }

@@ -58,7 +58,8 @@ pub struct TunnelArgs {
     /// Engines: inprocess (OpenVPN's data channel, both ends in this
     /// process), wireguard (WireGuard's, boringtun's peers in this process;
     /// ChaCha20-Poly1305 only), openvpn (a real OpenVPN static-key tunnel
-    /// between network namespaces; root only).
+    /// between network namespaces; root only), wireguard-go (a real
+    /// userspace WireGuard tunnel between network namespaces; root only).
     #[arg(
         long,
         value_name = "LIST",
@@ -67,7 +68,8 @@ pub struct TunnelArgs {
     )]
     pub engine: Vec<EngineId>,
 
-    /// Bytes each OpenVPN transfer carries each way, in megabytes (10^6 bytes).
+    /// Bytes each transfer through a real tunnel (openvpn, wireguard-go)
+    /// carries each way, in megabytes (10^6 bytes).
     #[arg(long, value_name = "MB", default_value_t = 16.0)]
     pub transfer_mb: f64,
 

@@ -27,6 +27,9 @@ pub enum EngineId {
     Openvpn,
     /// Both WireGuard peers (boringtun) in this process, over memory buffers.
     Wireguard,
+    /// A real userspace WireGuard tunnel (wireguard-go) between two network
+    /// namespaces.
+    WireguardGo,
 }
 
 serialize_by_id!(EngineId);
@@ -34,13 +37,19 @@ deserialize_by_id!(EngineId);
 
 impl Named for EngineId {
     const KIND: &'static str = "engine";
-    const ALL: &'static [Self] = &[EngineId::Inprocess, EngineId::Openvpn, EngineId::Wireguard];
+    const ALL: &'static [Self] = &[
+        EngineId::Inprocess,
+        EngineId::Openvpn,
+        EngineId::Wireguard,
+        EngineId::WireguardGo,
+    ];
 
     fn id(self) -> &'static str {
         match self {
             EngineId::Inprocess => "inprocess",
             EngineId::Openvpn => "openvpn",
             EngineId::Wireguard => "wireguard",
+            EngineId::WireguardGo => "wireguard-go",
         }
     }
 
@@ -49,6 +58,7 @@ impl Named for EngineId {
             EngineId::Inprocess => &["in-process", "memory"],
             EngineId::Openvpn => &["real"],
             EngineId::Wireguard => &[],
+            EngineId::WireguardGo => &[],
         }
     }
 }

@@ -16,6 +16,27 @@ use crate::scenario::tunnel::TunnelScenario;
 use crate::scenario::{parse_name, Named};
 use crate::workload::tunnel::{CountedTransfer, TunnelCell, TunnelSample};
 
+/// A stored sample's CPU time of each end, from its columns. A batch
+/// written before version 2 has none: its wall time stands in (the thread
+/// was not preempted much in a millisecond). A transfer's is its daemons';
+/// one written before tlslab read them has none (NULL) or its wall time in
+/// these columns (exactly equal, as no measured CPU time is): 0, not
+/// measured.
+fn stored_cpu_ns(
+    packets: u64,
+    wall_ns: (u64, u64),
+    cpu_ns: (Option<i64>, Option<i64>),
+) -> (u64, u64) {
+    let cpu_ns = (cpu_ns.0.map(|v| v as u64), cpu_ns.1.map(|v| v as u64));
+    if packets > 0 {
+        return (cpu_ns.0.unwrap_or(wall_ns.0), cpu_ns.1.unwrap_or(wall_ns.1));
+    }
+    match cpu_ns {
+        (Some(send), Some(receive)) if (send, receive) != wall_ns => (send, receive),
+        _ => (0, 0),
+    }
+}
+
 impl Store {
     /// Commits one finished tunnel cell with all its samples: the samples
     /// its rounds stored already ([`Store::save_tunnel_samples`]) stay,
@@ -71,22 +92,20 @@ impl Store {
             let outcome = outcome_from_columns(&status, reason, precise, || {
                 Ok(samples_query
                     .query_map([cell_id], |r| {
+                        let packets = r.get::<_, i64>(1)? as u64;
                         let send_ns = r.get::<_, i64>(3)? as u64;
                         let receive_ns = r.get::<_, i64>(4)? as u64;
+                        let (send_cpu_ns, receive_cpu_ns) =
+                            stored_cpu_ns(packets, (send_ns, receive_ns), (r.get(5)?, r.get(6)?));
                         Ok(Timed {
                             round: r.get(0)?,
                             value: TunnelSample {
-                                packets: r.get::<_, i64>(1)? as u64,
+                                packets,
                                 payload_bytes: r.get::<_, i64>(2)? as u64,
                                 send_ns,
                                 receive_ns,
-                                // Written before version 2: wall time only.
-                                send_cpu_ns: r
-                                    .get::<_, Option<i64>>(5)?
-                                    .map_or(send_ns, |v| v as u64),
-                                receive_cpu_ns: r
-                                    .get::<_, Option<i64>>(6)?
-                                    .map_or(receive_ns, |v| v as u64),
+                                send_cpu_ns,
+                                receive_cpu_ns,
                             },
                         })
                     })?
@@ -242,6 +261,21 @@ mod tests {
     use crate::store::fixtures::run_info;
     use crate::store::{RunInfo, RunKind};
     use crate::workload::counted::Instructions;
+
+    #[test]
+    fn a_transfer_stored_without_its_daemons_cpu_time_has_none() {
+        let wall = (5_000, 6_000);
+        // A batch: its CPU time, or its wall time before version 2.
+        assert_eq!(
+            stored_cpu_ns(8, wall, (Some(4_900), Some(5_800))),
+            (4_900, 5_800)
+        );
+        assert_eq!(stored_cpu_ns(8, wall, (None, None)), wall);
+        // A transfer: its daemons' CPU time, or none.
+        assert_eq!(stored_cpu_ns(0, wall, (Some(700), Some(800))), (700, 800));
+        assert_eq!(stored_cpu_ns(0, wall, (Some(5_000), Some(6_000))), (0, 0));
+        assert_eq!(stored_cpu_ns(0, wall, (None, None)), (0, 0));
+    }
 
     #[test]
     fn tunnel_cells_round_trip() {

@@ -1,7 +1,8 @@
-//! The processes a server under test runs as, seen from outside: a free
-//! loopback port to give it, waiting until it listens, its children (the
-//! workers of a master), its time on the CPU, and stopping it (SIGTERM,
-//! then SIGKILL). Everything here reads /proc or uses plain signals, so it
+//! The processes a server under test or a tunnel daemon runs as, seen
+//! from outside: a free loopback port to give it, waiting until it
+//! listens, its children (the workers of a master), its time on the CPU
+//! (one thread's, or the whole process's), and stopping it (SIGTERM, then
+//! SIGKILL). Everything here reads /proc or uses plain signals, so it
 //! serves any program, not one server.
 
 use std::fs;
@@ -115,6 +116,64 @@ pub fn process_cpu_ns(pid: u32) -> Result<u64> {
         .with_context(|| format!("unreadable {path}: {text:?}"))
 }
 
+/// The largest PID Linux gives (`PID_MAX_LIMIT` on 64-bit machines).
+const PID_MAX_LIMIT: u32 = 1 << 22;
+
+/// A whole process's time on the CPU, in nanoseconds: every thread's,
+/// living and ended, user and system (the kernel's work in its system
+/// calls), but not its children's. This is the utime + stime of
+/// /proc/PID/stat, read through the process's CPU clock
+/// (`clock_getcpuclockid`) because /proc counts in clock ticks (10 ms),
+/// too coarse for a transfer of a few megabytes; /proc is the fallback.
+/// A multi-threaded daemon (wireguard-go) needs this, not
+/// [`process_cpu_ns`], which reads one thread.
+pub fn process_cpu_time_ns(pid: u32) -> Result<u64> {
+    // The clock's id holds the PID shifted by 3 bits: a PID beyond Linux's
+    // limit (2^22) would wrap, and 0 is this process.
+    if pid == 0 || pid > PID_MAX_LIMIT {
+        bail!("no process has the PID {pid}");
+    }
+    let mut clock: libc::clockid_t = 0;
+    let mut time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: both pointers are to live locals of the types asked for.
+    let read = unsafe {
+        libc::clock_getcpuclockid(pid as libc::pid_t, &mut clock) == 0
+            && libc::clock_gettime(clock, &mut time) == 0
+    };
+    if read {
+        return Ok(time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64);
+    }
+    stat_cpu_time_ns(pid)
+}
+
+/// A process's utime + stime from /proc/PID/stat, in nanoseconds (to the
+/// clock tick, 10 ms).
+pub fn stat_cpu_time_ns(pid: u32) -> Result<u64> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    let ticks = stat_cpu_ticks(&stat).with_context(|| format!("unreadable {path}: {stat:?}"))?;
+    // SAFETY: sysconf has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Ok(ticks * 1_000_000_000 / per_second)
+}
+
+/// utime + stime (the 14th and 15th fields) of a /proc/PID/stat line, in
+/// clock ticks.
+fn stat_cpu_ticks(stat: &str) -> Option<u64> {
+    // The command name is in parentheses and may hold spaces: the fields
+    // after it start with the third, the state.
+    let mut after = stat
+        .get(stat.rfind(')')? + 2..)?
+        .split_whitespace()
+        .skip(11);
+    let user: u64 = after.next()?.parse().ok()?;
+    let system: u64 = after.next()?.parse().ok()?;
+    Some(user + system)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +190,46 @@ mod tests {
         terminate(&mut child, &[], Duration::from_secs(1));
         assert!(child.try_wait().unwrap().is_some());
         assert!(free_port().unwrap() > 0);
+    }
+
+    #[test]
+    fn a_busy_process_cpu_time_counts_every_thread_and_agrees_with_proc() {
+        // The fields after a command name with spaces and parentheses.
+        let line = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 17 0 0 20 0 3 0 99";
+        assert_eq!(stat_cpu_ticks(line), Some(267));
+        // This process, spinning on two threads one after the other.
+        let me = std::process::id();
+        let before = process_cpu_time_ns(me).unwrap();
+        // Spins until the thread has had `millis` of CPU time (not of wall
+        // time: the machine may be loaded).
+        let spin = |millis: u64| {
+            let start = crate::backend::thread_cpu_ns();
+            let mut x = 0u64;
+            while crate::backend::thread_cpu_ns() - start < millis * 1_000_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        };
+        // A thread that ends before the second reading still counts.
+        std::thread::spawn(move || spin(120)).join().unwrap();
+        spin(120);
+        let after = process_cpu_time_ns(me).unwrap();
+        assert!(
+            after - before >= 240_000_000,
+            "{} ns for 240 ms of spinning",
+            after - before
+        );
+        // /proc counts the same time, to the tick.
+        let from_proc = stat_cpu_time_ns(me).unwrap();
+        let precise = process_cpu_time_ns(me).unwrap();
+        assert!(
+            from_proc.abs_diff(precise) < 50_000_000,
+            "/proc {from_proc} ns, clock {precise} ns"
+        );
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        let ended_pid = ended.id();
+        ended.wait().unwrap();
+        assert!(process_cpu_time_ns(ended_pid).is_err());
+        assert!(process_cpu_time_ns(0).is_err());
+        assert!(process_cpu_time_ns(u32::MAX / 2).is_err());
     }
 }

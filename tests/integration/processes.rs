@@ -7,6 +7,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use tlslab::scenario::names::Named;
+use tlslab::scenario::tunnel::EngineId;
+
 use crate::util::{
     cert_dir, children_mentioning, nginx_lock, processes_mentioning, skip_without_nginx, wait_gone,
     Job,
@@ -269,30 +272,60 @@ fn processes_in(namespaces: &[String]) -> Vec<u32> {
         .collect()
 }
 
-/// Issue 18 item 2, issue 23: kill -9 during a tunnel through OpenVPN
-/// leaves no OpenVPN running and no namespace (they have no names: nothing
-/// holds them once tlslab and OpenVPN are gone), and the next run removes
-/// the killed run's key directory.
+/// Issue 18 item 2, issues 23 and 25: kill -9 during a tunnel through a
+/// real engine (OpenVPN, wireguard-go) leaves no daemon running and no
+/// namespace (they have no names: nothing holds them once tlslab and its
+/// daemons are gone; the tunnels' interfaces are inside them), and the
+/// next run removes the killed run's key directory and the control
+/// sockets its wireguard-go daemons left.
 #[test]
-fn kill_9_leaves_no_openvpn_and_no_namespace() {
-    if crate::util::skip_without(
-        crate::tunnel::openvpn_missing(),
-        "kill_9_leaves_no_openvpn_and_no_namespace",
-        "run as root; apt-get install openvpn iproute2",
-    ) {
-        return;
+fn kill_9_leaves_no_tunnel_daemon_and_no_namespace() {
+    // Each real engine: its daemon's command name, a row it runs, the
+    // prefix of its scratch directory.
+    let engines = [
+        (
+            EngineId::Openvpn,
+            "openvpn",
+            "aes-128-cbc",
+            "sha1",
+            "tlslab-openvpn-",
+        ),
+        (
+            EngineId::WireguardGo,
+            "wireguard-go",
+            "chacha20-poly1305",
+            "none",
+            "tlslab-wireguard-",
+        ),
+    ];
+    for (engine, daemon, cipher, digest, scratch) in engines {
+        let id = engine.id();
+        let test = format!("kill_9_leaves_no_tunnel_daemon_and_no_namespace [{id}]");
+        if crate::util::skip_without(
+            engine.open().preflight().err(),
+            &test,
+            "run as root; apt-get install openvpn wireguard-go wireguard-tools iproute2",
+        ) {
+            continue;
+        }
+        kill_9_during_a_tunnel(id, daemon, cipher, digest, scratch);
     }
+}
+
+/// Kills tlslab (SIGKILL) while engine `id`'s tunnel runs, and checks what
+/// is left and that the next run removes it.
+fn kill_9_during_a_tunnel(id: &str, daemon: &str, cipher: &str, digest: &str, scratch: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let env = [("TMPDIR", tmp.path().as_os_str())];
     let tunnel = |runs: &'static str| {
         vec![
             "tunnel",
             "--engine",
-            "openvpn",
+            id,
             "--cipher",
-            "aes-128-cbc",
+            cipher,
             "--digest",
-            "sha1",
+            digest,
             "--no-baseline-row",
             "--transfer-mb",
             "1",
@@ -303,35 +336,44 @@ fn kill_9_leaves_no_openvpn_and_no_namespace() {
             "--no-db",
             "-q",
         ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<String>>()
     };
-    let mut killed = Job::start(&tunnel("100000"), &env);
+    let killed_args = tunnel("100000");
+    let killed_args: Vec<&str> = killed_args.iter().map(String::as_str).collect();
+    let mut killed = Job::start(&killed_args, &env);
     let pid = killed.pid() as u32;
-    let openvpn = wait_for("openvpn", Duration::from_secs(60), || {
-        // OpenVPN itself, once exec'd: a child just forked still carries
-        // tlslab's own command line (which names the openvpn engine) and
+    let sockets = || crate::tunnel::wireguard_sockets_of(pid);
+    let daemons = wait_for(daemon, Duration::from_secs(60), || {
+        // The daemon itself, once exec'd: a child just forked still
+        // carries tlslab's own command line (which names the engine) and
         // the tests' namespace until it enters its own and execs; a CI run
         // once caught one such child here.
-        let found: Vec<u32> = children_mentioning(pid, "openvpn")
+        let found: Vec<u32> = children_mentioning(pid, daemon)
             .into_iter()
             .filter(|child| {
                 std::fs::read_to_string(format!("/proc/{child}/comm"))
-                    .is_ok_and(|comm| comm.trim_end() == "openvpn")
+                    .is_ok_and(|comm| comm.trim_end() == daemon)
             })
             .collect();
-        if found.len() >= 2 {
+        // wireguard-go's, once both listen on their sockets (so that the
+        // kill leaves them behind).
+        let listening = daemon != "wireguard-go" || sockets().len() >= 2;
+        if found.len() >= 2 && listening {
             found
         } else {
             Vec::new()
         }
     });
-    // Each OpenVPN in a namespace of its own, neither the tests' nor named.
-    let mut namespaces: Vec<String> = openvpn
+    // Each daemon in a namespace of its own, neither the tests' nor named.
+    let mut namespaces: Vec<String> = daemons
         .iter()
         .filter_map(|&pid| network_namespace_of(pid))
         .collect();
     namespaces.sort();
     namespaces.dedup();
-    assert_eq!(namespaces.len(), 2, "{namespaces:?}");
+    assert_eq!(namespaces.len(), 2, "{id}: {namespaces:?}");
     assert!(!namespaces.contains(&network_namespace_of(std::process::id()).unwrap()));
     let named = std::fs::read_dir("/run/netns")
         .into_iter()
@@ -339,28 +381,36 @@ fn kill_9_leaves_no_openvpn_and_no_namespace() {
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().contains(&pid.to_string()))
         .count();
-    assert_eq!(named, 0, "tlslab names no namespace");
+    assert_eq!(named, 0, "{id}: tlslab names no namespace");
     killed.signal(libc::SIGKILL);
     killed.finish(Duration::from_secs(5));
     assert_eq!(
-        wait_gone(&openvpn, Duration::from_secs(5)),
+        wait_gone(&daemons, Duration::from_secs(5)),
         Vec::<u32>::new(),
-        "openvpn outlived the tlslab killed with SIGKILL"
+        "{daemon} outlived the tlslab killed with SIGKILL"
     );
     assert_eq!(
         processes_in(&namespaces),
         Vec::<u32>::new(),
-        "nothing is left in the killed run's namespaces"
+        "{id}: nothing is left in the killed run's namespaces"
     );
-    assert_eq!(entries_starting(tmp.path(), "tlslab-openvpn-").len(), 1);
+    assert_eq!(entries_starting(tmp.path(), scratch).len(), 1, "{id}");
+    // The killed wireguard-go daemons' sockets stay until a run removes
+    // them: this test's next run, or another test's tlslab in the meantime
+    // (the killed PID is gone); the unit test
+    // `child::tests::only_what_a_gone_process_left_is_removed` covers which.
 
-    let mut next = Job::start(&tunnel("1"), &env);
+    let next_args = tunnel("1");
+    let next_args: Vec<&str> = next_args.iter().map(String::as_str).collect();
+    let mut next = Job::start(&next_args, &env);
     let (status, stderr) = next.finish(Duration::from_secs(120));
-    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(status.code(), Some(0), "{id}: {stderr}");
     assert_eq!(
         entries_starting(tmp.path(), "tlslab-"),
-        Vec::<String>::new()
+        Vec::<String>::new(),
+        "{id}"
     );
+    assert_eq!(sockets(), Vec::<String>::new(), "{id}: {stderr}");
 }
 
 /// Issue 18 item 5: `speed` saves each cell as it finishes, so a run

@@ -3,8 +3,9 @@
 //! suite that runs for every registered engine (`ENGINES`): a matrix with
 //! exports and the store, its rows measured or saying the engine's reason,
 //! Ctrl-C keeping the samples taken, nothing left behind, and each engine
-//! beside the in-process rows. An engine that cannot run here (OpenVPN
-//! without root or openvpn) prints a skip line; CI must run them all.
+//! beside the in-process rows. An engine that cannot run here (a real
+//! tunnel without root or its programs) prints a skip line; CI must run
+//! them all.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -146,30 +147,53 @@ pub(crate) fn runnable_engines(test: &str) -> Vec<&'static dyn TunnelEngine> {
         .collect()
 }
 
-/// Why the OpenVPN engine cannot run here, if it cannot.
-pub(crate) fn openvpn_missing() -> Option<String> {
-    EngineId::Openvpn.open().preflight().err()
-}
-
 /// Runs tlslab with its temporary directory in `tmp`, so what it leaves
-/// there, and the processes that name it, are this run's alone.
-fn tlslab_in(tmp: &Path, args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+/// there, and the processes that name it, are this run's alone; returns
+/// the run and its PID (which names its WireGuard sockets).
+fn tlslab_in(tmp: &Path, args: &[&str]) -> (Run, u32) {
+    let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
         .args(args)
         .env_remove("COLUMNS")
         .env("TMPDIR", tmp)
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("the tlslab binary runs");
-    Run {
+    let pid = child.id();
+    let output = child.wait_with_output().expect("the tlslab binary runs");
+    let run = Run {
         output,
         command: format!("TMPDIR={} tlslab {}", tmp.display(), args.join(" ")),
-    }
+    };
+    (run, pid)
 }
 
-/// Asserts that a finished run whose temporary directory was `tmp` left
-/// nothing behind: no process naming it (an engine's daemon), no scratch
-/// file or directory in it.
-fn assert_nothing_left(tmp: &Path, engine: &str) {
+/// The WireGuard control sockets of the tlslab run with PID `pid` (its
+/// wireguard-go daemons', named for it).
+pub(crate) fn wireguard_sockets_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir(tlslab::child::WIREGUARD_SOCKET_DIR)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            ['a', 'b'].iter().any(|&side| {
+                name.starts_with(&tlslab::child::wireguard_interface_prefix(pid, side))
+            })
+        })
+        .collect()
+}
+
+/// Asserts that a finished run (PID `pid`) whose temporary directory was
+/// `tmp` left nothing behind: no process naming it (an engine's daemon),
+/// no scratch file or directory in it, no WireGuard control socket.
+fn assert_nothing_left(tmp: &Path, pid: u32, engine: &str) {
+    assert_eq!(
+        wireguard_sockets_of(pid),
+        Vec::<String>::new(),
+        "{engine}: sockets left behind"
+    );
     let tmp_name = tmp.to_str().unwrap();
     assert_eq!(
         processes_mentioning(tmp_name),
@@ -221,7 +245,7 @@ fn every_engine_runs_a_tiny_matrix_exports_it_and_reports_it_from_the_database()
         let dir = tempfile::tempdir().unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
-        let run = tlslab_in(
+        let (run, pid) = tlslab_in(
             tmp.path(),
             &[
                 "tunnel",
@@ -257,7 +281,7 @@ fn every_engine_runs_a_tiny_matrix_exports_it_and_reports_it_from_the_database()
             ],
         );
         run.expect_code(0);
-        assert_nothing_left(tmp.path(), id);
+        assert_nothing_left(tmp.path(), pid, id);
         let out = run.stdout();
         for heading in [
             "1. Effect of compression",
@@ -350,7 +374,7 @@ fn ctrl_c_keeps_the_samples_every_engine_took() {
             .unwrap_or_else(|| panic!("{id} runs none of {ciphers}"));
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("db.sqlite");
-        let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
             .args([
                 "tunnel",
                 "--engine",
@@ -373,10 +397,14 @@ fn ctrl_c_keeps_the_samples_every_engine_took() {
             .env("TLSLAB_TEST_SIGINT_AFTER_ROUNDS", "3")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .output()
+            .spawn()
             .unwrap();
+        let pid = child.id();
+        let output = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(130), "{id}: {stderr}");
+        // Its daemons stopped, their sockets gone.
+        assert_eq!(wireguard_sockets_of(pid), Vec::<String>::new(), "{id}");
         let connection = rusqlite::Connection::open(&db).unwrap();
         let (state, samples): (String, i64) = connection
             .query_row(
@@ -412,7 +440,7 @@ fn every_engine_measures_beside_the_in_process_rows() {
         let tmp = tempfile::tempdir().unwrap();
         let json_path = dir.path().join("out.json");
         let engines = format!("inprocess,{id}");
-        let run = tlslab_in(
+        let (run, pid) = tlslab_in(
             tmp.path(),
             &[
                 "tunnel",
@@ -439,7 +467,7 @@ fn every_engine_measures_beside_the_in_process_rows() {
             ],
         );
         run.expect_code(0);
-        assert_nothing_left(tmp.path(), id);
+        assert_nothing_left(tmp.path(), pid, id);
         let out = run.stdout();
         assert!(out.contains(&format!("{id} MB/s")), "{out}");
         let json: serde_json::Value =

@@ -22,6 +22,8 @@ pub fn records(report: &TunnelReport) -> Table {
         "receive_mb_per_s",
         "send_packets_per_s",
         "receive_packets_per_s",
+        "send_cpu_ms_per_mb",
+        "receive_cpu_ms_per_mb",
     ];
     let mut header: Vec<String> = [
         "label",
@@ -88,6 +90,8 @@ pub fn records(report: &TunnelReport) -> Table {
             row.receive_mb_per_s,
             row.send_packets_per_s,
             row.receive_packets_per_s,
+            row.send_cpu_ms_per_mb,
+            row.receive_cpu_ms_per_mb,
         ] {
             fields.extend(RATE_COLUMNS.fields(summary.as_ref()));
         }

@@ -35,13 +35,23 @@ pub struct TunnelRow {
     pub reason: Option<String>,
     pub sample_count: usize,
     pub precise: bool,
-    /// Both ends together: in process, payload over sender + receiver time
-    /// (one core doing both); OpenVPN, both transfers over their total time.
+    /// Both ends together: in process, payload over sender + receiver CPU
+    /// time (one core doing both); a real tunnel, both transfers over
+    /// their total wall time.
     pub mb_per_s: Option<Summary>,
-    /// In process: the sender's cost. OpenVPN: namespace A to B.
+    /// In process: per second of the sender's CPU time. A real tunnel:
+    /// the transfer from namespace A to B, per second of wall time.
     pub send_mb_per_s: Option<Summary>,
-    /// In process: the receiver's cost. OpenVPN: namespace B to A.
+    /// In process: per second of the receiver's CPU time. A real tunnel:
+    /// the transfer from B to A, per second of wall time.
     pub receive_mb_per_s: Option<Summary>,
+    /// CPU milliseconds per MB of payload at the sending end: in process
+    /// the thread's, a real tunnel the tunnel daemon's (its process, all
+    /// threads, user and system); none for a real no-tunnel row.
+    pub send_cpu_ms_per_mb: Option<Summary>,
+    /// CPU milliseconds per MB of payload at the receiving end, as
+    /// `send_cpu_ms_per_mb`.
+    pub receive_cpu_ms_per_mb: Option<Summary>,
     pub send_packets_per_s: Option<Summary>,
     pub receive_packets_per_s: Option<Summary>,
     /// Throughput relative to the baseline row (same engine), from same-round pairs.
@@ -155,6 +165,8 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
         mb_per_s: None,
         send_mb_per_s: None,
         receive_mb_per_s: None,
+        send_cpu_ms_per_mb: None,
+        receive_cpu_ms_per_mb: None,
         send_packets_per_s: None,
         receive_packets_per_s: None,
         ratio_to_baseline: None,
@@ -166,19 +178,35 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
     };
     match &cell.outcome {
         Outcome::Measured { samples, precise } => {
-            // A transfer moves the payload each way; a batch of packets
-            // passes one payload through both ends.
-            let ways = |s: &TunnelSample| if s.is_transfer() { 2 } else { 1 };
             row.sample_count = samples.len();
             row.precise = *precise;
-            // A batch, per second of the thread's CPU time; a transfer,
-            // per second of the transfer (its CPU fields hold wall time).
-            row.mb_per_s = summarize_by(samples, |s| {
-                mb_per_s(ways(s) * s.payload_bytes, s.total_cpu_ns())
-            });
-            row.send_mb_per_s = summarize_by(samples, |s| mb_per_s(s.payload_bytes, s.send_cpu_ns));
-            row.receive_mb_per_s =
-                summarize_by(samples, |s| mb_per_s(s.payload_bytes, s.receive_cpu_ns));
+            // A batch, per second of the thread's CPU time; a transfer
+            // (the payload each way), per second of the transfers' wall
+            // time: the CPU time is the daemons', beside it.
+            let (total, send, receive): (fn(&TunnelSample) -> u64, _, _) =
+                if samples.iter().all(|s| s.value.is_transfer()) {
+                    (
+                        TunnelSample::total_ns,
+                        (|s| s.send_ns) as fn(&TunnelSample) -> u64,
+                        (|s| s.receive_ns) as fn(&TunnelSample) -> u64,
+                    )
+                } else {
+                    (
+                        TunnelSample::total_cpu_ns,
+                        |s| s.send_cpu_ns,
+                        |s| s.receive_cpu_ns,
+                    )
+                };
+            row.mb_per_s = summarize_by(samples, |s| mb_per_s(s.bytes_per_end(), total(s)));
+            row.send_mb_per_s = summarize_by(samples, |s| mb_per_s(s.payload_bytes, send(s)));
+            row.receive_mb_per_s = summarize_by(samples, |s| mb_per_s(s.payload_bytes, receive(s)));
+            if samples.iter().all(|s| s.value.has_cpu_time()) {
+                // Nanoseconds per byte are milliseconds per megabyte.
+                let per_mb =
+                    |nanos: u64, s: &TunnelSample| nanos as f64 / s.bytes_per_end().max(1) as f64;
+                row.send_cpu_ms_per_mb = summarize_by(samples, |s| per_mb(s.send_cpu_ns, s));
+                row.receive_cpu_ms_per_mb = summarize_by(samples, |s| per_mb(s.receive_cpu_ns, s));
+            }
             if samples.iter().all(|s| !s.value.is_transfer()) {
                 row.send_packets_per_s = summarize_by(samples, |s| {
                     s.packets as f64 / s.send_cpu_ns.max(1) as f64 * 1e9
@@ -576,6 +604,45 @@ mod tests {
         assert_eq!(digests.len(), 1);
         // The fastest tunnel is the compressed one: 1000 MB/s against 5000.
         assert!((baselines[0].baseline_over_fastest - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_real_tunnels_throughput_is_wall_time_and_its_cpu_the_daemons() {
+        let transfer = |baseline: bool, cpu_ns: u64| {
+            let mut cell = cell(Cipher::Chacha20Poly1305, Compression::None, 0);
+            cell.engine = EngineId::WireguardGo;
+            cell.scenario.baseline = baseline;
+            let sample = TunnelSample {
+                packets: 0,
+                payload_bytes: 1_000_000,
+                // 1 MB each way in 10 ms and 20 ms.
+                send_ns: 10_000_000,
+                receive_ns: 20_000_000,
+                send_cpu_ns: cpu_ns,
+                receive_cpu_ns: 2 * cpu_ns,
+            };
+            cell.outcome = Outcome::Measured {
+                samples: (0..3)
+                    .map(|round| Timed {
+                        round,
+                        value: sample,
+                    })
+                    .collect(),
+                precise: true,
+            };
+            cell
+        };
+        let rows = build(&[transfer(true, 0), transfer(false, 4_000_000)], None).rows;
+        let tunnel = &rows[1];
+        // 2 MB in 30 ms of wall time; A to B 1 MB in 10 ms.
+        assert!((tunnel.mb_per_s.unwrap().median - 2e6 / 30e6 * 1000.0).abs() < 1e-9);
+        assert!((tunnel.send_mb_per_s.unwrap().median - 100.0).abs() < 1e-9);
+        // 4 ms of the sending daemons' CPU for 2 MB through them.
+        assert!((tunnel.send_cpu_ms_per_mb.unwrap().median - 2.0).abs() < 1e-9);
+        assert!((tunnel.receive_cpu_ms_per_mb.unwrap().median - 4.0).abs() < 1e-9);
+        // No daemon, no CPU figure.
+        assert!(rows[0].mb_per_s.is_some());
+        assert!(rows[0].send_cpu_ms_per_mb.is_none());
     }
 
     #[test]

@@ -177,9 +177,10 @@ fn timed_tables(report: &TunnelReport) -> Vec<Table> {
     table.empty =
         Some("no baseline row measured; it is added unless --no-baseline-row".to_string());
     table.notes.push("MB/s: payload megabytes per second. In process: per second of the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), one core doing both ends (send = compress, encrypt, authenticate; receive = verify, decrypt, decompress, check).".to_string());
-    table.notes.push("OpenVPN: a transfer through the tunnel between two network namespaces (send = A to B, receive = B to A).".to_string());
+    table.notes.push("Real tunnels (openvpn, wireguard-go): a TCP transfer each way through the tunnel between two network namespaces, per second of wall time (send = A to B, receive = B to A).".to_string());
+    table.notes.push("CPU ms/MB (the ranking): CPU milliseconds per MB of payload at the sending and at the receiving end. In process: the thread's CPU time. Real tunnels: the tunnel daemon's process (all its threads, user and system time, the kernel's work in its system calls) at the sending and the receiving end of each transfer; not the transfer's own TCP ends, nor kernel work done outside the daemons; none for the no-tunnel row.".to_string());
     table.notes.push(format!(
-        "× baseline: throughput relative to {}, the median of same-round ratios; in-process rows are sampled in interleaved rounds, OpenVPN rows one tunnel at a time.",
+        "× baseline: throughput relative to {}, the median of same-round ratios; in-process rows are sampled in interleaved rounds, real tunnels' rows one tunnel at a time.",
         report.baseline.as_deref().unwrap_or("the no-tunnel row of the same payload")
     ));
     tables.push(table);
@@ -228,6 +229,14 @@ fn ranking(report: &TunnelReport) -> Table {
             row.send_packets_per_s
                 .map(|s| format!("{:.0}", s.median))
                 .unwrap_or_else(dash),
+            match (row.send_cpu_ms_per_mb, row.receive_cpu_ms_per_mb) {
+                (Some(send), Some(receive)) => format!(
+                    "{} / {}",
+                    format_rate(send.median),
+                    format_rate(receive.median)
+                ),
+                _ => dash(),
+            },
             row.sample_count.to_string(),
             row.ratio_to_baseline
                 .map(|r| format!("{:.3}", r.value))
@@ -264,14 +273,15 @@ fn ranking(report: &TunnelReport) -> Table {
         "send MB/s",
         "receive MB/s",
         "send packets/s",
+        "CPU ms/MB send / receive",
         "n",
         "× baseline",
     ]);
     let mut numeric = vec![true, false];
     numeric.extend([false; AXIS_HEADERS.len()]);
-    numeric.extend([true, true, true, true, true, true]);
+    numeric.extend([true, true, true, true, true, true, true]);
     let mut priority = vec![0; 2 + AXIS_HEADERS.len()];
-    priority.extend([0, 1, 1, 3, 2, 0]);
+    priority.extend([0, 1, 1, 3, 1, 2, 0]);
     if let Some(header) = &other_header {
         headers.push(header);
         numeric.push(true);

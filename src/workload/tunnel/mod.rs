@@ -3,13 +3,18 @@
 //! [`EngineId::open`]). An engine is a module here plus its line in the
 //! registry (and its name in [`EngineId`]): the in-process data channel
 //! ([`inprocess`]), real OpenVPN tunnels between network namespaces
-//! ([`openvpn`]) and both WireGuard peers in process ([`wireguard`]). `tlslab tunnel` (`app::tunnel`) runs every engine through
-//! the trait; the tests run their shared suite over the registry.
+//! ([`openvpn`]), both WireGuard peers in process ([`wireguard`]) and real
+//! wireguard-go tunnels between network namespaces ([`wireguard_go`]); a
+//! real tunnel's sample is [`transfer`]'s. `tlslab tunnel` (`app::tunnel`)
+//! runs every engine through the trait; the tests run their shared suite
+//! over the registry.
 
 pub mod engine;
 pub mod inprocess;
 pub mod openvpn;
+pub mod transfer;
 pub mod wireguard;
+pub mod wireguard_go;
 
 use serde::Serialize;
 
@@ -29,6 +34,7 @@ pub static ENGINES: &[&dyn TunnelEngine] = &[
     &inprocess::InprocessEngine,
     &openvpn::OpenvpnEngine,
     &wireguard::WireguardEngine,
+    &wireguard_go::WireguardGoEngine,
 ];
 
 impl EngineId {
@@ -45,7 +51,8 @@ impl EngineId {
 /// One sample of a tunnel row. A packet engine (in process) takes a batch
 /// of packets through the sender and then the receiver, and times each
 /// end on the thread's CPU clock; a transfer engine (a real tunnel, its
-/// work in other processes) sends one transfer each way and times each.
+/// work in two daemons) sends one transfer each way, times each on the
+/// wall clock and reads the daemons' CPU time ([`transfer`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TunnelSample {
     /// Packets in the batch, or 0 for a transfer (a byte stream, each way).
@@ -53,16 +60,19 @@ pub struct TunnelSample {
     /// Payload bytes carried each way.
     pub payload_bytes: u64,
     /// A batch: the sender's time to compress, encrypt and authenticate
-    /// it. A transfer: the one from namespace A to B.
+    /// it. A transfer: the wall time of the one from namespace A to B.
     pub send_ns: u64,
     /// A batch: the receiver's time to verify, decrypt, decompress and
-    /// check it. A transfer: the one from namespace B to A.
+    /// check it. A transfer: the wall time of the one from B to A.
     pub receive_ns: u64,
-    /// A batch: the thread's CPU time while sending. A transfer: its wall
-    /// time (the tunnel's work is in other processes).
+    /// A batch: the thread's CPU time while sending. A transfer: the CPU
+    /// time of the tunnel daemon at the sending end of each way (A's from
+    /// A to B, B's from B to A), added: it carried `2 × payload_bytes`.
+    /// 0 for a transfer without a daemon (the no-tunnel row, or a sample
+    /// stored before tlslab read the daemons' CPU).
     pub send_cpu_ns: u64,
-    /// A batch: the thread's CPU time while receiving. A transfer: as
-    /// `receive_ns`.
+    /// A batch: the thread's CPU time while receiving. A transfer: the
+    /// receiving ends' daemons' CPU time, as `send_cpu_ns`.
     pub receive_cpu_ns: u64,
 }
 
@@ -72,7 +82,7 @@ impl TunnelSample {
         self.send_ns + self.receive_ns
     }
 
-    /// CPU time through both ends (a transfer: wall time both ways).
+    /// CPU time through both ends (a transfer: both daemons, both ways).
     pub fn total_cpu_ns(&self) -> u64 {
         self.send_cpu_ns + self.receive_cpu_ns
     }
@@ -82,13 +92,36 @@ impl TunnelSample {
     pub fn is_transfer(&self) -> bool {
         self.packets == 0
     }
+
+    /// Payload bytes through each end: a transfer's each way, twice.
+    pub fn bytes_per_end(&self) -> u64 {
+        if self.is_transfer() {
+            2 * self.payload_bytes
+        } else {
+            self.payload_bytes
+        }
+    }
+
+    /// Returns true if and only if the sample holds each end's CPU time: a
+    /// batch always does, a transfer when it went through daemons whose
+    /// CPU time was read.
+    pub fn has_cpu_time(&self) -> bool {
+        !self.is_transfer() || self.total_cpu_ns() > 0
+    }
 }
 
 impl Sampled for TunnelSample {
-    /// CPU nanoseconds per payload byte (through both ends, or both ways):
-    /// unlike wall time, it does not stretch when the thread is preempted.
+    /// Nanoseconds per payload byte through both ends (or both ways): a
+    /// batch's CPU time, which does not stretch when the thread is
+    /// preempted; a transfer's wall time, its throughput (the rows of a
+    /// real tunnel are compared by how fast the bytes got through).
     fn cost(&self) -> f64 {
-        self.total_cpu_ns() as f64 / self.payload_bytes.max(1) as f64
+        let nanos = if self.is_transfer() {
+            self.total_ns()
+        } else {
+            self.total_cpu_ns()
+        };
+        nanos as f64 / self.payload_bytes.max(1) as f64
     }
 }
 

@@ -1,6 +1,7 @@
 //! The OpenVPN engine: a static-key point-to-point tunnel between the two
 //! namespaces of a [`Lab`], one tunnel per row, and a fixed-size TCP
-//! transfer through it each way as the sample; the same transfer over the
+//! transfer through it each way as the sample, with each OpenVPN
+//! process's CPU time ([`super::transfer`]); the same transfer over the
 //! bare veth link is the no-tunnel row.
 //!
 //! The tunnel is 10.232.0.1 (A) <-> 10.232.0.2 (B) over the lab's link.
@@ -21,15 +22,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::engine::{EngineOptions, EngineRig, TunnelEngine};
+use super::transfer::{self, TransferRoute};
 use super::{TunnelOutcome, TunnelSample};
 use crate::backend::LibraryInfo;
 use crate::measure::{Outcome, Probe};
 use crate::scenario::names::Named;
-use crate::scenario::tunnel::{
-    Cipher, CipherMode, Compression, Digest, EngineId, Payload, TunnelScenario,
-};
-use crate::transport::lab::{self, Lab, LINK_A, LINK_B, WRITE_CHUNK_BYTES};
-use crate::transport::netns::Namespace;
+use crate::scenario::tunnel::{Cipher, CipherMode, Compression, Digest, EngineId, TunnelScenario};
+use crate::transport::lab::{Lab, LINK_A, LINK_B};
 
 const TUNNEL_A: Ipv4Addr = Ipv4Addr::new(10, 232, 0, 1);
 const TUNNEL_B: Ipv4Addr = Ipv4Addr::new(10, 232, 0, 2);
@@ -134,8 +133,8 @@ impl EngineRig for OpenvpnRig {
         scenario: &TunnelScenario,
         interrupt: &'rig AtomicBool,
     ) -> Result<Probe<'rig, TunnelSample>, TunnelOutcome> {
-        let data = transfer_data(scenario.payload);
-        let mss = scenario.payload_bytes.clamp(88, 1400) as i32;
+        let data = transfer::transfer_data(scenario.payload);
+        let mss = transfer::segment_bytes(scenario.payload_bytes);
         let (tunnel, address_a, address_b) = if scenario.baseline {
             (None, LINK_A, LINK_B)
         } else {
@@ -149,25 +148,20 @@ impl EngineRig for OpenvpnRig {
             })?;
             (Some(tunnel), TUNNEL_A, TUNNEL_B)
         };
+        let route = TransferRoute {
+            lab: &self.lab,
+            address_a,
+            address_b,
+            daemons: tunnel.as_ref().map(|tunnel| {
+                let pid = |index: usize| tunnel.processes[index].id();
+                [pid(0), pid(1)]
+            }),
+        };
         let transfer_bytes = self.transfer_bytes;
-        let (a, b) = (self.lab.a(), self.lab.b());
         Ok(Box::new(move || {
             // The tunnel lives as long as the row's sample.
             let _tunnel = &tunnel;
-            let way = |from: &Namespace, to: (&Namespace, Ipv4Addr)| {
-                lab::transfer(from, to, &data, mss, transfer_bytes, interrupt)
-            };
-            let forward = way(a, (b, address_b)).map_err(|e| format!("transfer A to B: {e:#}"))?;
-            let backward = way(b, (a, address_a)).map_err(|e| format!("transfer B to A: {e:#}"))?;
-            Ok(TunnelSample {
-                packets: 0,
-                payload_bytes: transfer_bytes,
-                send_ns: forward.as_nanos() as u64,
-                receive_ns: backward.as_nanos() as u64,
-                // The tunnel's work is done by OpenVPN's processes.
-                send_cpu_ns: forward.as_nanos() as u64,
-                receive_cpu_ns: backward.as_nanos() as u64,
-            })
+            transfer::timed_transfers(&route, &data, mss, transfer_bytes, interrupt)
         }))
     }
 }
@@ -303,16 +297,10 @@ fn write_static_key(path: &Path) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// 1 MiB of the payload, sent over and over.
-fn transfer_data(payload: Payload) -> Vec<u8> {
-    (0..16)
-        .flat_map(|i| payload.bytes(i, WRITE_CHUNK_BYTES))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::tunnel::Payload;
 
     #[test]
     fn static_key_rows_refuse_aead_ciphers_and_sha0_and_say_why() {
