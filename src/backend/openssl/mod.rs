@@ -274,6 +274,8 @@ fn protocol(version: TlsVersion) -> SslVersion {
         TlsVersion::Dtls12 => SslVersion::DTLS1_2,
         // Never reached: the capabilities list no DTLS 1.3 (OpenSSL 3.6 has none).
         TlsVersion::Dtls13 => SslVersion::DTLS1_2,
+        // Never reached: the capabilities list no QUIC (not driven yet).
+        TlsVersion::Quic => SslVersion::TLS1_3,
     }
 }
 
@@ -786,6 +788,7 @@ pub(crate) fn negotiated(ssl: &openssl::ssl::SslRef) -> Result<Negotiated> {
         group: negotiated_group(ssl, resumed),
         signature: peer_signature_name(ssl),
         resumed,
+        alpn: None,
     })
 }
 
