@@ -179,16 +179,21 @@ struct QuicSide {
     peer: SocketAddr,
     /// True once the connection said it was connected.
     connected: bool,
+    /// Where a datagram is read into (the MTU's size).
+    datagram: Vec<u8>,
+    /// Where quinn writes what it sends.
+    scratch: Vec<u8>,
 }
 
 impl QuicSide {
     /// Takes in every datagram waiting for this side, lets timers that are
     /// due fire and sends what the connection has to send.
-    fn step(&mut self, now: Instant, mtu_bytes: u16) -> Result<()> {
-        let mut datagram = vec![0u8; usize::from(mtu_bytes)];
-        let mut scratch = Vec::new();
+    fn step(&mut self, now: Instant) -> Result<()> {
+        let Self {
+            datagram, scratch, ..
+        } = self;
         loop {
-            let read = match self.end.read(&mut datagram) {
+            let read = match self.end.read(datagram) {
                 Ok(read) => read,
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(error) => return Err(error.into()),
@@ -196,13 +201,13 @@ impl QuicSide {
             let data = BytesMut::from(&datagram[..read]);
             match self
                 .endpoint
-                .handle(now, self.peer, None, None, data, &mut scratch)
+                .handle(now, self.peer, None, None, data, scratch)
             {
                 Some(DatagramEvent::NewConnection(incoming)) => {
                     // Accepted unvalidated: no Retry round trip.
                     let accepted = self
                         .endpoint
-                        .accept(incoming, now, &mut scratch, None)
+                        .accept(incoming, now, scratch, None)
                         .map_err(|error| anyhow!("accepting the connection: {}", error.cause))?;
                     self.connection = Some(accepted);
                 }
@@ -234,8 +239,7 @@ impl QuicSide {
                     connection.handle_event(event);
                 }
             }
-            let Some(transmit) = connection.poll_transmit(now, BATCH_DATAGRAMS, &mut scratch)
-            else {
+            let Some(transmit) = connection.poll_transmit(now, BATCH_DATAGRAMS, scratch) else {
                 break;
             };
             let size = transmit.size;
@@ -281,6 +285,8 @@ impl Handshaker for QuicHandshaker {
             end: pipe.client_end(),
             peer: SERVER_ADDRESS,
             connected: false,
+            datagram: vec![0; usize::from(self.mtu_bytes)],
+            scratch: Vec::with_capacity(usize::from(self.mtu_bytes) * BATCH_DATAGRAMS),
         };
         let mut server = QuicSide {
             turn: Turn::Server,
@@ -294,6 +300,8 @@ impl Handshaker for QuicHandshaker {
             end: pipe.server_end(),
             peer: CLIENT_ADDRESS,
             connected: false,
+            datagram: vec![0; usize::from(self.mtu_bytes)],
+            scratch: Vec::with_capacity(usize::from(self.mtu_bytes) * BATCH_DATAGRAMS),
         };
         let mut now = Instant::now();
         let start = Instant::now();
@@ -307,7 +315,7 @@ impl Handshaker for QuicHandshaker {
             .context("client: connecting");
         let first = connected.map(|connection| {
             client.connection = Some(connection);
-            client.step(now, self.mtu_bytes)
+            client.step(now)
         });
         turns.ended(Turn::Client);
         first?.context("client")?;
@@ -330,7 +338,7 @@ impl Handshaker for QuicHandshaker {
                     Turn::Server => instrument::Side::Server,
                 });
                 turns.begin(side.turn);
-                let stepped = side.step(now, self.mtu_bytes);
+                let stepped = side.step(now);
                 if side.connected {
                     turns.done(side.turn);
                 }
