@@ -25,10 +25,10 @@ deserialize_by_id!(Transport);
 /// next to tls1.2, tls1.3, dtls1.2 and dtls1.3 (TLS 1.3's rules for
 /// groups, certificates and suites; carried by datagrams), and this axis
 /// keeps saying what carries the datagrams: `memory` or `udp`, never
-/// `tcp` (the exhaustive [`Transport::conflict`] must then say so).
-/// OpenSSL's QUIC adds the protocol value and `quic` in the OpenSSL
-/// descriptor's versions; quinn adds its own folder and descriptor
-/// (versions `quic`, transports memory and udp) and one registry line.
+/// `tcp` (the exhaustive [`Transport::conflict`] says so). quinn runs it
+/// inside the rustls backends (their descriptors list `quic`, over
+/// memory); OpenSSL's QUIC will add `quic` to the OpenSSL descriptor's
+/// versions.
 /// No new transport is needed until something else carries datagrams
 /// (an emulated link already does, through namespaces, below UDP).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]

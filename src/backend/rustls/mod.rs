@@ -147,10 +147,15 @@ impl Backend for RustlsBackend {
     }
 
     fn library(&self) -> LibraryInfo {
-        let provider = match self.provider {
+        let crypto = match self.provider {
             Provider::AwsLcRs => format!("aws-lc-rs {}", crate::build_info::AWS_LC_RS_VERSION),
             Provider::Ring => format!("ring {}", crate::build_info::RING_VERSION),
         };
+        // QUIC rows run through quinn-proto: its version is part of the record.
+        let provider = format!(
+            "{crypto}; QUIC: quinn-proto {}",
+            crate::build_info::QUINN_PROTO_VERSION
+        );
         LibraryInfo {
             backend: self.id().to_string(),
             library: descriptor::LIBRARY.to_string(),
