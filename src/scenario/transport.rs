@@ -26,9 +26,9 @@ deserialize_by_id!(Transport);
 /// groups, certificates and suites; carried by datagrams), and this axis
 /// keeps saying what carries the datagrams: `memory` or `udp`, never
 /// `tcp` (the exhaustive [`Transport::conflict`] says so). quinn runs it
-/// inside the rustls backends (their descriptors list `quic`, over
-/// memory); OpenSSL's QUIC will add `quic` to the OpenSSL descriptor's
-/// versions.
+/// inside the rustls backends (their descriptors list `quic`, and `udp`,
+/// which carries their QUIC only); OpenSSL's QUIC will add `quic` to the
+/// OpenSSL descriptor's versions.
 /// No new transport is needed until something else carries datagrams
 /// (an emulated link already does, through namespaces, below UDP).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,8 +1,9 @@
 //! QUIC as a value of the protocol axis: a QUIC handshake on every library
 //! that declares it reports QUIC, tlslab's ALPN protocol and resumption as
 //! rustls negotiated them, and is verified like every handshake; through
-//! the command, QUIC rows stand beside TLS 1.3 rows, and what cannot carry
-//! QUIC (TCP, a library without it, an MTU under 1,200 bytes) says why.
+//! the command, QUIC rows stand beside TLS 1.3 rows over memory and UDP,
+//! and what cannot carry QUIC (TCP, a library without it, an MTU under
+//! 1,200 bytes) says why.
 //! The shared suite (backends.rs) runs its TLS 1.3 tests over QUIC too.
 
 use tlslab::backend::Backend;
@@ -125,6 +126,21 @@ fn quic_rows_stand_beside_tls_and_what_cannot_carry_quic_says_why() {
         .find(|line| has_row(line, &["rustls-aws-lc", "TLS 1.3", "TCP"]))
         .unwrap_or_else(|| panic!("no TLS 1.3 row over TCP: {table}"));
     assert!(!tls.contains("unsupported"), "{table}");
+    // UDP carries QUIC (each side in its own thread), not TLS.
+    let table = tls_and_quic_over("udp");
+    let quic = table
+        .lines()
+        .find(|line| has_row(line, &["rustls-aws-lc", "QUIC", "UDP"]))
+        .unwrap_or_else(|| panic!("no QUIC row over UDP: {table}"));
+    assert!(!quic.contains("unsupported"), "{table}");
+    assert!(!quic.contains("failed"), "{table}");
+    assert!(
+        has_row(
+            &table,
+            &["rustls-aws-lc", "TLS 1.3", "UDP", "TLS needs a byte stream"]
+        ),
+        "{table}"
+    );
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The rustls backends: rustls 0.23 with the aws-lc-rs or the ring crypto
 //! provider, TLS over memory and TCP, and QUIC through quinn-proto
-//! ([`quic`]) on the same TLS 1.3 configuration. Each configuration is
+//! ([`quic`], over UDP [`quic_udp`]) on the same TLS 1.3 configuration. Each configuration is
 //! restricted to exactly the scenario's version, suite and group. The
 //! providers' primitives are in [`primitives`], the counting provider
 //! wrapper in [`instrument`]: all of tlslab's rustls code is in this folder.
@@ -10,6 +10,7 @@ pub mod instrument;
 pub mod primitives;
 mod quic;
 mod quic_session;
+mod quic_udp;
 pub mod serve;
 mod socket;
 
@@ -165,6 +166,12 @@ impl Backend for RustlsBackend {
 
     fn capabilities(&self) -> &Capabilities {
         self.capabilities
+    }
+
+    fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
+        self.capabilities
+            .unsupported_reason(self.id(), scenario)
+            .or_else(|| quic_udp::unsupported_reason(scenario))
     }
 
     fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {

@@ -31,8 +31,8 @@ use super::quic_session::{ClientReport, ReportSlot, ReportingClientConfig};
 use super::{instrument, scheme_name, suite_name, Provider, RustlsBackend};
 use crate::backend::{CpuReadings, HandshakeSample, Handshaker, Negotiated, Turn, Turns};
 use crate::certs::{Credentials, SERVER_NAME};
-use crate::scenario::HandshakeScenario;
-use crate::transport::datagram::{DatagramEnd, DatagramPipe};
+use crate::scenario::{HandshakeScenario, Transport};
+use crate::transport::datagram::DatagramPipe;
 
 /// Where the client's endpoint seems to be (no socket is opened).
 const CLIENT_ADDRESS: SocketAddr =
@@ -65,6 +65,7 @@ impl RustlsBackend {
             tls.server,
             tls.server_scheme,
             mtu_bytes,
+            scenario.transport,
         )
     }
 }
@@ -72,11 +73,13 @@ impl RustlsBackend {
 /// QUIC handshakes of one scenario: the configurations, built once.
 pub(super) struct QuicHandshaker {
     endpoint: Arc<EndpointConfig>,
-    server: Arc<ServerConfig>,
-    client: ClientConfig,
+    pub(super) server: Arc<ServerConfig>,
+    pub(super) client: ClientConfig,
     report: ReportSlot,
     server_scheme: Arc<AtomicU16>,
-    mtu_bytes: u16,
+    pub(super) mtu_bytes: u16,
+    /// Memory (one thread, in turns) or UDP (two threads, see [`super::quic_udp`]).
+    transport: Transport,
     cpu_readings: CpuReadings,
 }
 
@@ -89,15 +92,15 @@ impl QuicHandshaker {
         server: Arc<rustls::ServerConfig>,
         server_scheme: Arc<AtomicU16>,
         mtu_bytes: u16,
+        transport: Transport,
     ) -> Result<Self> {
         let initial = initial_suite(provider)?;
-        let mut transport = TransportConfig::default();
+        let mut path = TransportConfig::default();
         // The path's MTU is known: no discovery, every datagram at most it.
-        transport
-            .initial_mtu(mtu_bytes)
+        path.initial_mtu(mtu_bytes)
             .min_mtu(mtu_bytes)
             .mtu_discovery_config(None);
-        let transport = Arc::new(transport);
+        let path = Arc::new(path);
         let mut endpoint = EndpointConfig::default();
         endpoint
             .max_udp_payload_size(mtu_bytes)
@@ -106,7 +109,7 @@ impl QuicHandshaker {
         let server_crypto = QuicServerConfig::with_initial(server, initial)
             .map_err(|error| anyhow!("the server's Initial suite: {error}"))?;
         let mut server = ServerConfig::with_crypto(Arc::new(server_crypto));
-        server.transport_config(Arc::clone(&transport));
+        server.transport_config(Arc::clone(&path));
         // No NEW_TOKEN frames: the next connection is not validated by
         // them (the server validates nobody), so they would be work for
         // nothing after the handshake.
@@ -120,7 +123,7 @@ impl QuicHandshaker {
             initial,
             report: Arc::clone(&report),
         }));
-        client_config.transport_config(transport);
+        client_config.transport_config(path);
         Ok(Self {
             endpoint: Arc::new(endpoint),
             server: Arc::new(server),
@@ -128,12 +131,28 @@ impl QuicHandshaker {
             report,
             server_scheme,
             mtu_bytes,
+            transport,
             cpu_readings: CpuReadings::EveryTurn,
         })
     }
 
+    /// A new client endpoint.
+    pub(super) fn client_endpoint(&self) -> Endpoint {
+        Endpoint::new(Arc::clone(&self.endpoint), None, false, None)
+    }
+
+    /// A new server endpoint.
+    pub(super) fn server_endpoint(&self) -> Endpoint {
+        Endpoint::new(
+            Arc::clone(&self.endpoint),
+            Some(Arc::clone(&self.server)),
+            false,
+            None,
+        )
+    }
+
     /// What the client reported, with the scheme the server signed with.
-    fn negotiated(&self) -> Result<Negotiated> {
+    pub(super) fn negotiated(&self) -> Result<Negotiated> {
         let report: ClientReport = self
             .report
             .lock()
@@ -170,25 +189,61 @@ fn initial_suite(provider: Provider) -> Result<rustls::quic::Suite> {
 }
 
 /// One side of a QUIC handshake: its endpoint, its connection once there
-/// is one, its end of the datagram channel.
-struct QuicSide {
-    turn: Turn,
+/// is one, its end of the datagrams (the memory channel's or a UDP socket).
+pub(super) struct QuicSide<E> {
+    pub(super) turn: Turn,
     endpoint: Endpoint,
     connection: Option<(ConnectionHandle, Connection)>,
-    end: DatagramEnd,
+    pub(super) end: E,
     peer: SocketAddr,
     /// True once the connection said it was connected.
-    connected: bool,
+    pub(super) connected: bool,
     /// Where a datagram is read into (the MTU's size).
     datagram: Vec<u8>,
     /// Where quinn writes what it sends.
     scratch: Vec<u8>,
 }
 
-impl QuicSide {
+impl<E: Read + Write> QuicSide<E> {
+    /// A side of `turn` on `endpoint` whose datagrams go through `end` to
+    /// `peer`, datagrams at most `mtu_bytes` long.
+    pub(super) fn new(
+        turn: Turn,
+        endpoint: Endpoint,
+        end: E,
+        peer: SocketAddr,
+        mtu_bytes: u16,
+    ) -> Self {
+        Self {
+            turn,
+            endpoint,
+            connection: None,
+            end,
+            peer,
+            connected: false,
+            datagram: vec![0; usize::from(mtu_bytes)],
+            scratch: Vec::with_capacity(usize::from(mtu_bytes) * BATCH_DATAGRAMS),
+        }
+    }
+
+    /// The client opens its connection to `server` and sends its first flight.
+    pub(super) fn connect(
+        &mut self,
+        now: Instant,
+        config: ClientConfig,
+        server: SocketAddr,
+    ) -> Result<()> {
+        let connection = self
+            .endpoint
+            .connect(now, config, server, SERVER_NAME)
+            .context("connecting")?;
+        self.connection = Some(connection);
+        self.step(now)
+    }
+
     /// Takes in every datagram waiting for this side, lets timers that are
     /// due fire and sends what the connection has to send.
-    fn step(&mut self, now: Instant) -> Result<()> {
+    pub(super) fn step(&mut self, now: Instant) -> Result<()> {
         let Self {
             datagram, scratch, ..
         } = self;
@@ -257,16 +312,16 @@ impl QuicSide {
     }
 
     /// When this side's next timer is due, if it has one.
-    fn next_timer(&mut self) -> Option<Instant> {
+    pub(super) fn next_timer(&mut self) -> Option<Instant> {
         self.connection
             .as_mut()
             .and_then(|(_, connection)| connection.poll_timeout())
     }
 }
 
-/// Writes a batch of datagrams (split at `segment_size`) to the channel,
-/// which refuses one larger than its MTU.
-fn send(end: &mut DatagramEnd, datagrams: &[u8], segment_size: Option<usize>) -> Result<()> {
+/// Writes a batch of datagrams (split at `segment_size`) to the channel
+/// (the memory channel refuses one larger than its MTU).
+fn send(end: &mut impl Write, datagrams: &[u8], segment_size: Option<usize>) -> Result<()> {
     let size = segment_size.unwrap_or(datagrams.len()).max(1);
     for datagram in datagrams.chunks(size) {
         end.write_all(datagram)
@@ -277,48 +332,33 @@ fn send(end: &mut DatagramEnd, datagrams: &[u8], segment_size: Option<usize>) ->
 
 impl Handshaker for QuicHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
+        if self.transport == Transport::Udp {
+            return self.handshake_over_udp();
+        }
         let pipe = DatagramPipe::new(self.mtu_bytes);
-        let mut client = QuicSide {
-            turn: Turn::Client,
-            endpoint: Endpoint::new(Arc::clone(&self.endpoint), None, false, None),
-            connection: None,
-            end: pipe.client_end(),
-            peer: SERVER_ADDRESS,
-            connected: false,
-            datagram: vec![0; usize::from(self.mtu_bytes)],
-            scratch: Vec::with_capacity(usize::from(self.mtu_bytes) * BATCH_DATAGRAMS),
-        };
-        let mut server = QuicSide {
-            turn: Turn::Server,
-            endpoint: Endpoint::new(
-                Arc::clone(&self.endpoint),
-                Some(Arc::clone(&self.server)),
-                false,
-                None,
-            ),
-            connection: None,
-            end: pipe.server_end(),
-            peer: CLIENT_ADDRESS,
-            connected: false,
-            datagram: vec![0; usize::from(self.mtu_bytes)],
-            scratch: Vec::with_capacity(usize::from(self.mtu_bytes) * BATCH_DATAGRAMS),
-        };
+        let mut client = QuicSide::new(
+            Turn::Client,
+            self.client_endpoint(),
+            pipe.client_end(),
+            SERVER_ADDRESS,
+            self.mtu_bytes,
+        );
+        let mut server = QuicSide::new(
+            Turn::Server,
+            self.server_endpoint(),
+            pipe.server_end(),
+            CLIENT_ADDRESS,
+            self.mtu_bytes,
+        );
         let mut now = Instant::now();
         let start = Instant::now();
         let mut turns = Turns::start(self.cpu_readings);
 
         instrument::set_side(instrument::Side::Client);
         turns.begin(Turn::Client);
-        let connected = client
-            .endpoint
-            .connect(now, self.client.clone(), SERVER_ADDRESS, SERVER_NAME)
-            .context("client: connecting");
-        let first = connected.map(|connection| {
-            client.connection = Some(connection);
-            client.step(now)
-        });
+        let first = client.connect(now, self.client.clone(), SERVER_ADDRESS);
         turns.ended(Turn::Client);
-        first?.context("client")?;
+        first.context("client")?;
 
         let mut rounds = 0;
         loop {
