@@ -9,6 +9,7 @@ mod descriptor;
 pub mod dtls;
 pub mod primitives;
 pub mod probe;
+mod quic;
 pub mod remote;
 pub mod serve;
 mod socket;
@@ -121,6 +122,7 @@ impl Backend for OpensslBackend {
         self.capabilities
             .unsupported_reason(self.id(), scenario)
             .or_else(|| dtls::unsupported_reason(scenario))
+            .or_else(|| quic::unsupported_reason(scenario))
     }
 
     fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
@@ -155,6 +157,12 @@ impl Backend for OpensslBackend {
         scenario: &HandshakeScenario,
         credentials: &Credentials,
     ) -> Result<Box<dyn Handshaker>> {
+        if scenario.version == TlsVersion::Quic {
+            return Ok(Box::new(quic::OpensslQuicHandshaker::new(
+                scenario,
+                credentials,
+            )?));
+        }
         Ok(Box::new(OpensslHandshaker::new(scenario, credentials)?))
     }
 
