@@ -27,8 +27,8 @@ deserialize_by_id!(Transport);
 /// keeps saying what carries the datagrams: `memory` or `udp`, never
 /// `tcp` (the exhaustive [`Transport::conflict`] says so). quinn runs it
 /// inside the rustls backends (their descriptors list `quic`, and `udp`,
-/// which carries their QUIC only); OpenSSL's QUIC will add `quic` to the
-/// OpenSSL descriptor's versions.
+/// which carries their QUIC only); OpenSSL's own QUIC runs in the OpenSSL
+/// backend (`quic` in its versions, over memory so far).
 /// No new transport is needed until something else carries datagrams
 /// (an emulated link already does, through namespaces, below UDP).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
