@@ -41,6 +41,7 @@ fn main() {
         ("AWS_LC_RS_VERSION", "aws-lc-rs"),
         ("RING_VERSION", "ring"),
         ("DIMPL_VERSION", "dimpl"),
+        ("QUINN_PROTO_VERSION", "quinn-proto"),
         ("RUSQLITE_VERSION", "rusqlite"),
     ] {
         code.push_str(&format!(

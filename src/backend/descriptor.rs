@@ -89,9 +89,19 @@ impl Capabilities {
     ) -> Option<String> {
         let version = scenario.version;
         if !self.versions.contains(&version) {
-            if version.is_datagram() && !self.versions.iter().any(|v| v.is_datagram()) {
+            if version.is_dtls() && !self.versions.iter().any(|v| v.is_dtls()) {
                 return Some(format!(
                     "{backend} has no DTLS (the library implements TLS over streams only)"
+                ));
+            }
+            if version == TlsVersion::Quic {
+                let speakers: Vec<&str> = super::listed()
+                    .filter(|d| (d.capabilities)().versions.contains(&TlsVersion::Quic))
+                    .map(BackendDescriptor::name)
+                    .collect();
+                return Some(format!(
+                    "{backend} has no QUIC in tlslab (QUIC runs on {})",
+                    speakers.join(", ")
                 ));
             }
             return Some(format!("{backend} does not support {}", version.display()));

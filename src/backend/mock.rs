@@ -433,6 +433,7 @@ impl Handshaker for MockHandshaker {
                 signature: signed
                     .then(|| scenario.cert.acceptable_schemes(scenario.version)[0].to_string()),
                 resumed,
+                alpn: scenario.version.required_alpn().map(str::to_string),
             },
             split_unsure: false,
         })

@@ -57,6 +57,10 @@ pub struct Negotiated {
     /// The server's signature scheme (RFC 8446 name), `None` if the server did not sign.
     pub signature: Option<String>,
     pub resumed: bool,
+    /// The ALPN protocol agreed on, `None` if none was (TLS and DTLS rows
+    /// offer none; QUIC requires one). Checked when measured, not stored.
+    #[serde(default)]
+    pub alpn: Option<String>,
 }
 
 /// Time one side spent inside its library's calls.

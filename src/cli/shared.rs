@@ -38,9 +38,10 @@ pub struct MeasureArgs {
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 pub struct AxisArgs {
     /// Protocol versions. DTLS runs over an in-memory datagram channel, or UDP
-    /// with `--transport udp`; dtls1.2 on OpenSSL and dimpl, dtls1.3 on dimpl.
+    /// with `--transport udp`; dtls1.2 on OpenSSL and dimpl, dtls1.3 on dimpl;
+    /// quic (TLS 1.3 inside QUIC, over memory datagrams) on rustls.
     /// [default: 1.3]
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(long, alias = "protocol", value_name = "LIST", value_delimiter = ',')]
     pub tls: Option<Vec<TlsVersion>>,
 
     /// Key exchanges: rsa (key transport) and the dhe groups are TLS 1.2's, the

@@ -44,8 +44,9 @@ pub fn server_signs(scenario: &HandshakeScenario) -> bool {
     !scenario.resumption.is_on() && scenario.group != Group::RsaKeyTransport
 }
 
-/// Compares what was negotiated with the scenario: version, suite, group,
-/// server signature scheme (if the backend reports it) and resumption.
+/// Compares what was negotiated with the scenario: version, suite,
+/// resumption, ALPN protocol (QUIC's), group and server signature scheme
+/// (if the backend reports it).
 pub fn check(
     scenario: &HandshakeScenario,
     negotiated: &Negotiated,
@@ -70,6 +71,14 @@ pub fn check(
             "resumption",
             describe(scenario.resumption.is_on()),
             describe(negotiated.resumed),
+        ));
+    }
+    let alpn = scenario.version.required_alpn();
+    if negotiated.alpn.as_deref() != alpn {
+        return Err(mismatch(
+            "ALPN protocol",
+            alpn.unwrap_or("none"),
+            or_none(&negotiated.alpn),
         ));
     }
     let group = expected_group(scenario);
@@ -119,6 +128,7 @@ mod tests {
             group: Some("x25519".into()),
             signature: Some("ecdsa_secp256r1_sha256".into()),
             resumed: false,
+            alpn: None,
         }
     }
 
@@ -153,6 +163,31 @@ mod tests {
         assert_eq!(
             check(&scenario(), &negotiated, true).unwrap_err().what,
             "resumption"
+        );
+    }
+
+    #[test]
+    fn a_quic_handshake_must_agree_on_tlslabs_alpn() {
+        let quic = HandshakeScenario::full(TlsVersion::Quic, Group::X25519, CertKind::EcdsaP256);
+        let mut negotiated = good();
+        negotiated.version = "QUIC".into();
+        let error = check(&quic, &negotiated, true).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "wrong ALPN protocol: asked for tlslab, negotiated none"
+        );
+        negotiated.alpn = Some("tlslab".into());
+        check(&quic, &negotiated, true).unwrap();
+        // A TLS row offers no ALPN, so one that reports some is wrong too.
+        assert_eq!(
+            check(&scenario(), &negotiated, true).unwrap_err().what,
+            "version"
+        );
+        let mut tls = good();
+        tls.alpn = Some("tlslab".into());
+        assert_eq!(
+            check(&scenario(), &tls, true).unwrap_err().what,
+            "ALPN protocol"
         );
     }
 }

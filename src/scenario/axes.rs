@@ -1,4 +1,4 @@
-//! The typed axes of a handshake scenario: protocol version (TLS or DTLS),
+//! The typed axes of a handshake scenario: protocol version (TLS, DTLS or QUIC),
 //! key exchange group, certificate key type, bulk cipher of the suite and
 //! resumption mode, each with its stable id and its security notes.
 
@@ -7,17 +7,28 @@ use super::names::{deserialize_by_id, serialize_by_id, Named};
 serialize_by_id!(TlsVersion, Group, CertKind, Aead, Resumption);
 deserialize_by_id!(TlsVersion, Group, CertKind, Aead, Resumption);
 
-/// A protocol version: TLS over a byte stream, or DTLS over datagrams.
+/// A protocol version: TLS over a byte stream, DTLS or QUIC over datagrams.
 /// DTLS 1.2 is TLS 1.2's handshake made to survive datagrams (RFC 6347):
 /// every rule of TLS 1.2 about groups, suites and resumption applies to it;
 /// DTLS 1.3 (RFC 9147) is TLS 1.3's handshake over datagrams in the same way.
+/// QUIC (RFC 9000, 9001) carries TLS 1.3's handshake in its own packets:
+/// TLS 1.3's rules for groups, certificates, suites and resumption, an
+/// ALPN protocol required, datagrams of at least 1,200 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TlsVersion {
     Tls12,
     Tls13,
     Dtls12,
     Dtls13,
+    Quic,
 }
+
+/// The smallest datagram QUIC allows a path to carry, in bytes of UDP
+/// payload (RFC 9000 §14: a client's Initial is padded to it).
+pub const QUIC_MIN_MTU_BYTES: u16 = 1200;
+
+/// The ALPN protocol tlslab's QUIC client offers and its server accepts.
+pub const TLSLAB_ALPN: &str = "tlslab";
 
 impl Named for TlsVersion {
     const KIND: &'static str = "TLS version";
@@ -26,6 +37,7 @@ impl Named for TlsVersion {
         TlsVersion::Tls13,
         TlsVersion::Dtls12,
         TlsVersion::Dtls13,
+        TlsVersion::Quic,
     ];
 
     fn id(self) -> &'static str {
@@ -34,6 +46,7 @@ impl Named for TlsVersion {
             TlsVersion::Tls13 => "1.3",
             TlsVersion::Dtls12 => "dtls1.2",
             TlsVersion::Dtls13 => "dtls1.3",
+            TlsVersion::Quic => "quic",
         }
     }
 
@@ -43,18 +56,21 @@ impl Named for TlsVersion {
             TlsVersion::Tls13 => &["tls1.3", "tls13", "13"],
             TlsVersion::Dtls12 => &["dtls12", "dtls"],
             TlsVersion::Dtls13 => &["dtls13"],
+            TlsVersion::Quic => &[],
         }
     }
 }
 
 impl TlsVersion {
-    /// The name as the protocol spells it ("TLSv1.2", "DTLSv1.2").
+    /// The name as the protocol spells it ("TLSv1.2", "DTLSv1.2", "QUIC":
+    /// QUIC version 1, TLS 1.3 inside).
     pub fn protocol_name(self) -> &'static str {
         match self {
             TlsVersion::Tls12 => "TLSv1.2",
             TlsVersion::Tls13 => "TLSv1.3",
             TlsVersion::Dtls12 => "DTLSv1.2",
             TlsVersion::Dtls13 => "DTLSv1.3",
+            TlsVersion::Quic => "QUIC",
         }
     }
 
@@ -65,23 +81,39 @@ impl TlsVersion {
             TlsVersion::Tls13 => "TLS 1.3",
             TlsVersion::Dtls12 => "DTLS 1.2",
             TlsVersion::Dtls13 => "DTLS 1.3",
+            TlsVersion::Quic => "QUIC",
         }
     }
 
     /// The TLS version whose handshake rules this version follows: DTLS 1.2
     /// has the groups, suites, signatures and resumption modes of TLS 1.2,
-    /// DTLS 1.3 those of TLS 1.3.
+    /// DTLS 1.3 and QUIC those of TLS 1.3.
     pub fn tls_rules(self) -> TlsVersion {
         match self {
             TlsVersion::Dtls12 => TlsVersion::Tls12,
-            TlsVersion::Dtls13 => TlsVersion::Tls13,
+            TlsVersion::Dtls13 | TlsVersion::Quic => TlsVersion::Tls13,
             tls => tls,
         }
     }
 
-    /// True if and only if the version runs over datagrams (DTLS).
+    /// True if and only if the version runs over datagrams (DTLS, QUIC).
     pub fn is_datagram(self) -> bool {
+        matches!(
+            self,
+            TlsVersion::Dtls12 | TlsVersion::Dtls13 | TlsVersion::Quic
+        )
+    }
+
+    /// True if and only if the version is DTLS (1.2 or 1.3).
+    pub fn is_dtls(self) -> bool {
         matches!(self, TlsVersion::Dtls12 | TlsVersion::Dtls13)
+    }
+
+    /// The ALPN protocol a handshake of this version must negotiate: QUIC
+    /// requires one (RFC 9001 §8.1), so tlslab offers and checks its own;
+    /// TLS and DTLS rows offer none.
+    pub fn required_alpn(self) -> Option<&'static str> {
+        (self == TlsVersion::Quic).then_some(TLSLAB_ALPN)
     }
 }
 

@@ -54,7 +54,7 @@ pub struct HandshakeScenario {
     /// Certificates from root to leaf inclusive (2 = root signs the leaf).
     pub chain_depth: u8,
     /// The largest datagram either side may send, in bytes (UDP payload):
-    /// `Some` for DTLS, `None` for TLS over a byte stream.
+    /// `Some` for DTLS and QUIC, `None` for TLS over a byte stream.
     pub mtu_bytes: Option<u16>,
     /// What carries the bytes: memory (one thread) or a loopback socket
     /// (two threads); part of the label (`_tcp`, `_udp`).
@@ -80,7 +80,8 @@ impl HandshakeScenario {
         }
     }
 
-    /// The datagram MTU for a version: the given one for DTLS, none for TLS.
+    /// The datagram MTU for a version: the given one for DTLS and QUIC,
+    /// none for TLS.
     pub fn mtu_for(version: TlsVersion, mtu_bytes: u16) -> Option<u16> {
         version.is_datagram().then_some(mtu_bytes)
     }
@@ -137,6 +138,15 @@ impl HandshakeScenario {
         }
         if let Some(reason) = self.transport.conflict(self.version) {
             return Some(reason.to_string());
+        }
+        if let Some(mtu) = self
+            .mtu_bytes
+            .filter(|mtu| self.version == TlsVersion::Quic && *mtu < axes::QUIC_MIN_MTU_BYTES)
+        {
+            return Some(format!(
+                "QUIC needs datagrams of at least {} bytes (RFC 9000 §14), --mtu is {mtu}",
+                axes::QUIC_MIN_MTU_BYTES
+            ));
         }
         let tls12 = self.version.tls_rules() == TlsVersion::Tls12;
         let family = self.cert.family();

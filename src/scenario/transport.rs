@@ -1,8 +1,9 @@
 //! The transport axis: what carries a handshake's (or a bulk row's) bytes
 //! between client and server. `memory` (the default) runs both sides in one
-//! thread over memory buffers and measures the library alone; `tcp` and
-//! `udp` run them in two threads over a real loopback socket, so each side's
-//! CPU time includes the kernel's share of its socket calls.
+//! thread over memory buffers (a byte pipe for TLS, a datagram channel for
+//! DTLS and QUIC) and measures the library alone; `tcp` and `udp` run them
+//! in two threads over a real loopback socket, so each side's CPU time
+//! includes the kernel's share of its socket calls.
 
 use super::axes::TlsVersion;
 use super::names::{deserialize_by_id, serialize_by_id, Named};
@@ -24,10 +25,10 @@ deserialize_by_id!(Transport);
 /// next to tls1.2, tls1.3, dtls1.2 and dtls1.3 (TLS 1.3's rules for
 /// groups, certificates and suites; carried by datagrams), and this axis
 /// keeps saying what carries the datagrams: `memory` or `udp`, never
-/// `tcp` (the exhaustive [`Transport::conflict`] must then say so).
-/// OpenSSL's QUIC adds the protocol value and `quic` in the OpenSSL
-/// descriptor's versions; quinn adds its own folder and descriptor
-/// (versions `quic`, transports memory and udp) and one registry line.
+/// `tcp` (the exhaustive [`Transport::conflict`] says so). quinn runs it
+/// inside the rustls backends (their descriptors list `quic`, and `udp`,
+/// which carries their QUIC only); OpenSSL's own QUIC runs in the OpenSSL
+/// backend (`quic` in its versions, over memory so far).
 /// No new transport is needed until something else carries datagrams
 /// (an emulated link already does, through namespaces, below UDP).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,17 +98,24 @@ impl Transport {
     }
 
     /// Why this transport cannot carry `version`, if it cannot: TLS needs a
-    /// byte stream, DTLS datagrams. Every transport is matched by name, so a
-    /// new one must say what it carries.
+    /// byte stream, DTLS and QUIC datagrams. Every transport and every
+    /// version is matched by name, so a new one must say what it carries.
     pub fn conflict(self, version: TlsVersion) -> Option<&'static str> {
-        match self {
-            // The memory pipe for TLS, the memory datagram channel for DTLS.
-            Transport::Memory => None,
-            Transport::Tcp => version
-                .is_datagram()
-                .then_some("DTLS runs over datagrams, not over TCP (use --transport udp)"),
-            Transport::Udp => (!version.is_datagram())
-                .then_some("TLS needs a byte stream: UDP carries DTLS only (use --transport tcp)"),
+        match (self, version) {
+            // The memory pipe for TLS, the memory datagram channel for DTLS
+            // and QUIC.
+            (Transport::Memory, _) => None,
+            (Transport::Tcp, TlsVersion::Tls12 | TlsVersion::Tls13) => None,
+            (Transport::Tcp, TlsVersion::Dtls12 | TlsVersion::Dtls13) => {
+                Some("DTLS runs over datagrams, not over TCP (use --transport udp)")
+            }
+            (Transport::Tcp, TlsVersion::Quic) => Some(
+                "QUIC runs over datagrams, not over TCP (TLS 1.3 over TCP is --tls 1.3; QUIC runs over memory or udp)",
+            ),
+            (Transport::Udp, TlsVersion::Tls12 | TlsVersion::Tls13) => Some(
+                "TLS needs a byte stream: UDP carries DTLS and QUIC only (use --transport tcp)",
+            ),
+            (Transport::Udp, TlsVersion::Dtls12 | TlsVersion::Dtls13 | TlsVersion::Quic) => None,
         }
     }
 
@@ -156,5 +164,9 @@ mod tests {
         assert!(Transport::Udp.conflict(TlsVersion::Tls12).is_some());
         assert!(Transport::Tcp.conflict(TlsVersion::Dtls12).is_some());
         assert!(Transport::Memory.conflict(TlsVersion::Dtls12).is_none());
+        assert!(Transport::Memory.conflict(TlsVersion::Quic).is_none());
+        assert!(Transport::Udp.conflict(TlsVersion::Quic).is_none());
+        let quic_over_tcp = Transport::Tcp.conflict(TlsVersion::Quic).unwrap();
+        assert!(quic_over_tcp.starts_with("QUIC runs over datagrams"));
     }
 }

@@ -99,6 +99,7 @@ impl Store {
                 group: None,
                 signature: None,
                 resumed: false,
+                alpn: None,
             });
             cells.push(BulkCell {
                 backend,
@@ -293,6 +294,7 @@ mod tests {
                 group: None,
                 signature: None,
                 resumed: false,
+                alpn: None,
             }),
             sample_bytes: 1 << 20,
             outcome: Outcome::Measured {

@@ -60,6 +60,7 @@ pub(crate) fn negotiated() -> Negotiated {
         group: Some("x25519mlkem768".into()),
         signature: None,
         resumed: true,
+        alpn: None,
     }
 }
 

@@ -107,6 +107,7 @@ impl Store {
                 group: row.group,
                 signature: row.signature,
                 resumed: row.resumed.unwrap_or(false),
+                alpn: None,
             });
             cells.push(CellResult {
                 counts: counts::read_counts(&self.connection, row.cell_id)?,

@@ -38,6 +38,12 @@ impl Datagrams {
         self.socket.peer_addr()
     }
 
+    /// Makes reads return `WouldBlock` at once when nothing waits (a side
+    /// that waits in `poll` itself, as a QUIC endpoint on its timers does).
+    pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        self.socket.set_nonblocking(on)
+    }
+
     /// How long a read waits for a datagram (at most [`IO_TIMEOUT`] by
     /// default) before it fails with `WouldBlock`.
     pub fn set_read_timeout(&self, wait: std::time::Duration) -> io::Result<()> {

@@ -1,7 +1,9 @@
 //! The same real-handshake tests for every backend of the registry (tiny
 //! sample counts): a library gets them with its registration line. A test
 //! written for TLS runs on a DTLS-only library over the DTLS version with
-//! the same rules, where that library declares the rest of the scenario.
+//! the same rules, where that library declares the rest of the scenario;
+//! a test written for TLS 1.3 runs over QUIC too on every library that
+//! declares QUIC (TLS 1.3 inside QUIC, the same rules).
 
 use std::sync::Arc;
 
@@ -9,6 +11,7 @@ use tlslab::backend::{Backend, HandshakeSample};
 use tlslab::measure::verify;
 use tlslab::scenario::{
     Aead, CertKind, Group, HandshakeScenario, KxKind, Named, Resumption, TlsVersion,
+    DEFAULT_MTU_BYTES,
 };
 
 use crate::util;
@@ -95,6 +98,27 @@ fn registered() -> Vec<Arc<dyn Backend>> {
         .collect()
 }
 
+/// The versions a suite test written for TLS `version` runs on `backend`:
+/// the one [`version_on`] gives, and QUIC beside TLS 1.3 where the backend
+/// declares QUIC.
+fn versions_on(backend: &dyn Backend, version: TlsVersion) -> Vec<TlsVersion> {
+    let mut versions: Vec<TlsVersion> = version_on(backend, version).into_iter().collect();
+    let quic = backend.capabilities().versions.contains(&TlsVersion::Quic);
+    if version == TlsVersion::Tls13 && quic {
+        versions.push(TlsVersion::Quic);
+    }
+    versions
+}
+
+/// `written` as `version`, with the datagram MTU that version takes.
+fn as_version(written: HandshakeScenario, version: TlsVersion) -> HandshakeScenario {
+    HandshakeScenario {
+        version,
+        mtu_bytes: HandshakeScenario::mtu_for(version, DEFAULT_MTU_BYTES),
+        ..written
+    }
+}
+
 /// The version a suite test written for TLS `version` runs on `backend`:
 /// that version if the backend speaks it, else the DTLS version with the
 /// same rules if the backend speaks that instead (dimpl), else `None`.
@@ -111,26 +135,34 @@ fn version_on(backend: &dyn Backend, version: TlsVersion) -> Option<TlsVersion> 
     versions.contains(&datagram).then_some(datagram)
 }
 
-/// The scenario a suite test written as `written` runs on `backend`: as
+/// The scenarios a suite test written as `written` runs on `backend`: as
 /// written when the backend speaks its version (and then it must be
-/// measured); on a DTLS-only backend, its DTLS twin when the backend
-/// declares the rest of it; `None` when there is nothing to run.
-fn case(backend: &dyn Backend, written: HandshakeScenario) -> Option<HandshakeScenario> {
-    let version = version_on(backend, written.version)?;
-    if version == written.version {
-        return Some(written);
-    }
-    let twin = HandshakeScenario { version, ..written };
-    (twin.protocol_conflict().is_none() && backend.unsupported_reason(&twin).is_none())
-        .then_some(twin)
+/// measured); for TLS 1.3, its QUIC twin where the backend declares QUIC
+/// and gives no reason against the twin (OpenSSL's QUIC resumes nothing
+/// yet; tests/integration/quic.rs holds each QUIC library to what it
+/// runs); on a DTLS-only backend, its DTLS twin when the backend declares
+/// the rest of it; none when there is nothing to run.
+fn cases(backend: &dyn Backend, written: HandshakeScenario) -> Vec<HandshakeScenario> {
+    versions_on(backend, written.version)
+        .into_iter()
+        .filter_map(|version| {
+            if version == written.version {
+                return Some(written);
+            }
+            let twin = as_version(written, version);
+            let declared =
+                twin.protocol_conflict().is_none() && backend.unsupported_reason(&twin).is_none();
+            declared.then_some(twin)
+        })
+        .collect()
 }
 
 /// Measures `written` on every registered backend that runs it (see
-/// [`case`]); returns how many backends did.
+/// [`cases`]); returns how many scenarios ran.
 fn on_every_backend(written: HandshakeScenario) -> usize {
     let mut ran = 0;
     for backend in registered() {
-        if let Some(s) = case(backend.as_ref(), written) {
+        for s in cases(backend.as_ref(), written) {
             assert_measured(backend.as_ref(), &s);
             ran += 1;
         }
@@ -157,21 +189,21 @@ fn tls12_ecdhe_with_ecdsa_and_rsa() {
 #[test]
 fn every_suite() {
     for backend in registered() {
-        for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
-            let Some(version) = version_on(backend.as_ref(), version) else {
-                continue;
-            };
-            for aead in Aead::ALL {
-                let mut s = scenario(version, Group::P256, CertKind::EcdsaP256);
-                s.aead = *aead;
-                if s.protocol_conflict().is_some() {
-                    continue;
-                }
-                if backend.capabilities().aeads.contains(aead) {
-                    assert_measured(backend.as_ref(), &s);
-                } else {
-                    let reason = backend.unsupported_reason(&s).unwrap_or_default();
-                    assert!(reason.contains(aead.name()), "{}: {reason}", backend.id());
+        for written in [TlsVersion::Tls12, TlsVersion::Tls13] {
+            for version in versions_on(backend.as_ref(), written) {
+                for aead in Aead::ALL {
+                    let mut s =
+                        as_version(scenario(written, Group::P256, CertKind::EcdsaP256), version);
+                    s.aead = *aead;
+                    if s.protocol_conflict().is_some() {
+                        continue;
+                    }
+                    if backend.capabilities().aeads.contains(aead) {
+                        assert_measured(backend.as_ref(), &s);
+                    } else {
+                        let reason = backend.unsupported_reason(&s).unwrap_or_default();
+                        assert!(reason.contains(aead.name()), "{}: {reason}", backend.id());
+                    }
                 }
             }
         }
@@ -220,15 +252,17 @@ fn every_declared_group_and_certificate() {
         let caps = backend.capabilities().clone();
         let mut ran = 0;
         let mut measure = |written: HandshakeScenario| {
-            let s = case(backend, written).unwrap_or_else(|| {
-                panic!(
-                    "{} declares what it cannot run: {}",
-                    backend.id(),
-                    written.label()
-                )
-            });
-            assert_measured(backend, &s);
-            ran += 1;
+            let cases = cases(backend, written);
+            assert!(
+                !cases.is_empty(),
+                "{} declares what it cannot run: {}",
+                backend.id(),
+                written.label()
+            );
+            for s in cases {
+                assert_measured(backend, &s);
+                ran += 1;
+            }
         };
         for group in &caps.groups_tls12 {
             measure(scenario(TlsVersion::Tls12, *group, cert_for(*group)));
@@ -250,14 +284,16 @@ fn a_wrongly_negotiated_group_is_rejected() {
     for backend in registered() {
         let built = scenario(TlsVersion::Tls13, Group::P256, CertKind::EcdsaP256);
         let asked = scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
-        let (Some(built), Some(asked)) = (case(&*backend, built), case(&*backend, asked)) else {
-            continue;
-        };
-        match measure_as(backend.as_ref(), &built, &asked) {
-            Err(reason) => {
-                assert_eq!(reason, "wrong group: asked for x25519, negotiated p256")
+        for (built, asked) in cases(&*backend, built)
+            .into_iter()
+            .zip(cases(&*backend, asked))
+        {
+            match measure_as(backend.as_ref(), &built, &asked) {
+                Err(reason) => {
+                    assert_eq!(reason, "wrong group: asked for x25519, negotiated p256")
+                }
+                Ok(samples) => panic!("{}: a mismatch was counted: {samples:?}", backend.id()),
             }
-            Ok(samples) => panic!("{}: a mismatch was counted: {samples:?}", backend.id()),
         }
     }
 }
@@ -268,12 +304,14 @@ fn a_wrong_signature_scheme_is_rejected() {
     for backend in registered() {
         let built = scenario(TlsVersion::Tls13, Group::X25519, CertKind::Rsa2048);
         let asked = scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
-        let (Some(built), Some(asked)) = (case(&*backend, built), case(&*backend, asked)) else {
-            continue;
-        };
-        match measure_as(backend.as_ref(), &built, &asked) {
-            Err(reason) => assert!(reason.starts_with("wrong"), "{reason}"),
-            Ok(samples) => panic!("{}: a mismatch was counted: {samples:?}", backend.id()),
+        for (built, asked) in cases(&*backend, built)
+            .into_iter()
+            .zip(cases(&*backend, asked))
+        {
+            match measure_as(backend.as_ref(), &built, &asked) {
+                Err(reason) => assert!(reason.starts_with("wrong"), "{reason}"),
+                Ok(samples) => panic!("{}: a mismatch was counted: {samples:?}", backend.id()),
+            }
         }
     }
 }

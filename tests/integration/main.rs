@@ -19,6 +19,7 @@ mod options;
 mod pipeline;
 mod plots;
 mod processes;
+mod quic;
 mod ratios;
 mod recommend;
 mod serve;

@@ -345,9 +345,13 @@ fn load_help_lists_only_what_load_takes_with_the_defaults_it_uses() {
         "{}",
         run.stderr()
     );
-    let run = tlslab(&["load", "--no-db", "--tls", "dtls1.2"]);
-    run.expect_code(2);
-    assert!(run.stderr().contains("DTLS is measured by handshake"));
+    for datagrams in ["dtls1.2", "quic"] {
+        let run = tlslab(&["load", "--no-db", "--tls", datagrams]);
+        run.expect_code(2);
+        assert!(run
+            .stderr()
+            .contains("DTLS and QUIC are measured by handshake"));
+    }
 }
 
 /// Issue 18 item 16: `speed --help` printed "[default: all]" twice, the

@@ -29,7 +29,7 @@ pub(super) fn page_size(asked: Option<Size>, preset: Option<usize>) -> Result<us
 }
 
 /// The version of `load`'s connections: `--tls`, else the preset's, else
-/// TLS 1.3; DTLS is refused.
+/// TLS 1.3; DTLS and QUIC are refused.
 pub(super) fn load_version(
     given: Option<TlsVersion>,
     base: Option<&HandshakeScenario>,
@@ -37,7 +37,7 @@ pub(super) fn load_version(
     let version = given.unwrap_or_else(|| base.map_or(TlsVersion::Tls13, |d| d.version));
     if version.is_datagram() {
         return Err(usage(
-            "load speaks HTTP/1.1 over TLS on TCP; DTLS is measured by handshake (--tls dtls1.2)",
+            "load speaks HTTP/1.1 over TLS on TCP; DTLS and QUIC are measured by handshake (--tls dtls1.2, --tls quic)",
         ));
     }
     Ok(version)

@@ -590,6 +590,7 @@ impl DimplHandshaker {
             group: choices.group.map(group_id),
             signature: signature.map(signature_name),
             resumed: false,
+            alpn: None,
         })
     }
 }

@@ -58,8 +58,13 @@ fn probe_capabilities() -> Capabilities {
         .filter(|g| g.protocol_conflict(TlsVersion::Tls13).is_none() && group_known(*g))
         .collect();
     openssl::error::ErrorStack::get(); // drop errors left by failed probes
+    let mut versions = vec![TlsVersion::Tls12, TlsVersion::Tls13, TlsVersion::Dtls12];
+    // A QUIC server (the listener API) since OpenSSL 3.5.
+    if openssl::version::number() >= 0x3050_0000 {
+        versions.push(TlsVersion::Quic);
+    }
     Capabilities {
-        versions: vec![TlsVersion::Tls12, TlsVersion::Tls13, TlsVersion::Dtls12],
+        versions,
         groups_tls12,
         groups_tls13,
         certs: CertKind::ALL

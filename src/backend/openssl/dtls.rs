@@ -160,6 +160,9 @@ pub(super) fn data_mtu(ssl: &SslRef) -> Result<usize> {
 
 /// Why OpenSSL cannot run this DTLS scenario, if it cannot (`None` for TLS).
 pub(super) fn unsupported_reason(scenario: &HandshakeScenario) -> Option<String> {
+    if !scenario.version.is_dtls() {
+        return None;
+    }
     let mtu_bytes = scenario.mtu_bytes?;
     if scenario.cert.family() == SignatureFamily::EdDsa {
         // Seen with OpenSSL 3.6: the same row over TLS 1.2 runs.

@@ -9,6 +9,7 @@ mod descriptor;
 pub mod dtls;
 pub mod primitives;
 pub mod probe;
+mod quic;
 pub mod remote;
 pub mod serve;
 mod socket;
@@ -121,6 +122,7 @@ impl Backend for OpensslBackend {
         self.capabilities
             .unsupported_reason(self.id(), scenario)
             .or_else(|| dtls::unsupported_reason(scenario))
+            .or_else(|| quic::unsupported_reason(scenario))
     }
 
     fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
@@ -155,6 +157,12 @@ impl Backend for OpensslBackend {
         scenario: &HandshakeScenario,
         credentials: &Credentials,
     ) -> Result<Box<dyn Handshaker>> {
+        if scenario.version == TlsVersion::Quic {
+            return Ok(Box::new(quic::OpensslQuicHandshaker::new(
+                scenario,
+                credentials,
+            )?));
+        }
         Ok(Box::new(OpensslHandshaker::new(scenario, credentials)?))
     }
 
@@ -274,6 +282,8 @@ fn protocol(version: TlsVersion) -> SslVersion {
         TlsVersion::Dtls12 => SslVersion::DTLS1_2,
         // Never reached: the capabilities list no DTLS 1.3 (OpenSSL 3.6 has none).
         TlsVersion::Dtls13 => SslVersion::DTLS1_2,
+        // Never reached: the capabilities list no QUIC (not driven yet).
+        TlsVersion::Quic => SslVersion::TLS1_3,
     }
 }
 
@@ -786,6 +796,7 @@ pub(crate) fn negotiated(ssl: &openssl::ssl::SslRef) -> Result<Negotiated> {
         group: negotiated_group(ssl, resumed),
         signature: peer_signature_name(ssl),
         resumed,
+        alpn: None,
     })
 }
 

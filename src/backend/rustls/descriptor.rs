@@ -12,7 +12,7 @@ use crate::scenario::{Aead, CertKind, Group, Named, Resumption, TlsVersion, Tran
 pub(super) const LIBRARY: &str = "rustls";
 
 /// Everything tlslab knows about rustls on aws-lc-rs: TLS over memory and
-/// TCP, its CPU features masked by the OpenSSL-style capability vector
+/// TCP, QUIC (quinn) over memory and UDP, its CPU features masked by the OpenSSL-style capability vector
 /// aws-lc reads, its crypto counted apart on the instrumented provider.
 pub static AWS_LC_DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     id: BackendId::RustlsAwsLc,
@@ -108,7 +108,8 @@ fn read_capabilities(provider: Provider) -> Capabilities {
         ],
     };
     Capabilities {
-        versions: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+        // QUIC through quinn-proto, over the memory datagram channel.
+        versions: vec![TlsVersion::Tls12, TlsVersion::Tls13, TlsVersion::Quic],
         groups_tls12: groups
             .iter()
             .copied()
@@ -121,6 +122,8 @@ fn read_capabilities(provider: Provider) -> Capabilities {
         resumptions: Resumption::ALL.to_vec(),
         mutual: true,
         reports_signature_scheme: true,
-        transports: vec![Transport::Memory, Transport::Tcp],
+        // TLS over memory and TCP, QUIC over memory and UDP (UDP carries
+        // no TLS: Transport::conflict).
+        transports: vec![Transport::Memory, Transport::Tcp, Transport::Udp],
     }
 }

@@ -1,12 +1,16 @@
 //! The rustls backends: rustls 0.23 with the aws-lc-rs or the ring crypto
-//! provider. Each configuration is restricted to exactly the scenario's
-//! version, suite and group. The providers' primitives are in
-//! [`primitives`], the counting provider wrapper in [`instrument`]: all of
-//! tlslab's rustls code is in this folder.
+//! provider, TLS over memory and TCP, and QUIC through quinn-proto
+//! ([`quic`], over UDP [`quic_udp`]) on the same TLS 1.3 configuration. Each configuration is
+//! restricted to exactly the scenario's version, suite and group. The
+//! providers' primitives are in [`primitives`], the counting provider
+//! wrapper in [`instrument`]: all of tlslab's rustls code is in this folder.
 
 mod descriptor;
 pub mod instrument;
 pub mod primitives;
+mod quic;
+mod quic_session;
+mod quic_udp;
 pub mod serve;
 mod socket;
 
@@ -144,10 +148,15 @@ impl Backend for RustlsBackend {
     }
 
     fn library(&self) -> LibraryInfo {
-        let provider = match self.provider {
+        let crypto = match self.provider {
             Provider::AwsLcRs => format!("aws-lc-rs {}", crate::build_info::AWS_LC_RS_VERSION),
             Provider::Ring => format!("ring {}", crate::build_info::RING_VERSION),
         };
+        // QUIC rows run through quinn-proto: its version is part of the record.
+        let provider = format!(
+            "{crypto}; QUIC: quinn-proto {}",
+            crate::build_info::QUINN_PROTO_VERSION
+        );
         LibraryInfo {
             backend: self.id().to_string(),
             library: descriptor::LIBRARY.to_string(),
@@ -157,6 +166,12 @@ impl Backend for RustlsBackend {
 
     fn capabilities(&self) -> &Capabilities {
         self.capabilities
+    }
+
+    fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
+        self.capabilities
+            .unsupported_reason(self.id(), scenario)
+            .or_else(|| quic_udp::unsupported_reason(scenario))
     }
 
     fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
@@ -201,12 +216,15 @@ impl Backend for RustlsBackend {
         scenario: &HandshakeScenario,
         credentials: &Credentials,
     ) -> Result<Box<dyn Handshaker>> {
-        let mut handshaker = self.configure(scenario, credentials)?;
+        let mut handshaker: Box<dyn Handshaker> = match scenario.version {
+            TlsVersion::Quic => Box::new(self.quic(scenario, credentials)?),
+            _ => Box::new(self.configure(scenario, credentials)?),
+        };
         if scenario.resumption.is_on() {
             // The first, full handshake fills the client's session store.
             handshaker.handshake()?;
         }
-        Ok(Box::new(handshaker))
+        Ok(handshaker)
     }
 
     fn apart(
@@ -217,6 +235,12 @@ impl Backend for RustlsBackend {
     ) -> Result<Box<dyn super::ApartSide>> {
         if scenario.resumption.is_on() {
             bail!("resumed handshakes are not run apart (each connection would need the last one's session)");
+        }
+        if scenario.version == TlsVersion::Quic {
+            return Err(super::Unsupported::new(
+                "QUIC handshakes run over memory only so far, not apart",
+            )
+            .into());
         }
         Ok(Box::new(socket::RustlsApart {
             handshaker: self.configure(scenario, credentials)?,
@@ -229,6 +253,12 @@ impl Backend for RustlsBackend {
         scenario: &HandshakeScenario,
         credentials: &Credentials,
     ) -> Result<Box<dyn BulkPair>> {
+        if scenario.version == TlsVersion::Quic {
+            return Err(super::Unsupported::new(
+                "bulk over a QUIC stream is not built yet (QUIC rows are handshakes)",
+            )
+            .into());
+        }
         let mut handshaker = self.configure(scenario, credentials)?;
         if scenario.transport == Transport::Tcp {
             return Ok(Box::new(socket::bulk_pair_over_tcp(&handshaker)?));
@@ -280,7 +310,8 @@ impl RustlsBackend {
         let provider = Arc::new(provider);
         let versions: &[&SupportedProtocolVersion] = match scenario.version {
             TlsVersion::Tls12 => &[&rustls::version::TLS12],
-            TlsVersion::Tls13 => &[&rustls::version::TLS13],
+            // QUIC carries TLS 1.3 (RFC 9001).
+            TlsVersion::Tls13 | TlsVersion::Quic => &[&rustls::version::TLS13],
             TlsVersion::Dtls12 | TlsVersion::Dtls13 => bail!("rustls has no DTLS"),
         };
         let mut roots = RootCertStore::empty();
@@ -327,10 +358,16 @@ impl RustlsBackend {
         } else {
             server_builder.with_no_client_auth()
         };
+        if let Some(alpn) = scenario.version.required_alpn() {
+            client.alpn_protocols = vec![alpn.as_bytes().to_vec()];
+        }
         let (chain, key) = rustls_chain(&credentials.server);
         let mut server = server_builder
             .with_single_cert(chain, key)
             .context("loading the server certificate")?;
+        if let Some(alpn) = scenario.version.required_alpn() {
+            server.alpn_protocols = vec![alpn.as_bytes().to_vec()];
+        }
         match scenario.resumption {
             Resumption::Off => {
                 server.session_storage = Arc::new(NoServerSessionStorage {});
@@ -625,6 +662,7 @@ impl RustlsHandshaker {
                 .map(|g| super::canonical_group(&format!("{:?}", g.name()))),
             signature: (scheme != 0).then(|| scheme_name(SignatureScheme::from(scheme))),
             resumed: client.handshake_kind() == Some(HandshakeKind::Resumed),
+            alpn: None,
         }
     }
 }

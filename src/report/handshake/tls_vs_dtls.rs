@@ -72,7 +72,7 @@ pub fn pairs(cells: &[CellResult]) -> Vec<Pair> {
     let mut pairs = Vec::new();
     for dtls in cells
         .iter()
-        .filter(|c| c.scenario.version.is_datagram())
+        .filter(|c| c.scenario.version.is_dtls())
         .filter(measured)
     {
         let twin = tls_twin(&dtls.scenario);

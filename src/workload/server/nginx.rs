@@ -267,6 +267,7 @@ fn write_files(
         TlsVersion::Tls12 => "TLSv1.2",
         TlsVersion::Tls13 => "TLSv1.3",
         TlsVersion::Dtls12 | TlsVersion::Dtls13 => bail!("nginx serves TLS over TCP, not DTLS"),
+        TlsVersion::Quic => bail!("nginx serves TLS over TCP here, not QUIC"),
     };
     writeln!(tls, "        ssl_protocols {protocol};")?;
     // Weak rows are measured with the security level lowered for this
@@ -282,7 +283,7 @@ fn write_files(
             "        ssl_ciphers {}{level};",
             tls12_cipher_name(scenario)?
         )?,
-        TlsVersion::Tls13 | TlsVersion::Dtls13 => {
+        TlsVersion::Tls13 | TlsVersion::Dtls13 | TlsVersion::Quic => {
             writeln!(tls, "        ssl_ciphers DEFAULT{level};")?;
             writeln!(
                 tls,

@@ -1,0 +1,392 @@
+//! OpenSSL 3.6's own QUIC: a client connection and a server listener in
+//! this thread, over a `BIO_new_bio_dgram_pair` (each end told that it
+//! carries addresses, as OpenSSL's own tests set it up), each side's calls
+//! one turn of the [`Turns`] machinery. The listener accepts without
+//! address validation (no Retry). The server's QUIC functions are not in
+//! openssl-sys: they are declared here and resolve against the libssl
+//! already linked. Between turns nothing spins: a side is given a turn
+//! when a datagram waits for it or its event timeout
+//! (`SSL_get_event_timeout`) has passed.
+
+use std::ffi::{c_int, c_long, c_uchar, c_uint, c_void};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use foreign_types::ForeignType;
+use openssl::ssl::{
+    select_next_proto, AlpnError, Ssl, SslContext, SslContextBuilder, SslMethod,
+    SslSessionCacheMode, SslVerifyMode,
+};
+use openssl_sys as ffi;
+
+use super::{negotiated, openssl_group_name, trust_store, use_chain};
+use crate::backend::{CpuReadings, HandshakeSample, Handshaker, Turn, Turns};
+use crate::certs::{Credentials, SERVER_NAME};
+use crate::scenario::{HandshakeScenario, TlsVersion, Transport};
+
+extern "C" {
+    fn OSSL_QUIC_server_method() -> *const ffi::SSL_METHOD;
+    fn SSL_new_listener(ctx: *mut ffi::SSL_CTX, flags: u64) -> *mut ffi::SSL;
+    fn SSL_listen(ssl: *mut ffi::SSL) -> c_int;
+    fn SSL_accept_connection(ssl: *mut ffi::SSL, flags: u64) -> *mut ffi::SSL;
+    fn BIO_ADDR_new() -> *mut ffi::BIO_ADDR;
+    fn BIO_ADDR_free(address: *mut ffi::BIO_ADDR);
+    fn BIO_ADDR_rawmake(
+        address: *mut ffi::BIO_ADDR,
+        family: c_int,
+        host: *const c_void,
+        host_len: usize,
+        port: u16,
+    ) -> c_int;
+}
+
+/// The listener answers every client without a Retry.
+const SSL_LISTENER_FLAG_NO_VALIDATE: u64 = 1 << 1;
+/// `SSL_accept_connection` returns at once when no connection waits.
+const SSL_ACCEPT_CONNECTION_NO_BLOCK: u64 = 1;
+const BIO_CTRL_PENDING: c_int = 10;
+const BIO_CTRL_DGRAM_SET_CAPS: c_int = 87;
+const BIO_CTRL_DGRAM_SET0_LOCAL_ADDR: c_int = 94;
+const BIO_DGRAM_CAP_HANDLES_DST_ADDR: c_long = 1 << 1;
+
+/// tlslab's ALPN protocol in wire form (length-prefixed).
+const ALPN_WIRE: &[u8] = b"\x06tlslab";
+
+/// The most turns a handshake may take before it counts as stalled.
+const MAX_ROUNDS: usize = 64;
+
+/// Why OpenSSL's QUIC cannot run a scenario its capabilities otherwise
+/// allow, or `None`.
+pub(super) fn unsupported_reason(scenario: &HandshakeScenario) -> Option<String> {
+    if scenario.version != TlsVersion::Quic {
+        return None;
+    }
+    if scenario.transport != Transport::Memory {
+        return Some(format!(
+            "OpenSSL's QUIC does not run over {} yet (memory only)",
+            scenario.transport.display()
+        ));
+    }
+    scenario
+        .resumption
+        .is_on()
+        .then(|| "resumed QUIC handshakes on OpenSSL are not built yet".to_string())
+}
+
+/// QUIC handshakes of one scenario on OpenSSL: the two contexts.
+pub(super) struct OpensslQuicHandshaker {
+    client: SslContext,
+    server: SslContext,
+    cpu_readings: CpuReadings,
+}
+
+impl OpensslQuicHandshaker {
+    pub(super) fn new(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<Self> {
+        if scenario.resumption.is_on() {
+            bail!("resumed QUIC handshakes on OpenSSL are not built yet");
+        }
+        // SAFETY: the QUIC methods are static tables of the linked libssl.
+        let client_method = unsafe { SslMethod::from_ptr(ffi::OSSL_QUIC_client_method()) };
+        let server_method = unsafe { SslMethod::from_ptr(OSSL_QUIC_server_method()) };
+        let mut client = quic_context(client_method, scenario)?;
+        client.set_verify(SslVerifyMode::PEER);
+        client.set_cert_store(trust_store(credentials)?);
+        client.set_session_cache_mode(SslSessionCacheMode::OFF);
+        client
+            .set_alpn_protos(ALPN_WIRE)
+            .context("the client's ALPN")?;
+        if scenario.mutual {
+            use_chain(&mut client, &credentials.client)?;
+        }
+        let mut server = quic_context(server_method, scenario)?;
+        use_chain(&mut server, &credentials.server)?;
+        server.set_alpn_select_callback(|_, offered| {
+            select_next_proto(ALPN_WIRE, offered).ok_or(AlpnError::ALERT_FATAL)
+        });
+        server.set_num_tickets(0)?;
+        if scenario.mutual {
+            server.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+            server.set_cert_store(trust_store(credentials)?);
+        }
+        Ok(Self {
+            client: client.build(),
+            server: server.build(),
+            cpu_readings: CpuReadings::EveryTurn,
+        })
+    }
+}
+
+/// A QUIC context of `method` with the scenario's suite and group.
+fn quic_context(method: SslMethod, scenario: &HandshakeScenario) -> Result<SslContextBuilder> {
+    let mut ctx = SslContextBuilder::new(method).context("a QUIC context")?;
+    ctx.set_ciphersuites(scenario.suite_name())?;
+    if let Some(name) = openssl_group_name(scenario.group) {
+        ctx.set_groups_list(name)?;
+    }
+    Ok(ctx)
+}
+
+/// A BIO_ADDR of 0.0.0.0 port 0 (the addresses the pair carries are only
+/// labels), freed on drop.
+struct Address(*mut ffi::BIO_ADDR);
+
+impl Address {
+    fn any() -> Result<Self> {
+        // SAFETY: a new BIO_ADDR, filled from four zero bytes of IPv4 address.
+        unsafe {
+            let address = BIO_ADDR_new();
+            if address.is_null() {
+                bail!("BIO_ADDR_new failed");
+            }
+            let host = [0u8; 4];
+            if BIO_ADDR_rawmake(address, libc::AF_INET, host.as_ptr().cast(), 4, 0) != 1 {
+                BIO_ADDR_free(address);
+                bail!("BIO_ADDR_rawmake failed");
+            }
+            Ok(Self(address))
+        }
+    }
+}
+
+impl Drop for Address {
+    fn drop(&mut self) {
+        // SAFETY: owned here, freed once.
+        unsafe { BIO_ADDR_free(self.0) };
+    }
+}
+
+/// An SSL object made by a QUIC call, freed on drop.
+fn owned(ssl: *mut ffi::SSL, what: &str) -> Result<Ssl> {
+    if ssl.is_null() {
+        bail!("{what} failed: {}", openssl::error::ErrorStack::get());
+    }
+    // SAFETY: a new SSL object this function takes over.
+    Ok(unsafe { Ssl::from_ptr(ssl) })
+}
+
+/// True if and only if `bio` holds a datagram for its SSL object.
+fn pending(bio: *mut ffi::BIO) -> bool {
+    // SAFETY: a live BIO of the pair.
+    unsafe { ffi::BIO_ctrl(bio, BIO_CTRL_PENDING, 0, std::ptr::null_mut()) > 0 }
+}
+
+/// How long until `ssl`'s next timer is due (zero: due now), `None` if it
+/// has none.
+fn event_timeout(ssl: &Ssl) -> Option<Duration> {
+    let mut wait = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    let mut infinite: c_int = 0;
+    // SAFETY: a live SSL object and two out-parameters.
+    let known = unsafe { ffi::SSL_get_event_timeout(ssl.as_ptr(), &mut wait, &mut infinite) } == 1;
+    (known && infinite == 0).then(|| {
+        Duration::from_secs(wait.tv_sec.max(0) as u64)
+            + Duration::from_micros(wait.tv_usec.max(0) as u64)
+    })
+}
+
+/// True if and only if `ssl`'s event timeout has passed.
+fn timeout_due(ssl: &Ssl) -> bool {
+    event_timeout(ssl).is_some_and(|wait| wait.is_zero())
+}
+
+/// Moves a handshake on: Ok(true) once it is complete.
+fn handshake_step(ssl: &mut Ssl) -> Result<bool> {
+    // SAFETY: a live SSL object.
+    let result = unsafe { ffi::SSL_do_handshake(ssl.as_ptr()) };
+    if result == 1 {
+        return Ok(true);
+    }
+    // SAFETY: as above, for the result just returned.
+    let error = unsafe { ffi::SSL_get_error(ssl.as_ptr(), result) };
+    match error {
+        ffi::SSL_ERROR_WANT_READ | ffi::SSL_ERROR_WANT_WRITE => Ok(false),
+        _ => bail!(
+            "QUIC handshake failed (SSL error {error}): {}",
+            openssl::error::ErrorStack::get()
+        ),
+    }
+}
+
+/// The ALPN protocol `ssl` agreed on.
+fn alpn_selected(ssl: &Ssl) -> Option<String> {
+    let mut data: *const c_uchar = std::ptr::null();
+    let mut len: c_uint = 0;
+    // SAFETY: the selected protocol is owned by the connection and copied at once.
+    unsafe {
+        ffi::SSL_get0_alpn_selected(ssl.as_ptr(), &mut data, &mut len);
+        (!data.is_null()).then(|| {
+            String::from_utf8_lossy(std::slice::from_raw_parts(data, len as usize)).into_owned()
+        })
+    }
+}
+
+impl Handshaker for OpensslQuicHandshaker {
+    fn handshake(&mut self) -> Result<HandshakeSample> {
+        if crate::transport::tap::recording() {
+            bail!("OpenSSL's QUIC datagrams cross a BIO pair that the wire tap does not see (not traced yet)");
+        }
+        let (mut client_bio, mut server_bio) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: two new BIOs, each handed to one SSL object below (which
+        // frees it); the capabilities and the local address are controls
+        // on live BIOs.
+        unsafe {
+            if ffi::BIO_new_bio_dgram_pair(&mut client_bio, 0, &mut server_bio, 0) != 1 {
+                bail!("BIO_new_bio_dgram_pair failed");
+            }
+            for bio in [client_bio, server_bio] {
+                ffi::BIO_ctrl(
+                    bio,
+                    BIO_CTRL_DGRAM_SET_CAPS,
+                    BIO_DGRAM_CAP_HANDLES_DST_ADDR,
+                    std::ptr::null_mut(),
+                );
+            }
+            let local = Address::any()?;
+            if ffi::BIO_ctrl(
+                client_bio,
+                BIO_CTRL_DGRAM_SET0_LOCAL_ADDR,
+                0,
+                local.0.cast(),
+            ) == 1
+            {
+                // The BIO owns it now.
+                std::mem::forget(local);
+            }
+        }
+        let peer = Address::any()?;
+        // SAFETY: the listener takes the server's BIO; its context lives in self.
+        let listener = unsafe {
+            let listener = owned(
+                SSL_new_listener(self.server.as_ptr(), SSL_LISTENER_FLAG_NO_VALIDATE),
+                "SSL_new_listener",
+            )?;
+            ffi::SSL_set_bio(listener.as_ptr(), server_bio, server_bio);
+            if ffi::SSL_set_blocking_mode(listener.as_ptr(), 0) != 1
+                || SSL_listen(listener.as_ptr()) != 1
+            {
+                bail!("SSL_listen failed: {}", openssl::error::ErrorStack::get());
+            }
+            listener
+        };
+
+        let start = Instant::now();
+        let mut turns = Turns::start(self.cpu_readings);
+        turns.begin(Turn::Client);
+        let client = (|| -> Result<Ssl> {
+            let mut client = Ssl::new(&self.client)?;
+            client.set_hostname(SERVER_NAME)?;
+            // SAFETY: the client takes its BIO; the peer address is copied.
+            unsafe {
+                ffi::SSL_set_bio(client.as_ptr(), client_bio, client_bio);
+                if ffi::SSL_set_blocking_mode(client.as_ptr(), 0) != 1
+                    || ffi::SSL_set1_initial_peer_addr(client.as_ptr(), peer.0) != 1
+                {
+                    bail!(
+                        "configuring the QUIC client: {}",
+                        openssl::error::ErrorStack::get()
+                    );
+                }
+            }
+            handshake_step(&mut client)?;
+            Ok(client)
+        })();
+        turns.ended(Turn::Client);
+        let mut client = client.context("client")?;
+
+        let mut server: Option<Ssl> = None;
+        let (mut client_done, mut server_done) = (false, false);
+        let mut rounds = 0;
+        loop {
+            let server_due = pending(server_bio)
+                || timeout_due(&listener)
+                || server.as_ref().is_some_and(timeout_due);
+            if server_due {
+                turns.begin(Turn::Server);
+                let stepped = (|| -> Result<()> {
+                    // SAFETY: a live listener.
+                    unsafe { ffi::SSL_handle_events(listener.as_ptr()) };
+                    if server.is_none() {
+                        // SAFETY: as above; a new connection is taken over.
+                        let accepted = unsafe {
+                            SSL_accept_connection(listener.as_ptr(), SSL_ACCEPT_CONNECTION_NO_BLOCK)
+                        };
+                        if !accepted.is_null() {
+                            server = Some(owned(accepted, "SSL_accept_connection")?);
+                        }
+                    }
+                    if let Some(connection) = &mut server {
+                        if !server_done {
+                            server_done = handshake_step(connection)?;
+                        } else {
+                            // SAFETY: a live connection.
+                            unsafe { ffi::SSL_handle_events(connection.as_ptr()) };
+                        }
+                    }
+                    Ok(())
+                })();
+                if server_done {
+                    turns.done(Turn::Server);
+                }
+                turns.ended(Turn::Server);
+                stepped.context("server")?;
+            }
+            let client_due = pending(client_bio) || timeout_due(&client);
+            if client_due {
+                turns.begin(Turn::Client);
+                let stepped = if client_done {
+                    // SAFETY: a live connection.
+                    unsafe { ffi::SSL_handle_events(client.as_ptr()) };
+                    Ok(())
+                } else {
+                    handshake_step(&mut client).map(|done| client_done = done)
+                };
+                if client_done {
+                    turns.done(Turn::Client);
+                }
+                turns.ended(Turn::Client);
+                stepped.context("client")?;
+            }
+            if client_done && server_done && !pending(client_bio) && !pending(server_bio) {
+                break;
+            }
+            rounds += 1;
+            if rounds > MAX_ROUNDS {
+                bail!("the QUIC handshake stalled after {rounds} rounds");
+            }
+            if !server_due && !client_due {
+                // Both wait on a timer (OpenSSL's clock is the real one):
+                // sleep until the first, outside both sides' turns.
+                let first = [Some(&listener), Some(&client), server.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(event_timeout)
+                    .min()
+                    .ok_or_else(|| {
+                        anyhow!("the QUIC handshake stalled: nothing to read, no timer")
+                    })?;
+                std::thread::sleep(first);
+            }
+        }
+        let wall_ns = start.elapsed().as_nanos() as u64;
+        let times = turns.finish();
+        let mut negotiated = negotiated(&client)?;
+        // OpenSSL names the protocol "QUICv1" (QUIC version 1, TLS 1.3 inside).
+        if negotiated.version == "QUICv1" {
+            negotiated.version = TlsVersion::Quic.protocol_name().to_string();
+        }
+        negotiated.alpn = alpn_selected(&client);
+        Ok(HandshakeSample {
+            client: times.client,
+            server: times.server,
+            wall_ns,
+            negotiated,
+            split_unsure: times.split_unsure,
+        })
+    }
+
+    fn read_cpu(&mut self, readings: CpuReadings) {
+        self.cpu_readings = readings;
+    }
+}

@@ -1,0 +1,124 @@
+//! QUIC on rustls over loopback UDP: client and server in two threads
+//! ([`crate::backend::socket::run_sides`]), each driving its quinn
+//! endpoint on its own connected socket with the real clock: it takes in
+//! what waits, sends what quinn has to send, and waits in `poll` for the
+//! next datagram or its next timer, never spinning. Each side's time runs
+//! from its start until its connection says it is connected, so its CPU
+//! includes the kernel's work for its socket calls, as for TLS over TCP.
+//! Resumed handshakes run over memory only (the client would have to read
+//! its ticket after the handshake).
+
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::instrument;
+use super::quic::{QuicHandshaker, QuicSide};
+use crate::backend::socket::{run_sides, Sides};
+use crate::backend::{HandshakeSample, Turn};
+use crate::scenario::{HandshakeScenario, TlsVersion, Transport};
+use crate::transport::udp::{udp_pair, Datagrams};
+use crate::transport::IO_TIMEOUT;
+
+/// Why the rustls backends cannot run a QUIC scenario they otherwise
+/// declare, or `None`.
+pub(super) fn unsupported_reason(scenario: &HandshakeScenario) -> Option<String> {
+    (scenario.version == TlsVersion::Quic
+        && scenario.transport == Transport::Udp
+        && scenario.resumption.is_on())
+    .then(|| "resumed QUIC handshakes run over memory only so far".to_string())
+}
+
+impl QuicHandshaker {
+    /// One handshake over a fresh pair of connected loopback UDP sockets.
+    pub(super) fn handshake_over_udp(&mut self) -> Result<HandshakeSample> {
+        let (client_socket, server_socket) = udp_pair()?;
+        for socket in [&client_socket, &server_socket] {
+            socket
+                .set_nonblocking(true)
+                .context("a non-blocking UDP socket")?;
+        }
+        let server_address = client_socket.peer_address()?;
+        let client_address = server_socket.peer_address()?;
+        let mtu_bytes = self.mtu_bytes;
+        let mut client = QuicSide::new(
+            Turn::Client,
+            self.client_endpoint(),
+            client_socket,
+            server_address,
+            mtu_bytes,
+        );
+        let server = QuicSide::new(
+            Turn::Server,
+            self.server_endpoint(),
+            server_socket,
+            client_address,
+            mtu_bytes,
+        );
+        let config = self.client.clone();
+        let Sides {
+            client_time,
+            server_time,
+            wall_ns,
+            ..
+        } = run_sides(
+            || {
+                instrument::set_side(instrument::Side::Client);
+                client.connect(Instant::now(), config, server_address)?;
+                until_connected(&mut client)
+            },
+            move || {
+                instrument::set_side(instrument::Side::Server);
+                let mut server = server;
+                until_connected(&mut server)?;
+                Ok(server)
+            },
+        )?;
+        Ok(HandshakeSample {
+            client: client_time,
+            server: server_time,
+            wall_ns,
+            negotiated: self.negotiated()?,
+            split_unsure: false,
+        })
+    }
+}
+
+/// Drives `side` on its socket until its connection is connected, waiting
+/// for a datagram or the next timer in between.
+fn until_connected(side: &mut QuicSide<Datagrams>) -> Result<()> {
+    let give_up = Instant::now() + IO_TIMEOUT;
+    loop {
+        side.step(Instant::now())?;
+        if side.connected {
+            return Ok(());
+        }
+        let now = Instant::now();
+        if now >= give_up {
+            bail!("no QUIC handshake within {} s", IO_TIMEOUT.as_secs());
+        }
+        let wake = side.next_timer().map_or(give_up, |due| due.min(give_up));
+        wait_readable(&side.end, wake.saturating_duration_since(now))?;
+    }
+}
+
+/// Waits until `socket` has a datagram or `wait` has passed.
+fn wait_readable(socket: &Datagrams, wait: Duration) -> Result<()> {
+    let mut poll = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // Round up: a timer due in 0.4 ms must not be polled for 0 ms in a loop.
+    let millis = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+    // SAFETY: one pollfd for a live socket, by pointer with its count.
+    let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+    if ready < 0 {
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error).context("waiting for a datagram");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! QUIC as a value of the protocol axis: a QUIC handshake on every library
+//! that declares it reports QUIC, tlslab's ALPN protocol and resumption as
+//! rustls negotiated them, and is verified like every handshake; through
+//! the command, QUIC rows stand beside TLS 1.3 rows over memory and UDP,
+//! and what cannot carry QUIC (TCP, a library without it, an MTU under
+//! 1,200 bytes) says why.
+//! The shared suite (backends.rs) runs its TLS 1.3 tests over QUIC too.
+
+use tlslab::backend::Backend;
+use tlslab::measure::verify;
+use tlslab::scenario::{CertKind, Group, Resumption, TlsVersion};
+
+use crate::backends::scenario;
+use crate::util::{self, has_row, tlslab};
+
+/// The listed backends that declare QUIC.
+fn quic_backends() -> Vec<std::sync::Arc<dyn Backend>> {
+    tlslab::backend::listed()
+        .filter(|descriptor| {
+            (descriptor.capabilities)()
+                .versions
+                .contains(&TlsVersion::Quic)
+        })
+        .map(|descriptor| (descriptor.open)())
+        .collect()
+}
+
+#[test]
+fn a_quic_handshake_reports_quic_its_alpn_and_resumption_and_is_verified() {
+    let backends = quic_backends();
+    let ids: Vec<&str> = backends.iter().map(|backend| backend.id()).collect();
+    assert_eq!(ids, ["openssl", "rustls-aws-lc", "rustls-ring"]);
+    for backend in &backends {
+        for resumption in [Resumption::Off, Resumption::Psk] {
+            let mut quic = scenario(TlsVersion::Quic, Group::X25519, CertKind::EcdsaP256);
+            quic.resumption = resumption;
+            if backend.id() == "openssl" && resumption.is_on() {
+                assert_eq!(
+                    backend.unsupported_reason(&quic).as_deref(),
+                    Some("resumed QUIC handshakes on OpenSSL are not built yet")
+                );
+                continue;
+            }
+            let credentials = util::certs()
+                .get(quic.cert, quic.chain_depth)
+                .expect("certificates");
+            let mut handshaker = backend.handshaker(&quic, &credentials).unwrap();
+            for _ in 0..2 {
+                let sample = handshaker.handshake().unwrap();
+                let negotiated = &sample.negotiated;
+                assert_eq!(negotiated.version, "QUIC", "{}", backend.id());
+                assert_eq!(negotiated.alpn.as_deref(), Some("tlslab"));
+                assert_eq!(negotiated.resumed, resumption.is_on());
+                assert_eq!(negotiated.group.as_deref(), Some("x25519"));
+                assert_eq!(negotiated.suite, "TLS_AES_128_GCM_SHA256");
+                let signed = (!resumption.is_on()).then_some("ecdsa_secp256r1_sha256");
+                assert_eq!(negotiated.signature.as_deref(), signed);
+                verify::check(&quic, negotiated, true).unwrap();
+                // The same handshake checked as TLS 1.3 is a mismatch.
+                let tls = scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
+                let mismatch = verify::check(&tls, negotiated, true).unwrap_err();
+                assert_eq!(mismatch.what, "version");
+            }
+        }
+    }
+}
+
+/// `handshake` over `transports` with TLS 1.3 and QUIC on rustls-aws-lc,
+/// OpenSSL and dimpl (DTLS only): its table.
+fn tls_and_quic_over(transports: &str) -> String {
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "--backend",
+        "rustls-aws-lc,openssl,dimpl",
+        "--protocol",
+        "1.3,quic",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--transport",
+        transports,
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+    ]);
+    run.expect_code(0);
+    run.stdout()
+}
+
+#[test]
+fn quic_rows_stand_beside_tls_and_what_cannot_carry_quic_says_why() {
+    let table = tls_and_quic_over("memory");
+    for backend in ["rustls-aws-lc", "openssl"] {
+        for protocol in ["TLS 1.3", "QUIC"] {
+            let row = table
+                .lines()
+                .find(|line| has_row(line, &[backend, protocol, "X25519"]))
+                .unwrap_or_else(|| panic!("no {backend} {protocol} row: {table}"));
+            assert!(!row.contains("unsupported"), "{table}");
+            assert!(!row.contains("failed"), "{table}");
+        }
+    }
+    assert!(
+        has_row(
+            &table,
+            &[
+                "dimpl",
+                "QUIC",
+                "dimpl has no QUIC in tlslab (QUIC runs on openssl, rustls-aws-lc, rustls-ring)"
+            ]
+        ),
+        "{table}"
+    );
+    // TCP carries TLS 1.3; QUIC over it is a row with the conflict's reason.
+    let table = tls_and_quic_over("tcp");
+    assert!(
+        has_row(
+            &table,
+            &[
+                "rustls-aws-lc",
+                "QUIC",
+                "TCP",
+                "QUIC runs over datagrams, not over TCP"
+            ]
+        ),
+        "{table}"
+    );
+    let tls = table
+        .lines()
+        .find(|line| has_row(line, &["rustls-aws-lc", "TLS 1.3", "TCP"]))
+        .unwrap_or_else(|| panic!("no TLS 1.3 row over TCP: {table}"));
+    assert!(!tls.contains("unsupported"), "{table}");
+    // UDP carries QUIC (each side in its own thread), not TLS.
+    let table = tls_and_quic_over("udp");
+    let quic = table
+        .lines()
+        .find(|line| has_row(line, &["rustls-aws-lc", "QUIC", "UDP"]))
+        .unwrap_or_else(|| panic!("no QUIC row over UDP: {table}"));
+    assert!(!quic.contains("unsupported"), "{table}");
+    assert!(!quic.contains("failed"), "{table}");
+    assert!(
+        has_row(
+            &table,
+            &["rustls-aws-lc", "TLS 1.3", "UDP", "TLS needs a byte stream"]
+        ),
+        "{table}"
+    );
+    assert!(
+        has_row(
+            &table,
+            &[
+                "openssl",
+                "QUIC",
+                "UDP",
+                "OpenSSL's QUIC does not run over UDP yet"
+            ]
+        ),
+        "{table}"
+    );
+}
+
+#[test]
+fn an_mtu_under_quics_minimum_is_refused_saying_why() {
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "--backend",
+        "rustls-ring",
+        "--tls",
+        "quic",
+        "--mtu",
+        "1199",
+        "--runs",
+        "2",
+    ]);
+    run.expect_code(2);
+    assert!(
+        run.stderr()
+            .contains("QUIC needs datagrams of at least 1200 bytes (RFC 9000 §14), --mtu is 1199"),
+        "{}",
+        run.stderr()
+    );
+}
