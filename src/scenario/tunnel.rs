@@ -25,6 +25,9 @@ pub enum EngineId {
     Inprocess,
     /// A real OpenVPN static-key tunnel between two network namespaces.
     Openvpn,
+    /// A real OpenVPN tunnel in TLS mode (certificates, negotiated data
+    /// cipher) between two network namespaces.
+    OpenvpnTls,
     /// Both WireGuard peers (boringtun) in this process, over memory buffers.
     Wireguard,
 }
@@ -34,12 +37,18 @@ deserialize_by_id!(EngineId);
 
 impl Named for EngineId {
     const KIND: &'static str = "engine";
-    const ALL: &'static [Self] = &[EngineId::Inprocess, EngineId::Openvpn, EngineId::Wireguard];
+    const ALL: &'static [Self] = &[
+        EngineId::Inprocess,
+        EngineId::Openvpn,
+        EngineId::OpenvpnTls,
+        EngineId::Wireguard,
+    ];
 
     fn id(self) -> &'static str {
         match self {
             EngineId::Inprocess => "inprocess",
             EngineId::Openvpn => "openvpn",
+            EngineId::OpenvpnTls => "openvpn-tls",
             EngineId::Wireguard => "wireguard",
         }
     }
@@ -48,6 +57,7 @@ impl Named for EngineId {
         match self {
             EngineId::Inprocess => &["in-process", "memory"],
             EngineId::Openvpn => &["real"],
+            EngineId::OpenvpnTls => &["openvpn-tls-mode"],
             EngineId::Wireguard => &[],
         }
     }

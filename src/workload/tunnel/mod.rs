@@ -3,12 +3,16 @@
 //! [`EngineId::open`]). An engine is a module here plus its line in the
 //! registry (and its name in [`EngineId`]): the in-process data channel
 //! ([`inprocess`]), real OpenVPN tunnels between network namespaces
-//! ([`openvpn`]) and both WireGuard peers in process ([`wireguard`]). `tlslab tunnel` (`app::tunnel`) runs every engine through
+//! ([`openvpn`]), the same in OpenVPN's TLS mode ([`openvpn_tls`]) and
+//! both WireGuard peers in process ([`wireguard`]); what a connection's
+//! set-up costs is each engine's too ([`setup`]). `tlslab tunnel` (`app::tunnel`) runs every engine through
 //! the trait; the tests run their shared suite over the registry.
 
 pub mod engine;
 pub mod inprocess;
 pub mod openvpn;
+pub mod openvpn_tls;
+pub mod setup;
 pub mod wireguard;
 
 use serde::Serialize;
@@ -28,6 +32,7 @@ use crate::workload::counted::values::Instructions;
 pub static ENGINES: &[&dyn TunnelEngine] = &[
     &inprocess::InprocessEngine,
     &openvpn::OpenvpnEngine,
+    &openvpn_tls::OpenvpnTlsEngine,
     &wireguard::WireguardEngine,
 ];
 

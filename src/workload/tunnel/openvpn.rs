@@ -11,6 +11,14 @@
 //! to tlslab: if tlslab is killed they get SIGKILL from the kernel. The
 //! key's scratch directory carries tlslab's process in its name; the next
 //! run removes it if tlslab was killed ([`crate::child`]).
+//!
+//! What is shared with OpenVPN in TLS mode ([`super::openvpn_tls`]) is
+//! here, by functions over a [`Keying`] (the arguments that key the data
+//! channel): the rig, starting and stopping a tunnel's two processes, and
+//! the connection set-up sample ([`prepare_setup`]): both processes
+//! started, timed until both say the tunnel is up, each one's CPU read
+//! from /proc and the bytes and frames on the link counted, then a short
+//! transfer through the tunnel to check that it carries data.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -21,6 +29,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::engine::{EngineOptions, EngineRig, TunnelEngine};
+use super::setup::{SetupOutcome, SetupProbe, SetupSample};
 use super::{TunnelOutcome, TunnelSample};
 use crate::backend::LibraryInfo;
 use crate::measure::{Outcome, Probe};
@@ -30,6 +39,7 @@ use crate::scenario::tunnel::{
 };
 use crate::transport::lab::{self, Lab, LINK_A, LINK_B, WRITE_CHUNK_BYTES};
 use crate::transport::netns::Namespace;
+use crate::workload::process::process_cpu_ns;
 
 const TUNNEL_A: Ipv4Addr = Ipv4Addr::new(10, 232, 0, 1);
 const TUNNEL_B: Ipv4Addr = Ipv4Addr::new(10, 232, 0, 2);
@@ -47,56 +57,28 @@ impl TunnelEngine for OpenvpnEngine {
 
     /// Root, `ip`, `/dev/net/tun` and `openvpn`; OpenVPN's version.
     fn preflight(&self) -> Result<LibraryInfo, String> {
-        let mut missing = Vec::new();
-        if let Some(lab) = crate::transport::netns::missing() {
-            missing.push(lab);
-        }
-        let version = match Command::new("openvpn").arg("--version").output() {
-            Ok(output) => String::from_utf8_lossy(&output.stdout)
-                .lines()
-                .next()
-                .and_then(|line| line.split_whitespace().nth(1))
-                .unwrap_or("unknown")
-                .to_string(),
-            Err(_) => {
-                missing.push("the `openvpn` binary (Debian: apt-get install openvpn)".to_string());
-                String::new()
-            }
-        };
-        if !missing.is_empty() {
-            return Err(missing.join("; "));
-        }
-        Ok(LibraryInfo {
-            backend: EngineId::Openvpn.id().to_string(),
-            library: "OpenVPN".to_string(),
-            version,
-        })
+        preflight(EngineId::Openvpn)
     }
 
     fn cipher_unsupported(&self, cipher: Cipher) -> Option<String> {
         (cipher.mode() == CipherMode::Aead).then(|| {
             format!(
-                "OpenVPN offers {} in TLS mode only, not with a static key",
+                "OpenVPN offers {} in TLS mode only (the openvpn-tls engine), not with a static key",
                 cipher.openssl_name().unwrap_or_default()
             )
         })
     }
 
     fn digest_unsupported(&self, digest: Digest) -> Option<String> {
-        (digest == Digest::Sha0).then(|| "SHA-0 is not in OpenSSL 3 (OpenVPN's library)".into())
+        digest_unsupported(digest)
     }
 
     fn compression_unsupported(&self, compression: Compression) -> Option<String> {
-        // OpenVPN could, but the in-process twin could not: keep the rows comparable.
-        (compression == Compression::Lzo && !cfg!(feature = "lzo"))
-            .then(|| Compression::Lzo.unsupported_reason().map(String::from))
-            .flatten()
+        compression_unsupported(compression)
     }
 
     fn uncountable(&self) -> Option<&'static str> {
-        Some(
-            "OpenVPN's work runs in its own processes (two openvpn daemons and the kernel between network namespaces), which tlslab cannot count per side under valgrind; the inprocess engine's rows are counted",
-        )
+        Some(UNCOUNTABLE)
     }
 
     fn interleaves_rows(&self) -> bool {
@@ -105,30 +87,156 @@ impl TunnelEngine for OpenvpnEngine {
     }
 
     fn start(&self, options: &EngineOptions) -> Result<Box<dyn EngineRig>> {
-        crate::child::remove_leftovers();
-        let lab = Lab::create().context("setting up the namespaces")?;
-        let directory =
-            crate::child::scratch_dir("openvpn").context("cannot create a temporary directory")?;
-        let key_file = directory.path().join("static.key");
-        write_static_key(&key_file)?;
-        Ok(Box::new(OpenvpnRig {
-            lab,
-            key_file,
-            directory,
-            transfer_bytes: options.transfer_bytes,
-        }))
+        start_rig(options, StaticKey::create)
+    }
+
+    /// Both processes from exec to ready: no handshake with a static key,
+    /// so this is what a tunnel costs to start, for comparison.
+    fn prepare_setup<'a>(&self, interrupt: &'a AtomicBool) -> Result<SetupProbe<'a>, SetupOutcome> {
+        let scenario = TunnelScenario {
+            baseline: false,
+            cipher: Cipher::Aes128Cbc,
+            digest: Digest::Sha256,
+            compression: Compression::None,
+            payload: Payload::Random,
+            payload_bytes: 1400,
+        };
+        prepare_setup(StaticKey::create, scenario, STATIC_KEY_COVERS, interrupt)
     }
 }
 
-/// The lab and the static key every row's tunnel uses.
-struct OpenvpnRig {
-    lab: Lab,
+/// What one static-key set-up sample covers, for the table's notes.
+const STATIC_KEY_COVERS: &str = "whole processes, no handshake: both openvpn processes from exec to \"Initialization Sequence Completed\" with a static key (AES-128-CBC, SHA256): process start, OpenSSL and configuration, the TUN device; the start-up a TLS-mode tunnel pays besides its handshake; bytes and frames on the veth link";
+
+/// Why OpenVPN rows cannot be counted under valgrind.
+pub(super) const UNCOUNTABLE: &str = "OpenVPN's work runs in its own processes (two openvpn daemons and the kernel between network namespaces), which tlslab cannot count per side under valgrind; the inprocess engine's rows are counted";
+
+/// Root, `ip`, `/dev/net/tun` and `openvpn`; OpenVPN's version, as the
+/// provenance of engine `id`.
+pub(super) fn preflight(id: EngineId) -> Result<LibraryInfo, String> {
+    let mut missing = Vec::new();
+    if let Some(lab) = crate::transport::netns::missing() {
+        missing.push(lab);
+    }
+    let version = match Command::new("openvpn").arg("--version").output() {
+        Ok(output) => String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .next()
+            .and_then(|line| line.split_whitespace().nth(1))
+            .unwrap_or("unknown")
+            .to_string(),
+        Err(_) => {
+            missing.push("the `openvpn` binary (Debian: apt-get install openvpn)".to_string());
+            String::new()
+        }
+    };
+    if !missing.is_empty() {
+        return Err(missing.join("; "));
+    }
+    Ok(LibraryInfo {
+        backend: id.id().to_string(),
+        library: "OpenVPN".to_string(),
+        version,
+    })
+}
+
+/// Why OpenVPN cannot authenticate with `digest`, if it cannot.
+pub(super) fn digest_unsupported(digest: Digest) -> Option<String> {
+    (digest == Digest::Sha0).then(|| "SHA-0 is not in OpenSSL 3 (OpenVPN's library)".into())
+}
+
+/// Why an OpenVPN row cannot compress with `compression`, if it cannot.
+pub(super) fn compression_unsupported(compression: Compression) -> Option<String> {
+    // OpenVPN could, but the in-process twin could not: keep the rows comparable.
+    (compression == Compression::Lzo && !cfg!(feature = "lzo"))
+        .then(|| Compression::Lzo.unsupported_reason().map(String::from))
+        .flatten()
+}
+
+/// One end of a tunnel: A (10.232.0.1, the TLS client, which starts the
+/// handshake) or B (10.232.0.2, the TLS server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum End {
+    A,
+    B,
+}
+
+/// How a tunnel's two OpenVPN processes key their data channel.
+pub(super) trait Keying: Send + Sync {
+    /// Adds `end`'s arguments for a row to the common ones (device,
+    /// addresses, cipher and digest are not among them: see
+    /// [`Keying::add_cipher`]).
+    fn add_arguments(&self, end: End, command: &mut Command);
+
+    /// Adds the arguments that choose the row's cipher and digest.
+    fn add_cipher(&self, scenario: &TunnelScenario, command: &mut Command);
+
+    /// Returns true if and only if a side's log says its tunnel is up; an
+    /// error if it is up with other than the row asked for.
+    fn is_up(&self, _scenario: &TunnelScenario, log: &str) -> Result<bool> {
+        Ok(log.contains(READY))
+    }
+}
+
+/// What OpenVPN logs once its tunnel is up.
+pub(super) const READY: &str = "Initialization Sequence Completed";
+
+/// A static key shared by both ends (`--secret`), A's direction 0 and B's 1.
+struct StaticKey {
     key_file: PathBuf,
+}
+
+impl StaticKey {
+    fn create(directory: &Path) -> Result<Self> {
+        let key_file = directory.join("static.key");
+        write_static_key(&key_file)?;
+        Ok(Self { key_file })
+    }
+}
+
+impl Keying for StaticKey {
+    fn add_arguments(&self, end: End, command: &mut Command) {
+        command
+            .arg("--secret")
+            .arg(&self.key_file)
+            .arg(if end == End::A { "0" } else { "1" });
+    }
+
+    fn add_cipher(&self, scenario: &TunnelScenario, command: &mut Command) {
+        command
+            .args(["--cipher", scenario.cipher.openssl_name().unwrap_or("none")])
+            .args(["--auth", scenario.digest.openssl_name().unwrap_or("none")]);
+    }
+}
+
+/// Sets up what an OpenVPN engine's rows share: the lab and a scratch
+/// directory, and the keying `make` writes into it.
+pub(super) fn start_rig<K: Keying + 'static>(
+    options: &EngineOptions,
+    make: impl FnOnce(&Path) -> Result<K>,
+) -> Result<Box<dyn EngineRig>> {
+    crate::child::remove_leftovers();
+    let lab = Lab::create().context("setting up the namespaces")?;
+    let directory =
+        crate::child::scratch_dir("openvpn").context("cannot create a temporary directory")?;
+    let keying = make(directory.path())?;
+    Ok(Box::new(OpenvpnRig {
+        lab,
+        keying,
+        directory,
+        transfer_bytes: options.transfer_bytes,
+    }))
+}
+
+/// The lab and the keying every row's tunnel uses.
+struct OpenvpnRig<K> {
+    lab: Lab,
+    keying: K,
     directory: tempfile::TempDir,
     transfer_bytes: u64,
 }
 
-impl EngineRig for OpenvpnRig {
+impl<K: Keying> EngineRig for OpenvpnRig<K> {
     fn prepare<'rig>(
         &'rig self,
         scenario: &TunnelScenario,
@@ -139,7 +247,14 @@ impl EngineRig for OpenvpnRig {
         let (tunnel, address_a, address_b) = if scenario.baseline {
             (None, LINK_A, LINK_B)
         } else {
-            let tunnel = self.start_tunnel(scenario, interrupt).map_err(|error| {
+            let tunnel = start_tunnel(
+                &self.lab,
+                self.directory.path(),
+                &self.keying,
+                scenario,
+                interrupt,
+            )
+            .map_err(|error| {
                 let reason = format!("{error:#}");
                 if reason.contains("not supported") || reason.contains("Unsupported") {
                     Outcome::Unsupported { reason }
@@ -172,68 +287,95 @@ impl EngineRig for OpenvpnRig {
     }
 }
 
-impl OpenvpnRig {
-    /// Starts the row's two OpenVPN processes, one in each namespace, and
-    /// waits until both say the tunnel is up.
-    fn start_tunnel(&self, scenario: &TunnelScenario, interrupt: &AtomicBool) -> Result<Tunnel> {
-        let mut tunnel = Tunnel {
-            processes: Vec::new(),
-        };
-        let mut logs = Vec::new();
-        for (side, namespace, local, remote, tunnel_local, tunnel_remote) in [
-            ("a", self.lab.a(), LINK_A, LINK_B, TUNNEL_A, TUNNEL_B),
-            ("b", self.lab.b(), LINK_B, LINK_A, TUNNEL_B, TUNNEL_A),
-        ] {
-            let log = self.directory.path().join(format!("openvpn-{side}.log"));
-            let _ = std::fs::remove_file(&log);
-            let mut command = Command::new("openvpn");
-            command
-                .args(["--dev", "tlslab0", "--dev-type", "tun"])
-                .arg("--secret")
-                .arg(&self.key_file)
-                .arg(if side == "a" { "0" } else { "1" })
-                .args(["--proto", "udp", "--local"])
-                .arg(local.to_string())
-                .args(["--remote"])
-                .arg(remote.to_string())
-                .args(["--port", &OPENVPN_PORT.to_string()])
-                .args(["--ifconfig"])
-                .arg(tunnel_local.to_string())
-                .arg(tunnel_remote.to_string())
-                .args(["--providers", "legacy", "default"])
-                .args(["--cipher", scenario.cipher.openssl_name().unwrap_or("none")])
-                .args(["--auth", scenario.digest.openssl_name().unwrap_or("none")])
-                .args(["--verb", "3", "--mute-replay-warnings", "--log"])
-                .arg(&log);
-            match scenario.compression {
-                Compression::None => {}
-                Compression::Lz4 => {
-                    command.args(["--allow-compression", "yes", "--compress", "lz4"]);
-                }
-                Compression::Lzo => {
-                    command.args(["--allow-compression", "yes", "--compress", "lzo"]);
-                }
+/// Starts a row's two OpenVPN processes, one in each namespace of `lab`
+/// (B first, then A once B listens, so A's first packet finds B), and
+/// waits until both say the tunnel is up; their logs go to `directory`.
+fn start_tunnel(
+    lab: &Lab,
+    directory: &Path,
+    keying: &dyn Keying,
+    scenario: &TunnelScenario,
+    interrupt: &AtomicBool,
+) -> Result<Tunnel> {
+    let mut tunnel = Tunnel {
+        processes: Vec::new(),
+        logs: Vec::new(),
+    };
+    for (end, namespace, local, remote, tunnel_local, tunnel_remote) in [
+        (End::B, lab.b(), LINK_B, LINK_A, TUNNEL_B, TUNNEL_A),
+        (End::A, lab.a(), LINK_A, LINK_B, TUNNEL_A, TUNNEL_B),
+    ] {
+        let name = if end == End::A { "a" } else { "b" };
+        let log = directory.join(format!("openvpn-{name}.log"));
+        let _ = std::fs::remove_file(&log);
+        let mut command = Command::new("openvpn");
+        command.args(["--dev", "tlslab0", "--dev-type", "tun"]);
+        keying.add_arguments(end, &mut command);
+        command
+            .args(["--proto", "udp", "--local"])
+            .arg(local.to_string())
+            .args(["--remote"])
+            .arg(remote.to_string())
+            .args(["--port", &OPENVPN_PORT.to_string()])
+            .args(["--ifconfig"])
+            .arg(tunnel_local.to_string())
+            .arg(tunnel_remote.to_string())
+            .args(["--providers", "legacy", "default"]);
+        keying.add_cipher(scenario, &mut command);
+        command
+            .args(["--verb", "3", "--mute-replay-warnings", "--log"])
+            .arg(&log);
+        match scenario.compression {
+            Compression::None => {}
+            Compression::Lz4 => {
+                command.args(["--allow-compression", "yes", "--compress", "lz4"]);
             }
-            command
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            namespace.enter_on_exec(&mut command);
-            let child = crate::child::spawn_tied(command, crate::child::Tie::Disposable)
-                .context("cannot start openvpn")?;
-            tunnel.processes.push(child);
-            logs.push(log);
+            Compression::Lzo => {
+                command.args(["--allow-compression", "yes", "--compress", "lzo"]);
+            }
         }
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        namespace.enter_on_exec(&mut command);
+        let child = crate::child::spawn_tied(command, crate::child::Tie::Disposable)
+            .context("cannot start openvpn")?;
+        tunnel.processes.push(child);
+        tunnel.logs.push(log);
+        if end == End::B {
+            tunnel.wait_until(interrupt, |log| Ok(log.contains("link local")))?;
+        }
+    }
+    tunnel.wait_until(interrupt, |log| keying.is_up(scenario, log))?;
+    Ok(tunnel)
+}
+
+/// The two OpenVPN processes of one tunnel (B's, then A's), stopped on drop.
+struct Tunnel {
+    processes: Vec<Child>,
+    logs: Vec<PathBuf>,
+}
+
+impl Tunnel {
+    /// Waits until every started process's log says `ready`; fails when
+    /// one exits, on Ctrl-C, or after [`STARTUP_TIMEOUT`].
+    fn wait_until(
+        &mut self,
+        interrupt: &AtomicBool,
+        ready: impl Fn(&str) -> Result<bool>,
+    ) -> Result<()> {
         let start = Instant::now();
         loop {
-            let ready = logs.iter().all(|log| {
-                std::fs::read_to_string(log)
-                    .is_ok_and(|text| text.contains("Initialization Sequence Completed"))
-            });
-            if ready {
-                return Ok(tunnel);
+            let mut all = true;
+            for log in &self.logs {
+                let text = std::fs::read_to_string(log).unwrap_or_default();
+                all &= ready(&text)?;
             }
-            for (child, log) in tunnel.processes.iter_mut().zip(&logs) {
+            if all {
+                return Ok(());
+            }
+            for (child, log) in self.processes.iter_mut().zip(&self.logs) {
                 if let Ok(Some(status)) = child.try_wait() {
                     bail!("openvpn exited ({status}): {}", log_tail(log));
                 }
@@ -245,17 +387,17 @@ impl OpenvpnRig {
                 bail!(
                     "the tunnel did not come up within {} s: {}",
                     STARTUP_TIMEOUT.as_secs(),
-                    log_tail(&logs[0])
+                    log_tail(self.logs.last().expect("a process started"))
                 );
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
-}
 
-/// The two OpenVPN processes of one tunnel, stopped on drop.
-struct Tunnel {
-    processes: Vec<Child>,
+    /// The process at `end`.
+    fn process(&self, end: End) -> &Child {
+        &self.processes[if end == End::B { 0 } else { 1 }]
+    }
 }
 
 impl Drop for Tunnel {
@@ -280,6 +422,68 @@ impl Drop for Tunnel {
             }
         }
     }
+}
+
+/// Readies the set-up samples of an OpenVPN engine: a lab of their own (no
+/// IPv6, so the link carries the tunnel's packets only) and the keying
+/// `make` writes; each sample starts a tunnel for `scenario`, reads both
+/// processes' CPU and the link's counters once both are up, checks that
+/// a transfer crosses the tunnel and stops it. A first set-up is tried
+/// at once, so an engine that cannot set up says why.
+pub(super) fn prepare_setup<'a, K: Keying + 'a>(
+    make: impl FnOnce(&Path) -> Result<K>,
+    scenario: TunnelScenario,
+    covers: &'static str,
+    interrupt: &'a AtomicBool,
+) -> Result<SetupProbe<'a>, SetupOutcome> {
+    let failed = |error: anyhow::Error| Outcome::Failed {
+        reason: format!("{error:#}"),
+    };
+    crate::child::remove_leftovers();
+    let lab = Lab::create()
+        .context("setting up the namespaces")
+        .map_err(failed)?;
+    // Best effort: without IPv6 in the kernel there is nothing to turn off.
+    let _ = lab.without_ipv6();
+    let directory = crate::child::scratch_dir("openvpn")
+        .context("cannot create a temporary directory")
+        .map_err(failed)?;
+    let keying = make(directory.path()).map_err(failed)?;
+    let data = transfer_data(scenario.payload);
+    let set_up = move || -> Result<SetupSample> {
+        let before = lab.link_counters()?;
+        let start = Instant::now();
+        let tunnel = start_tunnel(&lab, directory.path(), &keying, &scenario, interrupt)?;
+        let wall_ns = start.elapsed().as_nanos() as u64;
+        let initiator_cpu_ns = process_cpu_ns(tunnel.process(End::A).id())?;
+        let responder_cpu_ns = process_cpu_ns(tunnel.process(End::B).id())?;
+        let link = lab.link_counters()?.since(&before);
+        // The tunnel carries data: a short transfer through it.
+        lab::transfer(
+            lab.a(),
+            (lab.b(), TUNNEL_B),
+            &data,
+            1400,
+            64 * 1024,
+            interrupt,
+        )
+        .context("a transfer through the new tunnel")?;
+        drop(tunnel);
+        Ok(SetupSample {
+            initiator_cpu_ns,
+            responder_cpu_ns,
+            wall_ns,
+            bytes_to_responder: link.sent_bytes,
+            bytes_to_initiator: link.received_bytes,
+            messages_to_responder: link.sent_frames,
+            messages_to_initiator: link.received_frames,
+        })
+    };
+    set_up().map_err(failed)?;
+    Ok(SetupProbe {
+        covers,
+        probe: Box::new(move || set_up().map_err(|error| format!("{error:#}"))),
+    })
 }
 
 fn log_tail(log: &Path) -> String {
