@@ -272,7 +272,7 @@ fn processes_in(namespaces: &[String]) -> Vec<u32> {
 /// Issue 18 item 2, issue 23: kill -9 during a tunnel through OpenVPN
 /// leaves no OpenVPN running and no namespace (they have no names: nothing
 /// holds them once tlslab and OpenVPN are gone), and the next run removes
-/// the killed run's key directory.
+/// the killed run's key directory. Issue 25: in static-key and TLS mode.
 #[test]
 fn kill_9_leaves_no_openvpn_and_no_namespace() {
     if crate::util::skip_without(
@@ -282,13 +282,20 @@ fn kill_9_leaves_no_openvpn_and_no_namespace() {
     ) {
         return;
     }
+    for engine in ["openvpn", "openvpn-tls"] {
+        kill_9_leaves_no_openvpn_of(engine);
+    }
+}
+
+/// The kill -9 test of one OpenVPN engine.
+fn kill_9_leaves_no_openvpn_of(engine: &'static str) {
     let tmp = tempfile::tempdir().unwrap();
     let env = [("TMPDIR", tmp.path().as_os_str())];
     let tunnel = |runs: &'static str| {
         vec![
             "tunnel",
             "--engine",
-            "openvpn",
+            engine,
             "--cipher",
             "aes-128-cbc",
             "--digest",
@@ -331,7 +338,7 @@ fn kill_9_leaves_no_openvpn_and_no_namespace() {
         .collect();
     namespaces.sort();
     namespaces.dedup();
-    assert_eq!(namespaces.len(), 2, "{namespaces:?}");
+    assert_eq!(namespaces.len(), 2, "{engine}: {namespaces:?}");
     assert!(!namespaces.contains(&network_namespace_of(std::process::id()).unwrap()));
     let named = std::fs::read_dir("/run/netns")
         .into_iter()
@@ -345,7 +352,7 @@ fn kill_9_leaves_no_openvpn_and_no_namespace() {
     assert_eq!(
         wait_gone(&openvpn, Duration::from_secs(5)),
         Vec::<u32>::new(),
-        "openvpn outlived the tlslab killed with SIGKILL"
+        "{engine}: openvpn outlived the tlslab killed with SIGKILL"
     );
     assert_eq!(
         processes_in(&namespaces),
@@ -356,7 +363,7 @@ fn kill_9_leaves_no_openvpn_and_no_namespace() {
 
     let mut next = Job::start(&tunnel("1"), &env);
     let (status, stderr) = next.finish(Duration::from_secs(120));
-    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(status.code(), Some(0), "{engine}: {stderr}");
     assert_eq!(
         entries_starting(tmp.path(), "tlslab-"),
         Vec::<String>::new()

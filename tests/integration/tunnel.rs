@@ -153,7 +153,7 @@ pub(crate) fn openvpn_missing() -> Option<String> {
 
 /// Runs tlslab with its temporary directory in `tmp`, so what it leaves
 /// there, and the processes that name it, are this run's alone.
-fn tlslab_in(tmp: &Path, args: &[&str]) -> Run {
+pub(crate) fn tlslab_in(tmp: &Path, args: &[&str]) -> Run {
     let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
         .args(args)
         .env_remove("COLUMNS")
@@ -169,7 +169,7 @@ fn tlslab_in(tmp: &Path, args: &[&str]) -> Run {
 /// Asserts that a finished run whose temporary directory was `tmp` left
 /// nothing behind: no process naming it (an engine's daemon), no scratch
 /// file or directory in it.
-fn assert_nothing_left(tmp: &Path, engine: &str) {
+pub(crate) fn assert_nothing_left(tmp: &Path, engine: &str) {
     let tmp_name = tmp.to_str().unwrap();
     assert_eq!(
         processes_mentioning(tmp_name),
