@@ -1,7 +1,7 @@
-//! `tlslab tunnel --setup`: each engine's connection set-up, sampled one
-//! engine at a time through its [`TunnelEngine::prepare_setup`] (an
-//! engine that has none is a row saying why), each cell stored as it
-//! ends. The run's sampling options apply to each engine's set-up as to
+//! `tlslab tunnel --setup`: each engine's connection set-up, of each kind
+//! it measures, sampled one at a time through its
+//! [`TunnelEngine::prepare_setup`] (an engine that has none is a row
+//! saying why), each cell stored as it ends. The run's sampling options apply to each engine's set-up as to
 //! a row.
 //!
 //! [`TunnelEngine::prepare_setup`]: crate::workload::tunnel::TunnelEngine::prepare_setup
@@ -37,12 +37,15 @@ pub(super) fn measure_setups(
 ) -> Result<Vec<SetupCell>> {
     let interrupt = std::sync::Arc::clone(session.interrupt());
     let mut cells = Vec::new();
-    for &id in engines {
+    let planned = engines
+        .iter()
+        .flat_map(|&id| id.open().setup_kinds().iter().map(move |&kind| (id, kind)));
+    for (id, kind) in planned {
         if interrupt.load(Ordering::Relaxed) {
             session.mark_interrupted(true);
             break;
         }
-        let (covers, outcome, interrupted) = match id.open().prepare_setup(&interrupt) {
+        let (covers, outcome, interrupted) = match id.open().prepare_setup(kind, &interrupt) {
             Err(_) if interrupt.load(Ordering::Relaxed) => {
                 session.mark_interrupted(true);
                 break;
@@ -66,6 +69,7 @@ pub(super) fn measure_setups(
         }
         let cell = SetupCell {
             engine: id,
+            kind,
             covers,
             outcome,
         };

@@ -1,40 +1,41 @@
 //! The tunnel engines' connection set-up (`tunnel --setup`): one cell per
-//! engine and run in `tunnel_setup_cells` (how it ended, what a sample
+//! engine, kind and run in `tunnel_setup_cells` (how it ended, what a sample
 //! covers) and its samples in `tunnel_setup_samples`. A set-up cell is
 //! stored once, when it ends: it is sampled on its own, not in rounds
 //! shared with other cells.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rusqlite::params;
 
 use super::{outcome_from_columns, precise_column, Store};
 use crate::measure::Timed;
 use crate::scenario::{parse_name, Named};
-use crate::workload::tunnel::setup::{SetupCell, SetupSample};
+use crate::workload::tunnel::setup::{SetupCell, SetupKind, SetupSample};
 
 impl Store {
     /// Commits one engine's finished set-up cell with its samples,
-    /// replacing one stored before for the same engine in `run_id`.
+    /// replacing one stored before for the same engine and kind in `run_id`.
     pub fn save_tunnel_setup(&mut self, run_id: i64, cell: &SetupCell) -> Result<()> {
         let tx = self.connection.transaction()?;
         tx.execute(
             "DELETE FROM tunnel_setup_samples WHERE cell_id IN
-             (SELECT id FROM tunnel_setup_cells WHERE run_id = ?1 AND engine = ?2)",
-            params![run_id, cell.engine.id()],
+             (SELECT id FROM tunnel_setup_cells WHERE run_id = ?1 AND engine = ?2 AND kind = ?3)",
+            params![run_id, cell.engine.id(), cell.kind.id()],
         )?;
         tx.execute(
-            "DELETE FROM tunnel_setup_cells WHERE run_id = ?1 AND engine = ?2",
-            params![run_id, cell.engine.id()],
+            "DELETE FROM tunnel_setup_cells WHERE run_id = ?1 AND engine = ?2 AND kind = ?3",
+            params![run_id, cell.engine.id(), cell.kind.id()],
         )?;
         let outcome = &cell.outcome;
         let samples = outcome.samples();
         tx.execute(
             "INSERT INTO tunnel_setup_cells
-             (run_id, engine, status, reason, precise, covers, sample_count)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             (run_id, engine, kind, status, reason, precise, covers, sample_count)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 run_id,
                 cell.engine.id(),
+                cell.kind.id(),
                 outcome.status().id(),
                 outcome.reason(),
                 precise_column(outcome),
@@ -72,7 +73,7 @@ impl Store {
     /// Reads back every set-up cell of a run, in the order they were stored.
     pub fn load_tunnel_setups(&self, run_id: i64) -> Result<Vec<SetupCell>> {
         let mut statement = self.connection.prepare(
-            "SELECT id, engine, status, reason, precise, covers FROM tunnel_setup_cells
+            "SELECT id, engine, kind, status, reason, precise, covers FROM tunnel_setup_cells
              WHERE run_id = ?1 ORDER BY id",
         )?;
         let rows = statement
@@ -81,9 +82,10 @@ impl Store {
                     row.get::<_, i64>(0)?,
                     row.get::<_, String>(1)?,
                     row.get::<_, String>(2)?,
-                    row.get::<_, Option<String>>(3)?,
-                    row.get::<_, Option<bool>>(4)?,
-                    row.get::<_, String>(5)?,
+                    row.get::<_, String>(3)?,
+                    row.get::<_, Option<String>>(4)?,
+                    row.get::<_, Option<bool>>(5)?,
+                    row.get::<_, String>(6)?,
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -94,7 +96,9 @@ impl Store {
              FROM tunnel_setup_samples WHERE cell_id = ?1 ORDER BY seq",
         )?;
         let mut cells = Vec::with_capacity(rows.len());
-        for (cell_id, engine, status, reason, precise, covers) in rows {
+        for (cell_id, engine, kind, status, reason, precise, covers) in rows {
+            let kind = SetupKind::from_id(&kind)
+                .with_context(|| format!("unknown set-up kind '{kind}'"))?;
             let outcome = outcome_from_columns(&status, reason, precise, || {
                 Ok(samples_query
                     .query_map([cell_id], |r| {
@@ -116,6 +120,7 @@ impl Store {
             })?;
             cells.push(SetupCell {
                 engine: parse_name(&engine)?,
+                kind,
                 covers,
                 outcome,
             });
@@ -152,6 +157,7 @@ mod tests {
         };
         let measured = SetupCell {
             engine: EngineId::Wireguard,
+            kind: SetupKind::Connect,
             covers: "in process".to_string(),
             outcome: Outcome::Measured {
                 samples: vec![sample(0, 100), sample(1, 120)],
@@ -160,6 +166,7 @@ mod tests {
         };
         let unsupported = SetupCell {
             engine: EngineId::Inprocess,
+            kind: SetupKind::Connect,
             covers: String::new(),
             outcome: Outcome::Unsupported {
                 reason: "no control channel".into(),

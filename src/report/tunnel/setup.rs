@@ -11,12 +11,13 @@ use crate::report::{ColumnKind, Table};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::EngineId;
 use crate::stats::{self, Summary};
-use crate::workload::tunnel::setup::{SetupCell, SetupSample};
+use crate::workload::tunnel::setup::{SetupCell, SetupKind, SetupSample};
 
 /// One engine's set-up with its statistics.
 #[derive(Debug, Clone, Serialize)]
 pub struct SetupRow {
     pub engine: EngineId,
+    pub kind: SetupKind,
     pub status: CellStatus,
     pub reason: Option<String>,
     /// What one sample covers.
@@ -64,6 +65,7 @@ pub fn rows(cells: &[SetupCell]) -> Vec<SetupRow> {
             };
             SetupRow {
                 engine: cell.engine,
+                kind: cell.kind,
                 status: cell.outcome.status(),
                 reason,
                 covers: cell.covers.clone(),
@@ -100,6 +102,7 @@ pub fn table(rows: &[SetupRow]) -> Option<Table> {
     let mut table = Table::new(
         &[
             "engine",
+            "set-up",
             "initiator CPU µs",
             "responder CPU µs",
             "wall ms",
@@ -109,10 +112,12 @@ pub fn table(rows: &[SetupRow]) -> Option<Table> {
             "n",
             "notes",
         ],
-        &[false, true, true, true, true, true, true, true, false],
+        &[
+            false, false, true, true, true, true, true, true, true, false,
+        ],
     )
-    .priorities(&[0, 0, 0, 1, 1, 1, 2, 1, 0])
-    .mark(&[8], ColumnKind::Notes)
+    .priorities(&[0, 0, 0, 0, 1, 1, 1, 2, 1, 0])
+    .mark(&[9], ColumnKind::Notes)
     .titled("Connection set-up (per tunnel: median ±95% CI; → is initiator to responder)");
     for row in rows {
         let mut notes = Vec::new();
@@ -130,6 +135,7 @@ pub fn table(rows: &[SetupRow]) -> Option<Table> {
         }
         table.rows.push(vec![
             row.engine.id().to_string(),
+            row.kind.id().to_string(),
             row.initiator_cpu_us
                 .as_ref()
                 .map(with_spread)
@@ -153,7 +159,7 @@ pub fn table(rows: &[SetupRow]) -> Option<Table> {
         ]);
     }
     table.notes.push(
-        "The initiator is WireGuard's handshake initiator, OpenVPN's TLS client, or namespace A for a static key. In-process figures are the handshake's calls on the thread's CPU clock; whole-process figures are each openvpn process's CPU from exec to ready (/proc/PID/schedstat), start-up included: compare openvpn-tls with openvpn (no handshake) for the handshake's part.".to_string(),
+        "The initiator is WireGuard's handshake initiator, OpenVPN's TLS client, or namespace A for a static key. connect: a new tunnel — in process, the handshake's calls on the thread's CPU clock; for OpenVPN, each openvpn process's whole CPU from exec to ready (/proc/PID/schedstat), start-up included (openvpn, with a static key and no handshake, is that start-up). renegotiate: the processes' CPU across one renegotiation of a running tunnel, the handshake without the start-up.".to_string(),
     );
     Some(table)
 }
@@ -179,6 +185,7 @@ mod tests {
         let cells = [
             SetupCell {
                 engine: EngineId::Wireguard,
+                kind: SetupKind::Connect,
                 covers: "in process: the handshake".into(),
                 outcome: Outcome::Measured {
                     samples: vec![sample(0, 100_000), sample(1, 120_000), sample(2, 110_000)],
@@ -187,6 +194,7 @@ mod tests {
             },
             SetupCell {
                 engine: EngineId::Inprocess,
+                kind: SetupKind::Connect,
                 covers: String::new(),
                 outcome: Outcome::Unsupported {
                     reason: "no control channel".into(),
@@ -199,11 +207,12 @@ mod tests {
         assert_eq!(rows[0].bytes_to_responder, Some(276.0));
         let table = table(&rows).unwrap();
         assert_eq!(table.rows[0][0], "wireguard");
-        assert!(table.rows[0][1].starts_with("110"), "{:?}", table.rows[0]);
-        assert_eq!(table.rows[0][6], "3 / 1");
-        assert!(table.rows[0][8].contains("in process"));
-        assert_eq!(table.rows[1][1], "—");
-        assert!(table.rows[1][8].contains("unsupported: no control channel"));
+        assert_eq!(table.rows[0][1], "connect");
+        assert!(table.rows[0][2].starts_with("110"), "{:?}", table.rows[0]);
+        assert_eq!(table.rows[0][7], "3 / 1");
+        assert!(table.rows[0][9].contains("in process"));
+        assert_eq!(table.rows[1][2], "—");
+        assert!(table.rows[1][9].contains("unsupported: no control channel"));
         assert!(super::table(&[]).is_none());
     }
 }

@@ -464,13 +464,14 @@ CREATE TABLE tunnel_setup_cells (
     id INTEGER PRIMARY KEY,
     run_id INTEGER NOT NULL REFERENCES runs (id),
     engine TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('connect', 'renegotiate')),
     status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
     reason TEXT,
     precise INTEGER,
     covers TEXT NOT NULL,
     sample_count INTEGER NOT NULL,
     finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-    UNIQUE (run_id, engine)
+    UNIQUE (run_id, engine, kind)
 );
 CREATE TABLE tunnel_setup_samples (
     cell_id INTEGER NOT NULL REFERENCES tunnel_setup_cells (id),

@@ -20,7 +20,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 
-use super::setup::{SetupOutcome, SetupProbe};
+use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{TunnelOutcome, TunnelSample};
 use crate::backend::LibraryInfo;
 use crate::measure::Probe;
@@ -123,14 +123,22 @@ pub trait TunnelEngine: Sync {
     /// removes all of it.
     fn start(&self, options: &EngineOptions) -> Result<Box<dyn EngineRig>>;
 
-    /// Readies the measurement of the engine's connection set-up
-    /// (`tunnel --setup`): each call of the probe establishes one fresh
-    /// tunnel, checks that it carries data and returns each side's cost;
-    /// whatever the probe holds (namespaces, processes) goes when it is
-    /// dropped. An engine that cannot measure it answers why (the
+    /// The kinds of set-up the engine measures (`tunnel --setup`): a new
+    /// tunnel, and any other it can isolate (a renegotiation).
+    fn setup_kinds(&self) -> &'static [SetupKind] {
+        &[SetupKind::Connect]
+    }
+
+    /// Readies the measurement of one kind of the engine's connection
+    /// set-up (`tunnel --setup`, asked only for its [`Self::setup_kinds`]):
+    /// each call of the probe establishes one (a fresh tunnel, or a new
+    /// handshake on a running one), checks it and returns each side's
+    /// cost; whatever the probe holds (namespaces, processes) goes when it
+    /// is dropped. An engine that cannot measure it answers why (the
     /// default); `interrupt` is Ctrl-C.
     fn prepare_setup<'a>(
         &self,
+        _kind: SetupKind,
         _interrupt: &'a AtomicBool,
     ) -> Result<SetupProbe<'a>, SetupOutcome> {
         Err(crate::measure::Outcome::Unsupported {

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 
 use super::engine::{CountedSample, EngineOptions, EngineRig, TunnelEngine};
-use super::setup::{SetupOutcome, SetupProbe};
+use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
 use crate::backend::openssl::data_channel::{self, Receiver, Sender};
 use crate::backend::LibraryInfo;
@@ -75,6 +75,7 @@ impl TunnelEngine for InprocessEngine {
 
     fn prepare_setup<'a>(
         &self,
+        _kind: SetupKind,
         _interrupt: &'a AtomicBool,
     ) -> Result<SetupProbe<'a>, SetupOutcome> {
         Err(Outcome::Unsupported {

@@ -11,6 +11,7 @@
 pub mod engine;
 pub mod inprocess;
 pub mod openvpn;
+mod openvpn_setup;
 pub mod openvpn_tls;
 pub mod setup;
 pub mod wireguard;

@@ -14,11 +14,8 @@
 //!
 //! What is shared with OpenVPN in TLS mode ([`super::openvpn_tls`]) is
 //! here, by functions over a [`Keying`] (the arguments that key the data
-//! channel): the rig, starting and stopping a tunnel's two processes, and
-//! the connection set-up sample ([`prepare_setup`]): both processes
-//! started, timed until both say the tunnel is up, each one's CPU read
-//! from /proc and the bytes and frames on the link counted, then a short
-//! transfer through the tunnel to check that it carries data.
+//! channel): the rig, starting and stopping a tunnel's two processes; the
+//! connection set-up samples of both are in [`super::openvpn_setup`].
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -29,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::engine::{EngineOptions, EngineRig, TunnelEngine};
-use super::setup::{SetupOutcome, SetupProbe, SetupSample};
+use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{TunnelOutcome, TunnelSample};
 use crate::backend::LibraryInfo;
 use crate::measure::{Outcome, Probe};
@@ -39,10 +36,9 @@ use crate::scenario::tunnel::{
 };
 use crate::transport::lab::{self, Lab, LINK_A, LINK_B, WRITE_CHUNK_BYTES};
 use crate::transport::netns::Namespace;
-use crate::workload::process::process_cpu_ns;
 
-const TUNNEL_A: Ipv4Addr = Ipv4Addr::new(10, 232, 0, 1);
-const TUNNEL_B: Ipv4Addr = Ipv4Addr::new(10, 232, 0, 2);
+pub(super) const TUNNEL_A: Ipv4Addr = Ipv4Addr::new(10, 232, 0, 1);
+pub(super) const TUNNEL_B: Ipv4Addr = Ipv4Addr::new(10, 232, 0, 2);
 const OPENVPN_PORT: u16 = 1194;
 /// How long a tunnel may take to come up.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
@@ -92,7 +88,11 @@ impl TunnelEngine for OpenvpnEngine {
 
     /// Both processes from exec to ready: no handshake with a static key,
     /// so this is what a tunnel costs to start, for comparison.
-    fn prepare_setup<'a>(&self, interrupt: &'a AtomicBool) -> Result<SetupProbe<'a>, SetupOutcome> {
+    fn prepare_setup<'a>(
+        &self,
+        _kind: SetupKind,
+        interrupt: &'a AtomicBool,
+    ) -> Result<SetupProbe<'a>, SetupOutcome> {
         let scenario = TunnelScenario {
             baseline: false,
             cipher: Cipher::Aes128Cbc,
@@ -101,7 +101,12 @@ impl TunnelEngine for OpenvpnEngine {
             payload: Payload::Random,
             payload_bytes: 1400,
         };
-        prepare_setup(StaticKey::create, scenario, STATIC_KEY_COVERS, interrupt)
+        super::openvpn_setup::prepare_connect(
+            StaticKey::create,
+            scenario,
+            STATIC_KEY_COVERS,
+            interrupt,
+        )
     }
 }
 
@@ -290,7 +295,7 @@ impl<K: Keying> EngineRig for OpenvpnRig<K> {
 /// Starts a row's two OpenVPN processes, one in each namespace of `lab`
 /// (B first, then A once B listens, so A's first packet finds B), and
 /// waits until both say the tunnel is up; their logs go to `directory`.
-fn start_tunnel(
+pub(super) fn start_tunnel(
     lab: &Lab,
     directory: &Path,
     keying: &dyn Keying,
@@ -298,6 +303,7 @@ fn start_tunnel(
     interrupt: &AtomicBool,
 ) -> Result<Tunnel> {
     let mut tunnel = Tunnel {
+        ends: Vec::new(),
         processes: Vec::new(),
         logs: Vec::new(),
     };
@@ -341,36 +347,40 @@ fn start_tunnel(
         namespace.enter_on_exec(&mut command);
         let child = crate::child::spawn_tied(command, crate::child::Tie::Disposable)
             .context("cannot start openvpn")?;
+        tunnel.ends.push(end);
         tunnel.processes.push(child);
         tunnel.logs.push(log);
         if end == End::B {
-            tunnel.wait_until(interrupt, |log| Ok(log.contains("link local")))?;
+            tunnel.wait_until(interrupt, |_, log| Ok(log.contains("link local")))?;
         }
     }
-    tunnel.wait_until(interrupt, |log| keying.is_up(scenario, log))?;
+    tunnel.wait_until(interrupt, |_, log| keying.is_up(scenario, log))?;
     Ok(tunnel)
 }
 
-/// The two OpenVPN processes of one tunnel (B's, then A's), stopped on drop.
-struct Tunnel {
+/// The two OpenVPN processes of one tunnel, stopped on drop.
+pub(super) struct Tunnel {
+    /// Each process's end, in the order they were started.
+    ends: Vec<End>,
     processes: Vec<Child>,
     logs: Vec<PathBuf>,
 }
 
 impl Tunnel {
-    /// Waits until every started process's log says `ready`; fails when
-    /// one exits, on Ctrl-C, or after [`STARTUP_TIMEOUT`].
-    fn wait_until(
+    /// Waits until every started process's log says `ready` (given its
+    /// end and its log); fails when one exits, on Ctrl-C, or after
+    /// [`STARTUP_TIMEOUT`].
+    pub(super) fn wait_until(
         &mut self,
         interrupt: &AtomicBool,
-        ready: impl Fn(&str) -> Result<bool>,
+        ready: impl Fn(End, &str) -> Result<bool>,
     ) -> Result<()> {
         let start = Instant::now();
         loop {
             let mut all = true;
-            for log in &self.logs {
+            for (&end, log) in self.ends.iter().zip(&self.logs) {
                 let text = std::fs::read_to_string(log).unwrap_or_default();
-                all &= ready(&text)?;
+                all &= ready(end, &text)?;
             }
             if all {
                 return Ok(());
@@ -394,9 +404,22 @@ impl Tunnel {
         }
     }
 
+    /// Where `end` is in the processes started.
+    fn index(&self, end: End) -> usize {
+        self.ends
+            .iter()
+            .position(|&started| started == end)
+            .expect("both ends started")
+    }
+
     /// The process at `end`.
-    fn process(&self, end: End) -> &Child {
-        &self.processes[if end == End::B { 0 } else { 1 }]
+    pub(super) fn process(&self, end: End) -> &Child {
+        &self.processes[self.index(end)]
+    }
+
+    /// The log of the process at `end`.
+    pub(super) fn log(&self, end: End) -> &Path {
+        &self.logs[self.index(end)]
     }
 }
 
@@ -424,69 +447,7 @@ impl Drop for Tunnel {
     }
 }
 
-/// Readies the set-up samples of an OpenVPN engine: a lab of their own (no
-/// IPv6, so the link carries the tunnel's packets only) and the keying
-/// `make` writes; each sample starts a tunnel for `scenario`, reads both
-/// processes' CPU and the link's counters once both are up, checks that
-/// a transfer crosses the tunnel and stops it. A first set-up is tried
-/// at once, so an engine that cannot set up says why.
-pub(super) fn prepare_setup<'a, K: Keying + 'a>(
-    make: impl FnOnce(&Path) -> Result<K>,
-    scenario: TunnelScenario,
-    covers: &'static str,
-    interrupt: &'a AtomicBool,
-) -> Result<SetupProbe<'a>, SetupOutcome> {
-    let failed = |error: anyhow::Error| Outcome::Failed {
-        reason: format!("{error:#}"),
-    };
-    crate::child::remove_leftovers();
-    let lab = Lab::create()
-        .context("setting up the namespaces")
-        .map_err(failed)?;
-    // Best effort: without IPv6 in the kernel there is nothing to turn off.
-    let _ = lab.without_ipv6();
-    let directory = crate::child::scratch_dir("openvpn")
-        .context("cannot create a temporary directory")
-        .map_err(failed)?;
-    let keying = make(directory.path()).map_err(failed)?;
-    let data = transfer_data(scenario.payload);
-    let set_up = move || -> Result<SetupSample> {
-        let before = lab.link_counters()?;
-        let start = Instant::now();
-        let tunnel = start_tunnel(&lab, directory.path(), &keying, &scenario, interrupt)?;
-        let wall_ns = start.elapsed().as_nanos() as u64;
-        let initiator_cpu_ns = process_cpu_ns(tunnel.process(End::A).id())?;
-        let responder_cpu_ns = process_cpu_ns(tunnel.process(End::B).id())?;
-        let link = lab.link_counters()?.since(&before);
-        // The tunnel carries data: a short transfer through it.
-        lab::transfer(
-            lab.a(),
-            (lab.b(), TUNNEL_B),
-            &data,
-            1400,
-            64 * 1024,
-            interrupt,
-        )
-        .context("a transfer through the new tunnel")?;
-        drop(tunnel);
-        Ok(SetupSample {
-            initiator_cpu_ns,
-            responder_cpu_ns,
-            wall_ns,
-            bytes_to_responder: link.sent_bytes,
-            bytes_to_initiator: link.received_bytes,
-            messages_to_responder: link.sent_frames,
-            messages_to_initiator: link.received_frames,
-        })
-    };
-    set_up().map_err(failed)?;
-    Ok(SetupProbe {
-        covers,
-        probe: Box::new(move || set_up().map_err(|error| format!("{error:#}"))),
-    })
-}
-
-fn log_tail(log: &Path) -> String {
+pub(super) fn log_tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().rev().take(3).collect();
     lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
@@ -508,7 +469,7 @@ fn write_static_key(path: &Path) -> Result<()> {
 }
 
 /// 1 MiB of the payload, sent over and over.
-fn transfer_data(payload: Payload) -> Vec<u8> {
+pub(super) fn transfer_data(payload: Payload) -> Vec<u8> {
     (0..16)
         .flat_map(|i| payload.bytes(i, WRITE_CHUNK_BYTES))
         .collect()

@@ -1,15 +1,45 @@
 //! What establishing a tunnel costs (`tlslab tunnel --setup`): one sample
 //! is one connection set-up, each side's CPU and the bytes and messages
 //! each way, taken by the engine itself
-//! ([`super::TunnelEngine::prepare_setup`]); the engine also says what one
-//! of its samples covers (in process: the handshake's calls only; a real
-//! tunnel: whole processes from exec to ready), since the figures of
-//! different engines are not the same kind of figure.
+//! ([`super::TunnelEngine::prepare_setup`]) for each [`SetupKind`] it
+//! measures (a new tunnel; a new handshake on a running one); the engine
+//! also says what one of its samples covers (in process: the handshake's
+//! calls only; a real tunnel: whole processes from exec to ready, or the
+//! processes' CPU across a renegotiation), since the figures of different
+//! engines are not the same kind of figure.
 
 use serde::Serialize;
 
 use crate::measure::{Outcome, Probe, Sampled, Timed};
 use crate::scenario::tunnel::EngineId;
+
+/// Which set-up a sample is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SetupKind {
+    /// A new tunnel, from nothing to carrying data.
+    Connect,
+    /// A new handshake (and new data-channel keys) on a running tunnel:
+    /// OpenVPN's renegotiation, the handshake without process start-up.
+    Renegotiate,
+}
+
+impl SetupKind {
+    /// Its name in the store and the tables.
+    pub fn id(self) -> &'static str {
+        match self {
+            SetupKind::Connect => "connect",
+            SetupKind::Renegotiate => "renegotiate",
+        }
+    }
+
+    /// The kind of this name, if there is one.
+    pub fn from_id(id: &str) -> Option<Self> {
+        [SetupKind::Connect, SetupKind::Renegotiate]
+            .into_iter()
+            .find(|kind| kind.id() == id)
+    }
+}
 
 /// One connection set-up. The initiator is the side that starts the
 /// handshake (WireGuard's initiator, OpenVPN's TLS client, or namespace A
@@ -59,10 +89,11 @@ pub struct SetupProbe<'a> {
     pub probe: Probe<'a, SetupSample>,
 }
 
-/// One engine's connection set-up and its outcome.
+/// One engine's connection set-up of one kind and its outcome.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SetupCell {
     pub engine: EngineId,
+    pub kind: SetupKind,
     /// What one sample covers (empty when the engine has none).
     pub covers: String,
     pub outcome: SetupOutcome,

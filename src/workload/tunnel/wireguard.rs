@@ -31,7 +31,7 @@ use boringtun::x25519::{PublicKey, StaticSecret};
 mod setup;
 
 use super::engine::{CountedSample, EngineOptions, EngineRig, TunnelEngine};
-use super::setup::{SetupOutcome, SetupProbe};
+use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
 use crate::backend::LibraryInfo;
 use crate::measure::{Outcome, Probe};
@@ -130,7 +130,11 @@ impl TunnelEngine for WireguardEngine {
 
     /// One Noise IK handshake and a first data packet between fresh peers,
     /// in process ([`setup`]).
-    fn prepare_setup<'a>(&self, interrupt: &'a AtomicBool) -> Result<SetupProbe<'a>, SetupOutcome> {
+    fn prepare_setup<'a>(
+        &self,
+        _kind: SetupKind,
+        interrupt: &'a AtomicBool,
+    ) -> Result<SetupProbe<'a>, SetupOutcome> {
         setup::prepare(interrupt)
     }
 }
