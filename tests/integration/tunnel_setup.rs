@@ -1,20 +1,21 @@
 //! `tlslab tunnel --setup` (issue 25 item 2): each engine's connection
 //! set-up in a table of its own, stored with the run and shown by
 //! `report` — WireGuard's handshake in process (always), OpenVPN's TLS
-//! mode and its static-key start-up through real processes (as root with
-//! openvpn, else a skip line), and an engine without one saying why.
+//! mode (a new tunnel and a renegotiation) and its static-key start-up
+//! through real processes (as root with openvpn, else a skip line), and an
+//! engine without one saying why.
 
 use crate::tunnel::{assert_nothing_left, openvpn_missing, tlslab_in};
 use crate::util::{has_row, skip_without, tlslab};
 
-/// The set-up rows of an exported run, by engine.
-fn setup_row<'a>(json: &'a serde_json::Value, engine: &str) -> &'a serde_json::Value {
+/// The set-up row of an exported run of an engine and kind.
+fn setup_row<'a>(json: &'a serde_json::Value, engine: &str, kind: &str) -> &'a serde_json::Value {
     json["setup"]
         .as_array()
         .unwrap_or_else(|| panic!("no set-up rows: {json}"))
         .iter()
-        .find(|row| row["engine"] == engine)
-        .unwrap_or_else(|| panic!("no set-up row for {engine}: {json}"))
+        .find(|row| row["engine"] == engine && row["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} set-up row for {engine}: {json}"))
 }
 
 #[test]
@@ -46,14 +47,17 @@ fn the_set_up_table_has_wireguards_handshake_per_side_and_says_why_inprocess_has
     let out = run.stdout();
     assert!(out.contains("Connection set-up"), "{out}");
     assert!(
-        has_row(&out, &["wireguard", "276", "92", "3 / 1", "in process"]),
+        has_row(
+            &out,
+            &["wireguard", "connect", "276", "92", "3 / 1", "in process"]
+        ),
         "{out}"
     );
     assert!(has_row(&out, &["inprocess", "no control channel"]), "{out}");
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
-    let wireguard = setup_row(&json, "wireguard");
+    let wireguard = setup_row(&json, "wireguard", "connect");
     assert_eq!(wireguard["status"], "measured", "{wireguard}");
     assert!(
         wireguard["sample_count"].as_u64().unwrap() >= 3,
@@ -68,7 +72,7 @@ fn the_set_up_table_has_wireguards_handshake_per_side_and_says_why_inprocess_has
     // Initiation 148 + keepalive 32 + first data 64 + 32; response 92.
     assert_eq!(wireguard["bytes_to_responder"], 276.0, "{wireguard}");
     assert_eq!(wireguard["bytes_to_initiator"], 92.0, "{wireguard}");
-    let inprocess = setup_row(&json, "inprocess");
+    let inprocess = setup_row(&json, "inprocess", "connect");
     assert_eq!(inprocess["status"], "unsupported", "{inprocess}");
 
     // Stored with the run: `report` shows the same table.
@@ -127,9 +131,10 @@ fn openvpn_tls_set_up_is_whole_processes_beside_the_static_key_start_up() {
     assert!(has_row(&out, &["openvpn-tls", "whole processes"]), "{out}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
-    let tls = setup_row(&json, "openvpn-tls");
-    let static_key = setup_row(&json, "openvpn");
-    for row in [tls, static_key] {
+    let tls = setup_row(&json, "openvpn-tls", "connect");
+    let static_key = setup_row(&json, "openvpn", "connect");
+    let renegotiation = setup_row(&json, "openvpn-tls", "renegotiate");
+    for row in [tls, static_key, renegotiation] {
         assert_eq!(row["status"], "measured", "{row}");
         assert_eq!(row["sample_count"], 2, "{row}");
         for side in ["initiator_cpu_us", "responder_cpu_us"] {
