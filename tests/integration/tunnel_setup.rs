@@ -5,7 +5,9 @@
 //! through real processes (as root with openvpn, else a skip line), and an
 //! engine without one saying why.
 
-use crate::tunnel::{assert_nothing_left, openvpn_missing, tlslab_in};
+use tlslab::scenario::names::Named;
+
+use crate::tunnel::{assert_nothing_left, openvpn_missing, runnable_engines, tlslab_in};
 use crate::util::{has_row, skip_without, tlslab};
 
 /// The set-up row of an exported run of an engine and kind.
@@ -162,4 +164,61 @@ fn openvpn_tls_set_up_is_whole_processes_beside_the_static_key_start_up() {
             .contains("no handshake"),
         "{static_key}"
     );
+}
+
+/// Every registered engine's set-up, of each kind it measures: measured
+/// with the samples asked for, or unsupported with a reason, never failed.
+#[test]
+fn every_engines_set_up_is_measured_or_says_why() {
+    for engine in runnable_engines("every_engines_set_up_is_measured_or_says_why") {
+        let id = engine.id().id();
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let json_path = dir.path().join("out.json");
+        let run = tlslab_in(
+            tmp.path(),
+            &[
+                "tunnel",
+                "--engine",
+                id,
+                "--cipher",
+                "chacha20-poly1305",
+                "--no-baseline-row",
+                "--setup",
+                "--transfer-mb",
+                "0.2",
+                "--runs",
+                "2",
+                "--warmup",
+                "0",
+                "-q",
+                "--no-db",
+                "--export-json",
+                json_path.to_str().unwrap(),
+            ],
+        );
+        run.expect_code(0);
+        assert_nothing_left(tmp.path(), id);
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+        let rows = json["setup"].as_array().unwrap();
+        assert_eq!(rows.len(), engine.setup_kinds().len(), "{id}: {json}");
+        for kind in engine.setup_kinds() {
+            let row = setup_row(&json, id, kind.id());
+            match row["status"].as_str().unwrap() {
+                "measured" => {
+                    assert_eq!(row["sample_count"], 2, "{id}: {row}");
+                    assert!(
+                        row["initiator_cpu_us"]["median"].as_f64().unwrap() > 0.0,
+                        "{id}: {row}"
+                    );
+                    assert!(!row["covers"].as_str().unwrap().is_empty(), "{id}: {row}");
+                }
+                "unsupported" => {
+                    assert!(!row["reason"].as_str().unwrap().is_empty(), "{id}: {row}")
+                }
+                status => panic!("{id}: set-up {status}: {row}"),
+            }
+        }
+    }
 }
