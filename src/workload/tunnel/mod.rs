@@ -3,7 +3,8 @@
 //! [`EngineId::open`]). An engine is a module here plus its line in the
 //! registry (and its name in [`EngineId`]): the in-process data channel
 //! ([`inprocess`]), real OpenVPN tunnels between network namespaces
-//! ([`openvpn`]), the same in OpenVPN's TLS mode ([`openvpn_tls`]) and
+//! ([`openvpn`]), the same in OpenVPN's TLS mode ([`openvpn_tls`]; what
+//! the two share is [`openvpn_tunnel`], their set-ups [`openvpn_setup`]) and
 //! both WireGuard peers in process ([`wireguard`]); what a connection's
 //! set-up costs is each engine's too ([`setup`]). `tlslab tunnel` (`app::tunnel`) runs every engine through
 //! the trait; the tests run their shared suite over the registry.
@@ -13,6 +14,7 @@ pub mod inprocess;
 pub mod openvpn;
 mod openvpn_setup;
 pub mod openvpn_tls;
+mod openvpn_tunnel;
 pub mod setup;
 pub mod wireguard;
 

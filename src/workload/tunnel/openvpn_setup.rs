@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use super::openvpn::{log_tail, start_tunnel, transfer_data, End, Keying, Tunnel, TUNNEL_B};
+use super::openvpn_tunnel::{log_tail, start_tunnel, transfer_data, End, Keying, Tunnel, TUNNEL_B};
 use super::setup::{SetupOutcome, SetupProbe, SetupSample};
 use crate::measure::Outcome;
 use crate::scenario::tunnel::TunnelScenario;

@@ -26,8 +26,8 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{bail, Context, Result};
 
 use super::engine::{EngineOptions, EngineRig, TunnelEngine};
-use super::openvpn::{self, End, Keying};
 use super::openvpn_setup;
+use super::openvpn_tunnel::{self as tunnel, End, Keying};
 use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use crate::backend::LibraryInfo;
 use crate::certs::CertCache;
@@ -55,19 +55,19 @@ impl TunnelEngine for OpenvpnTlsEngine {
 
     /// Root, `ip`, `/dev/net/tun` and `openvpn`; OpenVPN's version.
     fn preflight(&self) -> Result<LibraryInfo, String> {
-        openvpn::preflight(EngineId::OpenvpnTls)
+        tunnel::preflight(EngineId::OpenvpnTls)
     }
 
     fn digest_unsupported(&self, digest: Digest) -> Option<String> {
-        openvpn::digest_unsupported(digest)
+        tunnel::digest_unsupported(digest)
     }
 
     fn compression_unsupported(&self, compression: Compression) -> Option<String> {
-        openvpn::compression_unsupported(compression)
+        tunnel::compression_unsupported(compression)
     }
 
     fn uncountable(&self) -> Option<&'static str> {
-        Some(openvpn::UNCOUNTABLE)
+        Some(tunnel::UNCOUNTABLE)
     }
 
     fn interleaves_rows(&self) -> bool {
@@ -76,7 +76,7 @@ impl TunnelEngine for OpenvpnTlsEngine {
     }
 
     fn start(&self, options: &EngineOptions) -> Result<Box<dyn EngineRig>> {
-        openvpn::start_rig(options, Certificates::create)
+        tunnel::start_rig(options, Certificates::create)
     }
 
     fn prepare_setup<'a>(
@@ -166,7 +166,7 @@ impl Keying for Certificates {
     /// Up, and the data channel is the row's: the cipher negotiated (and
     /// the digest of a CBC cipher) is the one asked for.
     fn is_up(&self, scenario: &TunnelScenario, log: &str) -> Result<bool> {
-        if !log.contains(openvpn::READY) {
+        if !log.contains(tunnel::READY) {
             return Ok(false);
         }
         let Some(line) = log
