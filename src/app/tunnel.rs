@@ -275,8 +275,12 @@ impl Study for TunnelStudy {
             count_rows(&planned, &self.count_options, session, &mut cells)?;
         }
         if self.setup && !session.interrupted() {
+            let count = self
+                .measures
+                .contains(&Measure::Instructions)
+                .then_some(&self.count_options);
             self.setups =
-                super::tunnel_setup::measure_setups(&self.engines, &self.sampling, session)?;
+                super::tunnel_setup::measure_setups(&self.engines, &self.sampling, count, session)?;
         }
         Ok(cells)
     }

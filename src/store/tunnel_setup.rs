@@ -7,6 +7,7 @@
 use anyhow::{Context, Result};
 use rusqlite::params;
 
+use super::counts::{read_side_samples, write_side_samples};
 use super::{outcome_from_columns, precise_column, Store};
 use crate::measure::Timed;
 use crate::scenario::{parse_name, Named};
@@ -17,6 +18,11 @@ impl Store {
     /// replacing one stored before for the same engine and kind in `run_id`.
     pub fn save_tunnel_setup(&mut self, run_id: i64, cell: &SetupCell) -> Result<()> {
         let tx = self.connection.transaction()?;
+        tx.execute(
+            "DELETE FROM tunnel_setup_count_samples WHERE cell_id IN
+             (SELECT id FROM tunnel_setup_cells WHERE run_id = ?1 AND engine = ?2 AND kind = ?3)",
+            params![run_id, cell.engine.id(), cell.kind.id()],
+        )?;
         tx.execute(
             "DELETE FROM tunnel_setup_samples WHERE cell_id IN
              (SELECT id FROM tunnel_setup_cells WHERE run_id = ?1 AND engine = ?2 AND kind = ?3)",
@@ -30,8 +36,9 @@ impl Store {
         let samples = outcome.samples();
         tx.execute(
             "INSERT INTO tunnel_setup_cells
-             (run_id, engine, kind, status, reason, precise, covers, sample_count)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+             (run_id, engine, kind, status, reason, precise, covers, sample_count,
+              counted_status, counted_reason, counted_precise)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 run_id,
                 cell.engine.id(),
@@ -40,10 +47,21 @@ impl Store {
                 outcome.reason(),
                 precise_column(outcome),
                 cell.covers,
-                samples.len() as i64
+                samples.len() as i64,
+                cell.counted.as_ref().map(|c| c.status().id()),
+                cell.counted.as_ref().and_then(|c| c.reason()),
+                cell.counted.as_ref().and_then(precise_column)
             ],
         )?;
         let cell_id = tx.last_insert_rowid();
+        if let Some(counted) = &cell.counted {
+            write_side_samples(
+                &tx,
+                "tunnel_setup_count_samples",
+                cell_id,
+                counted.samples(),
+            )?;
+        }
         for (seq, sample) in samples.iter().enumerate() {
             let s = &sample.value;
             tx.execute(
@@ -73,7 +91,9 @@ impl Store {
     /// Reads back every set-up cell of a run, in the order they were stored.
     pub fn load_tunnel_setups(&self, run_id: i64) -> Result<Vec<SetupCell>> {
         let mut statement = self.connection.prepare(
-            "SELECT id, engine, kind, status, reason, precise, covers FROM tunnel_setup_cells
+            "SELECT id, engine, kind, status, reason, precise, covers,
+                    counted_status, counted_reason, counted_precise
+             FROM tunnel_setup_cells
              WHERE run_id = ?1 ORDER BY id",
         )?;
         let rows = statement
@@ -86,6 +106,11 @@ impl Store {
                     row.get::<_, Option<String>>(4)?,
                     row.get::<_, Option<bool>>(5)?,
                     row.get::<_, String>(6)?,
+                    (
+                        row.get::<_, Option<String>>(7)?,
+                        row.get::<_, Option<String>>(8)?,
+                        row.get::<_, Option<bool>>(9)?,
+                    ),
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -96,7 +121,7 @@ impl Store {
              FROM tunnel_setup_samples WHERE cell_id = ?1 ORDER BY seq",
         )?;
         let mut cells = Vec::with_capacity(rows.len());
-        for (cell_id, engine, kind, status, reason, precise, covers) in rows {
+        for (cell_id, engine, kind, status, reason, precise, covers, counted) in rows {
             let kind = SetupKind::from_id(&kind)
                 .with_context(|| format!("unknown set-up kind '{kind}'"))?;
             let outcome = outcome_from_columns(&status, reason, precise, || {
@@ -118,11 +143,20 @@ impl Store {
                     })?
                     .collect::<Result<Vec<_>, _>>()?)
             })?;
+            let (counted_status, counted_reason, counted_precise) = counted;
+            let counted = counted_status
+                .map(|status| {
+                    outcome_from_columns(&status, counted_reason, counted_precise, || {
+                        read_side_samples(&self.connection, "tunnel_setup_count_samples", cell_id)
+                    })
+                })
+                .transpose()?;
             cells.push(SetupCell {
                 engine: parse_name(&engine)?,
                 kind,
                 covers,
                 outcome,
+                counted,
             });
         }
         Ok(cells)
@@ -136,6 +170,7 @@ mod tests {
     use crate::scenario::tunnel::EngineId;
     use crate::store::fixtures::run_info;
     use crate::store::RunKind;
+    use crate::workload::counted::Instructions;
 
     #[test]
     fn set_up_cells_round_trip_and_a_second_save_replaces_the_first() {
@@ -163,6 +198,16 @@ mod tests {
                 samples: vec![sample(0, 100), sample(1, 120)],
                 precise: true,
             },
+            counted: Some(Outcome::Measured {
+                samples: vec![Timed {
+                    round: 0,
+                    value: Instructions {
+                        client: 1_500_000,
+                        server: 1_400_000,
+                    },
+                }],
+                precise: true,
+            }),
         };
         let unsupported = SetupCell {
             engine: EngineId::Inprocess,
@@ -171,6 +216,7 @@ mod tests {
             outcome: Outcome::Unsupported {
                 reason: "no control channel".into(),
             },
+            counted: None,
         };
         store.save_tunnel_setup(run, &measured).unwrap();
         store.save_tunnel_setup(run, &unsupported).unwrap();
@@ -183,6 +229,9 @@ mod tests {
                 samples: vec![sample(0, 90)],
                 precise: false,
             },
+            counted: Some(Outcome::Unsupported {
+                reason: "not counted".into(),
+            }),
             ..measured
         };
         store.save_tunnel_setup(run, &fewer).unwrap();

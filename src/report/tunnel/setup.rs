@@ -11,6 +11,7 @@ use crate::report::{ColumnKind, Table};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::EngineId;
 use crate::stats::{self, Summary};
+use crate::workload::counted::Instructions;
 use crate::workload::tunnel::setup::{SetupCell, SetupKind, SetupSample};
 
 /// One engine's set-up with its statistics.
@@ -37,6 +38,37 @@ pub struct SetupRow {
     pub messages_to_initiator: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<Timed<SetupSample>>,
+    /// Counted under valgrind (`--measure instructions`): instructions per
+    /// set-up of each side, or why not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<SetupInstructions>,
+}
+
+/// A set-up's counted instructions.
+#[derive(Debug, Clone, Serialize)]
+pub struct SetupInstructions {
+    pub status: CellStatus,
+    pub reason: Option<String>,
+    pub initiator: Option<Summary>,
+    pub responder: Option<Summary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<Timed<Instructions>>,
+}
+
+/// The instructions of a counted set-up, summarised.
+fn instructions_of(counted: &Outcome<Instructions>) -> SetupInstructions {
+    let samples = counted.samples();
+    let summary = |side: fn(&Instructions) -> u64| {
+        let values: Vec<f64> = samples.iter().map(|s| side(&s.value) as f64).collect();
+        stats::summarize(&values)
+    };
+    SetupInstructions {
+        status: counted.status(),
+        reason: counted.reason().map(str::to_string),
+        initiator: summary(|i| i.client),
+        responder: summary(|i| i.server),
+        samples: samples.to_vec(),
+    }
 }
 
 /// Summarises one field of every sample.
@@ -79,6 +111,7 @@ pub fn rows(cells: &[SetupCell]) -> Vec<SetupRow> {
                 messages_to_responder: median(|s| s.messages_to_responder),
                 messages_to_initiator: median(|s| s.messages_to_initiator),
                 samples: samples.to_vec(),
+                instructions: cell.counted.as_ref().map(instructions_of),
             }
         })
         .collect()
@@ -119,6 +152,25 @@ pub fn table(rows: &[SetupRow]) -> Option<Table> {
     .priorities(&[0, 0, 0, 0, 1, 1, 1, 2, 1, 0])
     .mark(&[9], ColumnKind::Notes)
     .titled("Connection set-up (per tunnel: median ±95% CI; → is initiator to responder)");
+    let counted = rows.iter().any(|row| row.instructions.is_some());
+    if counted {
+        // After the samples, before the notes: the counts per side.
+        for (at, header) in [
+            (9, "initiator instructions"),
+            (10, "responder instructions"),
+        ] {
+            table.headers.insert(at, header.to_string());
+            table.numeric.insert(at, true);
+            table.priority.insert(at, 0);
+            table.kinds.insert(at, ColumnKind::Value);
+        }
+    }
+    let count = |summary: &Option<Summary>| {
+        summary
+            .as_ref()
+            .map(|s| format!("{:.0}", s.median))
+            .unwrap_or_else(dash)
+    };
     for row in rows {
         let mut notes = Vec::new();
         match row.status {
@@ -133,7 +185,10 @@ pub fn table(rows: &[SetupRow]) -> Option<Table> {
                 row.reason.as_deref().unwrap_or_default()
             )),
         }
-        table.rows.push(vec![
+        if let Some(reason) = row.instructions.as_ref().and_then(|i| i.reason.as_deref()) {
+            notes.push(format!("not counted: {reason}"));
+        }
+        let mut cells = vec![
             row.engine.id().to_string(),
             row.kind.id().to_string(),
             row.initiator_cpu_us
@@ -155,12 +210,25 @@ pub fn table(rows: &[SetupRow]) -> Option<Table> {
                 _ => dash(),
             },
             row.sample_count.to_string(),
-            notes.join("; "),
-        ]);
+        ];
+        if counted {
+            let (initiator, responder) = match &row.instructions {
+                Some(i) => (count(&i.initiator), count(&i.responder)),
+                None => (dash(), dash()),
+            };
+            cells.extend([initiator, responder]);
+        }
+        cells.push(notes.join("; "));
+        table.rows.push(cells);
     }
     table.notes.push(
         "The initiator is WireGuard's handshake initiator, OpenVPN's TLS client, or namespace A for a static key. connect: a new tunnel — in process, the handshake's calls on the thread's CPU clock; for OpenVPN, each openvpn process's whole CPU from exec to ready (/proc/PID/schedstat), start-up included (openvpn, with a static key and no handshake, is that start-up). renegotiate: the processes' CPU across one renegotiation of a running tunnel, the handshake without the start-up.".to_string(),
     );
+    if counted {
+        table.notes.push(
+            "Instructions: per set-up and side, counted under valgrind (the median of the samples), in process only.".to_string(),
+        );
+    }
     Some(table)
 }
 
@@ -191,6 +259,7 @@ mod tests {
                     samples: vec![sample(0, 100_000), sample(1, 120_000), sample(2, 110_000)],
                     precise: true,
                 },
+                counted: None,
             },
             SetupCell {
                 engine: EngineId::Inprocess,
@@ -199,6 +268,7 @@ mod tests {
                 outcome: Outcome::Unsupported {
                     reason: "no control channel".into(),
                 },
+                counted: None,
             },
         ];
         let rows = rows(&cells);
@@ -214,5 +284,26 @@ mod tests {
         assert_eq!(table.rows[1][2], "—");
         assert!(table.rows[1][9].contains("unsupported: no control channel"));
         assert!(super::table(&[]).is_none());
+
+        // Counted: two more columns before the notes.
+        let counted = SetupCell {
+            counted: Some(Outcome::Measured {
+                samples: vec![Timed {
+                    round: 0,
+                    value: Instructions {
+                        client: 1_500_000,
+                        server: 1_400_000,
+                    },
+                }],
+                precise: true,
+            }),
+            ..cells[0].clone()
+        };
+        let table = super::table(&super::rows(&[counted])).unwrap();
+        assert_eq!(table.headers[9], "initiator instructions");
+        assert_eq!(table.rows[0][9], "1500000");
+        assert_eq!(table.rows[0][10], "1400000");
+        assert_eq!(table.headers[11], "notes");
+        assert_eq!(table.headers.len(), table.rows[0].len());
     }
 }

@@ -430,7 +430,8 @@ CREATE TABLE tunnel_count_samples (
 -- one cell per engine, kind (a new tunnel, a renegotiation) and run,
 -- what a sample covers, and each sample's
 -- CPU per side (the initiator's, the responder's), wall time, and bytes
--- and messages each way.
+-- and messages each way; counted set-ups: how counting ended and each
+-- sample's instructions (sender: the initiator, receiver: the responder).
 CREATE TABLE tunnel_setup_cells (
     id INTEGER PRIMARY KEY,
     run_id INTEGER NOT NULL REFERENCES runs (id),
@@ -441,6 +442,9 @@ CREATE TABLE tunnel_setup_cells (
     precise INTEGER,
     covers TEXT NOT NULL,
     sample_count INTEGER NOT NULL,
+    counted_status TEXT CHECK (counted_status IN ('measured', 'unsupported', 'failed')),
+    counted_reason TEXT,
+    counted_precise INTEGER,
     finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
     UNIQUE (run_id, engine, kind)
 );
@@ -455,6 +459,13 @@ CREATE TABLE tunnel_setup_samples (
     bytes_to_initiator INTEGER NOT NULL,
     messages_to_responder INTEGER NOT NULL,
     messages_to_initiator INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE tunnel_setup_count_samples (
+    cell_id INTEGER NOT NULL REFERENCES tunnel_setup_cells (id),
+    seq INTEGER NOT NULL,
+    sender INTEGER NOT NULL,
+    receiver INTEGER NOT NULL,
     PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
 "#;

@@ -129,6 +129,26 @@ pub trait TunnelEngine: Sync {
         &[SetupKind::Connect]
     }
 
+    /// Why the engine's set-up cannot be counted under valgrind
+    /// (`tunnel --setup --measure instructions`), if it cannot (the default).
+    fn setup_uncountable(&self) -> Option<&'static str> {
+        Some("this engine's set-up is not counted under valgrind")
+    }
+
+    /// Readies the counting of the engine's set-up (a new tunnel), inside
+    /// the counted child: each call of the sample is one set-up, the
+    /// initiator's steps between the client's turns
+    /// ([`crate::backend::turns`]), the responder's between the server's.
+    /// Only asked of engines whose [`Self::setup_uncountable`] is `None`.
+    fn prepare_counted_setup(&self) -> Result<CountedSample, SetupOutcome> {
+        Err(crate::measure::Outcome::Unsupported {
+            reason: self
+                .setup_uncountable()
+                .unwrap_or("this engine's set-up cannot be counted")
+                .to_string(),
+        })
+    }
+
     /// Readies the measurement of one kind of the engine's connection
     /// set-up (`tunnel --setup`, asked only for its [`Self::setup_kinds`]):
     /// each call of the probe establishes one (a fresh tunnel, or a new

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 
 use super::engine::{EngineOptions, EngineRig, TunnelEngine};
 use super::openvpn_setup;
-use super::openvpn_tunnel::{self as tunnel, End, Keying};
+use super::openvpn_tunnel::{self as tunnel, End, Keying, SETUP_UNCOUNTABLE};
 use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use crate::backend::LibraryInfo;
 use crate::scenario::tunnel::{
@@ -58,6 +58,10 @@ impl TunnelEngine for OpenvpnEngine {
     fn interleaves_rows(&self) -> bool {
         // Each row needs its own tunnel up.
         false
+    }
+
+    fn setup_uncountable(&self) -> Option<&'static str> {
+        Some(SETUP_UNCOUNTABLE)
     }
 
     fn start(&self, options: &EngineOptions) -> Result<Box<dyn EngineRig>> {

@@ -36,6 +36,9 @@ const OPENVPN_PORT: u16 = 1194;
 /// How long a tunnel may take to come up.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Why OpenVPN's set-up cannot be counted under valgrind.
+pub(super) const SETUP_UNCOUNTABLE: &str = "OpenVPN's set-up runs in two openvpn processes, which tlslab cannot count per side under valgrind; WireGuard's in-process set-up is counted";
+
 /// Why OpenVPN rows cannot be counted under valgrind.
 pub(super) const UNCOUNTABLE: &str = "OpenVPN's work runs in its own processes (two openvpn daemons and the kernel between network namespaces), which tlslab cannot count per side under valgrind; the inprocess engine's rows are counted";
 

@@ -12,6 +12,8 @@ use serde::Serialize;
 
 use crate::measure::{Outcome, Probe, Sampled, Timed};
 use crate::scenario::tunnel::EngineId;
+// The file, not `counted` itself: the counted child imports this module.
+use crate::workload::counted::values::Instructions;
 
 /// Which set-up a sample is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -97,6 +99,11 @@ pub struct SetupCell {
     /// What one sample covers (empty when the engine has none).
     pub covers: String,
     pub outcome: SetupOutcome,
+    /// Instructions per set-up, counted under valgrind (`--measure
+    /// instructions`): the initiator's as the client's, the responder's as
+    /// the server's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counted: Option<Outcome<Instructions>>,
 }
 
 impl SetupCell {

@@ -128,6 +128,14 @@ impl TunnelEngine for WireguardEngine {
         Ok(Box::new(WireguardRig))
     }
 
+    fn setup_uncountable(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn prepare_counted_setup(&self) -> Result<CountedSample, SetupOutcome> {
+        setup::prepare_counted()
+    }
+
     /// One Noise IK handshake and a first data packet between fresh peers,
     /// in process ([`setup`]).
     fn prepare_setup<'a>(

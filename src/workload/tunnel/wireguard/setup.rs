@@ -8,7 +8,8 @@
 //! ephemeral keys are made inside those calls, as every handshake makes
 //! them; the static keys and each peer's precomputed static-static
 //! Diffie-Hellman (`Tunn::new`) are made beforehand, untimed, as a
-//! configured peer has them before it connects.
+//! configured peer has them before it connects. Under valgrind
+//! (`--measure instructions`) the same steps are counted per side.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -21,6 +22,7 @@ use crate::backend::thread_cpu_ns;
 use crate::backend::turns::{side_begins, side_ends, Turn};
 use crate::measure::Outcome;
 use crate::scenario::tunnel::Payload;
+use crate::workload::tunnel::engine::CountedSample;
 use crate::workload::tunnel::setup::{SetupOutcome, SetupProbe, SetupSample};
 
 /// What one WireGuard set-up sample covers, for the table's notes.
@@ -149,6 +151,19 @@ pub(super) fn establish(
         messages_to_responder: 3,
         messages_to_initiator: 1,
     })
+}
+
+/// The counted set-up: fresh peers per sample (outside the turns, so not
+/// counted), then [`establish`], after one uncounted set-up.
+pub(super) fn prepare_counted() -> Result<CountedSample, SetupOutcome> {
+    let set_up = || -> Result<(), String> {
+        let mut peers = Peers::configured().map_err(|e| format!("{e:#}"))?;
+        establish(&mut peers, None)
+            .map(drop)
+            .map_err(|e| format!("{e:#}"))
+    };
+    set_up().map_err(|reason| Outcome::Failed { reason })?;
+    Ok(Box::new(set_up))
 }
 
 /// The set-up probe: fresh peers per sample (untimed), then [`establish`].
