@@ -222,3 +222,59 @@ fn every_engines_set_up_is_measured_or_says_why() {
         }
     }
 }
+
+/// Under valgrind (`--measure instructions`) WireGuard's set-up is
+/// counted per side, the same count every sample, stored and shown again
+/// by `report`.
+#[test]
+fn wireguards_set_up_is_counted_per_side_under_valgrind() {
+    if crate::counted::skip_without_valgrind("wireguards_set_up_is_counted_per_side_under_valgrind")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let json_path = dir.path().join("out.json");
+    let run = tlslab(&[
+        "tunnel",
+        "--engine",
+        "wireguard",
+        "--cipher",
+        "chacha20-poly1305",
+        "--no-baseline-row",
+        "--setup",
+        "--measure",
+        "time,instructions",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "-q",
+        "--db",
+        db.to_str().unwrap(),
+        "--export-json",
+        json_path.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let counted = &setup_row(&json, "wireguard", "connect")["instructions"];
+    assert_eq!(counted["status"], "measured", "{counted}");
+    let samples = counted["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2, "{counted}");
+    for side in ["client", "server"] {
+        let first = samples[0][side].as_f64().unwrap();
+        // Four X25519 operations and more: well over a million.
+        assert!(first > 1e6, "{side}: {counted}");
+        let second = samples[1][side].as_f64().unwrap();
+        assert!((first - second).abs() / first < 1e-3, "{side}: {counted}");
+    }
+    let shown = tlslab(&["report", "--db", db.to_str().unwrap()]);
+    shown.expect_code(0);
+    let median = counted["initiator"]["median"].as_f64().unwrap();
+    let text = shown.stdout();
+    assert!(
+        has_row(&text, &["wireguard", "connect", &format!("{median:.0}")]),
+        "{text}"
+    );
+}
