@@ -4,7 +4,8 @@
 //! each) one row at a time; with `--measure instructions` the rows of
 //! countable engines counted under valgrind (the others say why they
 //! cannot be); each cell stored as it finishes; the five-table report and
-//! the counted table.
+//! the counted table; with `--setup`, each engine's connection set-up
+//! ([`super::tunnel_setup`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -30,6 +31,7 @@ use crate::scenario::Shard;
 use crate::scenario::{distinct, Measure};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
+use crate::workload::tunnel::setup::SetupCell;
 use crate::workload::tunnel::{
     counted_packets, CountedTransfer, EngineOptions, EngineRig, TunnelCell, TunnelEngine,
     TunnelOutcome, TunnelSample,
@@ -144,6 +146,10 @@ pub(crate) struct TunnelStudy {
     count_options: CountOptions,
     /// What does the work of each engine that runs (the preflights' answers).
     libraries: Vec<LibraryInfo>,
+    /// Whether each engine's connection set-up is measured (`--setup`).
+    setup: bool,
+    /// The engines' set-up cells, once measured.
+    setups: Vec<SetupCell>,
 }
 
 impl Study for TunnelStudy {
@@ -202,6 +208,8 @@ impl Study for TunnelStudy {
             valgrind,
             count_options: args.sampling.count_options(false),
             libraries,
+            setup: args.setup,
+            setups: Vec::new(),
         }))
     }
 
@@ -266,12 +274,21 @@ impl Study for TunnelStudy {
                 .collect();
             count_rows(&planned, &self.count_options, session, &mut cells)?;
         }
+        if self.setup && !session.interrupted() {
+            let count = self
+                .measures
+                .contains(&Measure::Instructions)
+                .then_some(&self.count_options);
+            self.setups =
+                super::tunnel_setup::measure_setups(&self.engines, &self.sampling, count, session)?;
+        }
         Ok(cells)
     }
 
     fn document(&self, run: &RunView<'_>, cells: &[TunnelCell]) -> Result<Document> {
         Ok(build_report(
             cells,
+            &self.setups,
             self.baseline.clone(),
             run.run_id,
             run.complete,
@@ -294,8 +311,10 @@ impl Study for TunnelStudy {
     ) -> Result<Document> {
         let sampling = super::session::stored_sampling(&run.options_json);
         let cells = store.load_tunnel_cells(run.id)?;
+        let setups = store.load_tunnel_setups(run.id)?;
         Ok(build_report(
             &cells,
+            &setups,
             baseline.or(sampling.baseline),
             Some(run.id),
             run.status.is_complete(),
@@ -553,6 +572,7 @@ fn sample_row_by_row(
 #[allow(clippy::too_many_arguments)]
 fn build_report(
     cells: &[TunnelCell],
+    setups: &[SetupCell],
     baseline: Option<String>,
     run_id: Option<i64>,
     complete: bool,
@@ -577,6 +597,7 @@ fn build_report(
         baselines: tables.baselines,
         rows: tables.rows,
         valgrind,
+        setup: tunnel_report::setup_rows(setups),
     }
 }
 
@@ -591,8 +612,17 @@ pub(crate) fn combined_document(
     seed: Option<u64>,
     valgrind: Option<String>,
 ) -> Document {
+    // The shards' set-up cells are not gathered: each shard's report has its own.
     build_report(
-        cells, baseline, None, complete, host, libraries, seed, valgrind,
+        cells,
+        &[],
+        baseline,
+        None,
+        complete,
+        host,
+        libraries,
+        seed,
+        valgrind,
     )
     .document()
 }

@@ -20,6 +20,8 @@ use crate::scenario::Measure;
       --digest sha1   (as root, with openvpn installed)
   tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc \\
       --digest sha256 --measure time,instructions
+  tlslab tunnel --engine wireguard,openvpn,openvpn-tls --cipher aes-128-gcm \\
+      --setup   (connection set-up per engine; as root for the openvpn ones)
 
 Sampling defaults: --precision 1% --max-time 1 --min-samples 10 --warmup 0.1;
 with --preset openvpn-classic: 2%, 0.4, 20 and 0.02, and --max-total-time 50
@@ -58,8 +60,10 @@ pub struct TunnelArgs {
     /// Engines: inprocess (OpenVPN's data channel, both ends in this
     /// process), wireguard (WireGuard's, boringtun's peers in this process;
     /// ChaCha20-Poly1305 only), openvpn (a real OpenVPN static-key tunnel
-    /// between network namespaces; root only), wireguard-go (a real
-    /// userspace WireGuard tunnel between network namespaces; root only).
+    /// between network namespaces; root only), openvpn-tls (the same in TLS
+    /// mode: certificates, the data cipher negotiated; root only),
+    /// wireguard-go (a real userspace WireGuard tunnel between network
+    /// namespaces; root only).
     #[arg(
         long,
         value_name = "LIST",
@@ -72,6 +76,15 @@ pub struct TunnelArgs {
     /// carries each way, in megabytes (10^6 bytes).
     #[arg(long, value_name = "MB", default_value_t = 16.0)]
     pub transfer_mb: f64,
+
+    /// Also measure what establishing a tunnel costs, per engine: each
+    /// side's CPU, wall time, and bytes and messages each way (wireguard:
+    /// its handshake in process; openvpn-tls: both processes from start to
+    /// ready, TLS handshake included; openvpn: the same without a
+    /// handshake, for comparison; inprocess says why it has none). Sampled
+    /// one engine at a time with the sampling options of the rows.
+    #[arg(long)]
+    pub setup: bool,
 
     /// Leave out the no-tunnel baseline row.
     #[arg(long)]

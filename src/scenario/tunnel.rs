@@ -25,6 +25,9 @@ pub enum EngineId {
     Inprocess,
     /// A real OpenVPN static-key tunnel between two network namespaces.
     Openvpn,
+    /// A real OpenVPN tunnel in TLS mode (certificates, negotiated data
+    /// cipher) between two network namespaces.
+    OpenvpnTls,
     /// Both WireGuard peers (boringtun) in this process, over memory buffers.
     Wireguard,
     /// A real userspace WireGuard tunnel (wireguard-go) between two network
@@ -40,6 +43,7 @@ impl Named for EngineId {
     const ALL: &'static [Self] = &[
         EngineId::Inprocess,
         EngineId::Openvpn,
+        EngineId::OpenvpnTls,
         EngineId::Wireguard,
         EngineId::WireguardGo,
     ];
@@ -48,6 +52,7 @@ impl Named for EngineId {
         match self {
             EngineId::Inprocess => "inprocess",
             EngineId::Openvpn => "openvpn",
+            EngineId::OpenvpnTls => "openvpn-tls",
             EngineId::Wireguard => "wireguard",
             EngineId::WireguardGo => "wireguard-go",
         }
@@ -57,6 +62,7 @@ impl Named for EngineId {
         match self {
             EngineId::Inprocess => &["in-process", "memory"],
             EngineId::Openvpn => &["real"],
+            EngineId::OpenvpnTls => &["openvpn-tls-mode"],
             EngineId::Wireguard => &[],
             EngineId::WireguardGo => &[],
         }

@@ -39,6 +39,10 @@ const CELL_TABLES: &[(&str, &[&str])] = &[
         &["bulk_samples", "bulk_counts", "bulk_count_samples"],
     ),
     ("capacity_cells", &["capacity_steps"]),
+    (
+        "tunnel_setup_cells",
+        &["tunnel_setup_samples", "tunnel_setup_count_samples"],
+    ),
 ];
 
 /// The tables of scenarios, keyed by their stable label.

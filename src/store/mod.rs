@@ -21,6 +21,7 @@ mod provenance;
 mod schema;
 mod speed;
 mod tunnel;
+mod tunnel_setup;
 mod wire;
 
 pub use kind::{RunKind, RunStatus};

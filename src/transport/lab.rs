@@ -44,6 +44,30 @@ pub const WRITE_CHUNK_BYTES: usize = 64 * 1024;
 pub struct Lab {
     a: Namespace,
     b: Namespace,
+    /// Namespace A's end of the veth pair.
+    veth_a: String,
+}
+
+/// What crossed namespace A's end of the link, from its `/proc/net/dev`:
+/// sent is from A to B, received from B to A (frames with their headers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkCounters {
+    pub sent_bytes: u64,
+    pub sent_frames: u64,
+    pub received_bytes: u64,
+    pub received_frames: u64,
+}
+
+impl LinkCounters {
+    /// What crossed the link since `earlier`.
+    pub fn since(&self, earlier: &LinkCounters) -> LinkCounters {
+        LinkCounters {
+            sent_bytes: self.sent_bytes.saturating_sub(earlier.sent_bytes),
+            sent_frames: self.sent_frames.saturating_sub(earlier.sent_frames),
+            received_bytes: self.received_bytes.saturating_sub(earlier.received_bytes),
+            received_frames: self.received_frames.saturating_sub(earlier.received_frames),
+        }
+    }
 }
 
 impl Lab {
@@ -52,13 +76,14 @@ impl Lab {
         if let Some(missing) = super::netns::missing() {
             bail!("the namespaces cannot be built; missing: {missing}");
         }
-        let lab = Self {
-            a: Namespace::new()?,
-            b: Namespace::new()?,
-        };
         // tlslab's PID in the names: `ip link` inside says whose they are.
         let pid = std::process::id();
         let (veth_a, veth_b) = (format!("tlsa{pid}"), format!("tlsb{pid}"));
+        let lab = Self {
+            a: Namespace::new()?,
+            b: Namespace::new()?,
+            veth_a: veth_a.clone(),
+        };
         lab.a.ip(&[
             "link",
             "add",
@@ -87,6 +112,50 @@ impl Lab {
     /// Namespace B (address [`LINK_B`]).
     pub fn b(&self) -> &Namespace {
         &self.b
+    }
+
+    /// What has crossed the link so far, counted at A's end.
+    pub fn link_counters(&self) -> Result<LinkCounters> {
+        let device = format!("{}:", self.veth_a);
+        let table = self
+            .a
+            .run(|| Ok(std::fs::read_to_string("/proc/thread-self/net/dev")?))?;
+        let line = table
+            .lines()
+            .find(|line| line.trim_start().starts_with(&device))
+            .with_context(|| format!("{} is not in namespace A's /proc/net/dev", self.veth_a))?;
+        // receive: bytes packets errs drop fifo frame compressed multicast;
+        // transmit: bytes packets ...
+        let fields: Vec<u64> = line
+            .trim_start()
+            .trim_start_matches(&device)
+            .split_whitespace()
+            .map(|field| field.parse().unwrap_or(0))
+            .collect();
+        if fields.len() < 10 {
+            bail!("unreadable /proc/net/dev line: {line}");
+        }
+        Ok(LinkCounters {
+            received_bytes: fields[0],
+            received_frames: fields[1],
+            sent_bytes: fields[8],
+            sent_frames: fields[9],
+        })
+    }
+
+    /// Turns IPv6 off in both namespaces, so the link carries nothing of
+    /// its own (router solicitations, duplicate address detection) beside
+    /// what is measured on it.
+    pub fn without_ipv6(&self) -> Result<()> {
+        for namespace in [&self.a, &self.b] {
+            namespace.run(|| {
+                for scope in ["all", "default"] {
+                    std::fs::write(format!("/proc/sys/net/ipv6/conf/{scope}/disable_ipv6"), "1")?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
     }
 }
 

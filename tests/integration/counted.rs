@@ -22,7 +22,7 @@ fn json_of(path: &Path) -> serde_json::Value {
 }
 
 /// Skips (or, in CI, fails) without valgrind.
-fn skip_without_valgrind(test: &str) -> bool {
+pub(crate) fn skip_without_valgrind(test: &str) -> bool {
     let missing = Command::new("valgrind")
         .arg("--version")
         .output()

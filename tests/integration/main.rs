@@ -30,5 +30,6 @@ mod tables;
 mod target;
 mod transports;
 mod tunnel;
+mod tunnel_setup;
 mod util;
 mod wire;

@@ -273,7 +273,7 @@ fn processes_in(namespaces: &[String]) -> Vec<u32> {
 }
 
 /// Issue 18 item 2, issues 23 and 25: kill -9 during a tunnel through a
-/// real engine (OpenVPN, wireguard-go) leaves no daemon running and no
+/// real engine (OpenVPN with a static key and in TLS mode, wireguard-go) leaves no daemon running and no
 /// namespace (they have no names: nothing holds them once tlslab and its
 /// daemons are gone; the tunnels' interfaces are inside them), and the
 /// next run removes the killed run's key directory and the control
@@ -288,6 +288,13 @@ fn kill_9_leaves_no_tunnel_daemon_and_no_namespace() {
             "openvpn",
             "aes-128-cbc",
             "sha1",
+            "tlslab-openvpn-",
+        ),
+        (
+            EngineId::OpenvpnTls,
+            "openvpn",
+            "aes-128-gcm",
+            "none",
             "tlslab-openvpn-",
         ),
         (

@@ -92,7 +92,8 @@ fn report_compare_and_recommend_read_an_older_database_without_changing_it() {
     let db = dir.path().join("old.sqlite");
     mock_run(&db);
     // The layout of schema version 9: before runs recorded their baseline
-    // (10), and before tunnel counts and bulk counts' own bytes (11).
+    // (10), before tunnel counts and bulk counts' own bytes (11), and
+    // before tunnel set-ups (12).
     Connection::open(&db)
         .unwrap()
         .execute_batch(
@@ -100,6 +101,9 @@ fn report_compare_and_recommend_read_an_older_database_without_changing_it() {
              ALTER TABLE bulk_counts DROP COLUMN sample_bytes;
              DROP TABLE tunnel_count_samples;
              DROP TABLE tunnel_counts;
+             DROP TABLE tunnel_setup_count_samples;
+             DROP TABLE tunnel_setup_samples;
+             DROP TABLE tunnel_setup_cells;
              PRAGMA user_version = 9;",
         )
         .unwrap();

@@ -150,7 +150,7 @@ pub(crate) fn runnable_engines(test: &str) -> Vec<&'static dyn TunnelEngine> {
 /// Runs tlslab with its temporary directory in `tmp`, so what it leaves
 /// there, and the processes that name it, are this run's alone; returns
 /// the run and its PID (which names its WireGuard sockets).
-fn tlslab_in(tmp: &Path, args: &[&str]) -> (Run, u32) {
+pub(crate) fn tlslab_in(tmp: &Path, args: &[&str]) -> (Run, u32) {
     let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
         .args(args)
         .env_remove("COLUMNS")
@@ -188,7 +188,7 @@ pub(crate) fn wireguard_sockets_of(pid: u32) -> Vec<String> {
 /// Asserts that a finished run (PID `pid`) whose temporary directory was
 /// `tmp` left nothing behind: no process naming it (an engine's daemon),
 /// no scratch file or directory in it, no WireGuard control socket.
-fn assert_nothing_left(tmp: &Path, pid: u32, engine: &str) {
+pub(crate) fn assert_nothing_left(tmp: &Path, pid: u32, engine: &str) {
     assert_eq!(
         wireguard_sockets_of(pid),
         Vec::<String>::new(),

@@ -253,6 +253,7 @@ mod tests {
         assert!((counted.ratio_to_baseline.unwrap() - 40.3 / 2.0).abs() < 1e-9);
         assert!((counted.spread.unwrap() - 0.6 / 40.3).abs() < 1e-9);
         let report = TunnelReport {
+            setup: Vec::new(),
             tool_version: String::new(),
             run_id: None,
             complete: true,

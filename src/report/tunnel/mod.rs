@@ -1,7 +1,9 @@
 //! Tunnel reports: rows with throughput statistics per direction, and the
 //! five tables of the classic OpenVPN study (effect of compression, ciphers
 //! and digests normalised to the fastest, the full ranking, the no-tunnel
-//! baseline), as a terminal table, Markdown, CSV or JSON.
+//! baseline), as a terminal table, Markdown, CSV or JSON; and the
+//! engines' connection set-up ([`setup`]; not in the CSV, whose records
+//! are the rows).
 
 use std::collections::BTreeMap;
 
@@ -12,6 +14,7 @@ use super::Document;
 mod axes;
 mod counted;
 mod csv;
+mod setup;
 mod text;
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
@@ -22,6 +25,7 @@ use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::tunnel::{TunnelCell, TunnelSample};
 pub(crate) use axes::{axis_cells, AXIS_HEADERS};
 pub use counted::TunnelCounted;
+pub use setup::{rows as setup_rows, SetupRow};
 
 /// One row: a cell with its statistics. Throughput is payload megabytes
 /// (10^6 bytes) per second.
@@ -132,6 +136,9 @@ pub struct TunnelReport {
     /// The valgrind that counted instructions, if any did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub valgrind: Option<String>,
+    /// Each engine's connection set-up (`--setup`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<SetupRow>,
 }
 
 fn summarize_by(
@@ -520,7 +527,10 @@ impl TunnelReport {
         }
         Document {
             heading: super::heading(&self.host, &self.libraries),
-            tables: text::tables(self),
+            tables: text::tables(self)
+                .into_iter()
+                .chain(setup::table(&self.setup))
+                .collect(),
             records: csv::records(self),
             data,
             footer: super::run_notes(self.drift.as_ref(), None, self.complete),

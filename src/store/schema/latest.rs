@@ -426,4 +426,46 @@ CREATE TABLE tunnel_count_samples (
     receiver INTEGER NOT NULL,
     PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
+-- Version 12: the connection set-up of tunnel engines (`tunnel --setup`):
+-- one cell per engine, kind (a new tunnel, a renegotiation) and run,
+-- what a sample covers, and each sample's
+-- CPU per side (the initiator's, the responder's), wall time, and bytes
+-- and messages each way; counted set-ups: how counting ended and each
+-- sample's instructions (sender: the initiator, receiver: the responder).
+CREATE TABLE tunnel_setup_cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    engine TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('connect', 'renegotiate')),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    covers TEXT NOT NULL,
+    sample_count INTEGER NOT NULL,
+    counted_status TEXT CHECK (counted_status IN ('measured', 'unsupported', 'failed')),
+    counted_reason TEXT,
+    counted_precise INTEGER,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, engine, kind)
+);
+CREATE TABLE tunnel_setup_samples (
+    cell_id INTEGER NOT NULL REFERENCES tunnel_setup_cells (id),
+    seq INTEGER NOT NULL,
+    round INTEGER NOT NULL,
+    initiator_cpu_ns INTEGER NOT NULL,
+    responder_cpu_ns INTEGER NOT NULL,
+    wall_ns INTEGER NOT NULL,
+    bytes_to_responder INTEGER NOT NULL,
+    bytes_to_initiator INTEGER NOT NULL,
+    messages_to_responder INTEGER NOT NULL,
+    messages_to_initiator INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE tunnel_setup_count_samples (
+    cell_id INTEGER NOT NULL REFERENCES tunnel_setup_cells (id),
+    seq INTEGER NOT NULL,
+    sender INTEGER NOT NULL,
+    receiver INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
 "#;

@@ -18,6 +18,7 @@ pub(super) const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_8_TO_9],
     &[VERSION_9_TO_10],
     &[VERSION_10_TO_11],
+    &[VERSION_11_TO_12],
 ];
 
 /// Version 0: the schema as it landed, before `user_version` was set.
@@ -450,6 +451,46 @@ CREATE TABLE tunnel_counts (
 );
 CREATE TABLE tunnel_count_samples (
     cell_id INTEGER NOT NULL REFERENCES tunnel_cells (id),
+    seq INTEGER NOT NULL,
+    sender INTEGER NOT NULL,
+    receiver INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+"#;
+
+/// Version 12: the connection set-up of tunnel engines (`tunnel --setup`).
+const VERSION_11_TO_12: &str = r#"
+CREATE TABLE tunnel_setup_cells (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs (id),
+    engine TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('connect', 'renegotiate')),
+    status TEXT NOT NULL CHECK (status IN ('measured', 'unsupported', 'failed')),
+    reason TEXT,
+    precise INTEGER,
+    covers TEXT NOT NULL,
+    sample_count INTEGER NOT NULL,
+    counted_status TEXT CHECK (counted_status IN ('measured', 'unsupported', 'failed')),
+    counted_reason TEXT,
+    counted_precise INTEGER,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (run_id, engine, kind)
+);
+CREATE TABLE tunnel_setup_samples (
+    cell_id INTEGER NOT NULL REFERENCES tunnel_setup_cells (id),
+    seq INTEGER NOT NULL,
+    round INTEGER NOT NULL,
+    initiator_cpu_ns INTEGER NOT NULL,
+    responder_cpu_ns INTEGER NOT NULL,
+    wall_ns INTEGER NOT NULL,
+    bytes_to_responder INTEGER NOT NULL,
+    bytes_to_initiator INTEGER NOT NULL,
+    messages_to_responder INTEGER NOT NULL,
+    messages_to_initiator INTEGER NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE tunnel_setup_count_samples (
+    cell_id INTEGER NOT NULL REFERENCES tunnel_setup_cells (id),
     seq INTEGER NOT NULL,
     sender INTEGER NOT NULL,
     receiver INTEGER NOT NULL,

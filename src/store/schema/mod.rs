@@ -16,7 +16,7 @@ use migrations::MIGRATIONS;
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// The columns of tlslab's `runs` table as version 0 made it. No migration
 /// has changed them, and no other tool's table is likely to have exactly

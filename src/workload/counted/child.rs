@@ -101,6 +101,13 @@ fn prepare(
                 .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
             Ok((sample, None))
         }
+        Work::TunnelSetup { engine } => {
+            let sample = engine
+                .open()
+                .prepare_counted_setup()
+                .map_err(|o| ended(o.status(), o.reason().unwrap_or_default().to_string()))?;
+            Ok((sample, None))
+        }
         Work::Speed { row, operations } => {
             let backend = backend.ok_or_else(|| ended(CellStatus::Failed, "no backend".into()))?;
             let primitives = backend.primitives();

@@ -47,7 +47,10 @@ impl Work {
     fn weight(&self) -> f64 {
         match self {
             Work::Handshake { scenario } => weight(scenario),
-            Work::Bulk { .. } | Work::Speed { .. } | Work::Tunnel { .. } => 1.0,
+            Work::Bulk { .. }
+            | Work::Speed { .. }
+            | Work::Tunnel { .. }
+            | Work::TunnelSetup { .. } => 1.0,
         }
     }
 
@@ -58,7 +61,7 @@ impl Work {
             Work::Bulk { row, .. } => crate::scenario::bulk::BulkScenario::from_label(row)
                 .and_then(|s| s.handshake())
                 .map(|h| (h.cert, h.chain_depth)),
-            Work::Speed { .. } | Work::Tunnel { .. } => None,
+            Work::Speed { .. } | Work::Tunnel { .. } | Work::TunnelSetup { .. } => None,
         }
     }
 }

@@ -61,6 +61,10 @@ pub enum Work {
         row: String,
         packets: u64,
     },
+    /// One connection set-up of `engine` (`tunnel --setup`): the
+    /// initiator's steps counted as the client, the responder's as the
+    /// server.
+    TunnelSetup { engine: EngineId },
 }
 
 /// What the child says of one cell.

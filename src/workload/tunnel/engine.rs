@@ -4,7 +4,9 @@
 //! whether its rows can be counted under valgrind and why not, and what
 //! its rows share in one run (an [`EngineRig`]: nothing in process, two
 //! network namespaces and a key for OpenVPN) whose
-//! [`EngineRig::prepare`] readies one row and returns its sample.
+//! [`EngineRig::prepare`] readies one row and returns its sample; and,
+//! optionally, what establishing one of its tunnels costs
+//! ([`TunnelEngine::prepare_setup`], `tunnel --setup`).
 //!
 //! The axes (cipher, digest, compression, payload, packet size) are
 //! OpenVPN's. An engine whose cryptography is fixed (WireGuard:
@@ -18,9 +20,11 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 
+use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{TunnelOutcome, TunnelSample};
 use crate::backend::LibraryInfo;
 use crate::measure::Probe;
+use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, TunnelScenario};
 
 /// What every engine's run is given.
@@ -118,6 +122,52 @@ pub trait TunnelEngine: Sync {
     /// Sets up what the engine's rows share for one run; dropping the rig
     /// removes all of it.
     fn start(&self, options: &EngineOptions) -> Result<Box<dyn EngineRig>>;
+
+    /// The kinds of set-up the engine measures (`tunnel --setup`): a new
+    /// tunnel, and any other it can isolate (a renegotiation).
+    fn setup_kinds(&self) -> &'static [SetupKind] {
+        &[SetupKind::Connect]
+    }
+
+    /// Why the engine's set-up cannot be counted under valgrind
+    /// (`tunnel --setup --measure instructions`), if it cannot (the default).
+    fn setup_uncountable(&self) -> Option<&'static str> {
+        Some("this engine's set-up is not counted under valgrind")
+    }
+
+    /// Readies the counting of the engine's set-up (a new tunnel), inside
+    /// the counted child: each call of the sample is one set-up, the
+    /// initiator's steps between the client's turns
+    /// ([`crate::backend::turns`]), the responder's between the server's.
+    /// Only asked of engines whose [`Self::setup_uncountable`] is `None`.
+    fn prepare_counted_setup(&self) -> Result<CountedSample, SetupOutcome> {
+        Err(crate::measure::Outcome::Unsupported {
+            reason: self
+                .setup_uncountable()
+                .unwrap_or("this engine's set-up cannot be counted")
+                .to_string(),
+        })
+    }
+
+    /// Readies the measurement of one kind of the engine's connection
+    /// set-up (`tunnel --setup`, asked only for its [`Self::setup_kinds`]):
+    /// each call of the probe establishes one (a fresh tunnel, or a new
+    /// handshake on a running one), checks it and returns each side's
+    /// cost; whatever the probe holds (namespaces, processes) goes when it
+    /// is dropped. An engine that cannot measure it answers why (the
+    /// default); `interrupt` is Ctrl-C.
+    fn prepare_setup<'a>(
+        &self,
+        _kind: SetupKind,
+        _interrupt: &'a AtomicBool,
+    ) -> Result<SetupProbe<'a>, SetupOutcome> {
+        Err(crate::measure::Outcome::Unsupported {
+            reason: format!(
+                "the {} engine does not measure its connection set-up",
+                self.id().id()
+            ),
+        })
+    }
 }
 
 /// What one engine's rows share during a run.

@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 
 use super::engine::{CountedSample, EngineOptions, EngineRig, TunnelEngine};
+use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
 use crate::backend::openssl::data_channel::{self, Receiver, Sender};
 use crate::backend::LibraryInfo;
@@ -70,6 +71,16 @@ impl TunnelEngine for InprocessEngine {
         // OpenSSL's legacy provider.
         crate::backend::openssl::load_legacy_provider();
         Ok(Box::new(InprocessRig))
+    }
+
+    fn prepare_setup<'a>(
+        &self,
+        _kind: SetupKind,
+        _interrupt: &'a AtomicBool,
+    ) -> Result<SetupProbe<'a>, SetupOutcome> {
+        Err(Outcome::Unsupported {
+            reason: "no control channel: the in-process engine runs OpenVPN's data channel only, its keys set directly (the openvpn-tls engine measures OpenVPN's TLS handshake)".to_string(),
+        })
     }
 }
 

@@ -3,15 +3,22 @@
 //! [`EngineId::open`]). An engine is a module here plus its line in the
 //! registry (and its name in [`EngineId`]): the in-process data channel
 //! ([`inprocess`]), real OpenVPN tunnels between network namespaces
-//! ([`openvpn`]), both WireGuard peers in process ([`wireguard`]) and real
-//! wireguard-go tunnels between network namespaces ([`wireguard_go`]); a
-//! real tunnel's sample is [`transfer`]'s. `tlslab tunnel` (`app::tunnel`)
-//! runs every engine through the trait; the tests run their shared suite
-//! over the registry.
+//! ([`openvpn`]), the same in OpenVPN's TLS mode ([`openvpn_tls`]; what
+//! the two share is [`openvpn_tunnel`], their set-ups [`openvpn_setup`]),
+//! both WireGuard peers in process ([`wireguard`]) and real wireguard-go
+//! tunnels between network namespaces ([`wireguard_go`]); a real tunnel's
+//! sample is [`transfer`]'s, and what a connection's set-up costs is each
+//! engine's too ([`setup`]). `tlslab tunnel` (`app::tunnel`) runs every
+//! engine through the trait; the tests run their shared suite over the
+//! registry.
 
 pub mod engine;
 pub mod inprocess;
 pub mod openvpn;
+mod openvpn_setup;
+pub mod openvpn_tls;
+mod openvpn_tunnel;
+pub mod setup;
 pub mod transfer;
 pub mod wireguard;
 pub mod wireguard_go;
@@ -33,6 +40,7 @@ use crate::workload::counted::values::Instructions;
 pub static ENGINES: &[&dyn TunnelEngine] = &[
     &inprocess::InprocessEngine,
     &openvpn::OpenvpnEngine,
+    &openvpn_tls::OpenvpnTlsEngine,
     &wireguard::WireguardEngine,
     &wireguard_go::WireguardGoEngine,
 ];

@@ -1,14 +1,16 @@
 //! The WireGuard engine: both peers of a WireGuard tunnel in this process
 //! (boringtun's `noise::Tunn`), their datagrams passed over memory
 //! buffers. A row is readied with one Noise IK handshake (initiation,
-//! response, the initiator's keepalive), never timed; a sample is then a
+//! response, the initiator's keepalive, a first data packet), untimed; a sample is then a
 //! batch of IP packets the initiator encapsulates and the responder
 //! decapsulates, each end's time taken apart and every packet compared
 //! with the one sent. Rows are ready at once and sampled in interleaved
 //! rounds, as the in-process engine's are; under valgrind
 //! (`--measure instructions`) a batch is counted the same way: the
 //! sender's encapsulation as the client's turn, the receiver's
-//! decapsulation as the server's ([`crate::backend::turns`]).
+//! decapsulation as the server's ([`crate::backend::turns`]). The
+//! handshake itself, timed per side, is the engine's connection set-up
+//! ([`setup`], `tunnel --setup`).
 //!
 //! WireGuard's cryptography is fixed: ChaCha20-Poly1305 (ring's, through
 //! boringtun), no HMAC digest, no compression. Every other cell of the
@@ -26,7 +28,10 @@ use boringtun::noise::rate_limiter::RateLimiter;
 use boringtun::noise::{Tunn, TunnResult};
 use boringtun::x25519::{PublicKey, StaticSecret};
 
+mod setup;
+
 use super::engine::{CountedSample, EngineOptions, EngineRig, TunnelEngine};
+use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
 use crate::backend::LibraryInfo;
 use crate::measure::{Outcome, Probe};
@@ -122,6 +127,24 @@ impl TunnelEngine for WireguardEngine {
     fn start(&self, _options: &EngineOptions) -> Result<Box<dyn EngineRig>> {
         Ok(Box::new(WireguardRig))
     }
+
+    fn setup_uncountable(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn prepare_counted_setup(&self) -> Result<CountedSample, SetupOutcome> {
+        setup::prepare_counted()
+    }
+
+    /// One Noise IK handshake and a first data packet between fresh peers,
+    /// in process ([`setup`]).
+    fn prepare_setup<'a>(
+        &self,
+        _kind: SetupKind,
+        interrupt: &'a AtomicBool,
+    ) -> Result<SetupProbe<'a>, SetupOutcome> {
+        setup::prepare(interrupt)
+    }
 }
 
 /// Nothing is shared between WireGuard rows: each has its own two peers.
@@ -172,11 +195,12 @@ struct Peers {
 }
 
 impl Peers {
-    /// Two peers with fresh static keys, their handshake done. Each has a
-    /// rate limiter without a limit: boringtun's default answers with a
-    /// cookie instead of a handshake after 10 handshakes a second, and
-    /// nothing here should depend on how fast rows are readied.
-    fn handshaken() -> Result<Self> {
+    /// Two peers with fresh static keys, configured for each other and
+    /// not yet connected. Each has a rate limiter without a limit:
+    /// boringtun's default answers with a cookie instead of a handshake
+    /// after 10 handshakes a second, and nothing here should depend on how
+    /// fast rows are readied or set-ups sampled.
+    fn configured() -> Result<Self> {
         let (sender_secret, receiver_secret) = (static_secret()?, static_secret()?);
         let sender_public = PublicKey::from(&sender_secret);
         let receiver_public = PublicKey::from(&receiver_secret);
@@ -191,30 +215,18 @@ impl Peers {
                 Some(Arc::new(limiter)),
             )
         };
-        let mut sender = peer(sender_secret, receiver_public, 1);
-        let mut receiver = peer(receiver_secret, sender_public, 2);
+        Ok(Self {
+            sender: peer(sender_secret, receiver_public, 1),
+            receiver: peer(receiver_secret, sender_public, 2),
+        })
+    }
 
-        let mut outgoing = [0u8; MIN_DATAGRAM_BUFFER_BYTES];
-        let mut incoming = [0u8; MIN_DATAGRAM_BUFFER_BYTES];
-        let initiation = match sender.format_handshake_initiation(&mut outgoing, false) {
-            TunnResult::WriteToNetwork(message) => message,
-            other => anyhow::bail!("the initiator's first message: {}", unexpected(other)),
-        };
-        let response = match receiver.decapsulate(None, initiation, &mut incoming) {
-            TunnResult::WriteToNetwork(message) => message,
-            other => anyhow::bail!("the responder's answer: {}", unexpected(other)),
-        };
-        let keepalive = match sender.decapsulate(None, response, &mut outgoing) {
-            TunnResult::WriteToNetwork(message) => message,
-            other => anyhow::bail!("the initiator's keepalive: {}", unexpected(other)),
-        };
-        match receiver.decapsulate(None, keepalive, &mut incoming) {
-            TunnResult::Done => Ok(Self { sender, receiver }),
-            other => anyhow::bail!(
-                "the responder's answer to the keepalive: {}",
-                unexpected(other)
-            ),
-        }
+    /// Two peers with their session established: the set-up
+    /// ([`setup::establish`]), its figures dropped.
+    fn handshaken() -> Result<Self> {
+        let mut peers = Self::configured()?;
+        setup::establish(&mut peers, None)?;
+        Ok(peers)
     }
 }
 
