@@ -1,4 +1,5 @@
-//! The five tables of the classic study as neutral tables.
+//! The five tables of the classic study as neutral tables, and table 6
+//! (engines side by side, [`super::fastest`]) when two engines ran.
 
 use super::axes::{axis_cells, AXIS_HEADERS};
 use super::{median_of, TunnelReport, TunnelRow};
@@ -7,7 +8,7 @@ use crate::scenario::names::Named;
 use crate::scenario::tunnel::EngineId;
 
 /// Throughput with a precision that suits its size.
-fn format_rate(value: f64) -> String {
+pub(super) fn format_rate(value: f64) -> String {
     if value >= 100.0 {
         format!("{value:.0}")
     } else if value >= 10.0 {
@@ -17,7 +18,7 @@ fn format_rate(value: f64) -> String {
     }
 }
 
-fn notes_of(weak: bool, notes: &[&'static str]) -> String {
+pub(super) fn notes_of(weak: bool, notes: &[&'static str]) -> String {
     let mut all: Vec<&str> = Vec::new();
     if weak {
         all.push("WEAK");
@@ -183,6 +184,7 @@ fn timed_tables(report: &TunnelReport) -> Vec<Table> {
         report.baseline.as_deref().unwrap_or("the no-tunnel row of the same payload")
     ));
     tables.push(table);
+    tables.extend(super::fastest::table(&report.versus_fastest));
     tables
 }
 
