@@ -99,9 +99,10 @@ fn matrix_from(args: &TunnelArgs, preset: Option<TunnelPreset>) -> Result<Tunnel
 pub(crate) const PRESET_BUDGET_S: f64 = 50.0;
 
 /// The whole-run budget of `--preset vpn-compare`, in seconds: its 16
-/// measured rows get more time each than the classic preset's hundreds
-/// (the ratios between engines are its point), and the run still ends
-/// within two minutes with its set-up and report.
+/// measured rows get a tighter precision than the classic preset's
+/// hundreds (the ratios between engines are its point: they took 12-13 s
+/// on a loaded 2-core VM), and a slower machine's run still ends within
+/// two minutes with its set-up and report.
 pub(crate) const VPN_COMPARE_BUDGET_S: f64 = 80.0;
 
 /// Sampling defaults of `tunnel`, and of its presets.
@@ -109,9 +110,9 @@ fn defaults(preset: Option<TunnelPreset>) -> SamplingDefaults {
     let slice = Duration::ZERO; // each sample is already a batch of about 1 ms
     match preset {
         Some(TunnelPreset::VpnCompare) => SamplingDefaults {
-            precision: crate::cli::Percent::new(1.0),
+            precision: crate::cli::Percent::new(0.5),
             max_time_s: 3.0,
-            min_samples: 30,
+            min_samples: 50,
             warmup_s: 0.05,
             max_total_s: Some(VPN_COMPARE_BUDGET_S),
             slice,

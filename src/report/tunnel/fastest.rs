@@ -120,6 +120,8 @@ pub fn table(tables: &[VersusFastest]) -> Option<Table> {
             rank = if previous == Some(size) { rank + 1 } else { 1 };
             previous = Some(size);
             let relative = match (v.same_rounds, v.relative_spread) {
+                // The fastest against itself.
+                _ if rank == 1 => format!("{:.3}", v.relative),
                 (true, Some(spread)) => format!("{:.3} ±{:.1}%", v.relative, spread * 100.0),
                 (true, None) => format!("{:.3}", v.relative),
                 (false, _) => format!("{:.3} (medians)", v.relative),
