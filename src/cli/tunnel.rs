@@ -24,7 +24,7 @@ use crate::scenario::Measure;
 
 Sampling defaults: --precision 1% --max-time 1 --min-samples 10 --warmup 0.1;
 with --preset openvpn-classic: 2%, 0.4, 20 and 0.02, and --max-total-time 50;
-with --preset vpn-compare: 0.5%, 3, 50 and 0.05, and --max-total-time 80
+with --preset vpn-compare: 0.5%, 1, 50 and 0.05, and --max-total-time 80
 (each sample is a batch of packets lasting about 1 ms). The rows of every
 in-process engine (inprocess, wireguard) interleave in one set of rounds,
 timed by the thread's CPU clock; OpenVPN rows are sampled one tunnel at a
