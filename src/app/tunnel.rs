@@ -151,7 +151,7 @@ pub(crate) struct TunnelStudy {
     engines: Vec<EngineId>,
     /// Engines a preset brings that cannot run here, each with why: their
     /// rows say so instead of failing the run.
-    unavailable: Vec<(EngineId, String)>,
+    unavailable: Unavailable,
     /// The matrix's rows this run (or shard) measures.
     scenarios: Vec<TunnelScenario>,
     baseline: Option<String>,
@@ -364,6 +364,9 @@ impl Study for TunnelStudy {
     }
 }
 
+/// Engines that cannot run here, each with why (for their rows to say).
+type Unavailable = Vec<(EngineId, String)>;
+
 /// Checks, before anything runs, that every engine the run starts can run
 /// here, and returns what does each one's work. An engine runs when rows
 /// are timed, or counted and it can be counted (counted alone, a real
@@ -374,7 +377,7 @@ fn preflight(
     engines: &[EngineId],
     measures: &[Measure],
     required: bool,
-) -> Result<(Vec<LibraryInfo>, Vec<(EngineId, String)>)> {
+) -> Result<(Vec<LibraryInfo>, Unavailable)> {
     let mut libraries = Vec::new();
     let mut unavailable = Vec::new();
     for &id in engines {

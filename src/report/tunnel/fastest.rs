@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use super::format::{format_rate, notes_of};
 use super::{TunnelRow, TunnelTables};
 use crate::report::{ColumnKind, Table};
 use crate::scenario::names::Named;
@@ -126,19 +127,19 @@ pub fn table(tables: &[VersusFastest]) -> Option<Table> {
                 (true, None) => format!("{:.3}", v.relative),
                 (false, _) => format!("{:.3} (medians)", v.relative),
             };
-            let rate = |value: Option<f64>| value.map_or("—".to_string(), super::text::format_rate);
+            let rate = |value: Option<f64>| value.map_or("—".to_string(), format_rate);
             vec![
                 format!("{} {} B", v.payload.id(), v.payload_bytes),
                 rank.to_string(),
                 v.engine.id().to_string(),
                 v.cipher.id().to_string(),
-                super::text::format_rate(v.mb_per_s),
+                format_rate(v.mb_per_s),
                 rate(v.send_mb_per_s),
                 rate(v.receive_mb_per_s),
                 relative,
                 v.ratio_to_baseline
                     .map_or("—".to_string(), |r| format!("{r:.3}")),
-                super::text::notes_of(v.weak, &v.security_notes),
+                notes_of(v.weak, &v.security_notes),
             ]
         })
         .collect();

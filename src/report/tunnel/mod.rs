@@ -13,6 +13,7 @@ mod axes;
 mod counted;
 mod csv;
 mod fastest;
+mod format;
 mod text;
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;

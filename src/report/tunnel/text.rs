@@ -2,30 +2,11 @@
 //! (engines side by side, [`super::fastest`]) when two engines ran.
 
 use super::axes::{axis_cells, AXIS_HEADERS};
+use super::format::{format_rate, notes_of};
 use super::{median_of, TunnelReport, TunnelRow};
 use crate::report::{ColumnKind, Table};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::EngineId;
-
-/// Throughput with a precision that suits its size.
-pub(super) fn format_rate(value: f64) -> String {
-    if value >= 100.0 {
-        format!("{value:.0}")
-    } else if value >= 10.0 {
-        format!("{value:.1}")
-    } else {
-        format!("{value:.2}")
-    }
-}
-
-pub(super) fn notes_of(weak: bool, notes: &[&'static str]) -> String {
-    let mut all: Vec<&str> = Vec::new();
-    if weak {
-        all.push("WEAK");
-    }
-    all.extend(notes.iter().copied());
-    all.join("; ")
-}
 
 /// The five tables, and the counted table when rows were counted; a run
 /// that counted and did not time shows its counts only.
