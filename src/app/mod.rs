@@ -23,6 +23,7 @@ pub mod session;
 pub mod speed;
 mod study;
 pub mod tunnel;
+mod tunnel_rows;
 mod tunnel_setup;
 
 use anyhow::Result;

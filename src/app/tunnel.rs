@@ -1,24 +1,28 @@
 //! `tlslab tunnel`: the matrix of tunnel scenarios per engine, every
-//! engine run through its trait ([`TunnelEngine`]): rows an engine can
-//! ready at once sampled in interleaved rounds, the others (a real tunnel
-//! each) one row at a time; with `--measure instructions` the rows of
+//! engine run through its trait
+//! ([`TunnelEngine`](crate::workload::tunnel::TunnelEngine)): the rows of
+//! every engine that can ready them at once sampled together in one set
+//! of interleaved rounds (so ratios between engines come from the same
+//! rounds), the others (a real tunnel each) one row at a time after them
+//! (both in `tunnel_rows.rs`); a preset's engine that cannot run
+//! here gives rows that say why; with `--measure instructions` the rows of
 //! countable engines counted under valgrind (the others say why they
-//! cannot be); each cell stored as it finishes; the five-table report and
+//! cannot be); each cell stored as it finishes; the report's tables and
 //! the counted table; with `--setup`, each engine's connection set-up
 //! ([`super::tunnel_setup`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
 use super::session::{time_or_instructions, usage, Bar, SamplingDefaults};
-use super::study::{self, Outputs, Plan, RunView, Session, StoringOutcomes, Study};
+use super::study::{self, Outputs, Plan, RunView, Session, Study};
+use super::tunnel_rows::{sample_interleaved, sample_row_by_row};
 use crate::backend::LibraryInfo;
 use crate::cli::{Size, TunnelArgs};
 use crate::host::HostInfo;
-use crate::measure::{self, Outcome, Probe, SamplingOptions};
+use crate::measure::{Outcome, SamplingOptions};
 use crate::report::tunnel::{self as tunnel_report, TunnelReport};
 use crate::report::Document;
 use crate::scenario::names::Named;
@@ -32,10 +36,7 @@ use crate::scenario::{distinct, Measure};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::tunnel::setup::SetupCell;
-use crate::workload::tunnel::{
-    counted_packets, CountedTransfer, EngineOptions, EngineRig, TunnelCell, TunnelEngine,
-    TunnelOutcome, TunnelSample,
-};
+use crate::workload::tunnel::{counted_packets, CountedTransfer, EngineOptions, TunnelCell};
 
 /// The options of a tunnel run, as stored with the run.
 #[derive(Debug, Serialize)]
@@ -71,10 +72,7 @@ fn default_matrix() -> TunnelMatrix {
 }
 
 fn matrix_from(args: &TunnelArgs, preset: Option<TunnelPreset>) -> Result<TunnelMatrix> {
-    let mut matrix = match preset {
-        Some(TunnelPreset::OpenvpnClassic) => TunnelMatrix::classic(),
-        None => default_matrix(),
-    };
+    let mut matrix = preset.map_or_else(default_matrix, TunnelPreset::matrix);
     if let Some(list) = &args.cipher {
         matrix.ciphers = distinct(list);
     }
@@ -102,11 +100,28 @@ fn matrix_from(args: &TunnelArgs, preset: Option<TunnelPreset>) -> Result<Tunnel
 /// a run that ends (its rows say whether they reached the precision).
 pub(crate) const PRESET_BUDGET_S: f64 = 50.0;
 
-/// Sampling defaults of `tunnel`, and of its classic preset.
+/// The whole-run budget of `--preset vpn-compare`, in seconds: its 16
+/// measured rows get a tighter precision than the classic preset's
+/// hundreds (the ratios between engines are its point), and a slower
+/// machine's run still ends within two minutes with its set-up and report.
+pub(crate) const VPN_COMPARE_BUDGET_S: f64 = 80.0;
+
+/// Sampling defaults of `tunnel`, and of its presets.
 fn defaults(preset: Option<TunnelPreset>) -> SamplingDefaults {
     let slice = Duration::ZERO; // each sample is already a batch of about 1 ms
     match preset {
-        Some(_) => SamplingDefaults {
+        Some(TunnelPreset::VpnCompare) => SamplingDefaults {
+            precision: crate::cli::Percent::new(0.5),
+            // The tunnel rows reach 0.5% in 0.05-0.2 s of samples; the
+            // no-tunnel rows (short, noisy copies) may not, and are not
+            // what the preset compares.
+            max_time_s: 1.0,
+            min_samples: 50,
+            warmup_s: 0.05,
+            max_total_s: Some(VPN_COMPARE_BUDGET_S),
+            slice,
+        },
+        Some(TunnelPreset::OpenvpnClassic) => SamplingDefaults {
             precision: crate::cli::Percent::new(2.0),
             max_time_s: 0.4,
             min_samples: 20,
@@ -134,7 +149,11 @@ pub fn run(args: &TunnelArgs) -> Result<i32> {
 pub(crate) struct TunnelStudy {
     preset: Option<TunnelPreset>,
     matrix: TunnelMatrix,
+    /// The engines that run (the preflights passed).
     engines: Vec<EngineId>,
+    /// Engines a preset brings that cannot run here, each with why: their
+    /// rows say so instead of failing the run.
+    unavailable: Unavailable,
     /// The matrix's rows this run (or shard) measures.
     scenarios: Vec<TunnelScenario>,
     baseline: Option<String>,
@@ -160,7 +179,13 @@ impl Study for TunnelStudy {
     fn plan(args: &TunnelArgs) -> Result<Plan<Self>> {
         let preset = args.preset;
         let matrix = matrix_from(args, preset)?;
-        let engines: Vec<EngineId> = distinct(&args.engine);
+        // Engines named on the command line must run; a preset's run if
+        // they can.
+        let (engines, required) = match (&args.engine, preset) {
+            (Some(named), _) => (distinct(named), true),
+            (None, Some(preset)) => (preset.engines().to_vec(), false),
+            (None, None) => (vec![EngineId::Inprocess], true),
+        };
         let scenarios = matrix.expand();
         if let Some(label) = &args.baseline {
             if !scenarios.iter().any(|s| s.label() == *label) {
@@ -194,11 +219,16 @@ impl Study for TunnelStudy {
         }
         let (measures, valgrind) = time_or_instructions(args.measure.as_deref(), "tunnel")?;
         super::session::check_exports(&args.output.exports)?;
-        let libraries = preflight(&engines, &measures)?;
+        let (libraries, unavailable) = preflight(&engines, &measures, required)?;
+        let engines = engines
+            .into_iter()
+            .filter(|id| !unavailable.iter().any(|(missing, _)| missing == id))
+            .collect();
         Ok(Plan::Run(Self {
             preset,
             matrix,
             engines,
+            unavailable,
             scenarios,
             baseline: args.baseline.clone(),
             sampling,
@@ -242,17 +272,30 @@ impl Study for TunnelStudy {
             let options = EngineOptions {
                 transfer_bytes: self.transfer_bytes,
             };
-            for &id in &self.engines {
+            // Every row of every engine that interleaves in one matrix, so
+            // a ratio between two engines' rows comes from the same rounds;
+            // then the engines that take their rows one at a time.
+            let (together, one_by_one): (Vec<EngineId>, Vec<EngineId>) = self
+                .engines
+                .iter()
+                .partition(|id| id.open().interleaves_rows());
+            cells = sample_interleaved(
+                &together,
+                &options,
+                &self.scenarios,
+                &self.sampling,
+                session,
+                &bar,
+            )?;
+            for id in one_by_one {
+                if session.interrupted() {
+                    break;
+                }
                 let engine = id.open();
                 let rig = engine
                     .start(&options)
                     .with_context(|| format!("starting the {} engine", id.id()))?;
-                let sample = if engine.interleaves_rows() {
-                    sample_interleaved
-                } else {
-                    sample_row_by_row
-                };
-                cells.extend(sample(
+                cells.extend(sample_row_by_row(
                     engine,
                     rig.as_ref(),
                     &self.scenarios,
@@ -260,9 +303,22 @@ impl Study for TunnelStudy {
                     session,
                     &bar,
                 )?);
-                if session.interrupted() {
-                    break;
-                }
+            }
+            // The report reads the engines in the order they were named.
+            cells.sort_by_key(|cell| self.engines.iter().position(|&id| id == cell.engine));
+        }
+        for (engine, reason) in &self.unavailable {
+            for scenario in &self.scenarios {
+                let cell = TunnelCell {
+                    engine: *engine,
+                    scenario: *scenario,
+                    outcome: Outcome::Unsupported {
+                        reason: reason.clone(),
+                    },
+                    counted: None,
+                };
+                session.save(|store, run_id| store.save_tunnel_cell(run_id, &cell));
+                cells.push(cell);
             }
         }
         bar.0.finish_and_clear();
@@ -327,22 +383,40 @@ impl Study for TunnelStudy {
     }
 }
 
+/// Engines that cannot run here, each with why (for their rows to say).
+type Unavailable = Vec<(EngineId, String)>;
+
 /// Checks, before anything runs, that every engine the run starts can run
 /// here, and returns what does each one's work. An engine runs when rows
 /// are timed, or counted and it can be counted (counted alone, a real
-/// tunnel's rows only say why they cannot be counted).
-fn preflight(engines: &[EngineId], measures: &[Measure]) -> Result<Vec<LibraryInfo>> {
+/// tunnel's rows only say why they cannot be counted). An engine that
+/// cannot run is an error if it is `required` (named on the command line),
+/// else it is returned with why, for its rows to say.
+fn preflight(
+    engines: &[EngineId],
+    measures: &[Measure],
+    required: bool,
+) -> Result<(Vec<LibraryInfo>, Unavailable)> {
     let mut libraries = Vec::new();
+    let mut unavailable = Vec::new();
     for &id in engines {
         let engine = id.open();
         let counted = measures.contains(&Measure::Instructions) && engine.uncountable().is_none();
         if measures.contains(&Measure::Time) || counted {
-            libraries.push(engine.preflight().map_err(|missing| {
-                anyhow!("the {} engine cannot run; missing: {missing}", id.id())
-            })?);
+            match engine.preflight() {
+                Ok(library) => libraries.push(library),
+                Err(missing) => {
+                    let reason =
+                        format!("the {} engine cannot run here; missing: {missing}", id.id());
+                    if required {
+                        return Err(anyhow!(reason));
+                    }
+                    unavailable.push((id, reason));
+                }
+            }
         }
     }
-    Ok(libraries)
+    Ok((libraries, unavailable))
 }
 
 /// Counts every planned row's instructions per side under valgrind (rows
@@ -420,155 +494,6 @@ fn count_rows(
     Ok(())
 }
 
-/// A row readied by its engine, or the outcome that says why it cannot run.
-fn ready<'rig>(
-    engine: &dyn TunnelEngine,
-    rig: &'rig dyn EngineRig,
-    scenario: &TunnelScenario,
-    interrupt: &'rig AtomicBool,
-) -> Result<Probe<'rig, TunnelSample>, TunnelOutcome> {
-    if let Some(reason) = engine.unsupported_reason(scenario) {
-        return Err(Outcome::Unsupported { reason });
-    }
-    rig.prepare(scenario, interrupt)
-}
-
-/// An engine's rows readied at once and sampled in interleaved rounds;
-/// each cell stored as it finishes.
-fn sample_interleaved(
-    engine: &dyn TunnelEngine,
-    rig: &dyn EngineRig,
-    scenarios: &[TunnelScenario],
-    sampling: &SamplingOptions,
-    session: &mut Session,
-    bar: &Bar,
-) -> Result<Vec<TunnelCell>> {
-    let interrupt = std::sync::Arc::clone(session.interrupt());
-    let mut cells = Vec::new();
-    let mut probes = Vec::new();
-    let mut probe_cell = Vec::new();
-    for scenario in scenarios {
-        let mut cell = TunnelCell {
-            engine: engine.id(),
-            scenario: *scenario,
-            outcome: Outcome::Measured {
-                samples: Vec::new(),
-                precise: false,
-            },
-            counted: None,
-        };
-        match ready(engine, rig, scenario, &interrupt) {
-            Ok(probe) => {
-                probe_cell.push(cells.len());
-                probes.push(probe);
-            }
-            // Ctrl-C while readying: the sampler stops at once.
-            Err(_) if interrupt.load(Ordering::Relaxed) => break,
-            Err(outcome) => {
-                cell.outcome = outcome;
-                session.save(|store, run_id| store.save_tunnel_cell(run_id, &cell));
-            }
-        }
-        cells.push(cell);
-    }
-    let already = cells.len() - probes.len();
-    let run = measure::sample(
-        probes,
-        measure::Pairing::None,
-        sampling,
-        &interrupt,
-        &mut StoringOutcomes {
-            cells: &mut cells,
-            probe_cell: &probe_cell,
-            session,
-            bar,
-            already,
-            label: |cell| cell.scenario.label(),
-            outcome: |cell| &mut cell.outcome,
-            save: |store, run_id, cell| store.save_tunnel_cell(run_id, cell),
-            save_samples: |store, run_id, taken| store.save_tunnel_samples(run_id, taken),
-            store_rounds: true,
-        },
-    )?;
-    session.save(|store, run_id| store.save_rounds(run_id, &run.rounds));
-    session.mark_interrupted(run.interrupted);
-    Ok(cells)
-}
-
-/// The rounds of a row sampled on its own: nothing to store until the row
-/// ends, but the test hook that stops a run after a known round is called.
-struct RowRounds;
-
-impl measure::Observer<TunnelSample> for RowRounds {
-    fn cell_finished(&mut self, _: usize, _: &TunnelOutcome) -> Result<()> {
-        Ok(())
-    }
-
-    fn round_finished(&mut self, round: u32, _active: usize, _finished: usize) {
-        super::session::sigint_after_round(round);
-    }
-}
-
-/// An engine's rows one at a time (readied, sampled, torn down), each
-/// stored as it ends; a row Ctrl-C stops keeps the samples it had, a row
-/// it stops before its first sample is left out.
-fn sample_row_by_row(
-    engine: &dyn TunnelEngine,
-    rig: &dyn EngineRig,
-    scenarios: &[TunnelScenario],
-    sampling: &SamplingOptions,
-    session: &mut Session,
-    bar: &Bar,
-) -> Result<Vec<TunnelCell>> {
-    let interrupt = std::sync::Arc::clone(session.interrupt());
-    let mut cells = Vec::new();
-    for scenario in scenarios {
-        if interrupt.load(Ordering::Relaxed) {
-            session.mark_interrupted(true);
-            return Ok(cells);
-        }
-        let name = format!("{} {}", engine.id().id(), scenario.label());
-        bar.0.set_message(name.clone());
-        let (outcome, interrupted) = match ready(engine, rig, scenario, &interrupt) {
-            Err(_) if interrupt.load(Ordering::Relaxed) => {
-                session.mark_interrupted(true);
-                return Ok(cells);
-            }
-            Err(outcome) => (outcome, false),
-            Ok(probe) => {
-                let run = measure::sample(
-                    vec![probe],
-                    measure::Pairing::None,
-                    sampling,
-                    &interrupt,
-                    &mut RowRounds,
-                )?;
-                let outcome = run.outcomes.into_iter().next().expect("one cell");
-                if run.interrupted && outcome.samples().is_empty() {
-                    session.mark_interrupted(true);
-                    return Ok(cells);
-                }
-                (outcome, run.interrupted)
-            }
-        };
-        let cell = TunnelCell {
-            engine: engine.id(),
-            scenario: *scenario,
-            outcome,
-            counted: None,
-        };
-        bar.failed(&name, &cell.outcome);
-        session.save(|store, run_id| store.save_tunnel_cell(run_id, &cell));
-        cells.push(cell);
-        bar.0.inc(1);
-        if interrupted {
-            session.mark_interrupted(true);
-            return Ok(cells);
-        }
-    }
-    Ok(cells)
-}
-
 #[allow(clippy::too_many_arguments)]
 fn build_report(
     cells: &[TunnelCell],
@@ -595,6 +520,7 @@ fn build_report(
         ciphers: tables.ciphers,
         digests: tables.digests,
         baselines: tables.baselines,
+        versus_fastest: tables.versus_fastest,
         rows: tables.rows,
         valgrind,
         setup: tunnel_report::setup_rows(setups),

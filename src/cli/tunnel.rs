@@ -13,6 +13,7 @@ use crate::scenario::Measure;
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   tlslab tunnel --preset openvpn-classic
+  tlslab tunnel --preset vpn-compare
   tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc \\
       --digest sha256 --compression none,lz4 --payload random,text
   tlslab tunnel --cipher bf-cbc --digest sha1 --size 64,512,1400,8000
@@ -24,13 +25,18 @@ use crate::scenario::Measure;
       --setup   (connection set-up per engine; as root for the openvpn ones)
 
 Sampling defaults: --precision 1% --max-time 1 --min-samples 10 --warmup 0.1;
-with --preset openvpn-classic: 2%, 0.4, 20 and 0.02, and --max-total-time 50
-(each sample is a batch of packets lasting about 1 ms). In-process rows
-interleave, timed by the thread's CPU clock; OpenVPN rows are
-sampled one tunnel at a time.")]
+with --preset openvpn-classic: 2%, 0.4, 20 and 0.02, and --max-total-time 50;
+with --preset vpn-compare: 0.5%, 1, 50 and 0.05, and --max-total-time 80
+(each sample is a batch of packets lasting about 1 ms). The rows of every
+in-process engine (inprocess, wireguard) interleave in one set of rounds,
+timed by the thread's CPU clock; real tunnels' rows (openvpn, openvpn-tls,
+wireguard-go) are sampled one tunnel at a time after them.")]
 pub struct TunnelArgs {
     /// A named matrix: openvpn-classic (16 CBC ciphers x 25 digest names x
-    /// compression off/lz4 x random/zero payloads). Axis options override its axes.
+    /// compression off/lz4 x random/zero payloads) or vpn-compare
+    /// (WireGuard against OpenVPN's AES-128-GCM, AES-256-GCM and
+    /// ChaCha20-Poly1305 at 64, 512 and 1400 bytes). Axis options override
+    /// its axes, --engine its engines.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<TunnelPreset>,
 
@@ -63,14 +69,11 @@ pub struct TunnelArgs {
     /// between network namespaces; root only), openvpn-tls (the same in TLS
     /// mode: certificates, the data cipher negotiated; root only),
     /// wireguard-go (a real userspace WireGuard tunnel between network
-    /// namespaces; root only).
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        default_value = "inprocess"
-    )]
-    pub engine: Vec<EngineId>,
+    /// namespaces; root only). A named engine that cannot run here stops
+    /// the command; a preset's engine that cannot gets rows that say why.
+    /// [default: inprocess; with --preset vpn-compare: inprocess,wireguard]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub engine: Option<Vec<EngineId>>,
 
     /// Bytes each transfer through a real tunnel (openvpn, wireguard-go)
     /// carries each way, in megabytes (10^6 bytes).

@@ -3,6 +3,7 @@
 
 use super::axes::{Aead, CertKind, Group, Resumption, TlsVersion};
 use super::names::{deserialize_by_id, serialize_by_id, Named};
+use super::tunnel::{Cipher, Compression, Digest, EngineId, Payload, TunnelMatrix};
 use super::{HandshakeMatrix, HandshakeScenario, DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES};
 
 /// A named handshake matrix with its default backends and baseline row.
@@ -241,30 +242,88 @@ impl CostPreset {
     }
 }
 
-/// A named tunnel matrix with its sampling defaults.
+/// A named tunnel matrix with its sampling defaults and default engines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TunnelPreset {
+    /// The classic OpenVPN study: 16 CBC ciphers x the 25 digest names x
+    /// compression off/on x random/zero payloads.
     OpenvpnClassic,
+    /// OpenVPN's data channel (AES-128-GCM, AES-256-GCM,
+    /// ChaCha20-Poly1305) against WireGuard's per packet size (64, 512,
+    /// 1400 bytes), random payload, with the no-tunnel row.
+    VpnCompare,
 }
 
 serialize_by_id!(TunnelPreset);
 
 impl Named for TunnelPreset {
     const KIND: &'static str = "tunnel preset";
-    const ALL: &'static [Self] = &[TunnelPreset::OpenvpnClassic];
+    const ALL: &'static [Self] = &[TunnelPreset::OpenvpnClassic, TunnelPreset::VpnCompare];
 
     fn id(self) -> &'static str {
-        "openvpn-classic"
+        match self {
+            TunnelPreset::OpenvpnClassic => "openvpn-classic",
+            TunnelPreset::VpnCompare => "vpn-compare",
+        }
     }
 
     fn aliases(self) -> &'static [&'static str] {
-        &["classic"]
+        match self {
+            TunnelPreset::OpenvpnClassic => &["classic"],
+            TunnelPreset::VpnCompare => &["openvpn-vs-wireguard"],
+        }
     }
 }
 
+/// The packet sizes of `vpn-compare`: a small packet (a keystroke, a
+/// VoIP frame: per-packet work dominates), a middling one, and a full
+/// Ethernet frame's payload.
+pub const VPN_COMPARE_SIZES_BYTES: [usize; 3] = [64, 512, 1400];
+
+/// The engines of `vpn-compare` when `--engine` does not name them, each
+/// run if it can run here; one that cannot (a real tunnel without root or
+/// its program) gets rows that say why. A real engine is one more line.
+#[rustfmt::skip]
+const VPN_COMPARE_ENGINES: &[EngineId] = &[
+    EngineId::Inprocess,
+    EngineId::Wireguard,
+];
+
 impl TunnelPreset {
     pub fn description(self) -> &'static str {
-        "16 CBC ciphers x 25 digest names x LZ4 on/off x random/zero payloads, 1400-byte packets, five tables"
+        match self {
+            TunnelPreset::OpenvpnClassic => "16 CBC ciphers x 25 digest names x LZ4 on/off x random/zero payloads, 1400-byte packets, five tables",
+            TunnelPreset::VpnCompare => "WireGuard (boringtun) against OpenVPN's data channel with AES-128-GCM, AES-256-GCM and ChaCha20-Poly1305, 64/512/1400-byte random packets, the no-tunnel row, every row against the fastest of its size",
+        }
+    }
+
+    /// The preset's rows.
+    pub fn matrix(self) -> TunnelMatrix {
+        match self {
+            TunnelPreset::OpenvpnClassic => TunnelMatrix::classic(),
+            TunnelPreset::VpnCompare => TunnelMatrix {
+                ciphers: vec![
+                    Cipher::Aes128Gcm,
+                    Cipher::Aes256Gcm,
+                    Cipher::Chacha20Poly1305,
+                ],
+                // AEAD rows only: their digest is none.
+                digests: vec![Digest::None],
+                compressions: vec![Compression::None],
+                payloads: vec![Payload::Random],
+                payload_sizes: VPN_COMPARE_SIZES_BYTES.to_vec(),
+                with_baseline: true,
+            },
+        }
+    }
+
+    /// The engines the preset runs when `--engine` does not name them,
+    /// each if it can run here (else its rows say why).
+    pub fn engines(self) -> &'static [EngineId] {
+        match self {
+            TunnelPreset::OpenvpnClassic => &[EngineId::Inprocess],
+            TunnelPreset::VpnCompare => VPN_COMPARE_ENGINES,
+        }
     }
 }
 
@@ -433,6 +492,31 @@ mod tests {
         assert!(reason.contains("rsa2048"), "{reason}");
         assert_eq!(dimpl.unsupported_reason(&rows[1]), None);
         assert!(Preset::KexMatrix.companions().is_empty());
+    }
+
+    #[test]
+    fn vpn_compare_puts_three_aeads_beside_the_no_tunnel_row_per_packet_size() {
+        let rows = TunnelPreset::VpnCompare.matrix().expand();
+        let labels: Vec<String> = rows.iter().map(|s| s.label()).collect();
+        let mut expected = Vec::new();
+        for size in [64, 512, 1400] {
+            expected.push(format!("tunnel_baseline_random_{size}"));
+            for cipher in ["aes-128-gcm", "aes-256-gcm", "chacha20-poly1305"] {
+                expected.push(format!("tunnel_{cipher}_none_none_random_{size}"));
+            }
+        }
+        assert_eq!(labels, expected);
+        assert_eq!(
+            TunnelPreset::VpnCompare.engines(),
+            [EngineId::Inprocess, EngineId::Wireguard]
+        );
+        assert_eq!(
+            TunnelPreset::OpenvpnClassic.engines(),
+            [EngineId::Inprocess]
+        );
+        for preset in TunnelPreset::ALL {
+            preset.matrix().validate().unwrap();
+        }
     }
 
     #[test]

@@ -482,3 +482,120 @@ fn every_engine_measures_beside_the_in_process_rows() {
         );
     }
 }
+
+/// Issue 25: the rows of every engine that interleaves are sampled in ONE
+/// set of rounds, so a ratio between two engines' rows is a same-round
+/// ratio. Ctrl-C after round 3 leaves the rows of both in-process engines
+/// with the samples of rounds 0 to 2 (sampled one engine after the other,
+/// the second engine would have no row at all).
+#[test]
+fn rows_of_two_interleaving_engines_share_their_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let output = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+        .args([
+            "tunnel",
+            "--engine",
+            "inprocess,wireguard",
+            "--cipher",
+            "aes-128-gcm,chacha20-poly1305",
+            "--size",
+            "200",
+            "--runs",
+            "100000",
+            "--warmup",
+            "0",
+            "-q",
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .env("TLSLAB_TEST_SIGINT_AFTER_ROUNDS", "3")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let store = tlslab::store::Store::open_read_only(&db).unwrap();
+    let run = store.latest_run_id().unwrap().unwrap();
+    let cells = store.load_tunnel_cells(run).unwrap();
+    let measured: Vec<(EngineId, String)> = cells
+        .iter()
+        .filter(|cell| cell.outcome.status() == tlslab::measure::CellStatus::Measured)
+        .map(|cell| (cell.engine, cell.scenario.label()))
+        .collect();
+    // Each engine's no-tunnel row and the ciphers it runs.
+    assert_eq!(measured.len(), 3 + 2, "{measured:?}: {stderr}");
+    for cell in cells.iter().filter(|cell| !cell.samples().is_empty()) {
+        let rounds: Vec<u32> = cell.samples().iter().map(|s| s.round).collect();
+        assert_eq!(
+            rounds,
+            vec![0, 1, 2],
+            "{:?} {}",
+            cell.engine,
+            cell.scenario.label()
+        );
+    }
+    let wireguard = "tunnel_chacha20-poly1305_none_none_random_200".to_string();
+    assert!(
+        measured.contains(&(EngineId::Wireguard, wireguard)),
+        "{measured:?}"
+    );
+}
+
+/// Issue 25 item 4: `--preset vpn-compare` on tiny budgets: OpenVPN's
+/// three AEAD rows and WireGuard's row per packet size, each engine's
+/// no-tunnel row, WireGuard's AES rows saying why, and table 6 ranking
+/// both engines' rows per size against the fastest from the same rounds.
+#[test]
+fn the_vpn_compare_preset_ranks_both_engines_per_packet_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let json_path = dir.path().join("out.json");
+    let run = tlslab(&[
+        "tunnel",
+        "--preset",
+        "vpn-compare",
+        "--max-time",
+        "0",
+        "--min-samples",
+        "3",
+        "--warmup",
+        "0",
+        "--no-db",
+        "-q",
+        "--export-json",
+        json_path.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let out = run.stdout();
+    assert!(
+        out.contains("6. Engines side by side per packet size"),
+        "{out}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    for engine in ["inprocess", "wireguard"] {
+        let rows = assert_rows_follow_the_engine(
+            tlslab::scenario::names::parse_name::<EngineId>(engine)
+                .unwrap()
+                .open(),
+            &json,
+        );
+        // Per size: the no-tunnel row and three ciphers.
+        assert_eq!(rows.len(), 3 * 4, "{engine}: {json}");
+    }
+    let versus = json["versus_fastest"].as_array().unwrap();
+    // Per size: three in-process rows and WireGuard's.
+    assert_eq!(versus.len(), 3 * 4, "{json}");
+    for (index, size) in [64, 512, 1400].into_iter().enumerate() {
+        let group = &versus[index * 4..index * 4 + 4];
+        assert!(group.iter().all(|v| v["payload_bytes"] == size), "{json}");
+        assert_eq!(group[0]["relative"], 1.0, "the fastest first: {json}");
+        // Same-round ratios: a row slower by its median may win more
+        // rounds, so only the fastest's own ratio is exact.
+        let paired = |v: &serde_json::Value| {
+            v["same_rounds"] == true && v["relative"].as_f64().is_some_and(|r| r > 0.0)
+        };
+        assert!(group.iter().all(paired), "{json}");
+        assert!(group.iter().any(|v| v["engine"] == "wireguard"), "{json}");
+    }
+    assert!(out.contains("× fastest"), "{out}");
+}

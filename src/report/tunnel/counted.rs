@@ -264,6 +264,7 @@ mod tests {
             ciphers: tables.ciphers,
             digests: tables.digests,
             baselines: tables.baselines,
+            versus_fastest: tables.versus_fastest,
             rows: tables.rows,
             seed: None,
             drift: None,

@@ -14,6 +14,8 @@ use super::Document;
 mod axes;
 mod counted;
 mod csv;
+mod fastest;
+mod format;
 mod setup;
 mod text;
 use crate::backend::LibraryInfo;
@@ -25,6 +27,7 @@ use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::tunnel::{TunnelCell, TunnelSample};
 pub(crate) use axes::{axis_cells, AXIS_HEADERS};
 pub use counted::TunnelCounted;
+pub use fastest::VersusFastest;
 pub use setup::{rows as setup_rows, SetupRow};
 
 /// One row: a cell with its statistics. Throughput is payload megabytes
@@ -130,6 +133,10 @@ pub struct TunnelReport {
     pub ciphers: Vec<Normalised>,
     pub digests: Vec<Normalised>,
     pub baselines: Vec<BaselineComparison>,
+    /// Table 6: with rows of two engines or more, each tunnel row against
+    /// the fastest of its payload and size.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub versus_fastest: Vec<VersusFastest>,
     pub rows: Vec<TunnelRow>,
     pub seed: Option<u64>,
     pub drift: Option<Drift>,
@@ -244,9 +251,11 @@ pub struct TunnelTables {
     pub ciphers: Vec<Normalised>,
     pub digests: Vec<Normalised>,
     pub baselines: Vec<BaselineComparison>,
+    pub versus_fastest: Vec<VersusFastest>,
 }
 
-/// Builds the rows and the five tables. Each row's ratio is to `baseline`
+/// Builds the rows and the five tables (and table 6, when rows of two
+/// engines or more were measured). Each row's ratio is to `baseline`
 /// (a label) of the same engine, or else to the no-tunnel row with the same
 /// payload and size.
 pub fn build(cells: &[TunnelCell], baseline: Option<&str>) -> TunnelTables {
@@ -306,7 +315,9 @@ pub fn build(cells: &[TunnelCell], baseline: Option<&str>) -> TunnelTables {
         ciphers,
         digests,
         baselines,
+        versus_fastest: Vec::new(),
     }
+    .with_versus_fastest()
 }
 
 fn median_of(row: &TunnelRow) -> Option<f64> {
@@ -603,7 +614,9 @@ mod tests {
             ciphers,
             digests,
             baselines,
+            versus_fastest,
         } = build(&cells, None);
+        assert!(versus_fastest.is_empty(), "one engine: no table 6");
         // 1000 bytes over 2000 ns = 500 MB/s.
         assert!((rows[1].mb_per_s.unwrap().median - 500.0).abs() < 1e-9);
         assert!((rows[1].ratio_to_baseline.unwrap().value - 0.1).abs() < 1e-9);

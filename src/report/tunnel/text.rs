@@ -1,30 +1,12 @@
-//! The five tables of the classic study as neutral tables.
+//! The five tables of the classic study as neutral tables, and table 6
+//! (engines side by side, [`super::fastest`]) when two engines ran.
 
 use super::axes::{axis_cells, AXIS_HEADERS};
+use super::format::{format_rate, notes_of};
 use super::{median_of, TunnelReport, TunnelRow};
 use crate::report::{ColumnKind, Table};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::EngineId;
-
-/// Throughput with a precision that suits its size.
-fn format_rate(value: f64) -> String {
-    if value >= 100.0 {
-        format!("{value:.0}")
-    } else if value >= 10.0 {
-        format!("{value:.1}")
-    } else {
-        format!("{value:.2}")
-    }
-}
-
-fn notes_of(weak: bool, notes: &[&'static str]) -> String {
-    let mut all: Vec<&str> = Vec::new();
-    if weak {
-        all.push("WEAK");
-    }
-    all.extend(notes.iter().copied());
-    all.join("; ")
-}
 
 /// The five tables, and the counted table when rows were counted; a run
 /// that counted and did not time shows its counts only.
@@ -184,6 +166,7 @@ fn timed_tables(report: &TunnelReport) -> Vec<Table> {
         report.baseline.as_deref().unwrap_or("the no-tunnel row of the same payload")
     ));
     tables.push(table);
+    tables.extend(super::fastest::table(&report.versus_fastest));
     tables
 }
 
