@@ -16,6 +16,7 @@
 pub mod embedded;
 mod handshakes;
 pub mod nginx;
+pub mod program;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
