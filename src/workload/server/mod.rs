@@ -13,8 +13,10 @@
 //! descriptor in [`SERVERS`], and its name in `scenario::ServerKind`; the
 //! integration tests that run per server pick it up from the registry.
 
+pub mod apache;
 pub mod embedded;
 mod handshakes;
+pub mod haproxy;
 pub mod nginx;
 pub mod program;
 
@@ -33,7 +35,12 @@ pub use handshakes::ServerBackend;
 
 /// Every server under test, each registered once: the one place that maps
 /// a [`ServerKind`] to its implementation.
-pub static SERVERS: &[ServerDescriptor] = &[nginx::DESCRIPTOR, embedded::DESCRIPTOR];
+pub static SERVERS: &[ServerDescriptor] = &[
+    nginx::DESCRIPTOR,
+    apache::DESCRIPTOR,
+    haproxy::DESCRIPTOR,
+    embedded::DESCRIPTOR,
+];
 
 /// The registered server of `kind`.
 pub fn descriptor(kind: ServerKind) -> &'static ServerDescriptor {
