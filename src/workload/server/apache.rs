@@ -101,7 +101,8 @@ fn start_apache(setup: &ServerSetup<'_>, description: String) -> Result<RunningP
         dir,
         address,
         log,
-        stderr_is_log: false,
+        // A configuration error goes to standard error, not the error log.
+        stderr_is_log: true,
         workers: WorkerLayout::ForkedChildren,
         tie: crate::child::Tie::Server,
         description,

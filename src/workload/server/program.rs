@@ -350,8 +350,9 @@ pub struct Launch {
     pub address: SocketAddr,
     /// The log whose last lines say why it did not start.
     pub log: PathBuf,
-    /// True if and only if the program's standard error goes to `log`
-    /// (a program that has no error log of its own); else it is dropped.
+    /// True if and only if the program's standard error goes to `log` too
+    /// (a program that says why it did not start there, not in its error
+    /// log: HAProxy, Apache's configuration errors); else it is dropped.
     pub stderr_is_log: bool,
     pub workers: WorkerLayout,
     /// How it is tied to tlslab: [`crate::child::Tie::Server`] (SIGTERM
@@ -400,9 +401,13 @@ impl RunningProgram {
             description,
         } = launch;
         let stderr = if stderr_is_log {
-            Stdio::from(
-                fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?,
-            )
+            // Appending, as the program may open the same file as its log.
+            let file = fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .with_context(|| format!("creating {}", log.display()))?;
+            Stdio::from(file)
         } else {
             Stdio::null()
         };
