@@ -16,6 +16,9 @@ pub enum ServerKind {
     /// Debian's HAProxy, the TLS terminator, started the same way and
     /// answering without a backend.
     Haproxy,
+    /// Debian's Caddy, on Go's crypto/tls (another TLS library altogether),
+    /// started the same way.
+    Caddy,
     /// tlslab's own server on one of its backends, in its process: for
     /// `handshake`, client and server in one process (over memory or
     /// `--transport`); for `load`, the embedded HTTPS server on its own
@@ -32,6 +35,7 @@ impl Named for ServerKind {
         ServerKind::Nginx,
         ServerKind::Apache,
         ServerKind::Haproxy,
+        ServerKind::Caddy,
         ServerKind::Embedded,
     ];
 
@@ -40,6 +44,7 @@ impl Named for ServerKind {
             ServerKind::Nginx => "nginx",
             ServerKind::Apache => "apache",
             ServerKind::Haproxy => "haproxy",
+            ServerKind::Caddy => "caddy",
             ServerKind::Embedded => "embedded",
         }
     }
@@ -49,7 +54,7 @@ impl Named for ServerKind {
     /// program's and its project's names too.
     fn aliases(self) -> &'static [&'static str] {
         match self {
-            ServerKind::Nginx | ServerKind::Haproxy => &[],
+            ServerKind::Nginx | ServerKind::Haproxy | ServerKind::Caddy => &[],
             ServerKind::Apache => &["apache2", "httpd"],
             ServerKind::Embedded => &["inprocess", "in-process"],
         }
@@ -75,7 +80,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            error.contains("nginx, apache, haproxy, embedded"),
+            error.contains("nginx, apache, haproxy, caddy, embedded"),
             "{error}"
         );
     }

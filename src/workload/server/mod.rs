@@ -14,6 +14,7 @@
 //! integration tests that run per server pick it up from the registry.
 
 pub mod apache;
+pub mod caddy;
 pub mod embedded;
 mod handshakes;
 pub mod haproxy;
@@ -39,6 +40,7 @@ pub static SERVERS: &[ServerDescriptor] = &[
     nginx::DESCRIPTOR,
     apache::DESCRIPTOR,
     haproxy::DESCRIPTOR,
+    caddy::DESCRIPTOR,
     embedded::DESCRIPTOR,
 ];
 

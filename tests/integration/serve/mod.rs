@@ -259,7 +259,7 @@ fn bad_serve_options_are_refused_clearly() {
         (
             vec!["load", "--server", "lighttpd"],
             2,
-            "nginx, apache, haproxy, embedded",
+            "nginx, apache, haproxy, caddy, embedded",
         ),
         (vec!["load", "--backend", "openssl"], 2, "--server embedded"),
         (
