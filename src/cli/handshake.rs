@@ -54,8 +54,8 @@ pub struct HandshakeArgs {
 
     /// The server: embedded (tlslab's own, also called inprocess: client
     /// and server in one process, over memory) or a real server started on
-    /// loopback per row (nginx: tlslab's OpenSSL as the client over TCP; the
-    /// server's CPU is its workers'). [default: embedded]
+    /// loopback per row (nginx, apache, haproxy, caddy: tlslab's OpenSSL as the
+    /// client over TCP; the server's CPU is its workers'). [default: embedded]
     #[arg(long, value_name = "SERVER")]
     pub server: Option<ServerKind>,
 

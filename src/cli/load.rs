@@ -98,8 +98,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N")]
     pub max_requests: Option<usize>,
 
-    /// The server started for the run: nginx (Debian's, on loopback) or
-    /// embedded (tlslab's own HTTPS server, in this process on its own
+    /// The server started for the run: nginx, apache, haproxy or caddy (Debian's,
+    /// on loopback) or embedded (tlslab's own HTTPS server, in this process on its own
     /// threads; see `tlslab serve`). [default: nginx; embedded with --preset]
     #[arg(long, value_name = "SERVER")]
     pub server: Option<ServerKind>,

@@ -10,6 +10,15 @@ use super::names::{deserialize_by_id, serialize_by_id, Named};
 pub enum ServerKind {
     /// Debian's nginx, started on loopback with a generated configuration.
     Nginx,
+    /// Debian's Apache httpd 2.4 (mod_ssl), the seeds' own server, started
+    /// the same way.
+    Apache,
+    /// Debian's HAProxy, the TLS terminator, started the same way and
+    /// answering without a backend.
+    Haproxy,
+    /// Debian's Caddy, on Go's crypto/tls (another TLS library altogether),
+    /// started the same way.
+    Caddy,
     /// tlslab's own server on one of its backends, in its process: for
     /// `handshake`, client and server in one process (over memory or
     /// `--transport`); for `load`, the embedded HTTPS server on its own
@@ -22,20 +31,31 @@ deserialize_by_id!(ServerKind);
 
 impl Named for ServerKind {
     const KIND: &'static str = "server";
-    const ALL: &'static [Self] = &[ServerKind::Nginx, ServerKind::Embedded];
+    const ALL: &'static [Self] = &[
+        ServerKind::Nginx,
+        ServerKind::Apache,
+        ServerKind::Haproxy,
+        ServerKind::Caddy,
+        ServerKind::Embedded,
+    ];
 
     fn id(self) -> &'static str {
         match self {
             ServerKind::Nginx => "nginx",
+            ServerKind::Apache => "apache",
+            ServerKind::Haproxy => "haproxy",
+            ServerKind::Caddy => "caddy",
             ServerKind::Embedded => "embedded",
         }
     }
 
     /// `inprocess` is what `handshake --server` called tlslab's own
-    /// server before the two commands shared one list.
+    /// server before the two commands shared one list; Apache goes by its
+    /// program's and its project's names too.
     fn aliases(self) -> &'static [&'static str] {
         match self {
-            ServerKind::Nginx => &[],
+            ServerKind::Nginx | ServerKind::Haproxy | ServerKind::Caddy => &[],
+            ServerKind::Apache => &["apache2", "httpd"],
             ServerKind::Embedded => &["inprocess", "in-process"],
         }
     }
@@ -52,8 +72,17 @@ mod tests {
             assert_eq!(parse_name::<ServerKind>(name), Ok(ServerKind::Embedded));
         }
         assert_eq!(parse_name::<ServerKind>("NGINX"), Ok(ServerKind::Nginx));
-        let error = parse_name::<ServerKind>("apache").unwrap_err().to_string();
-        assert!(error.contains("nginx, embedded"), "{error}");
+        for name in ["apache", "apache2", "httpd"] {
+            assert_eq!(parse_name::<ServerKind>(name), Ok(ServerKind::Apache));
+        }
+        assert_eq!(parse_name::<ServerKind>("HAProxy"), Ok(ServerKind::Haproxy));
+        let error = parse_name::<ServerKind>("lighttpd")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("nginx, apache, haproxy, caddy, embedded"),
+            "{error}"
+        );
     }
 
     #[test]

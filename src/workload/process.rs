@@ -108,8 +108,34 @@ fn parent_of(pid: u32) -> Option<u32> {
 /// A process's time on the CPU (its main thread; for a thread id, that
 /// thread's), in nanoseconds, from the first field of /proc/PID/schedstat.
 pub fn process_cpu_ns(pid: u32) -> Result<u64> {
-    let path = format!("/proc/{pid}/schedstat");
-    let text = fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    process_cpu_ns_of(&format!("/proc/{pid}/schedstat"))
+}
+
+/// A process's time on the CPU summed over all its threads, in
+/// nanoseconds, from /proc/PID/task/*/schedstat (a threaded server's
+/// workers are threads of one process; threads that ended are not
+/// counted, so it serves servers whose threads live as long as they do).
+pub fn tasks_cpu_ns(pid: u32) -> Result<u64> {
+    let tasks = format!("/proc/{pid}/task");
+    let entries = fs::read_dir(&tasks).with_context(|| format!("reading {tasks}"))?;
+    let mut total = 0;
+    for entry in entries.flatten() {
+        if let Some(thread) = entry
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<u32>().ok())
+        {
+            // A thread that ended since the listing is skipped.
+            if let Ok(ns) = process_cpu_ns_of(&format!("{tasks}/{thread}/schedstat")) {
+                total += ns;
+            }
+        }
+    }
+    Ok(total)
+}
+
+fn process_cpu_ns_of(path: &str) -> Result<u64> {
+    let text = fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
     text.split_whitespace()
         .next()
         .and_then(|field| field.parse().ok())
@@ -187,6 +213,8 @@ mod tests {
         let me = std::process::id();
         assert!(children_of(me).contains(&child.id()));
         assert!(process_cpu_ns(me).unwrap() > 0);
+        let main_thread = process_cpu_ns(me).unwrap();
+        assert!(tasks_cpu_ns(me).unwrap() >= main_thread);
         terminate(&mut child, &[], Duration::from_secs(1));
         assert!(child.try_wait().unwrap().is_some());
         assert!(free_port().unwrap() > 0);

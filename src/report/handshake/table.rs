@@ -5,7 +5,7 @@
 use super::{CountedFigures, MemoryFigures, Row};
 use crate::report::markup::format_us;
 use crate::report::{ColumnKind, Table};
-use crate::scenario::{HandshakeScenario, KxKind, SignatureFamily};
+use crate::scenario::{HandshakeScenario, KxKind, ServerKind, SignatureFamily};
 use crate::stats::{PairedRatio, Summary};
 
 /// Which parts of the handshake resist a quantum computer.
@@ -370,8 +370,18 @@ fn table_notes(
     if with_transport {
         notes.push("TCP, UDP rows: client and server in two threads over a loopback socket; each side's CPU includes the kernel's work for its socket calls (and for TCP its connect or accept), the wall time runs until the later side is done.".to_string());
     }
-    if rows.iter().any(|r| r.backend == "nginx") {
-        notes.push("nginx rows: the client is tlslab's OpenSSL over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is nginx's worker process from before the connect to the connection's close (/proc/PID/schedstat), its kernel TCP work included.".to_string());
+    // A row whose backend is a server's name is a program's (nginx,
+    // Apache, HAProxy): tlslab's own server runs on a backend.
+    let mut programs: Vec<&str> = Vec::new();
+    for row in rows {
+        let backend = row.backend.as_str();
+        let is_server = crate::scenario::parse_name::<ServerKind>(backend).is_ok();
+        if is_server && !programs.contains(&backend) {
+            programs.push(backend);
+        }
+    }
+    if !programs.is_empty() {
+        notes.push(format!("{} rows: the client is tlslab's OpenSSL over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is the server's worker processes (all their threads) from before the connect to the connection's close (/proc/PID/task/*/schedstat), its kernel TCP work included.", programs.join(", ")));
     }
     if measured.counted {
         notes.push(format!(

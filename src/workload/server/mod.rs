@@ -13,9 +13,13 @@
 //! descriptor in [`SERVERS`], and its name in `scenario::ServerKind`; the
 //! integration tests that run per server pick it up from the registry.
 
+pub mod apache;
+pub mod caddy;
 pub mod embedded;
 mod handshakes;
+pub mod haproxy;
 pub mod nginx;
+pub mod program;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -32,7 +36,13 @@ pub use handshakes::ServerBackend;
 
 /// Every server under test, each registered once: the one place that maps
 /// a [`ServerKind`] to its implementation.
-pub static SERVERS: &[ServerDescriptor] = &[nginx::DESCRIPTOR, embedded::DESCRIPTOR];
+pub static SERVERS: &[ServerDescriptor] = &[
+    nginx::DESCRIPTOR,
+    apache::DESCRIPTOR,
+    haproxy::DESCRIPTOR,
+    caddy::DESCRIPTOR,
+    embedded::DESCRIPTOR,
+];
 
 /// The registered server of `kind`.
 pub fn descriptor(kind: ServerKind) -> &'static ServerDescriptor {

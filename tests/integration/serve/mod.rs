@@ -256,7 +256,11 @@ fn bad_serve_options_are_refused_clearly() {
             2,
             "rsa",
         ),
-        (vec!["load", "--server", "apache"], 2, "nginx, embedded"),
+        (
+            vec!["load", "--server", "lighttpd"],
+            2,
+            "nginx, apache, haproxy, caddy, embedded",
+        ),
         (vec!["load", "--backend", "openssl"], 2, "--server embedded"),
         (
             vec!["load", "--server", "embedded", "--target", "127.0.0.1:1"],

@@ -273,7 +273,7 @@ fn ctrl_c_sigterm_and_kill_9_leave_no_server_running() {
 fn bad_server_options_are_usage_errors() {
     let names: Vec<&str> = SERVERS.iter().map(|s| s.kind.name()).collect();
     for command in ["handshake", "load"] {
-        let run = tlslab(&[command, "--server", "apache"]);
+        let run = tlslab(&[command, "--server", "lighttpd"]);
         run.expect_code(2);
         assert!(
             run.stderr().contains(&names.join(", ")),
