@@ -311,7 +311,10 @@ impl ServerUnderTest for CaddyServer {
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
         let go = format!("Caddy's Go {} crypto/tls", self.versions.1);
         if scenario.version.is_datagram() {
-            return Some("Caddy serves TLS over TCP, not DTLS".to_string());
+            return Some(format!(
+                "Caddy serves TLS over TCP, not {}",
+                scenario.version.display()
+            ));
         }
         let group = scenario.group;
         if matches!(group.kind(), KxKind::Kem) {

@@ -65,7 +65,10 @@ impl ServerUnderTest for EmbeddedServer {
     /// what its backend lacks.
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
         if scenario.version.is_datagram() {
-            return Some("the embedded server serves TLS over TCP, not DTLS".to_string());
+            return Some(format!(
+                "the embedded server serves TLS over TCP, not {}",
+                scenario.version.display()
+            ));
         }
         self.backend.unsupported_reason(scenario)
     }

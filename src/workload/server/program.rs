@@ -310,7 +310,10 @@ impl OpensslProgram {
         let name = self.name;
         let openssl = &self.openssl_version;
         if scenario.version.is_datagram() {
-            return Some(format!("{name} serves TLS over TCP, not DTLS"));
+            return Some(format!(
+                "{name} serves TLS over TCP, not {}",
+                scenario.version.display()
+            ));
         }
         if scenario.group.kind() == KxKind::Kem && !has_post_quantum(openssl) {
             return Some(format!(
