@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::session::{time_or_instructions, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
-use super::tunnel_rows::{sample_interleaved, sample_row_by_row};
+use super::tunnel_rows::{sample_interleaved, sample_row_by_row, RowBudget};
 use crate::backend::LibraryInfo;
 use crate::cli::{Size, TunnelArgs};
 use crate::host::HostInfo;
@@ -269,6 +269,7 @@ impl Study for TunnelStudy {
         let bar = session.bar(self.scenarios.len() * self.engines.len());
         let mut cells = Vec::new();
         if self.measures.contains(&Measure::Time) {
+            let started = std::time::Instant::now();
             let options = EngineOptions {
                 transfer_bytes: self.transfer_bytes,
             };
@@ -287,6 +288,11 @@ impl Study for TunnelStudy {
                 session,
                 &bar,
             )?;
+            let mut budget = RowBudget::new(
+                &self.sampling,
+                started,
+                one_by_one.len() * self.scenarios.len(),
+            );
             for id in one_by_one {
                 if session.interrupted() {
                     break;
@@ -300,6 +306,7 @@ impl Study for TunnelStudy {
                     rig.as_ref(),
                     &self.scenarios,
                     &self.sampling,
+                    &mut budget,
                     session,
                     &bar,
                 )?);

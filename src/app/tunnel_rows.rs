@@ -2,10 +2,12 @@
 //! reports it): the rows of every engine that interleaves readied at once
 //! and sampled in ONE set of interleaved rounds, each cell and each
 //! round's samples stored as they end; the rows of the other engines (a
-//! real tunnel each) one at a time. Ctrl-C keeps every finished row and
-//! the samples of rows under way.
+//! real tunnel each) one at a time, each with its share of what is left
+//! of the run's budget ([`RowBudget`]). Ctrl-C keeps every finished row
+//! and the samples of rows under way.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 
@@ -17,6 +19,40 @@ use crate::scenario::tunnel::{EngineId, TunnelScenario};
 use crate::workload::tunnel::{
     EngineOptions, EngineRig, TunnelCell, TunnelEngine, TunnelOutcome, TunnelSample,
 };
+
+/// The run's budget (`--max-total-time`) as the rows taken one at a time
+/// share it: each row gets what is left over the rows still to come, but
+/// at least one row's own `--max-time`. Without a budget for the run, each
+/// row samples as `--max-time` and the precision say. (Before, each real
+/// tunnel's row got the whole run's budget: `--preset vpn-compare` with
+/// two real engines ran nearly 10 minutes on an 80 s budget.)
+pub(super) struct RowBudget {
+    deadline: Option<Instant>,
+    rows_left: usize,
+}
+
+impl RowBudget {
+    /// The budget of a run that started at `started`, for `rows` rows
+    /// taken one at a time.
+    pub(super) fn new(sampling: &SamplingOptions, started: Instant, rows: usize) -> Self {
+        Self {
+            deadline: sampling.max_total_time.map(|budget| started + budget),
+            rows_left: rows,
+        }
+    }
+
+    /// The sampling options of the next row.
+    fn next_row(&mut self, sampling: &SamplingOptions) -> SamplingOptions {
+        let mut options = *sampling;
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let share = left / self.rows_left.max(1) as u32;
+            options.max_total_time = Some(share.max(sampling.max_time));
+        }
+        self.rows_left = self.rows_left.saturating_sub(1);
+        options
+    }
+}
 
 /// A row readied by its engine, or the outcome that says why it cannot run.
 fn ready<'rig>(
@@ -132,12 +168,14 @@ pub(super) fn sample_row_by_row(
     rig: &dyn EngineRig,
     scenarios: &[TunnelScenario],
     sampling: &SamplingOptions,
+    budget: &mut RowBudget,
     session: &mut Session,
     bar: &Bar,
 ) -> Result<Vec<TunnelCell>> {
     let interrupt = std::sync::Arc::clone(session.interrupt());
     let mut cells = Vec::new();
     for scenario in scenarios {
+        let sampling = budget.next_row(sampling);
         if interrupt.load(Ordering::Relaxed) {
             session.mark_interrupted(true);
             return Ok(cells);
@@ -154,7 +192,7 @@ pub(super) fn sample_row_by_row(
                 let run = measure::sample(
                     vec![probe],
                     measure::Pairing::None,
-                    sampling,
+                    &sampling,
                     &interrupt,
                     &mut RowRounds,
                 )?;
@@ -182,4 +220,42 @@ pub(super) fn sample_row_by_row(
         }
     }
     Ok(cells)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::RowBudget;
+    use crate::measure::SamplingOptions;
+
+    #[test]
+    fn rows_taken_one_at_a_time_share_what_is_left_of_the_runs_budget() {
+        let sampling = SamplingOptions {
+            max_time: Duration::from_millis(100),
+            max_total_time: Some(Duration::from_secs(40)),
+            ..SamplingOptions::default()
+        };
+        // Half the budget already spent (by the interleaved rows): 20 s
+        // left for 4 rows.
+        let started = Instant::now() - Duration::from_secs(20);
+        let mut budget = RowBudget::new(&sampling, started, 4);
+        let share = budget.next_row(&sampling).max_total_time.unwrap();
+        assert!(
+            share <= Duration::from_secs(5) && share > Duration::from_millis(4900),
+            "{share:?}"
+        );
+        // Past the deadline, a row still gets its own --max-time.
+        let late = RowBudget::new(&sampling, started - Duration::from_secs(60), 2)
+            .next_row(&sampling)
+            .max_total_time;
+        assert_eq!(late, Some(Duration::from_millis(100)));
+        // Without a run budget, rows sample as before.
+        let unbounded = SamplingOptions {
+            max_total_time: None,
+            ..sampling
+        };
+        let options = RowBudget::new(&unbounded, started, 3).next_row(&unbounded);
+        assert_eq!(options, unbounded);
+    }
 }
