@@ -269,7 +269,6 @@ impl Study for TunnelStudy {
         let bar = session.bar(self.scenarios.len() * self.engines.len());
         let mut cells = Vec::new();
         if self.measures.contains(&Measure::Time) {
-            let started = std::time::Instant::now();
             let options = EngineOptions {
                 transfer_bytes: self.transfer_bytes,
             };
@@ -290,7 +289,7 @@ impl Study for TunnelStudy {
             )?;
             let mut budget = RowBudget::new(
                 &self.sampling,
-                started,
+                std::time::Instant::now(),
                 one_by_one.len() * self.scenarios.len(),
             );
             for id in one_by_one {

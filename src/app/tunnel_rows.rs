@@ -21,19 +21,22 @@ use crate::workload::tunnel::{
 };
 
 /// The run's budget (`--max-total-time`) as the rows taken one at a time
-/// share it: each row gets what is left over the rows still to come, but
-/// at least one row's own `--max-time`. Without a budget for the run, each
-/// row samples as `--max-time` and the precision say. (Before, each real
-/// tunnel's row got the whole run's budget: `--preset vpn-compare` with
-/// two real engines ran nearly 10 minutes on an 80 s budget.)
+/// (real tunnels) share it: a budget of their own, as long as the run's,
+/// from when the first of them starts (the interleaved rows, before them,
+/// cannot starve them), each row getting what is left over the rows still
+/// to come, but at least its own `--max-time`. A run with real engines can
+/// so take up to twice its budget. Without a budget, each row samples as
+/// `--max-time` and the precision say. (Before, each real tunnel's row got
+/// the whole budget: `--preset vpn-compare` with two real engines ran
+/// nearly 10 minutes on an 80 s budget.)
 pub(super) struct RowBudget {
     deadline: Option<Instant>,
     rows_left: usize,
 }
 
 impl RowBudget {
-    /// The budget of a run that started at `started`, for `rows` rows
-    /// taken one at a time.
+    /// The budget of `rows` rows taken one at a time, the first of them
+    /// starting at `started`.
     pub(super) fn new(sampling: &SamplingOptions, started: Instant, rows: usize) -> Self {
         Self {
             deadline: sampling.max_total_time.map(|budget| started + budget),
@@ -236,8 +239,8 @@ mod tests {
             max_total_time: Some(Duration::from_secs(40)),
             ..SamplingOptions::default()
         };
-        // Half the budget already spent (by the interleaved rows): 20 s
-        // left for 4 rows.
+        // Half the budget already spent (by earlier rows): 20 s left for
+        // 4 rows.
         let started = Instant::now() - Duration::from_secs(20);
         let mut budget = RowBudget::new(&sampling, started, 4);
         let share = budget.next_row(&sampling).max_total_time.unwrap();
