@@ -226,7 +226,7 @@ fn exports_and_report_agree_through_the_database() {
 fn ctrl_c_keeps_finished_cells() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db.sqlite");
-    let child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tlslab"))
         .args([
             "handshake",
             "--backend",
@@ -251,8 +251,14 @@ fn ctrl_c_keeps_finished_cells() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1800));
-    // SAFETY: sending a signal to our own child process.
+    // The run interrupts itself after round 3; a SIGINT from here only if
+    // it has not ended long after (a SIGINT at a fixed time once came
+    // before round 3 on a loaded machine and left one sample a cell).
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sending a signal to our own child process (reaped only below).
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
