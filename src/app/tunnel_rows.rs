@@ -7,7 +7,7 @@
 //! and the samples of rows under way.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -24,11 +24,16 @@ use crate::workload::tunnel::{
 /// (real tunnels) share it: a budget of their own, as long as the run's,
 /// from when the first of them starts (the interleaved rows, before them,
 /// cannot starve them), each row getting what is left over the rows still
-/// to come, but at least its own `--max-time`. A run with real engines can
-/// so take up to twice its budget. Without a budget, each row samples as
+/// to come, but at least its own `--max-time` and [`MIN_ROW_BUDGET`]. A
+/// run with real engines can so take twice its budget and more. Without a budget, each row samples as
 /// `--max-time` and the precision say. (Before, each real tunnel's row got
 /// the whole budget: `--preset vpn-compare` with two real engines ran
 /// nearly 10 minutes on an 80 s budget.)
+/// The least budget a row taken one at a time gets: a real tunnel's
+/// warm-up and first sample are each a whole transfer, which took 1-3 s
+/// for 2 MB through OpenVPN with 64-byte packets on the loaded test VM.
+const MIN_ROW_BUDGET: Duration = Duration::from_secs(5);
+
 pub(super) struct RowBudget {
     deadline: Option<Instant>,
     rows_left: usize,
@@ -50,7 +55,7 @@ impl RowBudget {
         if let Some(deadline) = self.deadline {
             let left = deadline.saturating_duration_since(Instant::now());
             let share = left / self.rows_left.max(1) as u32;
-            options.max_total_time = Some(share.max(sampling.max_time));
+            options.max_total_time = Some(share.max(sampling.max_time).max(MIN_ROW_BUDGET));
         }
         self.rows_left = self.rows_left.saturating_sub(1);
         options
@@ -236,23 +241,23 @@ mod tests {
     fn rows_taken_one_at_a_time_share_what_is_left_of_the_runs_budget() {
         let sampling = SamplingOptions {
             max_time: Duration::from_millis(100),
-            max_total_time: Some(Duration::from_secs(40)),
+            max_total_time: Some(Duration::from_secs(60)),
             ..SamplingOptions::default()
         };
-        // Half the budget already spent (by earlier rows): 20 s left for
-        // 4 rows.
+        // A third of the budget already spent (by earlier rows): 40 s left
+        // for 4 rows.
         let started = Instant::now() - Duration::from_secs(20);
         let mut budget = RowBudget::new(&sampling, started, 4);
         let share = budget.next_row(&sampling).max_total_time.unwrap();
         assert!(
-            share <= Duration::from_secs(5) && share > Duration::from_millis(4900),
+            share <= Duration::from_secs(10) && share > Duration::from_millis(9900),
             "{share:?}"
         );
-        // Past the deadline, a row still gets its own --max-time.
+        // Past the deadline, a row still gets the least budget of a row.
         let late = RowBudget::new(&sampling, started - Duration::from_secs(60), 2)
             .next_row(&sampling)
             .max_total_time;
-        assert_eq!(late, Some(Duration::from_millis(100)));
+        assert_eq!(late, Some(super::MIN_ROW_BUDGET));
         // Without a run budget, rows sample as before.
         let unbounded = SamplingOptions {
             max_total_time: None,
