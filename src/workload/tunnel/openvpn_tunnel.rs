@@ -19,6 +19,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -48,15 +49,17 @@ pub(super) const UNCOUNTABLE: &str = "OpenVPN's work runs in its own processes (
 /// built on OpenSSL (Debian's: libcrypto 3.0) reads `OPENSSL_ia32cap` at
 /// start as the vendored OpenSSL does, and the daemons inherit tlslab's
 /// environment; one built on another library (mbed TLS) has no such
-/// switch. Its `--version` names the library ("[SSL (OpenSSL)]").
+/// switch. Its `--version` names the library ("[SSL (OpenSSL)]"); asked
+/// once per process.
 pub(super) fn cpu_masking() -> CpuMasking {
-    match Command::new("openvpn").arg("--version").output() {
+    static MASKING: OnceLock<CpuMasking> = OnceLock::new();
+    *MASKING.get_or_init(|| match Command::new("openvpn").arg("--version").output() {
         Ok(output) if !String::from_utf8_lossy(&output.stdout).contains("OpenSSL") => {
             CpuMasking::Impossible("this openvpn is not built on OpenSSL, whose capability mask (OPENSSL_ia32cap) tlslab clears; it has no switch tlslab knows to turn its CPU features off")
         }
         // Missing, the engine's preflight says so.
         _ => CpuMasking::OPENSSL_CAPABILITY_VECTOR,
-    }
+    })
 }
 
 /// Root, `ip`, `/dev/net/tun` and `openvpn`; OpenVPN's version, as the
