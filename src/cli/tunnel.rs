@@ -96,7 +96,7 @@ pub struct TunnelArgs {
     /// cleared, for the inprocess engine and the OpenVPN daemons; rows
     /// "<engine> (generic)"). WireGuard's cryptography (ring in boringtun,
     /// Go's in wireguard-go) cannot be masked: its generic rows say why.
-    /// Timed only; not with --setup's set-up, which stays native.
+    /// Timed only; --setup's set-up is measured natively.
     #[arg(
         long,
         value_name = "LIST",
