@@ -14,7 +14,6 @@ use anyhow::Result;
 use super::session::usage;
 use crate::measure::Outcome;
 use crate::report::Document;
-use crate::scenario::Named;
 use crate::store::{RunKind, Store, StoredRun};
 
 /// How far apart the rounds of two shards are moved (no run has that many rounds).
@@ -219,7 +218,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 .collect::<Result<Vec<_>>>()?;
             let (cells, pooled) = pool(
                 shards,
-                |c| format!("{} {}", c.engine.id(), c.scenario.label()),
+                |c| format!("{} {}", c.row_engine(), c.scenario.label()),
                 |c| &mut c.outcome,
             );
             let document = super::tunnel::combined_document(

@@ -295,17 +295,17 @@ fn tunnel_cells(store: &Store, id: i64, measure: Measure) -> Result<Vec<Cell>> {
         .load_tunnel_cells(id)?
         .iter()
         .map(|c| {
-            let (engine, label) = (c.engine.id(), c.scenario.label());
+            let (engine, label) = (c.row_engine().name(), c.scenario.label());
             let axes = crate::report::tunnel::axis_cells(&c.scenario);
             if measure == Measure::Time {
-                return cell(engine, label, axes, &c.outcome, c.samples());
+                return cell(&engine, label, axes, &c.outcome, c.samples());
             }
             match &c.counted {
                 Some(counted) => Cell {
                     costs: counted.per_mb(|s| s.client + s.server),
-                    ..cell(engine, label, axes, &counted.outcome, &[])
+                    ..cell(&engine, label, axes, &counted.outcome, &[])
                 },
-                None => cell(engine, label, axes, &not_counted(measure), &[]),
+                None => cell(&engine, label, axes, &not_counted(measure), &[]),
             }
         })
         .collect())

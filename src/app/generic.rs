@@ -1,14 +1,15 @@
 //! `--cpu-features generic`: the same command again in a child process
 //! whose libraries see no CPU features (each backend's descriptor says how
-//! to mask them: OpenSSL's and aws-lc's capability mask cleared), its rows
-//! "<backend> (generic)" beside the native ones; a backend that cannot be
-//! masked gets rows that say why.
+//! to mask them: OpenSSL's and aws-lc's capability mask cleared; a tunnel
+//! engine says it of its own cryptography), its rows "<backend> (generic)"
+//! (`tunnel`: "<engine> (generic)") beside the native ones; a backend or
+//! engine that cannot be masked gets rows that say why.
 //!
 //! The child is tlslab itself, `tlslab generic-child PLAN` (hidden): the
 //! parent writes its own parsed arguments to PLAN as JSON, changed only
 //! where the child must differ (native CPU features, so it does not start
 //! a child of its own; a scratch database; quiet; no exports; the backends
-//! whose features can be masked), and the child runs the same command from
+//! or engines whose features can be masked), and the child runs the same command from
 //! them. So every option reaches the child as the parent parsed it; a
 //! command line rebuilt flag by flag silently dropped each new flag. The
 //! child is tied to the parent (killed with it, stopped as it is) and
@@ -24,6 +25,7 @@ use crate::backend::{descriptor_by_id, CpuMasking, REGISTRY};
 use crate::cli::{DatabaseArgs, GenericChildArgs, GenericPlan};
 use crate::scenario::{CpuFeatures, Named};
 use crate::store::Store;
+use crate::workload::tunnel::ENGINES;
 
 /// The hidden command a generic-CPU child runs.
 pub const CHILD_COMMAND: &str = "generic-child";
@@ -53,19 +55,30 @@ pub(crate) fn unmaskable<'a>(backends: &[&'a str]) -> Vec<(&'a str, &'static str
 
 /// Why a backend's CPU features cannot be masked, if they cannot.
 fn unmaskable_reason(id: &str) -> Option<&'static str> {
-    match descriptor_by_id(id)?.cpu_masking {
+    impossible_reason(descriptor_by_id(id)?.cpu_masking)
+}
+
+/// Why CPU features masked this way cannot be turned off, if they cannot
+/// (a backend's descriptor or a tunnel engine says how).
+pub(crate) fn impossible_reason(masking: CpuMasking) -> Option<&'static str> {
+    match masking {
         CpuMasking::Impossible(reason) => Some(reason),
         CpuMasking::Environment { .. } | CpuMasking::Unused => None,
     }
 }
 
 /// The environment of a generic-CPU child: every registered library's
-/// masking (a library ignores the others' variables), so the backends a
-/// preset or a server brings into the child are masked too.
+/// and tunnel engine's masking (a library ignores the others' variables;
+/// a tunnel engine's daemons inherit the child's environment), so the
+/// backends a preset or a server brings into the child are masked too.
 fn masking_environment() -> Vec<(&'static str, &'static str)> {
+    let maskings = REGISTRY
+        .iter()
+        .map(|descriptor| descriptor.cpu_masking)
+        .chain(ENGINES.iter().map(|engine| engine.cpu_masking()));
     let mut environment = Vec::new();
-    for descriptor in REGISTRY {
-        if let CpuMasking::Environment { variable, value } = descriptor.cpu_masking {
+    for masking in maskings {
+        if let CpuMasking::Environment { variable, value } = masking {
             if !environment.contains(&(variable, value)) {
                 environment.push((variable, value));
             }

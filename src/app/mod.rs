@@ -58,6 +58,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::GenericChild(args) => match generic::read_plan(&args)? {
             GenericPlan::Handshake(args) => handshake::run(&args),
             GenericPlan::Speed(args) => speed::run(&args),
+            GenericPlan::Tunnel(args) => tunnel::run(&args),
         },
         Command::Completions(args) => manual::completions(&args),
         Command::Man(args) => manual::man(&args),

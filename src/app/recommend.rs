@@ -263,7 +263,7 @@ fn candidates(
                     (None, true) => not_counted(),
                 };
                 Candidate {
-                    backend: crate::scenario::Named::id(c.engine).to_string(),
+                    backend: c.row_engine().name(),
                     label: c.scenario.label(),
                     axes: crate::report::tunnel::axis_cells(&c.scenario),
                     workload: format!(

@@ -7,8 +7,10 @@
 //! (both in `tunnel_rows.rs`); a preset's engine that cannot run
 //! here gives rows that say why; with `--measure instructions` the rows of
 //! countable engines counted under valgrind (the others say why they
-//! cannot be); each cell stored as it finishes; the report's tables and
-//! the counted table; with `--setup`, each engine's connection set-up
+//! cannot be); with `--cpu-features generic`, the rows again without CPU
+//! features in a child process (`tunnel_rows.rs`, [`super::generic`]);
+//! each cell stored as it finishes; the report's tables and the counted
+//! table; with `--setup`, each engine's connection set-up
 //! ([`super::tunnel_setup`]).
 
 use std::time::Duration;
@@ -16,9 +18,12 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
+use super::generic;
 use super::session::{time_or_instructions, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
-use super::tunnel_rows::{sample_interleaved, sample_row_by_row, RowBudget};
+use super::tunnel_rows::{
+    generic_cells, in_run_order, sample_interleaved, sample_row_by_row, stored_engines, RowBudget,
+};
 use crate::backend::LibraryInfo;
 use crate::cli::{Size, TunnelArgs};
 use crate::host::HostInfo;
@@ -32,7 +37,7 @@ use crate::scenario::tunnel::{
     DEFAULT_PAYLOAD_BYTES,
 };
 use crate::scenario::Shard;
-use crate::scenario::{distinct, Measure};
+use crate::scenario::{distinct, CpuFeatures, Measure};
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 use crate::workload::tunnel::setup::SetupCell;
@@ -49,6 +54,8 @@ struct StoredOptions<'a> {
     baseline: Option<&'a str>,
     shard: Option<Shard>,
     measures: &'a [Measure],
+    /// The CPU feature sets measured ("native,generic").
+    cpu_features: String,
     /// The valgrind that counted instructions ("valgrind-3.19.0").
     #[serde(skip_serializing_if = "Option::is_none")]
     valgrind: Option<&'a str>,
@@ -169,6 +176,11 @@ pub(crate) struct TunnelStudy {
     setup: bool,
     /// The engines' set-up cells, once measured.
     setups: Vec<SetupCell>,
+    /// With all the machine's CPU features, without them (a child
+    /// process), or both (`--cpu-features`).
+    feature_sets: Vec<CpuFeatures>,
+    /// The parsed command line, handed to the generic-CPU child.
+    args: TunnelArgs,
 }
 
 impl Study for TunnelStudy {
@@ -218,6 +230,13 @@ impl Study for TunnelStudy {
             )));
         }
         let (measures, valgrind) = time_or_instructions(args.measure.as_deref(), "tunnel")?;
+        let feature_sets = distinct(&args.cpu_features);
+        if measures.contains(&Measure::Instructions) && feature_sets.contains(&CpuFeatures::Generic)
+        {
+            return Err(usage(
+                "--cpu-features generic is timed only; leave --measure at time for it",
+            ));
+        }
         super::session::check_exports(&args.output.exports)?;
         let (libraries, unavailable) = preflight(&engines, &measures, required)?;
         let engines = engines
@@ -240,6 +259,8 @@ impl Study for TunnelStudy {
             libraries,
             setup: args.setup,
             setups: Vec::new(),
+            feature_sets,
+            args: args.clone(),
         }))
     }
 
@@ -257,6 +278,7 @@ impl Study for TunnelStudy {
             baseline: self.baseline.as_deref(),
             shard: self.shard,
             measures: &self.measures,
+            cpu_features: generic::feature_list(&self.feature_sets),
             valgrind: self.valgrind.as_deref(),
         })?)
     }
@@ -266,9 +288,10 @@ impl Study for TunnelStudy {
     }
 
     fn measure(&mut self, session: &mut Session) -> Result<Vec<TunnelCell>> {
-        let bar = session.bar(self.scenarios.len() * self.engines.len());
+        let native = self.feature_sets.contains(&CpuFeatures::Native);
+        let bar = session.bar(self.scenarios.len() * self.engines.len() * usize::from(native));
         let mut cells = Vec::new();
-        if self.measures.contains(&Measure::Time) {
+        if self.measures.contains(&Measure::Time) && native {
             let options = EngineOptions {
                 transfer_bytes: self.transfer_bytes,
             };
@@ -310,13 +333,12 @@ impl Study for TunnelStudy {
                     &bar,
                 )?);
             }
-            // The report reads the engines in the order they were named.
-            cells.sort_by_key(|cell| self.engines.iter().position(|&id| id == cell.engine));
         }
         for (engine, reason) in &self.unavailable {
             for scenario in &self.scenarios {
                 let cell = TunnelCell {
                     engine: *engine,
+                    cpu_features: CpuFeatures::Native,
                     scenario: *scenario,
                     outcome: Outcome::Unsupported {
                         reason: reason.clone(),
@@ -328,6 +350,13 @@ impl Study for TunnelStudy {
             }
         }
         bar.0.finish_and_clear();
+        if self.feature_sets.contains(&CpuFeatures::Generic) && !session.interrupted() {
+            for cell in generic_cells(&self.args, &self.engines, &self.scenarios, session)? {
+                session.save(|store, run_id| store.save_tunnel_cell(run_id, &cell));
+                cells.push(cell);
+            }
+        }
+        in_run_order(&mut cells, &self.engines);
         if self.measures.contains(&Measure::Instructions) && !session.interrupted() {
             let planned: Vec<(EngineId, TunnelScenario)> = self
                 .engines
@@ -372,7 +401,8 @@ impl Study for TunnelStudy {
         baseline: Option<String>,
     ) -> Result<Document> {
         let sampling = super::session::stored_sampling(&run.options_json);
-        let cells = store.load_tunnel_cells(run.id)?;
+        let mut cells = store.load_tunnel_cells(run.id)?;
+        in_run_order(&mut cells, &stored_engines(&run.options_json));
         let setups = store.load_tunnel_setups(run.id)?;
         Ok(build_report(
             &cells,
@@ -488,6 +518,7 @@ fn count_rows(
             None => {
                 let cell = TunnelCell {
                     engine: *engine,
+                    cpu_features: CpuFeatures::Native,
                     scenario: *scenario,
                     outcome: transfer.outcome.without_samples(),
                     counted: Some(transfer),

@@ -4,18 +4,23 @@
 //! round's samples stored as they end; the rows of the other engines (a
 //! real tunnel each) one at a time, each with its share of what is left
 //! of the run's budget ([`RowBudget`]). Ctrl-C keeps every finished row
-//! and the samples of rows under way.
+//! and the samples of rows under way. With `--cpu-features generic`, the
+//! rows again in a generic-CPU child process ([`generic_cells`]); and the
+//! order the report reads the rows in ([`in_run_order`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use super::generic;
 use super::session::Bar;
 use super::study::{Session, StoringOutcomes};
+use crate::cli::{ExportArgs, GenericPlan, TunnelArgs};
 use crate::measure::{self, Outcome, Probe, SamplingOptions};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::{EngineId, TunnelScenario};
+use crate::scenario::CpuFeatures;
 use crate::workload::tunnel::{
     EngineOptions, EngineRig, TunnelCell, TunnelEngine, TunnelOutcome, TunnelSample,
 };
@@ -108,6 +113,7 @@ pub(super) fn sample_interleaved(
         for scenario in scenarios {
             let mut cell = TunnelCell {
                 engine: engine.id(),
+                cpu_features: CpuFeatures::Native,
                 scenario: *scenario,
                 outcome: Outcome::Measured {
                     samples: Vec::new(),
@@ -214,6 +220,7 @@ pub(super) fn sample_row_by_row(
         };
         let cell = TunnelCell {
             engine: engine.id(),
+            cpu_features: CpuFeatures::Native,
             scenario: *scenario,
             outcome,
             counted: None,
@@ -228,6 +235,86 @@ pub(super) fn sample_row_by_row(
         }
     }
     Ok(cells)
+}
+
+/// The rows of `engines` again in a child process whose libraries see no
+/// CPU features ([`generic`]): the engines whose cryptography can be
+/// masked ([`TunnelEngine::cpu_masking`]: the inprocess engine's OpenSSL,
+/// the OpenVPN daemons') run there, their rows "<engine> (generic)"; every
+/// row of another engine (WireGuard's) says why it cannot be, or why the
+/// engine cannot run it at all. The child plans and samples its rows as
+/// this run did (its own interleaved rounds: a ratio between a native and
+/// a generic row is of medians); the connection set-up stays native.
+pub(super) fn generic_cells(
+    args: &TunnelArgs,
+    engines: &[EngineId],
+    scenarios: &[TunnelScenario],
+    session: &Session,
+) -> Result<Vec<TunnelCell>> {
+    let (maskable, unmaskable): (Vec<EngineId>, Vec<EngineId>) = engines
+        .iter()
+        .partition(|id| generic::impossible_reason(id.open().cpu_masking()).is_none());
+    let mut cells = Vec::new();
+    if !maskable.is_empty() {
+        let plan = |database: &std::path::Path| {
+            let mut child = args.clone();
+            child.cpu_features = vec![CpuFeatures::Native];
+            child.output.database = generic::child_database(database);
+            child.output.exports = ExportArgs::default();
+            child.quiet = true;
+            child.engine = Some(maskable);
+            child.setup = false;
+            GenericPlan::Tunnel(Box::new(child))
+        };
+        let measured = generic::run_child(plan, session, |store| {
+            store.load_tunnel_cells(store.latest_run_id().ok()??).ok()
+        })?;
+        cells.extend(measured.into_iter().flatten().map(|cell| TunnelCell {
+            cpu_features: CpuFeatures::Generic,
+            ..cell
+        }));
+    }
+    for id in unmaskable {
+        let engine = id.open();
+        let cannot_mask = generic::impossible_reason(engine.cpu_masking()).unwrap_or_default();
+        cells.extend(scenarios.iter().map(|scenario| {
+            TunnelCell {
+                engine: id,
+                cpu_features: CpuFeatures::Generic,
+                scenario: *scenario,
+                outcome: Outcome::Unsupported {
+                    reason: engine
+                        .unsupported_reason(scenario)
+                        .unwrap_or_else(|| cannot_mask.to_string()),
+                },
+                counted: None,
+            }
+        }));
+    }
+    Ok(cells)
+}
+
+/// Puts cells in the order the report reads them, live or from the store:
+/// the native rows, then the generic-CPU ones; each set by engine in the
+/// order `engines` names them (engines it does not name after), each
+/// engine's rows in the order they were planned or stored.
+pub(super) fn in_run_order(cells: &mut [TunnelCell], engines: &[EngineId]) {
+    cells.sort_by_key(|cell| {
+        let named = engines.iter().position(|&id| id == cell.engine);
+        (cell.cpu_features, named.unwrap_or(usize::MAX))
+    });
+}
+
+/// The engines a stored run names in its options, in their order (none
+/// for a run stored before they were written).
+pub(super) fn stored_engines(options_json: &str) -> Vec<EngineId> {
+    let options: serde_json::Value = serde_json::from_str(options_json).unwrap_or_default();
+    options["engines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|name| crate::scenario::parse_name(name.as_str()?).ok())
+        .collect()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::{HandshakeArgs, SpeedArgs};
+use super::{HandshakeArgs, SpeedArgs, TunnelArgs};
 
 /// The files of a counted child: its plan, and where its outcomes go.
 #[derive(Debug, Clone, Args)]
@@ -25,10 +25,12 @@ pub struct GenericChildArgs {
 /// What a generic-CPU child runs: the parent's own parsed arguments,
 /// changed only where the child must differ (its CPU features, its
 /// database, no exports, quiet, the backends whose CPU features can be
-/// masked), so every option reaches the child as the parent parsed it.
+/// masked; for `tunnel`, the engines), so every option reaches the child
+/// as the parent parsed it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GenericPlan {
     Handshake(Box<HandshakeArgs>),
     Speed(Box<SpeedArgs>),
+    Tunnel(Box<TunnelArgs>),
 }

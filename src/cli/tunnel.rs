@@ -1,6 +1,7 @@
 //! `tlslab tunnel`: its options.
 
 use clap::Args;
+use serde::{Deserialize, Serialize};
 
 use super::names::{not_memory, NamedParser};
 use super::shared::{OutputArgs, SamplingArgs, ShardArgs};
@@ -8,12 +9,13 @@ use super::values::Size;
 use crate::scenario::presets::TunnelPreset;
 use crate::scenario::tunnel::EngineId;
 use crate::scenario::tunnel_axes::{Cipher, Compression, Digest, Payload};
-use crate::scenario::Measure;
+use crate::scenario::{CpuFeatures, Measure};
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[command(after_help = "Examples:
   tlslab tunnel --preset openvpn-classic
   tlslab tunnel --preset vpn-compare
+  tlslab tunnel --preset vpn-compare --cpu-features native,generic
   tlslab tunnel --cipher aes-128-gcm,chacha20-poly1305,aes-128-cbc \\
       --digest sha256 --compression none,lz4 --payload random,text
   tlslab tunnel --cipher bf-cbc --digest sha1 --size 64,512,1400,8000
@@ -88,6 +90,20 @@ pub struct TunnelArgs {
     /// one engine at a time with the sampling options of the rows.
     #[arg(long)]
     pub setup: bool,
+
+    /// With hardware acceleration (native) and without it (generic: the
+    /// rows again in a child process with OpenSSL's CPU capability mask
+    /// cleared, for the inprocess engine and the OpenVPN daemons; rows
+    /// "<engine> (generic)"). WireGuard's cryptography (ring in boringtun,
+    /// Go's in wireguard-go) cannot be masked: its generic rows say why.
+    /// Timed only; --setup's set-up is measured natively.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "native"
+    )]
+    pub cpu_features: Vec<CpuFeatures>,
 
     /// Leave out the no-tunnel baseline row.
     #[arg(long)]

@@ -6,7 +6,7 @@
 use super::names::{deserialize_by_id, serialize_by_id, Named};
 
 /// A set of CPU features to measure with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CpuFeatures {
     /// Whatever the machine has: AES-NI, SHA extensions, vector units.
     Native,

@@ -255,6 +255,7 @@ pub enum TunnelPreset {
 }
 
 serialize_by_id!(TunnelPreset);
+deserialize_by_id!(TunnelPreset);
 
 impl Named for TunnelPreset {
     const KIND: &'static str = "tunnel preset";

@@ -10,7 +10,8 @@ pub use super::tunnel_axes::{
     Cipher, CipherMode, Compression, Digest, Payload, CLASSIC_DIGEST_NAMES,
 };
 
-use crate::scenario::names::{deserialize_by_id, serialize_by_id, Named};
+use crate::scenario::cpu::CpuFeatures;
+use crate::scenario::names::{deserialize_by_id, parse_name, serialize_by_id, Named, UnknownName};
 
 /// The default payload per packet: a full Ethernet frame's worth of tunnel payload.
 pub const DEFAULT_PAYLOAD_BYTES: usize = 1400;
@@ -66,6 +67,54 @@ impl Named for EngineId {
             EngineId::Wireguard => &[],
             EngineId::WireguardGo => &[],
         }
+    }
+}
+
+/// The engine a tunnel row names: the engine and the CPU features its
+/// libraries were let use (`tunnel --cpu-features`), written "inprocess"
+/// or "inprocess (generic)" as a handshake row writes its backend
+/// ([`CpuFeatures::row_backend`]): so in the report's engine columns, in
+/// the JSON and CSV, and in the store's `engine` column. Ordered by
+/// engine, each engine's native rows before its generic ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RowEngine {
+    pub engine: EngineId,
+    pub cpu_features: CpuFeatures,
+}
+
+impl RowEngine {
+    /// The engine with every CPU feature the machine has.
+    pub fn native(engine: EngineId) -> Self {
+        RowEngine {
+            engine,
+            cpu_features: CpuFeatures::Native,
+        }
+    }
+
+    /// Its name: "inprocess", "inprocess (generic)".
+    pub fn name(self) -> String {
+        self.cpu_features.row_backend(self.engine.id())
+    }
+
+    /// The row engine a name written by [`RowEngine::name`] stands for.
+    pub fn parse(name: &str) -> Result<Self, UnknownName> {
+        let (engine, cpu_features) = CpuFeatures::of_row_backend(name);
+        Ok(RowEngine {
+            engine: parse_name(engine)?,
+            cpu_features,
+        })
+    }
+}
+
+impl std::fmt::Display for RowEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl Serialize for RowEngine {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.name())
     }
 }
 
@@ -269,6 +318,31 @@ pub const MAX_PAYLOAD_BYTES: usize = 60_000;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_engine_reads_back_from_its_name() {
+        for &engine in EngineId::ALL {
+            for &cpu_features in CpuFeatures::ALL {
+                let row = RowEngine {
+                    engine,
+                    cpu_features,
+                };
+                assert_eq!(RowEngine::parse(&row.name()), Ok(row));
+            }
+        }
+        let generic = RowEngine {
+            engine: EngineId::Inprocess,
+            cpu_features: CpuFeatures::Generic,
+        };
+        assert_eq!(generic.to_string(), "inprocess (generic)");
+        assert_eq!(RowEngine::native(EngineId::Wireguard).name(), "wireguard");
+        assert_eq!(
+            serde_json::to_value(generic).unwrap(),
+            serde_json::json!("inprocess (generic)")
+        );
+        assert!(RowEngine::native(EngineId::Inprocess) < generic);
+        assert!(generic < RowEngine::native(EngineId::Openvpn));
+    }
 
     #[test]
     fn labels_are_stable_and_parse_back() {

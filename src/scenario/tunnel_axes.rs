@@ -4,9 +4,10 @@
 
 use std::sync::OnceLock;
 
-use crate::scenario::names::{serialize_by_id, Named};
+use crate::scenario::names::{deserialize_by_id, serialize_by_id, Named};
 
 serialize_by_id!(Cipher, Digest, Compression, Payload);
+deserialize_by_id!(Cipher, Digest, Compression, Payload);
 
 /// A data-channel cipher: a CBC cipher (authenticated by the HMAC digest), an
 /// AEAD cipher (its own tag), or `none` (the HMAC alone).

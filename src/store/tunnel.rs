@@ -2,7 +2,8 @@
 //! sample (a batch of packets, or one transfer each way) with its round;
 //! and a cell's counted instructions (`tunnel_counts`,
 //! `tunnel_count_samples`). The samples are committed round by round as
-//! they are taken, each cell's end when it stops.
+//! they are taken, each cell's end when it stops. A cell measured without
+//! CPU features has its engine written "inprocess (generic)".
 
 use anyhow::{Context, Result};
 use rusqlite::types::Value;
@@ -12,8 +13,8 @@ use super::cells::{self, Columns, SampledCell};
 use super::counts::{read_side_samples, write_side_samples};
 use super::{outcome_from_columns, precise_column, Store};
 use crate::measure::{Outcome, Timed};
-use crate::scenario::tunnel::TunnelScenario;
-use crate::scenario::{parse_name, Named};
+use crate::scenario::tunnel::{RowEngine, TunnelScenario};
+use crate::scenario::Named;
 use crate::workload::tunnel::{CountedTransfer, TunnelCell, TunnelSample};
 
 /// A stored sample's CPU time of each end, from its columns. A batch
@@ -111,8 +112,10 @@ impl Store {
                     })?
                     .collect::<Result<Vec<_>, _>>()?)
             })?;
+            let engine = RowEngine::parse(&engine)?;
             cells.push(TunnelCell {
-                engine: parse_name(&engine)?,
+                engine: engine.engine,
+                cpu_features: engine.cpu_features,
                 scenario,
                 outcome,
                 counted: self.load_tunnel_counts(cell_id)?,
@@ -172,8 +175,11 @@ impl SampledCell for TunnelCell {
         "receive_cpu_ns",
     ];
 
+    /// A generic-CPU cell's engine is written as its row names it
+    /// ("inprocess (generic)"), as a handshake cell's backend is: the
+    /// `engine` column tells the two apart without a column of its own.
     fn key(&self) -> [String; 2] {
-        [self.scenario.label(), self.engine.id().to_string()]
+        [self.scenario.label(), self.row_engine().name()]
     }
 
     fn outcome(&self) -> &Outcome<TunnelSample> {
@@ -258,6 +264,7 @@ mod tests {
     use super::*;
     use crate::measure::Outcome;
     use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, Payload};
+    use crate::scenario::CpuFeatures;
     use crate::store::fixtures::run_info;
     use crate::store::{RunInfo, RunKind};
     use crate::workload::counted::Instructions;
@@ -285,6 +292,7 @@ mod tests {
             .unwrap();
         let measured = TunnelCell {
             engine: EngineId::Inprocess,
+            cpu_features: CpuFeatures::Native,
             scenario: TunnelScenario {
                 baseline: false,
                 cipher: Cipher::BfCbc,
@@ -337,6 +345,7 @@ mod tests {
         };
         let unsupported = TunnelCell {
             engine: EngineId::Openvpn,
+            cpu_features: CpuFeatures::Native,
             scenario: TunnelScenario::baseline(Payload::Random, 64),
             outcome: Outcome::Unsupported {
                 reason: "no openvpn".into(),
@@ -349,12 +358,27 @@ mod tests {
                 },
             }),
         };
+        // The same row measured without CPU features: a cell of its own.
+        let generic = TunnelCell {
+            cpu_features: CpuFeatures::Generic,
+            ..measured.clone()
+        };
         store.save_tunnel_cell(run, &measured).unwrap();
         store.save_tunnel_cell(run, &unsupported).unwrap();
+        store.save_tunnel_cell(run, &generic).unwrap();
         assert_eq!(
             store.load_tunnel_cells(run).unwrap(),
-            vec![measured.clone(), unsupported]
+            vec![measured.clone(), unsupported, generic]
         );
+        let engine: String = store
+            .connection
+            .query_row(
+                "SELECT engine FROM tunnel_cells WHERE id = (SELECT max(id) FROM tunnel_cells)",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(engine, "inprocess (generic)");
         assert_eq!(
             store.run_kind(run).unwrap(),
             Some(crate::store::RunKind::Tunnel)

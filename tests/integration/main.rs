@@ -30,6 +30,7 @@ mod tables;
 mod target;
 mod transports;
 mod tunnel;
+mod tunnel_generic;
 mod tunnel_setup;
 mod util;
 mod wire;

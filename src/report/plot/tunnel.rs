@@ -3,7 +3,6 @@
 
 use super::{Bar, Figure, Layout};
 use crate::report::tunnel::{Normalised, TunnelRow};
-use crate::scenario::names::Named;
 
 fn normalised(id: &str, title: &str, what: &str, entries: &[Normalised]) -> Option<Figure> {
     if entries.is_empty() {
@@ -13,7 +12,7 @@ fn normalised(id: &str, title: &str, what: &str, entries: &[Normalised]) -> Opti
     let bars = entries
         .iter()
         .map(|n| {
-            let label = super::row_label(n.engine.id(), n.name, one_engine);
+            let label = super::row_label(&n.engine.name(), n.name, one_engine);
             let bar = if n.relative.is_finite() {
                 Bar::new(label, vec![Some(n.relative)])
             } else {
@@ -71,7 +70,7 @@ pub fn figures(rows: &[TunnelRow], ciphers: &[Normalised], digests: &[Normalised
                 intervals: vec![Some((summary.median_ci95.low, summary.median_ci95.high))],
                 weak: row.weak,
                 ..Bar::new(
-                    super::row_label(row.engine.id(), &row.description, one_engine),
+                    super::row_label(&row.engine.name(), &row.description, one_engine),
                     vec![Some(summary.median)],
                 )
             })

@@ -8,7 +8,6 @@ use serde::Serialize;
 use super::axes::{axis_cells, AXIS_HEADERS};
 use super::{TunnelReport, TunnelRow};
 use crate::report::{ColumnKind, Table};
-use crate::scenario::names::Named;
 use crate::stats::{self, Summary};
 use crate::workload::counted::Instructions;
 use crate::workload::tunnel::TunnelCell;
@@ -160,7 +159,7 @@ pub(super) fn table(report: &TunnelReport) -> Option<Table> {
         {
             packets.push(counts.packets);
         }
-        let mut cells = vec![row.engine.id().to_string()];
+        let mut cells = vec![row.engine.to_string()];
         cells.extend(axis_cells(&row.scenario));
         cells.extend([
             median(counts.send_per_mb),
@@ -209,6 +208,7 @@ mod tests {
     fn cell(scenario: TunnelScenario, samples: &[(u64, u64)]) -> TunnelCell {
         TunnelCell {
             engine: EngineId::Inprocess,
+            cpu_features: crate::scenario::CpuFeatures::Native,
             scenario,
             outcome: Outcome::Measured {
                 samples: Vec::new(),

@@ -72,7 +72,7 @@ pub fn records(report: &TunnelReport) -> Table {
         let s = &row.scenario;
         let mut fields: Vec<String> = vec![
             row.label.clone(),
-            row.engine.id().to_string(),
+            row.engine.to_string(),
             row.status.to_string(),
             row.reason.clone().unwrap_or_default(),
             s.baseline.to_string(),

@@ -11,7 +11,7 @@ use super::format::{format_rate, notes_of};
 use super::{TunnelRow, TunnelTables};
 use crate::report::{ColumnKind, Table};
 use crate::scenario::names::Named;
-use crate::scenario::tunnel::{Cipher, EngineId, Payload};
+use crate::scenario::tunnel::{Cipher, EngineId, Payload, RowEngine};
 use crate::stats;
 
 /// One tunnel row against the fastest tunnel row of its payload and size.
@@ -19,7 +19,7 @@ use crate::stats;
 pub struct VersusFastest {
     pub payload: Payload,
     pub payload_bytes: usize,
-    pub engine: EngineId,
+    pub engine: RowEngine,
     pub label: String,
     pub cipher: Cipher,
     /// Median payload MB/s, both ends (as the row's `mb_per_s`).
@@ -46,8 +46,10 @@ pub struct VersusFastest {
 /// fastest first within each size (sizes ascending), when measured tunnel
 /// rows of two engines or more are among `rows`; else nothing.
 /// `interleaved(engine)` says whether an engine's rows were sampled in the
-/// run's shared rounds: a ratio between rows of two such engines comes
-/// from same-round pairs, any other from the two medians.
+/// run's shared rounds: a ratio between rows of two such engines with the
+/// same CPU features comes from same-round pairs, any other from the two
+/// medians (generic-CPU rows are sampled in a child process of their own,
+/// after the native ones: their rounds are not the native rows').
 pub fn versus_fastest(
     rows: &[TunnelRow],
     interleaved: impl Fn(EngineId) -> bool,
@@ -56,7 +58,7 @@ pub fn versus_fastest(
         .iter()
         .filter(|r| !r.scenario.baseline && r.mb_per_s.is_some())
         .collect();
-    let mut engines: Vec<EngineId> = measured.iter().map(|r| r.engine).collect();
+    let mut engines: Vec<RowEngine> = measured.iter().map(|r| r.engine).collect();
     engines.sort();
     engines.dedup();
     if engines.len() < 2 {
@@ -79,7 +81,10 @@ pub fn versus_fastest(
         group.sort_by(|a, b| median(b).total_cmp(&median(a)));
         let fastest = group[0];
         for row in group {
-            let paired = (interleaved(row.engine) && interleaved(fastest.engine))
+            let same_rounds = row.engine.cpu_features == fastest.engine.cpu_features
+                && interleaved(row.engine.engine)
+                && interleaved(fastest.engine.engine);
+            let paired = same_rounds
                 .then(|| stats::paired_ratio(&row.round_costs, &fastest.round_costs))
                 .flatten()
                 // Costs are time per byte: throughput's ratio is the inverse.
@@ -131,7 +136,7 @@ pub fn table(tables: &[VersusFastest]) -> Option<Table> {
             vec![
                 format!("{} {} B", v.payload.id(), v.payload_bytes),
                 rank.to_string(),
-                v.engine.id().to_string(),
+                v.engine.to_string(),
                 v.cipher.id().to_string(),
                 format_rate(v.mb_per_s),
                 rate(v.send_mb_per_s),
@@ -165,7 +170,7 @@ pub fn table(tables: &[VersusFastest]) -> Option<Table> {
     .mark(&[9], ColumnKind::Notes)
     .titled("6. Engines side by side per packet size (× fastest tunnel of the size)");
     table.rows = rows;
-    table.notes.push("× fastest: throughput over the fastest tunnel row of the same payload and size, whatever its engine: the median of same-round ratios (±: its 95% interval) for rows sampled in the same interleaved rounds (every in-process engine's), else the ratio of the two medians. × no tunnel: against the same engine's no-tunnel row.".to_string());
+    table.notes.push("× fastest: throughput over the fastest tunnel row of the same payload and size, whatever its engine: the median of same-round ratios (±: its 95% interval) for rows sampled in the same interleaved rounds (every in-process engine's, with the same CPU features: generic rows are sampled in a child process after the native ones), else the ratio of the two medians. × no tunnel: against the same engine's no-tunnel row.".to_string());
     Some(table)
 }
 
@@ -183,6 +188,7 @@ mod tests {
     use super::*;
     use crate::measure::{Outcome, Timed};
     use crate::scenario::tunnel::{Compression, Digest, TunnelScenario};
+    use crate::scenario::CpuFeatures;
     use crate::workload::tunnel::{TunnelCell, TunnelSample};
 
     fn cell(engine: EngineId, cipher: Cipher, payload_bytes: usize, ns: &[u64]) -> TunnelCell {
@@ -215,6 +221,7 @@ mod tests {
             .collect();
         TunnelCell {
             engine,
+            cpu_features: CpuFeatures::Native,
             scenario,
             outcome: Outcome::Measured {
                 samples,
@@ -258,7 +265,7 @@ mod tests {
         let ranked = versus_fastest(&rows, |_| true);
         let seen: Vec<(usize, EngineId, f64, bool)> = ranked
             .iter()
-            .map(|v| (v.payload_bytes, v.engine, v.relative, v.same_rounds))
+            .map(|v| (v.payload_bytes, v.engine.engine, v.relative, v.same_rounds))
             .collect();
         assert_eq!(
             seen,
@@ -283,6 +290,45 @@ mod tests {
         // One engine: the per-engine tables say it all.
         assert!(versus_fastest(&rows[..3], |_| true).is_empty());
         assert!(table(&[]).is_none());
+    }
+
+    /// `tunnel --cpu-features native,generic`: the generic rows rank
+    /// beside the native ones as an engine of their own, named so, and
+    /// their ratios are of medians (a child process's rounds are not the
+    /// parent's), even between engines that interleave.
+    #[test]
+    fn generic_cpu_rows_rank_beside_the_native_ones_by_their_medians() {
+        let native = cell(
+            EngineId::Inprocess,
+            Cipher::Aes128Gcm,
+            1400,
+            &[1000, 1000, 2000],
+        );
+        let generic = TunnelCell {
+            cpu_features: CpuFeatures::Generic,
+            ..cell(
+                EngineId::Inprocess,
+                Cipher::Aes128Gcm,
+                1400,
+                &[8000, 8000, 8000],
+            )
+        };
+        let rows = super::super::build(&[native, generic], None).rows;
+        let ranked = versus_fastest(&rows, |_| true);
+        let seen: Vec<(String, f64, bool)> = ranked
+            .iter()
+            .map(|v| (v.engine.to_string(), v.relative, v.same_rounds))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                ("inprocess".to_string(), 1.0, true),
+                ("inprocess (generic)".to_string(), 0.125, false),
+            ]
+        );
+        let drawn = table_of(&ranked);
+        assert_eq!(drawn.rows[1][2], "inprocess (generic)");
+        assert!(drawn.rows[1][7].contains("medians"), "{:?}", drawn.rows[1]);
     }
 
     fn table_of(rows: &[VersusFastest]) -> Table {

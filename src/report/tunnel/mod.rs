@@ -22,7 +22,8 @@ use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, Timed};
 use crate::scenario::names::Named;
-use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, Payload, TunnelScenario};
+use crate::scenario::tunnel::{Cipher, Compression, Digest, Payload, RowEngine, TunnelScenario};
+use crate::scenario::CpuFeatures;
 use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::tunnel::{TunnelCell, TunnelSample};
 pub(crate) use axes::{axis_cells, AXIS_HEADERS};
@@ -35,7 +36,7 @@ pub use setup::{rows as setup_rows, SetupRow};
 #[derive(Debug, Clone, Serialize)]
 pub struct TunnelRow {
     pub label: String,
-    pub engine: EngineId,
+    pub engine: RowEngine,
     pub scenario: TunnelScenario,
     pub description: String,
     pub status: crate::measure::CellStatus,
@@ -80,7 +81,7 @@ pub struct TunnelRow {
 /// and digest, summarised over every pair.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompressionEffect {
-    pub engine: EngineId,
+    pub engine: RowEngine,
     pub payload: Payload,
     pub payload_bytes: usize,
     pub compression: Compression,
@@ -91,7 +92,7 @@ pub struct CompressionEffect {
 /// Tables 2 and 3: one cipher or digest, normalised to the fastest.
 #[derive(Debug, Clone, Serialize)]
 pub struct Normalised {
-    pub engine: EngineId,
+    pub engine: RowEngine,
     pub name: &'static str,
     /// Median over this algorithm's uncompressed rows of their median MB/s.
     pub mb_per_s: f64,
@@ -108,7 +109,7 @@ pub struct Normalised {
 /// Table 5: the no-tunnel baseline against the tunnels.
 #[derive(Debug, Clone, Serialize)]
 pub struct BaselineComparison {
-    pub engine: EngineId,
+    pub engine: RowEngine,
     pub payload: Payload,
     pub payload_bytes: usize,
     pub baseline_mb_per_s: f64,
@@ -169,7 +170,7 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
     let scenario = &cell.scenario;
     let mut row = TunnelRow {
         label: scenario.label(),
-        engine: cell.engine,
+        engine: cell.row_engine(),
         scenario: *scenario,
         description: scenario.describe(),
         status: crate::measure::CellStatus::Measured,
@@ -330,7 +331,7 @@ fn tunnel_rows(rows: &[TunnelRow]) -> impl Iterator<Item = &TunnelRow> {
 }
 
 fn compression_effect(rows: &[TunnelRow]) -> Vec<CompressionEffect> {
-    let mut groups: BTreeMap<(EngineId, Payload, usize, Compression), Vec<f64>> = BTreeMap::new();
+    let mut groups: BTreeMap<(RowEngine, Payload, usize, Compression), Vec<f64>> = BTreeMap::new();
     for row in tunnel_rows(rows).filter(|r| r.scenario.compression != Compression::None) {
         let plain = tunnel_rows(rows).find(|p| {
             p.engine == row.engine
@@ -377,11 +378,9 @@ fn normalised(
     neutral: impl Fn(TunnelScenario) -> TunnelScenario,
 ) -> Vec<Normalised> {
     let mut out = Vec::new();
-    let engines: Vec<EngineId> = EngineId::ALL
-        .iter()
-        .copied()
-        .filter(|e| rows.iter().any(|r| r.engine == *e))
-        .collect();
+    let mut engines: Vec<RowEngine> = rows.iter().map(|r| r.engine).collect();
+    engines.sort();
+    engines.dedup();
     for engine in engines {
         let measured: Vec<&TunnelRow> = tunnel_rows(rows).filter(|r| r.engine == engine).collect();
         // Uncompressed rows isolate the cryptography; use all if there are none.
@@ -550,11 +549,12 @@ impl TunnelReport {
     }
 }
 
-/// The drift of the machine over a tunnel run, from every measured cell.
+/// The drift of the machine over a tunnel run, from every measured cell
+/// of the run's own rounds (a generic-CPU child's rounds are its own).
 pub fn drift(cells: &[TunnelCell]) -> Option<Drift> {
     let per_cell: Vec<Vec<(u32, f64)>> = cells
         .iter()
-        .filter(|c| !c.samples().is_empty())
+        .filter(|c| !c.samples().is_empty() && c.cpu_features == CpuFeatures::Native)
         .map(|c| stats::round_medians(&measure::costs(c.samples())))
         .collect();
     stats::drift(&per_cell)
@@ -563,11 +563,12 @@ pub fn drift(cells: &[TunnelCell]) -> Option<Drift> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::tunnel::{Cipher, Digest};
+    use crate::scenario::tunnel::{Cipher, Digest, EngineId};
 
     fn cell(cipher: Cipher, compression: Compression, send_ns: u64) -> TunnelCell {
         TunnelCell {
             engine: EngineId::Inprocess,
+            cpu_features: CpuFeatures::Native,
             scenario: TunnelScenario {
                 baseline: cipher == Cipher::None,
                 cipher,

@@ -6,7 +6,8 @@ use super::format::{format_rate, notes_of};
 use super::{median_of, TunnelReport, TunnelRow};
 use crate::report::{ColumnKind, Table};
 use crate::scenario::names::Named;
-use crate::scenario::tunnel::EngineId;
+use crate::scenario::tunnel::RowEngine;
+use crate::scenario::CpuFeatures;
 
 /// The five tables, and the counted table when rows were counted; a run
 /// that counted and did not time shows its counts only.
@@ -30,7 +31,7 @@ fn timed_tables(report: &TunnelReport) -> Vec<Table> {
         .iter()
         .map(|c| {
             vec![
-                c.engine.id().to_string(),
+                c.engine.to_string(),
                 format!("{} {} B", c.payload.id(), c.payload_bytes),
                 c.compression.id().to_string(),
                 c.pairs.to_string(),
@@ -79,7 +80,7 @@ fn timed_tables(report: &TunnelReport) -> Vec<Table> {
             .iter()
             .map(|n| {
                 vec![
-                    n.engine.id().to_string(),
+                    n.engine.to_string(),
                     n.name.to_string(),
                     // No same-round pair with the fastest (rows of two
                     // shards combined): no ratio.
@@ -125,7 +126,7 @@ fn timed_tables(report: &TunnelReport) -> Vec<Table> {
         .iter()
         .map(|b| {
             vec![
-                b.engine.id().to_string(),
+                b.engine.to_string(),
                 format!("{} {} B", b.payload.id(), b.payload_bytes),
                 format_rate(b.baseline_mb_per_s),
                 format!(
@@ -170,15 +171,20 @@ fn timed_tables(report: &TunnelReport) -> Vec<Table> {
     tables
 }
 
-/// Table 4: the first engine's rows by throughput, with the other engine's
-/// figure for the same row beside it; then rows that were not measured.
+/// Table 4: the first engine's rows by throughput, with another engine's
+/// figure for the same row beside it (the same engine's without CPU
+/// features when those were measured, else the next engine's); then rows
+/// that were not measured.
 fn ranking(report: &TunnelReport) -> Table {
     let primary = report.rows.first().map(|r| r.engine);
-    let other: Option<EngineId> = report
-        .rows
-        .iter()
-        .map(|r| r.engine)
-        .find(|e| Some(*e) != primary);
+    let generic_twin = primary.map(|primary| RowEngine {
+        cpu_features: CpuFeatures::Generic,
+        ..primary
+    });
+    let engines = || report.rows.iter().map(|r| r.engine);
+    let other: Option<RowEngine> = engines()
+        .find(|e| Some(*e) == generic_twin && Some(*e) != primary)
+        .or_else(|| engines().find(|e| Some(*e) != primary));
     let mut measured: Vec<&TunnelRow> = report
         .rows
         .iter()
@@ -199,7 +205,7 @@ fn ranking(report: &TunnelReport) -> Table {
             notes.push("precision not reached in time".to_string());
         }
         notes.push(notes_of(row.weak, &row.security_notes));
-        let mut cells = vec![(rank + 1).to_string(), row.engine.id().to_string()];
+        let mut cells = vec![(rank + 1).to_string(), row.engine.to_string()];
         cells.extend(axis_cells(&row.scenario));
         cells.extend([
             format!("{} ±{spread:.1}%", format_rate(total.median)),
@@ -248,7 +254,7 @@ fn ranking(report: &TunnelReport) -> Table {
         );
         rows.push(cells);
     }
-    let other_header = other.map(|e| format!("{} MB/s (× baseline)", e.id()));
+    let other_header = other.map(|e| format!("{e} MB/s (× baseline)"));
     let mut headers = vec!["rank", "engine"];
     headers.extend(AXIS_HEADERS);
     headers.extend([
@@ -289,7 +295,7 @@ fn ranking(report: &TunnelReport) -> Table {
         .map(|r| {
             format!(
                 "{} {}: {} ({})",
-                r.engine.id(),
+                r.engine,
                 r.description,
                 r.status,
                 r.reason.as_deref().unwrap_or("")

@@ -6,7 +6,9 @@
 //! network namespaces and a key for OpenVPN) whose
 //! [`EngineRig::prepare`] readies one row and returns its sample; and,
 //! optionally, what establishing one of its tunnels costs
-//! ([`TunnelEngine::prepare_setup`], `tunnel --setup`).
+//! ([`TunnelEngine::prepare_setup`], `tunnel --setup`); and whether its
+//! cryptography's CPU features can be masked ([`TunnelEngine::cpu_masking`],
+//! `tunnel --cpu-features generic`).
 //!
 //! The axes (cipher, digest, compression, payload, packet size) are
 //! OpenVPN's. An engine whose cryptography is fixed (WireGuard:
@@ -22,7 +24,7 @@ use anyhow::Result;
 
 use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{TunnelOutcome, TunnelSample};
-use crate::backend::LibraryInfo;
+use crate::backend::{CpuMasking, LibraryInfo};
 use crate::measure::Probe;
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, TunnelScenario};
@@ -96,6 +98,12 @@ pub trait TunnelEngine: Sync {
     /// Why the engine's rows cannot be counted under valgrind
     /// (`--measure instructions`), if they cannot.
     fn uncountable(&self) -> Option<&'static str>;
+
+    /// Whether `--cpu-features generic` can turn off the CPU features of
+    /// the code that does the engine's cryptography (in this process, or
+    /// in the daemons it starts, which inherit tlslab's environment), and
+    /// how; the library's own descriptor says it where there is one.
+    fn cpu_masking(&self) -> CpuMasking;
 
     /// Readies a row for counting, inside the counted child (the work
     /// counted as the client is the sender's, as the server the

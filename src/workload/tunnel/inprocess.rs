@@ -15,7 +15,7 @@ use super::engine::{CountedSample, EngineOptions, EngineRig, TunnelEngine};
 use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
 use crate::backend::openssl::data_channel::{self, Receiver, Sender};
-use crate::backend::LibraryInfo;
+use crate::backend::{CpuMasking, LibraryInfo};
 use crate::measure::{Outcome, Probe};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::{EngineId, TunnelScenario};
@@ -46,6 +46,12 @@ impl TunnelEngine for InprocessEngine {
 
     fn uncountable(&self) -> Option<&'static str> {
         None
+    }
+
+    /// Its cryptography is the vendored OpenSSL's EVP: masked as the
+    /// openssl backend's descriptor says (its capability mask).
+    fn cpu_masking(&self) -> CpuMasking {
+        crate::backend::openssl::DESCRIPTOR.cpu_masking
     }
 
     fn prepare_counted(

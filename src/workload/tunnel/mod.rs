@@ -31,7 +31,8 @@ use crate::backend::thread_cpu_ns;
 use crate::backend::turns::{side_begins, side_ends, Turn};
 use crate::measure::{Outcome, Sampled};
 use crate::scenario::names::Named;
-use crate::scenario::tunnel::{EngineId, TunnelScenario};
+use crate::scenario::tunnel::{EngineId, RowEngine, TunnelScenario};
+use crate::scenario::CpuFeatures;
 // The file, not `counted` itself: the counted child imports this module.
 use crate::workload::counted::values::Instructions;
 
@@ -140,6 +141,10 @@ pub type TunnelOutcome = Outcome<TunnelSample>;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TunnelCell {
     pub engine: EngineId,
+    /// The CPU features the engine's libraries were let use: generic rows
+    /// were measured in a child process that masked them
+    /// (`tunnel --cpu-features generic`).
+    pub cpu_features: CpuFeatures,
     pub scenario: TunnelScenario,
     pub outcome: TunnelOutcome,
     /// Instructions counted under valgrind (`--measure instructions`).
@@ -148,6 +153,14 @@ pub struct TunnelCell {
 }
 
 impl TunnelCell {
+    /// The engine as the cell's row names it: "inprocess", "inprocess (generic)".
+    pub fn row_engine(&self) -> RowEngine {
+        RowEngine {
+            engine: self.engine,
+            cpu_features: self.cpu_features,
+        }
+    }
+
     pub fn samples(&self) -> &[crate::measure::Timed<TunnelSample>] {
         self.outcome.samples()
     }

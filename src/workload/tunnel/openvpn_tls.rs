@@ -29,7 +29,7 @@ use super::engine::{EngineOptions, EngineRig, TunnelEngine};
 use super::openvpn_setup;
 use super::openvpn_tunnel::{self as tunnel, End, Keying, SETUP_UNCOUNTABLE};
 use super::setup::{SetupKind, SetupOutcome, SetupProbe};
-use crate::backend::LibraryInfo;
+use crate::backend::{CpuMasking, LibraryInfo};
 use crate::certs::CertCache;
 use crate::scenario::tunnel::{
     Cipher, CipherMode, Compression, Digest, EngineId, Payload, TunnelScenario,
@@ -68,6 +68,11 @@ impl TunnelEngine for OpenvpnTlsEngine {
 
     fn uncountable(&self) -> Option<&'static str> {
         Some(tunnel::UNCOUNTABLE)
+    }
+
+    /// The daemons' OpenSSL's capability mask, in their environment.
+    fn cpu_masking(&self) -> CpuMasking {
+        tunnel::cpu_masking()
     }
 
     fn interleaves_rows(&self) -> bool {

@@ -19,6 +19,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -26,7 +27,7 @@ use anyhow::{bail, Context, Result};
 use super::engine::{EngineOptions, EngineRig};
 use super::transfer::{self, TransferRoute};
 use super::{TunnelOutcome, TunnelSample};
-use crate::backend::LibraryInfo;
+use crate::backend::{CpuMasking, LibraryInfo};
 use crate::measure::{Outcome, Probe};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Compression, Digest, EngineId, TunnelScenario};
@@ -43,6 +44,23 @@ pub(super) const SETUP_UNCOUNTABLE: &str = "OpenVPN's set-up runs in two openvpn
 
 /// Why OpenVPN rows cannot be counted under valgrind.
 pub(super) const UNCOUNTABLE: &str = "OpenVPN's work runs in its own processes (two openvpn daemons and the kernel between network namespaces), which tlslab cannot count per side under valgrind; the inprocess engine's rows are counted";
+
+/// Whether the OpenVPN daemons' CPU features can be masked: an openvpn
+/// built on OpenSSL (Debian's: libcrypto 3.0) reads `OPENSSL_ia32cap` at
+/// start as the vendored OpenSSL does, and the daemons inherit tlslab's
+/// environment; one built on another library (mbed TLS) has no such
+/// switch. Its `--version` names the library ("[SSL (OpenSSL)]"); asked
+/// once per process.
+pub(super) fn cpu_masking() -> CpuMasking {
+    static MASKING: OnceLock<CpuMasking> = OnceLock::new();
+    *MASKING.get_or_init(|| match Command::new("openvpn").arg("--version").output() {
+        Ok(output) if !String::from_utf8_lossy(&output.stdout).contains("OpenSSL") => {
+            CpuMasking::Impossible("this openvpn is not built on OpenSSL, whose capability mask (OPENSSL_ia32cap) tlslab clears; it has no switch tlslab knows to turn its CPU features off")
+        }
+        // Missing, the engine's preflight says so.
+        _ => CpuMasking::OPENSSL_CAPABILITY_VECTOR,
+    })
+}
 
 /// Root, `ip`, `/dev/net/tun` and `openvpn`; OpenVPN's version, as the
 /// provenance of engine `id`.

@@ -33,7 +33,7 @@ mod setup;
 use super::engine::{CountedSample, EngineOptions, EngineRig, TunnelEngine};
 use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
-use crate::backend::LibraryInfo;
+use crate::backend::{CpuMasking, LibraryInfo};
 use crate::measure::{Outcome, Probe};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, TunnelScenario};
@@ -101,6 +101,15 @@ impl TunnelEngine for WireguardEngine {
 
     fn uncountable(&self) -> Option<&'static str> {
         None
+    }
+
+    /// boringtun seals and opens its packets with ring's
+    /// ChaCha20-Poly1305, which picks its code from the CPU's features
+    /// with no run-time switch.
+    fn cpu_masking(&self) -> CpuMasking {
+        CpuMasking::Impossible(
+            "boringtun's ChaCha20-Poly1305 is ring's, and ring has no switch to turn its CPU features off",
+        )
     }
 
     fn prepare_counted(

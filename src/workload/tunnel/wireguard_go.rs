@@ -35,7 +35,7 @@ use super::engine::{EngineOptions, EngineRig, TunnelEngine};
 use super::transfer::{self, TransferRoute, MAX_SEGMENT_BYTES};
 use super::wireguard::WireguardEngine;
 use super::{TunnelOutcome, TunnelSample};
-use crate::backend::LibraryInfo;
+use crate::backend::{CpuMasking, LibraryInfo};
 use crate::measure::{Outcome, Probe};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, TunnelScenario};
@@ -125,6 +125,15 @@ impl TunnelEngine for WireguardGoEngine {
     fn uncountable(&self) -> Option<&'static str> {
         Some(
             "wireguard-go's work runs in its own processes (two wireguard-go daemons and the kernel between network namespaces), which tlslab cannot count per side under valgrind; the wireguard engine's rows (boringtun in process) are counted",
+        )
+    }
+
+    /// wireguard-go is Go: its ChaCha20-Poly1305 (golang.org/x/crypto)
+    /// picks its code from the CPU's features, which no variable of
+    /// OpenSSL's masks.
+    fn cpu_masking(&self) -> CpuMasking {
+        CpuMasking::Impossible(
+            "wireguard-go's ChaCha20-Poly1305 is Go's (golang.org/x/crypto), and tlslab has no switch to turn its CPU features off",
         )
     }
 
