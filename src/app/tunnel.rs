@@ -229,14 +229,18 @@ impl Study for TunnelStudy {
                 args.transfer_mb
             )));
         }
-        let (measures, valgrind) = time_or_instructions(args.measure.as_deref(), "tunnel")?;
+        // A usage error before asking for valgrind, which may be missing.
         let feature_sets = distinct(&args.cpu_features);
-        if measures.contains(&Measure::Instructions) && feature_sets.contains(&CpuFeatures::Generic)
-        {
+        let counts = args
+            .measure
+            .as_deref()
+            .is_some_and(|measures| measures.contains(&Measure::Instructions));
+        if counts && feature_sets.contains(&CpuFeatures::Generic) {
             return Err(usage(
                 "--cpu-features generic is timed only; leave --measure at time for it",
             ));
         }
+        let (measures, valgrind) = time_or_instructions(args.measure.as_deref(), "tunnel")?;
         super::session::check_exports(&args.output.exports)?;
         let (libraries, unavailable) = preflight(&engines, &measures, required)?;
         let engines = engines
