@@ -261,7 +261,8 @@ impl Study for TunnelStudy {
             valgrind,
             count_options: args.sampling.count_options(false),
             libraries,
-            setup: args.setup,
+            setup: args.setup
+                || (!args.no_setup && preset.is_some_and(TunnelPreset::measures_setup)),
             setups: Vec::new(),
             feature_sets,
             args: args.clone(),

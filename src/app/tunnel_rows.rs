@@ -264,6 +264,7 @@ pub(super) fn generic_cells(
             child.quiet = true;
             child.engine = Some(maskable);
             child.setup = false;
+            child.no_setup = true;
             GenericPlan::Tunnel(Box::new(child))
         };
         let measured = generic::run_child(plan, session, |store| {

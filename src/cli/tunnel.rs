@@ -87,9 +87,14 @@ pub struct TunnelArgs {
     /// its handshake in process; openvpn-tls: both processes from start to
     /// ready, TLS handshake included; openvpn: the same without a
     /// handshake, for comparison; inprocess says why it has none). Sampled
-    /// one engine at a time with the sampling options of the rows.
+    /// one engine at a time with the sampling options of the rows. On by
+    /// default with --preset vpn-compare.
     #[arg(long)]
     pub setup: bool,
+
+    /// Leave out the connection set-up a preset measures (vpn-compare).
+    #[arg(long, conflicts_with = "setup")]
+    pub no_setup: bool,
 
     /// With hardware acceleration (native) and without it (generic: the
     /// rows again in a child process with OpenSSL's CPU capability mask

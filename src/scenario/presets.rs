@@ -318,6 +318,16 @@ impl TunnelPreset {
         }
     }
 
+    /// Whether the preset measures each engine's connection set-up
+    /// (`--setup`) unless `--no-setup` says otherwise: vpn-compare does,
+    /// as the cost of a tunnel is its set-up as well as its packets.
+    pub fn measures_setup(self) -> bool {
+        match self {
+            TunnelPreset::OpenvpnClassic => false,
+            TunnelPreset::VpnCompare => true,
+        }
+    }
+
     /// The engines the preset runs when `--engine` does not name them,
     /// each if it can run here (else its rows say why).
     pub fn engines(self) -> &'static [EngineId] {
