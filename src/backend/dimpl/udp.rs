@@ -64,7 +64,13 @@ fn complete(mut side: Side<Datagrams>) -> Result<Side<Datagrams>> {
             .clamp(MIN_WAIT, IO_TIMEOUT);
         side.end.set_read_timeout(wait)?;
         match side.end.read(&mut side.datagram) {
-            Ok(length) => side.take(length, "handshake")?,
+            Ok(length) => {
+                // dimpl learns the time only from handle_timeout: without
+                // it a resent flight meets an expired rate limit as if
+                // still running, and is not answered.
+                side.tick(Instant::now())?;
+                side.take(length, "handshake")?
+            }
             Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 timeouts += 1;
                 if timeouts > MAX_TIMEOUTS {
@@ -194,7 +200,14 @@ impl ApartConnection for Side<Datagrams> {
     fn answer(&mut self) -> Result<()> {
         self.end.set_read_timeout(MIN_WAIT)?;
         match self.end.read(&mut self.datagram) {
-            Ok(length) => self.take(length, "answering the peer"),
+            Ok(length) => {
+                // The clock first (see `complete`): a side that lingers
+                // idle has had no timeout since its last answer, and
+                // dimpl would take the peer's next resend for one within
+                // the rate limit of the last and leave it unanswered.
+                self.tick(Instant::now())?;
+                self.take(length, "answering the peer")
+            }
             Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 self.tick(Instant::now())
             }
