@@ -84,41 +84,16 @@ fn the_link_honours_its_round_trip_rate_and_loss() {
     drop((client, echoing, link));
 
     // Rate: 150 datagrams of 1,000 bytes (1,028 on the wire) sent at once
-    // arrive paced at 8 Mbit/s, within 5%.
-    let link = link_of("rtt=10ms,rate=8mbit");
-    let server = link
-        .server()
-        .run(|| Ok(UdpSocket::bind((SERVER_ADDRESS, 0))?))
-        .unwrap();
-    server
-        .set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    let address: SocketAddr = server.local_addr().unwrap();
-    let receiving = std::thread::spawn(move || {
-        let mut arrivals = Vec::new();
-        let mut buffer = [0u8; 2048];
-        while server.recv(&mut buffer).is_ok() {
-            arrivals.push(Instant::now());
-        }
-        arrivals
-    });
-    let client = link
-        .client()
-        .run(|| Ok(UdpSocket::bind((CLIENT_ADDRESS, 0))?))
-        .unwrap();
-    for _ in 0..150 {
-        client.send_to(&[0u8; 1000], address).unwrap();
+    // arrive paced at 8 Mbit/s, within 5%, in one of three tries: the span
+    // is 154 ms, and a loaded 2-core machine can wake the link's thread
+    // or the receiver 8 ms late; a link that paces wrongly misses all three.
+    let within = |rate: f64| (rate / 8e6 - 1.0).abs() < 0.05;
+    let mut rates = Vec::new();
+    while rates.len() < 3 && !rates.last().copied().is_some_and(within) {
+        rates.push(paced_rate("rtt=10ms,rate=8mbit", 150, 1000));
     }
-    let arrivals = receiving.join().unwrap();
-    assert_eq!(arrivals.len(), 150);
-    let span = (arrivals[149] - arrivals[0]).as_secs_f64();
-    let rate = 149.0 * 1028.0 * 8.0 / span;
-    eprintln!(
-        "link rate=8mbit: {:.3} Mbit/s over 150 datagrams",
-        rate / 1e6
-    );
-    assert!((rate / 8e6 - 1.0).abs() < 0.05, "{rate} bit/s");
-    drop(link);
+    eprintln!("link rate=8mbit: {rates:?} bit/s over 150 datagrams");
+    assert!(rates.last().copied().is_some_and(within), "{rates:?} bit/s");
 
     // Loss: 3,000 datagrams at 10% loss each way lose a share within the
     // binomial 99.9% interval of the chance that one or the other is lost.
@@ -140,6 +115,14 @@ fn the_link_honours_its_round_trip_rate_and_loss() {
             }
         }
     }
+    // The last batch's late answers.
+    client
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buffer = [0u8; 16];
+    while client.recv(&mut buffer).is_ok() {
+        answered += 1;
+    }
     drop(echoing);
     let p: f64 = 1.0 - 0.9 * 0.9;
     let expected = sent as f64 * p;
@@ -156,6 +139,40 @@ fn the_link_honours_its_round_trip_rate_and_loss() {
     let log = link.take_log();
     let dropped = log.iter().filter(|c| c.dropped).count();
     assert!(dropped > 0 && log.iter().all(|c| c.protocol == 17));
+}
+
+/// The rate, in bit/s on the wire, at which `count` datagrams of `bytes`
+/// sent at once over a link of `profile` arrive: from the first arrival
+/// to the last.
+fn paced_rate(profile: &str, count: usize, bytes: usize) -> f64 {
+    let link = link_of(profile);
+    let server = link
+        .server()
+        .run(|| Ok(UdpSocket::bind((SERVER_ADDRESS, 0))?))
+        .unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let address: SocketAddr = server.local_addr().unwrap();
+    let receiving = std::thread::spawn(move || {
+        let mut arrivals = Vec::new();
+        let mut buffer = [0u8; 2048];
+        while server.recv(&mut buffer).is_ok() {
+            arrivals.push(Instant::now());
+        }
+        arrivals
+    });
+    let client = link
+        .client()
+        .run(|| Ok(UdpSocket::bind((CLIENT_ADDRESS, 0))?))
+        .unwrap();
+    for _ in 0..count {
+        client.send_to(&vec![0u8; bytes], address).unwrap();
+    }
+    let arrivals = receiving.join().unwrap();
+    assert_eq!(arrivals.len(), count);
+    let span = (arrivals[count - 1] - arrivals[0]).as_secs_f64();
+    (count - 1) as f64 * (bytes + 28) as f64 * 8.0 / span
 }
 
 fn link_of(profile: &str) -> Link {

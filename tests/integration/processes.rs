@@ -272,6 +272,21 @@ fn processes_in(namespaces: &[String]) -> Vec<u32> {
         .collect()
 }
 
+/// The processes left in `namespaces` once those still running have had
+/// `timeout` to go (a command tlslab had started inside, such as `ip`,
+/// ends by itself), each with its command line, for the message.
+fn left_in(namespaces: &[String], timeout: Duration) -> Vec<String> {
+    let left = wait_gone(&processes_in(namespaces), timeout);
+    left.iter()
+        .map(|pid| {
+            let command = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            format!("{pid} {command}")
+        })
+        .collect()
+}
+
 /// Issue 18 item 2, issues 23 and 25: kill -9 during a tunnel through a
 /// real engine (OpenVPN with a static key and in TLS mode, wireguard-go) leaves no daemon running and no
 /// namespace (they have no names: nothing holds them once tlslab and its
@@ -353,6 +368,10 @@ fn kill_9_during_a_tunnel(id: &str, daemon: &str, cipher: &str, digest: &str, sc
     let pid = killed.pid() as u32;
     let sockets = || crate::tunnel::wireguard_sockets_of(pid);
     let daemons = wait_for(daemon, Duration::from_secs(60), || {
+        if let Ok(Some(status)) = killed.child.try_wait() {
+            let (_, stderr) = killed.finish(Duration::from_secs(1));
+            panic!("{id}: tlslab ended ({status}) before its daemons ran:\n{stderr}");
+        }
         // The daemon itself, once exec'd: a child just forked still
         // carries tlslab's own command line (which names the engine) and
         // the tests' namespace until it enters its own and execs; a CI run
@@ -397,11 +416,16 @@ fn kill_9_during_a_tunnel(id: &str, daemon: &str, cipher: &str, digest: &str, sc
         "{daemon} outlived the tlslab killed with SIGKILL"
     );
     assert_eq!(
-        processes_in(&namespaces),
-        Vec::<u32>::new(),
+        left_in(&namespaces, Duration::from_secs(10)),
+        Vec::<String>::new(),
         "{id}: nothing is left in the killed run's namespaces"
     );
-    assert_eq!(entries_starting(tmp.path(), scratch).len(), 1, "{id}");
+    assert_eq!(
+        entries_starting(tmp.path(), scratch).len(),
+        1,
+        "{id}: {:?}",
+        entries_starting(tmp.path(), "")
+    );
     // The killed wireguard-go daemons' sockets stay until a run removes
     // them: this test's next run, or another test's tlslab in the meantime
     // (the killed PID is gone); the unit test
