@@ -22,6 +22,7 @@ use crate::host::HostInfo;
 use crate::measure::{CellStatus, Outcome, SamplingOptions};
 use crate::report::handshake::HandshakeReport;
 use crate::report::Document;
+use crate::scenario::baseline as baselines;
 use crate::scenario::presets::Preset;
 use crate::scenario::{
     distinct, BackendId, BackendList, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure,
@@ -165,7 +166,11 @@ impl Study for HandshakeStudy {
         let network = NetworkPlan::from_args(args, preset.and_then(Preset::network))?;
         let shard = args.shard.shard;
         // A shard measures its part of the matrix and the baseline row.
-        let is_baseline = |s: &HandshakeScenario| baseline.as_deref() == Some(s.label().as_str());
+        let is_baseline = |s: &HandshakeScenario| {
+            baseline
+                .as_deref()
+                .is_some_and(|b| baselines::is_baseline(b, s))
+        };
         let scenarios = Shard::filter(shard, scenarios, |s| s.label(), is_baseline);
         let mut planned: Vec<(HandshakeScenario, Arc<dyn Backend>)> = scenarios
             .iter()
@@ -419,6 +424,18 @@ fn asked_baseline(
     scenarios: &[HandshakeScenario],
 ) -> Result<Option<String>> {
     Ok(match &args.baseline {
+        Some(spec) if baselines::twin_protocol(spec).is_some() => {
+            let version = baselines::twin_protocol(spec)
+                .expect("matched above")
+                .map_err(usage)?;
+            if !scenarios.iter().any(|s| s.version == version) {
+                return Err(usage(format!(
+                    "the baseline '{spec}' names {}, which no row of this matrix runs; add it with --tls",
+                    version.display()
+                )));
+            }
+            Some(spec.clone())
+        }
         Some(label) => {
             if !scenarios.iter().any(|s| s.label() == *label) {
                 let labels: Vec<String> = scenarios.iter().map(|s| s.label()).collect();
@@ -429,9 +446,16 @@ fn asked_baseline(
             }
             Some(label.clone())
         }
-        None => preset
-            .map(|p| p.baseline().label())
-            .filter(|label| scenarios.iter().any(|s| s.label() == *label)),
+        None => {
+            preset
+                .map(|p| p.baseline_spec())
+                .filter(|spec| match baselines::twin_protocol(spec) {
+                    Some(version) => {
+                        version.is_ok_and(|v| scenarios.iter().any(|s| s.version == v))
+                    }
+                    None => scenarios.iter().any(|s| s.label() == *spec),
+                })
+        }
     })
 }
 

@@ -263,6 +263,18 @@ fn check_baseline(store: &Store, run: &StoredRun, baseline: &str) -> Result<()> 
     if labels.iter().any(|label| label == baseline) {
         return Ok(());
     }
+    if kind == RunKind::Handshake {
+        if let Some(version) = crate::scenario::baseline::twin_protocol(baseline) {
+            let version = version.map_err(usage)?;
+            if run.cells.iter().any(|c| c.scenario.version == version) {
+                return Ok(());
+            }
+            return Err(usage(format!(
+                "the baseline '{baseline}' names {}, which no row of run {run_id} ran",
+                version.display()
+            )));
+        }
+    }
     labels.sort();
     labels.dedup();
     Err(usage(format!(

@@ -30,6 +30,8 @@ use crate::scenario::{BackendList, CpuFeatures, ServerKind, Transport};
       --cert ecdsa_p256,mldsa65 --wire --network wan,mobile
   tlslab handshake --preset pq-network
       (as root: measured over tlslab's emulated link too)
+  tlslab handshake --preset quic-vs-tcp
+      (each QUIC row against its TLS 1.3 twin: --baseline protocol=1.3)
   tlslab handshake --remote 192.168.1.20:8444 --preset kex-matrix
       (tlslab serve --handshakes there)
   tlslab list   (every valid name)
@@ -37,7 +39,8 @@ use crate::scenario::{BackendList, CpuFeatures, ServerKind, Transport};
 Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2;
 with --preset also --max-total-time: kex-matrix 24, tls13-matrix 48,
 post-quantum 60, dtls-study 30, pq-network 40 (then 8 handshakes per row and
-profile over the link) (about twice their time on a quiet 2-core machine);
+profile over the link), quic-vs-tcp 40 (about twice their time on a quiet
+2-core machine);
 with --capacity --max-time 2 per thread count and --warmup 0.2, and
 --max-total-time stops the run after the step it is in")]
 pub struct HandshakeArgs {
@@ -146,8 +149,11 @@ pub struct HandshakeArgs {
     pub shard: ShardArgs,
 
     /// The row other rows are compared with, by label (see the JSON export or
-    /// `tlslab report`). [default: the preset's baseline, or the first row]
-    // Text: a row's label, checked against the matrix once it is planned.
+    /// `tlslab report`); or protocol=VERSION: each row against the same row
+    /// over that protocol (protocol=1.3 sets each QUIC row against its TLS
+    /// 1.3 twin). [default: the preset's baseline, or the first row]
+    // Text: a row's label or protocol=VERSION, checked against the matrix
+    // once it is planned.
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 

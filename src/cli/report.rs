@@ -26,8 +26,10 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// The row other rows are compared with, by label. [default: the run's]
-    // Text: a row's label, checked against the runs read.
+    /// The row other rows are compared with, by label; for a handshake
+    /// run also protocol=VERSION, each row against its twin over that
+    /// protocol. [default: the run's]
+    // Text: a row's label or protocol=VERSION, checked against the runs read.
     #[arg(long, value_name = "LABEL")]
     pub baseline: Option<String>,
 

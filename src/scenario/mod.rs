@@ -5,6 +5,7 @@
 
 pub mod axes;
 pub mod backend;
+pub mod baseline;
 pub mod bulk;
 pub mod cpu;
 pub mod measure;

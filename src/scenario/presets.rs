@@ -27,6 +27,10 @@ pub enum Preset {
     /// link (wan, mobile, satellite), the rows whose flight costs an extra
     /// round trip called out.
     PqNetwork,
+    /// TLS 1.3 inside QUIC against TLS 1.3 over a byte stream, on every
+    /// library with QUIC: classical and post-quantum key exchange and
+    /// certificates, each QUIC row set against its TLS 1.3 twin.
+    QuicVsTcp,
 }
 
 serialize_by_id!(Preset);
@@ -49,6 +53,7 @@ impl Named for Preset {
         Preset::PostQuantum,
         Preset::DtlsStudy,
         Preset::PqNetwork,
+        Preset::QuicVsTcp,
     ];
 
     fn id(self) -> &'static str {
@@ -58,6 +63,7 @@ impl Named for Preset {
             Preset::PostQuantum => "post-quantum",
             Preset::DtlsStudy => "dtls-study",
             Preset::PqNetwork => "pq-network",
+            Preset::QuicVsTcp => "quic-vs-tcp",
         }
     }
 }
@@ -70,6 +76,7 @@ impl Preset {
             Preset::PostQuantum => "TLS 1.3: X25519 vs X25519MLKEM768 vs ML-KEM-768, ECDSA P-256 vs ML-DSA-44/65 certificates",
             Preset::DtlsStudy => "DTLS 1.2 AES-128-GCM, 1400-byte MTU: DHE-2048 with RSA-2048, ECDHE P-256 with RSA-2048 and ECDSA P-256 on OpenSSL; DTLS 1.3 ECDHE P-256 with ECDSA P-256 on dimpl (add --tls 1.2,dtls1.2 for the price of DTLS)",
             Preset::PqNetwork => "post-quantum's matrix on OpenSSL over wan, mobile and satellite: bytes on the wire, the network model beside handshakes over an emulated link (root), extra round trips called out",
+            Preset::QuicVsTcp => "TLS 1.3 in QUIC against TLS 1.3 over a byte stream (as over TCP), both in memory: X25519 and X25519MLKEM768, ECDSA P-256 and ML-DSA-65, on OpenSSL, rustls-aws-lc and rustls-ring; each QUIC row against its TLS 1.3 twin",
         }
     }
 
@@ -102,6 +109,11 @@ impl Preset {
                 ],
                 vec![CertKind::Rsa2048, CertKind::EcdsaP256, CertKind::Ed25519],
             ),
+            Preset::QuicVsTcp => (
+                vec![TlsVersion::Tls13, TlsVersion::Quic],
+                vec![Group::X25519, Group::X25519Mlkem768],
+                vec![CertKind::EcdsaP256, CertKind::MlDsa65],
+            ),
             Preset::PostQuantum | Preset::PqNetwork => (
                 vec![TlsVersion::Tls13],
                 vec![Group::X25519, Group::X25519Mlkem768, Group::Mlkem768],
@@ -133,6 +145,7 @@ impl Preset {
         match self {
             Preset::KexMatrix | Preset::DtlsStudy | Preset::PqNetwork => &["openssl"],
             Preset::Tls13Matrix | Preset::PostQuantum => &["openssl", "rustls-aws-lc"],
+            Preset::QuicVsTcp => &["openssl", "rustls-aws-lc", "rustls-ring"],
         }
     }
 
@@ -153,9 +166,11 @@ impl Preset {
                     ..self.matrix()
                 },
             }],
-            Preset::KexMatrix | Preset::Tls13Matrix | Preset::PostQuantum | Preset::PqNetwork => {
-                Vec::new()
-            }
+            Preset::KexMatrix
+            | Preset::Tls13Matrix
+            | Preset::PostQuantum
+            | Preset::PqNetwork
+            | Preset::QuicVsTcp => Vec::new(),
         }
     }
 
@@ -171,6 +186,7 @@ impl Preset {
             Preset::PostQuantum => 60.0,
             Preset::DtlsStudy => 30.0,
             Preset::PqNetwork => 40.0,
+            Preset::QuicVsTcp => 40.0,
         }
     }
 
@@ -183,7 +199,18 @@ impl Preset {
         })
     }
 
-    /// The row every other row is compared with unless `--baseline` says otherwise.
+    /// What every row is compared with unless `--baseline` says otherwise,
+    /// as `--baseline` takes it (see [`super::baseline`]): a row's label,
+    /// or for quic-vs-tcp each row's TLS 1.3 twin.
+    pub fn baseline_spec(self) -> String {
+        match self {
+            Preset::QuicVsTcp => format!("{}1.3", super::baseline::PROTOCOL_PREFIX),
+            _ => self.baseline().label(),
+        }
+    }
+
+    /// The first row, or the row every other row is compared with when
+    /// the baseline is one row.
     pub fn baseline(self) -> HandshakeScenario {
         let matrix = self.matrix();
         let mut baseline = matrix.expand()[0];

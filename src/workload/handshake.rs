@@ -348,18 +348,14 @@ pub fn run_cells(
     }
     // Each cell pairs with the baseline row of its own backend, if it has
     // one (as the report does: never with another library's).
-    let baseline_of = |backend: &str| {
-        let label = baseline?;
+    let baseline_of = |cell: &CellResult| {
+        let label = crate::scenario::baseline::baseline_label(baseline?, &cell.scenario);
         probe_cell
             .iter()
-            .position(|&c| cells[c].scenario.label() == label && cells[c].backend == backend)
+            .position(|&c| cells[c].scenario.label() == label && cells[c].backend == cell.backend)
     };
-    let pairing = measure::Pairing::PerCell(
-        probe_cell
-            .iter()
-            .map(|&c| baseline_of(&cells[c].backend))
-            .collect(),
-    );
+    let pairing =
+        measure::Pairing::PerCell(probe_cell.iter().map(|&c| baseline_of(&cells[c])).collect());
     let total = cells.len();
     let already = total - probes.len();
     let mut relay = Relay {

@@ -184,3 +184,74 @@ fn an_mtu_under_quics_minimum_is_refused_saying_why() {
         run.stderr()
     );
 }
+
+/// Issue 24 item 2: `--preset quic-vs-tcp` sets each QUIC row against its
+/// TLS 1.3 twin on the same library (`--baseline protocol=1.3`, kept
+/// with the run); a protocol no row runs, or none at all, is a usage error.
+#[test]
+fn quic_vs_tcp_sets_each_quic_row_against_its_tls_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("quic.json");
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "--preset",
+        "quic-vs-tcp",
+        "--backend",
+        "rustls-ring,rustls-aws-lc",
+        "--group",
+        "x25519",
+        "--cert",
+        "ecdsa_p256",
+        "--runs",
+        "5",
+        "--warmup",
+        "0",
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    assert!(
+        run.stdout().contains("relative to the same row in TLS 1.3"),
+        "{}",
+        run.stdout()
+    );
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(document["baseline"], "protocol=1.3");
+    let rows = document["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for row in rows {
+        let ratio = row["ratio_to_baseline"]["value"].as_f64().unwrap();
+        if row["label"].as_str().unwrap().starts_with("handshake_1.3_") {
+            assert_eq!(ratio, 1.0, "{row}");
+        } else {
+            // QUIC's packets, acknowledgements and transport parameters
+            // on top of the same TLS 1.3 handshake.
+            assert!(ratio > 1.0, "{row}");
+        }
+    }
+
+    for (baseline, says) in [
+        ("protocol=1.4", "unknown TLS version '1.4'"),
+        (
+            "protocol=dtls1.2",
+            "names DTLS 1.2, which no row of this matrix runs",
+        ),
+    ] {
+        let run = tlslab(&[
+            "handshake",
+            "--no-db",
+            "--backend",
+            "rustls-ring",
+            "--tls",
+            "1.3,quic",
+            "--baseline",
+            baseline,
+            "--runs",
+            "2",
+        ]);
+        run.expect_code(2);
+        assert!(run.stderr().contains(says), "{}", run.stderr());
+    }
+}

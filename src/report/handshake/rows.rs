@@ -8,7 +8,7 @@ use super::wire;
 use crate::backend::Negotiated;
 use crate::heap::HeapSample;
 use crate::measure::{self, Round, Timed};
-use crate::scenario::HandshakeScenario;
+use crate::scenario::{baseline, HandshakeScenario};
 use crate::stats::{self, Drift, PairedRatio, RoundValues, Summary};
 use crate::workload::counted::{CategoryCount, Instructions};
 use crate::workload::handshake::{CellResult, Sample};
@@ -149,14 +149,18 @@ pub(super) fn rows_paired(
             row.ratio_to_baseline = figures.ratio_to_baseline;
         }
     }
-    if baseline.is_some() {
+    if let Some(baseline) = baseline {
+        let missing = match baseline::twin_protocol(baseline) {
+            Some(Ok(version)) => format!("no {} row", version.display()),
+            _ => "no baseline row".to_string(),
+        };
         for (row, ((timed, timed_base), (counted, counted_base))) in
             rows.iter_mut().zip(paired.iter().zip(&counted))
         {
             let unpaired =
                 |own: &RoundValues, base: &Option<RoundValues>| !own.is_empty() && base.is_none();
             if unpaired(timed, timed_base) || unpaired(counted, counted_base) {
-                row.ratio_note = Some(format!("no baseline row on {}", row.backend));
+                row.ratio_note = Some(format!("{missing} on {}", row.backend));
             }
         }
     }
@@ -194,18 +198,24 @@ fn pair_with_baselines(
         return vec![(Vec::new(), None); cells.len()];
     };
     let all: Vec<RoundValues> = cells.iter().map(medians).collect();
-    let mut by_backend: std::collections::HashMap<&str, &RoundValues> = Default::default();
+    let mut measured: std::collections::HashMap<(&str, String), &RoundValues> = Default::default();
     for (cell, values) in cells.iter().zip(&all) {
-        if cell.scenario.label() == baseline && !values.is_empty() {
-            by_backend.entry(cell.backend.as_str()).or_insert(values);
+        if !values.is_empty() {
+            measured
+                .entry((cell.backend.as_str(), cell.scenario.label()))
+                .or_insert(values);
         }
     }
     cells
         .iter()
         .zip(&all)
         .map(|(cell, own)| {
+            let key = (
+                cell.backend.as_str(),
+                baseline::baseline_label(baseline, &cell.scenario),
+            );
             let base = (!own.is_empty())
-                .then(|| by_backend.get(cell.backend.as_str()).copied())
+                .then(|| measured.get(&key).copied())
                 .flatten()
                 .cloned();
             (own.clone(), base)
@@ -229,7 +239,7 @@ pub(super) fn other_work(
     let pairs: Vec<(RoundValues, RoundValues)> = cells
         .iter()
         .zip(paired)
-        .filter(|(cell, _)| Some(cell.scenario.label().as_str()) != baseline)
+        .filter(|(cell, _)| !baseline.is_some_and(|b| baseline::is_baseline(b, &cell.scenario)))
         .filter_map(|(_, (own, base))| base.clone().map(|base| (own.clone(), base)))
         .collect();
     stats::other_work(&loads, &pairs)

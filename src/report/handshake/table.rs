@@ -392,7 +392,7 @@ fn table_notes(
     if measured.memory {
         notes.push("peak/kept KiB: heap bytes each side's allocations held at most during the handshake, and still held once it was done (what an established, idle connection keeps); every malloc of the libraries counted, median of the handshakes counted.".to_string());
     }
-    if let Some(baseline) = baseline {
+    if let Some(baseline) = baseline.map(crate::scenario::baseline::describe) {
         if measured.timed {
             notes.push(format!(
                 "× baseline{}: CPU time (client + server) relative to {baseline}, the median of same-round ratios (rounds interleave every cell); ±: the 95% interval of that median from order statistics.",

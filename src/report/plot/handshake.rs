@@ -58,7 +58,7 @@ pub fn figures(rows: &[Row], baseline: Option<&str>) -> Vec<Figure> {
         figures.clear();
     }
     figures.extend(counted_figures(rows, &label));
-    if let Some(baseline) = baseline {
+    if let Some(baseline) = baseline.map(crate::scenario::baseline::describe) {
         if rows.iter().any(|r| r.ratio_to_baseline.is_some()) {
             let bars = rows
                 .iter()
