@@ -282,3 +282,57 @@ fn bad_profiles_exit_2_naming_the_field() {
         run.stderr()
     );
 }
+
+/// Issue 24 item 3: QUIC on quinn (both rustls providers) — one round
+/// trip with an ECDSA chain, the client's Initial padded to at least
+/// 1,200 bytes; an ML-DSA-65 chain is more than three times the client's
+/// Initial, so QUIC's anti-amplification limit holds the server's flight
+/// until the client answers: one more round trip, which the wire table
+/// calls out.
+#[test]
+fn quics_padded_initial_and_the_anti_amplification_round_trip() {
+    for backend in ["rustls-aws-lc", "rustls-ring"] {
+        let ecdsa = traced(
+            backend,
+            &full(TlsVersion::Quic, Group::X25519, CertKind::EcdsaP256),
+        );
+        assert_eq!(ecdsa.round_trips, Some(1.0), "{backend}: {ecdsa:?}");
+        assert!(ecdsa.datagrams, "{backend}");
+        let initial = ecdsa
+            .turns
+            .iter()
+            .find(|turn| !turn.writes.is_empty())
+            .map(|turn| turn.writes[0])
+            .unwrap();
+        assert!(initial >= 1_200, "{backend}: Initial of {initial} B");
+    }
+    // ring has no ML-DSA: aws-lc's provider signs the chain.
+    let mldsa = traced(
+        "rustls-aws-lc",
+        &full(TlsVersion::Quic, Group::X25519, CertKind::MlDsa65),
+    );
+    assert_eq!(mldsa.round_trips, Some(2.0), "{mldsa:?}");
+    let run = util::tlslab(&[
+        "handshake",
+        "--no-db",
+        "--backend",
+        "rustls-aws-lc",
+        "--tls",
+        "quic",
+        "--group",
+        "x25519",
+        "--cert",
+        "mldsa65",
+        "--wire",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+    ]);
+    run.expect_code(0);
+    let stdout = run.stdout();
+    assert!(
+        stdout.contains("+1 round trip: the server's") && stdout.contains("(anti-amplification)"),
+        "{stdout}"
+    );
+}

@@ -245,11 +245,23 @@ pub fn wire_table(rows: &[Row]) -> Option<Table> {
         }
         let mut notes = Vec::new();
         if wire.bytes_spread > 0 {
+            // ECDSA's DER signatures vary in length; so do QUIC's packets
+            // (their frames from one handshake to the next).
+            let ecdsa = row.scenario.cert.family() == crate::scenario::SignatureFamily::Ecdsa;
+            let quic = row.scenario.version == crate::scenario::TlsVersion::Quic;
             notes.push(format!(
-                "bytes vary by up to {} over {} handshakes (DER signatures)",
-                wire.bytes_spread, wire.handshakes
+                "bytes vary by up to {} over {} handshakes{}",
+                wire.bytes_spread,
+                wire.handshakes,
+                match (ecdsa, quic) {
+                    (true, false) => " (DER signatures)",
+                    (true, true) => " (DER signatures; QUIC's packets)",
+                    (false, true) => " (QUIC's packets)",
+                    (false, false) => "",
+                }
             ));
         }
+        notes.extend(amplification_note(row, wire));
         if row.scenario.transport.is_socket() {
             notes.push("traced over memory: the same bytes".to_string());
         }
@@ -257,10 +269,36 @@ pub fn wire_table(rows: &[Row]) -> Option<Table> {
         table.rows.push(cells);
     }
     table.notes.push(format!(
-        "client/server B: the TLS or DTLS records each side sent in the handshake (no TCP, UDP or IP headers), traced over memory, the median of {} handshakes; records, flights (a side's writes between two of the peer's) per side; RTs: round trips from the client's first byte until each side's library says it is done and can send application data (TCP's own handshake not counted; DTLS's cookie exchange counted); segments: TCP segments the flights take at an MSS of {MSS_BYTES} bytes (a 1500-byte MTU with timestamps); datagrams: DTLS datagrams at the row's MTU; fragments: records beyond those the same handshake takes at the largest MTU.",
+        "client/server B: the TLS or DTLS records each side sent in the handshake (no TCP, UDP or IP headers), traced over memory, the median of {} handshakes; records, flights (a side's writes between two of the peer's) per side; RTs: round trips from the client's first byte until each side's library says it is done and can send application data (TCP's own handshake not counted; DTLS's cookie exchange counted); segments: TCP segments the flights take at an MSS of {MSS_BYTES} bytes (a 1500-byte MTU with timestamps); datagrams: DTLS datagrams at the row's MTU, or QUIC's UDP payloads (its packets coalesced; B counts whole datagrams, the client's Initial padded to at least 1,200 bytes); fragments: records beyond those the same handshake takes at the largest MTU.",
         crate::workload::annotate::TRACED_HANDSHAKES
     ));
     Some(table)
+}
+
+/// A QUIC row whose client needed more than one round trip because the
+/// server's flight was larger than QUIC lets it send to an address not
+/// yet validated: three times what it received (RFC 9000 §8.1), here the
+/// client's first flight (its Initial, padded to at least 1,200 bytes).
+fn amplification_note(row: &Row, wire: &WireFigures) -> Option<String> {
+    use crate::transport::tap::Side;
+    if row.scenario.version != crate::scenario::TlsVersion::Quic {
+        return None;
+    }
+    let extra = wire.round_trips.map(|rt| rt - 1.0).filter(|e| *e > 0.0)?;
+    let initial = wire
+        .turns
+        .iter()
+        .find(|turn| turn.side == Side::Client && !turn.writes.is_empty())?
+        .bytes() as u64;
+    (wire.server_bytes > 3 * initial).then(|| {
+        format!(
+            "+{} round trip{}: the server's {} B pass 3× the client's first {} B (anti-amplification)",
+            half_steps(Some(extra)),
+            if extra > 1.0 { "s" } else { "" },
+            wire.server_bytes,
+            initial
+        )
+    })
 }
 
 /// Why a row over a profile needs more round trips than its protocol.
