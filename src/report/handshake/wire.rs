@@ -381,6 +381,7 @@ pub fn network_table(rows: &[Row]) -> Option<Table> {
             }
             let mut notes = Vec::new();
             notes.extend(window_note(row, figures));
+            notes.extend(row.wire.as_ref().and_then(|w| amplification_note(row, w)));
             if let (Some(status), Some(reason)) = (figures.status, &figures.reason) {
                 notes.push(format!("link {status}: {reason}"));
             }
@@ -407,7 +408,7 @@ pub fn network_table(rows: &[Row]) -> Option<Table> {
         seen
     };
     table.notes.push(format!(
-        "Profiles: {}. model ms: the traced handshake replayed over the profile — TCP's handshake first (DTLS's cookie exchange is in the trace), each side's measured median CPU per handshake shared over its turns, each flight's segments released by TCP's congestion window (the initial window, one more segment per ACK) and queued at the rate, half the round trip each way; the median handshake's time (with loss: the loss-free time while most handshakes lose no packet). RTs on path: the round trips without CPU or rate limit, TCP's handshake included.",
+        "Profiles: {}. model ms: the traced handshake replayed over the profile — TCP's handshake first (DTLS's cookie exchange is in the trace; QUIC has none: its first flight is the handshake's), each side's measured median CPU per handshake shared over its turns, each flight's segments released by TCP's congestion window (the initial window, one more segment per ACK) and queued at the rate, half the round trip each way; the median handshake's time (with loss: the loss-free time while most handshakes lose no packet). RTs on path: the round trips without CPU or rate limit, TCP's handshake included.",
         profiles.join("; ")
     ));
     if linked {
