@@ -108,3 +108,65 @@ pub(super) fn server_backends(
         None => backends,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::app::axes::matrix_from;
+    use crate::app::session::exit_code;
+    use crate::cli::{Cli, Command};
+
+    /// `tlslab handshake ...` parsed.
+    fn parsed(line: &str) -> HandshakeArgs {
+        let words = std::iter::once("tlslab").chain(line.split_whitespace());
+        match Cli::try_parse_from(words).unwrap().command {
+            Command::Handshake(args) => *args,
+            _ => unreachable!("a handshake command line"),
+        }
+    }
+
+    /// The ids of the backends `line` measures, or its exit code.
+    fn backend_ids(line: &str) -> Result<Vec<&'static str>, i32> {
+        let args = parsed(line);
+        let matrix = matrix_from(&args, None).unwrap();
+        server_backends(&args, None, &matrix, None)
+            .map(|backends| backends.iter().map(|b| b.id()).collect())
+            .map_err(|error| exit_code(&error))
+    }
+
+    #[test]
+    fn every_listed_server_gives_rows_once_in_the_order_listed() {
+        // Installed or not, a program is a backend of its own: its rows
+        // say why when it cannot run here.
+        assert_eq!(
+            backend_ids("handshake --server nginx,embedded,nginx --backend openssl --tls 1.3"),
+            Ok(vec!["nginx", "openssl"])
+        );
+        assert_eq!(
+            backend_ids("handshake --server caddy,apache --tls 1.3"),
+            Ok(vec!["caddy", "apache"])
+        );
+        assert_eq!(
+            backend_ids("handshake --backend openssl --tls 1.3"),
+            Ok(vec!["openssl"])
+        );
+    }
+
+    #[test]
+    fn backend_chooses_the_embedded_servers_backends_and_no_programs_client() {
+        assert_eq!(
+            backend_ids("handshake --server embedded,haproxy --backend rustls-ring --tls 1.3"),
+            Ok(vec!["rustls-ring", "haproxy"])
+        );
+        assert_eq!(
+            backend_ids("handshake --server nginx,haproxy --backend rustls-ring --tls 1.3"),
+            Err(2)
+        );
+        assert_eq!(
+            backend_ids("handshake --server embedded,nginx --transport tcp --tls 1.3"),
+            Err(2)
+        );
+    }
+}
