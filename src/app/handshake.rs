@@ -89,7 +89,8 @@ pub(crate) struct HandshakeStudy {
     matrix: HandshakeMatrix,
     /// A preset's rows on backends of their own ([`Preset::companions`]).
     companions: Vec<HandshakeMatrix>,
-    /// The command line's backends (or nginx's, or the remote server's).
+    /// The command line's backends, each listed server's (a program's
+    /// through its client), or the remote server's.
     backends: Vec<Arc<dyn Backend>>,
     /// Every backend the run uses, the companions' included.
     all_backends: Vec<Arc<dyn Backend>>,
