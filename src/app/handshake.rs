@@ -12,8 +12,9 @@ use serde::Serialize;
 
 use super::axes::{matrix_from, overridden};
 use super::generic;
+use super::handshake_servers::{names, program_servers, server_backends};
 use super::network::NetworkPlan;
-use super::session::{chosen_backends, usage, Bar, SamplingDefaults};
+use super::session::{usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
 use crate::backend::{backends_from_list, Backend, LibraryInfo};
 use crate::certs::CertCache;
@@ -25,14 +26,13 @@ use crate::report::Document;
 use crate::scenario::baseline as baselines;
 use crate::scenario::presets::Preset;
 use crate::scenario::{
-    distinct, BackendId, BackendList, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure,
-    Named, Shard, Transport,
+    distinct, BackendList, CpuFeatures, HandshakeMatrix, HandshakeScenario, Measure, Named, Shard,
+    Transport,
 };
 use crate::store::{RunKind, Store, StoredRun};
 use crate::workload::counted::{count_matrix, CountOptions};
 use crate::workload::handshake::{run_cells, CellResult};
-use crate::workload::remote::{Remote, RemoteBackend};
-use crate::workload::server::{self, ServerBackend, ServerDescriptor, ServerOptions};
+use crate::workload::remote::Remote;
 
 /// Sampling defaults of `handshake`.
 pub(crate) const DEFAULTS: SamplingDefaults = SamplingDefaults {
@@ -90,7 +90,8 @@ pub(crate) struct HandshakeStudy {
     matrix: HandshakeMatrix,
     /// A preset's rows on backends of their own ([`Preset::companions`]).
     companions: Vec<HandshakeMatrix>,
-    /// The command line's backends (or nginx's, or the remote server's).
+    /// The command line's backends, each listed server's (a program's
+    /// through its client), or the remote server's.
     backends: Vec<Arc<dyn Backend>>,
     /// Every backend the run uses, the companions' included.
     all_backends: Vec<Arc<dyn Backend>>,
@@ -357,65 +358,6 @@ impl Study for HandshakeStudy {
     }
 }
 
-/// The backends the client handshakes with: those asked (or the preset's),
-/// the server's with `--server nginx` (a program: see [`program_server`]),
-/// each through the remote server with `--remote`.
-fn server_backends(
-    args: &HandshakeArgs,
-    preset: Option<Preset>,
-    matrix: &HandshakeMatrix,
-    remote: Option<&Arc<Remote>>,
-) -> Result<Vec<Arc<dyn Backend>>> {
-    let backends: Vec<Arc<dyn Backend>> = match program_server(args) {
-        None => chosen_backends(
-            args.backend.as_ref(),
-            preset.map(|p| p.default_backends()),
-            Some(&matrix.versions),
-        )?,
-        Some(program) => {
-            let name = program.kind.name();
-            let others = |list: &BackendList| {
-                list.resolve()
-                    .iter()
-                    .any(|(id, _)| *id != BackendId::Openssl)
-            };
-            if args.backend.as_ref().is_some_and(others) {
-                return Err(usage(format!(
-                    "with --server {name} the client is tlslab's OpenSSL: --backend must be openssl or left out"
-                )));
-            }
-            if args.transport.is_some() {
-                return Err(usage(format!(
-                    "with --server {name} the client always talks TCP to {name}: leave --transport out"
-                )));
-            }
-            // Every server it starts stops when the backend drops, at the
-            // end of the run whatever happens.
-            let opened = (program.open)(&ServerOptions::default())?;
-            vec![Arc::new(ServerBackend::new(opened))]
-        }
-    };
-    Ok(match remote {
-        Some(remote) => backends
-            .into_iter()
-            .map(|local| {
-                Arc::new(RemoteBackend::new(local, Arc::clone(remote))) as Arc<dyn Backend>
-            })
-            .collect(),
-        None => backends,
-    })
-}
-
-/// The server `--server` names when it is a program of its own (nginx),
-/// which tlslab's OpenSSL handshakes with over TCP; `None` without
-/// `--server` or for tlslab's own server, whose handshakes run both sides
-/// in this process.
-fn program_server(args: &HandshakeArgs) -> Option<&'static ServerDescriptor> {
-    args.server
-        .map(server::descriptor)
-        .filter(|descriptor| !descriptor.in_process)
-}
-
 /// The baseline asked for: `--baseline`, which must be a row of the
 /// matrix, else the preset's when it is one.
 fn asked_baseline(
@@ -514,10 +456,11 @@ impl Counting {
                 "--cpu-features generic runs the matrix again in a child process, which has no --remote server: leave it out",
             ));
         }
-        if let Some(program) = program_server(args).filter(|_| counted) {
+        let programs = program_servers(args);
+        if counted && !programs.is_empty() {
             return Err(usage(format!(
                 "counted measures run both sides in tlslab's process; against {} use --measure time",
-                program.kind.name()
+                names(&programs)
             )));
         }
         if counted && feature_sets.contains(&CpuFeatures::Generic) {
@@ -616,7 +559,8 @@ fn generic_cells(
             // A preset's own backends (its companions' included) are
             // planned by the child as by the parent; a program server's
             // client is tlslab's OpenSSL whatever --backend says.
-            if program_server(args).is_none() && (args.backend.is_some() || args.preset.is_none()) {
+            if program_servers(args).is_empty() && (args.backend.is_some() || args.preset.is_none())
+            {
                 child.backend =
                     Some(BackendList::named(maskable).expect("backends' ids are their names"));
             }

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod cost;
 pub mod generic;
 pub mod handshake;
+mod handshake_servers;
 pub mod list;
 pub mod load;
 pub mod manual;

@@ -15,6 +15,7 @@ use crate::scenario::{BackendList, CpuFeatures, ServerKind, Transport};
 #[command(after_help = "Examples:
   tlslab handshake --preset kex-matrix
   tlslab handshake --preset kex-matrix --server nginx   (nginx installed)
+  tlslab handshake --preset kex-matrix --server embedded,nginx,apache,haproxy,caddy
   tlslab handshake --tls 1.3 --group x25519,p256,x25519mlkem768 \\
       --cert rsa2048,ecdsa_p256,ed25519,mldsa65
   tlslab handshake --backend all --tls 1.2,1.3 --group x25519 \\
@@ -55,12 +56,15 @@ pub struct HandshakeArgs {
     #[arg(long, value_name = "LIST")]
     pub backend: Option<BackendList>,
 
-    /// The server: embedded (tlslab's own, also called inprocess: client
-    /// and server in one process, over memory) or a real server started on
-    /// loopback per row (nginx, apache, haproxy, caddy: tlslab's OpenSSL as the
-    /// client over TCP; the server's CPU is its workers'). [default: embedded]
-    #[arg(long, value_name = "SERVER")]
-    pub server: Option<ServerKind>,
+    /// The servers, comma-separated: embedded (tlslab's own, also called
+    /// inprocess: client and server in one process, over memory) and real
+    /// servers started on loopback per row (nginx, apache, haproxy, caddy:
+    /// tlslab's OpenSSL as the client over TCP; the server's CPU is its
+    /// workers'). Every row is measured against every server listed, in
+    /// one table, the servers interleaved round by round; a server not
+    /// installed here gives rows that say why. [default: embedded]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub server: Option<Vec<ServerKind>>,
 
     /// Handshake with tlslab's server on another host instead of in this
     /// process: `tlslab serve --handshakes` running there, at HOST:PORT. It

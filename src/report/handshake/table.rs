@@ -382,6 +382,12 @@ fn table_notes(
     }
     if !programs.is_empty() {
         notes.push(format!("{} rows: the client is tlslab's OpenSSL over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is the server's worker processes (all their threads) from before the connect to the connection's close (/proc/PID/task/*/schedstat), its kernel TCP work included.", programs.join(", ")));
+        // Beside them (`--server embedded,nginx`), rows named after a
+        // backend are tlslab's own server's.
+        let is_backend = |row: &Row| crate::report::backend_rank(&row.backend) != usize::MAX;
+        if rows.iter().any(is_backend) {
+            notes.push("Rows named after a backend: tlslab's embedded server on that backend, client and server in one process, measured as in a run without --server; the rounds interleave them with the servers' rows.".to_string());
+        }
     }
     if measured.counted {
         notes.push(format!(

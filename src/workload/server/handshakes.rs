@@ -4,14 +4,17 @@
 //! while the interleaved sampler goes round after round, stopped when the
 //! backend drops) and whose client is tlslab's OpenSSL over TCP. The
 //! server's side of a sample is its workers' time on the CPU from before
-//! the connect to after the server closed the connection.
+//! the connect to after the server closed the connection. A server that
+//! cannot be opened here (not installed, its version unreadable) is still
+//! a [`ServerBackend`]: its rows say why instead of stopping the run, so a
+//! list of servers measures the others.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
-use super::{RunningServer, ServerSetup, ServerUnderTest};
+use super::{RunningServer, ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
 use crate::backend::openssl::remote::RemoteClient;
 use crate::backend::openssl::OpensslBackend;
 use crate::backend::{
@@ -24,19 +27,46 @@ use crate::workload::site::Site;
 /// The handshake matrix against a server under test: its rows are the
 /// server's (`nginx`), its client tlslab's OpenSSL.
 pub struct ServerBackend {
-    server: Arc<dyn ServerUnderTest>,
+    descriptor: &'static ServerDescriptor,
+    /// The server opened, or why it could not be.
+    server: Result<Arc<dyn ServerUnderTest>, Unopened>,
     client: OpensslBackend,
     /// The servers started so far, by scenario and certificate.
     running: Mutex<HashMap<String, Arc<dyn RunningServer>>>,
 }
 
+/// Why a server could not be opened, and whether that is because its
+/// program is missing here.
+struct Unopened {
+    /// The error's text: for a missing program, how to install it.
+    reason: String,
+    /// True if and only if the program is not installed: its rows are
+    /// unsupported here, as a backend's rows it cannot do. Otherwise
+    /// (installed, but it would not say its version) they fail.
+    missing: bool,
+}
+
 impl ServerBackend {
-    pub fn new(server: Arc<dyn ServerUnderTest>) -> Self {
+    /// The program `descriptor` registers, opened (finding it and reading
+    /// its versions); one that cannot be opened gives rows saying why.
+    pub fn open(descriptor: &'static ServerDescriptor) -> Self {
+        let server = (descriptor.open)(&ServerOptions::default()).map_err(|error| Unopened {
+            reason: format!("{error:#}"),
+            missing: (descriptor.missing)().is_some(),
+        });
         Self {
+            descriptor,
             server,
             client: OpensslBackend::new(),
             running: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The server opened, else why not (as an error).
+    fn opened(&self) -> Result<&Arc<dyn ServerUnderTest>> {
+        self.server
+            .as_ref()
+            .map_err(|unopened| anyhow!("{}", unopened.reason))
     }
 
     /// The server for `scenario`, started on first use.
@@ -45,12 +75,13 @@ impl ServerBackend {
         scenario: &HandshakeScenario,
         credentials: &Credentials,
     ) -> Result<Arc<dyn RunningServer>> {
+        let opened = self.opened()?;
         let key = format!("{}/{}", scenario.label(), credentials.kind.id());
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(server) = running.get(&key) {
             return Ok(Arc::clone(server));
         }
-        let server: Arc<dyn RunningServer> = Arc::from(self.server.start(&ServerSetup {
+        let server: Arc<dyn RunningServer> = Arc::from(opened.start(&ServerSetup {
             scenario,
             credentials,
             site: &Site::default(),
@@ -62,22 +93,44 @@ impl ServerBackend {
 
 impl Backend for ServerBackend {
     fn id(&self) -> &'static str {
-        self.server.kind().id()
+        self.descriptor.kind.id()
     }
 
+    /// The server's, or for one that could not be opened its name and
+    /// why not, so that the run's provenance says it did not run.
     fn library(&self) -> LibraryInfo {
-        self.server.library()
+        match &self.server {
+            Ok(server) => server.library(),
+            Err(unopened) => LibraryInfo {
+                backend: self.id().to_string(),
+                library: self.descriptor.kind.id().to_string(),
+                version: if unopened.missing {
+                    "(not installed)".to_string()
+                } else {
+                    "(could not be opened)".to_string()
+                },
+            },
+        }
     }
 
+    /// The server's; for one not opened, its client's (no row reaches it).
     fn capabilities(&self) -> &Capabilities {
-        self.server.capabilities()
+        match &self.server {
+            Ok(server) => server.capabilities(),
+            Err(_) => self.client.capabilities(),
+        }
     }
 
-    /// The server's reason, else the client's.
+    /// The server's reason, else the client's; every row of a server that
+    /// is not installed gives why (and how to install it).
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
-        self.server
-            .unsupported_reason(scenario)
-            .or_else(|| self.client.unsupported_reason(scenario))
+        match &self.server {
+            Ok(server) => server
+                .unsupported_reason(scenario)
+                .or_else(|| self.client.unsupported_reason(scenario)),
+            Err(unopened) if unopened.missing => Some(unopened.reason.clone()),
+            Err(_) => None,
+        }
     }
 
     fn handshaker(

@@ -37,10 +37,13 @@ use crate::workload::site::{page_bytes, Site};
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where a server's binary is: the environment variable `override_var` if
-/// set, else the first `name` on the PATH or in /usr/sbin.
+/// set (none if it names no file: the server is then not installed, as far
+/// as tlslab is told, and its rows say so), else the first `name` on the
+/// PATH or in /usr/sbin.
 pub fn find_binary(override_var: &str, name: &str) -> Option<PathBuf> {
     if let Some(path) = std::env::var_os(override_var) {
-        return Some(PathBuf::from(path));
+        let path = PathBuf::from(path);
+        return path.is_file().then_some(path);
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)

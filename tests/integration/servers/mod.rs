@@ -5,8 +5,10 @@
 //! recorded, `handshake --server` measures a row with it, and whatever
 //! stops tlslab (Ctrl-C in a terminal, SIGTERM, kill -9) leaves none of it
 //! running. A server whose program is missing is skipped visibly (and
-//! fails under `CI`). [`load`] has `load`'s runs on every server.
+//! fails under `CI`). [`load`] has `load`'s runs on every server,
+//! [`listed`] `handshake --server` listing several.
 
+mod listed;
 mod load;
 
 use std::path::Path;
