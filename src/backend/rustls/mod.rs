@@ -237,10 +237,10 @@ impl Backend for RustlsBackend {
             bail!("resumed handshakes are not run apart (each connection would need the last one's session)");
         }
         if scenario.version == TlsVersion::Quic {
-            return Err(super::Unsupported::new(
-                "QUIC handshakes run over memory only so far, not apart",
-            )
-            .into());
+            return Ok(Box::new(quic_udp::QuicApart {
+                handshaker: self.quic(scenario, credentials)?,
+                side,
+            }));
         }
         Ok(Box::new(socket::RustlsApart {
             handshaker: self.configure(scenario, credentials)?,

@@ -6,7 +6,9 @@
 //! from its start until its connection says it is connected, so its CPU
 //! includes the kernel's work for its socket calls, as for TLS over TCP.
 //! Resumed handshakes run over memory only (the client would have to read
-//! its ticket after the handshake).
+//! its ticket after the handshake). A side run apart ([`QuicApart`]: the
+//! other in another process, over the emulated link or `--remote`) is
+//! driven the same way on the socket the caller gives it.
 
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -16,7 +18,7 @@ use anyhow::{bail, Context, Result};
 use super::instrument;
 use super::quic::{QuicHandshaker, QuicSide};
 use crate::backend::socket::{run_sides, Sides};
-use crate::backend::{HandshakeSample, Turn};
+use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample, Turn};
 use crate::scenario::{HandshakeScenario, TlsVersion, Transport};
 use crate::transport::udp::{udp_pair, Datagrams};
 use crate::transport::IO_TIMEOUT;
@@ -82,6 +84,55 @@ impl QuicHandshaker {
             negotiated: self.negotiated()?,
             split_unsure: false,
         })
+    }
+}
+
+/// One side of QUIC handshakes whose peer runs elsewhere: each over the
+/// connected UDP socket it is given.
+pub(super) struct QuicApart {
+    pub(super) handshaker: QuicHandshaker,
+    pub(super) side: Turn,
+}
+
+impl ApartSide for QuicApart {
+    fn handshake(&mut self, carrier: Carrier) -> Result<ApartHandshake> {
+        let Carrier::Udp(socket) = carrier else {
+            bail!("QUIC runs over UDP, not over TCP");
+        };
+        socket
+            .set_nonblocking(true)
+            .context("a non-blocking UDP socket")?;
+        let peer = socket.peer_address()?;
+        let handshaker = &self.handshaker;
+        let endpoint = match self.side {
+            Turn::Client => handshaker.client_endpoint(),
+            Turn::Server => handshaker.server_endpoint(),
+        };
+        let mut side = QuicSide::new(self.side, endpoint, socket, peer, handshaker.mtu_bytes);
+        if self.side == Turn::Client {
+            side.connect(Instant::now(), handshaker.client.clone(), peer)?;
+        }
+        until_connected(&mut side)?;
+        let negotiated = match self.side {
+            Turn::Client => Some(handshaker.negotiated()?),
+            Turn::Server => None,
+        };
+        Ok(ApartHandshake {
+            negotiated,
+            connection: Box::new(side),
+        })
+    }
+}
+
+/// A connected side kept until the peer is done: what arrives (a resent
+/// flight) goes to quinn, its timers fire, and it sends what it answers.
+impl ApartConnection for QuicSide<Datagrams> {
+    fn linger_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.end.as_raw_fd())
+    }
+
+    fn answer(&mut self) -> Result<()> {
+        self.step(Instant::now())
     }
 }
 
