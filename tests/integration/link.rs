@@ -492,11 +492,8 @@ fn ctrl_c_or_kill_leaves_no_server_and_no_namespace() {
 /// OpenSSL (its timer driven on the real clock) and dimpl.
 #[test]
 fn dtls_over_a_lossy_link_completes_on_the_libraries_timers() {
-    use tlslab::backend::backend_by_id;
     use tlslab::scenario::{CertKind, Group, HandshakeScenario, TlsVersion};
-    use tlslab::workload::handshake::HandshakeProbe;
     use tlslab::workload::link::start_server;
-    use tlslab::workload::remote::RemoteBackend;
 
     let test = "dtls_over_a_lossy_link_completes_on_the_libraries_timers";
     let Some(link) = link("rtt=2ms,loss=10%", test) else {
@@ -506,22 +503,7 @@ fn dtls_over_a_lossy_link_completes_on_the_libraries_timers() {
     let (server, remote) = start_server(&link, tlslab).unwrap();
     let scenario = HandshakeScenario::full(TlsVersion::Dtls12, Group::P256, CertKind::EcdsaP256);
     for backend in ["openssl", "dimpl"] {
-        let over_link = RemoteBackend::new(backend_by_id(backend).unwrap(), remote.clone());
-        let latencies = link
-            .client()
-            .run(|| {
-                let (mut probe, _) = HandshakeProbe::prepare(&over_link, &scenario, util::certs())
-                    .map_err(|o| anyhow::anyhow!("{:?}", o.reason()))?;
-                link.take_log();
-                (0..3)
-                    .map(|_| {
-                        probe
-                            .handshake()
-                            .map(|(sample, _)| sample.wall_ns as f64 / 1e6)
-                            .map_err(anyhow::Error::msg)
-                    })
-                    .collect::<anyhow::Result<Vec<f64>>>()
-            })
+        let latencies = handshakes_over(&link, &remote, backend, &scenario, 3)
             .unwrap_or_else(|e| panic!("{backend}: {e:#}"));
         let dropped = link.take_log().iter().filter(|c| c.dropped).count();
         let slowest = latencies.iter().copied().fold(0.0, f64::max);
@@ -537,6 +519,37 @@ fn dtls_over_a_lossy_link_completes_on_the_libraries_timers() {
     drop(server);
 }
 
+/// `count` handshakes of `backend`'s `scenario` from the link's client
+/// namespace with the server `remote` in the far one: each one's wall
+/// time in ms. The link's log is emptied once the row is prepared, so it
+/// holds these handshakes' packets alone.
+fn handshakes_over(
+    link: &Link,
+    remote: &std::sync::Arc<tlslab::workload::remote::Remote>,
+    backend: &str,
+    scenario: &tlslab::scenario::HandshakeScenario,
+    count: usize,
+) -> anyhow::Result<Vec<f64>> {
+    use tlslab::backend::backend_by_id;
+    use tlslab::workload::handshake::HandshakeProbe;
+    use tlslab::workload::remote::RemoteBackend;
+
+    let over_link = RemoteBackend::new(backend_by_id(backend)?, remote.clone());
+    link.client().run(|| {
+        let (mut probe, _) = HandshakeProbe::prepare(&over_link, scenario, util::certs())
+            .map_err(|o| anyhow::anyhow!("{:?}", o.reason()))?;
+        link.take_log();
+        (0..count)
+            .map(|_| {
+                probe
+                    .handshake()
+                    .map(|(sample, _)| sample.wall_ns as f64 / 1e6)
+                    .map_err(anyhow::Error::msg)
+            })
+            .collect()
+    })
+}
+
 /// Issue 24 item 3: QUIC over the emulated link, on quinn with rustls
 /// (the server a `tlslab serve --handshakes` in the far namespace): an
 /// ECDSA chain takes one round trip and no TCP handshake before it; an
@@ -546,11 +559,8 @@ fn dtls_over_a_lossy_link_completes_on_the_libraries_timers() {
 /// for one round trip, does not take two.
 #[test]
 fn quic_over_the_link_takes_its_round_trips() {
-    use tlslab::backend::backend_by_id;
     use tlslab::scenario::{CertKind, Group, HandshakeScenario, TlsVersion};
-    use tlslab::workload::handshake::HandshakeProbe;
     use tlslab::workload::link::start_server;
-    use tlslab::workload::remote::RemoteBackend;
 
     let test = "quic_over_the_link_takes_its_round_trips";
     let Some(link) = link("rtt=40ms", test) else {
@@ -558,22 +568,12 @@ fn quic_over_the_link_takes_its_round_trips() {
     };
     let tlslab = std::path::Path::new(env!("CARGO_BIN_EXE_tlslab"));
     let (server, remote) = start_server(&link, tlslab).unwrap();
-    let over_link = RemoteBackend::new(backend_by_id("rustls-aws-lc").unwrap(), remote.clone());
     for (cert, round_trips) in [(CertKind::EcdsaP256, 1.0), (CertKind::MlDsa65, 2.0)] {
         let scenario = HandshakeScenario::full(TlsVersion::Quic, Group::X25519, cert);
-        let fastest = link
-            .client()
-            .run(|| {
-                let (mut probe, _) = HandshakeProbe::prepare(&over_link, &scenario, util::certs())
-                    .map_err(|o| anyhow::anyhow!("{:?}", o.reason()))?;
-                let mut fastest = f64::MAX;
-                for _ in 0..3 {
-                    let (sample, _) = probe.handshake().map_err(anyhow::Error::msg)?;
-                    fastest = fastest.min(sample.wall_ns as f64 / 1e6);
-                }
-                Ok(fastest)
-            })
-            .unwrap_or_else(|e| panic!("{cert:?}: {e:#}"));
+        let fastest = handshakes_over(&link, &remote, "rustls-aws-lc", &scenario, 3)
+            .unwrap_or_else(|e| panic!("{cert:?}: {e:#}"))
+            .into_iter()
+            .fold(f64::MAX, f64::min);
         eprintln!("QUIC {cert:?} over rtt=40ms: fastest {fastest:.1} ms");
         assert!(fastest >= 40.0 * round_trips, "{cert:?}: {fastest} ms");
         assert!(
