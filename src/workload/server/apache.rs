@@ -26,12 +26,11 @@ use anyhow::{Context, Result};
 
 use super::program::{
     find_binary, key_pem, linked_openssl_version, openssl_settings, pem_chain, prepare,
-    write_client_roots, write_pages, Launch, OpensslProgram, RunningProgram, Sessions,
+    write_client_roots, write_pages, Launch, OpensslProgram, ProgramKind, RunningProgram, Sessions,
     WorkerLayout,
 };
-use super::{RunningServer, ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
-use crate::backend::{Capabilities, LibraryInfo};
-use crate::scenario::{HandshakeScenario, ServerKind};
+use super::{ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
+use crate::scenario::ServerKind;
 
 /// Apache httpd in the registry of servers under test.
 pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
@@ -43,7 +42,7 @@ pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
             .then(|| "apache2 is not installed".to_string())
     },
     install: "apt-get install apache2",
-    open: ApacheServer::open,
+    open,
 };
 
 /// What Apache is missing, and how to get it.
@@ -204,44 +203,13 @@ SSLCertificateKeyFile {root}/key.pem
     Ok(path)
 }
 
-/// Apache httpd as a server under test: its versions and what its
-/// OpenSSL serves.
-pub struct ApacheServer {
-    program: OpensslProgram,
-}
-
-impl ApacheServer {
-    /// Fails with a clear message if Apache is missing.
-    fn open(_: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
-        let (version, openssl) = apache_versions()?;
-        Ok(Arc::new(Self {
-            program: OpensslProgram::new(ServerKind::Apache, "Apache httpd", version, openssl),
-        }))
-    }
-}
-
-impl ServerUnderTest for ApacheServer {
-    fn kind(&self) -> ServerKind {
-        ServerKind::Apache
-    }
-
-    fn library(&self) -> LibraryInfo {
-        self.program.library()
-    }
-
-    fn capabilities(&self) -> &Capabilities {
-        self.program.capabilities()
-    }
-
-    fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
-        self.program.unsupported_reason(scenario)
-    }
-
-    fn symbol_categories(&self) -> Result<(), String> {
-        Err(STRIPPED.to_string())
-    }
-
-    fn start(&self, setup: &ServerSetup<'_>) -> Result<Box<dyn RunningServer>> {
-        Ok(Box::new(start_apache(setup, self.program.description())?))
-    }
+/// Fails with a clear message if Apache httpd is missing.
+fn open(_: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
+    let program = ProgramKind {
+        kind: ServerKind::Apache,
+        name: "Apache httpd",
+        start: start_apache,
+        no_categories: STRIPPED,
+    };
+    Ok(OpensslProgram::open(program, apache_versions()?))
 }

@@ -24,11 +24,10 @@ use anyhow::{Context, Result};
 
 use super::program::{
     find_binary, key_pem, openssl_settings, page_path, pem_chain, prepare, write_client_roots,
-    write_pages, Launch, OpensslProgram, RunningProgram, Sessions, WorkerLayout,
+    write_pages, Launch, OpensslProgram, ProgramKind, RunningProgram, Sessions, WorkerLayout,
 };
-use super::{RunningServer, ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
-use crate::backend::{Capabilities, LibraryInfo};
-use crate::scenario::{HandshakeScenario, ServerKind};
+use super::{ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
+use crate::scenario::ServerKind;
 
 /// HAProxy in the registry of servers under test.
 pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
@@ -40,7 +39,7 @@ pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
             .then(|| "haproxy is not installed".to_string())
     },
     install: "apt-get install haproxy",
-    open: HaproxyServer::open,
+    open,
 };
 
 /// What HAProxy is missing, and how to get it.
@@ -219,46 +218,15 @@ frontend tlslab
     Ok(path)
 }
 
-/// HAProxy as a server under test: its versions and what its OpenSSL
-/// serves.
-pub struct HaproxyServer {
-    program: OpensslProgram,
-}
-
-impl HaproxyServer {
-    /// Fails with a clear message if HAProxy is missing.
-    fn open(_: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
-        let (version, openssl) = haproxy_versions()?;
-        Ok(Arc::new(Self {
-            program: OpensslProgram::new(ServerKind::Haproxy, "HAProxy", version, openssl),
-        }))
-    }
-}
-
-impl ServerUnderTest for HaproxyServer {
-    fn kind(&self) -> ServerKind {
-        ServerKind::Haproxy
-    }
-
-    fn library(&self) -> LibraryInfo {
-        self.program.library()
-    }
-
-    fn capabilities(&self) -> &Capabilities {
-        self.program.capabilities()
-    }
-
-    fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
-        self.program.unsupported_reason(scenario)
-    }
-
-    fn symbol_categories(&self) -> Result<(), String> {
-        Err(STRIPPED.to_string())
-    }
-
-    fn start(&self, setup: &ServerSetup<'_>) -> Result<Box<dyn RunningServer>> {
-        Ok(Box::new(start_haproxy(setup, self.program.description())?))
-    }
+/// Fails with a clear message if HAProxy is missing.
+fn open(_: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
+    let program = ProgramKind {
+        kind: ServerKind::Haproxy,
+        name: "HAProxy",
+        start: start_haproxy,
+        no_categories: STRIPPED,
+    };
+    Ok(OpensslProgram::open(program, haproxy_versions()?))
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@
 //! statistics (`/proc/PID/schedstat`, nanoseconds on the CPU, the kernel's
 //! share of its TCP work included).
 //!
-//! [`NginxServer`] is its [`ServerUnderTest`]: what its OpenSSL lacks (ML-KEM
-//! and ML-DSA before 3.5, DTLS), its versions for provenance.
+//! As a [`ServerUnderTest`] it is an [`OpensslProgram`]: what its OpenSSL
+//! lacks (ML-KEM and ML-DSA before 3.5, DTLS), its versions for provenance.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -27,10 +27,9 @@ use anyhow::{Context, Result};
 
 use super::program::{
     find_binary, key_pem, openssl_settings, pem_chain, prepare, write_client_roots, write_pages,
-    Launch, OpensslProgram, RunningProgram, Sessions, WorkerLayout,
+    Launch, OpensslProgram, ProgramKind, RunningProgram, Sessions, WorkerLayout,
 };
-use super::{RunningServer, ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
-use crate::backend::{Capabilities, LibraryInfo};
+use super::{ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
 use crate::certs::Credentials;
 use crate::scenario::{HandshakeScenario, ServerKind};
 use crate::workload::site::Site;
@@ -45,7 +44,7 @@ pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
             .then(|| "nginx is not installed".to_string())
     },
     install: "apt-get install nginx-light",
-    open: NginxServer::open,
+    open,
 };
 
 /// What nginx is missing, and how to get it.
@@ -215,43 +214,13 @@ http {{
     Ok(())
 }
 
-/// nginx as a server under test: its versions and what its OpenSSL serves.
-pub struct NginxServer {
-    program: OpensslProgram,
-}
-
-impl NginxServer {
-    /// Fails with a clear message if nginx is missing.
-    fn open(_: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
-        let (version, openssl) = nginx_versions()?;
-        Ok(Arc::new(Self {
-            program: OpensslProgram::new(ServerKind::Nginx, "nginx", version, openssl),
-        }))
-    }
-}
-
-impl ServerUnderTest for NginxServer {
-    fn kind(&self) -> ServerKind {
-        ServerKind::Nginx
-    }
-
-    fn library(&self) -> LibraryInfo {
-        self.program.library()
-    }
-
-    fn capabilities(&self) -> &Capabilities {
-        self.program.capabilities()
-    }
-
-    fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
-        self.program.unsupported_reason(scenario)
-    }
-
-    fn symbol_categories(&self) -> Result<(), String> {
-        Err(STRIPPED.to_string())
-    }
-
-    fn start(&self, setup: &ServerSetup<'_>) -> Result<Box<dyn RunningServer>> {
-        Ok(Box::new(start_nginx(setup, self.program.description())?))
-    }
+/// Fails with a clear message if nginx is missing.
+fn open(_: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
+    let program = ProgramKind {
+        kind: ServerKind::Nginx,
+        name: "nginx",
+        start: start_nginx,
+        no_categories: STRIPPED,
+    };
+    Ok(OpensslProgram::open(program, nginx_versions()?))
 }

@@ -11,13 +11,14 @@ use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use openssl::pkey::PKey;
 use openssl::x509::X509;
 
-use super::{RunningServer, Workers};
+use super::{RunningServer, ServerSetup, ServerUnderTest, Workers};
 use crate::backend::openssl::{
     certificate_curve, dhe_parameters, openssl_group_name, tls12_cipher_name, OpensslBackend,
 };
@@ -247,6 +248,10 @@ pub fn linked_openssl_version(object: &Path) -> Option<String> {
 /// an OpenSSL before 3.5 lacks) and the version of tlslab's client.
 pub struct OpensslProgram {
     kind: ServerKind,
+    /// Starts the program for a setup; given its description.
+    start: StartProgram,
+    /// Why perf's symbols inside its OpenSSL cannot be put in categories.
+    no_categories: &'static str,
     /// The program's name in rows and messages ("nginx", "Apache httpd").
     name: &'static str,
     /// The program's version ("1.22.1").
@@ -258,13 +263,37 @@ pub struct OpensslProgram {
     client_version: String,
 }
 
+/// How a program on OpenSSL is started for a setup (its configuration
+/// written, the program launched and waited for), given its description.
+pub type StartProgram = fn(&ServerSetup<'_>, String) -> Result<RunningProgram>;
+
+/// What makes a program on OpenSSL a server under test beside the
+/// versions it reports: its kind, its name in rows and messages, how it
+/// starts, why perf cannot put its symbols in categories.
+pub struct ProgramKind {
+    pub kind: ServerKind,
+    pub name: &'static str,
+    pub start: StartProgram,
+    pub no_categories: &'static str,
+}
+
 impl OpensslProgram {
-    pub fn new(
-        kind: ServerKind,
-        name: &'static str,
-        version: String,
-        openssl_version: String,
-    ) -> Self {
+    /// `program` at `version` on OpenSSL `openssl_version`, as a server
+    /// under test.
+    pub fn open(
+        program: ProgramKind,
+        (version, openssl_version): (String, String),
+    ) -> Arc<dyn ServerUnderTest> {
+        Arc::new(Self::new(program, version, openssl_version))
+    }
+
+    fn new(program: ProgramKind, version: String, openssl_version: String) -> Self {
+        let ProgramKind {
+            kind,
+            name,
+            start,
+            no_categories,
+        } = program;
         let client = OpensslBackend::new();
         let mut capabilities = client.capabilities().clone();
         // What the server's OpenSSL lacks before 3.5 (3.0 on Debian 12).
@@ -278,6 +307,8 @@ impl OpensslProgram {
         }
         Self {
             kind,
+            start,
+            no_categories,
             name,
             version,
             openssl_version,
@@ -286,8 +317,19 @@ impl OpensslProgram {
         }
     }
 
+    /// What it is, in words ("nginx 1.22.1 on OpenSSL 3.0.19, client ...").
+    pub fn description(&self) -> String {
+        format!("{} {}", self.kind.id(), self.library().version)
+    }
+}
+
+impl ServerUnderTest for OpensslProgram {
+    fn kind(&self) -> ServerKind {
+        self.kind
+    }
+
     /// The program and its library, as a run records them.
-    pub fn library(&self) -> LibraryInfo {
+    fn library(&self) -> LibraryInfo {
         LibraryInfo {
             backend: self.kind.id().to_string(),
             library: self.kind.id().to_string(),
@@ -298,18 +340,13 @@ impl OpensslProgram {
         }
     }
 
-    /// What it is, in words ("nginx 1.22.1 on OpenSSL 3.0.19, client ...").
-    pub fn description(&self) -> String {
-        format!("{} {}", self.kind.id(), self.library().version)
-    }
-
-    pub fn capabilities(&self) -> &Capabilities {
+    fn capabilities(&self) -> &Capabilities {
         &self.capabilities
     }
 
     /// Why it cannot serve `scenario` (DTLS, post-quantum before OpenSSL
     /// 3.5, what tlslab's OpenSSL lacks), or `None`.
-    pub fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
+    fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
         let name = self.name;
         let openssl = &self.openssl_version;
         if scenario.version.is_datagram() {
@@ -332,6 +369,14 @@ impl OpensslProgram {
         }
         self.capabilities
             .unsupported_reason(self.kind.id(), scenario)
+    }
+
+    fn symbol_categories(&self) -> Result<(), String> {
+        Err(self.no_categories.to_string())
+    }
+
+    fn start(&self, setup: &ServerSetup<'_>) -> Result<Box<dyn RunningServer>> {
+        Ok(Box::new((self.start)(setup, self.description())?))
     }
 }
 
