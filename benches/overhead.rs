@@ -3,14 +3,18 @@
 //! on the same machine, tlslab's handshakes per second (runner, per-side
 //! timers, verification, sample bookkeeping) with a plain loop that drives
 //! the same library's handshake with no timing or bookkeeping at all: TLS
-//! 1.3 on every backend, and DTLS 1.2 on OpenSSL over a datagram wire.
+//! 1.3 on every backend, DTLS 1.2 on OpenSSL over a datagram wire, and QUIC
+//! (X25519, ECDSA P-256) on OpenSSL and on quinn with both rustls
+//! providers, over memory datagrams (the plain loops in common/quic.rs run
+//! the configurations the backends build, with no tlslab code inside).
 //! Each row prints the ratio of the two sides' median rates and the median
 //! of the per-round ratios (`paired`: a round and its twin run back to
 //! back, so the pair cancels the machine's drift).
 //!
 //! Run: `cargo bench --bench overhead` (optionally `-- ROUNDS HANDSHAKES`,
-//! and the names of the rows to run, `openssl-dtls` or `rustls-ring`, to
-//! run only those).
+//! and the names of the rows to run, `openssl-dtls`, `rustls-ring` or
+//! `rustls-ring-quic`, to run only those). The QUIC rows' figures:
+//! docs/handshake.md, section QUIC.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -21,6 +25,8 @@ use std::time::{Duration, Instant};
 use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslContext, SslContextBuilder, SslMethod};
 use openssl::ssl::{SslOptions, SslStream, SslVersion};
 use tlslab::backend::backend_by_id;
+use tlslab::backend::openssl::quic::quic_contexts;
+use tlslab::backend::rustls::RustlsBackend;
 use tlslab::certs::{CertCache, Credentials, SERVER_NAME};
 use tlslab::measure::{self, SamplingOptions};
 use tlslab::scenario::{CertKind, Group, HandshakeScenario, Named, TlsVersion, DEFAULT_MTU_BYTES};
@@ -29,6 +35,7 @@ use tlslab::workload::handshake::HandshakeProbe;
 
 mod common;
 use common::plain::{openssl_plain_handshake, rustls_configs, rustls_plain_handshake};
+use common::quic::{openssl_quic_plain_handshake, quinn_plain_handshake};
 use common::{client_and_server, openssl_contexts};
 
 /// A datagram wire: one queue of whole datagrams per direction, each at most
@@ -181,19 +188,38 @@ fn main() {
     let certs = CertCache::new(CertCache::default_dir());
     println!("rounds: {rounds}, handshakes per round and side: {handshakes}");
     println!(
-        "{:<14} {:<12} {:>12} {:>12} {:>7} {:>7}",
+        "{:<18} {:<12} {:>12} {:>12} {:>7} {:>7}",
         "backend", "certificate", "plain hs/s", "tlslab hs/s", "ratio", "paired"
     );
-    let rows = ["openssl", "rustls-aws-lc", "rustls-ring", "openssl-dtls"];
+    let rows = [
+        "openssl",
+        "rustls-aws-lc",
+        "rustls-ring",
+        "openssl-dtls",
+        "openssl-quic",
+        "rustls-aws-lc-quic",
+        "rustls-ring-quic",
+    ];
     for backend_id in rows
         .into_iter()
         .filter(|row| names.is_empty() || names.contains(&&row.to_string()))
     {
-        let backend = backend_by_id(backend_id.trim_end_matches("-dtls")).unwrap();
-        for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
+        let library = backend_id
+            .trim_end_matches("-dtls")
+            .trim_end_matches("-quic");
+        let backend = backend_by_id(library).unwrap();
+        let quic = backend_id.ends_with("-quic");
+        let certs_of_row: &[CertKind] = if quic {
+            &[CertKind::EcdsaP256]
+        } else {
+            &[CertKind::EcdsaP256, CertKind::Rsa2048]
+        };
+        for &cert in certs_of_row {
             let dtls = backend_id == "openssl-dtls";
             let scenario = if dtls {
                 HandshakeScenario::full(TlsVersion::Dtls12, Group::P256, cert)
+            } else if quic {
+                HandshakeScenario::full(TlsVersion::Quic, Group::X25519, cert)
             } else {
                 HandshakeScenario::full(TlsVersion::Tls13, Group::X25519, cert)
             };
@@ -215,10 +241,23 @@ fn main() {
                         );
                         Box::new(move || rustls_plain_handshake(&c, &s))
                     }
-                    _ => {
+                    "rustls-ring" => {
                         let (c, s) =
                             rustls_configs(rustls::crypto::ring::default_provider(), &credentials);
                         Box::new(move || rustls_plain_handshake(&c, &s))
+                    }
+                    "openssl-quic" => {
+                        let (c, s) = quic_contexts(&scenario, &credentials).unwrap();
+                        Box::new(move || openssl_quic_plain_handshake(&c, &s))
+                    }
+                    _ => {
+                        let rustls = if library == "rustls-aws-lc" {
+                            RustlsBackend::aws_lc_rs()
+                        } else {
+                            RustlsBackend::ring()
+                        };
+                        let configs = rustls.plain_quic_configs(&scenario, &credentials).unwrap();
+                        Box::new(move || quinn_plain_handshake(&configs))
                     }
                 }
             };
@@ -291,7 +330,7 @@ fn main() {
             let plain = median(&plain_rates).expect("rounds ran");
             let ours = median(&tlslab_rates).expect("rounds ran");
             println!(
-                "{:<14} {:<12} {:>12.0} {:>12.0} {:>7.3} {:>7.3}",
+                "{:<18} {:<12} {:>12.0} {:>12.0} {:>7.3} {:>7.3}",
                 backend_id,
                 cert.id(),
                 plain,

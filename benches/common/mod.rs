@@ -1,7 +1,9 @@
 //! What the overhead benches share: OpenSSL contexts configured as tlslab
-//! configures them, for the plain loops that drive the library directly.
+//! configures them, for the plain loops that drive the library directly
+//! (TLS in [`plain`], QUIC in [`quic`]).
 
 pub mod plain;
+pub mod quic;
 
 use openssl::ssl::{SslContext, SslContextBuilder, SslMethod, SslOptions, SslSessionCacheMode};
 use openssl::ssl::{SslVerifyMode, SslVersion};

@@ -9,7 +9,8 @@ mod descriptor;
 pub mod dtls;
 pub mod primitives;
 pub mod probe;
-mod quic;
+#[doc(hidden)]
+pub mod quic;
 pub mod remote;
 pub mod serve;
 mod socket;

@@ -6,7 +6,10 @@
 //! openssl-sys: they are declared here and resolve against the libssl
 //! already linked. Between turns nothing spins: a side is given a turn
 //! when a datagram waits for it or its event timeout
-//! (`SSL_get_event_timeout`) has passed.
+//! (`SSL_get_event_timeout`) has passed. The contexts, the wire and the
+//! library calls the driver makes are public (hidden) so that the QUIC
+//! overhead bench's plain loop makes the same calls without tlslab's
+//! bookkeeping.
 
 use std::ffi::{c_int, c_long, c_uchar, c_uint, c_void};
 use std::time::{Duration, Instant};
@@ -82,38 +85,50 @@ pub(super) struct OpensslQuicHandshaker {
 
 impl OpensslQuicHandshaker {
     pub(super) fn new(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<Self> {
-        if scenario.resumption.is_on() {
-            bail!("resumed QUIC handshakes on OpenSSL are not built yet");
-        }
-        // SAFETY: the QUIC methods are static tables of the linked libssl.
-        let client_method = unsafe { SslMethod::from_ptr(ffi::OSSL_QUIC_client_method()) };
-        let server_method = unsafe { SslMethod::from_ptr(OSSL_QUIC_server_method()) };
-        let mut client = quic_context(client_method, scenario)?;
-        client.set_verify(SslVerifyMode::PEER);
-        client.set_cert_store(trust_store(credentials)?);
-        client.set_session_cache_mode(SslSessionCacheMode::OFF);
-        client
-            .set_alpn_protos(ALPN_WIRE)
-            .context("the client's ALPN")?;
-        if scenario.mutual {
-            use_chain(&mut client, &credentials.client)?;
-        }
-        let mut server = quic_context(server_method, scenario)?;
-        use_chain(&mut server, &credentials.server)?;
-        server.set_alpn_select_callback(|_, offered| {
-            select_next_proto(ALPN_WIRE, offered).ok_or(AlpnError::ALERT_FATAL)
-        });
-        server.set_num_tickets(0)?;
-        if scenario.mutual {
-            server.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
-            server.set_cert_store(trust_store(credentials)?);
-        }
+        let (client, server) = quic_contexts(scenario, credentials)?;
         Ok(Self {
-            client: client.build(),
-            server: server.build(),
+            client,
+            server,
             cpu_readings: CpuReadings::EveryTurn,
         })
     }
+}
+
+/// The client's and the server's QUIC contexts of a scenario: its suite,
+/// group and certificates, tlslab's ALPN, no session cache and no tickets.
+/// Public (hidden) for the QUIC overhead bench's plain loop.
+#[doc(hidden)]
+pub fn quic_contexts(
+    scenario: &HandshakeScenario,
+    credentials: &Credentials,
+) -> Result<(SslContext, SslContext)> {
+    if scenario.resumption.is_on() {
+        bail!("resumed QUIC handshakes on OpenSSL are not built yet");
+    }
+    // SAFETY: the QUIC methods are static tables of the linked libssl.
+    let client_method = unsafe { SslMethod::from_ptr(ffi::OSSL_QUIC_client_method()) };
+    let server_method = unsafe { SslMethod::from_ptr(OSSL_QUIC_server_method()) };
+    let mut client = quic_context(client_method, scenario)?;
+    client.set_verify(SslVerifyMode::PEER);
+    client.set_cert_store(trust_store(credentials)?);
+    client.set_session_cache_mode(SslSessionCacheMode::OFF);
+    client
+        .set_alpn_protos(ALPN_WIRE)
+        .context("the client's ALPN")?;
+    if scenario.mutual {
+        use_chain(&mut client, &credentials.client)?;
+    }
+    let mut server = quic_context(server_method, scenario)?;
+    use_chain(&mut server, &credentials.server)?;
+    server.set_alpn_select_callback(|_, offered| {
+        select_next_proto(ALPN_WIRE, offered).ok_or(AlpnError::ALERT_FATAL)
+    });
+    server.set_num_tickets(0)?;
+    if scenario.mutual {
+        server.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+        server.set_cert_store(trust_store(credentials)?);
+    }
+    Ok((client.build(), server.build()))
 }
 
 /// A QUIC context of `method` with the scenario's suite and group.
@@ -164,15 +179,141 @@ fn owned(ssl: *mut ffi::SSL, what: &str) -> Result<Ssl> {
     Ok(unsafe { Ssl::from_ptr(ssl) })
 }
 
-/// True if and only if `bio` holds a datagram for its SSL object.
-fn pending(bio: *mut ffi::BIO) -> bool {
-    // SAFETY: a live BIO of the pair.
-    unsafe { ffi::BIO_ctrl(bio, BIO_CTRL_PENDING, 0, std::ptr::null_mut()) > 0 }
+/// True if and only if a datagram waits for `ssl` (a connection or a
+/// listener) in its network BIO.
+#[doc(hidden)]
+pub fn datagram_waiting(ssl: &Ssl) -> bool {
+    // SAFETY: a live SSL object; its network BIO lives as long as it.
+    unsafe {
+        let bio = ffi::SSL_get_rbio(ssl.as_ptr());
+        !bio.is_null() && ffi::BIO_ctrl(bio, BIO_CTRL_PENDING, 0, std::ptr::null_mut()) > 0
+    }
+}
+
+/// Lets `ssl` process what arrived and what is due (`SSL_handle_events`).
+#[doc(hidden)]
+pub fn handle_events(ssl: &Ssl) {
+    // SAFETY: a live SSL object.
+    unsafe { ffi::SSL_handle_events(ssl.as_ptr()) };
+}
+
+/// The next connection `listener` has accepted, if one has arrived.
+#[doc(hidden)]
+pub fn accept_connection(listener: &Ssl) -> Result<Option<Ssl>> {
+    // SAFETY: a live listener; a new connection is taken over.
+    let accepted =
+        unsafe { SSL_accept_connection(listener.as_ptr(), SSL_ACCEPT_CONNECTION_NO_BLOCK) };
+    if accepted.is_null() {
+        return Ok(None);
+    }
+    owned(accepted, "SSL_accept_connection").map(Some)
+}
+
+/// A QUIC listener on one end of a new `BIO_new_bio_dgram_pair`, the other
+/// end kept for the client ([`Self::connect`]): what one handshake in
+/// memory runs over. Public (hidden) for the QUIC overhead bench.
+#[doc(hidden)]
+pub struct QuicWire {
+    pub listener: Ssl,
+    /// The client's end until [`Self::connect`] hands it over, then null.
+    client_bio: *mut ffi::BIO,
+    /// The address the client sends its first datagram to.
+    peer: Address,
+}
+
+impl QuicWire {
+    /// A listener of `server` (no address validation, non-blocking) on
+    /// a new datagram pair whose ends carry addresses.
+    pub fn listen(server: &SslContext) -> Result<Self> {
+        let (mut client_bio, mut server_bio) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: two new BIOs, each handed to one SSL object below (which
+        // frees it); the capabilities and the local address are controls
+        // on live BIOs.
+        unsafe {
+            if ffi::BIO_new_bio_dgram_pair(&mut client_bio, 0, &mut server_bio, 0) != 1 {
+                bail!("BIO_new_bio_dgram_pair failed");
+            }
+            for bio in [client_bio, server_bio] {
+                ffi::BIO_ctrl(
+                    bio,
+                    BIO_CTRL_DGRAM_SET_CAPS,
+                    BIO_DGRAM_CAP_HANDLES_DST_ADDR,
+                    std::ptr::null_mut(),
+                );
+            }
+            let local = Address::any()?;
+            if ffi::BIO_ctrl(
+                client_bio,
+                BIO_CTRL_DGRAM_SET0_LOCAL_ADDR,
+                0,
+                local.0.cast(),
+            ) == 1
+            {
+                // The BIO owns it now.
+                std::mem::forget(local);
+            }
+        }
+        let peer = Address::any()?;
+        // SAFETY: the listener takes the server's BIO.
+        let listener = unsafe {
+            let listener = owned(
+                SSL_new_listener(server.as_ptr(), SSL_LISTENER_FLAG_NO_VALIDATE),
+                "SSL_new_listener",
+            )?;
+            ffi::SSL_set_bio(listener.as_ptr(), server_bio, server_bio);
+            if ffi::SSL_set_blocking_mode(listener.as_ptr(), 0) != 1
+                || SSL_listen(listener.as_ptr()) != 1
+            {
+                bail!("SSL_listen failed: {}", openssl::error::ErrorStack::get());
+            }
+            listener
+        };
+        Ok(Self {
+            listener,
+            client_bio,
+            peer,
+        })
+    }
+
+    /// The client of `client` on the pair's other end, its first flight
+    /// sent. Once per wire.
+    pub fn connect(&mut self, client: &SslContext) -> Result<Ssl> {
+        if self.client_bio.is_null() {
+            bail!("the QUIC wire's client end is taken");
+        }
+        let mut ssl = Ssl::new(client)?;
+        ssl.set_hostname(SERVER_NAME)?;
+        let bio = std::mem::replace(&mut self.client_bio, std::ptr::null_mut());
+        // SAFETY: the client takes its end; the peer address is copied.
+        unsafe {
+            ffi::SSL_set_bio(ssl.as_ptr(), bio, bio);
+            if ffi::SSL_set_blocking_mode(ssl.as_ptr(), 0) != 1
+                || ffi::SSL_set1_initial_peer_addr(ssl.as_ptr(), self.peer.0) != 1
+            {
+                bail!(
+                    "configuring the QUIC client: {}",
+                    openssl::error::ErrorStack::get()
+                );
+            }
+        }
+        handshake_step(&mut ssl)?;
+        Ok(ssl)
+    }
+}
+
+impl Drop for QuicWire {
+    fn drop(&mut self) {
+        if !self.client_bio.is_null() {
+            // SAFETY: the client's end, never handed over.
+            unsafe { ffi::BIO_free_all(self.client_bio) };
+        }
+    }
 }
 
 /// How long until `ssl`'s next timer is due (zero: due now), `None` if it
 /// has none.
-fn event_timeout(ssl: &Ssl) -> Option<Duration> {
+#[doc(hidden)]
+pub fn event_timeout(ssl: &Ssl) -> Option<Duration> {
     let mut wait = libc::timeval {
         tv_sec: 0,
         tv_usec: 0,
@@ -187,12 +328,14 @@ fn event_timeout(ssl: &Ssl) -> Option<Duration> {
 }
 
 /// True if and only if `ssl`'s event timeout has passed.
-fn timeout_due(ssl: &Ssl) -> bool {
+#[doc(hidden)]
+pub fn timeout_due(ssl: &Ssl) -> bool {
     event_timeout(ssl).is_some_and(|wait| wait.is_zero())
 }
 
 /// Moves a handshake on: Ok(true) once it is complete.
-fn handshake_step(ssl: &mut Ssl) -> Result<bool> {
+#[doc(hidden)]
+pub fn handshake_step(ssl: &mut Ssl) -> Result<bool> {
     // SAFETY: a live SSL object.
     let result = unsafe { ffi::SSL_do_handshake(ssl.as_ptr()) };
     if result == 1 {
@@ -227,101 +370,35 @@ impl Handshaker for OpensslQuicHandshaker {
         if crate::transport::tap::recording() {
             bail!("OpenSSL's QUIC datagrams cross a BIO pair that the wire tap does not see (not traced yet)");
         }
-        let (mut client_bio, mut server_bio) = (std::ptr::null_mut(), std::ptr::null_mut());
-        // SAFETY: two new BIOs, each handed to one SSL object below (which
-        // frees it); the capabilities and the local address are controls
-        // on live BIOs.
-        unsafe {
-            if ffi::BIO_new_bio_dgram_pair(&mut client_bio, 0, &mut server_bio, 0) != 1 {
-                bail!("BIO_new_bio_dgram_pair failed");
-            }
-            for bio in [client_bio, server_bio] {
-                ffi::BIO_ctrl(
-                    bio,
-                    BIO_CTRL_DGRAM_SET_CAPS,
-                    BIO_DGRAM_CAP_HANDLES_DST_ADDR,
-                    std::ptr::null_mut(),
-                );
-            }
-            let local = Address::any()?;
-            if ffi::BIO_ctrl(
-                client_bio,
-                BIO_CTRL_DGRAM_SET0_LOCAL_ADDR,
-                0,
-                local.0.cast(),
-            ) == 1
-            {
-                // The BIO owns it now.
-                std::mem::forget(local);
-            }
-        }
-        let peer = Address::any()?;
-        // SAFETY: the listener takes the server's BIO; its context lives in self.
-        let listener = unsafe {
-            let listener = owned(
-                SSL_new_listener(self.server.as_ptr(), SSL_LISTENER_FLAG_NO_VALIDATE),
-                "SSL_new_listener",
-            )?;
-            ffi::SSL_set_bio(listener.as_ptr(), server_bio, server_bio);
-            if ffi::SSL_set_blocking_mode(listener.as_ptr(), 0) != 1
-                || SSL_listen(listener.as_ptr()) != 1
-            {
-                bail!("SSL_listen failed: {}", openssl::error::ErrorStack::get());
-            }
-            listener
-        };
+        let mut wire = QuicWire::listen(&self.server)?;
 
         let start = Instant::now();
         let mut turns = Turns::start(self.cpu_readings);
         turns.begin(Turn::Client);
-        let client = (|| -> Result<Ssl> {
-            let mut client = Ssl::new(&self.client)?;
-            client.set_hostname(SERVER_NAME)?;
-            // SAFETY: the client takes its BIO; the peer address is copied.
-            unsafe {
-                ffi::SSL_set_bio(client.as_ptr(), client_bio, client_bio);
-                if ffi::SSL_set_blocking_mode(client.as_ptr(), 0) != 1
-                    || ffi::SSL_set1_initial_peer_addr(client.as_ptr(), peer.0) != 1
-                {
-                    bail!(
-                        "configuring the QUIC client: {}",
-                        openssl::error::ErrorStack::get()
-                    );
-                }
-            }
-            handshake_step(&mut client)?;
-            Ok(client)
-        })();
+        let client = wire.connect(&self.client);
         turns.ended(Turn::Client);
         let mut client = client.context("client")?;
+        let listener = &wire.listener;
 
         let mut server: Option<Ssl> = None;
         let (mut client_done, mut server_done) = (false, false);
         let mut rounds = 0;
         loop {
-            let server_due = pending(server_bio)
-                || timeout_due(&listener)
+            let server_due = datagram_waiting(listener)
+                || timeout_due(listener)
                 || server.as_ref().is_some_and(timeout_due);
             if server_due {
                 turns.begin(Turn::Server);
                 let stepped = (|| -> Result<()> {
-                    // SAFETY: a live listener.
-                    unsafe { ffi::SSL_handle_events(listener.as_ptr()) };
+                    handle_events(listener);
                     if server.is_none() {
-                        // SAFETY: as above; a new connection is taken over.
-                        let accepted = unsafe {
-                            SSL_accept_connection(listener.as_ptr(), SSL_ACCEPT_CONNECTION_NO_BLOCK)
-                        };
-                        if !accepted.is_null() {
-                            server = Some(owned(accepted, "SSL_accept_connection")?);
-                        }
+                        server = accept_connection(listener)?;
                     }
                     if let Some(connection) = &mut server {
                         if !server_done {
                             server_done = handshake_step(connection)?;
                         } else {
-                            // SAFETY: a live connection.
-                            unsafe { ffi::SSL_handle_events(connection.as_ptr()) };
+                            handle_events(connection);
                         }
                     }
                     Ok(())
@@ -332,12 +409,11 @@ impl Handshaker for OpensslQuicHandshaker {
                 turns.ended(Turn::Server);
                 stepped.context("server")?;
             }
-            let client_due = pending(client_bio) || timeout_due(&client);
+            let client_due = datagram_waiting(&client) || timeout_due(&client);
             if client_due {
                 turns.begin(Turn::Client);
                 let stepped = if client_done {
-                    // SAFETY: a live connection.
-                    unsafe { ffi::SSL_handle_events(client.as_ptr()) };
+                    handle_events(&client);
                     Ok(())
                 } else {
                     handshake_step(&mut client).map(|done| client_done = done)
@@ -348,7 +424,11 @@ impl Handshaker for OpensslQuicHandshaker {
                 turns.ended(Turn::Client);
                 stepped.context("client")?;
             }
-            if client_done && server_done && !pending(client_bio) && !pending(server_bio) {
+            if client_done
+                && server_done
+                && !datagram_waiting(&client)
+                && !datagram_waiting(listener)
+            {
                 break;
             }
             rounds += 1;
@@ -358,7 +438,7 @@ impl Handshaker for OpensslQuicHandshaker {
             if !server_due && !client_due {
                 // Both wait on a timer (OpenSSL's clock is the real one):
                 // sleep until the first, outside both sides' turns.
-                let first = [Some(&listener), Some(&client), server.as_ref()]
+                let first = [Some(listener), Some(&client), server.as_ref()]
                     .into_iter()
                     .flatten()
                     .filter_map(event_timeout)

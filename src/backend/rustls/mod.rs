@@ -44,6 +44,8 @@ use crate::transport::memory::{Pipe, PipeEnd};
 use crate::transport::tcp::TcpLoopback;
 pub use descriptor::{AWS_LC_DESCRIPTOR, RING_DESCRIPTOR};
 use instrument::Side;
+#[doc(hidden)]
+pub use quic::PlainQuicConfigs;
 
 /// Which crypto provider rustls runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,9 @@
 //! packets are protected with TLS13_AES_128_GCM_SHA256 whatever suite the
 //! handshake negotiates (RFC 9001 §5.2). The server accepts every client
 //! without address validation (no Retry). What the client negotiated comes
-//! from rustls itself ([`quic_session`]).
+//! from rustls itself ([`quic_session`]). [`RustlsBackend::plain_quic_configs`]
+//! gives the same configurations with quinn's own client session, for the
+//! QUIC overhead bench's plain loop.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -20,7 +22,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
-use quinn_proto::crypto::rustls::QuicServerConfig;
+use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn_proto::{
     ClientConfig, Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Event,
     ServerConfig, TransportConfig, ValidationTokenConfig,
@@ -95,38 +97,17 @@ impl QuicHandshaker {
         transport: Transport,
     ) -> Result<Self> {
         let initial = initial_suite(provider)?;
-        let mut path = TransportConfig::default();
-        // The path's MTU is known: no discovery, every datagram at most it.
-        path.initial_mtu(mtu_bytes)
-            .min_mtu(mtu_bytes)
-            .mtu_discovery_config(None);
-        let path = Arc::new(path);
-        let mut endpoint = EndpointConfig::default();
-        endpoint
-            .max_udp_payload_size(mtu_bytes)
-            .context("the MTU as QUIC's max_udp_payload_size")?;
-
-        let server_crypto = QuicServerConfig::with_initial(server, initial)
-            .map_err(|error| anyhow!("the server's Initial suite: {error}"))?;
-        let mut server = ServerConfig::with_crypto(Arc::new(server_crypto));
-        server.transport_config(Arc::clone(&path));
-        // No NEW_TOKEN frames: the next connection is not validated by
-        // them (the server validates nobody), so they would be work for
-        // nothing after the handshake.
-        let mut tokens = ValidationTokenConfig::default();
-        tokens.sent(0);
-        server.validation_token_config(tokens);
-
+        let quinn = QuinnConfigs::new(server, initial, mtu_bytes)?;
         let report: ReportSlot = Arc::new(Mutex::new(None));
         let mut client_config = ClientConfig::new(Arc::new(ReportingClientConfig {
             inner: client,
             initial,
             report: Arc::clone(&report),
         }));
-        client_config.transport_config(path);
+        client_config.transport_config(quinn.path);
         Ok(Self {
-            endpoint: Arc::new(endpoint),
-            server: Arc::new(server),
+            endpoint: quinn.endpoint,
+            server: quinn.server,
             client: client_config,
             report,
             server_scheme,
@@ -172,6 +153,90 @@ impl QuicHandshaker {
             signature: (scheme != 0).then(|| scheme_name(SignatureScheme::from(scheme))),
             resumed: report.resumed,
             alpn: report.alpn,
+        })
+    }
+}
+
+/// quinn's side of a QUIC scenario, around the server's rustls
+/// configuration: the endpoint, the server and the path every connection
+/// of the scenario shares.
+struct QuinnConfigs {
+    endpoint: Arc<EndpointConfig>,
+    server: Arc<ServerConfig>,
+    path: Arc<TransportConfig>,
+}
+
+impl QuinnConfigs {
+    /// A path of `mtu_bytes` datagrams, Initial packets under `initial`.
+    fn new(
+        server: Arc<rustls::ServerConfig>,
+        initial: rustls::quic::Suite,
+        mtu_bytes: u16,
+    ) -> Result<Self> {
+        let mut path = TransportConfig::default();
+        // The path's MTU is known: no discovery, every datagram at most it.
+        path.initial_mtu(mtu_bytes)
+            .min_mtu(mtu_bytes)
+            .mtu_discovery_config(None);
+        let path = Arc::new(path);
+        let mut endpoint = EndpointConfig::default();
+        endpoint
+            .max_udp_payload_size(mtu_bytes)
+            .context("the MTU as QUIC's max_udp_payload_size")?;
+
+        let server_crypto = QuicServerConfig::with_initial(server, initial)
+            .map_err(|error| anyhow!("the server's Initial suite: {error}"))?;
+        let mut server = ServerConfig::with_crypto(Arc::new(server_crypto));
+        server.transport_config(Arc::clone(&path));
+        // No NEW_TOKEN frames: the next connection is not validated by
+        // them (the server validates nobody), so they would be work for
+        // nothing after the handshake.
+        let mut tokens = ValidationTokenConfig::default();
+        tokens.sent(0);
+        server.validation_token_config(tokens);
+        Ok(Self {
+            endpoint: Arc::new(endpoint),
+            server: Arc::new(server),
+            path,
+        })
+    }
+}
+
+/// quinn's endpoint, server and client configurations of a QUIC scenario,
+/// built as [`QuicHandshaker`] builds them (the same rustls configurations,
+/// path and Initial suite) but with quinn's own rustls client session in
+/// place of the one that reports what was negotiated.
+#[doc(hidden)]
+pub struct PlainQuicConfigs {
+    pub endpoint: Arc<EndpointConfig>,
+    pub server: Arc<ServerConfig>,
+    pub client: ClientConfig,
+}
+
+impl RustlsBackend {
+    /// The configurations a plain loop over quinn drives for `scenario`,
+    /// with no tlslab code inside the connection: what the QUIC overhead
+    /// bench (benches/overhead.rs) holds tlslab's QUIC handshaker against.
+    #[doc(hidden)]
+    pub fn plain_quic_configs(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<PlainQuicConfigs> {
+        let tls = self.configure(scenario, credentials)?;
+        let mtu_bytes = scenario
+            .mtu_bytes
+            .ok_or_else(|| anyhow!("a QUIC scenario without an MTU"))?;
+        let initial = initial_suite(self.provider)?;
+        let quinn = QuinnConfigs::new(tls.server, initial, mtu_bytes)?;
+        let crypto = QuicClientConfig::with_initial(tls.client, initial)
+            .map_err(|error| anyhow!("the client's Initial suite: {error}"))?;
+        let mut client = ClientConfig::new(Arc::new(crypto));
+        client.transport_config(quinn.path);
+        Ok(PlainQuicConfigs {
+            endpoint: quinn.endpoint,
+            server: quinn.server,
+            client,
         })
     }
 }
