@@ -47,7 +47,8 @@ pub fn raise_open_file_limit() -> u64 {
             }
         }
     }
-    limit.rlim_cur
+    // `rlim_t` is 32 bits on 32-bit ARM.
+    limit.rlim_cur as u64
 }
 
 /// Descriptors this process has open now.
