@@ -421,7 +421,8 @@ fn build_cert(
         Some((issuer_cert, _)) => builder.set_issuer_name(issuer_cert.subject_name())?,
         None => builder.set_issuer_name(&name)?,
     }
-    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() as i64;
+    // `time_t` is 32 bits on 32-bit ARM (armv7 glibc): the cast serves both.
+    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() as libc::time_t;
     let not_before = Asn1Time::from_unix(now - 3600)?;
     let not_after = Asn1Time::days_from_now(3650)?;
     builder.set_not_before(&not_before)?;

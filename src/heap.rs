@@ -359,8 +359,10 @@ impl Ledger {
     }
 
     fn home(address: usize) -> usize {
-        // Fibonacci hashing of the address (allocations are 16-aligned).
-        (address >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (usize::BITS - SLOTS.trailing_zeros())
+        // Fibonacci hashing of the address (allocations are 16-aligned), in
+        // 64 bits so that 32-bit targets (armv7) hash the same way.
+        let hash = ((address as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (hash >> (u64::BITS - SLOTS.trailing_zeros())) as usize
     }
 
     fn add(&mut self, address: usize, size: u64, side: u8) {

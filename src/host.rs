@@ -1,4 +1,6 @@
-//! What machine a run happened on: CPU model and flags, cores, kernel, OS.
+//! What machine a run happened on: CPU model and flags, cores, kernel, OS,
+//! and whether the binary ran emulated (an ARM build under qemu-user on an
+//! x86 machine), whose times are the emulator's, not the board's.
 
 use std::fs;
 
@@ -58,10 +60,16 @@ impl HostInfo {
             hostname: read("/proc/sys/kernel/hostname"),
             cpu_model: {
                 let model = field("model name");
-                if model.is_empty() {
+                let model = if model.is_empty() {
                     std::env::consts::ARCH.to_string()
                 } else {
                     model
+                };
+                let kernel_arch = read("/proc/sys/kernel/arch");
+                let x86_cpuinfo = !field("vendor_id").is_empty();
+                match emulation(std::env::consts::ARCH, &kernel_arch, x86_cpuinfo) {
+                    Some(note) => format!("{model} [{note}]"),
+                    None => model,
                 }
             },
             cpu_flags,
@@ -93,6 +101,35 @@ impl HostInfo {
             .filter(|flag| INTERESTING.contains(flag))
             .collect()
     }
+}
+
+/// Says so when a binary built for `binary_arch` (Rust's
+/// `std::env::consts::ARCH`) runs on a kernel of another architecture
+/// (`/proc/sys/kernel/arch`, empty where the kernel does not have it;
+/// `x86_cpuinfo`: `/proc/cpuinfo` has x86's `vendor_id`, the fallback), as
+/// under qemu-user. qemu-user answers `uname` with the emulated machine and
+/// passes the host's `/proc/cpuinfo` through, so the kernel's own arch file
+/// is what gives it away. A kernel runs its 32-bit sibling natively (arm on
+/// an aarch64 kernel, as Raspberry Pi OS does; x86 on x86_64): not emulated.
+fn emulation(binary_arch: &str, kernel_arch: &str, x86_cpuinfo: bool) -> Option<String> {
+    let kernel_arch = match kernel_arch {
+        "" if x86_cpuinfo => "x86_64",
+        "" => return None,
+        arch => arch,
+    };
+    let native: &[&str] = match kernel_arch {
+        "x86_64" => &["x86_64", "x86"],
+        "i386" | "i586" | "i686" => &["x86"],
+        "aarch64" | "arm64" => &["aarch64", "arm"],
+        arch if arch.starts_with("arm") => &["arm"],
+        arch => &[arch],
+    };
+    if native.contains(&binary_arch) {
+        return None;
+    }
+    Some(format!(
+        "emulated: {binary_arch} binary on {kernel_arch} (qemu-user), times are the emulator's"
+    ))
 }
 
 /// CPU time used so far on this machine, by every process and by this one:
@@ -173,6 +210,28 @@ fn machine_busy_seconds(line: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_arm_binary_on_an_x86_kernel_is_emulated_and_a_board_is_not() {
+        let note = emulation("aarch64", "x86_64", true).unwrap();
+        assert!(
+            note.contains("emulated: aarch64 binary on x86_64"),
+            "{note}"
+        );
+        assert!(emulation("arm", "x86_64", true).is_some());
+        assert!(emulation("arm", "", true).is_some(), "cpuinfo fallback");
+        // Real boards, and 32-bit userland on a 64-bit kernel, are native.
+        assert_eq!(emulation("aarch64", "aarch64", false), None);
+        assert_eq!(emulation("arm", "aarch64", false), None);
+        assert_eq!(emulation("arm", "armv7l", false), None);
+        assert_eq!(emulation("x86_64", "x86_64", true), None);
+        assert_eq!(emulation("arm", "", false), None, "nothing to tell by");
+    }
+
+    #[test]
+    fn the_host_running_the_tests_is_not_emulated() {
+        assert!(!HostInfo::current().cpu_model.contains("emulated"));
+    }
 
     #[test]
     fn busy_time_leaves_out_idle_iowait_steal_and_guest() {

@@ -27,6 +27,8 @@ pub fn set_backlog(listener: &TcpListener, backlog: i32) -> io::Result<()> {
 
 /// Raises the soft open-file limit to the hard limit; returns the soft
 /// limit in force afterwards.
+// The cast from `rlim_t` is needed on 32-bit ARM, where it is `u32`.
+#[allow(clippy::unnecessary_cast)]
 pub fn raise_open_file_limit() -> u64 {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -47,7 +49,7 @@ pub fn raise_open_file_limit() -> u64 {
             }
         }
     }
-    limit.rlim_cur
+    limit.rlim_cur as u64
 }
 
 /// Descriptors this process has open now.
