@@ -141,6 +141,16 @@ pub struct Control {
     stop: Option<Arc<AtomicBool>>,
 }
 
+/// What [`Control::wait`] saw first.
+enum Ready {
+    /// A message on the control connection.
+    Message,
+    /// Something to read on the socket.
+    Socket,
+    /// Neither, within the wait.
+    Neither,
+}
+
 impl Control {
     pub fn new(
         reader: impl std::io::Read + AsRawFd + Send + 'static,
@@ -160,34 +170,49 @@ impl Control {
     /// a message waits on this connection, or `limit` has passed.
     fn linger(&mut self, connection: &mut dyn ApartConnection, limit: Duration) -> Result<()> {
         let until = Instant::now() + limit;
-        while self.reader.buffer().is_empty() && Instant::now() < until {
-            let mut fds = vec![libc::pollfd {
-                fd: self.reader_fd,
-                events: libc::POLLIN,
-                revents: 0,
-            }];
-            fds.extend(connection.linger_fd().map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            }));
-            // SAFETY: valid pollfds for the duration of the call.
-            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };
-            if ready < 0 {
-                let error = std::io::Error::last_os_error();
-                if error.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(error.into());
-            }
-            if fds[0].revents != 0 {
-                return Ok(());
-            }
-            if fds.get(1).is_some_and(|fd| fd.revents != 0) {
-                connection.answer()?;
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            match self.wait(connection.linger_fd(), left.min(Duration::from_millis(100)))? {
+                Ready::Message => return Ok(()),
+                Ready::Socket => connection.answer()?,
+                Ready::Neither => {}
             }
         }
         Ok(())
+    }
+
+    /// Waits at most `wait` for a message on this connection or, if given,
+    /// something to read on `socket`; says which came first.
+    fn wait(&mut self, socket: Option<RawFd>, wait: Duration) -> Result<Ready> {
+        if !self.reader.buffer().is_empty() {
+            return Ok(Ready::Message);
+        }
+        let mut fds = vec![libc::pollfd {
+            fd: self.reader_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        fds.extend(socket.map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        let millis = wait.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: valid pollfds for the duration of the call.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
+        if ready < 0 {
+            let error = std::io::Error::last_os_error();
+            if error.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(Ready::Neither);
+            }
+            return Err(error.into());
+        }
+        Ok(if fds[0].revents != 0 {
+            Ready::Message
+        } else if fds.get(1).is_some_and(|fd| fd.revents != 0) {
+            Ready::Socket
+        } else {
+            Ready::Neither
+        })
     }
 
     pub fn send<T: Serialize>(&mut self, message: &T) -> Result<()> {

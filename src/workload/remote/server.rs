@@ -5,7 +5,7 @@
 use std::net::{IpAddr, TcpListener, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
@@ -114,6 +114,15 @@ fn serve_one(
             port: socket.local_addr()?.port(),
         })?;
         *announced = true;
+        // The client's first flight may be lost, and its library resends
+        // it only after 1, 2, 4... seconds: wait for it as long as for a
+        // report, unless the client gives up first (its Done).
+        if !matches!(
+            control.wait(Some(socket.as_raw_fd()), REPORT_TIMEOUT)?,
+            super::Ready::Socket
+        ) {
+            bail!("no datagram from the client");
+        }
         socket.set_read_timeout(Some(IO_TIMEOUT))?;
         socket.set_write_timeout(Some(IO_TIMEOUT))?;
         let mut first = [0u8; 1];
@@ -131,7 +140,14 @@ fn serve_one(
             port: listener.local_addr()?.port(),
         })?;
         *announced = true;
-        wait_readable(listener.as_raw_fd(), IO_TIMEOUT).context("no client connected")?;
+        // A lost SYN is resent after 1, 2, 4... seconds, as a lost first
+        // datagram is.
+        if !matches!(
+            control.wait(Some(listener.as_raw_fd()), REPORT_TIMEOUT)?,
+            super::Ready::Socket
+        ) {
+            bail!("no client connected");
+        }
         let (stream, _) = listener.accept()?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(IO_TIMEOUT))?;
@@ -147,20 +163,4 @@ fn serve_one(
     // Until the client is done too, answer its resent flights.
     control.linger(done.connection.as_mut(), REPORT_TIMEOUT)?;
     Ok(times)
-}
-
-/// Waits until `fd` has something to read (a listener: a connection).
-fn wait_readable(fd: i32, timeout: Duration) -> Result<()> {
-    let mut poll = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut poll, 1, timeout.as_millis() as libc::c_int) };
-    match ready {
-        1.. => Ok(()),
-        0 => bail!("timed out after {} s", timeout.as_secs()),
-        _ => Err(std::io::Error::last_os_error().into()),
-    }
 }
