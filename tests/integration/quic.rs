@@ -255,3 +255,27 @@ fn quic_vs_tcp_sets_each_quic_row_against_its_tls_twin() {
         assert!(run.stderr().contains(says), "{}", run.stderr());
     }
 }
+
+/// A QUIC side run apart (over the emulated link or `--remote`): quinn's
+/// on both rustls providers; OpenSSL's says it runs over memory only.
+#[test]
+fn quic_sides_apart_on_quinn_and_openssl_says_why_not() {
+    use tlslab::backend::Turn;
+    let quic = scenario(TlsVersion::Quic, Group::X25519, CertKind::EcdsaP256);
+    let credentials = util::certs()
+        .get(quic.cert, quic.chain_depth)
+        .expect("certificates");
+    for backend in quic_backends() {
+        let apart = backend.apart(&quic, &credentials, Turn::Client);
+        match backend.id() {
+            "openssl" => {
+                let error = format!("{:#}", apart.err().expect("OpenSSL's QUIC is not apart"));
+                assert!(
+                    error.contains("runs over memory only so far, not apart"),
+                    "{error}"
+                );
+            }
+            id => assert!(apart.is_ok(), "{id}"),
+        }
+    }
+}

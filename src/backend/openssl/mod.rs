@@ -176,6 +176,12 @@ impl Backend for OpensslBackend {
         if scenario.resumption.is_on() {
             bail!("resumed handshakes are not run apart (each connection would need the last one's session)");
         }
+        if scenario.version == TlsVersion::Quic {
+            return Err(super::Unsupported::new(
+                "OpenSSL's QUIC runs over memory only so far, not apart (--link, --remote)",
+            )
+            .into());
+        }
         let transport = if scenario.version.is_datagram() {
             Transport::Udp
         } else {
