@@ -39,15 +39,15 @@ use crate::scenario::{BackendList, CpuFeatures, ServerKind, Transport};
 
 Sampling defaults: --precision 1% --max-time 5 --min-samples 10 --warmup 0.2;
 with --preset also --max-total-time: kex-matrix 24, tls13-matrix 48,
-post-quantum 60, dtls-study 30, pq-network 40 (then 8 handshakes per row and
-profile over the link), quic-vs-tcp 40 (about twice their time on a quiet
-2-core machine);
+post-quantum 60, dtls-study 30, pq-network and quic-network 40 (then 8
+handshakes per row and profile over the link), quic-vs-tcp 40 (about twice
+their time on a quiet 2-core machine);
 with --capacity --max-time 2 per thread count and --warmup 0.2, and
 --max-total-time stops the run after the step it is in")]
 pub struct HandshakeArgs {
     /// A named matrix (`tlslab list` says what each holds); pq-network is
     /// post-quantum over --network wan,mobile,satellite, --link tun where it
-    /// can be built. Axis options override its axes; dtls-study's DTLS 1.3 rows on
+    /// can be built, quic-network the same for quic-vs-tcp on quinn. Axis options override its axes; dtls-study's DTLS 1.3 rows on
     /// dimpl come only without --backend and --tls.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<Preset>,
