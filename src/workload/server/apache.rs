@@ -26,8 +26,8 @@ use anyhow::{Context, Result};
 
 use super::program::{
     find_binary, key_pem, linked_openssl_version, openssl_settings, pem_chain, prepare,
-    write_client_roots, write_pages, Launch, OpensslProgram, ProgramKind, RunningProgram, Sessions,
-    WorkerLayout,
+    program_output, word_after, write_client_roots, write_pages, Launch, OpensslProgram,
+    ProgramKind, RunningProgram, Sessions, WorkerLayout,
 };
 use super::{ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
 use crate::scenario::ServerKind;
@@ -69,17 +69,10 @@ pub fn apache_binary() -> Option<PathBuf> {
 /// mod_ssl links ("3.0.19"), or why they cannot be read.
 pub fn apache_versions() -> Result<(String, String)> {
     let binary = apache_binary().context(NOT_INSTALLED)?;
-    let output = Command::new(&binary)
-        .arg("-v")
-        .output()
-        .with_context(|| format!("running {} -v", binary.display()))?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let version = text
-        .lines()
-        .find_map(|line| line.strip_prefix("Server version: Apache/"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or("unknown")
-        .to_string();
+    let version = word_after(
+        &program_output(&binary, "-v")?,
+        &["Server version: Apache/"],
+    );
     let openssl = linked_openssl_version(&Path::new(MODULES).join("mod_ssl.so"))
         .unwrap_or_else(|| "unknown".to_string());
     Ok((version, openssl))

@@ -25,8 +25,8 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 
 use super::program::{
-    find_binary, key_pem, pem_chain, prepare, write_client_roots, write_pages, Launch,
-    RunningProgram, Sessions, WorkerLayout,
+    find_binary, key_pem, pem_chain, prepare, program_output, word_after, write_client_roots,
+    write_pages, Launch, RunningProgram, Sessions, WorkerLayout,
 };
 use super::{RunningServer, ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
 use crate::backend::openssl::OpensslBackend;
@@ -85,24 +85,12 @@ pub fn caddy_binary() -> Option<PathBuf> {
 /// with from `caddy build-info` ("1.19.8"), or why they cannot be read.
 pub fn caddy_versions() -> Result<(String, String)> {
     let binary = caddy_binary().context(NOT_INSTALLED)?;
-    let run = |argument: &str| -> Result<String> {
-        let output = Command::new(&binary)
-            .arg(argument)
-            .output()
-            .with_context(|| format!("running {} {argument}", binary.display()))?;
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    };
-    let version = run("version")?
+    let version = program_output(&binary, "version")?
         .split_whitespace()
         .next()
         .map(|v| v.trim_start_matches('v').to_string())
         .unwrap_or_else(|| "unknown".to_string());
-    let go = run("build-info")?
-        .lines()
-        .find_map(|line| line.strip_prefix("go\tgo"))
-        .unwrap_or("unknown")
-        .trim()
-        .to_string();
+    let go = word_after(&program_output(&binary, "build-info")?, &["go\tgo"]);
     Ok((version, go))
 }
 

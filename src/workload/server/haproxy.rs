@@ -23,8 +23,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use super::program::{
-    find_binary, key_pem, openssl_settings, page_path, pem_chain, prepare, write_client_roots,
-    write_pages, Launch, OpensslProgram, ProgramKind, RunningProgram, Sessions, WorkerLayout,
+    find_binary, key_pem, openssl_settings, page_path, pem_chain, prepare, program_output,
+    word_after, write_client_roots, write_pages, Launch, OpensslProgram, ProgramKind,
+    RunningProgram, Sessions, WorkerLayout,
 };
 use super::{ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
 use crate::scenario::ServerKind;
@@ -64,27 +65,15 @@ pub fn haproxy_binary() -> Option<PathBuf> {
 /// ("2.6.12-1+deb12u4", "3.0.19"), or why they cannot be read.
 pub fn haproxy_versions() -> Result<(String, String)> {
     let binary = haproxy_binary().context(NOT_INSTALLED)?;
-    let output = Command::new(&binary)
-        .arg("-vv")
-        .output()
-        .with_context(|| format!("running {} -vv", binary.display()))?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let version = text
-        .lines()
-        .find_map(|line| line.strip_prefix("HAProxy version "))
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or("unknown")
-        .to_string();
-    let openssl = text
-        .lines()
-        .find_map(|line| line.strip_prefix("Running on OpenSSL version : OpenSSL "))
-        .or_else(|| {
-            text.lines()
-                .find_map(|line| line.strip_prefix("Built with OpenSSL version : OpenSSL "))
-        })
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or("unknown")
-        .to_string();
+    let text = program_output(&binary, "-vv")?;
+    let version = word_after(&text, &["HAProxy version "]);
+    let openssl = word_after(
+        &text,
+        &[
+            "Running on OpenSSL version : OpenSSL ",
+            "Built with OpenSSL version : OpenSSL ",
+        ],
+    );
     Ok((version, openssl))
 }
 

@@ -53,6 +53,27 @@ pub fn find_binary(override_var: &str, name: &str) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
+/// What `binary ARGUMENT` prints on standard output (how a program says
+/// its version).
+pub fn program_output(binary: &Path, argument: &str) -> Result<String> {
+    let output = Command::new(binary)
+        .arg(argument)
+        .output()
+        .with_context(|| format!("running {} {argument}", binary.display()))?;
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The first word after the first of `prefixes` that begins a line of
+/// `text` (tried in order), or "unknown": a version in a program's output.
+pub fn word_after(text: &str, prefixes: &[&str]) -> String {
+    prefixes
+        .iter()
+        .find_map(|prefix| text.lines().find_map(|line| line.strip_prefix(prefix)))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or("unknown")
+        .to_string()
+}
+
 /// The last three lines of a server's log, joined, for a message saying
 /// why it did not start.
 pub fn log_tail(log: &Path) -> String {
