@@ -2,8 +2,10 @@
 //! release binary that `scripts/cross.sh aarch64|armv7` built, run under
 //! qemu-user for a tiny in-process handshake on every backend (TLS 1.3, and
 //! DTLS 1.3 for dimpl); its table has a measured row per backend and its
-//! host line says the run was emulated. Skips visibly unless a cross binary
-//! and its qemu exist.
+//! host line says the run was emulated. Then the seeds' topology: the ARM
+//! binary serving handshakes in one network namespace, the native binary
+//! measuring from another. Skips visibly unless a cross binary and its qemu
+//! exist; with CI set (.ci/run builds aarch64 first) they must.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -58,14 +60,12 @@ impl ArmTarget {
 fn the_arm_binary_handshakes_on_every_backend_under_qemu() {
     const TEST: &str = "emulated::the_arm_binary_handshakes_on_every_backend_under_qemu";
     let built: Vec<&ArmTarget> = TARGETS.iter().filter(|t| t.binary().exists()).collect();
-    if built.is_empty() {
-        // Not a CI failure (yet): .ci/run does not build the ARM binaries,
-        // which take minutes; a visible skip line all the same.
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: {TEST}: no ARM build under target/cross (build one: scripts/cross.sh --install aarch64)"
-        );
+    // .ci/run builds the aarch64 binary before its CI=true pass (armv7 is
+    // tested when a developer built it too).
+    let no_build = built
+        .is_empty()
+        .then(|| "no ARM build under target/cross".to_string());
+    if util::skip_without(no_build, TEST, "scripts/cross.sh --install aarch64") {
         return;
     }
     let missing_qemu = built
@@ -132,6 +132,111 @@ fn the_arm_binary_handshakes_on_every_backend_under_qemu() {
                 "{}: the host line should say `{note}`\n{stdout}",
                 target.triple
             );
+        }
+    }
+}
+
+/// The seeds' topology under emulation: the aarch64 binary as the server
+/// (`serve --handshakes` under qemu-user in one network namespace, as on
+/// the board) and the native binary as the measuring client (`handshake
+/// --remote` from the other, as on the PC). Every row has both sides' CPU,
+/// and the note on the server names its host as emulated.
+#[test]
+fn an_emulated_arm_server_answers_the_native_client_across_namespaces() {
+    const TEST: &str =
+        "emulated::an_emulated_arm_server_answers_the_native_client_across_namespaces";
+    let target = &TARGETS[0];
+    let missing = if !target.binary().exists() {
+        Some(format!("no {} build under target/cross", target.triple))
+    } else if !target.qemu_found() {
+        Some(format!("{} is not installed", target.qemu))
+    } else {
+        None
+    };
+    if util::skip_without(
+        missing,
+        TEST,
+        "scripts/cross.sh --install aarch64; apt-get install qemu-user",
+    ) {
+        return;
+    }
+    let Some(link) = crate::link::link("rtt=2ms", TEST) else {
+        return;
+    };
+    let address = format!("{}:8445", tlslab::transport::link::SERVER_ADDRESS);
+    let mut qemu = Command::new(target.qemu);
+    qemu.arg("-L").arg(target.sysroot).arg(target.binary());
+    let server = crate::link::ServingHandshakes::start(qemu, &link, &address);
+
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("remote.json");
+    let mut client = Command::new(env!("CARGO_BIN_EXE_tlslab"));
+    client
+        .args([
+            "handshake",
+            "--remote",
+            &address,
+            "--backend",
+            "openssl,dimpl",
+        ])
+        .args(["--tls", "1.3,dtls1.2", "--group", "x25519", "--cert"])
+        .args([
+            "ecdsa_p256",
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--no-db",
+            "-q",
+        ])
+        .arg("--export-json")
+        .arg(&json)
+        .arg("--cert-dir")
+        .arg(util::cert_dir())
+        .env_remove("COLUMNS");
+    crate::link::inside(&mut client, link.client());
+    let output = client.output().unwrap();
+    server.stop();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The table, for `--nocapture` (docs/devices.md shows one).
+    eprintln!("{stdout}");
+    let note = format!("emulated: {} binary on x86_64", target.arch);
+    if std::env::consts::ARCH == "x86_64" {
+        assert!(
+            stdout.contains("Server elsewhere") && stdout.contains(&note),
+            "the note on the server should say `{note}`\n{stdout}"
+        );
+    }
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let measured: Vec<&serde_json::Value> = document["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "measured")
+        .collect();
+    let transports: Vec<(&str, &str)> = measured
+        .iter()
+        .map(|r| {
+            (
+                r["backend"].as_str().unwrap(),
+                r["scenario"]["transport"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        transports,
+        [("openssl", "tcp"), ("openssl", "udp"), ("dimpl", "udp")],
+        "{stdout}"
+    );
+    for row in measured {
+        for side in ["client_cpu_us", "server_cpu_us"] {
+            assert!(row[side]["median"].as_f64().unwrap() > 0.0, "{side}: {row}");
         }
     }
 }

@@ -267,8 +267,63 @@ fn bytes_segments_and_round_trips_match_the_links_own_log() {
     drop(server);
 }
 
+/// `tlslab serve --handshakes` in the link's server namespace, started by
+/// `program` (tlslab itself, or an emulator given the binary as its first
+/// arguments) once it says it is serving; stopped by `stop` or on drop.
+pub struct ServingHandshakes {
+    child: std::process::Child,
+    draining: Option<std::thread::JoinHandle<std::io::Result<u64>>>,
+}
+
+impl ServingHandshakes {
+    pub fn start(mut program: std::process::Command, link: &Link, address: &str) -> Self {
+        use std::io::BufRead;
+        program
+            .args([
+                "serve",
+                "--handshakes",
+                "--allow-non-loopback",
+                "--duration",
+                "60",
+                "--bind",
+            ])
+            .arg(address)
+            .stderr(std::process::Stdio::piped());
+        inside(&mut program, link.server());
+        let mut child = program.spawn().unwrap();
+        let mut said = String::new();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        stderr.read_line(&mut said).unwrap();
+        assert!(said.contains("serving handshakes"), "{said}");
+        // The rest of what it says, read so that it can say it.
+        let draining = std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Self {
+            child,
+            draining: Some(draining),
+        }
+    }
+
+    pub fn stop(mut self) {
+        self.end();
+    }
+
+    fn end(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(draining) = self.draining.take() {
+            let _ = draining.join();
+        }
+    }
+}
+
+impl Drop for ServingHandshakes {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
 /// `command` run inside `namespace`, dying with this test.
-fn inside(command: &mut std::process::Command, namespace: &netns::Namespace) {
+pub fn inside(command: &mut std::process::Command, namespace: &netns::Namespace) {
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
     let fd = namespace.fd().as_raw_fd();
@@ -291,33 +346,13 @@ fn inside(command: &mut std::process::Command, namespace: &netns::Namespace) {
 /// over UDP, on OpenSSL and dimpl.
 #[test]
 fn a_server_on_another_host_fills_the_server_columns() {
-    use std::io::BufRead;
     let test = "a_server_on_another_host_fills_the_server_columns";
     let Some(link) = link("rtt=2ms", test) else {
         return;
     };
     let tlslab = env!("CARGO_BIN_EXE_tlslab");
     let address = format!("{SERVER_ADDRESS}:8444");
-    let mut server = std::process::Command::new(tlslab);
-    server
-        .args([
-            "serve",
-            "--handshakes",
-            "--allow-non-loopback",
-            "--duration",
-            "60",
-            "--bind",
-        ])
-        .arg(&address)
-        .stderr(std::process::Stdio::piped());
-    inside(&mut server, link.server());
-    let mut server = server.spawn().unwrap();
-    let mut said = String::new();
-    let mut stderr = std::io::BufReader::new(server.stderr.take().unwrap());
-    stderr.read_line(&mut said).unwrap();
-    assert!(said.contains("serving handshakes"), "{said}");
-    // The rest of what it says, read so that it can say it.
-    let draining = std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let server = ServingHandshakes::start(std::process::Command::new(tlslab), &link, &address);
 
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("remote.json");
@@ -344,9 +379,7 @@ fn a_server_on_another_host_fills_the_server_columns() {
         .arg(util::cert_dir());
     inside(&mut client, link.client());
     let output = client.output().unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
-    let _ = draining.join();
+    server.stop();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
