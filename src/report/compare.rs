@@ -142,6 +142,16 @@ pub struct Comparison {
     pub lone: Vec<LoneRow>,
 }
 
+/// A host as a title names it: its name, and "emulated" when the binary
+/// ran under qemu-user (its CPU model says so).
+fn host_name(host: &HostInfo) -> String {
+    if host.cpu_model.contains("[emulated:") {
+        format!("{}, emulated", host.hostname)
+    } else {
+        host.hostname.clone()
+    }
+}
+
 /// The backends of a run, in order of first appearance.
 fn backends(run: &Run) -> Vec<&str> {
     let mut seen: Vec<&str> = Vec::new();
@@ -297,6 +307,15 @@ impl Comparison {
             .collect()
     }
 
+    /// Whether A and B ran on different hosts (another machine, or the
+    /// same one under emulation): then B/A is the cost of each row on B's
+    /// host relative to A's, the comparison of machines that
+    /// docs/devices.md walks through.
+    fn across_hosts(&self) -> bool {
+        let host = |h: &HostInfo| (h.hostname.clone(), h.cpu_model.clone(), h.cores);
+        host(&self.a.host) != host(&self.b.host)
+    }
+
     fn percent(&self) -> String {
         format!("{}%", self.threshold * 100.0)
     }
@@ -324,10 +343,20 @@ impl Comparison {
         let mut priority = vec![0; 1 + axes];
         priority.extend([2, 2, 0, 1, 3, 0, 0]);
         let mut table = Table::new(&headers, &numeric)
-            .titled(format!(
-                "Rows both runs have: B (run {}) against A (run {})",
-                self.b.id, self.a.id
-            ))
+            .titled(if self.across_hosts() {
+                format!(
+                    "Rows both runs have: B (run {}, on {}) against A (run {}, on {})",
+                    self.b.id,
+                    host_name(&self.b.host),
+                    self.a.id,
+                    host_name(&self.a.host)
+                )
+            } else {
+                format!(
+                    "Rows both runs have: B (run {}) against A (run {})",
+                    self.b.id, self.a.id
+                )
+            })
             .priorities(&priority)
             .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis)
             .mark(&[headers.len() - 1], ColumnKind::Notes);
@@ -388,7 +417,9 @@ impl Comparison {
             self.percent(),
             1.0 + self.threshold
         ));
-        if !self.kind.counted {
+        if self.across_hosts() {
+            table.notes.push("A and B ran on different hosts (see A: and B: above): B/A is how many times each row costs on B's host what it costs on A's. A change of either machine's speed while it ran moves every row alike (within a run, ratios come from same-round pairs; across runs they cannot).".to_string());
+        } else if !self.kind.counted {
             table.notes.push("The runs were taken at different times, perhaps on different machines: a change of the machine's speed between them moves every row alike (within a run, ratios come from same-round pairs; across runs they cannot).".to_string());
         }
         if self.across_backends {

@@ -631,3 +631,75 @@ fn load_runs_compare_latencies_and_show_rates_without_a_test() {
         mixed.stderr()
     );
 }
+
+/// Issue 27 item 4: two hosts, one table. Run 1 copied as if measured on a
+/// Raspberry Pi under emulation, every sample nine times dearer: the
+/// comparison names both hosts in its title, says B/A is the cost on B's
+/// host against A's, and every row's ratio is 9.
+#[test]
+fn runs_of_two_hosts_compare_as_the_cost_on_one_host_against_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database(dir.path());
+    let mut store = Store::open(std::path::Path::new(&db)).unwrap();
+    let first = store.load_run(1).unwrap();
+    let mut host = first.host.clone();
+    host.hostname = "raspberrypi".into();
+    host.cpu_model
+        .push_str(" [emulated: aarch64 binary on x86_64 (qemu-user)]");
+    let run = store
+        .begin_run(&RunInfo {
+            kind: first.kind,
+            tool_version: "test".into(),
+            command_line: "test: run 1 on another host".into(),
+            options_json: first.options_json.clone(),
+            host,
+            libraries: first.libraries.clone(),
+        })
+        .unwrap();
+    for mut cell in first.cells {
+        if let Outcome::Measured { samples, .. } = &mut cell.outcome {
+            for sample in samples {
+                sample.value.client_cpu_ns *= 9;
+                sample.value.server_cpu_ns *= 9;
+            }
+        }
+        store.save_cell(run, &cell).unwrap();
+    }
+    store.finish_run(run, true).unwrap();
+    drop(store);
+
+    let compared = tlslab_at(
+        &[
+            "compare",
+            "1",
+            &run.to_string(),
+            "--db",
+            &db,
+            "--threshold",
+            "1000%",
+        ],
+        Some(200),
+    );
+    compared.expect_code(0);
+    let out = compared.stdout();
+    assert!(
+        out.contains(&format!(
+            "B (run {run}, on raspberrypi, emulated) against A (run 1, on "
+        )),
+        "{out}"
+    );
+    assert!(out.contains("A and B ran on different hosts"), "{out}");
+    assert!(!out.contains("perhaps on different machines"), "{out}");
+    let rows = out
+        .lines()
+        .filter(|l| has_row(l, &["ECDHE", "9.000", "slower"]))
+        .count();
+    assert_eq!(rows, 4, "{out}");
+    // One host against itself keeps the old note.
+    let same = tlslab(&["compare", "1", "2", "--db", &db, "--threshold", "30%"]);
+    assert!(
+        !same.stdout().contains("different hosts"),
+        "{}",
+        same.stdout()
+    );
+}
