@@ -358,7 +358,7 @@ fn table(rows: &[BulkRow]) -> Table {
         ]);
     }
     table.notes.push("send/recv: the thread's CPU time inside the sender's calls (protect, put on the pipe) and the receiver's (take off the pipe, open), per MB (10^6 bytes) of application data, median over samples; MB/s per CPU second of that side. The handshake is not counted.".to_string());
-    table.notes.push("× no crypto: both sides' CPU time over that of the no-crypto row of the same write size (the same writes through the same pipe with the same copies; for DTLS rows, the same writes in datagrams of the same MTU), median of same-round ratios; crypto share = 1 - 1/ratio.".to_string());
+    table.notes.push("× no crypto: both sides' CPU time over that of the no-crypto row of the same write size (the same writes through the same pipe with the same copies; for DTLS and QUIC rows, the same writes in datagrams of the same MTU), median of same-round ratios; crypto share = 1 - 1/ratio.".to_string());
     table
 }
 

@@ -202,6 +202,12 @@ impl Backend for OpensslBackend {
         scenario: &HandshakeScenario,
         credentials: &Credentials,
     ) -> Result<Box<dyn BulkPair>> {
+        if scenario.version == TlsVersion::Quic {
+            return Err(super::Unsupported::new(
+                "bulk over OpenSSL's QUIC streams is not built yet (rustls' QUIC, through quinn, carries bulk data)",
+            )
+            .into());
+        }
         let mut handshaker = OpensslHandshaker::new(scenario, credentials)?;
         match scenario.transport {
             Transport::Tcp => return Ok(Box::new(socket::bulk_pair_over_tcp(&handshaker)?)),

@@ -9,6 +9,7 @@ mod descriptor;
 pub mod instrument;
 pub mod primitives;
 mod quic;
+mod quic_bulk;
 mod quic_session;
 mod quic_udp;
 pub mod serve;
@@ -256,10 +257,16 @@ impl Backend for RustlsBackend {
         credentials: &Credentials,
     ) -> Result<Box<dyn BulkPair>> {
         if scenario.version == TlsVersion::Quic {
-            return Err(super::Unsupported::new(
-                "bulk over a QUIC stream is not built yet (QUIC rows are handshakes)",
-            )
-            .into());
+            if scenario.transport != Transport::Memory {
+                return Err(super::Unsupported::new(
+                    "bulk over QUIC runs over memory datagrams only (no --transport udp yet)",
+                )
+                .into());
+            }
+            let mut handshaker = self.quic(scenario, credentials)?;
+            return Ok(Box::new(quic_bulk::QuicBulkPair::establish(
+                &mut handshaker,
+            )?));
         }
         let mut handshaker = self.configure(scenario, credentials)?;
         if scenario.transport == Transport::Tcp {

@@ -34,13 +34,14 @@ use super::{instrument, scheme_name, suite_name, Provider, RustlsBackend};
 use crate::backend::{CpuReadings, HandshakeSample, Handshaker, Negotiated, Turn, Turns};
 use crate::certs::{Credentials, SERVER_NAME};
 use crate::scenario::{HandshakeScenario, Transport};
-use crate::transport::datagram::DatagramPipe;
+use crate::transport::datagram::{DatagramEnd, DatagramPipe};
 
 /// Where the client's endpoint seems to be (no socket is opened).
-const CLIENT_ADDRESS: SocketAddr =
+pub(super) const CLIENT_ADDRESS: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 50_000);
 /// Where the server's endpoint seems to be.
-const SERVER_ADDRESS: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 4433);
+pub(super) const SERVER_ADDRESS: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 4433);
 
 /// The most datagrams one call may hand out (a GSO batch, as quinn's own
 /// driver asks for).
@@ -376,6 +377,12 @@ impl<E: Read + Write> QuicSide<E> {
         Ok(())
     }
 
+    /// The connection, once there is one (after the handshake, what bulk
+    /// data goes through).
+    pub(super) fn connection(&mut self) -> Option<&mut Connection> {
+        self.connection.as_mut().map(|(_, connection)| connection)
+    }
+
     /// When this side's next timer is due, if it has one.
     pub(super) fn next_timer(&mut self) -> Option<Instant> {
         self.connection
@@ -415,10 +422,38 @@ impl Handshaker for QuicHandshaker {
             CLIENT_ADDRESS,
             self.mtu_bytes,
         );
-        let mut now = Instant::now();
         let start = Instant::now();
         let mut turns = Turns::start(self.cpu_readings);
+        self.drive(&pipe, &mut client, &mut server, &mut turns)?;
+        let wall_ns = start.elapsed().as_nanos() as u64;
+        let times = turns.finish();
+        let negotiated = self.negotiated()?;
+        Ok(HandshakeSample {
+            client: times.client,
+            server: times.server,
+            wall_ns,
+            negotiated,
+            split_unsure: times.split_unsure,
+        })
+    }
 
+    fn read_cpu(&mut self, readings: CpuReadings) {
+        self.cpu_readings = readings;
+    }
+}
+
+impl QuicHandshaker {
+    /// Runs one handshake between `client` and `server` over `pipe` to
+    /// its end (both connected, nothing in flight), each side's calls one
+    /// turn of `turns`.
+    pub(super) fn drive(
+        &self,
+        pipe: &DatagramPipe,
+        client: &mut QuicSide<DatagramEnd>,
+        server: &mut QuicSide<DatagramEnd>,
+        turns: &mut Turns,
+    ) -> Result<()> {
+        let mut now = Instant::now();
         instrument::set_side(instrument::Side::Client);
         turns.begin(Turn::Client);
         let first = client.connect(now, self.client.clone(), SERVER_ADDRESS);
@@ -428,7 +463,7 @@ impl Handshaker for QuicHandshaker {
         let mut rounds = 0;
         loop {
             let mut moved = false;
-            for side in [&mut server, &mut client] {
+            for side in [&mut *server, &mut *client] {
                 let waiting = match side.turn {
                     Turn::Client => pipe.pending_for_client(),
                     Turn::Server => pipe.pending_for_server(),
@@ -472,19 +507,6 @@ impl Handshaker for QuicHandshaker {
                 now = now.max(due);
             }
         }
-        let wall_ns = start.elapsed().as_nanos() as u64;
-        let times = turns.finish();
-        let negotiated = self.negotiated()?;
-        Ok(HandshakeSample {
-            client: times.client,
-            server: times.server,
-            wall_ns,
-            negotiated,
-            split_unsure: times.split_unsure,
-        })
-    }
-
-    fn read_cpu(&mut self, readings: CpuReadings) {
-        self.cpu_readings = readings;
+        Ok(())
     }
 }
