@@ -7,14 +7,17 @@
 //! own QUIC server never offers; both sides' CPU is measured (Caddy's from
 //! its process): the wire is real QUIC. A client that has no QUIC for a
 //! server elsewhere (OpenSSL's) and a server without QUIC give rows that
-//! say why. Without caddy, a visible skip (a failure under `CI`).
+//! say why. Without caddy, a visible skip (a failure under `CI`). And over
+//! the registry: every program that serves QUIC does so under its own
+//! ALPN protocol, every other says why not.
 
 use std::path::Path;
 
 use serde_json::Value;
-use tlslab::workload::server::caddy;
+use tlslab::scenario::Named;
+use tlslab::workload::server::{caddy, ServerOptions};
 
-use super::{leftovers, tlslab_in};
+use super::{available, leftovers, tlslab_in};
 use crate::util::{cert_dir, nginx_lock, processes_mentioning, skip_without};
 
 /// `handshake --server SERVERS --backend CLIENT --tls quic` over
@@ -145,6 +148,54 @@ fn tlslabs_quic_client_completes_verified_handshakes_with_caddys_http3() {
                 reason.contains("not QUIC") || reason.contains("not installed"),
                 "{reason}"
             );
+        }
+    }
+    assert_eq!(leftovers(tmp.path()), Vec::<String>::new());
+    let tmp_text = tmp.path().to_str().unwrap();
+    assert_eq!(processes_mentioning(tmp_text), Vec::<u32>::new());
+}
+
+/// Every registered program that serves QUIC (its `quic_alpn`) completes a
+/// verified QUIC handshake with tlslab's QUIC client under its own ALPN
+/// protocol, its CPU measured; every other says why its QUIC row cannot
+/// run. tlslab's own server (in process) runs QUIC as a backend does
+/// (quic.rs).
+#[test]
+fn every_server_serves_quic_to_tlslabs_client_or_says_why() {
+    let _one = nginx_lock();
+    let test = "every_server_serves_quic_to_tlslabs_client_or_says_why";
+    let tmp = tempfile::tempdir().unwrap();
+    for descriptor in available(test) {
+        if descriptor.in_process {
+            continue;
+        }
+        let name = descriptor.kind.id();
+        let server = (descriptor.open)(&ServerOptions::default())
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let run = quic_rows(
+            tmp.path(),
+            name,
+            "rustls-aws-lc",
+            ["x25519", "ecdsa_p256", "off"],
+        );
+        let rows = run["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{name}: {rows:#?}");
+        let row = &rows[0];
+        match server.quic_alpn() {
+            Some(alpn) => {
+                assert_eq!(row["status"], "measured", "{name}: {row}");
+                assert_eq!(row["negotiated"]["version"], "QUIC", "{name}");
+                assert_eq!(row["negotiated"]["alpn"], alpn, "{name}");
+                assert!(
+                    row["server_cpu_us"]["median"].as_f64().unwrap() > 0.0,
+                    "{name}: {row}"
+                );
+            }
+            None => {
+                assert_eq!(row["status"], "unsupported", "{name}: {row}");
+                let reason = row["reason"].as_str().unwrap();
+                assert!(reason.contains("QUIC"), "{name}: {reason}");
+            }
         }
     }
     assert_eq!(leftovers(tmp.path()), Vec::<String>::new());
