@@ -3,7 +3,9 @@
 //! interleaves them round by round as it interleaves any rows. tlslab's own
 //! server (embedded) gives the rows of the chosen backends, both sides in
 //! this process; a program of its own gives one backend whose client is
-//! tlslab's OpenSSL over TCP ([`ServerBackend`]). Which is which comes from
+//! tlslab's OpenSSL over TCP, and for QUIC rows the QUIC client of the one
+//! backend `--backend` names (quinn on rustls-aws-lc by default) over UDP
+//! ([`ServerBackend`]). Which is which comes from
 //! the registry's descriptors: nothing here names a kind of server.
 
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use super::session::{chosen_backends, usage};
 use crate::backend::Backend;
 use crate::cli::HandshakeArgs;
 use crate::scenario::presets::Preset;
-use crate::scenario::{distinct, BackendId, BackendList, HandshakeMatrix, Named};
+use crate::scenario::{distinct, BackendId, BackendList, HandshakeMatrix, Named, TlsVersion};
 use crate::workload::remote::{Remote, RemoteBackend};
 use crate::workload::server::{self, ServerBackend, ServerDescriptor};
 
@@ -46,6 +48,19 @@ pub(super) fn names(programs: &[&ServerDescriptor]) -> String {
         .join(", ")
 }
 
+/// The QUIC client of a program's QUIC rows when `--backend` names none:
+/// quinn on rustls with aws-lc-rs.
+const DEFAULT_QUIC_CLIENT: BackendId = BackendId::RustlsAwsLc;
+
+/// The backend whose QUIC client handshakes with the programs' QUIC: the
+/// one `--backend` names, else [`DEFAULT_QUIC_CLIENT`].
+fn quic_client(backend: Option<&BackendList>) -> BackendId {
+    match backend.map(BackendList::resolve).as_deref() {
+        Some([(id, _)]) => *id,
+        _ => DEFAULT_QUIC_CLIENT,
+    }
+}
+
 /// The backends the client handshakes with, in the order `--server` lists
 /// the servers: tlslab's own server's (those asked, or the preset's)
 /// without `--server` or where it lists an in-process server, and one per
@@ -62,16 +77,18 @@ pub(super) fn server_backends(
     let listed = listed_servers(args);
     let programs = program_servers(args);
     let in_process = listed.is_empty() || listed.len() > programs.len();
+    let quic_client = quic_client(args.backend.as_ref());
     if !programs.is_empty() {
         let names = names(&programs);
-        let others = |list: &BackendList| {
-            list.resolve()
-                .iter()
-                .any(|(id, _)| *id != BackendId::Openssl)
+        let named = args.backend.as_ref().map(BackendList::resolve);
+        let tls_rows = matrix.versions.iter().any(|v| *v != TlsVersion::Quic);
+        let others = |ids: &Vec<(BackendId, bool)>| {
+            ids.len() > 1 || (tls_rows && ids.iter().any(|(id, _)| *id != BackendId::Openssl))
         };
-        if !in_process && args.backend.as_ref().is_some_and(others) {
+        if !in_process && named.as_ref().is_some_and(others) {
             return Err(usage(format!(
-                "with --server {names} the client is tlslab's OpenSSL: --backend must be openssl or left out (it chooses the embedded server's backends when embedded is listed too)"
+                "with --server {names} the client of TLS rows is tlslab's OpenSSL and that of QUIC rows (--tls quic) the one backend --backend names (default {}): --backend must be one backend, openssl unless every row is QUIC, or left out (it chooses the embedded server's backends when embedded is listed too)",
+                DEFAULT_QUIC_CLIENT.id()
             )));
         }
         if args.transport.is_some() {
@@ -95,7 +112,10 @@ pub(super) fn server_backends(
         if descriptor.in_process {
             backends.extend(own()?);
         } else {
-            backends.push(Arc::new(ServerBackend::open(descriptor)));
+            backends.push(Arc::new(ServerBackend::open(
+                descriptor,
+                quic_client.open(),
+            )));
         }
     }
     Ok(match remote {
@@ -167,6 +187,31 @@ mod tests {
         assert_eq!(
             backend_ids("handshake --server embedded,nginx --transport tcp --tls 1.3"),
             Err(2)
+        );
+    }
+
+    #[test]
+    fn backend_names_the_one_quic_client_of_a_programs_quic_rows() {
+        assert_eq!(quic_client(None), BackendId::RustlsAwsLc);
+        let ring = "rustls-ring".parse::<BackendList>().unwrap();
+        assert_eq!(quic_client(Some(&ring)), BackendId::RustlsRing);
+        assert_eq!(
+            backend_ids("handshake --server caddy --backend rustls-ring --tls quic"),
+            Ok(vec!["caddy"])
+        );
+        // TLS rows' client is OpenSSL's, and one client runs a server's
+        // QUIC rows.
+        assert_eq!(
+            backend_ids("handshake --server caddy --backend rustls-ring --tls 1.3,quic"),
+            Err(2)
+        );
+        assert_eq!(
+            backend_ids("handshake --server caddy --backend rustls-ring,rustls-aws-lc --tls quic"),
+            Err(2)
+        );
+        assert_eq!(
+            backend_ids("handshake --server caddy --tls 1.3,quic"),
+            Ok(vec!["caddy"])
         );
     }
 }

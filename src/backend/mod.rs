@@ -233,6 +233,33 @@ pub trait Backend: Send + Sync {
         Err(Unsupported::new(format!("{} cannot run its sides apart", self.id())).into())
     }
 
+    /// A QUIC client of this scenario for a server tlslab did not write
+    /// (a real server under test) at `address` over UDP, offering `alpn`
+    /// (the server's own protocol: HTTP/3's `h3`): each handshake a new
+    /// connection, verified against the test chain, with the client's time
+    /// alone (the sample's server side is zero: the caller reads the
+    /// server's). An [`Unsupported`] error if the backend has none.
+    fn quic_client(
+        &self,
+        _scenario: &HandshakeScenario,
+        _credentials: &Credentials,
+        _address: std::net::SocketAddr,
+        _alpn: &'static str,
+    ) -> Result<Box<dyn Handshaker>> {
+        Err(Unsupported::new(format!(
+            "{} has no QUIC client for a server of another library yet (its QUIC runs in process only)",
+            self.id()
+        ))
+        .into())
+    }
+
+    /// The ALPN protocol a handshake of `scenario` must agree on: QUIC's
+    /// own (tlslab's, see [`TlsVersion::required_alpn`]) for tlslab's two
+    /// sides, a real server's (`h3`) where it is the server.
+    fn alpn(&self, scenario: &HandshakeScenario) -> Option<&'static str> {
+        scenario.version.required_alpn()
+    }
+
     /// The library's primitives, measured by `speed` and charged by the cost model.
     fn primitives(&self) -> Box<dyn PrimitiveBackend>;
 

@@ -16,6 +16,8 @@ use crate::scenario::{BackendList, CpuFeatures, ServerKind, Transport};
   tlslab handshake --preset kex-matrix
   tlslab handshake --preset kex-matrix --server nginx   (nginx installed)
   tlslab handshake --preset kex-matrix --server embedded,nginx,apache,haproxy,caddy
+  tlslab handshake --server caddy --tls 1.3,quic --resumption off,psk
+      (QUIC rows: tlslab's QUIC client against Caddy's HTTP/3)
   tlslab handshake --tls 1.3 --group x25519,p256,x25519mlkem768 \\
       --cert rsa2048,ecdsa_p256,ed25519,mldsa65
   tlslab handshake --backend all --tls 1.2,1.3 --group x25519 \\
@@ -59,7 +61,9 @@ pub struct HandshakeArgs {
     /// The servers, comma-separated: embedded (tlslab's own, also called
     /// inprocess: client and server in one process, over memory) and real
     /// servers started on loopback per row (nginx, apache, haproxy, caddy:
-    /// tlslab's OpenSSL as the client over TCP; the server's CPU is its
+    /// tlslab's OpenSSL as the client over TCP; for caddy's QUIC rows, its
+    /// HTTP/3, tlslab's QUIC client over UDP, quinn on the one backend
+    /// --backend names, default rustls-aws-lc; the server's CPU is its
     /// workers'). Every row is measured against every server listed, in
     /// one table, the servers interleaved round by round; a server not
     /// installed here gives rows that say why. [default: embedded]

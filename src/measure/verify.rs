@@ -52,6 +52,22 @@ pub fn check(
     negotiated: &Negotiated,
     check_signature: bool,
 ) -> Result<(), Mismatch> {
+    check_with_alpn(
+        scenario,
+        negotiated,
+        check_signature,
+        scenario.version.required_alpn(),
+    )
+}
+
+/// As [`check`], with `alpn` the ALPN protocol the handshake must agree
+/// on: a real server's own (HTTP/3's `h3`) rather than tlslab's.
+pub fn check_with_alpn(
+    scenario: &HandshakeScenario,
+    negotiated: &Negotiated,
+    check_signature: bool,
+    alpn: Option<&str>,
+) -> Result<(), Mismatch> {
     let version = scenario.version.protocol_name();
     if negotiated.version != version {
         return Err(mismatch("version", version, &negotiated.version));
@@ -73,7 +89,6 @@ pub fn check(
             describe(negotiated.resumed),
         ));
     }
-    let alpn = scenario.version.required_alpn();
     if negotiated.alpn.as_deref() != alpn {
         return Err(mismatch(
             "ALPN protocol",
@@ -135,6 +150,22 @@ mod tests {
     #[test]
     fn matching_handshake_passes() {
         check(&scenario(), &good(), true).unwrap();
+    }
+
+    #[test]
+    fn a_quic_handshake_must_agree_on_the_alpn_protocol_asked_for() {
+        let quic = HandshakeScenario::full(TlsVersion::Quic, Group::X25519, CertKind::EcdsaP256);
+        let mut negotiated = good();
+        negotiated.version = "QUIC".into();
+        negotiated.alpn = Some("h3".into());
+        // A real server's own protocol, where it is the one asked for.
+        check_with_alpn(&quic, &negotiated, true, Some("h3")).unwrap();
+        // tlslab's, by default.
+        let error = check(&quic, &negotiated, true).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "wrong ALPN protocol: asked for tlslab, negotiated h3"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::backend::{Backend, CpuReadings, HandshakeSample, Handshaker, Negotiated};
+use crate::backend::{Backend, CpuReadings, HandshakeSample, Handshaker, Negotiated, Unsupported};
 use crate::certs::{CertCache, Credentials};
 use crate::measure::{self, verify, Outcome, Probe, Round, Sampled, SamplingOptions};
 use crate::scenario::HandshakeScenario;
@@ -112,6 +112,8 @@ pub struct HandshakeProbe {
     handshaker: Box<dyn Handshaker>,
     scenario: HandshakeScenario,
     check_signature: bool,
+    /// The ALPN protocol every handshake must agree on (the backend's).
+    alpn: Option<&'static str>,
     renewal: Option<Renewal>,
     cpu_split: CpuSplit,
 }
@@ -136,11 +138,21 @@ impl HandshakeProbe {
         let credentials = certs
             .get(scenario.cert, scenario.chain_depth)
             .map_err(failed)?;
-        let handshaker = backend.handshaker(scenario, &credentials).map_err(failed)?;
+        // A backend that finds only now that it cannot run the row (a
+        // client it lacks for a real server) says why, as a row.
+        let handshaker = backend
+            .handshaker(scenario, &credentials)
+            .map_err(|error| match error.downcast_ref::<Unsupported>() {
+                Some(unsupported) => Outcome::Unsupported {
+                    reason: unsupported.0.clone(),
+                },
+                None => failed(error),
+            })?;
         let mut probe = Self {
             handshaker,
             scenario: *scenario,
             check_signature: backend.capabilities().reports_signature_scheme,
+            alpn: backend.alpn(scenario),
             renewal: None,
             cpu_split: CpuSplit::Retaken {
                 since_unsure: BUSY_WITHIN,
@@ -162,8 +174,13 @@ impl HandshakeProbe {
     /// One handshake, verified.
     pub fn handshake(&mut self) -> Result<(Sample, Negotiated), String> {
         let sample = self.timed_handshake().map_err(|e| format!("{e:#}"))?;
-        verify::check(&self.scenario, &sample.negotiated, self.check_signature)
-            .map_err(|e| e.to_string())?;
+        verify::check_with_alpn(
+            &self.scenario,
+            &sample.negotiated,
+            self.check_signature,
+            self.alpn,
+        )
+        .map_err(|e| e.to_string())?;
         Ok((
             Sample {
                 wall_ns: sample.wall_ns,

@@ -1,6 +1,7 @@
 //! The rustls backends: rustls 0.23 with the aws-lc-rs or the ring crypto
 //! provider, TLS over memory and TCP, and QUIC through quinn-proto
-//! ([`quic`], over UDP [`quic_udp`]) on the same TLS 1.3 configuration. Each configuration is
+//! ([`quic`], over UDP [`quic_udp`], against a real server [`quic_peer`])
+//! on the same TLS 1.3 configuration. Each configuration is
 //! restricted to exactly the scenario's version, suite and group. The
 //! providers' primitives are in [`primitives`], the counting provider
 //! wrapper in [`instrument`]: all of tlslab's rustls code is in this folder.
@@ -10,6 +11,7 @@ pub mod instrument;
 pub mod primitives;
 mod quic;
 mod quic_bulk;
+mod quic_peer;
 mod quic_session;
 mod quic_udp;
 pub mod serve;
@@ -249,6 +251,21 @@ impl Backend for RustlsBackend {
             handshaker: self.configure(scenario, credentials)?,
             side,
         }))
+    }
+
+    fn quic_client(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+        address: std::net::SocketAddr,
+        alpn: &'static str,
+    ) -> Result<Box<dyn Handshaker>> {
+        Ok(Box::new(self.quic_peer(
+            scenario,
+            credentials,
+            address,
+            alpn,
+        )?))
     }
 
     fn bulk_pair(

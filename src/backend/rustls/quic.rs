@@ -21,11 +21,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn_proto::{
     ClientConfig, Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Event,
-    ServerConfig, TransportConfig, ValidationTokenConfig,
+    ServerConfig, TransportConfig, ValidationTokenConfig, VarInt,
 };
 use rustls::SignatureScheme;
 
@@ -381,6 +381,35 @@ impl<E: Read + Write> QuicSide<E> {
     /// data goes through).
     pub(super) fn connection(&mut self) -> Option<&mut Connection> {
         self.connection.as_mut().map(|(_, connection)| connection)
+    }
+
+    /// True if and only if the server has confirmed the handshake: the
+    /// client received its HANDSHAKE_DONE frame (RFC 9001 §4.1.2), sent
+    /// once the server has verified the client's Finished.
+    pub(super) fn handshake_confirmed(&self) -> bool {
+        self.connection
+            .as_ref()
+            .is_some_and(|(_, connection)| connection.stats().frame_rx.handshake_done > 0)
+    }
+
+    /// Closes the connection with `code` (the application's "no error")
+    /// and sends the CONNECTION_CLOSE, so the peer stops at once instead
+    /// of waiting for its idle timeout.
+    pub(super) fn close(&mut self, now: Instant, code: u32) -> Result<()> {
+        let Some((_, connection)) = &mut self.connection else {
+            return Ok(());
+        };
+        connection.close(now, VarInt::from_u32(code), Bytes::new());
+        let scratch = &mut self.scratch;
+        while let Some(transmit) = connection.poll_transmit(now, BATCH_DATAGRAMS, scratch) {
+            send(
+                &mut self.end,
+                &scratch[..transmit.size],
+                transmit.segment_size,
+            )?;
+            scratch.clear();
+        }
+        Ok(())
     }
 
     /// When this side's next timer is due, if it has one.

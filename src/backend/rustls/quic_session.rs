@@ -25,7 +25,8 @@ use crate::scenario::TlsVersion;
 /// done (the server's signature scheme is noted by the verifier apart).
 #[derive(Debug, Clone)]
 pub(super) struct ClientReport {
-    /// "QUIC" when TLS 1.3 ran inside QUIC version 1, else what rustls said.
+    /// "QUIC" when TLS 1.3 ran inside QUIC version 1, else both versions
+    /// as rustls names them (a draft's QUIC, another TLS).
     pub version: String,
     pub suite: Option<rustls::SupportedCipherSuite>,
     pub group: Option<rustls::NamedGroup>,
@@ -103,9 +104,11 @@ impl ReportingSession {
         if slot.is_some() {
             return;
         }
-        let version = match self.connection.protocol_version() {
-            Some(ProtocolVersion::TLSv1_3) => TlsVersion::Quic.protocol_name().to_string(),
-            other => format!("{other:?} inside QUIC"),
+        let version = match (self.version, self.connection.protocol_version()) {
+            (Version::V1, Some(ProtocolVersion::TLSv1_3)) => {
+                TlsVersion::Quic.protocol_name().to_string()
+            }
+            (quic, tls) => format!("{tls:?} inside QUIC {quic:?}"),
         };
         *slot = Some(ClientReport {
             version,

@@ -10,6 +10,7 @@
 //! other in another process, over the emulated link or `--remote`) is
 //! driven the same way on the socket the caller gives it.
 
+use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -138,11 +139,20 @@ impl ApartConnection for QuicSide<Datagrams> {
 
 /// Drives `side` on its socket until its connection is connected, waiting
 /// for a datagram or the next timer in between.
-fn until_connected(side: &mut QuicSide<Datagrams>) -> Result<()> {
+pub(super) fn until_connected<E: Read + Write + AsRawFd>(side: &mut QuicSide<E>) -> Result<()> {
+    until(side, |side| side.connected)
+}
+
+/// Drives `side` on its socket until `done` says so, waiting for a
+/// datagram or the next timer in between.
+pub(super) fn until<E: Read + Write + AsRawFd>(
+    side: &mut QuicSide<E>,
+    done: impl Fn(&QuicSide<E>) -> bool,
+) -> Result<()> {
     let give_up = Instant::now() + IO_TIMEOUT;
     loop {
         side.step(Instant::now())?;
-        if side.connected {
+        if done(side) {
             return Ok(());
         }
         let now = Instant::now();
@@ -155,7 +165,7 @@ fn until_connected(side: &mut QuicSide<Datagrams>) -> Result<()> {
 }
 
 /// Waits until `socket` has a datagram or `wait` has passed.
-fn wait_readable(socket: &Datagrams, wait: Duration) -> Result<()> {
+fn wait_readable(socket: &impl AsRawFd, wait: Duration) -> Result<()> {
     let mut poll = libc::pollfd {
         fd: socket.as_raw_fd(),
         events: libc::POLLIN,

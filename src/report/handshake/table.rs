@@ -372,16 +372,32 @@ fn table_notes(
     }
     // A row whose backend is a server's name is a program's (nginx,
     // Apache, HAProxy): tlslab's own server runs on a backend.
+    // Their TLS rows' client is OpenSSL over TCP, their QUIC rows' quinn.
     let mut programs: Vec<&str> = Vec::new();
+    let mut tcp_programs: Vec<&str> = Vec::new();
+    let mut quic_programs: Vec<&str> = Vec::new();
     for row in rows {
         let backend = row.backend.as_str();
-        let is_server = crate::scenario::parse_name::<ServerKind>(backend).is_ok();
-        if is_server && !programs.contains(&backend) {
-            programs.push(backend);
+        if crate::scenario::parse_name::<ServerKind>(backend).is_err() {
+            continue;
+        }
+        let carried_by = match row.scenario.version {
+            crate::scenario::TlsVersion::Quic => &mut quic_programs,
+            _ => &mut tcp_programs,
+        };
+        for list in [&mut programs, carried_by] {
+            if !list.contains(&backend) {
+                list.push(backend);
+            }
         }
     }
+    if !tcp_programs.is_empty() {
+        notes.push(format!("{} rows: the client is tlslab's OpenSSL over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is the server's worker processes (all their threads) from before the connect to the connection's close (/proc/PID/task/*/schedstat), its kernel TCP work included.", tcp_programs.join(", ")));
+    }
+    if !quic_programs.is_empty() {
+        notes.push(format!("{} QUIC rows: the client is tlslab's QUIC client (quinn on the rustls backend the first line names) over UDP on loopback, offering the server's ALPN protocol (h3), its CPU from opening its socket until it is connected; the server CPU is its workers' from before the client's first datagram until the client has the server's HANDSHAKE_DONE and has closed, its kernel UDP work included (its work for the connection's close falls into the next handshake).", quic_programs.join(", ")));
+    }
     if !programs.is_empty() {
-        notes.push(format!("{} rows: the client is tlslab's OpenSSL over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is the server's worker processes (all their threads) from before the connect to the connection's close (/proc/PID/task/*/schedstat), its kernel TCP work included.", programs.join(", ")));
         // Beside them (`--server embedded,nginx`), rows named after a
         // backend are tlslab's own server's.
         let is_backend = |row: &Row| crate::report::backend_rank(&row.backend) != usize::MAX;

@@ -5,7 +5,9 @@
 //! handshake scenario: the test chain, the protocol, the TLS 1.2 suite
 //! (Go's TLS 1.3 suites cannot be chosen: the client offers the row's
 //! only), the group, tickets or none, the client's certificate for mutual
-//! TLS, and a file server for the site's pages.
+//! TLS, and a file server for the site's pages. For a QUIC row it serves
+//! HTTP/3 too (quic-go, on the same port over UDP, ALPN `h3`), which
+//! tlslab's QUIC client handshakes with: a QUIC peer tlslab did not write.
 //!
 //! Go's crypto/tls (1.19 in Debian 12) has no DHE or FFDHE, no X448, no
 //! ML-KEM, no Ed448 or ML-DSA certificates, and no server-side session
@@ -52,6 +54,9 @@ pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
 /// What Caddy is missing, and how to get it.
 const NOT_INSTALLED: &str =
     "Caddy is not installed (Debian: apt-get install caddy; or set TLSLAB_CADDY)";
+
+/// The ALPN protocol of HTTP/3 (RFC 9114 §3.1), under which Caddy serves QUIC.
+const H3_ALPN: &str = "h3";
 
 /// Why Caddy's samples are not put in symbol categories.
 const NO_CATEGORIES: &str = "Caddy's TLS is Go's crypto/tls inside the caddy binary, whose function names tlslab's categories (written for OpenSSL, aws-lc and ring) do not know; the split per shared object above stands";
@@ -173,10 +178,15 @@ fn write_files(dir: &Path, setup: &ServerSetup<'_>, address: SocketAddr) -> Resu
     fs::write(dir.join("key.pem"), key_pem(credentials)?)?;
     let protocol = match scenario.version {
         TlsVersion::Tls12 => "tls1.2",
-        TlsVersion::Tls13 => "tls1.3",
+        // QUIC carries TLS 1.3 (RFC 9001).
+        TlsVersion::Tls13 | TlsVersion::Quic => "tls1.3",
         TlsVersion::Dtls12 | TlsVersion::Dtls13 => bail!("Caddy serves TLS over TCP, not DTLS"),
-        // Caddy speaks HTTP/3, but not as a row of tlslab's yet.
-        TlsVersion::Quic => bail!("Caddy serves TLS over TCP here, not QUIC"),
+    };
+    // HTTP/3 listens on the same port over UDP; HTTP/1.1 stays on TCP,
+    // where tlslab waits for Caddy to listen.
+    let http_versions = match scenario.version {
+        TlsVersion::Quic => json!(["h1", "h3"]),
+        _ => json!(["h1"]),
     };
     let mut policy = json!({
         "certificate_selection": {"any_tag": ["tlslab"]},
@@ -216,7 +226,7 @@ fn write_files(dir: &Path, setup: &ServerSetup<'_>, address: SocketAddr) -> Resu
                 "grace_period": "1s",
                 "servers": {"tlslab": {
                     "listen": [address.to_string()],
-                    "protocols": ["h1"],
+                    "protocols": http_versions,
                     "automatic_https": {"disable": true},
                     "routes": [{
                         "match": [{"path": pages}],
@@ -258,7 +268,7 @@ impl CaddyServer {
         let mut capabilities = client.capabilities().clone();
         capabilities
             .versions
-            .retain(|v| matches!(v, TlsVersion::Tls12 | TlsVersion::Tls13));
+            .retain(|v| matches!(v, TlsVersion::Tls12 | TlsVersion::Tls13 | TlsVersion::Quic));
         capabilities
             .groups_tls12
             .retain(|g| *g == Group::RsaKeyTransport || GROUPS.contains(g));
@@ -298,9 +308,9 @@ impl ServerUnderTest for CaddyServer {
 
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
         let go = format!("Caddy's Go {} crypto/tls", self.versions.1);
-        if scenario.version.is_datagram() {
+        if scenario.version.is_dtls() {
             return Some(format!(
-                "Caddy serves TLS over TCP, not {}",
+                "Caddy serves TLS over TCP and QUIC (HTTP/3), not {}",
                 scenario.version.display()
             ));
         }
@@ -338,6 +348,11 @@ impl ServerUnderTest for CaddyServer {
             ));
         }
         None
+    }
+
+    /// HTTP/3's: quic-go serves QUIC under `h3` only.
+    fn quic_alpn(&self) -> Option<&'static str> {
+        Some(H3_ALPN)
     }
 
     fn symbol_categories(&self) -> Result<(), String> {

@@ -2,12 +2,15 @@
 //! its own: [`ServerBackend`] is a backend whose server side is that
 //! program (one started per scenario on first use, all of them running
 //! while the interleaved sampler goes round after round, stopped when the
-//! backend drops) and whose client is tlslab's OpenSSL over TCP. The
-//! server's side of a sample is its workers' time on the CPU from before
-//! the connect to after the server closed the connection. A server that
-//! cannot be opened here (not installed, its version unreadable) is still
-//! a [`ServerBackend`]: its rows say why instead of stopping the run, so a
-//! list of servers measures the others.
+//! backend drops) and whose client is tlslab's: OpenSSL over TCP for TLS
+//! rows, for QUIC rows the QUIC client of the backend chosen (quinn on
+//! rustls) over UDP, offering the server's own ALPN protocol (`h3`), which
+//! every handshake must then agree on. The server's side of a sample is its
+//! workers' time on the CPU from before the connect to after the server
+//! closed the connection (TLS) or confirmed the handshake (QUIC). A server
+//! that cannot be opened here (not installed, its version unreadable) is
+//! still a [`ServerBackend`]: its rows say why instead of stopping the run,
+//! so a list of servers measures the others.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,7 +24,7 @@ use crate::backend::{
     Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, PrimitiveBackend, SideTime,
 };
 use crate::certs::Credentials;
-use crate::scenario::{HandshakeScenario, Named};
+use crate::scenario::{HandshakeScenario, Named, TlsVersion};
 use crate::workload::site::Site;
 
 /// The handshake matrix against a server under test: its rows are the
@@ -31,6 +34,8 @@ pub struct ServerBackend {
     /// The server opened, or why it could not be.
     server: Result<Arc<dyn ServerUnderTest>, Unopened>,
     client: OpensslBackend,
+    /// The backend whose QUIC client handshakes with the server's QUIC.
+    quic_client: Arc<dyn Backend>,
     /// The servers started so far, by scenario and certificate.
     running: Mutex<HashMap<String, Arc<dyn RunningServer>>>,
 }
@@ -48,8 +53,9 @@ struct Unopened {
 
 impl ServerBackend {
     /// The program `descriptor` registers, opened (finding it and reading
-    /// its versions); one that cannot be opened gives rows saying why.
-    pub fn open(descriptor: &'static ServerDescriptor) -> Self {
+    /// its versions); one that cannot be opened gives rows saying why. Its
+    /// QUIC rows' client is `quic_client`'s.
+    pub fn open(descriptor: &'static ServerDescriptor, quic_client: Arc<dyn Backend>) -> Self {
         let server = (descriptor.open)(&ServerOptions::default()).map_err(|error| Unopened {
             reason: format!("{error:#}"),
             missing: (descriptor.missing)().is_some(),
@@ -58,6 +64,7 @@ impl ServerBackend {
             descriptor,
             server,
             client: OpensslBackend::new(),
+            quic_client,
             running: Mutex::new(HashMap::new()),
         }
     }
@@ -97,9 +104,19 @@ impl Backend for ServerBackend {
     }
 
     /// The server's, or for one that could not be opened its name and
-    /// why not, so that the run's provenance says it did not run.
+    /// why not, so that the run's provenance says it did not run; for a
+    /// server of QUIC, with its QUIC client's library.
     fn library(&self) -> LibraryInfo {
         match &self.server {
+            Ok(server) if server.quic_alpn().is_some() => {
+                let mut library = server.library();
+                let quic = self.quic_client.library();
+                library.version = format!(
+                    "{}; QUIC client {} {} {}",
+                    library.version, quic.backend, quic.library, quic.version
+                );
+                library
+            }
             Ok(server) => server.library(),
             Err(unopened) => LibraryInfo {
                 backend: self.id().to_string(),
@@ -125,9 +142,13 @@ impl Backend for ServerBackend {
     /// is not installed gives why (and how to install it).
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
         match &self.server {
-            Ok(server) => server
-                .unsupported_reason(scenario)
-                .or_else(|| self.client.unsupported_reason(scenario)),
+            Ok(server) => server.unsupported_reason(scenario).or_else(|| {
+                if scenario.version == TlsVersion::Quic {
+                    self.quic_client.unsupported_reason(scenario)
+                } else {
+                    self.client.unsupported_reason(scenario)
+                }
+            }),
             Err(unopened) if unopened.missing => Some(unopened.reason.clone()),
             Err(_) => None,
         }
@@ -139,7 +160,17 @@ impl Backend for ServerBackend {
         credentials: &Credentials,
     ) -> Result<Box<dyn Handshaker>> {
         let server = self.server_for(scenario, credentials)?;
-        let mut client = RemoteClient::new(scenario, credentials, server.address())?;
+        let mut client: Box<dyn Handshaker> = match self.alpn(scenario) {
+            Some(alpn) if scenario.version == TlsVersion::Quic => {
+                self.quic_client
+                    .quic_client(scenario, credentials, server.address(), alpn)?
+            }
+            _ => Box::new(TcpClient(RemoteClient::new(
+                scenario,
+                credentials,
+                server.address(),
+            )?)),
+        };
         if scenario.resumption.is_on() {
             // The first, full handshake leaves the session the samples resume.
             client.handshake()?;
@@ -147,22 +178,49 @@ impl Backend for ServerBackend {
         Ok(Box::new(ServerHandshaker { client, server }))
     }
 
+    /// For QUIC rows the server's own protocol (`h3`), where it serves
+    /// QUIC; tlslab's rules otherwise.
+    fn alpn(&self, scenario: &HandshakeScenario) -> Option<&'static str> {
+        match &self.server {
+            Ok(server) if scenario.version == TlsVersion::Quic => server.quic_alpn(),
+            _ => scenario.version.required_alpn(),
+        }
+    }
+
     fn primitives(&self) -> Box<dyn PrimitiveBackend> {
         self.client.primitives()
     }
 }
 
+/// tlslab's OpenSSL client over TCP, one handshake per call, the
+/// server's side left for [`ServerHandshaker`] to read.
+struct TcpClient(RemoteClient);
+
+impl Handshaker for TcpClient {
+    fn handshake(&mut self) -> Result<HandshakeSample> {
+        let done = self.0.handshake()?;
+        Ok(HandshakeSample {
+            client: done.client,
+            server: SideTime::default(),
+            wall_ns: done.wall_ns,
+            negotiated: done.negotiated,
+            split_unsure: false,
+        })
+    }
+}
+
 /// One scenario's handshakes with its running server.
 struct ServerHandshaker {
-    client: RemoteClient,
+    /// The client, whose samples have no server side.
+    client: Box<dyn Handshaker>,
     server: Arc<dyn RunningServer>,
 }
 
 impl Handshaker for ServerHandshaker {
     /// The client's side as timed in its thread; the server's side as its
     /// workers' time on the CPU from before the connect to after the
-    /// server closed the connection (its wall time inside calls is not
-    /// known: both fields hold the CPU time).
+    /// server closed the connection or confirmed the QUIC handshake (its
+    /// wall time inside calls is not known: both fields hold the CPU time).
     fn handshake(&mut self) -> Result<HandshakeSample> {
         let before = self.server.worker_cpu_ns()?;
         let done = self.client.handshake()?;

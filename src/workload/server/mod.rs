@@ -110,6 +110,14 @@ pub trait ServerUnderTest: Send + Sync {
     /// configure), or `None`: the reason a row gives.
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String>;
 
+    /// The ALPN protocol under which it serves QUIC (HTTP/3's `h3`): a
+    /// QUIC client must offer it and the handshake must agree on it.
+    /// `None` for a server that serves no QUIC to a client of tlslab's
+    /// other than its own.
+    fn quic_alpn(&self) -> Option<&'static str> {
+        None
+    }
+
     /// The tlslab backend whose TLS it runs (an in-process server), or
     /// `None` for a program on its own library.
     fn backend(&self) -> Option<BackendId> {

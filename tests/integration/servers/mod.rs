@@ -6,10 +6,12 @@
 //! stops tlslab (Ctrl-C in a terminal, SIGTERM, kill -9) leaves none of it
 //! running. A server whose program is missing is skipped visibly (and
 //! fails under `CI`). [`load`] has `load`'s runs on every server,
-//! [`listed`] `handshake --server` listing several.
+//! [`listed`] `handshake --server` listing several, [`quic_peer`] tlslab's
+//! QUIC client against Caddy's HTTP/3.
 
 mod listed;
 mod load;
+mod quic_peer;
 
 use std::path::Path;
 use std::time::Duration;
