@@ -1,0 +1,328 @@
+//! `load --shard I/N --start-at TIME` and `tlslab merge`: two shards against
+//! one server (`tlslab serve`, started here on loopback and stopped by its
+//! PID) join into one load run whose request count is the shards' sum and
+//! whose percentiles are those of every request (the shards' histogram
+//! buckets added); merging again changes nothing; shards of different
+//! loads are refused; a start already passed sends nothing. The same on a
+//! real Slurm cluster is in [`crate::slurm`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hdrhistogram::Histogram;
+use rusqlite::Connection;
+
+use crate::merge::path_text;
+use crate::util::{cert_dir, tlslab, Job};
+
+/// `tlslab serve` on a free loopback port, answering `/page_SIZE`; killed
+/// (by its PID) when dropped.
+pub(crate) struct ServedPage {
+    job: Job,
+    pub address: String,
+}
+
+impl ServedPage {
+    pub(crate) fn start() -> ServedPage {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let address = format!("127.0.0.1:{port}");
+        let mut job = Job::start(
+            &[
+                "serve",
+                "--bind",
+                &address,
+                "--duration",
+                "300",
+                "--cert-dir",
+                &path_text(&cert_dir()),
+            ],
+            &[],
+        );
+        job.wait_for_line("serving https://", Duration::from_secs(60));
+        ServedPage { job, address }
+    }
+}
+
+impl Drop for ServedPage {
+    fn drop(&mut self) {
+        self.job.signal(libc::SIGTERM);
+        let _ = self.job.finish(Duration::from_secs(20));
+    }
+}
+
+/// A common start this many seconds from now, in Unix seconds.
+pub(crate) fn start_in(seconds: u64) -> String {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    (now.as_secs() + seconds).to_string()
+}
+
+/// What a joined load run holds, for the assertions and the report.
+#[derive(Debug)]
+pub(crate) struct JoinedLoad {
+    pub run: i64,
+    /// Each shard's answered requests, in shard order.
+    pub answered_per_shard: Vec<i64>,
+    pub answered: i64,
+    /// The joined run's total latency p50 and p99, µs.
+    pub total_p50_us: i64,
+    pub total_p99_us: i64,
+}
+
+/// Checks the one joined load run in `db`: its counts are its shards'
+/// sums, and each phase's stored percentiles equal those of one histogram
+/// holding every shard's buckets (every request). Returns its figures.
+pub(crate) fn assert_one_joined_load(db: &Path) -> JoinedLoad {
+    let connection = Connection::open(db).unwrap();
+    let joined: Vec<(i64, String)> = connection
+        .prepare("SELECT id, options_json FROM runs WHERE kind = 'load' AND options_json LIKE '%merged_shards%'")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(joined.len(), 1, "one joined load run: {joined:?}");
+    let (run, options) = &joined[0];
+    let options: serde_json::Value = serde_json::from_str(options).unwrap();
+    let shards: Vec<i64> = options["merged_shards"]["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["run"].as_i64().unwrap())
+        .collect();
+    let summary = |id: i64| -> (i64, i64, i64) {
+        connection
+            .query_row(
+                "SELECT offered, answered, errors FROM load_summaries WHERE run_id = ?1",
+                [id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap()
+    };
+    let parts: Vec<(i64, i64, i64)> = shards.iter().map(|id| summary(*id)).collect();
+    let whole = summary(*run);
+    assert_eq!(
+        whole,
+        parts.iter().fold((0, 0, 0), |sum, part| (
+            sum.0 + part.0,
+            sum.1 + part.1,
+            sum.2 + part.2
+        )),
+        "offered, answered and errors are the shards' sums: {parts:?}"
+    );
+    assert!(whole.1 > 0, "requests were answered");
+    let ids = shards
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut every_request: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
+    let buckets: Vec<(String, i64, i64)> = connection
+        .prepare(&format!(
+            "SELECT phase, latency_us, count FROM load_histograms WHERE run_id IN ({ids})"
+        ))
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for (phase, latency_us, count) in buckets {
+        every_request
+            .entry(phase)
+            .or_insert_with(|| Histogram::new_with_bounds(1, 600_000_000, 3).unwrap())
+            .record_n(latency_us as u64, count as u64)
+            .unwrap();
+    }
+    let mut total = (0, 0);
+    for (phase, histogram) in &every_request {
+        let stored: [i64; 6] = connection
+            .query_row(
+                "SELECT requests, p50_us, p90_us, p99_us, p999_us, max_us FROM load_phases
+                 WHERE run_id = ?1 AND phase = ?2",
+                rusqlite::params![run, phase],
+                |row| {
+                    Ok([
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                        row.get(5)?,
+                    ])
+                },
+            )
+            .unwrap();
+        let expected = [
+            histogram.len() as i64,
+            histogram.value_at_percentile(50.0) as i64,
+            histogram.value_at_percentile(90.0) as i64,
+            histogram.value_at_percentile(99.0) as i64,
+            histogram.value_at_percentile(99.9) as i64,
+            histogram.value_at_percentile(100.0) as i64,
+        ];
+        assert_eq!(
+            stored, expected,
+            "{phase}: the joined run's n and percentiles are every request's"
+        );
+        if phase == "total" {
+            total = (stored[1], stored[3]);
+        }
+    }
+    assert!(every_request.contains_key("total"), "{every_request:?}");
+    JoinedLoad {
+        run: *run,
+        answered_per_shard: parts.iter().map(|p| p.1).collect(),
+        answered: whole.1,
+        total_p50_us: total.0,
+        total_p99_us: total.1,
+    }
+}
+
+/// The options of one shard of a small load against `target`.
+fn shard_args<'a>(target: &'a str, shard: &'a str, start: &'a str, db: &'a str) -> Vec<&'a str> {
+    vec![
+        "load",
+        "--target",
+        target,
+        "--no-probe",
+        "--rate",
+        "40",
+        "--duration",
+        "2",
+        "--clients",
+        "4",
+        "--shard",
+        shard,
+        "--start-at",
+        start,
+        "--db",
+        db,
+        "-q",
+    ]
+}
+
+/// Issue 26: two shards of one load from a common start join into one run
+/// whose request count is the sum and whose percentiles are every
+/// request's; a shard of another load (another start) is refused.
+#[test]
+fn two_shards_of_one_load_merge_into_one_run_with_every_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServedPage::start();
+    let db = |name: &str| path_text(&dir.path().join(name));
+    let (one, two, other) = (
+        db("shard-0.sqlite"),
+        db("shard-1.sqlite"),
+        db("other.sqlite"),
+    );
+    let start = start_in(4);
+    let cert_dir = path_text(&cert_dir());
+    let mut first_args = shard_args(&server.address, "1/2", &start, &one);
+    first_args.extend(["--cert-dir", &cert_dir]);
+    let mut first = Job::start(&first_args, &[]);
+    let mut second_args = shard_args(&server.address, "2/2", &start, &two);
+    second_args.extend(["--cert-dir", &cert_dir]);
+    tlslab(&second_args).expect_code(0);
+    let (status, stderr) = first.finish(Duration::from_secs(60));
+    assert!(status.success(), "{stderr}");
+
+    let all = dir.path().join("all.sqlite");
+    let merge = tlslab(&["merge", &path_text(&all), &one, &two]);
+    merge.expect_code(0);
+    assert!(
+        merge.stderr().contains("joined as load run 3"),
+        "{}",
+        merge.stderr()
+    );
+    let joined = assert_one_joined_load(&all);
+    assert_eq!(joined.run, 3);
+    assert_eq!(joined.answered_per_shard.len(), 2);
+    // 40 requests a second for 2 s, 40 per shard.
+    assert_eq!(joined.answered, 80, "{joined:?}");
+    eprintln!("load shards: {joined:?}");
+
+    // `report` shows the joined run (the latest) and says what it is.
+    let report = tlslab(&["report", "--db", &path_text(&all)]);
+    report.expect_code(0);
+    assert!(
+        report.stdout().contains("One load from 2 shards"),
+        "{}",
+        report.stdout()
+    );
+    // Merged again: nothing new.
+    let again = tlslab(&["merge", &path_text(&all), &one, &two]);
+    again.expect_code(0);
+    assert!(
+        again.stderr().contains("already joined as run 3"),
+        "{}",
+        again.stderr()
+    );
+    assert_one_joined_load(&all);
+
+    // A second shard of another load (another start) cannot join the first.
+    let later = start_in(2);
+    let mut other_args = shard_args(&server.address, "2/2", &later, &other);
+    other_args.extend(["--cert-dir", &cert_dir]);
+    tlslab(&other_args).expect_code(0);
+    let mixed = dir.path().join("mixed.sqlite");
+    let refused = tlslab(&["merge", &path_text(&mixed), &one, &other]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr().contains("shards of different loads")
+            && refused.stderr().contains("start (--start-at"),
+        "{}",
+        refused.stderr()
+    );
+    assert!(!mixed.exists(), "a refused merge writes nothing");
+}
+
+/// A shard's start already passed, or none given: exit 2, nothing sent
+/// (the target's port is closed, so any connection would fail as an error).
+#[test]
+fn a_shard_whose_start_has_passed_sends_nothing_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = path_text(&dir.path().join("late.sqlite"));
+    let late = tlslab(&[
+        "load",
+        "--target",
+        "127.0.0.1:9",
+        "--no-probe",
+        "--rate",
+        "10",
+        "--duration",
+        "1",
+        "--shard",
+        "1/2",
+        "--start-at",
+        "2026-01-01T00:00:00Z",
+        "--db",
+        &db,
+    ]);
+    late.expect_code(2);
+    assert!(
+        late.stderr().contains("passed") && late.stderr().contains("sends nothing"),
+        "{}",
+        late.stderr()
+    );
+    let none = tlslab(&[
+        "load",
+        "--target",
+        "127.0.0.1:9",
+        "--no-probe",
+        "--shard",
+        "1/2",
+        "--no-db",
+    ]);
+    none.expect_code(2);
+    assert!(
+        none.stderr().contains("--start-at TIME"),
+        "{}",
+        none.stderr()
+    );
+    let bad = tlslab(&["load", "--shard", "1/2", "--start-at", "soon", "--no-db"]);
+    bad.expect_code(2);
+    assert!(bad.stderr().contains("RFC 3339"), "{}", bad.stderr());
+}
