@@ -1,6 +1,6 @@
 //! `load --shard I/N --start-at TIME` and `tlslab merge`: two shards against
-//! one server (`tlslab serve`, started here on loopback and stopped by its
-//! PID) join into one load run whose request count is the shards' sum and
+//! one server (nginx when installed, else `tlslab serve`; started here on
+//! loopback and stopped by its PID) join into one load run whose request count is the shards' sum and
 //! whose percentiles are those of every request (the shards' histogram
 //! buckets added); merging again changes nothing; shards of different
 //! loads are refused; a start already passed sends nothing. The same on a
@@ -13,18 +13,59 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use hdrhistogram::Histogram;
 use rusqlite::Connection;
 
-use crate::merge::path_text;
-use crate::util::{cert_dir, tlslab, Job};
+use tlslab::scenario::{CertKind, Group, HandshakeScenario, ServerKind, TlsVersion};
+use tlslab::workload::server::{descriptor, RunningServer, ServerOptions, ServerSetup};
+use tlslab::workload::site::Site;
 
-/// `tlslab serve` on a free loopback port, answering `/page_SIZE`; killed
-/// (by its PID) when dropped.
+use crate::merge::path_text;
+use crate::util::{cert_dir, certs, nginx_lock, tlslab, Job};
+
+/// One server on loopback answering `/page_1000` with tlslab's page on the
+/// test chain (TLS 1.3, X25519, ECDSA P-256, as `load` asks by default):
+/// nginx, started through its server-under-test trait, when it is
+/// installed, else `tlslab serve`. Stopped by its PID when dropped.
 pub(crate) struct ServedPage {
-    job: Job,
+    server: Served,
     pub address: String,
+}
+
+enum Served {
+    /// nginx, with the lock the nginx tests share.
+    Nginx {
+        running: Option<Box<dyn RunningServer>>,
+        _lock: std::sync::MutexGuard<'static, ()>,
+    },
+    Serve(Job),
 }
 
 impl ServedPage {
     pub(crate) fn start() -> ServedPage {
+        if tlslab::workload::server::nginx::nginx_binary().is_some() {
+            let lock = nginx_lock();
+            let nginx = (descriptor(ServerKind::Nginx).open)(&ServerOptions::default())
+                .expect("nginx opens");
+            let scenario =
+                HandshakeScenario::full(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
+            let credentials = certs().get(scenario.cert, scenario.chain_depth).unwrap();
+            let running = nginx
+                .start(&ServerSetup {
+                    scenario: &scenario,
+                    credentials: &credentials,
+                    site: &Site {
+                        page_sizes: vec![1000],
+                        session_resumption: false,
+                    },
+                })
+                .unwrap_or_else(|e| panic!("nginx: {e:#}"));
+            let address = running.address().to_string();
+            return ServedPage {
+                server: Served::Nginx {
+                    running: Some(running),
+                    _lock: lock,
+                },
+                address,
+            };
+        }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -44,14 +85,34 @@ impl ServedPage {
             &[],
         );
         job.wait_for_line("serving https://", Duration::from_secs(60));
-        ServedPage { job, address }
+        ServedPage {
+            server: Served::Serve(job),
+            address,
+        }
+    }
+
+    /// Which server it is.
+    pub(crate) fn name(&self) -> &'static str {
+        match self.server {
+            Served::Nginx { .. } => "nginx",
+            Served::Serve(_) => "tlslab serve",
+        }
     }
 }
 
 impl Drop for ServedPage {
     fn drop(&mut self) {
-        self.job.signal(libc::SIGTERM);
-        let _ = self.job.finish(Duration::from_secs(20));
+        match &mut self.server {
+            Served::Nginx { running, .. } => {
+                if let Some(running) = running.take() {
+                    running.stop().expect("nginx stops");
+                }
+            }
+            Served::Serve(job) => {
+                job.signal(libc::SIGTERM);
+                let _ = job.finish(Duration::from_secs(20));
+            }
+        }
     }
 }
 
@@ -242,7 +303,7 @@ fn two_shards_of_one_load_merge_into_one_run_with_every_request() {
     assert_eq!(joined.answered_per_shard.len(), 2);
     // 40 requests a second for 2 s, 40 per shard.
     assert_eq!(joined.answered, 80, "{joined:?}");
-    eprintln!("load shards: {joined:?}");
+    eprintln!("load shards against {}: {joined:?}", server.name());
 
     // `report` shows the joined run (the latest) and says what it is.
     let report = tlslab(&["report", "--db", &path_text(&all)]);

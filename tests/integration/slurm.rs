@@ -583,8 +583,8 @@ fn slurm_runs_the_array_recipe_and_the_merged_shards_equal_the_unsharded_run() {
 }
 
 /// Issue 26: the sharded load recipe on a real (single-node) Slurm: two
-/// tasks, one shard each from a common start, against one server
-/// (`tlslab serve` on loopback, stopped by its PID), merged into one load
+/// tasks, one shard each from a common start, against one server (nginx
+/// when installed, else `tlslab serve`; on loopback, stopped by its PID), merged into one load
 /// run whose request count is the sum of the shards' and whose percentiles
 /// are those of every request.
 #[test]
@@ -626,12 +626,14 @@ fn slurm_runs_the_load_recipe_two_tasks_against_one_server_merged_into_one_run()
     // 40 requests a second for 2 s, 40 per shard.
     assert_eq!(joined.answered, 80, "{joined:?}\n{output}");
     let took = started.elapsed();
+    let server_name = server.name();
     drop(cluster);
     drop(server);
     use std::io::Write;
     let _ = writeln!(
         std::io::stderr(),
-        "slurm load: shards answered {:?}, joined {} (total p50 {} µs, p99 {} µs); {:.1} s in all",
+        "slurm load against {}: shards answered {:?}, joined {} (total p50 {} µs, p99 {} µs); {:.1} s in all",
+        server_name,
         joined.answered_per_shard,
         joined.answered,
         joined.total_p50_us,
