@@ -4,7 +4,8 @@
 //! whose percentiles are those of every request (the shards' histogram
 //! buckets added); merging again changes nothing; shards of different
 //! loads are refused; a start already passed sends nothing. The same on a
-//! real Slurm cluster is in [`crate::slurm`].
+//! real Slurm cluster is in [`crate::slurm`]; the shards here run as the
+//! Kubernetes recipe's pods would (its script, on this machine).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -243,52 +244,79 @@ pub(crate) fn assert_one_joined_load(db: &Path) -> JoinedLoad {
     }
 }
 
-/// The options of one shard of a small load against `target`.
-fn shard_args<'a>(target: &'a str, shard: &'a str, start: &'a str, db: &'a str) -> Vec<&'a str> {
-    vec![
-        "load",
-        "--target",
-        target,
-        "--no-probe",
-        "--rate",
-        "40",
-        "--duration",
-        "2",
-        "--clients",
-        "4",
-        "--shard",
-        shard,
-        "--start-at",
-        start,
-        "--db",
-        db,
-        "-q",
-    ]
+/// The pod script of deploy/k8s-load-job.yaml (its container's `args`
+/// block), with the volume `/out` replaced by `out`.
+fn k8s_pod_script(out: &Path) -> String {
+    let yaml = std::fs::read_to_string(manifest()).unwrap();
+    let lines: Vec<&str> = yaml.lines().collect();
+    let start = lines.iter().position(|l| l.trim() == "- |").unwrap() + 1;
+    let indent = lines[start].len() - lines[start].trim_start().len();
+    let script: Vec<&str> = lines[start..]
+        .iter()
+        .take_while(|l| l.len() > indent && l[..indent].trim().is_empty())
+        .map(|l| &l[indent..])
+        .collect();
+    script
+        .join("\n")
+        .replace("/out/", &format!("{}/", out.display()))
 }
 
-/// Issue 26: two shards of one load from a common start join into one run
-/// whose request count is the sum and whose percentiles are every
-/// request's; a shard of another load (another start) is refused.
+fn manifest() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/k8s-load-job.yaml")
+}
+
+/// Runs the pod script as pod `index` of `shards` would, with tlslab first
+/// on PATH, in the background.
+fn pod(script: &str, index: usize, shards: usize, env: &[(&str, &str)]) -> std::process::Child {
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_tlslab")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::process::Command::new("sh")
+        .args(["-c", script])
+        .env("PATH", path)
+        .env("JOB_COMPLETION_INDEX", index.to_string())
+        .env("SHARDS", shards.to_string())
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Issue 26: two shards of one load from a common start, run as the
+/// Kubernetes recipe's pods 0 and 1 run them (its script, on this
+/// machine), join into one run whose request count is the sum and whose
+/// percentiles are every request's; merging again changes nothing; a
+/// shard of another load (another start) is refused.
 #[test]
 fn two_shards_of_one_load_merge_into_one_run_with_every_request() {
     let dir = tempfile::tempdir().unwrap();
     let server = ServedPage::start();
-    let db = |name: &str| path_text(&dir.path().join(name));
-    let (one, two, other) = (
-        db("shard-0.sqlite"),
-        db("shard-1.sqlite"),
-        db("other.sqlite"),
-    );
+    let script = k8s_pod_script(dir.path());
     let start = start_in(4);
-    let cert_dir = path_text(&cert_dir());
-    let mut first_args = shard_args(&server.address, "1/2", &start, &one);
-    first_args.extend(["--cert-dir", &cert_dir]);
-    let mut first = Job::start(&first_args, &[]);
-    let mut second_args = shard_args(&server.address, "2/2", &start, &two);
-    second_args.extend(["--cert-dir", &cert_dir]);
-    tlslab(&second_args).expect_code(0);
-    let (status, stderr) = first.finish(Duration::from_secs(60));
-    assert!(status.success(), "{stderr}");
+    let args = format!(
+        "--rate 40 --duration 2 --clients 4 --no-probe --cert-dir {}",
+        path_text(&cert_dir())
+    );
+    let env = [
+        ("TLSLAB_TARGET", server.address.as_str()),
+        ("TLSLAB_ARGS", args.as_str()),
+        ("TLSLAB_START_AT", start.as_str()),
+    ];
+    let pods: Vec<std::process::Child> = (0..2).map(|k| pod(&script, k, 2, &env)).collect();
+    for child in pods {
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "{script}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let db = |name: &str| path_text(&dir.path().join(name));
+    let (one, two) = (db("shard-0.sqlite"), db("shard-1.sqlite"));
 
     let all = dir.path().join("all.sqlite");
     let merge = tlslab(&["merge", &path_text(&all), &one, &two]);
@@ -324,10 +352,31 @@ fn two_shards_of_one_load_merge_into_one_run_with_every_request() {
     assert_one_joined_load(&all);
 
     // A second shard of another load (another start) cannot join the first.
+    let other = db("other.sqlite");
     let later = start_in(2);
-    let mut other_args = shard_args(&server.address, "2/2", &later, &other);
-    other_args.extend(["--cert-dir", &cert_dir]);
-    tlslab(&other_args).expect_code(0);
+    let cert_dir = path_text(&cert_dir());
+    tlslab(&[
+        "load",
+        "--target",
+        &server.address,
+        "--no-probe",
+        "--rate",
+        "40",
+        "--duration",
+        "1",
+        "--clients",
+        "4",
+        "--shard",
+        "2/2",
+        "--start-at",
+        &later,
+        "--db",
+        &other,
+        "-q",
+        "--cert-dir",
+        &cert_dir,
+    ])
+    .expect_code(0);
     let mixed = dir.path().join("mixed.sqlite");
     let refused = tlslab(&["merge", &path_text(&mixed), &one, &other]);
     refused.expect_code(2);
@@ -338,6 +387,52 @@ fn two_shards_of_one_load_merge_into_one_run_with_every_request() {
         refused.stderr()
     );
     assert!(!mixed.exists(), "a refused merge writes nothing");
+}
+
+/// Kubernetes cannot run here, so the load manifest is checked by a dry
+/// parse: an Indexed Job whose SHARDS equals its completions and its
+/// parallelism (every shard at once), not retried (a retried pod would
+/// find its start passed), the start left to envsubst, and a script that
+/// gives pod k shard k+1 of SHARDS in its own file (the script itself runs
+/// in `two_shards_of_one_load_merge_into_one_run_with_every_request`).
+#[test]
+fn the_kubernetes_load_manifest_is_an_indexed_job_with_one_shard_per_pod() {
+    use yaml_rust2::YamlLoader;
+    let text = std::fs::read_to_string(manifest()).unwrap();
+    let documents = YamlLoader::load_from_str(&text).expect("the manifest is YAML");
+    let job = &documents[0];
+    assert_eq!(job["kind"].as_str(), Some("Job"));
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"].as_str(), Some("Indexed"));
+    let completions = spec["completions"].as_i64().expect("completions");
+    assert_eq!(spec["parallelism"].as_i64(), Some(completions));
+    assert_eq!(spec["backoffLimit"].as_i64(), Some(0));
+    let container = &spec["template"]["spec"]["containers"][0];
+    let env: BTreeMap<&str, &str> = container["env"]
+        .as_vec()
+        .expect("env")
+        .iter()
+        .map(|pair| {
+            (
+                pair["name"].as_str().unwrap(),
+                pair["value"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(env["SHARDS"].parse::<i64>().ok(), Some(completions));
+    assert_eq!(env["TLSLAB_START_AT"], "${TLSLAB_START_AT}");
+    let script = container["args"][0].as_str().expect("one script");
+    for needle in [
+        "--shard \"$((JOB_COMPLETION_INDEX + 1))/$SHARDS\"",
+        "--db \"/out/shard-$JOB_COMPLETION_INDEX.sqlite\"",
+        "exec tlslab load --target \"$TLSLAB_TARGET\"",
+    ] {
+        assert!(script.contains(needle), "{needle}:\n{script}");
+    }
+    assert_eq!(
+        script.trim_end(),
+        k8s_pod_script(Path::new("/out")).trim_end()
+    );
 }
 
 /// A shard's start already passed, or none given: exit 2, nothing sent
