@@ -430,3 +430,117 @@ pub(crate) fn footer(options_json: &str) -> Vec<String> {
         "Each phase's percentiles come from the shards' histograms added bucket by bucket (every request); a second's latency percentiles only where one shard alone answered in it.".to_string(),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shard `shard` of a load starting at `start` with `rate`, as stored
+    /// in `source` run 1 on `host`.
+    fn shard(source: &str, shard: &str, start: &str, rate: f64) -> ShardRun {
+        let Value::Object(load) = serde_json::json!({
+            "scenario": "handshake_1.3_x25519_ecdsa_p256_aes128gcm",
+            "target": "10.0.0.5:443",
+            "plan": {"rate": rate, "clients": 64},
+            "start_at": start,
+        }) else {
+            unreachable!()
+        };
+        ShardRun {
+            source: format!("{source} run 1"),
+            run_id: 1,
+            hostname: source.to_string(),
+            started_at: format!("{start} on {source}"),
+            shard: shard.parse().unwrap(),
+            start_at: start.to_string(),
+            load,
+        }
+    }
+
+    const T1: &str = "2026-11-28T01:30:00Z";
+    const T2: &str = "2026-11-28T01:31:00Z";
+
+    fn refusal(runs: &[ShardRun]) -> String {
+        format!("{:#}", check(runs).unwrap_err())
+    }
+
+    #[test]
+    fn the_shards_of_one_load_pass_even_read_twice_or_partial() {
+        let a = shard("a.sqlite", "1/2", T1, 400.0);
+        let b = shard("b.sqlite", "2/2", T1, 400.0);
+        assert!(check(&[a.clone(), b.clone(), a.clone()]).is_ok());
+        let twice = [a.clone(), b, a.clone()];
+        let groups = loads(&twice);
+        assert_eq!(groups[&(T1.to_string(), 2)].len(), 2);
+        assert!(is_whole(&groups[&(T1.to_string(), 2)]));
+        // One shard alone: joined later, when the other comes.
+        let alone = [a];
+        assert!(check(&alone).is_ok());
+        assert!(!is_whole(&loads(&alone)[&(T1.to_string(), 2)]));
+    }
+
+    #[test]
+    fn shards_that_start_together_must_be_one_load() {
+        let error = refusal(&[
+            shard("a.sqlite", "1/2", T1, 400.0),
+            shard("b.sqlite", "2/2", T1, 800.0),
+        ]);
+        assert!(error.contains("start together at"), "{error}");
+        assert!(error.contains("plan (rate"), "{error}");
+    }
+
+    #[test]
+    fn a_shard_twice_is_refused() {
+        let error = refusal(&[
+            shard("a.sqlite", "1/2", T1, 400.0),
+            shard("c.sqlite", "1/2", T1, 400.0),
+        ]);
+        assert!(error.contains("are both shard 1/2"), "{error}");
+    }
+
+    #[test]
+    fn parts_of_one_split_from_different_starts_are_different_loads() {
+        let error = refusal(&[
+            shard("a.sqlite", "1/2", T1, 400.0),
+            shard("b.sqlite", "2/2", T2, 400.0),
+        ]);
+        assert!(error.contains("shards of different loads"), "{error}");
+        assert!(
+            error.contains(&format!("start (--start-at {T1} and {T2})")),
+            "{error}"
+        );
+        // Whole loads of different starts are two loads, both joined.
+        assert!(check(&[
+            shard("a.sqlite", "1/1", T1, 400.0),
+            shard("b.sqlite", "1/1", T2, 400.0),
+        ])
+        .is_ok());
+    }
+
+    #[test]
+    fn machines_of_the_shards_make_one_host_record() {
+        let host = |name: &str, cores: usize| HostInfo {
+            hostname: name.into(),
+            cpu_model: "Xeon".into(),
+            cpu_flags: "aes".into(),
+            cores,
+            kernel: "6.1".into(),
+            os: "linux".into(),
+        };
+        let (a, b) = (host("a", 2), host("b", 4));
+        assert_eq!(joined_host([&a, &a].into_iter()), a);
+        let both = joined_host([&a, &b, &a].into_iter());
+        assert_eq!((both.hostname.as_str(), both.cores), ("a + b", 6));
+        assert_eq!(both.cpu_model, "Xeon");
+    }
+
+    #[test]
+    fn a_joined_run_starts_at_the_common_start_as_sqlite_writes_times() {
+        let start: crate::scenario::WallClock = T1.parse().unwrap();
+        assert_eq!(sqlite_time(start), "2026-11-28T01:30:00.000Z");
+        assert_eq!(
+            sqlite_time(start.after(std::time::Duration::from_millis(250))),
+            "2026-11-28T01:30:00.250Z"
+        );
+    }
+}
