@@ -11,7 +11,9 @@
 //! handshake of the same scenario is counted under valgrind after the
 //! load, per category, beside perf's categories. The run is stored (kind
 //! `load`) with its results when the load ends, Ctrl-C included (then
-//! marked incomplete).
+//! marked incomplete). With `--shard I/N` this machine offers its part of
+//! a load that N machines offer from a common start (`shard`), and
+//! `tlslab merge` joins the shards' runs into one.
 
 mod options;
 mod server;
