@@ -118,8 +118,14 @@ fn check_one_command(runs: &[StoredRun]) -> Result<()> {
     let first = &runs[0];
     if !combines(first.kind) {
         return Err(usage(format!(
-            "--combine reads shards of handshake, speed, tunnel and bulk runs; run {} is a {} run",
-            first.id, first.kind
+            "--combine reads shards of handshake, speed, tunnel and bulk runs; run {} is a {} run{}",
+            first.id,
+            first.kind,
+            if first.kind == RunKind::Load {
+                " (tlslab merge joins the shards of a sharded load into one load run)"
+            } else {
+                ""
+            }
         )));
     }
     let options = options_without_shard(first);

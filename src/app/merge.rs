@@ -2,10 +2,13 @@
 //! of one matrix run on several machines (`--shard i/n`), into OUT. Each
 //! run keeps its own host record and provenance; runs already in OUT are
 //! skipped. Every input is checked before OUT is touched, and a merge that
-//! fails leaves no OUT it created.
+//! fails leaves no OUT it created. The shards of a sharded load (`load
+//! --shard`), once all in OUT, are joined into one load run besides
+//! ([`super::load_shards`]).
 
 use anyhow::Result;
 
+use super::load_shards;
 use super::session::usage;
 use crate::cli::MergeArgs;
 use crate::store::{same_file, Store};
@@ -30,6 +33,7 @@ pub fn run(args: &MergeArgs) -> Result<i32> {
     for input in &args.inputs {
         Store::check_mergeable(input)?;
     }
+    check_load_shards(args)?;
     let created = !args.out.exists();
     let merged = merge_into(args);
     if merged.is_err() && created {
@@ -63,7 +67,31 @@ fn merge_into(args: &MergeArgs) -> Result<i32> {
         "{copied} run(s) merged into {} ({skipped} skipped as already present)",
         args.out.display()
     );
+    let out = args.out.display().to_string();
+    for note in load_shards::join(&mut store, &out)? {
+        eprintln!("{note}");
+    }
     Ok(0)
+}
+
+/// The shards of sharded loads that OUT and the inputs would bring
+/// together, checked before anything is written: they must make whole
+/// loads (see [`load_shards::check`]).
+fn check_load_shards(args: &MergeArgs) -> Result<()> {
+    let mut shards = Vec::new();
+    let databases = std::iter::once(&args.out)
+        .filter(|out| out.exists())
+        .chain(&args.inputs);
+    for path in databases {
+        // An older database holds no sharded load.
+        if let Ok(store) = Store::open_read_only(path) {
+            shards.extend(load_shards::sharded_loads(
+                &store,
+                &path.display().to_string(),
+            )?);
+        }
+    }
+    load_shards::check(&shards)
 }
 
 /// Removes a database this merge created, with SQLite's files beside it.

@@ -14,6 +14,7 @@ pub mod handshake;
 mod handshake_servers;
 pub mod list;
 pub mod load;
+mod load_shards;
 pub mod manual;
 pub mod merge;
 mod network;

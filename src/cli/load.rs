@@ -10,7 +10,7 @@ use super::shared::OutputArgs;
 use super::values::{Seconds, Size};
 use crate::scenario::presets::LoadPreset;
 use crate::scenario::{
-    Aead, BackendId, CertKind, Group, Measure, Resumption, ServerKind, TlsVersion,
+    Aead, BackendId, CertKind, Group, Measure, Resumption, ServerKind, Shard, TlsVersion, WallClock,
 };
 
 #[derive(Debug, Clone, Args)]
@@ -35,6 +35,9 @@ use crate::scenario::{
       (counted breakdown)
   tlslab load --server embedded --threads 1 --rate 300
       (the embedded server on one core)
+  tlslab load --target HOST:443 --i-have-permission --max-rate 4000 \\
+      --rate 2000 --shard 2/4 --start-at 2026-11-28T01:30:00Z --db shard-2.sqlite
+      (a quarter of the load from this machine; tlslab merge joins the shards)
 
 Defaults: --rate 100 --ramp 0 --duration 10 --size 1k --mode new --clients 64
 (one blocking thread each; in keepalive mode all on one event loop,
@@ -180,6 +183,20 @@ pub struct LoadArgs {
         value_delimiter = ','
     )]
     pub measure: Option<Vec<Measure>>,
+
+    /// Offer shard I of N of the load (1 <= I <= N) from this machine:
+    /// 1/N of --rate, of --clients and of --max-requests, from the common
+    /// --start-at, so N machines drive one server; `tlslab merge` joins
+    /// their databases into one run (latency percentiles from every request).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+
+    /// With --shard: when the load starts on every machine, RFC 3339
+    /// (2026-11-28T01:30:00Z) or seconds since the Unix epoch; a time
+    /// already passed exits 2 with nothing sent. [default: $TLSLAB_START_AT,
+    /// which the job recipes in deploy/ set]
+    #[arg(long, value_name = "TIME", requires = "shard")]
+    pub start_at: Option<WallClock>,
 
     /// Where generated certificate chains are cached. [default: the user's cache directory]
     #[arg(long, value_name = "DIR")]

@@ -11,7 +11,9 @@ use clap::Args;
 
 OUT is created if missing; runs already in OUT (same host, start time,
 command line and options) are skipped, so merging a file twice changes
-nothing.")]
+nothing. Once every shard of a sharded load (load --shard I/N) is in OUT,
+they are also joined into one load run (percentiles from every request);
+shards of different loads are refused.")]
 pub struct MergeArgs {
     /// The database to merge into (created if missing).
     #[arg(value_name = "OUT")]

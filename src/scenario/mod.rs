@@ -19,6 +19,7 @@ pub mod speed;
 pub mod transport;
 pub mod tunnel;
 pub mod tunnel_axes;
+pub mod wall_clock;
 
 use serde::Serialize;
 
@@ -31,6 +32,7 @@ pub use offer::ServerOffer;
 pub use server::ServerKind;
 pub use shard::Shard;
 pub use transport::Transport;
+pub use wall_clock::WallClock;
 
 /// The number of certificates in the default chain: root -> intermediate -> leaf.
 pub const DEFAULT_CHAIN_DEPTH: u8 = 3;

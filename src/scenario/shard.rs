@@ -1,7 +1,8 @@
 //! Splitting a matrix across machines (`--shard i/n`): which cells a
 //! shard measures, from nothing but each cell's stable label, so any job
 //! runner (a Slurm array, a Kubernetes indexed job) can run the parts and
-//! the result databases merge.
+//! the result databases merge; and a load's part of the clients and
+//! requests when a load is split the same way (`load --shard i/n`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -60,6 +61,15 @@ impl Shard {
                 .collect(),
             None => items,
         }
+    }
+
+    /// This shard's part of `total` whole things split across the shards
+    /// (a load's clients or its bound on requests): the quotient, and one
+    /// more for each of the first `total mod count` shards, so the parts add
+    /// up to `total` and differ by one at most.
+    pub fn share(&self, total: usize) -> usize {
+        let count = self.count as usize;
+        total / count + usize::from((self.index as usize) <= total % count)
     }
 
     /// Returns true if and only if the shard holds a cell of its own (not
@@ -134,6 +144,18 @@ mod tests {
         }
         assert_eq!(" 2/3 ".parse(), Ok(Shard { index: 2, count: 3 }));
         assert_eq!("1/1".parse::<Shard>().unwrap().to_string(), "1/1");
+    }
+
+    #[test]
+    fn the_shares_add_up_to_the_whole_and_differ_by_one_at_most() {
+        for (total, count) in [(64, 2), (7, 3), (1_000_000, 7), (3, 3), (2, 5)] {
+            let shares: Vec<usize> = (1..=count)
+                .map(|index| Shard { index, count }.share(total))
+                .collect();
+            assert_eq!(shares.iter().sum::<usize>(), total, "{total}/{count}");
+            let (least, most) = (shares.iter().min(), shares.iter().max());
+            assert!(most.unwrap() - least.unwrap() <= 1, "{shares:?}");
+        }
     }
 
     #[test]

@@ -240,6 +240,17 @@ impl Store {
         Ok(())
     }
 
+    /// Sets when a run started and finished, for a run made of others
+    /// (the shards of a load joined by `tlslab merge` start at their
+    /// common start and end with the last of them).
+    pub fn date_run(&mut self, run_id: i64, started_at: &str, finished_at: &str) -> Result<()> {
+        self.connection.execute(
+            "UPDATE runs SET started_at = ?2, finished_at = ?3 WHERE id = ?1",
+            params![run_id, started_at, finished_at],
+        )?;
+        Ok(())
+    }
+
     /// Records when each round of a run started. Saving a round again
     /// replaces it, so this may be called more than once for a run (after
     /// each batch of rounds, or once at the end).

@@ -22,6 +22,7 @@ use serde::Serialize;
 
 mod events;
 mod head;
+pub mod shards;
 mod threads;
 
 /// How long one step of a request (connect, read, write) may wait
@@ -479,10 +480,23 @@ pub fn run(
     driver: Driver,
     interrupt: &AtomicBool,
 ) -> Result<LoadResult> {
+    let start = Instant::now() + Duration::from_millis(20);
+    run_from(plan, endpoint, driver, interrupt, start)
+}
+
+/// [`run`] with the plan's time zero at `start` (a shard of a load started
+/// on several machines: their common start), so that its seconds are the
+/// same wall-clock seconds on every machine.
+pub fn run_from(
+    plan: &Plan,
+    endpoint: &Endpoint,
+    driver: Driver,
+    interrupt: &AtomicBool,
+    start: Instant,
+) -> Result<LoadResult> {
     let due = schedule(plan.rate, plan.ramp, plan.duration, plan.max_requests);
     let offered = due.len();
     let (finished, records) = mpsc::channel::<Done>();
-    let start = Instant::now() + Duration::from_millis(20);
     let stop = Stop {
         end: start + plan.duration,
         deadline: start + plan.duration + GRACE,

@@ -13,6 +13,7 @@ mod dtls;
 mod emulated;
 mod link;
 mod load;
+mod load_shards;
 mod manual;
 mod merge;
 mod nginx;

@@ -1,7 +1,9 @@
 //! Slurm for real: a single-node cluster (munged, slurmctld and slurmd
 //! started directly as daemons, no systemd, a minimal slurm.conf in a
 //! temporary directory) runs `deploy/slurm-array.sh` as array jobs; the
-//! shards' databases merged with `tlslab merge` give the unsharded table.
+//! shards' databases merged with `tlslab merge` give the unsharded table;
+//! and `deploy/slurm-load.sh` as a job of two tasks, two shards of one load
+//! against one server, merged into one load run.
 //! Every daemon is stopped by its PID and its files removed, on failure too.
 
 use std::io::Read;
@@ -350,6 +352,41 @@ PartitionName=tlslab Nodes={host} Default=YES MaxTime=INFINITE State=UP
         job
     }
 
+    /// Submits deploy/slurm-load.sh with `tasks` tasks on one node, its
+    /// shards loading `target` with `args` and written into `out`; returns
+    /// the job id.
+    fn submit_load(&mut self, tasks: usize, out: &Path, target: &str, args: &str) -> String {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/slurm-load.sh");
+        let output = self
+            .command(&self.programs.sbatch)
+            .arg("--parsable")
+            .arg(format!("--ntasks={tasks}"))
+            // Both tasks on this node, one core each.
+            .arg("--cpus-per-task=1")
+            .arg(format!(
+                "--output={}/load-%j.out",
+                self.dir.path().display()
+            ))
+            .arg(format!("--chdir={}", self.dir.path().display()))
+            .arg(&script)
+            .env("TLSLAB", env!("CARGO_BIN_EXE_tlslab"))
+            .env("TLSLAB_TARGET", target)
+            .env("TLSLAB_ARGS", args)
+            .env("TLSLAB_OUT", out)
+            .env("TLSLAB_START_MARGIN", "5")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "sbatch: {}\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            self.logs()
+        );
+        let job = String::from_utf8(output.stdout).unwrap().trim().to_string();
+        self.jobs.push(job.clone());
+        job
+    }
+
     /// Waits until every task of `job` has left the queue and returns them.
     fn wait(&mut self, job: &str) -> Vec<Task> {
         let start = Instant::now();
@@ -541,6 +578,66 @@ fn slurm_runs_the_array_recipe_and_the_merged_shards_equal_the_unsharded_run() {
         std::io::stderr(),
         "slurm: {}; {:.1} s in all",
         phases.join(", "),
+        took.as_secs_f64()
+    );
+}
+
+/// Issue 26: the sharded load recipe on a real (single-node) Slurm: two
+/// tasks, one shard each from a common start, against one server (nginx
+/// when installed, else `tlslab serve`; on loopback, stopped by its PID), merged into one load
+/// run whose request count is the sum of the shards' and whose percentiles
+/// are those of every request.
+#[test]
+fn slurm_runs_the_load_recipe_two_tasks_against_one_server_merged_into_one_run() {
+    const TEST: &str =
+        "slurm_runs_the_load_recipe_two_tasks_against_one_server_merged_into_one_run";
+    let programs = match Programs::find() {
+        Ok(programs) => programs,
+        Err(missing) => {
+            let _ = skip_without(Some(missing), TEST, "apt-get install slurm-wlm munge");
+            return;
+        }
+    };
+    let not_root = (unsafe { libc::geteuid() } != 0)
+        .then(|| "the test cluster's daemons run as root, and this is not root".to_string());
+    if skip_without(not_root, TEST, "run the tests as root") {
+        return;
+    }
+    let started = Instant::now();
+    let server = crate::load_shards::ServedPage::start();
+    let mut cluster = Cluster::start(programs);
+    let out = cluster.dir.path().join("load");
+    let args = format!(
+        "--rate 40 --duration 2 --clients 4 --no-probe --cert-dir {}",
+        cert_dir().display()
+    );
+    let job = cluster.submit_load(2, &out, &server.address, &args);
+    let tasks = cluster.wait(&job);
+    let output = std::fs::read_to_string(cluster.dir.path().join(format!("load-{job}.out")))
+        .unwrap_or_default();
+    assert!(
+        tasks.len() == 1 && tasks[0].state == "COMPLETED" && tasks[0].exit_code == "0:0",
+        "{tasks:?}\n{output}\n{}",
+        cluster.logs()
+    );
+    let all = merge_shards(&out);
+    let joined = crate::load_shards::assert_one_joined_load(&all);
+    assert_eq!(joined.answered_per_shard.len(), 2, "{joined:?}");
+    // 40 requests a second for 2 s, 40 per shard.
+    assert_eq!(joined.answered, 80, "{joined:?}\n{output}");
+    let took = started.elapsed();
+    let server_name = server.name();
+    drop(cluster);
+    drop(server);
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "slurm load against {}: shards answered {:?}, joined {} (total p50 {} µs, p99 {} µs); {:.1} s in all",
+        server_name,
+        joined.answered_per_shard,
+        joined.answered,
+        joined.total_p50_us,
+        joined.total_p99_us,
         took.as_secs_f64()
     );
 }

@@ -11,10 +11,13 @@
 //! handshake of the same scenario is counted under valgrind after the
 //! load, per category, beside perf's categories. The run is stored (kind
 //! `load`) with its results when the load ends, Ctrl-C included (then
-//! marked incomplete).
+//! marked incomplete). With `--shard I/N` this machine offers its part of
+//! a load that N machines offer from a common start (`shard`), and
+//! `tlslab merge` joins the shards' runs into one.
 
 mod options;
 mod server;
+mod shard;
 mod target;
 
 use std::path::PathBuf;
@@ -40,6 +43,7 @@ use crate::workload::server::{descriptor, ServerOptions, SERVERS};
 use crate::workload::site::page_bytes;
 use options::{load_version, mode_and_resumption, one_scenario, page_size};
 use server::{LoadedServer, Profiler, ServerChoice};
+use shard::Sharding;
 use target::{parse_max_rate, parse_target, probe_target, split_url, Target};
 
 /// The most clients of the blocking driver, one thread each (about 8 MiB
@@ -78,6 +82,8 @@ pub(crate) struct LoadStudy {
     client_library: LibraryInfo,
     /// What the probe of a server the user runs found.
     probed: Option<(String, Vec<probe::Attempt>)>,
+    /// This machine's part of a load offered from several (`--shard`).
+    sharding: Option<Sharding>,
 }
 
 impl Study for LoadStudy {
@@ -104,7 +110,7 @@ impl Study for LoadStudy {
             None => (None, None),
         };
         let page_path = args.path.clone().or(url_path);
-        let plan = load_plan(args, defaults.as_ref(), mode, page_bytes, &page_path)?;
+        let mut plan = load_plan(args, defaults.as_ref(), mode, page_bytes, &page_path)?;
         let driver = match args.event_loops {
             None if mode == Mode::KeepAlive => Driver::EventLoops(1),
             None | Some(0) => Driver::Threads,
@@ -131,6 +137,8 @@ impl Study for LoadStudy {
                 )));
             }
         }
+        // The whole load is checked above; this machine offers its part.
+        let sharding = Sharding::of(args.shard, args.start_at, &mut plan)?;
         if target.is_none() && (args.probe_only || args.no_probe) {
             return Err(usage("--probe-only and --no-probe go with --target"));
         }
@@ -171,6 +179,7 @@ impl Study for LoadStudy {
                     .to_string(),
             },
             probed: None,
+            sharding,
         }))
     }
 
@@ -179,7 +188,7 @@ impl Study for LoadStudy {
     }
 
     fn options_json(&self) -> Result<String> {
-        Ok(serde_json::json!({
+        let mut options = serde_json::json!({
             "preset": self.preset,
             "scenario": self.scenario.label(),
             "target": self.target().map(|t| t.address.to_string()),
@@ -191,8 +200,16 @@ impl Study for LoadStudy {
             "page_bytes": self.page_bytes,
             "plan": &self.plan,
             "driver": self.driver,
-        })
-        .to_string())
+        });
+        // A shard stores the whole load's plan, the shard and the common
+        // start: what `tlslab merge` needs to join the shards into one run.
+        if let Some(sharding) = &self.sharding {
+            options["plan"] = serde_json::to_value(&sharding.whole)?;
+            options["server"] = self.server.name().into();
+            options["shard"] = sharding.shard.to_string().into();
+            options["start_at"] = sharding.start_at.to_string().into();
+        }
+        Ok(options.to_string())
     }
 
     fn libraries(&self) -> Vec<LibraryInfo> {
@@ -248,8 +265,22 @@ impl Study for LoadStudy {
             ),
             check_body: self.page_path.is_none(),
         };
-        let result = load::run(&self.plan, &endpoint, self.driver, session.interrupt())
-            .context("running the load")?;
+        // A shard waits for the common start (refused if it has passed).
+        let start = match &self.sharding {
+            Some(sharding) => Some(sharding.wait_for_start(self.quiet, session.interrupt())?),
+            None => None,
+        };
+        let result = match start {
+            Some(start) => load::run_from(
+                &self.plan,
+                &endpoint,
+                self.driver,
+                session.interrupt(),
+                start,
+            ),
+            None => load::run(&self.plan, &endpoint, self.driver, session.interrupt()),
+        }
+        .context("running the load")?;
         let mut server_cpu_ns = match cpu_before {
             // After Ctrl-C the server may be gone too (a signal sent to
             // every process, as at a shutdown): its CPU is then not known,
@@ -302,6 +333,9 @@ impl Study for LoadStudy {
                 .insert(0, crate::report::probe::table(target, attempts));
             document.data["probe"] = crate::report::probe::data(target, attempts);
         }
+        document
+            .footer
+            .extend(super::load_shards::footer(&self.options_json()?));
         Ok(document)
     }
 
@@ -325,7 +359,11 @@ impl Study for LoadStudy {
                 run.id
             ))
         })?;
-        Ok(document(&record, &heading(&run.host, &run.libraries)))
+        let mut document = document(&record, &heading(&run.host, &run.libraries));
+        document
+            .footer
+            .extend(super::load_shards::footer(&run.options_json));
+        Ok(document)
     }
 }
 
