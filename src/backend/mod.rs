@@ -100,6 +100,20 @@ pub struct HandshakeSample {
     pub split_unsure: bool,
 }
 
+impl HandshakeSample {
+    /// The sample of a handshake whose sides took turns on this thread:
+    /// each side's time as [`Turns`] split it.
+    pub fn of_turns(times: SideTimes, wall_ns: u64, negotiated: Negotiated) -> Self {
+        Self {
+            client: times.client,
+            server: times.server,
+            wall_ns,
+            negotiated,
+            split_unsure: times.split_unsure,
+        }
+    }
+}
+
 /// Drives complete handshakes for one scenario, client and server in this thread.
 pub trait Handshaker {
     /// Runs one handshake and returns its times and negotiated parameters.

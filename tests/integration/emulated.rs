@@ -212,31 +212,5 @@ fn an_emulated_arm_server_answers_the_native_client_across_namespaces() {
             "the note on the server should say `{note}`\n{stdout}"
         );
     }
-    let document: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let measured: Vec<&serde_json::Value> = document["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["status"] == "measured")
-        .collect();
-    let transports: Vec<(&str, &str)> = measured
-        .iter()
-        .map(|r| {
-            (
-                r["backend"].as_str().unwrap(),
-                r["scenario"]["transport"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        transports,
-        [("openssl", "tcp"), ("openssl", "udp"), ("dimpl", "udp")],
-        "{stdout}"
-    );
-    for row in measured {
-        for side in ["client_cpu_us", "server_cpu_us"] {
-            assert!(row[side]["median"].as_f64().unwrap() > 0.0, "{side}: {row}");
-        }
-    }
+    crate::link::remote_rows_with_both_sides(&json, &stdout);
 }

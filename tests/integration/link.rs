@@ -322,6 +322,41 @@ impl Drop for ServingHandshakes {
     }
 }
 
+/// The measured rows of a `handshake --remote --backend openssl,dimpl
+/// --tls 1.3,dtls1.2` run exported to `json`: OpenSSL over TCP and UDP,
+/// dimpl over UDP, each with both sides' CPU.
+pub fn remote_rows_with_both_sides(json: &std::path::Path, stdout: &str) -> Vec<serde_json::Value> {
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let measured: Vec<serde_json::Value> = document["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "measured")
+        .cloned()
+        .collect();
+    let transports: Vec<(&str, &str)> = measured
+        .iter()
+        .map(|r| {
+            (
+                r["backend"].as_str().unwrap(),
+                r["scenario"]["transport"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        transports,
+        [("openssl", "tcp"), ("openssl", "udp"), ("dimpl", "udp")],
+        "{stdout}"
+    );
+    for row in &measured {
+        for side in ["client_cpu_us", "server_cpu_us"] {
+            assert!(row[side]["median"].as_f64().unwrap() > 0.0, "{side}: {row}");
+        }
+    }
+    measured
+}
+
 /// `command` run inside `namespace`, dying with this test.
 pub fn inside(command: &mut std::process::Command, namespace: &netns::Namespace) {
     use std::os::fd::AsRawFd;
@@ -387,29 +422,8 @@ fn a_server_on_another_host_fills_the_server_columns() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("Server elsewhere"), "{stdout}");
-    let document: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let rows = document["rows"].as_array().unwrap();
-    let measured: Vec<&serde_json::Value> =
-        rows.iter().filter(|r| r["status"] == "measured").collect();
-    let transports: Vec<(&str, &str)> = measured
-        .iter()
-        .map(|r| {
-            (
-                r["backend"].as_str().unwrap(),
-                r["scenario"]["transport"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        transports,
-        [("openssl", "tcp"), ("openssl", "udp"), ("dimpl", "udp")]
-    );
-    for row in measured {
+    for row in remote_rows_with_both_sides(&json, &stdout) {
         assert_eq!(row["samples"].as_array().unwrap().len(), 4, "{row}");
-        for side in ["client_cpu_us", "server_cpu_us"] {
-            assert!(row[side]["median"].as_f64().unwrap() > 0.0, "{side}: {row}");
-        }
         // The wall time runs from connect(): at least one round trip.
         assert!(
             row["wall_us"]["median"].as_f64().unwrap() > 2_000.0,

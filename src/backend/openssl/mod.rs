@@ -669,13 +669,7 @@ impl OpensslHandshaker {
         if self.resume {
             self.session = client.ssl().session().map(|s| s.to_owned());
         }
-        Ok(HandshakeSample {
-            client: times.client,
-            server: times.server,
-            wall_ns,
-            negotiated,
-            split_unsure: times.split_unsure,
-        })
+        Ok(HandshakeSample::of_turns(times, wall_ns, negotiated))
     }
 
     /// Runs one handshake over `pipe`, each side's turns timed, and keeps

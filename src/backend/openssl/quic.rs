@@ -457,13 +457,7 @@ impl Handshaker for OpensslQuicHandshaker {
             negotiated.version = TlsVersion::Quic.protocol_name().to_string();
         }
         negotiated.alpn = alpn_selected(&client);
-        Ok(HandshakeSample {
-            client: times.client,
-            server: times.server,
-            wall_ns,
-            negotiated,
-            split_unsure: times.split_unsure,
-        })
+        Ok(HandshakeSample::of_turns(times, wall_ns, negotiated))
     }
 
     fn read_cpu(&mut self, readings: CpuReadings) {

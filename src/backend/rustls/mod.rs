@@ -710,13 +710,7 @@ impl Handshaker for RustlsHandshaker {
         if client.handshake_kind() == Some(HandshakeKind::FullWithHelloRetryRequest) {
             bail!("the handshake needed a HelloRetryRequest (an extra round trip)");
         }
-        Ok(HandshakeSample {
-            client: times.client,
-            server: times.server,
-            wall_ns,
-            negotiated,
-            split_unsure: times.split_unsure,
-        })
+        Ok(HandshakeSample::of_turns(times, wall_ns, negotiated))
     }
 
     fn read_cpu(&mut self, readings: CpuReadings) {

@@ -457,13 +457,7 @@ impl Handshaker for QuicHandshaker {
         let wall_ns = start.elapsed().as_nanos() as u64;
         let times = turns.finish();
         let negotiated = self.negotiated()?;
-        Ok(HandshakeSample {
-            client: times.client,
-            server: times.server,
-            wall_ns,
-            negotiated,
-            split_unsure: times.split_unsure,
-        })
+        Ok(HandshakeSample::of_turns(times, wall_ns, negotiated))
     }
 
     fn read_cpu(&mut self, readings: CpuReadings) {
