@@ -56,22 +56,24 @@ impl HostInfo {
                     .map(|name| name.trim_matches('"').to_string())
             })
             .unwrap_or_else(|| std::env::consts::OS.to_string());
+        let model = field("model name");
+        let model = if model.is_empty() {
+            std::env::consts::ARCH.to_string()
+        } else {
+            model
+        };
+        let kernel_arch = read("/proc/sys/kernel/arch");
+        let x86_cpuinfo = !field("vendor_id").is_empty();
+        // Under qemu-user /proc/cpuinfo is the PC's: its flags are not the
+        // emulated CPU's, so none are recorded.
+        let (cpu_model, cpu_flags) =
+            match emulation(std::env::consts::ARCH, &kernel_arch, x86_cpuinfo) {
+                Some(note) => (format!("{model} [{note}]"), String::new()),
+                None => (model, cpu_flags),
+            };
         HostInfo {
             hostname: read("/proc/sys/kernel/hostname"),
-            cpu_model: {
-                let model = field("model name");
-                let model = if model.is_empty() {
-                    std::env::consts::ARCH.to_string()
-                } else {
-                    model
-                };
-                let kernel_arch = read("/proc/sys/kernel/arch");
-                let x86_cpuinfo = !field("vendor_id").is_empty();
-                match emulation(std::env::consts::ARCH, &kernel_arch, x86_cpuinfo) {
-                    Some(note) => format!("{model} [{note}]"),
-                    None => model,
-                }
-            },
+            cpu_model,
             cpu_flags,
             cores: available_cores(),
             kernel: read("/proc/sys/kernel/osrelease"),
