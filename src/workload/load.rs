@@ -8,7 +8,8 @@
 //! transfer), its body is checked byte for byte, and its errors are
 //! counted by kind. A run is bounded in time and in requests and stops by
 //! itself about a second after its plan ends, whatever the server does, and
-//! at once on Ctrl-C.
+//! at once on Ctrl-C. It speaks HTTP/1.1, or HTTP/2 (ALPN `h2`, several
+//! requests per connection as streams, framed by nghttp2: see `h2`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,8 +22,11 @@ use openssl::ssl::SslContext;
 use serde::Serialize;
 
 mod events;
+mod h2;
 mod head;
 mod threads;
+
+pub use events::not_h2;
 
 /// How long one step of a request (connect, read, write) may wait
 /// without progress.
@@ -105,6 +109,42 @@ impl Mode {
     }
 }
 
+/// The HTTP version a load speaks, negotiated by ALPN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+pub enum HttpVersion {
+    /// HTTP/1.1 (ALPN `http/1.1`): one request at a time per connection.
+    #[serde(rename = "1.1")]
+    Http1_1,
+    /// HTTP/2 (ALPN `h2`): up to [`Plan::streams`] requests at once per
+    /// connection, as streams.
+    #[serde(rename = "2")]
+    Http2,
+}
+
+impl HttpVersion {
+    pub const ALL: [HttpVersion; 2] = [HttpVersion::Http1_1, HttpVersion::Http2];
+
+    /// The version as `--http` takes it: "1.1" or "2".
+    pub fn id(self) -> &'static str {
+        match self {
+            HttpVersion::Http1_1 => "1.1",
+            HttpVersion::Http2 => "2",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.id() == id)
+    }
+
+    /// The name people write: "HTTP/1.1", "HTTP/2".
+    pub fn describe(self) -> &'static str {
+        match self {
+            HttpVersion::Http1_1 => "HTTP/1.1",
+            HttpVersion::Http2 => "HTTP/2",
+        }
+    }
+}
+
 /// What drives the clients' connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Driver {
@@ -134,6 +174,11 @@ pub struct Plan {
     pub clients: usize,
     /// A bound on requests, whatever the rate and duration say.
     pub max_requests: usize,
+    /// The HTTP version spoken.
+    pub http: HttpVersion,
+    /// HTTP/2 in keep-alive mode: the requests a client's connection
+    /// carries at once (h2load's `-m`); 1 otherwise.
+    pub streams: usize,
 }
 
 /// The planned start of each request, as offsets from the start of the run.
@@ -488,6 +533,9 @@ pub fn run(
         deadline: start + plan.duration + GRACE,
         interrupt,
     };
+    if driver == Driver::Threads && plan.http == HttpVersion::Http2 {
+        anyhow::bail!("HTTP/2 is driven by event loops (its streams share a connection), not by a blocking thread per client");
+    }
     let (sent, latencies, client_cpu_ns) = match driver {
         Driver::Threads => threads::drive(plan, endpoint, &due, start, finished, stop)?,
         Driver::EventLoops(loops) => {
@@ -538,6 +586,33 @@ pub fn run(
         resumed,
         interrupted: interrupt.load(Ordering::Relaxed),
     })
+}
+
+/// The protocol the server at `endpoint` chooses when offered `h2` and
+/// `http/1.1` by ALPN, from one handshake before a load (None: it chose
+/// none). A server that cannot carry HTTP/2 is told apart this way
+/// before anything is measured.
+pub fn chosen_alpn(endpoint: &Endpoint) -> Result<Option<String>> {
+    use anyhow::Context;
+    let tcp = std::net::TcpStream::connect_timeout(&endpoint.address, IO_TIMEOUT)
+        .with_context(|| format!("connecting to {}", endpoint.address))?;
+    tcp.set_read_timeout(Some(IO_TIMEOUT))?;
+    tcp.set_write_timeout(Some(IO_TIMEOUT))?;
+    let mut ssl = crate::backend::openssl::remote::client_ssl(
+        &endpoint.context,
+        &endpoint.server_name,
+        None,
+    )?;
+    ssl.set_alpn_protos(b"\x02h2\x08http/1.1")?;
+    let mut stream = ssl
+        .connect(tcp)
+        .map_err(|e| anyhow::anyhow!("TLS handshake with {}: {e}", endpoint.address))?;
+    let chosen = stream
+        .ssl()
+        .selected_alpn_protocol()
+        .map(|p| String::from_utf8_lossy(p).into_owned());
+    let _ = stream.shutdown();
+    Ok(chosen)
 }
 
 fn micros(duration: Duration) -> u64 {
@@ -596,6 +671,15 @@ pub fn validate(plan: &Plan) -> Result<()> {
     if plan.max_requests == 0 {
         anyhow::bail!("--max-requests must be at least 1");
     }
+    if plan.streams == 0 {
+        anyhow::bail!("--streams must be at least 1");
+    }
+    if plan.streams > 1 && (plan.http != HttpVersion::Http2 || plan.mode != Mode::KeepAlive) {
+        anyhow::bail!(
+            "--streams {} sends that many requests at once on one HTTP/2 connection: it goes with --http 2 and --mode keepalive (a new connection carries one request)",
+            plan.streams
+        );
+    }
     Ok(())
 }
 
@@ -645,6 +729,8 @@ mod tests {
             mode: Mode::NewConnection,
             clients: 1,
             max_requests: 10,
+            http: HttpVersion::Http1_1,
+            streams: 1,
         };
         assert!(validate(&plan).is_err());
         let plan = Plan {
@@ -653,6 +739,15 @@ mod tests {
             ..plan
         };
         assert!(validate(&plan).unwrap_err().to_string().contains("--ramp"));
+        let plan = Plan {
+            ramp: Duration::ZERO,
+            streams: 4,
+            ..plan
+        };
+        assert!(validate(&plan)
+            .unwrap_err()
+            .to_string()
+            .contains("--http 2"));
     }
 
     #[test]

@@ -216,7 +216,7 @@ fn write_files(dir: &Path, setup: &ServerSetup<'_>, address: SocketAddr) -> Resu
                 "grace_period": "1s",
                 "servers": {"tlslab": {
                     "listen": [address.to_string()],
-                    "protocols": ["h1"],
+                    "protocols": ["h1", "h2"],
                     "automatic_https": {"disable": true},
                     "routes": [{
                         "match": [{"path": pages}],
