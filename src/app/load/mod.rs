@@ -16,6 +16,7 @@
 mod options;
 mod server;
 mod target;
+mod versions;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,7 +31,7 @@ use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
 use crate::backend::{Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, Credentials, SERVER_NAME};
-use crate::cli::{LoadArgs, LoadHttp, Seconds};
+use crate::cli::{LoadArgs, Seconds};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
@@ -43,6 +44,7 @@ use crate::workload::site::page_bytes;
 use options::{load_version, mode_and_resumption, one_scenario, page_size};
 use server::{LoadedServer, Profiler, ServerChoice};
 use target::{parse_max_rate, parse_target, probe_target, split_url, Target};
+use versions::{http_versions, version_plan, versions_document};
 
 /// The most clients of the blocking driver, one thread each (about 8 MiB
 /// of address space and a kernel task per thread): beyond it, event loops
@@ -487,36 +489,6 @@ impl LoadStudy {
     }
 }
 
-/// The HTTP versions asked for (`--http`), each once, in order: HTTP/1.1
-/// when none is given.
-fn http_versions(asked: Option<&[LoadHttp]>) -> Vec<HttpVersion> {
-    let mut versions: Vec<HttpVersion> = asked
-        .unwrap_or(&[LoadHttp::Http1_1])
-        .iter()
-        .map(|http| match http {
-            LoadHttp::Http1_1 => HttpVersion::Http1_1,
-            LoadHttp::Http2 => HttpVersion::Http2,
-        })
-        .collect();
-    versions.sort();
-    versions.dedup();
-    versions
-}
-
-/// `plan` in HTTP `version`: HTTP/2 carries `streams` requests per
-/// connection, HTTP/1.1 one.
-fn version_plan(plan: &LoadPlan, version: HttpVersion, streams: usize) -> LoadPlan {
-    LoadPlan {
-        http: version,
-        streams: if version == HttpVersion::Http2 {
-            streams
-        } else {
-            1
-        },
-        ..plan.clone()
-    }
-}
-
 /// The load's plan: its rate, ramp and duration (options, else the
 /// preset's, else defaults), the page, how connections are used, clients.
 fn load_plan(
@@ -623,47 +595,7 @@ fn choose_server(
     Ok(ServerChoice::Started(server))
 }
 
-/// The document of loads of the same server in one or more HTTP versions:
-/// with several, a table of them side by side first, then each version's
-/// tables in turn (its figures' ids and its data keyed by its version).
-fn versions_document(records: &[LoadRecord], heading: &str) -> Document {
-    let mut documents = records.iter().map(|record| document(record, heading));
-    let mut combined = documents
-        .next()
-        .expect("a load measures one version at least");
-    if records.len() < 2 {
-        return combined;
-    }
-    let mut versions = vec![(records[0].plan.http.id(), combined.data.clone())];
-    for (record, other) in records[1..].iter().zip(documents) {
-        let version = record.plan.http;
-        combined.tables.extend(other.tables);
-        combined.records.rows.extend(other.records.rows);
-        combined.footer.extend(other.footer);
-        combined
-            .figures
-            .extend(other.figures.into_iter().map(|mut figure| {
-                figure.id = format!("{}_http{}", figure.id, version.id().replace('.', "_"));
-                figure
-            }));
-        versions.push((version.id(), other.data));
-    }
-    let loads: Vec<_> = records
-        .iter()
-        .map(|r| (&r.plan, &r.result, r.server_cpu_ns))
-        .collect();
-    combined
-        .tables
-        .insert(0, crate::report::load::versions_table(&loads));
-    combined.data["http_versions"] = versions
-        .into_iter()
-        .map(|(id, data)| (id.to_string(), data))
-        .collect::<serde_json::Map<_, _>>()
-        .into();
-    combined
-}
-
-fn document(record: &LoadRecord, heading: &str) -> Document {
+pub(super) fn document(record: &LoadRecord, heading: &str) -> Document {
     LoadReport {
         heading: heading.to_string(),
         scenario: record.scenario.clone(),

@@ -65,12 +65,26 @@ struct Connection {
     streams: HashMap<i32, Request>,
     /// The connection resumed a session.
     resumed: bool,
+    /// nghttp2's session, once ALPN chose h2.
+    session: Option<Box<Session>>,
 }
 
 enum State {
     Connecting,
     Handshaking,
-    Open(Box<Session>),
+    /// ALPN chose h2: [`Connection::session`] frames the requests.
+    Open,
+}
+
+/// What one turn of an open connection came to.
+enum Turn {
+    /// Bytes were read: another turn may read more.
+    Again,
+    /// It waits for its socket.
+    Blocked,
+    /// The connection is over: the server ended it, or its one request is
+    /// done (new-connection and resumed modes).
+    Over,
 }
 
 /// A request in flight.
@@ -250,11 +264,11 @@ impl EventLoop<'_> {
                 // Closed by the server (GOAWAY) or done with: what is left
                 // in flight fails, refused streams go again on a new one.
                 if let Some(connection) = client.connection.take() {
-                    let why = match &connection.state {
-                        State::Open(session) => session.ended().map(str::to_string),
-                        _ => None,
-                    }
-                    .unwrap_or_else(|| "the server ended the HTTP/2 connection".to_string());
+                    let why = connection
+                        .session
+                        .as_ref()
+                        .and_then(|session| session.ended().map(str::to_string))
+                        .unwrap_or_else(|| "the server ended the HTTP/2 connection".to_string());
                     for (_, request) in connection.streams {
                         ended.push((
                             request,
@@ -306,6 +320,7 @@ impl EventLoop<'_> {
             written: 0,
             streams: HashMap::new(),
             resumed: false,
+            session: None,
         })
     }
 
@@ -322,10 +337,9 @@ impl EventLoop<'_> {
         let Some(connection) = client.connection.as_mut() else {
             return Ok(true);
         };
-        let page = self.endpoint.check_body.then_some(&self.plan.body[..]);
         loop {
             let now = Instant::now();
-            match &mut connection.state {
+            match connection.state {
                 State::Connecting => {
                     let tcp = connection.stream.get_ref();
                     if let Some(error) = tcp.take_error().ok().flatten() {
@@ -354,8 +368,9 @@ impl EventLoop<'_> {
                         if chosen != Some(b"h2".as_slice()) {
                             return Err((ErrorKind::Handshake, not_h2(chosen)));
                         }
-                        connection.state =
-                            State::Open(Box::new(Session::new().map_err(|e| (ErrorKind::Io, e))?));
+                        connection.session =
+                            Some(Box::new(Session::new().map_err(|e| (ErrorKind::Io, e))?));
+                        connection.state = State::Open;
                     }
                     Err(e) if would_block(&e) => return Ok(true),
                     Err(e) => {
@@ -365,83 +380,104 @@ impl EventLoop<'_> {
                         ))
                     }
                 },
-                State::Open(session) => {
-                    if connection.streams.is_empty() && !client.queued.is_empty() {
-                        // An idle connection takes work: its clock starts now.
-                        connection.progress = now;
-                    }
-                    for mut request in client.queued.drain(..) {
-                        let id = session
-                            .submit_get(&self.endpoint.server_name, &self.plan.path)
-                            .map_err(|e| (ErrorKind::Io, e))?;
-                        request.sent = now;
-                        connection.streams.insert(id, request);
-                    }
-                    session
-                        .output(&mut connection.out)
-                        .map_err(|e| (ErrorKind::Io, e))?;
-                    while connection.written < connection.out.len() {
-                        match connection
-                            .stream
-                            .ssl_write(&connection.out[connection.written..])
-                        {
-                            Ok(n) => {
-                                connection.written += n;
-                                connection.progress = now;
+                State::Open => {
+                    match self.exchange(connection, &mut client.queued, chunk, latencies, ended)? {
+                        Turn::Again => {}
+                        Turn::Blocked => return Ok(true),
+                        Turn::Over => {
+                            if self.plan.mode == Mode::Resume {
+                                // Read after the answer: a TLS 1.3 ticket
+                                // arrives after the handshake.
+                                client.session =
+                                    connection.stream.ssl().session().map(|s| s.to_owned());
                             }
-                            Err(e) if would_block(&e) => break,
-                            Err(e) => {
-                                return Err((ErrorKind::Io, format!("writing to the server: {e}")))
-                            }
+                            let _ = connection.stream.shutdown();
+                            return Ok(false);
                         }
-                    }
-                    if connection.written == connection.out.len() {
-                        connection.out.clear();
-                        connection.written = 0;
-                    }
-                    let n = match connection.stream.ssl_read(chunk) {
-                        Ok(n) => n,
-                        Err(e) if would_block(&e) => {
-                            return Ok(session.open() && self.wanted(connection))
-                        }
-                        Err(e) if e.code() == ErrorCode::ZERO_RETURN => 0,
-                        Err(e) => {
-                            return Err((ErrorKind::Io, format!("reading from the server: {e}")))
-                        }
-                    };
-                    if n == 0 {
-                        return Err((
-                            ErrorKind::Io,
-                            "the server closed the connection".to_string(),
-                        ));
-                    }
-                    connection.progress = now;
-                    let events = session
-                        .receive(&chunk[..n])
-                        .map_err(|e| (ErrorKind::Io, e))?;
-                    for event in events {
-                        handle(
-                            event,
-                            connection,
-                            &mut client.queued,
-                            page,
-                            latencies,
-                            ended,
-                        );
-                    }
-                    if !self.wanted(connection) {
-                        if self.plan.mode == Mode::Resume {
-                            // Read after the answer: a TLS 1.3 ticket
-                            // arrives after the handshake.
-                            client.session =
-                                connection.stream.ssl().session().map(|s| s.to_owned());
-                        }
-                        let _ = connection.stream.shutdown();
-                        return Ok(false);
                     }
                 }
             }
         }
+    }
+
+    /// One turn of an open connection: hands the queued requests to
+    /// nghttp2, its frames to TLS, and what TLS has read back to nghttp2,
+    /// whose events end requests (or queue refused ones again).
+    fn exchange(
+        &self,
+        connection: &mut Connection,
+        queued: &mut Vec<Request>,
+        chunk: &mut [u8],
+        latencies: &mut Latencies,
+        ended: &mut Vec<Ended>,
+    ) -> std::result::Result<Turn, Failure> {
+        let now = Instant::now();
+        let Some(session) = connection.session.as_mut() else {
+            return Err((ErrorKind::Io, "no HTTP/2 session".to_string()));
+        };
+        if connection.streams.is_empty() && !queued.is_empty() {
+            // An idle connection takes work: its clock starts now.
+            connection.progress = now;
+        }
+        for mut request in queued.drain(..) {
+            let id = session
+                .submit_get(&self.endpoint.server_name, &self.plan.path)
+                .map_err(|e| (ErrorKind::Io, e))?;
+            request.sent = now;
+            connection.streams.insert(id, request);
+        }
+        session
+            .output(&mut connection.out)
+            .map_err(|e| (ErrorKind::Io, e))?;
+        while connection.written < connection.out.len() {
+            match connection
+                .stream
+                .ssl_write(&connection.out[connection.written..])
+            {
+                Ok(n) => {
+                    connection.written += n;
+                    connection.progress = now;
+                }
+                Err(e) if would_block(&e) => break,
+                Err(e) => return Err((ErrorKind::Io, format!("writing to the server: {e}"))),
+            }
+        }
+        if connection.written == connection.out.len() {
+            connection.out.clear();
+            connection.written = 0;
+        }
+        let n = match connection.stream.ssl_read(chunk) {
+            Ok(n) => n,
+            Err(e) if would_block(&e) => {
+                let open = session.open();
+                return Ok(if open && self.wanted(connection) {
+                    Turn::Blocked
+                } else {
+                    Turn::Over
+                });
+            }
+            Err(e) if e.code() == ErrorCode::ZERO_RETURN => 0,
+            Err(e) => return Err((ErrorKind::Io, format!("reading from the server: {e}"))),
+        };
+        if n == 0 {
+            return Err((
+                ErrorKind::Io,
+                "the server closed the connection".to_string(),
+            ));
+        }
+        connection.progress = now;
+        let page = self.endpoint.check_body.then_some(&self.plan.body[..]);
+        for event in session
+            .receive(&chunk[..n])
+            .map_err(|e| (ErrorKind::Io, e))?
+        {
+            handle(event, connection, queued, page, latencies, ended);
+        }
+        Ok(if self.wanted(connection) {
+            Turn::Again
+        } else {
+            Turn::Over
+        })
     }
 
     /// Returns true if and only if the connection is still wanted: always
