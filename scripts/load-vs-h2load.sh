@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # tlslab load and h2load side by side, alternating, against one nginx on
 # loopback (TLS 1.3, X25519, ECDSA P-256, AES-128-GCM, 1000-byte page, one
-# worker): new connection per request at an offered rate beyond what the
-# machine can do, then keep-alive as fast as possible (the same number of
-# requests for both tools, 25000 per second asked for). Prints each run's
-# achieved requests per second and the client's CPU per request (user and
-# system; h2load's from GNU time, 10 ms resolution), which on a machine of
-# few cores is taken from the server.
+# worker), in HTTP/1.1 and in HTTP/2 (ALPN h2; tlslab --http 2, h2load
+# without --h1): new connection per request at an offered rate beyond what
+# the machine can do, then keep-alive as fast as possible (the same number
+# of requests for both tools, 25000 per second asked for; in HTTP/2 each
+# connection carries STREAMS requests at once: tlslab --streams, h2load -m).
+# Prints each run's achieved requests per second and the client's CPU per
+# request (user and system; h2load's from GNU time, 10 ms resolution),
+# which on a machine of few cores is taken from the server.
 #
-# Usage: scripts/load-vs-h2load.sh [SECONDS] [ROUNDS]   (nginx and h2load
-# installed: apt-get install nginx-light nghttp2-client; run from the repository)
+# Usage: scripts/load-vs-h2load.sh [SECONDS] [ROUNDS] [STREAMS]   (nginx and
+# h2load installed: apt-get install nginx-light nghttp2-client; run from the
+# repository; TLSLAB=path/to/tlslab to use another build)
 set -euo pipefail
 seconds="${1:-10}"
 rounds="${2:-2}"
+streams="${3:-8}"
 cd "$(dirname "$0")/.."
 tlslab=${TLSLAB:-target/release/tlslab}
 [ -x "$tlslab" ] || cargo build --release --quiet
@@ -38,7 +42,7 @@ http {
     client_body_temp_path logs/body; proxy_temp_path logs/proxy;
     fastcgi_temp_path logs/fastcgi; uwsgi_temp_path logs/uwsgi; scgi_temp_path logs/scgi;
     server {
-        listen 127.0.0.1:$port ssl;
+        listen 127.0.0.1:$port ssl http2;
         ssl_certificate $certs/server.pem;
         ssl_certificate_key $certs/server.key;
         ssl_protocols TLSv1.3;
@@ -74,20 +78,28 @@ h2load_run() {
 }
 offered=4000
 for round in $(seq "$rounds"); do
-  echo "== round $round: new connection per request, $offered req/s offered, ${seconds}s"
-  n=$((offered * seconds))
-  printf 'tlslab: '
-  "$tlslab" load --target "127.0.0.1:$port" --tls 1.3 --group x25519 --cert ecdsa_p256 \
-    --size 1000 --rate "$offered" --duration "$seconds" --clients 64 --max-requests "$n" -q --no-db --export-json "$dir/t.json" \
-    | tlslab_figures
-  printf 'h2load: '
-  h2load_run --h1 -n "$n" -c "$n" -r "$offered" -t 2 "$url"
-  n=$((25000 * seconds))
-  echo "== round $round: keep-alive, 32 connections, $n requests"
-  printf 'tlslab: '
-  "$tlslab" load --target "127.0.0.1:$port" --tls 1.3 --group x25519 --cert ecdsa_p256 \
-    --size 1000 --rate 100000 --duration "$seconds" --mode keepalive --clients 32 --max-requests "$n" -q --no-db \
-    | tlslab_figures
-  printf 'h2load: '
-  h2load_run --h1 -c 32 -t 2 -n "$n" "$url"
+  for http in 1.1 2; do
+    if [ "$http" = 1.1 ]; then
+      h2load_http=(--h1) tlslab_streams=() h2load_streams=()
+    else
+      h2load_http=() tlslab_streams=(--streams "$streams") h2load_streams=(-m "$streams")
+    fi
+    echo "== round $round, HTTP/$http: new connection per request, $offered req/s offered, ${seconds}s"
+    n=$((offered * seconds))
+    printf 'tlslab: '
+    "$tlslab" load --target "127.0.0.1:$port" --http "$http" --tls 1.3 --group x25519 --cert ecdsa_p256 \
+      --size 1000 --rate "$offered" --duration "$seconds" --clients 64 --max-requests "$n" -q --no-db \
+      | tlslab_figures
+    printf 'h2load: '
+    h2load_run "${h2load_http[@]}" -n "$n" -c "$n" -r "$offered" -t 2 "$url"
+    n=$((25000 * seconds))
+    echo "== round $round, HTTP/$http: keep-alive, 32 connections${tlslab_streams:+, $streams streams each}, $n requests"
+    printf 'tlslab: '
+    "$tlslab" load --target "127.0.0.1:$port" --http "$http" --tls 1.3 --group x25519 --cert ecdsa_p256 \
+      --size 1000 --rate 100000 --duration "$seconds" --mode keepalive --clients 32 "${tlslab_streams[@]}" \
+      --max-requests "$n" -q --no-db \
+      | tlslab_figures
+    printf 'h2load: '
+    h2load_run "${h2load_http[@]}" -c 32 "${h2load_streams[@]}" -t 2 -n "$n" "$url"
+  done
 done

@@ -25,6 +25,8 @@ use crate::scenario::{
       --group x25519 --cert ecdsa_p256
   tlslab load --rate 200 --resumption session_id --tls 1.2 --plot charts/
       (each client resumes)
+  tlslab load --http 1.1,2 --mode keepalive --streams 8 --rate 2000
+      (HTTP/1.1 then HTTP/2 against nginx, side by side)
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5
       (a loopback server you run)
   tlslab load --target 127.0.0.1:8443 --probe-only
@@ -96,6 +98,17 @@ pub struct LoadArgs {
     /// of its own. [default: 1 in keepalive mode, else 0]
     #[arg(long, value_name = "N")]
     pub event_loops: Option<usize>,
+
+    /// HTTP versions: 1.1 (ALPN http/1.1) and 2 (ALPN h2, framed by
+    /// nghttp2), e.g. 1.1,2: one load each, back to back against the same
+    /// server, side by side. HTTP/2 runs on event loops. [default: 1.1]
+    #[arg(long, value_enum, value_name = "LIST", value_delimiter = ',')]
+    pub http: Option<Vec<LoadHttp>>,
+
+    /// HTTP/2 in keepalive mode: the requests each connection carries at
+    /// once, as streams (h2load's -m). [default: 1]
+    #[arg(long, value_name = "N")]
+    pub streams: Option<usize>,
 
     /// At most this many requests, whatever rate and duration say. [default: 1000000]
     #[arg(long, value_name = "N")]
@@ -244,6 +257,17 @@ pub struct LoadAxisArgs {
     /// intermediate, leaf). [default: 3]
     #[arg(long, value_name = "N")]
     pub chain_depth: Option<u8>,
+}
+
+/// An HTTP version `load` speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum LoadHttp {
+    /// HTTP/1.1, ALPN http/1.1.
+    #[value(name = "1.1")]
+    Http1_1,
+    /// HTTP/2, ALPN h2.
+    #[value(name = "2")]
+    Http2,
 }
 
 /// How `load` uses its connections.

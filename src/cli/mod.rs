@@ -44,7 +44,7 @@ pub use child::{CountedChildArgs, GenericChildArgs, GenericPlan};
 pub use compare::CompareArgs;
 pub use cost::CostArgs;
 pub use handshake::{HandshakeArgs, Link, MutualArg};
-pub use load::{LoadArgs, LoadAxisArgs, LoadMode};
+pub use load::{LoadArgs, LoadAxisArgs, LoadHttp, LoadMode};
 pub use manual::{CompletionsArgs, ManArgs};
 pub use merge::MergeArgs;
 pub use names::{Algorithm, AlgorithmParser, BackendListParser, NamedParser};

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::{Document, Table};
 use crate::workload::counted::ServerHandshakeCount;
 use crate::workload::load::{
-    percentiles, LoadResult, Mode, Plan, INTERVAL_PERCENTILES, PERCENTILES,
+    percentiles, HttpVersion, LoadResult, Mode, Plan, INTERVAL_PERCENTILES, PERCENTILES,
 };
 use crate::workload::perf::Category;
 use crate::workload::serve::ServerStats;
@@ -37,6 +37,63 @@ pub struct LoadReport<'a> {
     /// One server handshake counted per category (`--measure
     /// time,instructions`), or why not; `None` when not asked for.
     pub counted: Option<Result<ServerHandshakeCount, String>>,
+}
+
+/// The HTTP version of a plan in words, with HTTP/2's streams per connection.
+pub fn http_in_words(plan: &Plan) -> String {
+    match plan.http {
+        HttpVersion::Http1_1 => plan.http.describe().to_string(),
+        HttpVersion::Http2 => format!(
+            "{} ({} stream{} per connection)",
+            plan.http.describe(),
+            plan.streams,
+            if plan.streams == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// Loads of the same server in several HTTP versions side by side: each
+/// version's rate, total latency, errors and each side's CPU per request.
+pub fn versions_table(loads: &[(&Plan, &LoadResult, Option<u64>)]) -> Table {
+    let mut table = Table::new(
+        &[
+            "HTTP",
+            "achieved req/s",
+            "p50 ms",
+            "p99 ms",
+            "answered",
+            "errors",
+            "client CPU µs/req",
+            "server CPU µs/req",
+        ],
+        &[false, true, true, true, true, true, true, true],
+    )
+    .titled("HTTP versions side by side (total latency, from each request's due time)");
+    for (plan, result, server_cpu_ns) in loads {
+        let total = percentiles(&result.latencies.total);
+        let at = |i: usize| total.as_ref().map_or("—".to_string(), |v| ms(v[i]));
+        let per_request = |ns: u64| match result.answered {
+            0 => "—".to_string(),
+            n => format!("{:.0}", ns as f64 / 1000.0 / n as f64),
+        };
+        table.rows.push(vec![
+            http_in_words(plan),
+            format!("{:.1}", result.achieved_rate()),
+            at(0),
+            at(2),
+            result.answered.to_string(),
+            result
+                .errors
+                .iter()
+                .map(|(_, n)| n)
+                .sum::<usize>()
+                .to_string(),
+            per_request(result.client_cpu_ns),
+            server_cpu_ns.map_or("not known".to_string(), per_request),
+        ]);
+    }
+    table.notes.push("The versions ran back to back against the same server, each with the whole plan; each is stored as a run of its own.".to_string());
+    table
 }
 
 fn ms(micros: u64) -> String {
@@ -104,10 +161,11 @@ impl LoadReport<'_> {
         let result = self.result;
         let plan = self.plan;
         let mut summary = Table::new(&["measure", "value"], &[false, true]).titled(format!(
-            "Load: {} against {}, {} connections",
+            "Load: {} against {}, {} connections, {}",
             self.scenario,
             self.server,
-            plan.mode.id()
+            plan.mode.id(),
+            http_in_words(plan)
         ));
         let per_request = |ns: u64| {
             if result.answered == 0 {
@@ -571,6 +629,8 @@ mod tests {
             mode: Mode::Resume,
             clients: 1,
             max_requests: 10,
+            http: crate::workload::load::HttpVersion::Http1_1,
+            streams: 1,
         };
         let mut latencies = Latencies::new();
         for _ in 0..10 {

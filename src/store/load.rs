@@ -12,7 +12,7 @@ use rusqlite::{params, OptionalExtension};
 use super::Store;
 use crate::workload::counted::ServerHandshakeCount;
 use crate::workload::load::{
-    percentiles, ErrorKind, Interval, Latencies, LoadResult, Mode, Plan, PHASE_IDS,
+    percentiles, ErrorKind, HttpVersion, Interval, Latencies, LoadResult, Mode, Plan, PHASE_IDS,
 };
 use crate::workload::serve::ServerStats;
 
@@ -45,8 +45,11 @@ pub struct LoadRecord {
 }
 
 /// What `load_summaries.embedded_json` holds: the embedded server's own
-/// figures, perf's shares per symbol category and the counted server
-/// handshake (absent in runs stored before it). Runs stored before the
+/// figures, perf's shares per symbol category, the counted server
+/// handshake and the HTTP version and streams per connection of the load
+/// (each absent in runs stored before it; a run without a version spoke
+/// HTTP/1.1). Kept in this JSON rather than in new columns so that no
+/// migration was needed. Runs stored before the
 /// categories existed hold the bare `[stats, backend]` pair there.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ServerFigures {
@@ -54,6 +57,10 @@ struct ServerFigures {
     symbol_categories: Result<Vec<(String, f64)>, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     counted: Option<Result<ServerHandshakeCount, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    http: Option<HttpVersion>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    streams: Option<usize>,
 }
 
 fn count(value: i64) -> usize {
@@ -105,6 +112,8 @@ impl Store {
             embedded: record.embedded.clone(),
             symbol_categories: record.categories.clone(),
             counted: record.counted.clone(),
+            http: Some(plan.http),
+            streams: Some(plan.streams),
         })?;
         tx.execute(
             "UPDATE load_summaries SET profile_scope = ?1, embedded_json = ?2 WHERE run_id = ?3",
@@ -193,7 +202,7 @@ impl Store {
         let Some(summary) = self.load_summary(run_id)? else {
             return Ok(None);
         };
-        let plan = summary.plan(run_id)?;
+        let mut plan = summary.plan(run_id)?;
         let latencies = self.load_latencies(run_id)?;
         let (errors, first_error) = self.load_errors(run_id)?;
         let per_second = self.load_answers_per_second(run_id)?;
@@ -203,6 +212,8 @@ impl Store {
             None => Ok(self.load_profile(run_id)?),
         };
         let (profile_scope, figures) = self.load_server_figures(run_id)?;
+        plan.http = figures.http.unwrap_or(HttpVersion::Http1_1);
+        plan.streams = figures.streams.unwrap_or(1);
         Ok(Some(LoadRecord {
             scenario_id: summary.scenario_id,
             scenario: summary.scenario,
@@ -388,11 +399,15 @@ impl Store {
                 embedded: None,
                 symbol_categories: Err("not stored (a run from before tlslab kept them)".into()),
                 counted: None,
+                http: None,
+                streams: None,
             },
             Some(json) if json.starts_with('[') => ServerFigures {
                 embedded: Some(serde_json::from_str(&json).with_context(unreadable)?),
                 symbol_categories: Err("not stored (a run from before tlslab kept them)".into()),
                 counted: None,
+                http: None,
+                streams: None,
             },
             Some(json) => serde_json::from_str(&json).with_context(unreadable)?,
         };
@@ -445,6 +460,8 @@ impl Summary {
             mode,
             clients: count(self.clients),
             max_requests: count(self.max_requests),
+            http: HttpVersion::Http1_1,
+            streams: 1,
         })
     }
 }
@@ -476,6 +493,8 @@ mod tests {
                 mode: Mode::Resume,
                 clients: 4,
                 max_requests: 1000,
+                http: HttpVersion::Http2,
+                streams: 8,
             },
             result: LoadResult {
                 offered: 70,
@@ -545,6 +564,10 @@ mod tests {
         assert_eq!(loaded.scenario_id, saved.scenario_id);
         assert_eq!(loaded.server, saved.server);
         assert_eq!(loaded.plan.mode, Mode::Resume);
+        assert_eq!(
+            (loaded.plan.http, loaded.plan.streams),
+            (HttpVersion::Http2, 8)
+        );
         assert_eq!(loaded.plan.path, "/page_1000");
         assert_eq!(loaded.plan.ramp, saved.plan.ramp);
         let (a, b) = (&loaded.result, &saved.result);

@@ -8,7 +8,8 @@
 //! transfer), its body is checked byte for byte, and its errors are
 //! counted by kind. A run is bounded in time and in requests and stops by
 //! itself about a second after its plan ends, whatever the server does, and
-//! at once on Ctrl-C.
+//! at once on Ctrl-C. It speaks HTTP/1.1, or HTTP/2 (ALPN `h2`, several
+//! requests per connection as streams, framed by nghttp2: see `h2`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,9 +22,14 @@ use openssl::ssl::SslContext;
 use serde::Serialize;
 
 mod events;
+mod h2;
 mod head;
+mod http;
 pub mod shards;
 mod threads;
+
+pub use events::not_h2;
+pub use http::{chosen_alpn, HttpVersion};
 
 /// How long one step of a request (connect, read, write) may wait
 /// without progress.
@@ -135,6 +141,11 @@ pub struct Plan {
     pub clients: usize,
     /// A bound on requests, whatever the rate and duration say.
     pub max_requests: usize,
+    /// The HTTP version spoken.
+    pub http: HttpVersion,
+    /// HTTP/2 in keep-alive mode: the requests a client's connection
+    /// carries at once (h2load's `-m`); 1 otherwise.
+    pub streams: usize,
 }
 
 /// The planned start of each request, as offsets from the start of the run.
@@ -502,6 +513,9 @@ pub fn run_from(
         deadline: start + plan.duration + GRACE,
         interrupt,
     };
+    if driver == Driver::Threads && plan.http == HttpVersion::Http2 {
+        anyhow::bail!("HTTP/2 is driven by event loops (its streams share a connection), not by a blocking thread per client");
+    }
     let (sent, latencies, client_cpu_ns) = match driver {
         Driver::Threads => threads::drive(plan, endpoint, &due, start, finished, stop)?,
         Driver::EventLoops(loops) => {
@@ -610,6 +624,15 @@ pub fn validate(plan: &Plan) -> Result<()> {
     if plan.max_requests == 0 {
         anyhow::bail!("--max-requests must be at least 1");
     }
+    if plan.streams == 0 {
+        anyhow::bail!("--streams must be at least 1");
+    }
+    if plan.streams > 1 && (plan.http != HttpVersion::Http2 || plan.mode != Mode::KeepAlive) {
+        anyhow::bail!(
+            "--streams {} sends that many requests at once on one HTTP/2 connection: it goes with --http 2 and --mode keepalive (a new connection carries one request)",
+            plan.streams
+        );
+    }
     Ok(())
 }
 
@@ -659,6 +682,8 @@ mod tests {
             mode: Mode::NewConnection,
             clients: 1,
             max_requests: 10,
+            http: HttpVersion::Http1_1,
+            streams: 1,
         };
         assert!(validate(&plan).is_err());
         let plan = Plan {
@@ -667,6 +692,15 @@ mod tests {
             ..plan
         };
         assert!(validate(&plan).unwrap_err().to_string().contains("--ramp"));
+        let plan = Plan {
+            ramp: Duration::ZERO,
+            streams: 4,
+            ..plan
+        };
+        assert!(validate(&plan)
+            .unwrap_err()
+            .to_string()
+            .contains("--http 2"));
     }
 
     #[test]

@@ -535,6 +535,8 @@ fn load_runs_compare_latencies_and_show_rates_without_a_test() {
                 mode: Mode::NewConnection,
                 clients: 4,
                 max_requests: 1000,
+                http: tlslab::workload::load::HttpVersion::Http1_1,
+                streams: 1,
             },
             result: LoadResult {
                 offered: 200,

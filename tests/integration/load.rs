@@ -559,6 +559,19 @@ fn bad_load_options_are_usage_errors() {
             "--cert takes one value",
         ),
         (vec!["load", "--preset", "apache"], "apache-study"),
+        (vec!["load", "--http", "3"], "[possible values: 1.1, 2]"),
+        (
+            vec!["load", "--http", "2", "--streams", "4"],
+            "--mode keepalive",
+        ),
+        (
+            vec!["load", "--mode", "keepalive", "--streams", "4"],
+            "add --http 2",
+        ),
+        (
+            vec!["load", "--http", "1.1,2", "--event-loops", "0"],
+            "run on event loops",
+        ),
     ] {
         let run = tlslab(&args);
         run.expect_code(2);

@@ -19,6 +19,7 @@ mod options;
 mod server;
 mod shard;
 mod target;
+mod versions;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,7 +27,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use super::serve::{check_supported, event_loop_threads, server_backend, MAX_EVENT_LOOPS};
-use super::session::{check_exports, checked_measures, interrupt_flag, seconds, usage, Bar};
+use super::session::{
+    check_exports, checked_measures, interrupt_flag, run_info, seconds, usage, Bar,
+};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
 use crate::backend::{Backend, BackendId, LibraryInfo};
@@ -38,13 +41,14 @@ use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
 use crate::scenario::{HandshakeScenario, Measure, Named, ServerKind};
 use crate::store::{LoadRecord, RunKind, Store, StoredRun};
-use crate::workload::load::{self, Driver, Endpoint, Mode, Plan as LoadPlan};
+use crate::workload::load::{self, Driver, Endpoint, HttpVersion, Mode, Plan as LoadPlan};
 use crate::workload::server::{descriptor, ServerOptions, SERVERS};
 use crate::workload::site::page_bytes;
 use options::{load_version, mode_and_resumption, one_scenario, page_size};
 use server::{LoadedServer, Profiler, ServerChoice};
 use shard::Sharding;
 use target::{parse_max_rate, parse_target, probe_target, split_url, Target};
+use versions::{http_versions, version_plan, versions_document};
 
 /// The most clients of the blocking driver, one thread each (about 8 MiB
 /// of address space and a kernel task per thread): beyond it, event loops
@@ -65,7 +69,13 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
 pub(crate) struct LoadStudy {
     preset: Option<LoadPreset>,
     scenario: HandshakeScenario,
+    /// The plan of the first HTTP version; [`LoadStudy::plan_for`] gives
+    /// each version's.
     plan: LoadPlan,
+    /// The HTTP versions, one load each, back to back.
+    versions: Vec<HttpVersion>,
+    /// HTTP/2's streams per connection (`--streams`).
+    streams: usize,
     driver: Driver,
     page_bytes: usize,
     /// The page asked for (`--path` or a URL's): someone else's page.
@@ -110,7 +120,23 @@ impl Study for LoadStudy {
             None => (None, None),
         };
         let page_path = args.path.clone().or(url_path);
+        let versions = http_versions(args.http.as_deref());
+        let streams = args.streams.unwrap_or(1);
         let mut plan = load_plan(args, defaults.as_ref(), mode, page_bytes, &page_path)?;
+        for version in &versions {
+            load::validate(&version_plan(&plan, *version, streams)).map_err(usage)?;
+        }
+        let http2 = versions.contains(&HttpVersion::Http2);
+        if streams > 1 && !http2 {
+            return Err(usage(format!(
+                "--streams {streams} multiplexes requests on an HTTP/2 connection: add --http 2 (or 1.1,2); HTTP/1.1 carries one request at a time"
+            )));
+        }
+        if http2 && args.event_loops == Some(0) {
+            return Err(usage(
+                "--event-loops 0 gives each client a blocking thread; HTTP/2's streams share a connection and run on event loops: give --event-loops N (N >= 1) or leave it out",
+            ));
+        }
         let driver = match args.event_loops {
             None if mode == Mode::KeepAlive => Driver::EventLoops(1),
             None | Some(0) => Driver::Threads,
@@ -139,6 +165,11 @@ impl Study for LoadStudy {
         }
         // The whole load is checked above; this machine offers its part.
         let sharding = Sharding::of(args.shard, args.start_at, &mut plan)?;
+        if sharding.is_some() && versions.len() > 1 {
+            return Err(usage(
+                "a sharded load runs one HTTP version from its common start: give --http 1.1 or --http 2 (one sharded load each)",
+            ));
+        }
         if target.is_none() && (args.probe_only || args.no_probe) {
             return Err(usage("--probe-only and --no-probe go with --target"));
         }
@@ -159,6 +190,8 @@ impl Study for LoadStudy {
             preset,
             scenario,
             plan,
+            versions,
+            streams,
             driver,
             page_bytes,
             page_path,
@@ -199,6 +232,8 @@ impl Study for LoadStudy {
             "perf": self.profile_wanted,
             "page_bytes": self.page_bytes,
             "plan": &self.plan,
+            "http": self.versions.iter().map(|v| v.id()).collect::<Vec<_>>(),
+            "streams": self.streams,
             "driver": self.driver,
         });
         // A shard stores the whole load's plan, the shard and the common
@@ -228,22 +263,6 @@ impl Study for LoadStudy {
             self.page_bytes,
             self.plan.mode == Mode::Resume,
         )?;
-        let profiler = Profiler::start(&server, self.profile_wanted)?;
-        if !self.quiet {
-            eprintln!(
-                "loading {} at {:.0} req/s for {:.0} s ({} requests due)...",
-                server.description,
-                self.plan.rate,
-                self.plan.duration.as_secs_f64(),
-                load::schedule(
-                    self.plan.rate,
-                    self.plan.ramp,
-                    self.plan.duration,
-                    self.plan.max_requests
-                )
-                .len()
-            );
-        }
         // Someone else's server: what it accepts, before it is loaded.
         if let (Some(target), true) = (self.target(), self.probe) {
             let attempts = probe_target(
@@ -255,7 +274,6 @@ impl Study for LoadStudy {
             )?;
             self.probed = Some((target.address.to_string(), attempts));
         }
-        let cpu_before = server.worker_cpu_ns()?;
         let endpoint = Endpoint {
             context,
             address: server.address,
@@ -265,68 +283,63 @@ impl Study for LoadStudy {
             ),
             check_body: self.page_path.is_none(),
         };
-        // A shard waits for the common start (refused if it has passed).
-        let start = match &self.sharding {
-            Some(sharding) => Some(sharding.wait_for_start(self.quiet, session.interrupt())?),
-            None => None,
-        };
-        let result = match start {
-            Some(start) => load::run_from(
-                &self.plan,
-                &endpoint,
-                self.driver,
-                session.interrupt(),
-                start,
-            ),
-            None => load::run(&self.plan, &endpoint, self.driver, session.interrupt()),
+        // A server that cannot carry HTTP/2 is refused before anything is
+        // loaded: nothing measured is lost.
+        if self.versions.contains(&HttpVersion::Http2) {
+            let chosen = load::chosen_alpn(&endpoint)
+                .with_context(|| format!("asking {} for h2", server.description))?;
+            if chosen.as_deref() != Some("h2") {
+                return Err(usage(format!(
+                    "--http 2: {}: {}",
+                    server.description,
+                    load::not_h2(chosen.as_deref().map(str::as_bytes))
+                )));
+            }
         }
-        .context("running the load")?;
-        let mut server_cpu_ns = match cpu_before {
-            // After Ctrl-C the server may be gone too (a signal sent to
-            // every process, as at a shutdown): its CPU is then not known,
-            // and what the load measured is still kept.
-            Some(before) => match server.worker_cpu_ns() {
-                Ok(after) => after.map(|after| after.saturating_sub(before)),
-                Err(_) if result.interrupted => None,
-                Err(error) => {
-                    return Err(
-                        error.context(format!("{} ended during the load", self.server.name()))
-                    )
-                }
-            },
-            None => None,
-        };
+        let mut records = Vec::new();
+        for version in self.versions.clone() {
+            if session.interrupted() {
+                break;
+            }
+            records.push(self.load_once(session, &mut server, &endpoint, version)?);
+        }
         // A server that counts its own figures (the embedded server's
-        // threads' CPU) is taken at its word.
+        // threads' CPU, over its one HTTP version) is taken at its word.
         let embedded = server.stop()?;
-        if let Some((stats, _)) = &embedded {
-            server_cpu_ns = Some(stats.cpu_ns);
-        }
-        let scope = profiler.scope.clone();
-        let (profile, categories) = profiler.finish(&server);
-        let description = server.description.clone();
         drop(server);
         let counted = self.count_server_handshake(&certs, session);
-        session.mark_interrupted(result.interrupted);
-        let record = LoadRecord {
-            scenario_id: self.scenario.label(),
-            scenario: self.scenario.describe(),
-            server: description,
-            plan: self.plan.clone(),
-            result,
-            server_cpu_ns,
-            profile,
-            profile_scope: scope,
-            categories,
-            embedded,
-            counted,
-        };
-        session.save(|store, run_id| store.save_load(run_id, &record));
-        Ok(vec![record])
+        for record in &mut records {
+            if let Some((stats, _)) = &embedded {
+                record.server_cpu_ns = Some(stats.cpu_ns);
+            }
+            record.embedded = embedded.clone();
+            record.counted = counted.clone();
+        }
+        // Each version is a run of its own in the store: the first is
+        // this run, the others runs begun beside it.
+        let complete = !session.interrupted();
+        for (index, record) in records.iter().enumerate() {
+            if index == 0 {
+                session.save(|store, run_id| store.save_load(run_id, record));
+            } else {
+                let info = run_info(
+                    RunKind::Load,
+                    self.options_json()?,
+                    &HostInfo::current(),
+                    &self.libraries(),
+                );
+                session.save(|store, _| {
+                    let run_id = store.begin_run(&info)?;
+                    store.save_load(run_id, record)?;
+                    store.finish_run(run_id, complete)
+                });
+            }
+        }
+        Ok(records)
     }
 
     fn document(&self, run: &RunView<'_>, cells: &[LoadRecord]) -> Result<Document> {
-        let mut document = document(&cells[0], &heading(run.host, run.libraries));
+        let mut document = versions_document(cells, &heading(run.host, run.libraries));
         if let Some((target, attempts)) = &self.probed {
             document
                 .tables
@@ -368,6 +381,80 @@ impl Study for LoadStudy {
 }
 
 impl LoadStudy {
+    /// The plan of one HTTP version: the base plan, with `--streams` for
+    /// HTTP/2.
+    fn plan_for(&self, version: HttpVersion) -> LoadPlan {
+        version_plan(&self.plan, version, self.streams)
+    }
+
+    /// One HTTP version's load against the started server: its plan, its
+    /// server CPU and perf's profile over it.
+    fn load_once(
+        &self,
+        session: &mut Session,
+        server: &mut LoadedServer,
+        endpoint: &Endpoint,
+        version: HttpVersion,
+    ) -> Result<LoadRecord> {
+        let plan = self.plan_for(version);
+        let profiler = Profiler::start(server, self.profile_wanted)?;
+        let driver = match (version, self.driver) {
+            (HttpVersion::Http2, Driver::Threads) => Driver::EventLoops(1),
+            (_, driver) => driver,
+        };
+        if !self.quiet {
+            eprintln!(
+                "loading {} over {} at {:.0} req/s for {:.0} s ({} requests due)...",
+                server.description,
+                crate::report::load::http_in_words(&plan),
+                plan.rate,
+                plan.duration.as_secs_f64(),
+                load::schedule(plan.rate, plan.ramp, plan.duration, plan.max_requests).len()
+            );
+        }
+        let cpu_before = server.worker_cpu_ns()?;
+        let result = match &self.sharding {
+            // A shard waits for the common start (refused if it has passed).
+            Some(sharding) => {
+                let start = sharding.wait_for_start(self.quiet, session.interrupt())?;
+                load::run_from(&plan, endpoint, driver, session.interrupt(), start)
+            }
+            None => load::run(&plan, endpoint, driver, session.interrupt()),
+        }
+        .context("running the load")?;
+        let server_cpu_ns = match cpu_before {
+            // After Ctrl-C the server may be gone too (a signal sent to
+            // every process, as at a shutdown): its CPU is then not known,
+            // and what the load measured is still kept.
+            Some(before) => match server.worker_cpu_ns() {
+                Ok(after) => after.map(|after| after.saturating_sub(before)),
+                Err(_) if result.interrupted => None,
+                Err(error) => {
+                    return Err(
+                        error.context(format!("{} ended during the load", self.server.name()))
+                    )
+                }
+            },
+            None => None,
+        };
+        let scope = profiler.scope.clone();
+        let (profile, categories) = profiler.finish(server);
+        session.mark_interrupted(result.interrupted);
+        Ok(LoadRecord {
+            scenario_id: self.scenario.label(),
+            scenario: self.scenario.describe(),
+            server: server.description.clone(),
+            plan,
+            result,
+            server_cpu_ns,
+            profile,
+            profile_scope: scope,
+            categories,
+            embedded: None,
+            counted: None,
+        })
+    }
+
     /// The server the user runs, if that is the target.
     fn target(&self) -> Option<&Target> {
         match &self.server {
@@ -477,6 +564,8 @@ fn load_plan(
         mode,
         clients: args.clients.unwrap_or(64),
         max_requests: args.max_requests.unwrap_or(1_000_000),
+        http: HttpVersion::Http1_1,
+        streams: 1,
     };
     load::validate(&plan).map_err(usage)?;
     Ok(plan)
@@ -542,7 +631,7 @@ fn choose_server(
     Ok(ServerChoice::Started(server))
 }
 
-fn document(record: &LoadRecord, heading: &str) -> Document {
+pub(super) fn document(record: &LoadRecord, heading: &str) -> Document {
     LoadReport {
         heading: heading.to_string(),
         scenario: record.scenario.clone(),

@@ -139,6 +139,8 @@ mod tests {
             mode: Mode::NewConnection,
             clients: 64,
             max_requests: 1_000_000,
+            http: crate::workload::load::HttpVersion::Http1_1,
+            streams: 1,
         }
     }
 

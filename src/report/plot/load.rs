@@ -172,6 +172,8 @@ mod tests {
             mode: Mode::NewConnection,
             clients: 1,
             max_requests: 1_000_000,
+            http: crate::workload::load::HttpVersion::Http1_1,
+            streams: 1,
         };
         let mut latencies = Latencies::new();
         for us in [1_000, 2_000, 3_000] {

@@ -27,7 +27,9 @@ use foreign_types::ForeignTypeRef;
 use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
 use super::head::ResponseHead;
-use super::{micros, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan, Stop};
+use super::{
+    micros, request_head, Done, Endpoint, ErrorKind, HttpVersion, Latencies, Mode, Plan, Stop,
+};
 #[cfg(doc)]
 use super::{GRACE, IO_TIMEOUT};
 use crate::backend::openssl::remote::{client_ssl, handshake_failure};
@@ -36,6 +38,9 @@ pub(in crate::workload::load) use epoll::connect_nonblocking;
 use epoll::Epoll;
 
 mod epoll;
+mod multiplexed;
+
+pub use multiplexed::not_h2;
 
 extern "C" {
     /// OpenSSL's switch (not bound by openssl-sys) to read all the socket
@@ -43,6 +48,9 @@ extern "C" {
     /// body: one read per answer instead of two.
     fn SSL_set_read_ahead(ssl: *mut openssl_sys::SSL, yes: libc::c_int);
 }
+
+/// The ALPN list an HTTP/1.1 connection offers, as h2load's `--h1` does.
+pub(super) const ALPN_HTTP1: &[u8] = b"\x08http/1.1";
 
 /// Why a request failed, and the message shown for it.
 type Failure = (ErrorKind, String);
@@ -81,7 +89,10 @@ pub(super) fn drive(
                     stop,
                 };
                 let clients = clients / loops + usize::from(index < clients % loops);
-                scope.spawn(move || share.run(clients))
+                scope.spawn(move || match plan.http {
+                    HttpVersion::Http1_1 => share.run(clients),
+                    HttpVersion::Http2 => share.run_multiplexed(clients),
+                })
             })
             .collect();
         let mut sent = 0;
@@ -281,8 +292,10 @@ impl EventLoop<'_> {
                 Mode::Resume => client.session.as_deref(),
                 _ => None,
             };
-            let ssl = client_ssl(&self.endpoint.context, &self.endpoint.server_name, offered)
+            let mut ssl = client_ssl(&self.endpoint.context, &self.endpoint.server_name, offered)
                 .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
+            ssl.set_alpn_protos(ALPN_HTTP1)
+                .map_err(|e| (ErrorKind::Handshake, format!("offering ALPN http/1.1: {e}")))?;
             // SAFETY: `ssl` is a live SSL object, owned here.
             unsafe { SSL_set_read_ahead(ssl.as_ptr(), 1) };
             client.stream =

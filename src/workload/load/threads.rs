@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Result};
 use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
-use super::events::connect_nonblocking;
+use super::events::{connect_nonblocking, ALPN_HTTP1};
 use super::head::ResponseHead;
 use super::{
     kind_of, micros, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan, Stop,
@@ -274,8 +274,9 @@ fn handshake(
 ) -> std::result::Result<SslStream<TcpStream>, Failure> {
     let failed =
         |e: &dyn std::fmt::Display| (ErrorKind::Handshake, format!("TLS handshake failed: {e}"));
-    let ssl = client_ssl(&endpoint.context, &endpoint.server_name, session)
+    let mut ssl = client_ssl(&endpoint.context, &endpoint.server_name, session)
         .map_err(|e| failed(&format!("{e:#}")))?;
+    ssl.set_alpn_protos(ALPN_HTTP1).map_err(|e| failed(&e))?;
     let mut stream = SslStream::new(ssl, tcp).map_err(|e| failed(&e))?;
     let since = Instant::now();
     loop {

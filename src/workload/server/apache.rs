@@ -2,7 +2,8 @@
 //! server), started by tlslab on loopback in a directory of its own with a
 //! configuration generated for one handshake scenario: its own ServerRoot,
 //! PidFile, `Mutex file:DIR`, DefaultRuntimeDir and ErrorLog, the modules
-//! it needs loaded by hand (mpm_event, ssl, socache_shmcb, authz_core), the
+//! it needs loaded by hand (mpm_event, ssl, socache_shmcb, authz_core, and
+//! http2 for `Protocols h2 http/1.1`: HTTP/2 by ALPN), the
 //! test chain, protocol, suite, groups and DH parameters of the row, the
 //! row's resumption mode (a shmcb session cache, tickets, or neither),
 //! the client's certificate for mutual TLS, and the site's pages.
@@ -157,6 +158,7 @@ fn write_files(
         ("authz_core_module", "mod_authz_core.so"),
         ("socache_shmcb_module", "mod_socache_shmcb.so"),
         ("ssl_module", "mod_ssl.so"),
+        ("http2_module", "mod_http2.so"),
     ]
     .iter()
     .map(|(name, file)| format!("LoadModule {name} {MODULES}/{file}\n"))
@@ -172,6 +174,7 @@ LogLevel warn
 Group www-data
 ServerName localhost
 Listen {address} https
+Protocols h2 http/1.1
 StartServers 1
 ServerLimit 1
 ThreadsPerChild {THREADS}

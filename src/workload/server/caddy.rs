@@ -182,11 +182,11 @@ fn write_files(dir: &Path, setup: &ServerSetup<'_>, address: SocketAddr) -> Resu
         TlsVersion::Tls13 | TlsVersion::Quic => "tls1.3",
         TlsVersion::Dtls12 | TlsVersion::Dtls13 => bail!("Caddy serves TLS over TCP, not DTLS"),
     };
-    // HTTP/3 listens on the same port over UDP; HTTP/1.1 stays on TCP,
-    // where tlslab waits for Caddy to listen.
+    // HTTP/3 listens on the same port over UDP; HTTP/1.1 and HTTP/2 stay
+    // on TCP, where tlslab waits for Caddy to listen.
     let http_versions = match scenario.version {
-        TlsVersion::Quic => json!(["h1", "h3"]),
-        _ => json!(["h1"]),
+        TlsVersion::Quic => json!(["h1", "h2", "h3"]),
+        _ => json!(["h1", "h2"]),
     };
     let mut policy = json!({
         "certificate_selection": {"any_tag": ["tlslab"]},

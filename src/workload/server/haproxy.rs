@@ -155,7 +155,7 @@ fn write_files(
     fs::write(dir.join("server.pem"), pem)?;
     let root = dir.display();
     let mut bind = format!(
-        "bind {address} ssl crt {root}/server.pem ssl-min-ver {version} ssl-max-ver {version} ciphers {ciphers}",
+        "bind {address} ssl crt {root}/server.pem alpn h2,http/1.1 ssl-min-ver {version} ssl-max-ver {version} ciphers {ciphers}",
         version = settings.protocol,
         ciphers = settings.ciphers,
     );

@@ -2,7 +2,8 @@
 //! with a configuration generated for one handshake scenario (certificate
 //! chain, protocol, suite, groups, DH parameters, the scenario's
 //! resumption mode (no session cache or tickets unless it or a [`Site`]
-//! asks for them), the client's certificate for mutual TLS), one worker
+//! asks for them), the client's certificate for mutual TLS, HTTP/2 beside
+//! HTTP/1.1 by ALPN (`listen ... ssl http2`, nginx 1.22's form)), one worker
 //! process, stopped when tlslab is done with it (on success, failure and
 //! Ctrl-C alike: the process is killed when its handle drops). It runs in
 //! a process group of its own, so a terminal's Ctrl-C reaches tlslab and
@@ -199,7 +200,7 @@ http {{
     uwsgi_temp_path logs/uwsgi;
     scgi_temp_path logs/scgi;
     server {{
-        listen {address} ssl;
+        listen {address} ssl http2;
         ssl_certificate chain.pem;
         ssl_certificate_key key.pem;
 {sessions}{tls}        root www;

@@ -254,3 +254,99 @@ fn resumed_connections_resume(server: &ServerDescriptor) {
         assert!(!run.stdout().contains("WARNING"), "{}", run.stdout());
     }
 }
+
+/// `load --http 1.1,2` on every registered server: each server tlslab
+/// starts as a program (nginx, Apache, HAProxy, Caddy) negotiates h2 by ALPN
+/// and answers every HTTP/2 request with the page, checked byte for byte,
+/// several streams at once on each connection; each version is stored as a
+/// run of its own. tlslab's embedded server speaks HTTP/1.1 only: the load
+/// exits 2 before anything is measured, naming the protocol it chose.
+#[test]
+fn an_http2_load_checks_every_body_on_every_server_that_speaks_h2() {
+    let _one = nginx_lock();
+    for server in super::available("an_http2_load_checks_every_body_on_every_server_that_speaks_h2")
+    {
+        let name = server.kind.name();
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("load.json");
+        let db = dir.path().join("db.sqlite");
+        let run = tlslab(&[
+            "load",
+            "--server",
+            name,
+            "--http",
+            "1.1,2",
+            "--mode",
+            "keepalive",
+            "--streams",
+            "4",
+            "--clients",
+            "2",
+            "--rate",
+            "40",
+            "--duration",
+            "1",
+            "--size",
+            "20k",
+            "-q",
+            "--db",
+            db.to_str().unwrap(),
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+        ]);
+        if server.in_process {
+            run.expect_code(2);
+            assert!(
+                run.stderr().contains("--http 2")
+                    && run
+                        .stderr()
+                        .contains("chose no ALPN protocol (offered: h2)"),
+                "{name}: {}",
+                run.stderr()
+            );
+            continue;
+        }
+        run.expect_code(0);
+        let versions = &json_of(&json)["http_versions"];
+        for (version, streams) in [("1.1", 1), ("2", 4)] {
+            let load = &versions[version];
+            assert_eq!(load["plan"]["http"], version, "{name}: {load}");
+            assert_eq!(load["plan"]["streams"], streams, "{name}: {load}");
+            assert_eq!(load["answered"], 40, "{name} HTTP/{version}: {load}");
+            assert_eq!(
+                load["errors"].as_array().unwrap().len(),
+                0,
+                "{name}: {load}"
+            );
+            assert_eq!(load["payload_bytes_checked"], 40 * 20_000, "{name}: {load}");
+            // Keep-alive: one handshake per client's connection, whatever
+            // the streams on it (a connection refused is not answered).
+            let handshakes = load["latencies"]["TLS handshake"]["count"]
+                .as_u64()
+                .unwrap();
+            assert!((1..=2).contains(&handshakes), "{name}: {handshakes}");
+        }
+        // Each version a run of its own, shown again with its version.
+        let db = db.to_str().unwrap();
+        let list = tlslab(&["report", "--list", "--db", db]);
+        list.expect_code(0);
+        for id in ["1", "2"] {
+            assert!(
+                has_row(&list.stdout(), &[id, "load", "complete"]),
+                "{}",
+                list.stdout()
+            );
+        }
+        let second = tlslab(&["report", "--db", db, "--run", "2"]);
+        second.expect_code(0);
+        assert!(
+            second
+                .stdout()
+                .contains("HTTP/2 (4 streams per connection)"),
+            "{}",
+            second.stdout()
+        );
+    }
+}
