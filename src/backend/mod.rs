@@ -19,6 +19,7 @@ pub mod plain;
 pub mod rustls;
 pub mod socket;
 pub mod turns;
+pub mod wolfssl;
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -391,6 +392,7 @@ pub static REGISTRY: &[&BackendDescriptor] = &[
     &rustls::AWS_LC_DESCRIPTOR,
     &rustls::RING_DESCRIPTOR,
     &dimpl::DESCRIPTOR,
+    &wolfssl::DESCRIPTOR,
     &mock::DESCRIPTOR,
 ];
 

@@ -19,6 +19,9 @@ pub enum BackendId {
     RustlsRing,
     /// DTLS 1.2 and 1.3 from the pure-Rust dimpl crate.
     Dimpl,
+    /// wolfSSL (GPL-2.0-or-later): only in a build with the cargo feature
+    /// `wolfssl`; without it the name is refused saying how to build it.
+    Wolfssl,
     /// Deterministic fake timings for testing the pipeline; never listed.
     Mock,
 }
@@ -30,6 +33,7 @@ impl Named for BackendId {
         BackendId::RustlsAwsLc,
         BackendId::RustlsRing,
         BackendId::Dimpl,
+        BackendId::Wolfssl,
         BackendId::Mock,
     ];
 
@@ -39,6 +43,7 @@ impl Named for BackendId {
             BackendId::RustlsAwsLc => "rustls-aws-lc",
             BackendId::RustlsRing => "rustls-ring",
             BackendId::Dimpl => "dimpl",
+            BackendId::Wolfssl => "wolfssl",
             BackendId::Mock => "mock",
         }
     }
@@ -49,22 +54,48 @@ impl Named for BackendId {
             BackendId::RustlsAwsLc => &["rustls-aws-lc-rs", "aws-lc-rs", "aws-lc", "rustls"],
             BackendId::RustlsRing => &["ring"],
             BackendId::Dimpl => &[],
+            BackendId::Wolfssl => &["wolf"],
             BackendId::Mock => &[],
         }
     }
 
     /// The mock backend is accepted (the tests drive the pipeline with
-    /// it) but never listed, completed or meant by `all`.
+    /// it) but never listed, completed or meant by `all`; wolfSSL is
+    /// listed only in a build that has it.
     fn listed(self) -> bool {
-        self != BackendId::Mock
+        match self {
+            BackendId::Mock => false,
+            BackendId::Wolfssl => WOLFSSL_BUILT_IN,
+            _ => true,
+        }
     }
 }
+
+/// True if and only if this build has the wolfSSL backend (the opt-in
+/// cargo feature `wolfssl`: wolfSSL is GPL-2.0-or-later).
+pub const WOLFSSL_BUILT_IN: bool = cfg!(feature = "wolfssl");
+
+/// Why `--backend wolfssl` is refused in a build without it, and how to
+/// get one.
+pub const WOLFSSL_NOT_BUILT: &str = "wolfssl is not built in: wolfSSL is GPL-2.0-or-later, so it \
+is an opt-in feature; build tlslab with `cargo build --release --features wolfssl` (needs \
+autoconf, automake, libtool and libclang-dev)";
 
 impl BackendId {
     /// The real backends, in the order lists show them: what `all` means.
     pub fn listed_ids() -> impl Iterator<Item = BackendId> {
         Self::ALL.iter().copied().filter(|id| id.listed())
     }
+}
+
+/// The backend named `name`, refused when this build lacks it (wolfSSL
+/// without its feature) with how to build it.
+fn parse_built(name: &str) -> Result<BackendId, String> {
+    let id: BackendId = parse_name(name).map_err(|error| error.to_string())?;
+    if id == BackendId::Wolfssl && !WOLFSSL_BUILT_IN {
+        return Err(WOLFSSL_NOT_BUILT.to_string());
+    }
+    Ok(id)
 }
 
 /// One item of a backend list: every real backend, or one by name.
@@ -107,7 +138,7 @@ impl BackendList {
             choices.push(if name.eq_ignore_ascii_case(ALL_BACKENDS) {
                 BackendChoice::All
             } else {
-                BackendChoice::One(parse_name(name).map_err(|error| error.to_string())?)
+                BackendChoice::One(parse_built(name)?)
             });
         }
         if choices.is_empty() {

@@ -167,14 +167,20 @@ impl Preset {
     /// dimpl lacks too.
     pub fn companions(self) -> Vec<Companion> {
         match self {
-            Preset::DtlsStudy => vec![Companion {
-                backends: &["dimpl"],
-                matrix: HandshakeMatrix {
-                    versions: vec![TlsVersion::Dtls13],
-                    groups: vec![Group::P256],
-                    ..self.matrix()
-                },
-            }],
+            Preset::DtlsStudy => {
+                let mut companions = vec![Companion {
+                    backends: &["dimpl"],
+                    matrix: HandshakeMatrix {
+                        versions: vec![TlsVersion::Dtls13],
+                        groups: vec![Group::P256],
+                        ..self.matrix()
+                    },
+                }];
+                if super::backend::WOLFSSL_BUILT_IN {
+                    companions.extend(Self::wolfssl_dtls_study());
+                }
+                companions
+            }
             Preset::KexMatrix
             | Preset::Tls13Matrix
             | Preset::PostQuantum
@@ -182,6 +188,28 @@ impl Preset {
             | Preset::QuicVsTcp
             | Preset::QuicNetwork => Vec::new(),
         }
+    }
+
+    /// The DTLS study on the seeds' own library, wolfSSL (in a build with
+    /// it): the study's DTLS 1.2 rows, and DTLS 1.3 with FFDH (ffdhe2048,
+    /// DTLS 1.3's finite-field group) and ECDH (P-256), each with RSA-2048
+    /// and ECDSA P-256.
+    fn wolfssl_dtls_study() -> [Companion; 2] {
+        let study = Preset::DtlsStudy.matrix();
+        [
+            Companion {
+                backends: &["wolfssl"],
+                matrix: study.clone(),
+            },
+            Companion {
+                backends: &["wolfssl"],
+                matrix: HandshakeMatrix {
+                    versions: vec![TlsVersion::Dtls13],
+                    groups: vec![Group::Ffdhe2048, Group::P256],
+                    ..study
+                },
+            },
+        ]
     }
 
     /// The run's time budget in seconds unless `--max-total-time` says
