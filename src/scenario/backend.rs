@@ -222,22 +222,44 @@ mod tests {
     #[test]
     fn all_means_every_real_backend_and_repeats_count_once() {
         use BackendId::*;
-        assert_eq!(
-            resolved("all"),
-            [
-                (Openssl, false),
-                (RustlsAwsLc, false),
-                (RustlsRing, false),
-                (Dimpl, false)
-            ]
-        );
+        let mut all = vec![
+            (Openssl, false),
+            (RustlsAwsLc, false),
+            (RustlsRing, false),
+            (Dimpl, false),
+        ];
+        if WOLFSSL_BUILT_IN {
+            all.push((Wolfssl, false));
+        }
+        assert_eq!(resolved("all"), all);
         assert_eq!(
             resolved("ring, rustls-ring,OpenSSL"),
             [(RustlsRing, true), (Openssl, true)]
         );
         assert_eq!(resolved("all,dimpl")[3], (Dimpl, true));
         assert_eq!(resolved("mock,"), [(Mock, true)]);
-        assert_eq!(resolved("aws-lc,all").len(), 4);
+        assert_eq!(resolved("aws-lc,all").len(), all.len());
+    }
+
+    /// The real backends as error messages list them.
+    fn listed_names() -> &'static str {
+        if WOLFSSL_BUILT_IN {
+            "openssl, rustls-aws-lc, rustls-ring, dimpl, wolfssl"
+        } else {
+            "openssl, rustls-aws-lc, rustls-ring, dimpl"
+        }
+    }
+
+    #[test]
+    fn wolfssl_is_refused_saying_how_to_build_it_unless_built_in() {
+        let parsed = "wolfssl".parse::<BackendList>();
+        if WOLFSSL_BUILT_IN {
+            assert_eq!(parsed.unwrap().resolve(), [(BackendId::Wolfssl, true)]);
+        } else {
+            let error = parsed.unwrap_err();
+            assert!(error.contains("--features wolfssl"), "{error}");
+            assert!(error.contains("GPL-2.0-or-later"), "{error}");
+        }
     }
 
     #[test]
@@ -245,13 +267,19 @@ mod tests {
         let unknown = "openssl,gnutls".parse::<BackendList>().unwrap_err();
         assert_eq!(
             unknown,
-            "unknown backend 'gnutls'; valid backends: openssl, rustls-aws-lc, rustls-ring, dimpl"
+            format!(
+                "unknown backend 'gnutls'; valid backends: {}",
+                listed_names()
+            )
         );
         for empty in ["", " , ", ","] {
             let error = empty.parse::<BackendList>().unwrap_err();
             assert_eq!(
                 error,
-                "the backend list is empty; valid backends: all, openssl, rustls-aws-lc, rustls-ring, dimpl"
+                format!(
+                    "the backend list is empty; valid backends: all, {}",
+                    listed_names()
+                )
             );
         }
     }

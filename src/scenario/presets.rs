@@ -566,7 +566,12 @@ mod tests {
     #[test]
     fn dtls_study_adds_the_dtls13_rows_on_dimpl() {
         let companions = Preset::DtlsStudy.companions();
-        assert_eq!(companions.len(), 1);
+        let wolfssl_rows = if super::super::backend::WOLFSSL_BUILT_IN {
+            2
+        } else {
+            0
+        };
+        assert_eq!(companions.len(), 1 + wolfssl_rows);
         assert_eq!(companions[0].backends, ["dimpl"]);
         let labels: Vec<String> = companions[0]
             .matrix
@@ -588,6 +593,34 @@ mod tests {
         assert!(reason.contains("rsa2048"), "{reason}");
         assert_eq!(dimpl.unsupported_reason(&rows[1]), None);
         assert!(Preset::KexMatrix.companions().is_empty());
+    }
+
+    #[test]
+    fn dtls_study_adds_wolfssls_dtls12_and_dtls13_rows_when_it_is_built_in() {
+        let on_wolfssl: Vec<String> = Preset::DtlsStudy
+            .companions()
+            .iter()
+            .filter(|companion| companion.backends == ["wolfssl"])
+            .flat_map(|companion| companion.matrix.expand())
+            .filter(|s| s.protocol_conflict().is_none())
+            .map(|s| s.label())
+            .collect();
+        if !super::super::backend::WOLFSSL_BUILT_IN {
+            assert!(on_wolfssl.is_empty(), "{on_wolfssl:?}");
+            return;
+        }
+        assert_eq!(
+            on_wolfssl,
+            vec![
+                "handshake_dtls1.2_dhe2048_rsa2048_aes128gcm",
+                "handshake_dtls1.2_p256_rsa2048_aes128gcm",
+                "handshake_dtls1.2_p256_ecdsa_p256_aes128gcm",
+                "handshake_dtls1.3_ffdhe2048_rsa2048_aes128gcm",
+                "handshake_dtls1.3_ffdhe2048_ecdsa_p256_aes128gcm",
+                "handshake_dtls1.3_p256_rsa2048_aes128gcm",
+                "handshake_dtls1.3_p256_ecdsa_p256_aes128gcm",
+            ]
+        );
     }
 
     #[test]

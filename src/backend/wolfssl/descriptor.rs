@@ -23,12 +23,19 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
         "wolfSSL picks AES-NI and its x86-64 assembly when it is built (--enable-intelasm), \
          not at run time: compare a build without them through `report --combine`",
     ),
+    // wolfSSL is C compiled with debug information from the tree
+    // wolfssl-sys copies into its build directory: its protocol code is
+    // `wolfssl-src/src/` (ssl.c, internal.c, tls13.c, dtls13.c), what
+    // `workload::perf` puts in a crypto category by its `wolfcrypt/src/`
+    // file (sp_*, rsa, ecc, dh, sha*, aes, random, asn) is that, and the
+    // rest of the tree is the library's plumbing. Its C names (wolfSSL_,
+    // wc_, sp_) carry no version to strip.
     symbols: SymbolPrefixes {
         protocol_paths: &[],
         crypto_paths: &[],
         versioned_symbol_prefixes: &[],
         protocol_sources: &["/wolfssl-src/src/"],
-        library_sources: &["/wolfssl-src/", "/wolfssl-sys-"],
+        library_sources: &["/wolfssl-src/"],
     },
     counts_crypto_apart: false,
     open,

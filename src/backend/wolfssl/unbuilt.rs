@@ -22,7 +22,7 @@ impl Backend for Unbuilt {
 
     fn library(&self) -> LibraryInfo {
         LibraryInfo {
-            backend: self.id().to_string(),
+            backend: super::DESCRIPTOR.name().to_string(),
             library: super::DESCRIPTOR.library.to_string(),
             version: "not built in".to_string(),
         }
