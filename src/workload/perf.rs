@@ -315,7 +315,6 @@ const PREFIXES: &[(Category, &[&str])] = &[
     (
         Category::Random,
         &[
-            "/wolfcrypt/src/random.c",
             "drbg",
             "rand",
             "evp_rand",
@@ -327,17 +326,7 @@ const PREFIXES: &[(Category, &[&str])] = &[
     (
         Category::Certificates,
         &[
-            "/wolfcrypt/src/asn",
-            "/wolfcrypt/src/coding.c",
-            "x509",
-            "asn1",
-            "d2i",
-            "i2d",
-            "pem",
-            "der_",
-            "decoder",
-            "encoder",
-            "ocsp",
+            "x509", "asn1", "d2i", "i2d", "pem", "der_", "decoder", "encoder", "ocsp",
         ],
     ),
     (
@@ -369,6 +358,8 @@ const SOURCES: &[(Category, &[&str])] = &[
         Category::Certificates,
         &[
             "/crypto/x509",
+            "/wolfcrypt/src/asn",
+            "/wolfcrypt/src/coding.c",
             "/crypto/asn1/",
             "/crypto/pem/",
             "/crypto/encode_decode/",
@@ -384,6 +375,7 @@ const SOURCES: &[(Category, &[&str])] = &[
         Category::Random,
         &[
             "/crypto/rand/",
+            "/wolfcrypt/src/random.c",
             "/implementations/rands/",
             "/fipsmodule/rand/",
             "/crypto/rand_extra/",

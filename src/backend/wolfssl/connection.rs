@@ -13,7 +13,7 @@ use anyhow::{bail, Context as _, Result};
 use wolfssl_sys as sys;
 
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
-use crate::scenario::{Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use crate::scenario::{Group, HandshakeScenario, KxKind, Named, Resumption, TlsVersion};
 use crate::transport::datagram::DatagramEnd;
 use crate::transport::memory::PipeEnd;
 
@@ -206,7 +206,16 @@ impl Context {
                 sys::wolfSSL_CTX_set_cipher_list(ctx, suite.as_ptr()),
                 &format!("the suite {}", scenario.suite_name()),
             )?;
-            if let Some(code) = group_code(scenario.group) {
+            // A TLS 1.2 DHE row lists P-256 only: a client that lists an
+            // RFC 7919 group gets that group's prime from wolfSSL's server
+            // instead of the row's RFC 3526 one.
+            let listed = match scenario.group.kind() {
+                KxKind::Ffdh { .. } if scenario.version.tls_rules() == TlsVersion::Tls12 => {
+                    group_code(Group::P256)
+                }
+                _ => group_code(scenario.group),
+            };
+            if let Some(code) = listed {
                 let mut groups = vec![code];
                 if scenario.version.tls_rules() == TlsVersion::Tls12 {
                     // A TLS 1.2 peer may only use an ECDSA certificate on a
@@ -258,6 +267,19 @@ impl Context {
             };
             sys::wolfSSL_CTX_set_verify(ctx, verify, None);
             if self.side == Side::Server {
+                // wolfSSL's TLS 1.2 server picks the listed curve of its
+                // ephemeral key size (32 bytes unless told): the row's.
+                let ephemeral_bytes = match scenario.group {
+                    Group::P384 => Some(48),
+                    Group::P521 => Some(66),
+                    _ => None,
+                };
+                if let Some(bytes) = ephemeral_bytes {
+                    check(
+                        sys::wolfSSL_CTX_SetTmpEC_DHE_Sz(ctx, bytes),
+                        "the ECDHE key size",
+                    )?;
+                }
                 if let Some(prime) = dhe_prime(scenario.group)? {
                     let generator = [2u8];
                     check(

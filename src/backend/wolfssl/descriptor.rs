@@ -57,7 +57,8 @@ fn open() -> Arc<dyn crate::backend::Backend> {
 /// P-256 hybrids (WOLFSSL_TLS_NO_MLKEM_STANDALONE), no X448, Ed25519 or
 /// Ed448 and no ML-DSA certificates (not configured), no CBC suites in
 /// tlslab's rows, and no session tickets (HAVE_SESSION_TICKET is off): it
-/// resumes TLS 1.2 and DTLS 1.2 by session id only, TLS 1.3 not at all.
+/// resumes TLS 1.2 and DTLS 1.2 by session id only, TLS 1.3 not at all;
+/// no static RSA key transport (WOLFSSL_STATIC_RSA is off).
 #[cfg(feature = "wolfssl")]
 pub(super) fn capabilities() -> &'static Capabilities {
     static CAPABILITIES: OnceLock<Capabilities> = OnceLock::new();
@@ -69,7 +70,6 @@ pub(super) fn capabilities() -> &'static Capabilities {
             TlsVersion::Dtls13,
         ],
         groups_tls12: vec![
-            Group::RsaKeyTransport,
             Group::Dhe2048,
             Group::Dhe3072,
             Group::Dhe4096,

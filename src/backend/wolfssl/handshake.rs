@@ -30,7 +30,12 @@ impl Backend for WolfsslBackend {
         LibraryInfo {
             backend: self.id().to_string(),
             library: DESCRIPTOR.library.to_string(),
-            version: connection::library_version(),
+            // The licence beside the version: `tlslab list` and every
+            // run's provenance say this build carries GPL code.
+            version: format!(
+                "{} (GPL-2.0-or-later, opt-in feature wolfssl)",
+                connection::library_version()
+            ),
         }
     }
 
@@ -46,6 +51,13 @@ impl Backend for WolfsslBackend {
                  DTLS 1.2 by session id only",
                 scenario.resumption.id()
             ));
+        }
+        if scenario.group == Group::RsaKeyTransport {
+            return Some(
+                "wolfssl has no RSA key transport: wolfSSL leaves static RSA suites out unless \
+                 built with WOLFSSL_STATIC_RSA (wolfssl-sys does not)"
+                    .to_string(),
+            );
         }
         capabilities().unsupported_reason(self.id(), scenario)
     }
