@@ -48,7 +48,7 @@ fn open() -> Arc<dyn crate::backend::Backend> {
 
 #[cfg(not(feature = "wolfssl"))]
 fn open() -> Arc<dyn crate::backend::Backend> {
-    Arc::new(super::unbuilt::Unbuilt)
+    Arc::new(super::Unbuilt)
 }
 
 /// What the bundled wolfSSL 5.9.4 build offers (wolfssl-sys 5.3.0 with

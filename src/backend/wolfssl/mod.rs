@@ -26,3 +26,5 @@ mod unbuilt;
 
 #[cfg(feature = "wolfssl")]
 pub use handshake::WolfsslBackend;
+#[cfg(not(feature = "wolfssl"))]
+use unbuilt::Unbuilt;

@@ -29,7 +29,7 @@ impl Backend for Unbuilt {
     }
 
     fn capabilities(&self) -> &Capabilities {
-        super::descriptor::capabilities()
+        (super::DESCRIPTOR.capabilities)()
     }
 
     fn unsupported_reason(&self, _scenario: &HandshakeScenario) -> Option<String> {
