@@ -136,22 +136,25 @@ impl Study for HandshakeStudy {
             None => None,
         };
         let backends = server_backends(args, preset, &matrix, remote.as_ref().map(|(r, _)| r))?;
-        // A preset's rows on backends of their own, unless the backends or
-        // the protocols are chosen on the command line.
+        // A preset's rows on backends of their own, unless the protocols
+        // are chosen on the command line; with --backend, on those of its
+        // own that the list names (`--backend wolfssl --preset dtls-study`
+        // keeps wolfSSL's DTLS 1.3 rows, `--backend openssl` drops them).
         let mut companions: Vec<(HandshakeMatrix, Vec<Arc<dyn Backend>>)> = Vec::new();
-        if let Some(preset) = preset.filter(|_| {
-            args.backend.is_none()
-                && args.axes.tls.is_none()
-                && args.server.is_none()
-                && args.remote.is_none()
-        }) {
+        if let Some(preset) = preset
+            .filter(|_| args.axes.tls.is_none() && args.server.is_none() && args.remote.is_none())
+        {
             for companion in preset.companions() {
-                companions.push((
-                    overridden(args, companion.matrix)?,
-                    backends_from_list(
-                        &BackendList::named(companion.backends.iter().copied()).map_err(usage)?,
-                    ),
-                ));
+                let mut on = backends_from_list(
+                    &BackendList::named(companion.backends.iter().copied()).map_err(usage)?,
+                );
+                if let Some(named) = &args.backend {
+                    let named: Vec<_> = named.resolve().into_iter().map(|(id, _)| id).collect();
+                    on.retain(|backend| named.iter().any(|id| id.id() == backend.id()));
+                }
+                if !on.is_empty() {
+                    companions.push((overridden(args, companion.matrix)?, on));
+                }
             }
         }
         let scenarios = matrix.expand();
@@ -179,10 +182,18 @@ impl Study for HandshakeStudy {
             .collect();
         for (companion, on) in &companions {
             let rows = Shard::filter(shard, companion.expand(), |s| s.label(), is_baseline);
-            planned.extend(
-                rows.iter()
-                    .flat_map(|scenario| on.iter().map(|b| (*scenario, Arc::clone(b)))),
-            );
+            for scenario in &rows {
+                for backend in on {
+                    // Each row once per backend: a companion may repeat
+                    // the matrix on a backend the list also names.
+                    let planned_already = planned
+                        .iter()
+                        .any(|(s, b)| s == scenario && b.id() == backend.id());
+                    if !planned_already {
+                        planned.push((*scenario, Arc::clone(backend)));
+                    }
+                }
+            }
         }
         if let Some(shard) =
             shard.filter(|shard| !shard.owns_any(planned.iter().map(|(s, _)| s.label())))

@@ -19,6 +19,7 @@ pub mod plain;
 pub mod rustls;
 pub mod socket;
 pub mod turns;
+pub mod wolfssl;
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -432,6 +433,7 @@ pub static REGISTRY: &[&BackendDescriptor] = &[
     &rustls::AWS_LC_DESCRIPTOR,
     &rustls::RING_DESCRIPTOR,
     &dimpl::DESCRIPTOR,
+    &wolfssl::DESCRIPTOR,
     &mock::DESCRIPTOR,
 ];
 

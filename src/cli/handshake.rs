@@ -50,7 +50,8 @@ pub struct HandshakeArgs {
     /// A named matrix (`tlslab list` says what each holds); pq-network is
     /// post-quantum over --network wan,mobile,satellite, --link tun where it
     /// can be built, quic-network the same for quic-vs-tcp on quinn. Axis options override its axes; dtls-study's DTLS 1.3 rows on
-    /// dimpl come only without --backend and --tls.
+    /// dimpl (and its rows on wolfssl, in a build with it) come without --tls, and with
+    /// --backend only on the backends it names.
     #[arg(long, value_name = "NAME")]
     pub preset: Option<Preset>,
 

@@ -373,10 +373,11 @@ mod tests {
             .filter(|value| !value.is_hide_set())
             .map(|value| value.get_name().to_string())
             .collect();
-        assert_eq!(
-            shown,
-            ["all", "openssl", "rustls-aws-lc", "rustls-ring", "dimpl"]
-        );
+        let mut expected = vec!["all", "openssl", "rustls-aws-lc", "rustls-ring", "dimpl"];
+        if crate::scenario::backend::WOLFSSL_BUILT_IN {
+            expected.push("wolfssl");
+        }
+        assert_eq!(shown, expected);
         let matches = command
             .clone()
             .try_get_matches_from(["t", "--backend", "mock,ring,all"])

@@ -19,6 +19,9 @@ pub enum BackendId {
     RustlsRing,
     /// DTLS 1.2 and 1.3 from the pure-Rust dimpl crate.
     Dimpl,
+    /// wolfSSL (GPL-2.0-or-later): only in a build with the cargo feature
+    /// `wolfssl`; without it the name is refused saying how to build it.
+    Wolfssl,
     /// Deterministic fake timings for testing the pipeline; never listed.
     Mock,
 }
@@ -30,6 +33,7 @@ impl Named for BackendId {
         BackendId::RustlsAwsLc,
         BackendId::RustlsRing,
         BackendId::Dimpl,
+        BackendId::Wolfssl,
         BackendId::Mock,
     ];
 
@@ -39,6 +43,7 @@ impl Named for BackendId {
             BackendId::RustlsAwsLc => "rustls-aws-lc",
             BackendId::RustlsRing => "rustls-ring",
             BackendId::Dimpl => "dimpl",
+            BackendId::Wolfssl => "wolfssl",
             BackendId::Mock => "mock",
         }
     }
@@ -49,22 +54,48 @@ impl Named for BackendId {
             BackendId::RustlsAwsLc => &["rustls-aws-lc-rs", "aws-lc-rs", "aws-lc", "rustls"],
             BackendId::RustlsRing => &["ring"],
             BackendId::Dimpl => &[],
+            BackendId::Wolfssl => &["wolf"],
             BackendId::Mock => &[],
         }
     }
 
     /// The mock backend is accepted (the tests drive the pipeline with
-    /// it) but never listed, completed or meant by `all`.
+    /// it) but never listed, completed or meant by `all`; wolfSSL is
+    /// listed only in a build that has it.
     fn listed(self) -> bool {
-        self != BackendId::Mock
+        match self {
+            BackendId::Mock => false,
+            BackendId::Wolfssl => WOLFSSL_BUILT_IN,
+            _ => true,
+        }
     }
 }
+
+/// True if and only if this build has the wolfSSL backend (the opt-in
+/// cargo feature `wolfssl`: wolfSSL is GPL-2.0-or-later).
+pub const WOLFSSL_BUILT_IN: bool = cfg!(feature = "wolfssl");
+
+/// Why `--backend wolfssl` is refused in a build without it, and how to
+/// get one.
+pub const WOLFSSL_NOT_BUILT: &str = "wolfssl is not built in: wolfSSL is GPL-2.0-or-later, so it \
+is an opt-in feature; build tlslab with `cargo build --release --features wolfssl` (needs \
+autoconf, automake, libtool and libclang-dev)";
 
 impl BackendId {
     /// The real backends, in the order lists show them: what `all` means.
     pub fn listed_ids() -> impl Iterator<Item = BackendId> {
         Self::ALL.iter().copied().filter(|id| id.listed())
     }
+}
+
+/// The backend named `name`, refused when this build lacks it (wolfSSL
+/// without its feature) with how to build it.
+fn parse_built(name: &str) -> Result<BackendId, String> {
+    let id: BackendId = parse_name(name).map_err(|error| error.to_string())?;
+    if id == BackendId::Wolfssl && !WOLFSSL_BUILT_IN {
+        return Err(WOLFSSL_NOT_BUILT.to_string());
+    }
+    Ok(id)
 }
 
 /// One item of a backend list: every real backend, or one by name.
@@ -107,7 +138,7 @@ impl BackendList {
             choices.push(if name.eq_ignore_ascii_case(ALL_BACKENDS) {
                 BackendChoice::All
             } else {
-                BackendChoice::One(parse_name(name).map_err(|error| error.to_string())?)
+                BackendChoice::One(parse_built(name)?)
             });
         }
         if choices.is_empty() {
@@ -191,22 +222,44 @@ mod tests {
     #[test]
     fn all_means_every_real_backend_and_repeats_count_once() {
         use BackendId::*;
-        assert_eq!(
-            resolved("all"),
-            [
-                (Openssl, false),
-                (RustlsAwsLc, false),
-                (RustlsRing, false),
-                (Dimpl, false)
-            ]
-        );
+        let mut all = vec![
+            (Openssl, false),
+            (RustlsAwsLc, false),
+            (RustlsRing, false),
+            (Dimpl, false),
+        ];
+        if WOLFSSL_BUILT_IN {
+            all.push((Wolfssl, false));
+        }
+        assert_eq!(resolved("all"), all);
         assert_eq!(
             resolved("ring, rustls-ring,OpenSSL"),
             [(RustlsRing, true), (Openssl, true)]
         );
         assert_eq!(resolved("all,dimpl")[3], (Dimpl, true));
         assert_eq!(resolved("mock,"), [(Mock, true)]);
-        assert_eq!(resolved("aws-lc,all").len(), 4);
+        assert_eq!(resolved("aws-lc,all").len(), all.len());
+    }
+
+    /// The real backends as error messages list them.
+    fn listed_names() -> &'static str {
+        if WOLFSSL_BUILT_IN {
+            "openssl, rustls-aws-lc, rustls-ring, dimpl, wolfssl"
+        } else {
+            "openssl, rustls-aws-lc, rustls-ring, dimpl"
+        }
+    }
+
+    #[test]
+    fn wolfssl_is_refused_saying_how_to_build_it_unless_built_in() {
+        let parsed = "wolfssl".parse::<BackendList>();
+        if WOLFSSL_BUILT_IN {
+            assert_eq!(parsed.unwrap().resolve(), [(BackendId::Wolfssl, true)]);
+        } else {
+            let error = parsed.unwrap_err();
+            assert!(error.contains("--features wolfssl"), "{error}");
+            assert!(error.contains("GPL-2.0-or-later"), "{error}");
+        }
     }
 
     #[test]
@@ -214,13 +267,19 @@ mod tests {
         let unknown = "openssl,gnutls".parse::<BackendList>().unwrap_err();
         assert_eq!(
             unknown,
-            "unknown backend 'gnutls'; valid backends: openssl, rustls-aws-lc, rustls-ring, dimpl"
+            format!(
+                "unknown backend 'gnutls'; valid backends: {}",
+                listed_names()
+            )
         );
         for empty in ["", " , ", ","] {
             let error = empty.parse::<BackendList>().unwrap_err();
             assert_eq!(
                 error,
-                "the backend list is empty; valid backends: all, openssl, rustls-aws-lc, rustls-ring, dimpl"
+                format!(
+                    "the backend list is empty; valid backends: all, {}",
+                    listed_names()
+                )
             );
         }
     }

@@ -167,14 +167,20 @@ impl Preset {
     /// dimpl lacks too.
     pub fn companions(self) -> Vec<Companion> {
         match self {
-            Preset::DtlsStudy => vec![Companion {
-                backends: &["dimpl"],
-                matrix: HandshakeMatrix {
-                    versions: vec![TlsVersion::Dtls13],
-                    groups: vec![Group::P256],
-                    ..self.matrix()
-                },
-            }],
+            Preset::DtlsStudy => {
+                let mut companions = vec![Companion {
+                    backends: &["dimpl"],
+                    matrix: HandshakeMatrix {
+                        versions: vec![TlsVersion::Dtls13],
+                        groups: vec![Group::P256],
+                        ..self.matrix()
+                    },
+                }];
+                if super::backend::WOLFSSL_BUILT_IN {
+                    companions.extend(Self::wolfssl_dtls_study());
+                }
+                companions
+            }
             Preset::KexMatrix
             | Preset::Tls13Matrix
             | Preset::PostQuantum
@@ -182,6 +188,28 @@ impl Preset {
             | Preset::QuicVsTcp
             | Preset::QuicNetwork => Vec::new(),
         }
+    }
+
+    /// The DTLS study on the seeds' own library, wolfSSL (in a build with
+    /// it): the study's DTLS 1.2 rows, and DTLS 1.3 with FFDH (ffdhe2048,
+    /// DTLS 1.3's finite-field group) and ECDH (P-256), each with RSA-2048
+    /// and ECDSA P-256.
+    fn wolfssl_dtls_study() -> [Companion; 2] {
+        let study = Preset::DtlsStudy.matrix();
+        [
+            Companion {
+                backends: &["wolfssl"],
+                matrix: study.clone(),
+            },
+            Companion {
+                backends: &["wolfssl"],
+                matrix: HandshakeMatrix {
+                    versions: vec![TlsVersion::Dtls13],
+                    groups: vec![Group::Ffdhe2048, Group::P256],
+                    ..study
+                },
+            },
+        ]
     }
 
     /// The run's time budget in seconds unless `--max-total-time` says
@@ -538,7 +566,12 @@ mod tests {
     #[test]
     fn dtls_study_adds_the_dtls13_rows_on_dimpl() {
         let companions = Preset::DtlsStudy.companions();
-        assert_eq!(companions.len(), 1);
+        let wolfssl_rows = if super::super::backend::WOLFSSL_BUILT_IN {
+            2
+        } else {
+            0
+        };
+        assert_eq!(companions.len(), 1 + wolfssl_rows);
         assert_eq!(companions[0].backends, ["dimpl"]);
         let labels: Vec<String> = companions[0]
             .matrix
@@ -560,6 +593,34 @@ mod tests {
         assert!(reason.contains("rsa2048"), "{reason}");
         assert_eq!(dimpl.unsupported_reason(&rows[1]), None);
         assert!(Preset::KexMatrix.companions().is_empty());
+    }
+
+    #[test]
+    fn dtls_study_adds_wolfssls_dtls12_and_dtls13_rows_when_it_is_built_in() {
+        let on_wolfssl: Vec<String> = Preset::DtlsStudy
+            .companions()
+            .iter()
+            .filter(|companion| companion.backends == ["wolfssl"])
+            .flat_map(|companion| companion.matrix.expand())
+            .filter(|s| s.protocol_conflict().is_none())
+            .map(|s| s.label())
+            .collect();
+        if !super::super::backend::WOLFSSL_BUILT_IN {
+            assert!(on_wolfssl.is_empty(), "{on_wolfssl:?}");
+            return;
+        }
+        assert_eq!(
+            on_wolfssl,
+            vec![
+                "handshake_dtls1.2_dhe2048_rsa2048_aes128gcm",
+                "handshake_dtls1.2_p256_rsa2048_aes128gcm",
+                "handshake_dtls1.2_p256_ecdsa_p256_aes128gcm",
+                "handshake_dtls1.3_ffdhe2048_rsa2048_aes128gcm",
+                "handshake_dtls1.3_ffdhe2048_ecdsa_p256_aes128gcm",
+                "handshake_dtls1.3_p256_rsa2048_aes128gcm",
+                "handshake_dtls1.3_p256_ecdsa_p256_aes128gcm",
+            ]
+        );
     }
 
     #[test]

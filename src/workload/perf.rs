@@ -358,6 +358,8 @@ const SOURCES: &[(Category, &[&str])] = &[
         Category::Certificates,
         &[
             "/crypto/x509",
+            "/wolfcrypt/src/asn",
+            "/wolfcrypt/src/coding.c",
             "/crypto/asn1/",
             "/crypto/pem/",
             "/crypto/encode_decode/",
@@ -373,6 +375,7 @@ const SOURCES: &[(Category, &[&str])] = &[
         Category::Random,
         &[
             "/crypto/rand/",
+            "/wolfcrypt/src/random.c",
             "/implementations/rands/",
             "/fipsmodule/rand/",
             "/crypto/rand_extra/",
@@ -384,6 +387,10 @@ const SOURCES: &[(Category, &[&str])] = &[
         Category::Hashing,
         &[
             "/crypto/sha/",
+            "/wolfcrypt/src/sha",
+            "/wolfcrypt/src/hmac.c",
+            "/wolfcrypt/src/kdf.c",
+            "/wolfcrypt/src/hash.c",
             "/crypto/md5/",
             "/crypto/hmac/",
             "/crypto/kdf/",
@@ -410,6 +417,9 @@ const SOURCES: &[(Category, &[&str])] = &[
         Category::Symmetric,
         &[
             "/crypto/aes/",
+            "/wolfcrypt/src/aes",
+            "/wolfcrypt/src/chacha",
+            "/wolfcrypt/src/poly1305",
             "/crypto/modes/",
             "/crypto/chacha/",
             "/crypto/poly1305/",
@@ -428,6 +438,15 @@ const SOURCES: &[(Category, &[&str])] = &[
         Category::PublicKey,
         &[
             "/crypto/bn/",
+            "/wolfcrypt/src/sp_",
+            "/wolfcrypt/src/rsa.c",
+            "/wolfcrypt/src/ecc.c",
+            "/wolfcrypt/src/dh.c",
+            "/wolfcrypt/src/curve25519.c",
+            "/wolfcrypt/src/fe_",
+            "/wolfcrypt/src/ge_",
+            "/wolfcrypt/src/wc_mlkem",
+            "/wolfcrypt/src/wolfmath.c",
             "/crypto/ec/",
             "/crypto/rsa/",
             "/crypto/dh/",
@@ -832,5 +851,56 @@ mod tests {
         assert_eq!(share("other"), 1.0);
         let total: f64 = categories.iter().map(|(_, s)| s).sum();
         assert!((total - 100.0).abs() < 1e-9, "{total}");
+    }
+
+    #[test]
+    fn wolfssls_sources_fall_in_their_categories() {
+        let out = "/target/release/build/wolfssl-sys-0123/out/wolfssl-src";
+        for (function, file, category) in [
+            (
+                "sp_256_ecc_mulmod_avx2_4",
+                "wolfcrypt/src/sp_x86_64.c",
+                Category::PublicKey,
+            ),
+            ("wc_RsaFunction", "wolfcrypt/src/rsa.c", Category::PublicKey),
+            ("wc_DhAgree", "wolfcrypt/src/dh.c", Category::PublicKey),
+            (
+                "Transform_Sha256",
+                "wolfcrypt/src/sha256.c",
+                Category::Hashing,
+            ),
+            (
+                "AES_GCM_encrypt_avx2",
+                "wolfcrypt/src/aes.c",
+                Category::Symmetric,
+            ),
+            (
+                "wc_RNG_GenerateBlock",
+                "wolfcrypt/src/random.c",
+                Category::Random,
+            ),
+            (
+                "ParseCertRelative",
+                "wolfcrypt/src/asn.c",
+                Category::Certificates,
+            ),
+            (
+                "DoTls13HandShakeMsg",
+                "src/tls13.c",
+                Category::TlsStateMachine,
+            ),
+            (
+                "wolfSSL_CTX_new",
+                "wolfcrypt/src/memory.c",
+                Category::OpensslPlumbing,
+            ),
+        ] {
+            let file = format!("{out}/{file}");
+            assert_eq!(
+                Category::of_function(function, &file, "tlslab"),
+                category,
+                "{function}"
+            );
+        }
     }
 }

@@ -194,6 +194,11 @@ fn every_backend_runs_over_the_transports_it_declares_and_says_why_not() {
     for descriptor in tlslab::backend::REGISTRY {
         let backend = (descriptor.open)();
         let caps = backend.capabilities().clone();
+        // A backend not built in (wolfssl without its feature) runs
+        // nothing: its rows say how to build it.
+        if caps.versions.is_empty() || !util::backend_under_test(descriptor.name()) {
+            continue;
+        }
         let mut measured = 0;
         for transport in Transport::ALL {
             for version in &caps.versions {

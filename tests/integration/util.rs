@@ -8,6 +8,16 @@ use tlslab::backend::LibraryInfo;
 use tlslab::certs::CertCache;
 use tlslab::store::{RunInfo, RunKind};
 
+/// True if and only if the backend suites run on `backend`: every one
+/// unless `TLSLAB_TEST_BACKENDS` names some (comma-separated), which CI
+/// sets to run the shared suite on an opt-in backend alone (wolfssl).
+pub fn backend_under_test(backend: &str) -> bool {
+    match std::env::var("TLSLAB_TEST_BACKENDS") {
+        Ok(names) => names.split(',').any(|name| name.trim() == backend),
+        Err(_) => true,
+    }
+}
+
 /// One certificate cache for the whole test binary, kept between runs (see
 /// [`cert_dir`]) so chains are generated once.
 pub fn certs() -> &'static CertCache {

@@ -1,0 +1,375 @@
+//! wolfSSL's handshakes over memory: the [`Backend`] implementation, the
+//! handshaker that runs both sides in turns on one thread, what the
+//! client reports as negotiated, and an established pair for `bulk`.
+
+use anyhow::{bail, Context as _, Result};
+
+use super::connection::{self, Connection, Context, Endpoint, Progress, Session, Side};
+use super::descriptor::capabilities;
+use super::DESCRIPTOR;
+use crate::backend::{
+    Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
+    Negotiated, PreparedOperation, PrimitiveBackend, SideTimes, Turn, Turns, Unsupported,
+};
+use crate::certs::Credentials;
+use crate::scenario::speed::SpeedRow;
+use crate::scenario::{Group, HandshakeScenario, Named, Resumption, TlsVersion};
+use crate::transport::datagram::DatagramPipe;
+use crate::transport::memory::Pipe;
+
+/// The wolfSSL backend.
+#[derive(Debug, Default)]
+pub struct WolfsslBackend;
+
+impl Backend for WolfsslBackend {
+    fn id(&self) -> &'static str {
+        DESCRIPTOR.name()
+    }
+
+    fn library(&self) -> LibraryInfo {
+        LibraryInfo {
+            backend: self.id().to_string(),
+            library: DESCRIPTOR.library.to_string(),
+            // The licence beside the version: `tlslab list` and every
+            // run's provenance say this build carries GPL code.
+            version: format!(
+                "{} (GPL-2.0-or-later, opt-in feature wolfssl)",
+                connection::library_version()
+            ),
+        }
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        capabilities()
+    }
+
+    fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
+        if matches!(scenario.resumption, Resumption::Ticket | Resumption::Psk) {
+            return Some(format!(
+                "wolfssl cannot resume with {}: the wolfSSL that wolfssl-sys builds has no session \
+                 tickets (configured without --enable-session-ticket), so it resumes TLS 1.2 and \
+                 DTLS 1.2 by session id only",
+                scenario.resumption.id()
+            ));
+        }
+        if scenario.group == Group::RsaKeyTransport {
+            return Some(
+                "wolfssl has no RSA key transport: wolfSSL leaves static RSA suites out unless \
+                 built with WOLFSSL_STATIC_RSA (wolfssl-sys does not)"
+                    .to_string(),
+            );
+        }
+        capabilities().unsupported_reason(self.id(), scenario)
+    }
+
+    fn handshaker(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Box<dyn Handshaker>> {
+        Ok(Box::new(WolfsslHandshaker::new(scenario, credentials)?))
+    }
+
+    fn bulk_pair(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<Box<dyn BulkPair>> {
+        let mut handshaker = WolfsslHandshaker::new(scenario, credentials)?;
+        let pipe = Transport::new(scenario.mtu_bytes);
+        let established = handshaker.establish_over(&pipe)?;
+        let negotiated = negotiated(&established.client, scenario.version)?;
+        Ok(Box::new(WolfsslBulkPair {
+            negotiated,
+            client: established.client,
+            server: established.server,
+            _pipe: pipe,
+        }))
+    }
+
+    fn primitives(&self) -> Box<dyn PrimitiveBackend> {
+        Box::new(NoPrimitives)
+    }
+}
+
+/// `speed` rows are not wired to wolfCrypt yet.
+struct NoPrimitives;
+
+impl PrimitiveBackend for NoPrimitives {
+    fn id(&self) -> &'static str {
+        DESCRIPTOR.name()
+    }
+
+    fn prepare(&self, _row: &SpeedRow) -> Result<PreparedOperation, Unsupported> {
+        Err(Unsupported::new(
+            "wolfssl's primitives (wolfCrypt) are not measured by `speed` yet",
+        ))
+    }
+}
+
+/// The in-memory transport of one handshake: the byte pipe for TLS, the
+/// datagram channel (MTU enforced) for DTLS.
+enum Transport {
+    Stream(Pipe),
+    Datagram(DatagramPipe),
+}
+
+impl Transport {
+    fn new(mtu_bytes: Option<u16>) -> Self {
+        match mtu_bytes {
+            Some(mtu_bytes) => Transport::Datagram(DatagramPipe::new(mtu_bytes)),
+            None => Transport::Stream(Pipe::default()),
+        }
+    }
+
+    fn end(&self, side: Side) -> Endpoint {
+        match (self, side) {
+            (Transport::Stream(pipe), Side::Client) => Endpoint::Stream(pipe.client_end()),
+            (Transport::Stream(pipe), Side::Server) => Endpoint::Stream(pipe.server_end()),
+            (Transport::Datagram(pipe), Side::Client) => Endpoint::Datagram(pipe.client_end()),
+            (Transport::Datagram(pipe), Side::Server) => Endpoint::Datagram(pipe.server_end()),
+        }
+    }
+
+    fn pending_for(&self, side: Side) -> bool {
+        match (self, side) {
+            (Transport::Stream(pipe), Side::Client) => pipe.pending_for_client(),
+            (Transport::Stream(pipe), Side::Server) => pipe.pending_for_server(),
+            (Transport::Datagram(pipe), Side::Client) => pipe.pending_for_client(),
+            (Transport::Datagram(pipe), Side::Server) => pipe.pending_for_server(),
+        }
+    }
+}
+
+/// The most message flights a handshake may take before it counts as stalled.
+const MAX_ROUNDS: usize = 32;
+
+/// Both sides' contexts for one scenario and, for resumed rows, the
+/// session the next client resumes.
+struct WolfsslHandshaker {
+    client: Context,
+    server: Context,
+    version: TlsVersion,
+    resumption: Resumption,
+    session: Option<Session>,
+    mtu_bytes: Option<u16>,
+    cpu_readings: CpuReadings,
+}
+
+/// A client and a server whose handshake is done, and what it cost each side.
+struct Established {
+    client: Connection,
+    server: Connection,
+    times: SideTimes,
+    wall_ns: u64,
+}
+
+impl Handshaker for WolfsslHandshaker {
+    fn handshake(&mut self) -> Result<HandshakeSample> {
+        let pipe = Transport::new(self.mtu_bytes);
+        let established = self.establish_over(&pipe)?;
+        let negotiated = negotiated(&established.client, self.version)?;
+        if self.resumption.is_on() {
+            self.session = established.client.session();
+        }
+        Ok(HandshakeSample {
+            client: established.times.client,
+            server: established.times.server,
+            wall_ns: established.wall_ns,
+            negotiated,
+            split_unsure: established.times.split_unsure,
+        })
+    }
+
+    fn read_cpu(&mut self, readings: CpuReadings) {
+        self.cpu_readings = readings;
+    }
+}
+
+impl WolfsslHandshaker {
+    /// Both contexts; for resumed scenarios the first, full handshake is
+    /// done, so the client has a session to resume.
+    fn new(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<Self> {
+        let mut handshaker = WolfsslHandshaker {
+            client: Context::new(scenario, credentials, Side::Client)
+                .context("configuring the wolfSSL client")?,
+            server: Context::new(scenario, credentials, Side::Server)
+                .context("configuring the wolfSSL server")?,
+            version: scenario.version,
+            resumption: scenario.resumption,
+            session: None,
+            mtu_bytes: scenario.mtu_bytes,
+            cpu_readings: CpuReadings::EveryTurn,
+        };
+        if handshaker.resumption.is_on() {
+            handshaker.handshake()?;
+            if handshaker.session.is_none() {
+                bail!("the full handshake left no session to resume");
+            }
+        }
+        Ok(handshaker)
+    }
+
+    /// The client's connection, resuming the kept session if there is one.
+    fn new_client(&self, pipe: &Transport) -> Result<Connection> {
+        let mut client = self.client.connect(pipe.end(Side::Client))?;
+        if let Some(session) = &self.session {
+            client.resume(session)?;
+        }
+        Ok(client)
+    }
+
+    /// Runs one handshake over `pipe`, each side's turns timed, and keeps
+    /// both ends. Each side's connection is made in its first turn.
+    fn establish_over(&mut self, pipe: &Transport) -> Result<Established> {
+        let start = std::time::Instant::now();
+        let mut turns = Turns::start(self.cpu_readings);
+        turns.begin(Turn::Client);
+        let mut client = self.new_client(pipe)?;
+        let mut server: Option<Connection> = None;
+        let (mut client_done, mut server_done) = (false, false);
+        let mut rounds = 0;
+        loop {
+            let client_turn = rounds == 0 || pipe.pending_for(Side::Client);
+            if client_turn {
+                if rounds > 0 {
+                    turns.begin(Turn::Client);
+                }
+                let was_done = client_done;
+                step(&mut client, Side::Client, &mut client_done).context("client")?;
+                if client_done && !was_done {
+                    turns.done(Turn::Client);
+                }
+                turns.ended(Turn::Client);
+            }
+            let server_turn = pipe.pending_for(Side::Server);
+            if server_turn {
+                turns.begin(Turn::Server);
+                let server = match &mut server {
+                    Some(server) => server,
+                    None => server.insert(self.server.connect(pipe.end(Side::Server))?),
+                };
+                let was_done = server_done;
+                step(server, Side::Server, &mut server_done).context("server")?;
+                if server_done && !was_done {
+                    turns.done(Turn::Server);
+                }
+                turns.ended(Turn::Server);
+            }
+            if client_done
+                && server_done
+                && !pipe.pending_for(Side::Client)
+                && !pipe.pending_for(Side::Server)
+            {
+                break;
+            }
+            rounds += 1;
+            if !client_turn && !server_turn {
+                bail!("handshake stalled after {rounds} rounds: neither side has anything to read");
+            }
+            if rounds > MAX_ROUNDS {
+                bail!("handshake stalled after {rounds} rounds");
+            }
+        }
+        let wall_ns = start.elapsed().as_nanos() as u64;
+        Ok(Established {
+            client,
+            server: server.context("the server never had a turn")?,
+            times: turns.finish(),
+            wall_ns,
+        })
+    }
+}
+
+/// Advances one side: the handshake until it is done, then what comes
+/// after it (session tickets, acknowledgements).
+fn step(connection: &mut Connection, side: Side, done: &mut bool) -> Result<()> {
+    if *done {
+        return connection.read_post_handshake();
+    }
+    if let Progress::Done = connection.handshake(side)? {
+        *done = true;
+    }
+    Ok(())
+}
+
+/// What the client sees as negotiated.
+fn negotiated(client: &Connection, version: TlsVersion) -> Result<Negotiated> {
+    let suite = client.suite();
+    let resumed = client.resumed();
+    let group = if version.tls_rules() == TlsVersion::Tls12 {
+        if resumed {
+            None
+        } else if suite.starts_with("TLS_RSA_") {
+            Some(Group::RsaKeyTransport.id().to_string())
+        } else if suite.starts_with("TLS_DHE_") {
+            Some(format!("dhe{}", client.dhe_bits()))
+        } else {
+            client.curve_name().map(|name| group_id(&name))
+        }
+    } else {
+        client.curve_name().map(|name| group_id(&name))
+    };
+    Ok(Negotiated {
+        version: client.version(),
+        suite,
+        group,
+        signature: None,
+        resumed,
+        alpn: None,
+    })
+}
+
+/// tlslab's id of a group wolfSSL names ("SECP256R1", "FFDHE_2048",
+/// "ML_KEM_768"); a name it does not know is kept as it is, so the check
+/// shows it.
+fn group_id(name: &str) -> String {
+    let id = match name {
+        "SECP256R1" => Group::P256,
+        "SECP384R1" => Group::P384,
+        "SECP521R1" => Group::P521,
+        "X25519" => Group::X25519,
+        "FFDHE_2048" => Group::Ffdhe2048,
+        "FFDHE_3072" => Group::Ffdhe3072,
+        "FFDHE_4096" => Group::Ffdhe4096,
+        "ML_KEM_512" => Group::Mlkem512,
+        "ML_KEM_768" => Group::Mlkem768,
+        "ML_KEM_1024" => Group::Mlkem1024,
+        "X25519MLKEM768" => Group::X25519Mlkem768,
+        "SecP256r1MLKEM768" => Group::Secp256r1Mlkem768,
+        other => return other.to_string(),
+    };
+    id.id().to_string()
+}
+
+/// An established wolfSSL pair carrying application data from the client
+/// to the server over memory.
+struct WolfsslBulkPair {
+    negotiated: Negotiated,
+    client: Connection,
+    server: Connection,
+    /// The transport both connections' callbacks use, kept alive with them.
+    _pipe: Transport,
+}
+
+impl BulkPair for WolfsslBulkPair {
+    fn negotiated(&self) -> Option<&Negotiated> {
+        Some(&self.negotiated)
+    }
+
+    fn send(&mut self, data: &[u8]) -> Result<()> {
+        self.client.write(data)
+    }
+
+    fn receive(&mut self, out: &mut [u8]) -> Result<usize> {
+        let mut filled = 0;
+        while filled < out.len() {
+            let read = self.server.read(&mut out[filled..])?;
+            if read == 0 {
+                break;
+            }
+            filled += read;
+        }
+        Ok(filled)
+    }
+}
