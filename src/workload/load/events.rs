@@ -353,9 +353,11 @@ impl EventLoop<'_> {
                 }
                 Step::Handshaking => match stream.connect() {
                     Ok(()) => {
+                        // After the call, not `now`: it may have read the
+                        // server's flight, checked it and sent the client's.
                         let _ = latencies
                             .handshake
-                            .record(micros(now - request.phase_began));
+                            .record(micros(request.phase_began.elapsed()));
                         request.resumed = stream.ssl().session_reused();
                         request.step = Step::Writing(0);
                     }

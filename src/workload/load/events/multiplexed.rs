@@ -7,9 +7,14 @@
 //! chose another protocol fails its requests as handshake errors naming
 //! the protocol it chose.
 //!
-//! Phases: connect and handshake once per connection; first byte from the
-//! moment a request's HEADERS frame was handed to TLS to its answer's
-//! HEADERS; transfer from there to the stream's end. In new-connection and
+//! Phases: connect and handshake once per connection, connect from the
+//! start of the request that opened it, the handshake until OpenSSL is
+//! done with it (the client's own last flight included); first byte from
+//! the moment a request's HEADERS frame was handed to TLS to its answer's
+//! HEADERS; transfer from there to the stream's end. Each phase ends at an
+//! instant taken once the call that saw it end has returned, so in
+//! new-connection mode a request's phases add up to its service time
+//! (less the loop's own work between them). In new-connection and
 //! resumed modes each connection carries one request and is closed after
 //! it, as for HTTP/1.1. A stream the server refused unprocessed (a GOAWAY
 //! below it, `REFUSED_STREAM`) is sent again on a new connection; every
@@ -53,7 +58,8 @@ struct Client {
 struct Connection {
     stream: SslStream<TcpStream>,
     state: State,
-    /// When the current setup step began (connect, handshake).
+    /// When the current setup step began: connect at [`setup_began`],
+    /// the handshake when TCP connected.
     phase_began: Instant,
     /// When it last moved on; no progress for [`super::super::IO_TIMEOUT`]
     /// fails its requests.
@@ -93,8 +99,8 @@ struct Request {
     /// When a client took it.
     began: Instant,
     /// When its HEADERS frame was handed to TLS (its first byte's phase
-    /// starts there).
-    sent: Instant,
+    /// starts there); `None` until then.
+    sent: Option<Instant>,
     /// When its answer's HEADERS arrived.
     head_at: Option<Instant>,
     /// The body's length as the head gave it, if it did.
@@ -154,7 +160,7 @@ impl EventLoop<'_> {
                 clients[index].queued.push(Request {
                     due,
                     began: now,
-                    sent: now,
+                    sent: None,
                     head_at: None,
                     length: None,
                     received: 0,
@@ -314,7 +320,7 @@ impl EventLoop<'_> {
         Ok(Connection {
             stream: SslStream::new(ssl, tcp).map_err(|e| (ErrorKind::Handshake, format!("{e}")))?,
             state: State::Connecting,
-            phase_began: now,
+            phase_began: setup_began(&client.queued, now),
             progress: now,
             out: Vec::new(),
             written: 0,
@@ -338,7 +344,6 @@ impl EventLoop<'_> {
             return Ok(true);
         };
         loop {
-            let now = Instant::now();
             match connection.state {
                 State::Connecting => {
                     let tcp = connection.stream.get_ref();
@@ -347,10 +352,11 @@ impl EventLoop<'_> {
                     }
                     match tcp.peer_addr() {
                         Ok(_) => {
+                            let connected = Instant::now();
                             let _ = latencies
                                 .connect
-                                .record(micros(now - connection.phase_began));
-                            connection.phase_began = now;
+                                .record(micros(connected - connection.phase_began));
+                            connection.phase_began = connected;
                             connection.state = State::Handshaking;
                         }
                         Err(e) if e.kind() == io::ErrorKind::NotConnected => return Ok(true),
@@ -359,9 +365,12 @@ impl EventLoop<'_> {
                 }
                 State::Handshaking => match connection.stream.connect() {
                     Ok(()) => {
+                        // After the call: it may have read the server's
+                        // flight, checked it and sent the client's own.
+                        let done = Instant::now();
                         let _ = latencies
                             .handshake
-                            .record(micros(now - connection.phase_began));
+                            .record(micros(done - connection.phase_began));
                         let ssl = connection.stream.ssl();
                         connection.resumed = ssl.session_reused();
                         let chosen = ssl.selected_alpn_protocol();
@@ -423,7 +432,7 @@ impl EventLoop<'_> {
             let id = session
                 .submit_get(&self.endpoint.server_name, &self.plan.path)
                 .map_err(|e| (ErrorKind::Io, e))?;
-            request.sent = now;
+            request.sent = None;
             connection.streams.insert(id, request);
         }
         session
@@ -445,6 +454,11 @@ impl EventLoop<'_> {
         if connection.written == connection.out.len() {
             connection.out.clear();
             connection.written = 0;
+            // Every HEADERS frame submitted so far is in TLS's hands.
+            let handed = Instant::now();
+            for request in connection.streams.values_mut() {
+                request.sent.get_or_insert(handed);
+            }
         }
         let n = match connection.stream.ssl_read(chunk) {
             Ok(n) => n,
@@ -512,7 +526,9 @@ fn handle(
             let Some(request) = connection.streams.get_mut(&stream) else {
                 return;
             };
-            let _ = latencies.first_byte.record(micros(now - request.sent));
+            if let Some(sent) = request.sent {
+                let _ = latencies.first_byte.record(micros(now - sent));
+            }
             request.head_at = Some(now);
             request.length = content_length;
             if status != 200 {
@@ -575,6 +591,20 @@ fn handle(
             ended.push((request, resumed, result));
         }
     }
+}
+
+/// When the setup of a connection opened at `now` for `queued` began: at
+/// the start of the earliest request never sent before (in new-connection
+/// and resumed modes the connection's one request, so that its connect
+/// phase counts from its start as its service time does), or `now` for
+/// requests sent again after a refusal.
+fn setup_began(queued: &[Request], now: Instant) -> Instant {
+    queued
+        .iter()
+        .filter(|request| request.sent.is_none())
+        .map(|request| request.began)
+        .min()
+        .unwrap_or(now)
 }
 
 /// Every request of the client's connection and queue fails with
