@@ -266,6 +266,36 @@ impl EventLoop<'_> {
         ))
     }
 
+    /// A new nonblocking TLS connection to the endpoint, watched by `epoll`
+    /// as `index`, offering ALPN `alpn` (its wire form and its name) and,
+    /// in resumed mode, the client's `session`: its TCP connect under way,
+    /// its handshake not begun. Both HTTP versions' loops open theirs here.
+    pub(super) fn open_tls(
+        &self,
+        index: usize,
+        epoll: &Epoll,
+        session: Option<&openssl::ssl::SslSessionRef>,
+        (alpn, name): (&[u8], &str),
+    ) -> std::result::Result<SslStream<TcpStream>, Failure> {
+        let tcp = connect_nonblocking(self.endpoint.address)
+            .map_err(|e| (ErrorKind::Connect, format!("connect: {e}")))?;
+        let _ = tcp.set_nodelay(true);
+        epoll
+            .add(tcp.as_raw_fd(), index)
+            .map_err(|e| (ErrorKind::Io, format!("adding a socket to epoll: {e}")))?;
+        let offered = match self.plan.mode {
+            Mode::Resume => session,
+            _ => None,
+        };
+        let mut ssl = client_ssl(&self.endpoint.context, &self.endpoint.server_name, offered)
+            .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
+        ssl.set_alpn_protos(alpn)
+            .map_err(|e| (ErrorKind::Handshake, format!("offering ALPN {name}: {e}")))?;
+        // SAFETY: `ssl` is a live SSL object, owned here.
+        unsafe { SSL_set_read_ahead(ssl.as_ptr(), 1) };
+        SslStream::new(ssl, tcp).map_err(|e| (ErrorKind::Handshake, format!("{e}")))
+    }
+
     /// Starts a request due at `due` on a free client: on its kept
     /// connection, or on a new one (offering the client's session in
     /// resumed mode), and moves it on as far as the socket allows.
@@ -282,24 +312,12 @@ impl EventLoop<'_> {
         let step = if client.stream.is_some() {
             Step::Writing(0)
         } else {
-            let tcp = connect_nonblocking(self.endpoint.address)
-                .map_err(|e| (ErrorKind::Connect, format!("connect: {e}")))?;
-            let _ = tcp.set_nodelay(true);
-            epoll
-                .add(tcp.as_raw_fd(), index)
-                .map_err(|e| (ErrorKind::Io, format!("adding a socket to epoll: {e}")))?;
-            let offered = match self.plan.mode {
-                Mode::Resume => client.session.as_deref(),
-                _ => None,
-            };
-            let mut ssl = client_ssl(&self.endpoint.context, &self.endpoint.server_name, offered)
-                .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
-            ssl.set_alpn_protos(ALPN_HTTP1)
-                .map_err(|e| (ErrorKind::Handshake, format!("offering ALPN http/1.1: {e}")))?;
-            // SAFETY: `ssl` is a live SSL object, owned here.
-            unsafe { SSL_set_read_ahead(ssl.as_ptr(), 1) };
-            client.stream =
-                Some(SslStream::new(ssl, tcp).map_err(|e| (ErrorKind::Handshake, format!("{e}")))?);
+            client.stream = Some(self.open_tls(
+                index,
+                epoll,
+                client.session.as_deref(),
+                (ALPN_HTTP1, "http/1.1"),
+            )?);
             Step::Connecting
         };
         client.request = Some(Request {

@@ -23,18 +23,16 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use foreign_types::ForeignTypeRef;
 use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
 use super::super::h2::{Session, StreamEvent, REFUSED_STREAM};
 use super::super::{micros, ErrorKind, Latencies, Mode};
-use super::{check_body, connect_nonblocking, would_block, Epoll, EventLoop, Failure};
-use super::{SSL_set_read_ahead, LONGEST_WAIT};
-use crate::backend::openssl::remote::{client_ssl, handshake_failure};
+use super::LONGEST_WAIT;
+use super::{check_body, would_block, Epoll, EventLoop, Failure};
+use crate::backend::openssl::remote::handshake_failure;
 use crate::backend::thread_cpu_ns;
 #[cfg(doc)]
 use crate::workload::load::Plan;
@@ -300,25 +298,10 @@ impl EventLoop<'_> {
         index: usize,
         epoll: &Epoll,
     ) -> std::result::Result<Connection, Failure> {
-        let tcp = connect_nonblocking(self.endpoint.address)
-            .map_err(|e| (ErrorKind::Connect, format!("connect: {e}")))?;
-        let _ = tcp.set_nodelay(true);
-        epoll
-            .add(tcp.as_raw_fd(), index)
-            .map_err(|e| (ErrorKind::Io, format!("adding a socket to epoll: {e}")))?;
-        let offered = match self.plan.mode {
-            Mode::Resume => client.session.as_deref(),
-            _ => None,
-        };
-        let mut ssl = client_ssl(&self.endpoint.context, &self.endpoint.server_name, offered)
-            .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
-        ssl.set_alpn_protos(ALPN_H2)
-            .map_err(|e| (ErrorKind::Handshake, format!("offering ALPN h2: {e}")))?;
-        // SAFETY: `ssl` is a live SSL object, owned here.
-        unsafe { SSL_set_read_ahead(ssl.as_ptr(), 1) };
+        let stream = self.open_tls(index, epoll, client.session.as_deref(), (ALPN_H2, "h2"))?;
         let now = Instant::now();
         Ok(Connection {
-            stream: SslStream::new(ssl, tcp).map_err(|e| (ErrorKind::Handshake, format!("{e}")))?,
+            stream,
             state: State::Connecting,
             phase_began: setup_began(&client.queued, now),
             progress: now,
