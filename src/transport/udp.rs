@@ -158,6 +158,31 @@ pub fn explain_lost_datagram(error: io::Error) -> io::Error {
     }
 }
 
+/// Waits until `socket` has a datagram to read or `wait` has passed (a
+/// side that sleeps on its protocol's next timer instead of spinning);
+/// an interrupted wait returns early, as a timer that fired would.
+pub fn wait_for_datagram(
+    socket: &impl std::os::fd::AsRawFd,
+    wait: std::time::Duration,
+) -> Result<()> {
+    let mut poll = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // Round up: a timer due in 0.4 ms must not be polled for 0 ms in a loop.
+    let millis = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+    // SAFETY: one pollfd for a live socket, by pointer with its count.
+    let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+    if ready < 0 {
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error).context("waiting for a datagram");
+        }
+    }
+    Ok(())
+}
+
 /// A client and a server socket on loopback, connected to each other;
 /// both close when dropped.
 pub fn udp_pair() -> Result<(Datagrams, Datagrams)> {

@@ -11,6 +11,7 @@ pub mod primitives;
 pub mod probe;
 #[doc(hidden)]
 pub mod quic;
+mod quic_udp;
 pub mod remote;
 pub mod serve;
 mod socket;
@@ -123,7 +124,6 @@ impl Backend for OpensslBackend {
         self.capabilities
             .unsupported_reason(self.id(), scenario)
             .or_else(|| dtls::unsupported_reason(scenario))
-            .or_else(|| quic::unsupported_reason(scenario))
     }
 
     fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
@@ -178,7 +178,7 @@ impl Backend for OpensslBackend {
         }
         if scenario.version == TlsVersion::Quic {
             return Err(super::Unsupported::new(
-                "OpenSSL's QUIC runs over memory only so far, not apart (--link, --remote)",
+                "OpenSSL's QUIC runs in process only so far (over memory or loopback UDP), not apart (--link, --remote)",
             )
             .into());
         }

@@ -1,37 +1,43 @@
 //! OpenSSL 3.6's own QUIC: a client connection and a server listener in
 //! this thread, over a `BIO_new_bio_dgram_pair` (each end told that it
 //! carries addresses, as OpenSSL's own tests set it up), each side's calls
-//! one turn of the [`Turns`] machinery. The listener accepts without
-//! address validation (no Retry). The server's QUIC functions are not in
-//! openssl-sys: they are declared here and resolve against the libssl
-//! already linked. Between turns nothing spins: a side is given a turn
-//! when a datagram waits for it or its event timeout
-//! (`SSL_get_event_timeout`) has passed. The contexts, the wire and the
-//! library calls the driver makes are public (hidden) so that the QUIC
-//! overhead bench's plain loop makes the same calls without tlslab's
-//! bookkeeping.
+//! one turn of the [`Turns`] machinery; or over loopback UDP sockets in two
+//! threads ([`super::quic_udp`]). The listener accepts without address
+//! validation (no Retry). A resumed scenario's client keeps the session
+//! (the ticket the server sent after the previous handshake) and offers it
+//! in the next. The server's QUIC functions are not in openssl-sys: they
+//! are declared here and resolve against the libssl already linked.
+//! Between turns nothing spins: a side is given a turn when a datagram
+//! waits for it or its event timeout (`SSL_get_event_timeout`) has passed.
+//! The contexts, the wire and the library calls the driver makes are
+//! public (hidden) so that the QUIC overhead bench's plain loop makes the
+//! same calls without tlslab's bookkeeping.
 
 use std::ffi::{c_int, c_long, c_uchar, c_uint, c_void};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use foreign_types::ForeignType;
+use foreign_types::{ForeignType, ForeignTypeRef};
 use openssl::ssl::{
-    select_next_proto, AlpnError, Ssl, SslContext, SslContextBuilder, SslMethod,
-    SslSessionCacheMode, SslVerifyMode,
+    select_next_proto, AlpnError, Ssl, SslContext, SslContextBuilder, SslMethod, SslSession,
+    SslSessionCacheMode, SslSessionRef, SslVerifyMode,
 };
 use openssl_sys as ffi;
 
 use super::{negotiated, openssl_group_name, trust_store, use_chain};
 use crate::backend::{CpuReadings, HandshakeSample, Handshaker, Turn, Turns};
 use crate::certs::{Credentials, SERVER_NAME};
-use crate::scenario::{HandshakeScenario, TlsVersion, Transport};
+use crate::scenario::{HandshakeScenario, Resumption, TlsVersion, Transport};
 
 extern "C" {
     fn OSSL_QUIC_server_method() -> *const ffi::SSL_METHOD;
     fn SSL_new_listener(ctx: *mut ffi::SSL_CTX, flags: u64) -> *mut ffi::SSL;
     fn SSL_listen(ssl: *mut ffi::SSL) -> c_int;
     fn SSL_accept_connection(ssl: *mut ffi::SSL, flags: u64) -> *mut ffi::SSL;
+    fn SSL_set_fd(ssl: *mut ffi::SSL, fd: c_int) -> c_int;
+    fn SSL_SESSION_is_resumable(session: *const ffi::SSL_SESSION) -> c_int;
+    fn SSL_SESSION_dup(session: *const ffi::SSL_SESSION) -> *mut ffi::SSL_SESSION;
     fn BIO_ADDR_new() -> *mut ffi::BIO_ADDR;
     fn BIO_ADDR_free(address: *mut ffi::BIO_ADDR);
     fn BIO_ADDR_rawmake(
@@ -58,53 +64,96 @@ const ALPN_WIRE: &[u8] = b"\x06tlslab";
 /// The most turns a handshake may take before it counts as stalled.
 const MAX_ROUNDS: usize = 64;
 
-/// Why OpenSSL's QUIC cannot run a scenario its capabilities otherwise
-/// allow, or `None`.
-pub(super) fn unsupported_reason(scenario: &HandshakeScenario) -> Option<String> {
-    if scenario.version != TlsVersion::Quic {
-        return None;
-    }
-    if scenario.transport != Transport::Memory {
-        return Some(format!(
-            "OpenSSL's QUIC does not run over {} yet (memory only)",
-            scenario.transport.display()
-        ));
-    }
-    scenario
-        .resumption
-        .is_on()
-        .then(|| "resumed QUIC handshakes on OpenSSL are not built yet".to_string())
-}
-
-/// QUIC handshakes of one scenario on OpenSSL: the two contexts.
+/// QUIC handshakes of one scenario on OpenSSL: the two contexts, the
+/// transport, and for a resumed scenario the session to offer next.
 pub(super) struct OpensslQuicHandshaker {
-    client: SslContext,
-    server: SslContext,
+    pub(super) client: SslContext,
+    pub(super) server: SslContext,
+    /// Memory (a BIO pair, one thread) or UDP (loopback sockets, two threads).
+    transport: Transport,
+    /// True if and only if every handshake resumes the session the one
+    /// before it left.
+    pub(super) resume: bool,
+    /// The client's session from the last handshake, with the server's
+    /// ticket in it (resumed scenarios only).
+    pub(super) session: Option<SslSession>,
     cpu_readings: CpuReadings,
 }
 
 impl OpensslQuicHandshaker {
+    /// The contexts of a scenario; for a resumed scenario the first, full
+    /// handshake is done, so the client has a ticket to resume with.
     pub(super) fn new(scenario: &HandshakeScenario, credentials: &Credentials) -> Result<Self> {
         let (client, server) = quic_contexts(scenario, credentials)?;
-        Ok(Self {
+        let mut handshaker = Self {
             client,
             server,
+            transport: scenario.transport,
+            resume: scenario.resumption.is_on(),
+            session: None,
             cpu_readings: CpuReadings::EveryTurn,
-        })
+        };
+        if handshaker.resume {
+            handshaker
+                .handshake()
+                .context("the full handshake before the resumed ones")?;
+        }
+        Ok(handshaker)
+    }
+
+    /// Keeps the client's session for the next handshake (resumed
+    /// scenarios only); fails if it holds no ticket to resume with.
+    pub(super) fn keep_session(&mut self, client: &Ssl) -> Result<()> {
+        if !self.resume {
+            return Ok(());
+        }
+        let session = client
+            .session()
+            .filter(|session| resumable(session))
+            .ok_or_else(|| {
+                anyhow!("the QUIC client holds no resumable session: no ticket from the server reached it")
+            })?;
+        // A copy, not a reference: freeing a QUIC connection that was not
+        // shut down marks its session not resumable (TLS's
+        // `SSL_set_shutdown`, which tlslab's TLS rows use against this, is
+        // a no-op on QUIC objects).
+        // SAFETY: a live session, copied into a new one this takes over.
+        let copy = unsafe { SSL_SESSION_dup(session.as_ptr()) };
+        if copy.is_null() {
+            bail!(
+                "SSL_SESSION_dup failed: {}",
+                openssl::error::ErrorStack::get()
+            );
+        }
+        // SAFETY: the new session is owned here from now on.
+        self.session = Some(unsafe { SslSession::from_ptr(copy) });
+        Ok(())
     }
 }
 
+/// True if and only if `session` can be resumed (a TLS 1.3 client's
+/// session is, once a ticket has arrived in it).
+fn resumable(session: &SslSessionRef) -> bool {
+    // SAFETY: a live session.
+    unsafe { SSL_SESSION_is_resumable(session.as_ptr()) == 1 }
+}
+
+/// True if and only if `client` holds a session with the server's ticket.
+#[doc(hidden)]
+pub fn has_ticket(client: &Ssl) -> bool {
+    client.session().is_some_and(resumable)
+}
+
 /// The client's and the server's QUIC contexts of a scenario: its suite,
-/// group and certificates, tlslab's ALPN, no session cache and no tickets.
-/// Public (hidden) for the QUIC overhead bench's plain loop.
+/// group and certificates, tlslab's ALPN, no session cache; the server
+/// sends one ticket after each handshake when the scenario resumes
+/// (`psk`), none otherwise. Public (hidden) for the QUIC overhead bench's
+/// plain loop.
 #[doc(hidden)]
 pub fn quic_contexts(
     scenario: &HandshakeScenario,
     credentials: &Credentials,
 ) -> Result<(SslContext, SslContext)> {
-    if scenario.resumption.is_on() {
-        bail!("resumed QUIC handshakes on OpenSSL are not built yet");
-    }
     // SAFETY: the QUIC methods are static tables of the linked libssl.
     let client_method = unsafe { SslMethod::from_ptr(ffi::OSSL_QUIC_client_method()) };
     let server_method = unsafe { SslMethod::from_ptr(OSSL_QUIC_server_method()) };
@@ -123,7 +172,17 @@ pub fn quic_contexts(
     server.set_alpn_select_callback(|_, offered| {
         select_next_proto(ALPN_WIRE, offered).ok_or(AlpnError::ALERT_FATAL)
     });
-    server.set_num_tickets(0)?;
+    match scenario.resumption {
+        Resumption::Off => server.set_num_tickets(0)?,
+        Resumption::Psk => {
+            server.set_session_id_context(b"tlslab")?;
+            server.set_num_tickets(1)?;
+        }
+        other => bail!(
+            "QUIC resumes with psk (TLS 1.3), not {}",
+            crate::scenario::Named::id(other)
+        ),
+    }
     if scenario.mutual {
         server.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
         server.set_cert_store(trust_store(credentials)?);
@@ -141,24 +200,34 @@ fn quic_context(method: SslMethod, scenario: &HandshakeScenario) -> Result<SslCo
     Ok(ctx)
 }
 
-/// A BIO_ADDR of 0.0.0.0 port 0 (the addresses the pair carries are only
-/// labels), freed on drop.
-struct Address(*mut ffi::BIO_ADDR);
+/// An IPv4 address and port as OpenSSL takes it (a BIO_ADDR), freed on drop.
+pub(super) struct Address(*mut ffi::BIO_ADDR);
 
 impl Address {
+    /// 0.0.0.0 port 0: the addresses the BIO pair carries are only labels.
     fn any() -> Result<Self> {
-        // SAFETY: a new BIO_ADDR, filled from four zero bytes of IPv4 address.
+        Self::of(SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+
+    /// `address` (IPv4 only: tlslab's sockets are on 127.0.0.1).
+    pub(super) fn of(address: SocketAddr) -> Result<Self> {
+        let SocketAddr::V4(address) = address else {
+            bail!("OpenSSL's QUIC is given IPv4 addresses only, not {address}");
+        };
+        let host = address.ip().octets();
+        // SAFETY: a new BIO_ADDR, filled from the four bytes of the IPv4
+        // address and the port, both in network byte order.
         unsafe {
-            let address = BIO_ADDR_new();
-            if address.is_null() {
+            let raw = BIO_ADDR_new();
+            if raw.is_null() {
                 bail!("BIO_ADDR_new failed");
             }
-            let host = [0u8; 4];
-            if BIO_ADDR_rawmake(address, libc::AF_INET, host.as_ptr().cast(), 4, 0) != 1 {
-                BIO_ADDR_free(address);
+            let port = address.port().to_be();
+            if BIO_ADDR_rawmake(raw, libc::AF_INET, host.as_ptr().cast(), 4, port) != 1 {
+                BIO_ADDR_free(raw);
                 bail!("BIO_ADDR_rawmake failed");
             }
-            Ok(Self(address))
+            Ok(Self(raw))
         }
     }
 }
@@ -254,20 +323,11 @@ impl QuicWire {
             }
         }
         let peer = Address::any()?;
-        // SAFETY: the listener takes the server's BIO.
-        let listener = unsafe {
-            let listener = owned(
-                SSL_new_listener(server.as_ptr(), SSL_LISTENER_FLAG_NO_VALIDATE),
-                "SSL_new_listener",
-            )?;
-            ffi::SSL_set_bio(listener.as_ptr(), server_bio, server_bio);
-            if ffi::SSL_set_blocking_mode(listener.as_ptr(), 0) != 1
-                || SSL_listen(listener.as_ptr()) != 1
-            {
-                bail!("SSL_listen failed: {}", openssl::error::ErrorStack::get());
-            }
-            listener
-        };
+        let listener = new_listener(server, |listener| {
+            // SAFETY: the listener takes the server's BIO.
+            unsafe { ffi::SSL_set_bio(listener.as_ptr(), server_bio, server_bio) };
+            Ok(())
+        })?;
         Ok(Self {
             listener,
             client_bio,
@@ -278,27 +338,86 @@ impl QuicWire {
     /// The client of `client` on the pair's other end, its first flight
     /// sent. Once per wire.
     pub fn connect(&mut self, client: &SslContext) -> Result<Ssl> {
+        self.connect_resuming(client, None)
+    }
+
+    /// [`Self::connect`], offering `session` (a ticket) if there is one.
+    pub fn connect_resuming(
+        &mut self,
+        client: &SslContext,
+        session: Option<&SslSessionRef>,
+    ) -> Result<Ssl> {
         if self.client_bio.is_null() {
             bail!("the QUIC wire's client end is taken");
         }
-        let mut ssl = Ssl::new(client)?;
-        ssl.set_hostname(SERVER_NAME)?;
+        let ssl = new_client(client, session)?;
         let bio = std::mem::replace(&mut self.client_bio, std::ptr::null_mut());
-        // SAFETY: the client takes its end; the peer address is copied.
-        unsafe {
-            ffi::SSL_set_bio(ssl.as_ptr(), bio, bio);
-            if ffi::SSL_set_blocking_mode(ssl.as_ptr(), 0) != 1
-                || ffi::SSL_set1_initial_peer_addr(ssl.as_ptr(), self.peer.0) != 1
-            {
-                bail!(
-                    "configuring the QUIC client: {}",
-                    openssl::error::ErrorStack::get()
-                );
-            }
-        }
-        handshake_step(&mut ssl)?;
-        Ok(ssl)
+        // SAFETY: the client takes its end.
+        unsafe { ffi::SSL_set_bio(ssl.as_ptr(), bio, bio) };
+        start_client(ssl, &self.peer)
     }
+}
+
+/// A new QUIC client connection of `client` for tlslab's server name,
+/// offering `session` if there is one; not attached to a network yet.
+pub(super) fn new_client(client: &SslContext, session: Option<&SslSessionRef>) -> Result<Ssl> {
+    let mut ssl = Ssl::new(client)?;
+    ssl.set_hostname(SERVER_NAME)?;
+    if let Some(session) = session {
+        // SAFETY: the session was made by a client of this same context.
+        unsafe { ssl.set_session(session)? };
+    }
+    Ok(ssl)
+}
+
+/// Attaches `ssl` (a connection or a listener) to the UDP socket `fd`.
+pub(super) fn attach_socket(ssl: &Ssl, fd: std::os::fd::RawFd) -> Result<()> {
+    // SAFETY: a live SSL object; the BIO it makes does not close `fd`.
+    if unsafe { SSL_set_fd(ssl.as_ptr(), fd) } != 1 {
+        bail!("SSL_set_fd failed: {}", openssl::error::ErrorStack::get());
+    }
+    Ok(())
+}
+
+/// Makes `ssl`, attached to its network, non-blocking, tells it where the
+/// server is and sends its first flight.
+pub(super) fn start_client(mut ssl: Ssl, peer: &Address) -> Result<Ssl> {
+    // SAFETY: a live SSL object; the peer address is copied.
+    unsafe {
+        if ffi::SSL_set_blocking_mode(ssl.as_ptr(), 0) != 1
+            || ffi::SSL_set1_initial_peer_addr(ssl.as_ptr(), peer.0) != 1
+        {
+            bail!(
+                "configuring the QUIC client: {}",
+                openssl::error::ErrorStack::get()
+            );
+        }
+    }
+    handshake_step(&mut ssl)?;
+    Ok(ssl)
+}
+
+/// A non-blocking listener of `server` (no address validation) on the
+/// network `attach` gives it.
+pub(super) fn new_listener(
+    server: &SslContext,
+    attach: impl FnOnce(&Ssl) -> Result<()>,
+) -> Result<Ssl> {
+    // SAFETY: a new listener of a live context.
+    let listener = owned(
+        unsafe { SSL_new_listener(server.as_ptr(), SSL_LISTENER_FLAG_NO_VALIDATE) },
+        "SSL_new_listener",
+    )?;
+    attach(&listener)?;
+    // SAFETY: a live listener.
+    unsafe {
+        if ffi::SSL_set_blocking_mode(listener.as_ptr(), 0) != 1
+            || SSL_listen(listener.as_ptr()) != 1
+        {
+            bail!("SSL_listen failed: {}", openssl::error::ErrorStack::get());
+        }
+    }
+    Ok(listener)
 }
 
 impl Drop for QuicWire {
@@ -365,17 +484,45 @@ fn alpn_selected(ssl: &Ssl) -> Option<String> {
     }
 }
 
+/// What the client of a QUIC handshake sees as negotiated (OpenSSL's
+/// `QUICv1` named `QUIC`), with the ALPN protocol.
+pub(super) fn quic_negotiated(client: &Ssl) -> Result<crate::backend::Negotiated> {
+    let mut negotiated = negotiated(client)?;
+    // OpenSSL names the protocol "QUICv1" (QUIC version 1, TLS 1.3 inside).
+    if negotiated.version == "QUICv1" {
+        negotiated.version = TlsVersion::Quic.protocol_name().to_string();
+    }
+    negotiated.alpn = alpn_selected(client);
+    Ok(negotiated)
+}
+
 impl Handshaker for OpensslQuicHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
         if crate::transport::tap::recording() {
-            bail!("OpenSSL's QUIC datagrams cross a BIO pair that the wire tap does not see (not traced yet)");
+            bail!("OpenSSL's QUIC datagrams cross a BIO pair or sockets that the wire tap does not see (not traced yet)");
         }
+        match self.transport {
+            Transport::Udp => self.handshake_over_udp(),
+            _ => self.handshake_in_memory(),
+        }
+    }
+
+    fn read_cpu(&mut self, readings: CpuReadings) {
+        self.cpu_readings = readings;
+    }
+}
+
+impl OpensslQuicHandshaker {
+    /// One handshake over a new datagram BIO pair, the two sides taking
+    /// turns in this thread. A resumed scenario's handshake lasts until
+    /// the client also holds the server's new ticket.
+    fn handshake_in_memory(&mut self) -> Result<HandshakeSample> {
         let mut wire = QuicWire::listen(&self.server)?;
 
         let start = Instant::now();
         let mut turns = Turns::start(self.cpu_readings);
         turns.begin(Turn::Client);
-        let client = wire.connect(&self.client);
+        let client = wire.connect_resuming(&self.client, self.session.as_deref());
         turns.ended(Turn::Client);
         let mut client = client.context("client")?;
         let listener = &wire.listener;
@@ -428,6 +575,7 @@ impl Handshaker for OpensslQuicHandshaker {
                 && server_done
                 && !datagram_waiting(&client)
                 && !datagram_waiting(listener)
+                && (!self.resume || has_ticket(&client))
             {
                 break;
             }
@@ -451,16 +599,8 @@ impl Handshaker for OpensslQuicHandshaker {
         }
         let wall_ns = start.elapsed().as_nanos() as u64;
         let times = turns.finish();
-        let mut negotiated = negotiated(&client)?;
-        // OpenSSL names the protocol "QUICv1" (QUIC version 1, TLS 1.3 inside).
-        if negotiated.version == "QUICv1" {
-            negotiated.version = TlsVersion::Quic.protocol_name().to_string();
-        }
-        negotiated.alpn = alpn_selected(&client);
+        let negotiated = quic_negotiated(&client)?;
+        self.keep_session(&client)?;
         Ok(HandshakeSample::of_turns(times, wall_ns, negotiated))
-    }
-
-    fn read_cpu(&mut self, readings: CpuReadings) {
-        self.cpu_readings = readings;
     }
 }
