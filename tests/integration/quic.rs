@@ -116,6 +116,11 @@ fn quic_rows_stand_beside_tls_and_what_cannot_carry_quic_says_why() {
             assert!(!row.contains("failed"), "{table}");
         }
     }
+    // OpenSSL picks its own datagram size; the table says so.
+    assert!(
+        table.contains("openssl QUIC rows: OpenSSL 3.6 sends QUIC datagrams of at most 1,200 bytes whatever --mtu says"),
+        "{table}"
+    );
     assert!(
         has_row(
             &table,

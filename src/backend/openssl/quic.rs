@@ -61,6 +61,13 @@ const BIO_DGRAM_CAP_HANDLES_DST_ADDR: c_long = 1 << 1;
 /// tlslab's ALPN protocol in wire form (length-prefixed).
 const ALPN_WIRE: &[u8] = b"\x06tlslab";
 
+/// What `--mtu` does to OpenSSL's QUIC, said under every table with its
+/// rows: OpenSSL 3.6 builds every packet for a maximum datagram payload of
+/// 1,200 bytes, fixed in its code (`QUIC_MIN_INITIAL_DGRAM_LEN`, also the
+/// `max_udp_payload_size` it announces), with no call to change it and no
+/// path MTU discovery.
+pub const DATAGRAM_SIZE_NOTE: &str = "openssl QUIC rows: OpenSSL 3.6 sends QUIC datagrams of at most 1,200 bytes whatever --mtu says (a size fixed in its code, QUIC's minimum, with no setting and no path MTU discovery): --mtu bounds them without enlarging them, and its client pads its Initial to 1,200 bytes, not to the MTU.";
+
 /// The most turns a handshake may take before it counts as stalled.
 const MAX_ROUNDS: usize = 64;
 

@@ -397,6 +397,13 @@ fn table_notes(
     if !quic_programs.is_empty() {
         notes.push(format!("{} QUIC rows: the client is tlslab's QUIC client (quinn on the rustls backend the first line names) over UDP on loopback, offering the server's ALPN protocol (h3), its CPU from opening its socket until it is connected; the server CPU is its workers' from before the client's first datagram until the client has the server's HANDSHAKE_DONE and has closed, its kernel UDP work included (its work for the connection's close falls into the next handshake).", quic_programs.join(", ")));
     }
+    let openssl_quic = |row: &Row| {
+        row.backend == crate::scenario::Named::id(crate::scenario::BackendId::Openssl)
+            && row.scenario.version == crate::scenario::TlsVersion::Quic
+    };
+    if rows.iter().any(openssl_quic) {
+        notes.push(crate::backend::openssl::quic::DATAGRAM_SIZE_NOTE.to_string());
+    }
     if !programs.is_empty() {
         // Beside them (`--server embedded,nginx`), rows named after a
         // backend are tlslab's own server's.
