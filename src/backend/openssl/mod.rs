@@ -11,6 +11,7 @@ pub mod primitives;
 pub mod probe;
 #[doc(hidden)]
 pub mod quic;
+mod quic_memory;
 mod quic_udp;
 pub mod remote;
 pub mod serve;

@@ -1,21 +1,20 @@
-//! OpenSSL 3.6's own QUIC: a client connection and a server listener in
-//! this thread, over a `BIO_new_bio_dgram_pair` (each end told that it
-//! carries addresses, as OpenSSL's own tests set it up), each side's calls
-//! one turn of the [`Turns`] machinery; or over loopback UDP sockets in two
-//! threads ([`super::quic_udp`]). The listener accepts without address
+//! OpenSSL 3.6's own QUIC: what its handshakes share over memory
+//! ([`super::quic_memory`]: a client connection and a server listener in
+//! one thread over a `BIO_new_bio_dgram_pair` whose ends carry addresses,
+//! as OpenSSL's own tests set it up) and over loopback UDP sockets in two
+//! threads ([`super::quic_udp`]): the contexts, the calls into OpenSSL's
+//! QUIC and the handshaker. The listener accepts without address
 //! validation (no Retry). A resumed scenario's client keeps the session
-//! (the ticket the server sent after the previous handshake) and offers it
-//! in the next. The server's QUIC functions are not in openssl-sys: they
-//! are declared here and resolve against the libssl already linked.
-//! Between turns nothing spins: a side is given a turn when a datagram
-//! waits for it or its event timeout (`SSL_get_event_timeout`) has passed.
-//! The contexts, the wire and the library calls the driver makes are
+//! (the ticket the server sent after the previous handshake) and offers
+//! it in the next. The server's QUIC functions are not in openssl-sys:
+//! they are declared here and resolve against the libssl already linked.
+//! The contexts, the wire and the library calls the drivers make are
 //! public (hidden) so that the QUIC overhead bench's plain loop makes the
 //! same calls without tlslab's bookkeeping.
 
 use std::ffi::{c_int, c_long, c_uchar, c_uint, c_void};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use foreign_types::{ForeignType, ForeignTypeRef};
@@ -26,7 +25,7 @@ use openssl::ssl::{
 use openssl_sys as ffi;
 
 use super::{negotiated, openssl_group_name, trust_store, use_chain};
-use crate::backend::{CpuReadings, HandshakeSample, Handshaker, Turn, Turns};
+use crate::backend::{CpuReadings, HandshakeSample, Handshaker};
 use crate::certs::{Credentials, SERVER_NAME};
 use crate::scenario::{HandshakeScenario, Resumption, TlsVersion, Transport};
 
@@ -69,7 +68,7 @@ const ALPN_WIRE: &[u8] = b"\x06tlslab";
 pub const DATAGRAM_SIZE_NOTE: &str = "openssl QUIC rows: OpenSSL 3.6 sends QUIC datagrams of at most 1,200 bytes whatever --mtu says (a size fixed in its code, QUIC's minimum, with no setting and no path MTU discovery): --mtu bounds them without enlarging them, and its client pads its Initial to 1,200 bytes, not to the MTU.";
 
 /// The most turns a handshake may take before it counts as stalled.
-const MAX_ROUNDS: usize = 64;
+pub(super) const MAX_ROUNDS: usize = 64;
 
 /// QUIC handshakes of one scenario on OpenSSL: the two contexts, the
 /// transport, and for a resumed scenario the session to offer next.
@@ -84,7 +83,7 @@ pub(super) struct OpensslQuicHandshaker {
     /// The client's session from the last handshake, with the server's
     /// ticket in it (resumed scenarios only).
     pub(super) session: Option<SslSession>,
-    cpu_readings: CpuReadings,
+    pub(super) cpu_readings: CpuReadings,
 }
 
 impl OpensslQuicHandshaker {
@@ -516,98 +515,5 @@ impl Handshaker for OpensslQuicHandshaker {
 
     fn read_cpu(&mut self, readings: CpuReadings) {
         self.cpu_readings = readings;
-    }
-}
-
-impl OpensslQuicHandshaker {
-    /// One handshake over a new datagram BIO pair, the two sides taking
-    /// turns in this thread. A resumed scenario's handshake lasts until
-    /// the client also holds the server's new ticket.
-    fn handshake_in_memory(&mut self) -> Result<HandshakeSample> {
-        let mut wire = QuicWire::listen(&self.server)?;
-
-        let start = Instant::now();
-        let mut turns = Turns::start(self.cpu_readings);
-        turns.begin(Turn::Client);
-        let client = wire.connect_resuming(&self.client, self.session.as_deref());
-        turns.ended(Turn::Client);
-        let mut client = client.context("client")?;
-        let listener = &wire.listener;
-
-        let mut server: Option<Ssl> = None;
-        let (mut client_done, mut server_done) = (false, false);
-        let mut rounds = 0;
-        loop {
-            let server_due = datagram_waiting(listener)
-                || timeout_due(listener)
-                || server.as_ref().is_some_and(timeout_due);
-            if server_due {
-                turns.begin(Turn::Server);
-                let stepped = (|| -> Result<()> {
-                    handle_events(listener);
-                    if server.is_none() {
-                        server = accept_connection(listener)?;
-                    }
-                    if let Some(connection) = &mut server {
-                        if !server_done {
-                            server_done = handshake_step(connection)?;
-                        } else {
-                            handle_events(connection);
-                        }
-                    }
-                    Ok(())
-                })();
-                if server_done {
-                    turns.done(Turn::Server);
-                }
-                turns.ended(Turn::Server);
-                stepped.context("server")?;
-            }
-            let client_due = datagram_waiting(&client) || timeout_due(&client);
-            if client_due {
-                turns.begin(Turn::Client);
-                let stepped = if client_done {
-                    handle_events(&client);
-                    Ok(())
-                } else {
-                    handshake_step(&mut client).map(|done| client_done = done)
-                };
-                if client_done {
-                    turns.done(Turn::Client);
-                }
-                turns.ended(Turn::Client);
-                stepped.context("client")?;
-            }
-            if client_done
-                && server_done
-                && !datagram_waiting(&client)
-                && !datagram_waiting(listener)
-                && (!self.resume || has_ticket(&client))
-            {
-                break;
-            }
-            rounds += 1;
-            if rounds > MAX_ROUNDS {
-                bail!("the QUIC handshake stalled after {rounds} rounds");
-            }
-            if !server_due && !client_due {
-                // Both wait on a timer (OpenSSL's clock is the real one):
-                // sleep until the first, outside both sides' turns.
-                let first = [Some(listener), Some(&client), server.as_ref()]
-                    .into_iter()
-                    .flatten()
-                    .filter_map(event_timeout)
-                    .min()
-                    .ok_or_else(|| {
-                        anyhow!("the QUIC handshake stalled: nothing to read, no timer")
-                    })?;
-                std::thread::sleep(first);
-            }
-        }
-        let wall_ns = start.elapsed().as_nanos() as u64;
-        let times = turns.finish();
-        let negotiated = quic_negotiated(&client)?;
-        self.keep_session(&client)?;
-        Ok(HandshakeSample::of_turns(times, wall_ns, negotiated))
     }
 }
