@@ -108,6 +108,7 @@ impl Store {
                 signature: row.signature,
                 resumed: row.resumed.unwrap_or(false),
                 alpn: None,
+                early_data: scenario.resumption.sends_early_data(),
             });
             cells.push(CellResult {
                 counts: counts::read_counts(&self.connection, row.cell_id)?,
