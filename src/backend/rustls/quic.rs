@@ -89,7 +89,7 @@ pub(super) struct QuicHandshaker {
     cpu_readings: CpuReadings,
     /// True if and only if the client sends a request in 0-RTT that the
     /// server reads inside the handshake ([`super::quic_early`]).
-    early_data: bool,
+    pub(super) early_data: bool,
 }
 
 impl QuicHandshaker {

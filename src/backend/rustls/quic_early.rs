@@ -144,3 +144,59 @@ impl EarlyRequest {
         matches!(self, EarlyRequest::Receive(received) if received.in_zero_rtt)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::quic::QuicHandshaker;
+    use super::super::{Provider, RustlsBackend};
+    use crate::backend::Handshaker;
+    use crate::certs::CertCache;
+    use crate::measure::verify;
+    use crate::scenario::{CertKind, Group, HandshakeScenario, Resumption, TlsVersion};
+
+    /// A server that resumes the client's session but rejects its early
+    /// data: quinn drops the 0-RTT request, and the sample, resumed all
+    /// the same, fails its verification instead of passing for 0-RTT.
+    #[test]
+    fn a_rejected_zero_rtt_handshake_is_not_measured_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let credentials = CertCache::new(dir.path())
+            .get(CertKind::EcdsaP256, 3)
+            .unwrap();
+        let mut scenario =
+            HandshakeScenario::full(TlsVersion::Quic, Group::X25519, CertKind::EcdsaP256);
+        scenario.resumption = Resumption::ZeroRtt;
+        let backend = RustlsBackend::new(Provider::Ring);
+        let tls = backend.configure(&scenario, &credentials).unwrap();
+        let handshaker = |server| {
+            let mut handshaker = QuicHandshaker::new(
+                Provider::Ring,
+                Arc::clone(&tls.client),
+                server,
+                Arc::clone(&tls.server_scheme),
+                scenario.mtu_bytes.unwrap(),
+                scenario.transport,
+            )
+            .unwrap();
+            handshaker.early_data = true;
+            handshaker
+        };
+        let mut accepting = handshaker(Arc::clone(&tls.server));
+        // The first handshake fetches a ticket; the next one uses it.
+        accepting.handshake().unwrap();
+        let accepted = accepting.handshake().unwrap().negotiated;
+        verify::check(&scenario, &accepted, true).unwrap();
+
+        // The same session cache behind a server that takes no early data.
+        let mut refusing = (*tls.server).clone();
+        refusing.max_early_data_size = 0;
+        accepting.server = handshaker(Arc::new(refusing)).server;
+        let rejected = accepting.handshake().unwrap().negotiated;
+        assert!(rejected.resumed, "{rejected:?}");
+        assert!(!rejected.early_data, "{rejected:?}");
+        let mismatch = verify::check(&scenario, &rejected, true).unwrap_err();
+        assert_eq!(mismatch.what, "early data");
+    }
+}
