@@ -96,9 +96,24 @@ fn zero_rtt_rows_run_beside_rows_that_say_why() {
         "3",
         "--warmup",
         "0",
+        "--wire",
     ]);
     run.expect_code(0);
     let table = run.stdout();
+    // The wire table traces the 0-RTT rows and says what its round trips
+    // do not count.
+    assert!(
+        has_row(
+            &table,
+            &[
+                "rustls-ring",
+                "QUIC",
+                "0rtt",
+                "0-RTT: the request left with the client's first flight"
+            ]
+        ),
+        "{table}"
+    );
     for backend in ["rustls-aws-lc", "rustls-ring"] {
         let row = table
             .lines()
