@@ -158,6 +158,7 @@ impl Study for HandshakeStudy {
             }
         }
         let scenarios = matrix.expand();
+        zero_rtt_runs_somewhere(&scenarios, &backends)?;
         let baseline = asked_baseline(args, preset, &scenarios)?;
         let defaults = match preset {
             Some(preset) => SamplingDefaults {
@@ -366,6 +367,30 @@ impl Study for HandshakeStudy {
             server_elsewhere: sampling.remote.as_deref(),
         }
         .document())
+    }
+}
+
+/// `--resumption 0rtt` where no row can send early data (no library
+/// asked for offers it on the protocols and transports asked for) is a
+/// usage error that gives the first row's reason, as a resumption mode no
+/// requested version allows is; where some row can, the others say why.
+fn zero_rtt_runs_somewhere(
+    scenarios: &[HandshakeScenario],
+    backends: &[Arc<dyn Backend>],
+) -> Result<()> {
+    let mut reasons = scenarios
+        .iter()
+        .filter(|s| s.resumption.sends_early_data())
+        .flat_map(|s| backends.iter().map(move |b| (s, b)))
+        .map(|(s, b)| {
+            let reason = s.protocol_conflict().or_else(|| b.unsupported_reason(s));
+            reason.map(|reason| format!("{} {}: {reason}", b.id(), s.label()))
+        });
+    match reasons.next() {
+        Some(Some(first)) if reasons.all(|reason| reason.is_some()) => Err(usage(format!(
+            "--resumption 0rtt: no row can send 0-RTT data; {first}"
+        ))),
+        _ => Ok(()),
     }
 }
 

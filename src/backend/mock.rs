@@ -434,6 +434,7 @@ impl Handshaker for MockHandshaker {
                     .then(|| scenario.cert.acceptable_schemes(scenario.version)[0].to_string()),
                 resumed,
                 alpn: scenario.version.required_alpn().map(str::to_string),
+                early_data: scenario.resumption.sends_early_data(),
             },
             split_unsure: false,
         })

@@ -62,6 +62,12 @@ pub struct Negotiated {
     /// offer none; QUIC requires one). Checked when measured, not stored.
     #[serde(default)]
     pub alpn: Option<String>,
+    /// True if and only if the client sent application data in its first
+    /// flight (0-RTT) and the server accepted it. Checked when measured,
+    /// not stored: a stored `0rtt` row reads back as accepted (it was, or
+    /// it would not have been measured).
+    #[serde(default)]
+    pub early_data: bool,
 }
 
 /// Time one side spent inside its library's calls.

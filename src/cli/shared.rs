@@ -60,7 +60,8 @@ pub struct AxisArgs {
     pub suite: Option<Vec<Aead>>,
 
     /// Resumption: off (full handshakes); session_id and ticket are TLS 1.2's,
-    /// psk TLS 1.3's. [default: off]
+    /// psk TLS 1.3's; 0rtt (alias early) resumes with psk and sends a request
+    /// as 0-RTT early data (QUIC on rustls). [default: off]
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub resumption: Option<Vec<Resumption>>,
 

@@ -45,7 +45,7 @@ pub fn server_signs(scenario: &HandshakeScenario) -> bool {
 }
 
 /// Compares what was negotiated with the scenario: version, suite,
-/// resumption, ALPN protocol (QUIC's), group and server signature scheme
+/// resumption, early data (0-RTT accepted or not), ALPN protocol (QUIC's), group and server signature scheme
 /// (if the backend reports it).
 pub fn check(
     scenario: &HandshakeScenario,
@@ -87,6 +87,20 @@ pub fn check_with_alpn(
             "resumption",
             describe(scenario.resumption.is_on()),
             describe(negotiated.resumed),
+        ));
+    }
+    if negotiated.early_data != scenario.resumption.sends_early_data() {
+        let describe = |accepted: bool| {
+            if accepted {
+                "0-RTT data accepted"
+            } else {
+                "no 0-RTT data accepted"
+            }
+        };
+        return Err(mismatch(
+            "early data",
+            describe(scenario.resumption.sends_early_data()),
+            describe(negotiated.early_data),
         ));
     }
     if negotiated.alpn.as_deref() != alpn {
@@ -144,6 +158,7 @@ mod tests {
             signature: Some("ecdsa_secp256r1_sha256".into()),
             resumed: false,
             alpn: None,
+            early_data: false,
         }
     }
 
@@ -193,6 +208,41 @@ mod tests {
         negotiated.resumed = true;
         assert_eq!(
             check(&scenario(), &negotiated, true).unwrap_err().what,
+            "resumption"
+        );
+    }
+
+    /// A 0-RTT row is measured only if its early data was accepted: a
+    /// resumed handshake whose 0-RTT the server rejected is an error,
+    /// never a quiet psk sample.
+    #[test]
+    fn a_zero_rtt_handshake_must_have_its_early_data_accepted() {
+        let mut zero_rtt =
+            HandshakeScenario::full(TlsVersion::Quic, Group::X25519, CertKind::EcdsaP256);
+        zero_rtt.resumption = crate::scenario::Resumption::ZeroRtt;
+        let mut negotiated = good();
+        negotiated.version = "QUIC".into();
+        negotiated.alpn = Some("tlslab".into());
+        negotiated.signature = None;
+        negotiated.resumed = true;
+        let error = check(&zero_rtt, &negotiated, true).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "wrong early data: asked for 0-RTT data accepted, negotiated no 0-RTT data accepted"
+        );
+        negotiated.early_data = true;
+        check(&zero_rtt, &negotiated, true).unwrap();
+        // Early data on a psk row is as wrong as none on a 0rtt row.
+        let mut psk = zero_rtt;
+        psk.resumption = crate::scenario::Resumption::Psk;
+        assert_eq!(
+            check(&psk, &negotiated, true).unwrap_err().what,
+            "early data"
+        );
+        // And a full handshake cannot pass as 0-RTT.
+        negotiated.resumed = false;
+        assert_eq!(
+            check(&zero_rtt, &negotiated, true).unwrap_err().what,
             "resumption"
         );
     }

@@ -602,6 +602,10 @@ pub enum Resumption {
     Ticket,
     /// TLS 1.3 pre-shared key from a session ticket.
     Psk,
+    /// TLS 1.3 pre-shared key from a session ticket, with application data
+    /// sent in the client's first flight (0-RTT, early data) and accepted
+    /// by the server (RFC 8446 §2.3; RFC 9001 §4.6 inside QUIC).
+    ZeroRtt,
 }
 
 impl Named for Resumption {
@@ -611,6 +615,7 @@ impl Named for Resumption {
         Resumption::SessionId,
         Resumption::Ticket,
         Resumption::Psk,
+        Resumption::ZeroRtt,
     ];
 
     fn id(self) -> &'static str {
@@ -619,12 +624,14 @@ impl Named for Resumption {
             Resumption::SessionId => "session_id",
             Resumption::Ticket => "ticket",
             Resumption::Psk => "psk",
+            Resumption::ZeroRtt => "0rtt",
         }
     }
 
     fn aliases(self) -> &'static [&'static str] {
         match self {
             Resumption::Off => &["none", "full", "no"],
+            Resumption::ZeroRtt => &["early", "early_data", "zero_rtt"],
             _ => &[],
         }
     }
@@ -640,8 +647,17 @@ impl Resumption {
             (Resumption::SessionId | Resumption::Ticket, TlsVersion::Tls13) => {
                 Some("TLS 1.3 resumes with psk; session_id and ticket are TLS 1.2 modes")
             }
+            (Resumption::ZeroRtt, TlsVersion::Tls12) => {
+                Some("0-RTT (early data) is TLS 1.3's; TLS 1.2 has none")
+            }
             _ => None,
         }
+    }
+
+    /// True if and only if the client sends application data in its first
+    /// flight (0-RTT) and the server must accept it.
+    pub fn sends_early_data(self) -> bool {
+        self == Resumption::ZeroRtt
     }
 
     pub fn is_on(self) -> bool {

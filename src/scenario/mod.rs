@@ -537,6 +537,44 @@ mod tests {
         );
     }
 
+    /// `--resumption 0rtt` (or `early`): a TLS 1.3 resumption that sends
+    /// early data, with its own label; TLS 1.2 and DTLS 1.2 have none, so
+    /// a matrix of those alone is a contradiction that says why.
+    #[test]
+    fn zero_rtt_is_a_resumption_mode_of_tls13_rules_only() {
+        for name in ["0rtt", "0-RTT", "early", "early_data", "zero_rtt"] {
+            assert_eq!(
+                parse_name::<Resumption>(name),
+                Ok(Resumption::ZeroRtt),
+                "{name}"
+            );
+        }
+        assert!(Resumption::ZeroRtt.is_on());
+        assert!(Resumption::ZeroRtt.sends_early_data());
+        assert!(!Resumption::Psk.sends_early_data());
+        for version in [TlsVersion::Tls13, TlsVersion::Quic, TlsVersion::Dtls13] {
+            assert_eq!(Resumption::ZeroRtt.protocol_conflict(version), None);
+        }
+        for version in [TlsVersion::Tls12, TlsVersion::Dtls12] {
+            assert_eq!(
+                Resumption::ZeroRtt.protocol_conflict(version),
+                Some("0-RTT (early data) is TLS 1.3's; TLS 1.2 has none")
+            );
+        }
+        let mut m = matrix("quic", "x25519", "ecdsa_p256");
+        m.resumptions = vec![Resumption::ZeroRtt];
+        assert_eq!(
+            m.expand()[0].label(),
+            "handshake_quic_x25519_ecdsa_p256_aes128gcm_resume_0rtt"
+        );
+        m.versions = parse_list("1.2,dtls1.2").unwrap();
+        let error = m.validate().unwrap_err().to_string();
+        assert!(
+            error.contains("resumption 0rtt with TLS 1.2,dtls1.2: 0-RTT (early data) is TLS 1.3's"),
+            "{error}"
+        );
+    }
+
     #[test]
     fn dtls_labels_are_distinct_and_carry_a_non_default_mtu() {
         let mut m = matrix("1.2,dtls1.2", "p256", "rsa2048");

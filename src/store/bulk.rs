@@ -100,6 +100,7 @@ impl Store {
                 signature: None,
                 resumed: false,
                 alpn: None,
+                early_data: false,
             });
             cells.push(BulkCell {
                 backend,
@@ -295,6 +296,7 @@ mod tests {
                 signature: None,
                 resumed: false,
                 alpn: None,
+                early_data: false,
             }),
             sample_bytes: 1 << 20,
             outcome: Outcome::Measured {

@@ -61,6 +61,7 @@ pub(crate) fn negotiated() -> Negotiated {
         signature: None,
         resumed: true,
         alpn: None,
+        early_data: false,
     }
 }
 

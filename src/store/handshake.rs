@@ -108,6 +108,7 @@ impl Store {
                 signature: row.signature,
                 resumed: row.resumed.unwrap_or(false),
                 alpn: None,
+                early_data: scenario.resumption.sends_early_data(),
             });
             cells.push(CellResult {
                 counts: counts::read_counts(&self.connection, row.cell_id)?,
@@ -465,5 +466,37 @@ mod tests {
             store.save_cell(run, cell).unwrap();
         }
         assert_eq!(store.load_run(run).unwrap().cells, cells);
+    }
+
+    /// A 0-RTT row keeps its resumption mode (`0rtt` in the scenarios
+    /// table and its label) and reads back as early data accepted, as it
+    /// was when it was measured.
+    #[test]
+    fn zero_rtt_rows_round_trip() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.begin_run(&run_info()).unwrap();
+        let mut scenario =
+            HandshakeScenario::full(TlsVersion::Quic, Group::X25519, CertKind::EcdsaP256);
+        scenario.resumption = Resumption::ZeroRtt;
+        let mut negotiated = crate::store::fixtures::negotiated();
+        negotiated.version = "QUIC".into();
+        negotiated.early_data = true;
+        let cell = CellResult {
+            scenario,
+            negotiated: Some(negotiated),
+            ..measured_cell()
+        };
+        store.save_cell(run, &cell).unwrap();
+        let stored: String = store
+            .connection
+            .query_row("SELECT resumption FROM scenarios", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(stored, "0rtt");
+        let loaded = store.load_run(run).unwrap().cells;
+        assert_eq!(
+            loaded[0].scenario.label(),
+            "handshake_quic_x25519_ecdsa_p256_aes128gcm_resume_0rtt"
+        );
+        assert_eq!(loaded, vec![cell]);
     }
 }

@@ -225,6 +225,8 @@ fn resumption_modes() {
         (TlsVersion::Tls12, Resumption::SessionId),
         (TlsVersion::Tls12, Resumption::Ticket),
         (TlsVersion::Tls13, Resumption::Psk),
+        // Over QUIC where the library sends early data; elsewhere a reason.
+        (TlsVersion::Tls13, Resumption::ZeroRtt),
     ];
     for (version, resumption) in cases {
         let mut s = scenario(version, Group::X25519, CertKind::EcdsaP256);

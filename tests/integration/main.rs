@@ -22,6 +22,7 @@ mod pipeline;
 mod plots;
 mod processes;
 mod quic;
+mod quic_early;
 mod ratios;
 mod recommend;
 mod serve;

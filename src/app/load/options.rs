@@ -97,6 +97,9 @@ pub(super) fn mode_and_resumption(
         Resumption::SessionId
     };
     match (mode, resumption) {
+        (_, Some(Resumption::ZeroRtt)) => Err(usage(
+            "load's clients send no early data: 0-RTT (--resumption 0rtt) is measured by handshake --tls quic",
+        )),
         (None, None) if preset_keeps_alive => Ok((Mode::KeepAlive, Resumption::Off)),
         (None | Some(LoadMode::New), None | Some(Resumption::Off)) => {
             Ok((Mode::NewConnection, Resumption::Off))

@@ -591,6 +591,7 @@ impl DimplHandshaker {
             signature: signature.map(signature_name),
             resumed: false,
             alpn: None,
+            early_data: false,
         })
     }
 }

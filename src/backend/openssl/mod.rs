@@ -7,6 +7,7 @@
 pub mod data_channel;
 mod descriptor;
 pub mod dtls;
+mod early_data;
 pub mod primitives;
 pub mod probe;
 #[doc(hidden)]
@@ -124,6 +125,7 @@ impl Backend for OpensslBackend {
         }
         self.capabilities
             .unsupported_reason(self.id(), scenario)
+            .or_else(|| early_data::unsupported_reason(scenario))
             .or_else(|| dtls::unsupported_reason(scenario))
     }
 
@@ -576,7 +578,7 @@ fn configure_resumption(ctx: &mut SslContextBuilder, resumption: Resumption) -> 
         Resumption::Ticket => {
             ctx.set_session_cache_mode(SslSessionCacheMode::OFF);
         }
-        Resumption::Psk => {
+        Resumption::Psk | Resumption::ZeroRtt => {
             ctx.set_num_tickets(1)?;
         }
     }
@@ -805,6 +807,7 @@ pub(crate) fn negotiated(ssl: &openssl::ssl::SslRef) -> Result<Negotiated> {
         signature: peer_signature_name(ssl),
         resumed,
         alpn: None,
+        early_data: false,
     })
 }
 

@@ -11,6 +11,7 @@ pub mod instrument;
 pub mod primitives;
 mod quic;
 mod quic_bulk;
+mod quic_early;
 mod quic_peer;
 mod quic_session;
 mod quic_udp;
@@ -177,6 +178,7 @@ impl Backend for RustlsBackend {
         self.capabilities
             .unsupported_reason(self.id(), scenario)
             .or_else(|| quic_udp::unsupported_reason(scenario))
+            .or_else(|| quic_early::unsupported_reason(scenario))
     }
 
     fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
@@ -369,6 +371,8 @@ impl RustlsBackend {
         } else {
             ClientResumption::disabled()
         };
+        // 0-RTT: the client writes early data under a ticket that allows it.
+        client.enable_early_data = scenario.resumption.sends_early_data();
 
         let server_builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
             .with_protocol_versions(versions)?;
@@ -409,6 +413,15 @@ impl RustlsBackend {
                     Provider::Ring => rustls::crypto::ring::Ticketer::new()?,
                 };
                 server.send_tls13_tickets = 1;
+            }
+            Resumption::ZeroRtt => {
+                // rustls allows early data under stateful resumption only:
+                // a ticket is an id into the server's cache, taken once
+                // (RFC 8446 §8.1, against replays). Inside QUIC the early
+                // data limit must be u32::MAX (RFC 9001 §4.6.1).
+                server.session_storage = ServerSessionMemoryCache::new(256);
+                server.send_tls13_tickets = 1;
+                server.max_early_data_size = u32::MAX;
             }
         }
 
@@ -689,6 +702,7 @@ impl RustlsHandshaker {
             signature: (scheme != 0).then(|| scheme_name(SignatureScheme::from(scheme))),
             resumed: client.handshake_kind() == Some(HandshakeKind::Resumed),
             alpn: None,
+            early_data: false,
         }
     }
 }

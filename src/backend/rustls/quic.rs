@@ -29,6 +29,7 @@ use quinn_proto::{
 };
 use rustls::SignatureScheme;
 
+use super::quic_early::EarlyRequest;
 use super::quic_session::{ClientReport, ReportSlot, ReportingClientConfig};
 use super::{instrument, scheme_name, suite_name, Provider, RustlsBackend};
 use crate::backend::{CpuReadings, HandshakeSample, Handshaker, Negotiated, Turn, Turns};
@@ -62,14 +63,16 @@ impl RustlsBackend {
         let mtu_bytes = scenario
             .mtu_bytes
             .ok_or_else(|| anyhow!("a QUIC scenario without an MTU"))?;
-        QuicHandshaker::new(
+        let mut handshaker = QuicHandshaker::new(
             self.provider,
             tls.client,
             tls.server,
             tls.server_scheme,
             mtu_bytes,
             scenario.transport,
-        )
+        )?;
+        handshaker.early_data = scenario.resumption.sends_early_data();
+        Ok(handshaker)
     }
 }
 
@@ -84,6 +87,9 @@ pub(super) struct QuicHandshaker {
     /// Memory (one thread, in turns) or UDP (two threads, see [`super::quic_udp`]).
     transport: Transport,
     cpu_readings: CpuReadings,
+    /// True if and only if the client sends a request in 0-RTT that the
+    /// server reads inside the handshake ([`super::quic_early`]).
+    pub(super) early_data: bool,
 }
 
 impl QuicHandshaker {
@@ -115,6 +121,7 @@ impl QuicHandshaker {
             mtu_bytes,
             transport,
             cpu_readings: CpuReadings::EveryTurn,
+            early_data: false,
         })
     }
 
@@ -154,6 +161,7 @@ impl QuicHandshaker {
             signature: (scheme != 0).then(|| scheme_name(SignatureScheme::from(scheme))),
             resumed: report.resumed,
             alpn: report.alpn,
+            early_data: report.early_data,
         })
     }
 }
@@ -264,6 +272,8 @@ pub(super) struct QuicSide<E> {
     peer: SocketAddr,
     /// True once the connection said it was connected.
     pub(super) connected: bool,
+    /// Its part in a 0-RTT handshake (none unless the scenario sends early data).
+    pub(super) early: EarlyRequest,
     /// Where a datagram is read into (the MTU's size).
     datagram: Vec<u8>,
     /// Where quinn writes what it sends.
@@ -287,6 +297,7 @@ impl<E: Read + Write> QuicSide<E> {
             end,
             peer,
             connected: false,
+            early: EarlyRequest::None,
             datagram: vec![0; usize::from(mtu_bytes)],
             scratch: Vec::with_capacity(usize::from(mtu_bytes) * BATCH_DATAGRAMS),
         }
@@ -303,7 +314,9 @@ impl<E: Read + Write> QuicSide<E> {
             .endpoint
             .connect(now, config, server, SERVER_NAME)
             .context("connecting")?;
-        self.connection = Some(connection);
+        let (handle, mut connection) = connection;
+        self.early.send(&mut connection)?;
+        self.connection = Some((handle, connection));
         self.step(now)
     }
 
@@ -354,6 +367,7 @@ impl<E: Read + Write> QuicSide<E> {
         if connection.poll_timeout().is_some_and(|due| due <= now) {
             connection.handle_timeout(now);
         }
+        self.early.receive(connection)?;
         loop {
             while let Some(event) = connection.poll_endpoint_events() {
                 if let Some(event) = self.endpoint.handle_event(*handle, event) {
@@ -375,6 +389,12 @@ impl<E: Read + Write> QuicSide<E> {
             }
         }
         Ok(())
+    }
+
+    /// True if and only if this side's handshake is done: connected, and
+    /// in a 0-RTT handshake the server has the whole request.
+    pub(super) fn done(&self) -> bool {
+        self.connected && self.early.done()
     }
 
     /// The connection, once there is one (after the handshake, what bulk
@@ -444,6 +464,7 @@ impl Handshaker for QuicHandshaker {
             SERVER_ADDRESS,
             self.mtu_bytes,
         );
+        client.early = EarlyRequest::for_side(self.early_data, true);
         let mut server = QuicSide::new(
             Turn::Server,
             self.server_endpoint(),
@@ -451,12 +472,16 @@ impl Handshaker for QuicHandshaker {
             CLIENT_ADDRESS,
             self.mtu_bytes,
         );
+        server.early = EarlyRequest::for_side(self.early_data, false);
         let start = Instant::now();
         let mut turns = Turns::start(self.cpu_readings);
         self.drive(&pipe, &mut client, &mut server, &mut turns)?;
         let wall_ns = start.elapsed().as_nanos() as u64;
         let times = turns.finish();
-        let negotiated = self.negotiated()?;
+        let mut negotiated = self.negotiated()?;
+        // Accepted as the client's rustls says, and the request really
+        // read by the server under 0-RTT keys.
+        negotiated.early_data &= server.early.read_in_zero_rtt();
         Ok(HandshakeSample::of_turns(times, wall_ns, negotiated))
     }
 
@@ -502,7 +527,7 @@ impl QuicHandshaker {
                 });
                 turns.begin(side.turn);
                 let stepped = side.step(now);
-                if side.connected {
+                if side.done() {
                     turns.done(side.turn);
                 }
                 turns.ended(side.turn);
@@ -510,6 +535,8 @@ impl QuicHandshaker {
             }
             let waiting = pipe.pending_for_client() || pipe.pending_for_server();
             if client.connected && server.connected && !waiting {
+                // A 0-RTT request the server never read (early data
+                // rejected) shows in the sample's verification.
                 break;
             }
             rounds += 1;

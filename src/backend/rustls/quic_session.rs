@@ -2,9 +2,9 @@
 //! rustls' QUIC client driven as quinn's own rustls session drives it
 //! (quinn-proto 0.11, `crypto/rustls.rs`, MIT OR Apache-2.0), plus what
 //! quinn's keeps to itself: when the handshake is done, the session notes
-//! what the client negotiated (suite, group, resumption, ALPN) in a slot
-//! the handshaker reads, so a QUIC row is verified from the library's own
-//! report, as every TLS row is.
+//! what the client negotiated (suite, group, resumption, ALPN, whether its
+//! 0-RTT data was accepted) in a slot the handshaker reads, so a QUIC row
+//! is verified from the library's own report, as every TLS row is.
 
 use std::any::Any;
 use std::sync::{Arc, Mutex};
@@ -32,6 +32,8 @@ pub(super) struct ClientReport {
     pub group: Option<rustls::NamedGroup>,
     pub resumed: bool,
     pub alpn: Option<String>,
+    /// True if and only if the server accepted the client's 0-RTT data.
+    pub early_data: bool,
 }
 
 /// Where a client session leaves its [`ClientReport`].
@@ -122,6 +124,10 @@ impl ReportingSession {
                 .connection
                 .alpn_protocol()
                 .map(|alpn| String::from_utf8_lossy(alpn).into_owned()),
+            early_data: match &self.connection {
+                Connection::Client(client) => client.is_early_data_accepted(),
+                Connection::Server(_) => false,
+            },
         });
     }
 }

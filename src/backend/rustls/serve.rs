@@ -117,7 +117,7 @@ impl RustlsAcceptor {
             Resumption::SessionId => {
                 config.session_storage = ServerSessionMemoryCache::new(256);
             }
-            Resumption::Ticket | Resumption::Psk => {
+            Resumption::Ticket | Resumption::Psk | Resumption::ZeroRtt => {
                 config.session_storage = Arc::new(NoServerSessionStorage {});
                 config.ticketer = match backend.provider {
                     Provider::AwsLcRs => rustls::crypto::aws_lc_rs::Ticketer::new()?,

@@ -318,7 +318,7 @@ impl Context {
                 }
                 Ok(())
             }
-            Resumption::Ticket | Resumption::Psk => {
+            Resumption::Ticket | Resumption::Psk | Resumption::ZeroRtt => {
                 bail!("this wolfSSL build has no session tickets")
             }
         }

@@ -44,7 +44,10 @@ impl Backend for WolfsslBackend {
     }
 
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
-        if matches!(scenario.resumption, Resumption::Ticket | Resumption::Psk) {
+        if matches!(
+            scenario.resumption,
+            Resumption::Ticket | Resumption::Psk | Resumption::ZeroRtt
+        ) {
             return Some(format!(
                 "wolfssl cannot resume with {}: the wolfSSL that wolfssl-sys builds has no session \
                  tickets (configured without --enable-session-ticket), so it resumes TLS 1.2 and \
@@ -317,6 +320,7 @@ fn negotiated(client: &Connection, version: TlsVersion) -> Result<Negotiated> {
         signature: None,
         resumed,
         alpn: None,
+        early_data: false,
     })
 }
 

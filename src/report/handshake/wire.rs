@@ -262,6 +262,7 @@ pub fn wire_table(rows: &[Row]) -> Option<Table> {
             ));
         }
         notes.extend(amplification_note(row, wire));
+        notes.extend(zero_rtt_note(row));
         if row.scenario.transport.is_socket() {
             notes.push("traced over memory: the same bytes".to_string());
         }
@@ -298,6 +299,14 @@ fn amplification_note(row: &Row, wire: &WireFigures) -> Option<String> {
             wire.server_bytes,
             initial
         )
+    })
+}
+
+/// On a 0-RTT row, that its round trips and times run until the client's
+/// handshake is done, while its request already left with the first flight.
+fn zero_rtt_note(row: &Row) -> Option<String> {
+    row.scenario.resumption.sends_early_data().then(|| {
+        "0-RTT: the request left with the client's first flight; counted here until its handshake is done".to_string()
     })
 }
 
@@ -382,6 +391,7 @@ pub fn network_table(rows: &[Row]) -> Option<Table> {
             let mut notes = Vec::new();
             notes.extend(window_note(row, figures));
             notes.extend(row.wire.as_ref().and_then(|w| amplification_note(row, w)));
+            notes.extend(zero_rtt_note(row));
             if let (Some(status), Some(reason)) = (figures.status, &figures.reason) {
                 notes.push(format!("link {status}: {reason}"));
             }

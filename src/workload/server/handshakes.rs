@@ -142,6 +142,10 @@ impl Backend for ServerBackend {
     /// is not installed gives why (and how to install it).
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
         match &self.server {
+            Ok(_) if scenario.resumption.sends_early_data() => Some(format!(
+                "0-RTT against {} is not built: tlslab's clients send a server under test no early data",
+                self.id()
+            )),
             Ok(server) => server.unsupported_reason(scenario).or_else(|| {
                 if scenario.version == TlsVersion::Quic {
                     self.quic_client.unsupported_reason(scenario)

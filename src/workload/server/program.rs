@@ -219,7 +219,7 @@ impl Sessions {
             (Resumption::Off, false) => (false, false),
             (Resumption::Off, true) => (true, true),
             (Resumption::SessionId, _) => (true, false),
-            (Resumption::Ticket | Resumption::Psk, _) => (false, true),
+            (Resumption::Ticket | Resumption::Psk | Resumption::ZeroRtt, _) => (false, true),
         };
         Self { cache, tickets }
     }
