@@ -4,8 +4,9 @@
 //! fit inside it), `serve` answering a client of the test's own and
 //! stopping by itself (after its duration, SIGINT or SIGTERM), the root
 //! it prints, and bad options refused. [`hostile`] has the clients that
-//! try to starve or break it.
+//! try to starve or break it, [`h2load`] nghttp2's client over HTTP/2.
 
+mod h2load;
 mod hostile;
 
 use std::io::{BufRead, BufReader, Read, Write};
