@@ -21,6 +21,7 @@
 //! Ctrl-C alike), so no thread is left serving.
 
 mod connection;
+mod connections;
 pub mod http;
 mod http2;
 mod poll;
@@ -37,6 +38,7 @@ use crate::backend::rustls::instrument::{self, Category, Side};
 use crate::backend::{thread_cpu_ns, TlsAcceptor};
 use anyhow::{anyhow, Context, Result};
 use connection::{Connection, Turn};
+use connections::Connections;
 use poll::Epoll;
 
 pub use http::MAX_PAGE_BYTES;
@@ -311,73 +313,6 @@ impl Drop for Server {
         if !self.workers.is_empty() {
             let _ = self.stop_workers();
         }
-    }
-}
-
-/// A worker's connections, each under a token that names its slot and the
-/// slot's generation (so an event for a connection closed earlier in the
-/// same batch never reaches the one that took its slot).
-#[derive(Default)]
-struct Connections {
-    slots: Vec<(u32, Option<Connection>)>,
-    free: Vec<usize>,
-    held: usize,
-}
-
-impl Connections {
-    fn insert(&mut self, connection: Connection) -> u64 {
-        let index = self.free.pop().unwrap_or_else(|| {
-            self.slots.push((0, None));
-            self.slots.len() - 1
-        });
-        let slot = &mut self.slots[index];
-        slot.0 = slot.0.wrapping_add(1);
-        slot.1 = Some(connection);
-        self.held += 1;
-        (u64::from(slot.0) << 32) | index as u64
-    }
-
-    fn get(&mut self, token: u64) -> Option<&mut Connection> {
-        let (generation, index) = ((token >> 32) as u32, (token & 0xffff_ffff) as usize);
-        match self.slots.get_mut(index) {
-            Some((current, Some(connection))) if *current == generation => Some(connection),
-            _ => None,
-        }
-    }
-
-    fn remove(&mut self, token: u64) -> Option<Connection> {
-        let index = (token & 0xffff_ffff) as usize;
-        let taken = self.slots.get_mut(index)?.1.take()?;
-        self.free.push(index);
-        self.held -= 1;
-        Some(taken)
-    }
-
-    /// The tokens of the connections whose deadline has passed.
-    fn expired(&self, now: Instant) -> Vec<u64> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(index, (generation, slot))| {
-                slot.as_ref()
-                    .filter(|c| c.deadline <= now)
-                    .map(|_| (u64::from(*generation) << 32) | index as u64)
-            })
-            .collect()
-    }
-
-    /// Every connection held.
-    fn each_mut(&mut self) -> impl Iterator<Item = &mut Connection> {
-        self.slots.iter_mut().filter_map(|(_, slot)| slot.as_mut())
-    }
-
-    fn tokens(&self) -> Vec<u64> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, slot))| slot.is_some())
-            .map(|(index, (generation, _))| (u64::from(*generation) << 32) | index as u64)
-            .collect()
     }
 }
 
