@@ -95,7 +95,7 @@ fn offer_from(args: &ServeOfferArgs, backend: &dyn Backend) -> Result<(ServerOff
     }
     if offer.versions.iter().any(|v| v.is_datagram()) {
         return Err(usage(
-            "serve speaks HTTP/1.1 over TLS on TCP; DTLS and QUIC are measured by handshake (--tls dtls1.2, --tls quic)",
+            "serve speaks HTTP/1.1 and HTTP/2 over TLS on TCP; DTLS and QUIC are measured by handshake (--tls dtls1.2, --tls quic)",
         ));
     }
     // Why a combination cannot be served: the protocol's rule or the backend's gap.

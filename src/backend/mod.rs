@@ -382,6 +382,12 @@ pub trait ServerSession: Send {
     /// The TCP connection, for its descriptor and to shut it down.
     fn tcp(&self) -> &std::net::TcpStream;
 
+    /// The application protocol ALPN chose (one of [`SERVER_ALPN`]), once
+    /// the handshake is complete; None when the client offered none.
+    fn alpn_protocol(&self) -> Option<&[u8]> {
+        None
+    }
+
     /// Wall time spent in the library's own calls on this connection
     /// (handshake processing, record protection; socket I/O not included),
     /// if the session drives the socket itself and can tell.
@@ -389,6 +395,12 @@ pub trait ServerSession: Send {
         None
     }
 }
+
+/// The application protocols the embedded server offers by ALPN, in its
+/// order of preference: HTTP/2, then HTTP/1.1 (as nginx's `listen ... ssl
+/// http2`). A client that offers neither is refused; one that offers no
+/// ALPN at all gets HTTP/1.1.
+pub const SERVER_ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 
 /// A TLS server configured for one scenario (or one offer of several
 /// versions, groups, certificates and suites): starts the server's side

@@ -27,7 +27,8 @@ use crate::scenario::{Aead, BackendId, CertKind, Group, Resumption, TlsVersion};
       (load it; the page is /page_SIZE)
 
 Pages: GET /page_SIZE answers SIZE bytes of the generated page that
-`tlslab load` checks; there is no other page. The certificate is
+`tlslab load` checks; there is no other page. HTTP/1.1, or HTTP/2 when the
+client chooses h2 by ALPN (curl --http2, h2load, load --http 2). The certificate is
 tlslab's test chain for the name tlslab.test; ROOT.pem is its root, whose
 path serve prints at start (in --cert-dir, by default the user's cache
 directory).")]

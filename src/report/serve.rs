@@ -96,7 +96,7 @@ pub fn breakdown_table(stats: &ServerStats, backend: &str) -> Table {
                 ]);
             }
             table.notes.push(
-                "Every crypto call of the server's rustls provider timed on the worker threads (exclusive times, as cost --breakdown counts them); rest of TLS: rustls's own calls less that crypto; HTTP: tlslab's request parsing and response building; rest: the threads' CPU time (the total) less all of these — the kernel's socket work, accepting, the event loop.".to_string(),
+                "Every crypto call of the server's rustls provider timed on the worker threads (exclusive times, as cost --breakdown counts them); rest of TLS: rustls's own calls less that crypto; HTTP: tlslab's request parsing and response building (over HTTP/2, nghttp2's framing too); rest: the threads' CPU time (the total) less all of these — the kernel's socket work, accepting, the event loop.".to_string(),
             );
         }
         None => {

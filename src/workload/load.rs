@@ -9,7 +9,7 @@
 //! counted by kind. A run is bounded in time and in requests and stops by
 //! itself about a second after its plan ends, whatever the server does, and
 //! at once on Ctrl-C. It speaks HTTP/1.1, or HTTP/2 (ALPN `h2`, several
-//! requests per connection as streams, framed by nghttp2: see `h2`).
+//! requests per connection as streams, framed by nghttp2: see [`super::h2`]).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,7 +22,6 @@ use openssl::ssl::SslContext;
 use serde::Serialize;
 
 mod events;
-mod h2;
 mod head;
 mod http;
 pub mod shards;

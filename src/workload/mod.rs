@@ -12,6 +12,7 @@ pub mod breakdown;
 pub mod bulk;
 pub mod capacity;
 pub mod counted;
+pub mod h2;
 pub mod handshake;
 pub mod link;
 pub mod load;

@@ -352,3 +352,41 @@ fn a_server_with_bare_line_feeds_that_closes_each_connection_is_read() {
         }
     }
 }
+
+/// A server that does not speak HTTP/2 (this one chooses no ALPN
+/// protocol) ends `load --http 2` with exit status 2 before anything is
+/// loaded, naming what it chose. (tlslab's embedded server was the case
+/// of this check until it spoke h2.)
+#[test]
+fn an_http2_load_of_a_server_without_h2_exits_2_naming_its_choice() {
+    let server = OddServer::start(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+    let target = server.address.to_string();
+    let run = tlslab(&[
+        "load",
+        "--no-db",
+        "--target",
+        &target,
+        "--ca-file",
+        server.root_pem.to_str().unwrap(),
+        "--no-probe",
+        "--path",
+        "/",
+        "--http",
+        "1.1,2",
+        "--rate",
+        "10",
+        "--duration",
+        "0.3",
+        "-q",
+    ]);
+    run.expect_code(2);
+    assert!(
+        run.stderr().contains("--http 2")
+            && run
+                .stderr()
+                .contains("chose no ALPN protocol (offered: h2)"),
+        "{}",
+        run.stderr()
+    );
+    assert!(!run.stdout().contains("answered"), "{}", run.stdout());
+}

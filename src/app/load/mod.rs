@@ -303,16 +303,10 @@ impl Study for LoadStudy {
             }
             records.push(self.load_once(session, &mut server, &endpoint, version)?);
         }
-        // A server that counts its own figures (the embedded server's
-        // threads' CPU, over its one HTTP version) is taken at its word.
-        let embedded = server.stop()?;
+        server.stop()?;
         drop(server);
         let counted = self.count_server_handshake(&certs, session);
         for record in &mut records {
-            if let Some((stats, _)) = &embedded {
-                record.server_cpu_ns = Some(stats.cpu_ns);
-            }
-            record.embedded = embedded.clone();
             record.counted = counted.clone();
         }
         // Each version is a run of its own in the store: the first is
@@ -413,6 +407,9 @@ impl LoadStudy {
             );
         }
         let cpu_before = server.worker_cpu_ns()?;
+        // A server that counts its own figures (the embedded server) counts
+        // this version's from here: the figures before it are dropped.
+        server.take_stats()?;
         let result = match &self.sharding {
             // A shard waits for the common start (refused if it has passed).
             Some(sharding) => {
@@ -437,6 +434,12 @@ impl LoadStudy {
             },
             None => None,
         };
+        // ... and is taken at its word (its threads' CPU over this version).
+        let embedded = server.take_stats()?;
+        let server_cpu_ns = match &embedded {
+            Some((stats, _)) => Some(stats.cpu_ns),
+            None => server_cpu_ns,
+        };
         let scope = profiler.scope.clone();
         let (profile, categories) = profiler.finish(server);
         session.mark_interrupted(result.interrupted);
@@ -450,7 +453,7 @@ impl LoadStudy {
             profile,
             profile_scope: scope,
             categories,
-            embedded: None,
+            embedded,
             counted: None,
         })
     }

@@ -124,6 +124,18 @@ impl LoadedServer {
             .transpose()
     }
 
+    /// The started server's own figures since it started or since the last
+    /// call, with its backend id, for a server that counts them (the
+    /// embedded server); `None` else.
+    pub(super) fn take_stats(&mut self) -> Result<Option<(ServerStats, String)>> {
+        let Some(running) = self.running.as_mut() else {
+            return Ok(None);
+        };
+        Ok(running
+            .take_stats()?
+            .map(|stats| (stats, self.backend.clone())))
+    }
+
     /// Stops the started server and returns its figures and backend id,
     /// for a server that counts them (the embedded server); `None` else.
     pub(super) fn stop(&mut self) -> Result<Option<(ServerStats, String)>> {

@@ -546,6 +546,14 @@ pub(crate) fn server_context(
     scenario: &HandshakeScenario,
     credentials: &Credentials,
 ) -> Result<SslContext> {
+    Ok(server_context_builder(scenario, credentials)?.build())
+}
+
+/// [`server_context`] before it is built, for a server that adds to it.
+pub(crate) fn server_context_builder(
+    scenario: &HandshakeScenario,
+    credentials: &Credentials,
+) -> Result<SslContextBuilder> {
     let mut ctx = common_context(scenario)?;
     use_chain(&mut ctx, &credentials.server)?;
     if let Some(parameters) = dhe_parameters(scenario.group)? {
@@ -559,7 +567,7 @@ pub(crate) fn server_context(
     if scenario.version.is_datagram() {
         dtls::require_cookies(&mut ctx)?;
     }
-    Ok(ctx.build())
+    Ok(ctx)
 }
 
 /// A server's session cache and tickets for one kind of resumption.

@@ -13,15 +13,15 @@ use anyhow::{bail, Context, Result};
 use foreign_types::{ForeignType, ForeignTypeRef};
 use openssl::pkey::{PKey, Private};
 use openssl::ssl::{
-    ErrorCode, Ssl, SslContext, SslContextBuilder, SslMethod, SslOptions, SslStream,
+    AlpnError, ErrorCode, Ssl, SslContext, SslContextBuilder, SslMethod, SslOptions, SslStream,
 };
 use openssl::x509::X509;
 
 use super::{
     certificate_curve, configure_resumption, dhe_parameters, openssl_group_name, protocol,
-    server_context, tls12_cipher_name,
+    server_context_builder, tls12_cipher_name,
 };
-use crate::backend::{ServerSession, TlsAcceptor};
+use crate::backend::{ServerSession, TlsAcceptor, SERVER_ALPN};
 use crate::certs::Credentials;
 use crate::scenario::{
     CertKind, HandshakeScenario, KxKind, Named, ServerOffer, SignatureFamily, TlsVersion,
@@ -49,9 +49,11 @@ impl OpensslAcceptor {
         if scenario.version.is_datagram() {
             anyhow::bail!("the embedded server speaks TLS over TCP, not DTLS");
         }
+        let mut context = server_context_builder(scenario, credentials)
+            .context("configuring the OpenSSL server")?;
+        offer_server_alpn(&mut context);
         Ok(Self {
-            context: server_context(scenario, credentials)
-                .context("configuring the OpenSSL server")?,
+            context: context.build(),
         })
     }
 
@@ -65,6 +67,29 @@ impl OpensslAcceptor {
             context: offer_context(offer, chains).context("configuring the OpenSSL server")?,
         })
     }
+}
+
+/// Makes the server choose its protocols ([`SERVER_ALPN`], in its order)
+/// from those a client offers by ALPN, refusing a client that offers none
+/// of them with `no_application_protocol` (as nginx does).
+fn offer_server_alpn(ctx: &mut SslContextBuilder) {
+    ctx.set_alpn_select_callback(|_, offered| {
+        SERVER_ALPN
+            .iter()
+            .find_map(|wanted| alpn_names(offered).find(|name| name == wanted))
+            .ok_or(AlpnError::ALERT_FATAL)
+    });
+}
+
+/// The protocol names of an ALPN list in its wire format (each name after
+/// its length byte); a truncated last entry is left out.
+fn alpn_names(mut wire: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let (&length, rest) = wire.split_first()?;
+        let name = rest.get(..length as usize)?;
+        wire = &rest[length as usize..];
+        Some(name)
+    })
 }
 
 /// Why an OpenSSL server cannot hold `offer` although it can make each of
@@ -181,6 +206,7 @@ fn offer_context(
         add_certificate(&mut ctx, credentials)?;
     }
     configure_resumption(&mut ctx, offer.resumption)?;
+    offer_server_alpn(&mut ctx);
     Ok(ctx.build())
 }
 
@@ -324,5 +350,21 @@ impl ServerSession for OpensslSession {
 
     fn tcp(&self) -> &TcpStream {
         self.stream.get_ref()
+    }
+
+    fn alpn_protocol(&self) -> Option<&[u8]> {
+        self.stream.ssl().selected_alpn_protocol()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::alpn_names;
+
+    #[test]
+    fn alpn_lists_split_into_names() {
+        let names: Vec<&[u8]> = alpn_names(b"\x02h2\x08http/1.1\x09trunc").collect();
+        assert_eq!(names, [b"h2".as_slice(), b"http/1.1".as_slice()]);
+        assert_eq!(alpn_names(b"").count(), 0);
     }
 }

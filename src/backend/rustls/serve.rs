@@ -20,7 +20,7 @@ use rustls::{HandshakeKind, ServerConfig, ServerConnection, SupportedProtocolVer
 use super::instrument::{self, Side};
 use super::RustlsBackend;
 use super::{all_kx_groups, base_provider, our_group, rustls_chain, suite_name, Provider};
-use crate::backend::{Backend, ServerSession, TlsAcceptor};
+use crate::backend::{Backend, ServerSession, TlsAcceptor, SERVER_ALPN};
 use crate::certs::Credentials;
 use crate::scenario::{HandshakeScenario, Named, Resumption, ServerOffer, TlsVersion};
 
@@ -35,10 +35,15 @@ impl RustlsAcceptor {
         scenario: &HandshakeScenario,
         credentials: &Credentials,
     ) -> Result<Self> {
+        let shared = backend
+            .server_config(scenario, credentials)
+            .context("configuring the rustls server")?;
+        // The scenario's configuration is shared with the handshake
+        // measurements; the server's protocols go on a copy of its own.
+        let mut config = ServerConfig::clone(&shared);
+        config.alpn_protocols = server_alpn();
         Ok(Self {
-            config: backend
-                .server_config(scenario, credentials)
-                .context("configuring the rustls server")?,
+            config: Arc::new(config),
         })
     }
 
@@ -109,6 +114,7 @@ impl RustlsAcceptor {
             .with_no_client_auth()
             .with_cert_resolver(Arc::new(FirstAllowed(keys)));
         config.ignore_client_order = true;
+        config.alpn_protocols = server_alpn();
         match offer.resumption {
             Resumption::Off => {
                 config.session_storage = Arc::new(NoServerSessionStorage {});
@@ -130,6 +136,13 @@ impl RustlsAcceptor {
             config: Arc::new(config),
         })
     }
+}
+
+/// The embedded server's protocols ([`SERVER_ALPN`]): rustls chooses the
+/// first of them the client offers, and refuses a client that offers
+/// ALPN without any of them (`no_application_protocol`).
+fn server_alpn() -> Vec<Vec<u8>> {
+    SERVER_ALPN.iter().map(|name| name.to_vec()).collect()
 }
 
 /// Of the offered certificates, the first whose key can sign with one of
@@ -288,6 +301,10 @@ impl ServerSession for RustlsSession {
 
     fn tcp(&self) -> &TcpStream {
         &self.tcp
+    }
+
+    fn alpn_protocol(&self) -> Option<&[u8]> {
+        self.connection.alpn_protocol()
     }
 
     fn library_ns(&self) -> Option<u64> {

@@ -9,7 +9,9 @@
 //! byte, an idle kept-alive connection closes after
 //! [`Limits::keep_alive_timeout`]; a head not complete in time is answered
 //! 408. What a connection holds is bounded: at most one head's bytes
-//! (431 past [`MAX_HEAD_BYTES`]) and one slice of a page at a time.
+//! (431 past [`MAX_HEAD_BYTES`]) and one slice of a page at a time. A
+//! connection whose client chose `h2` by ALPN goes from the handshake to
+//! [`super::http2`] instead, which has its own rules within the same limits.
 
 use std::io::{ErrorKind, Read};
 use std::net::{Shutdown, TcpStream};
@@ -17,6 +19,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use super::http::{self, page_slice, Parsed, Status, MAX_HEAD_BYTES, PAGE_SLICE_BYTES};
+use super::http2::{Http2, Outcome};
 use super::{Limits, ServerStats};
 use crate::backend::{ServerSession, TlsAcceptor};
 
@@ -48,6 +51,8 @@ enum Phase {
         started: bool,
     },
     Respond(Response),
+    /// ALPN chose `h2`: an HTTP/2 session carries the requests.
+    Http2(Box<Http2>),
     /// The last response is sent and close_notify queued: sending it,
     /// then discarding what the client still sends until it closes.
     Closing {
@@ -111,6 +116,8 @@ pub struct Connection {
     received: Vec<u8>,
     /// Responses sent on this connection.
     answered: u64,
+    /// The library's time on this connection already handed over.
+    library_ns_taken: u64,
 }
 
 impl Connection {
@@ -121,12 +128,17 @@ impl Connection {
             deadline: now + limits.head_timeout,
             received: Vec::new(),
             answered: 0,
+            library_ns_taken: 0,
         }
     }
 
-    /// The library's time on this connection, when the session can tell.
-    pub fn library_ns(&self) -> Option<u64> {
-        self.session.as_ref().and_then(|s| s.library_ns())
+    /// The library's time on this connection since the last call, when
+    /// the session can tell.
+    pub fn take_library_ns(&mut self) -> Option<u64> {
+        let total = self.session.as_ref().and_then(|s| s.library_ns())?;
+        let since = total.saturating_sub(self.library_ns_taken);
+        self.library_ns_taken = total;
+        Some(since)
     }
 
     /// Moves the connection on as far as its socket allows.
@@ -145,6 +157,7 @@ impl Connection {
                 Phase::Handshake => self.handshake(stats),
                 Phase::Head { started } => self.read_head(started, now, limits, stats, chunk),
                 Phase::Respond(_) => self.send_response(&mut written, now, limits, stats),
+                Phase::Http2(_) => self.serve_http2(&mut written, now, limits, stats, chunk),
                 Phase::Closing { shut } => self.linger(shut, chunk),
                 Phase::Done => ControlFlow::Break(Turn::Closed),
             };
@@ -207,6 +220,15 @@ impl Connection {
                 }
                 // The first head keeps the handshake's deadline.
                 self.phase = Phase::Head { started: false };
+                if self.session().alpn_protocol() == Some(b"h2") {
+                    match Http2::new() {
+                        Ok(session) => self.phase = Phase::Http2(Box::new(session)),
+                        Err(error) => {
+                            stats.first_failure.get_or_insert(error);
+                            return ControlFlow::Break(self.drop_now());
+                        }
+                    }
+                }
                 ControlFlow::Continue(())
             }
             Ok(false) => ControlFlow::Break(Turn::Waiting),
@@ -315,6 +337,63 @@ impl Connection {
         }
     }
 
+    /// HTTP/2: moves the session on (see [`Http2::turn`]); a session over
+    /// closes cleanly, a client that closed gets close_notify in turn.
+    fn serve_http2(
+        &mut self,
+        written: &mut usize,
+        now: Instant,
+        limits: &Limits,
+        stats: &mut ServerStats,
+        chunk: &mut [u8],
+    ) -> ControlFlow<Turn> {
+        let Phase::Http2(http2) = &mut self.phase else {
+            unreachable!("called in the HTTP/2 phase");
+        };
+        let tls = self
+            .session
+            .as_deref_mut()
+            .expect("a connection past its first byte has a session");
+        match http2.turn(
+            tls,
+            &mut self.deadline,
+            now,
+            limits,
+            stats,
+            chunk,
+            written,
+            TURN_BYTES,
+        ) {
+            Outcome::Waiting => ControlFlow::Break(Turn::Waiting),
+            Outcome::Again => ControlFlow::Break(Turn::Again),
+            Outcome::Over => {
+                self.close();
+                ControlFlow::Continue(())
+            }
+            Outcome::ClientClosed => {
+                self.session().close_notify();
+                let _ = self.session().flush();
+                ControlFlow::Break(self.drop_now())
+            }
+            Outcome::Failed => ControlFlow::Break(self.drop_now()),
+        }
+    }
+
+    /// Ends an HTTP/2 session with a GOAWAY, then close_notify, each as far
+    /// as the socket takes them (the connection is dropped next).
+    fn end_http2(&mut self) {
+        let Phase::Http2(http2) = &mut self.phase else {
+            return;
+        };
+        let tls = self
+            .session
+            .as_deref_mut()
+            .expect("a connection past its first byte has a session");
+        http2.end(tls);
+        tls.close_notify();
+        let _ = tls.flush();
+    }
+
     /// A response is all sent: counts it, then waits for the next head
     /// (kept alive: a head already begun gets the head timeout, none yet the
     /// keep-alive timeout) or closes.
@@ -409,8 +488,15 @@ impl Connection {
                 let _ = self.session().flush();
                 self.drop_now()
             }
+            // Idle between streams: GOAWAY, then close.
+            Phase::Http2(ref http2) if !http2.busy() => {
+                self.end_http2();
+                self.drop_now()
+            }
             // The client stopped reading, or lingers: close.
-            Phase::Respond(_) | Phase::Closing { .. } | Phase::Done => self.drop_now(),
+            Phase::Respond(_) | Phase::Http2(_) | Phase::Closing { .. } | Phase::Done => {
+                self.drop_now()
+            }
         }
     }
 
@@ -426,6 +512,7 @@ impl Connection {
                 self.session().close_notify();
                 let _ = self.session().flush();
             }
+            Phase::Http2(_) => self.end_http2(),
             Phase::Respond(_) | Phase::Closing { .. } | Phase::Done => {}
         }
         self.drop_now();

@@ -1,7 +1,8 @@
 //! HTTP/1.1 for the embedded server: request heads parsed with `httparse`
 //! (bare LF line ends accepted, as RFC 9112 allows), the status a request
-//! gets, response heads, and the generated pages handed out in slices of
-//! one static pattern, so no page is ever held in memory whole.
+//! gets (for HTTP/2 as well: [`route`]), response heads, and the generated
+//! pages handed out in slices of one static pattern, so no page is ever
+//! held in memory whole.
 
 use std::sync::OnceLock;
 
@@ -31,6 +32,19 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status code alone (HTTP/2 sends no reason).
+    pub fn code(self) -> u16 {
+        match self {
+            Status::Ok => 200,
+            Status::BadRequest => 400,
+            Status::NotFound => 404,
+            Status::MethodNotAllowed => 405,
+            Status::RequestTimeout => 408,
+            Status::HeadTooLarge => 431,
+            Status::VersionNotSupported => 505,
+        }
+    }
+
     /// The status line's code and reason.
     fn line(self) -> &'static str {
         match self {
@@ -81,17 +95,9 @@ pub fn parse(received: &[u8]) -> Parsed {
         return Parsed::Refused(Status::HeadTooLarge);
     }
     let version = request.version.unwrap_or(1);
-    if request.method != Some("GET") {
-        return Parsed::Refused(Status::MethodNotAllowed);
-    }
-    let Some(page_size) = request
-        .path
-        .and_then(|p| p.strip_prefix("/page_"))
-        .filter(|size| size.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|size| size.parse::<usize>().ok())
-        .filter(|size| *size <= MAX_PAGE_BYTES)
-    else {
-        return Parsed::Refused(Status::NotFound);
+    let page_size = match route(request.method.unwrap_or(""), request.path.unwrap_or("")) {
+        Ok(page_size) => page_size,
+        Err(status) => return Parsed::Refused(status),
     };
     let headers: &[httparse::Header] = request.headers;
     let options: Vec<String> = field_values(headers, "connection")
@@ -119,6 +125,21 @@ pub fn parse(received: &[u8]) -> Parsed {
         },
         head_bytes,
     )
+}
+
+/// The page a request for `path` by `method` gets, by its size: `GET
+/// /page_SIZE` (SIZE in digits, at most [`MAX_PAGE_BYTES`]); else the status
+/// it is refused with (405 for another method, 404 for another path). The
+/// same for HTTP/1.1 and HTTP/2.
+pub fn route(method: &str, path: &str) -> Result<usize, Status> {
+    if method != "GET" {
+        return Err(Status::MethodNotAllowed);
+    }
+    path.strip_prefix("/page_")
+        .filter(|size| size.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|size| size.parse::<usize>().ok())
+        .filter(|size| *size <= MAX_PAGE_BYTES)
+        .ok_or(Status::NotFound)
 }
 
 /// The values of every header field named `name`, lowercased.

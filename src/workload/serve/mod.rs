@@ -1,5 +1,6 @@
-//! The embedded HTTPS server: HTTP/1.1 over any backend's
-//! [`TlsAcceptor`], serving generated pages `/page_SIZE` (the content of
+//! The embedded HTTPS server: HTTP/1.1, and HTTP/2 when the client
+//! chooses `h2` by ALPN (through nghttp2, [`crate::workload::h2`]), over
+//! any backend's [`TlsAcceptor`], serving generated pages `/page_SIZE` (the content of
 //! [`page_bytes`](crate::workload::site::page_bytes), so a load generator
 //! can check every byte). Each worker thread is an event loop (epoll) over
 //! nonblocking sockets holding many connections at once, as nginx's
@@ -20,14 +21,16 @@
 //! Ctrl-C alike), so no thread is left serving.
 
 mod connection;
+mod connections;
 pub mod http;
+mod http2;
 mod poll;
 mod stats;
 
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -35,6 +38,7 @@ use crate::backend::rustls::instrument::{self, Category, Side};
 use crate::backend::{thread_cpu_ns, TlsAcceptor};
 use anyhow::{anyhow, Context, Result};
 use connection::{Connection, Turn};
+use connections::Connections;
 use poll::Epoll;
 
 pub use http::MAX_PAGE_BYTES;
@@ -84,10 +88,17 @@ impl Default for Limits {
 /// The default bound on connections held at once.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
 
+/// How long [`Server::take_stats`] waits for every worker's figures.
+const CHECKPOINT_PATIENCE: Duration = Duration::from_secs(10);
+
 /// Counts shared by the workers.
 #[derive(Default)]
 struct Shared {
     stop: AtomicBool,
+    /// Asked for by [`Server::take_stats`]: each worker hands its figures
+    /// since the last checkpoint to `reports` when it sees this change.
+    checkpoint: AtomicU64,
+    reports: Mutex<Vec<ServerStats>>,
     /// Connections open now, and the most at once.
     open: AtomicU64,
     most: AtomicU64,
@@ -216,18 +227,72 @@ impl Server {
     }
 
     /// Stops every worker (open connections are closed) and returns what
-    /// the server did.
+    /// the server did since it started, or since the last
+    /// [`Server::take_stats`].
     pub fn stop(mut self) -> Result<ServerStats> {
         self.stop_workers()
     }
 
-    fn stop_workers(&mut self) -> Result<ServerStats> {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        let mut stats = ServerStats {
+    /// What the server did since it started, or since the last call,
+    /// without stopping it: each worker hands over its figures at its next
+    /// wake (within [`TICK`]) and counts anew from there, so a load of
+    /// several parts (one per HTTP version) gets each part's own figures.
+    /// The TLS library's time of a connection still open is counted up to
+    /// now.
+    pub fn take_stats(&mut self) -> Result<ServerStats> {
+        self.shared
+            .reports
+            .lock()
+            .expect("no worker panics holding it")
+            .clear();
+        self.shared.checkpoint.fetch_add(1, Ordering::SeqCst);
+        let asked = Instant::now();
+        let reports = loop {
+            {
+                let mut reports = self
+                    .shared
+                    .reports
+                    .lock()
+                    .expect("no worker panics holding it");
+                if reports.len() >= self.workers.len() {
+                    break std::mem::take(&mut *reports);
+                }
+            }
+            if self.workers.iter().any(JoinHandle::is_finished) {
+                return Err(anyhow!("a server worker ended while it was serving"));
+            }
+            if asked.elapsed() > CHECKPOINT_PATIENCE {
+                return Err(anyhow!(
+                    "the server's workers did not hand over their figures within {} s",
+                    CHECKPOINT_PATIENCE.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        let mut stats = self.totals();
+        for report in &reports {
+            stats.add(report);
+        }
+        Ok(stats)
+    }
+
+    /// The figures every report shares (workers, bounds, the most
+    /// connections at once), with the time since the last checkpoint.
+    fn totals(&mut self) -> ServerStats {
+        let now = Instant::now();
+        let since = std::mem::replace(&mut self.started, now);
+        ServerStats {
             workers: self.workers.len(),
             connection_limit: self.connection_limit as u64,
+            most_connections: self.shared.most.load(Ordering::SeqCst),
+            elapsed: now - since,
             ..ServerStats::default()
-        };
+        }
+    }
+
+    fn stop_workers(&mut self) -> Result<ServerStats> {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        let mut stats = self.totals();
         let mut panicked = false;
         for worker in self.workers.drain(..) {
             match worker.join() {
@@ -236,7 +301,6 @@ impl Server {
             }
         }
         stats.most_connections = self.shared.most.load(Ordering::SeqCst);
-        stats.elapsed = self.started.elapsed();
         if panicked {
             return Err(anyhow!("a server worker panicked"));
         }
@@ -249,68 +313,6 @@ impl Drop for Server {
         if !self.workers.is_empty() {
             let _ = self.stop_workers();
         }
-    }
-}
-
-/// A worker's connections, each under a token that names its slot and the
-/// slot's generation (so an event for a connection closed earlier in the
-/// same batch never reaches the one that took its slot).
-#[derive(Default)]
-struct Connections {
-    slots: Vec<(u32, Option<Connection>)>,
-    free: Vec<usize>,
-    held: usize,
-}
-
-impl Connections {
-    fn insert(&mut self, connection: Connection) -> u64 {
-        let index = self.free.pop().unwrap_or_else(|| {
-            self.slots.push((0, None));
-            self.slots.len() - 1
-        });
-        let slot = &mut self.slots[index];
-        slot.0 = slot.0.wrapping_add(1);
-        slot.1 = Some(connection);
-        self.held += 1;
-        (u64::from(slot.0) << 32) | index as u64
-    }
-
-    fn get(&mut self, token: u64) -> Option<&mut Connection> {
-        let (generation, index) = ((token >> 32) as u32, (token & 0xffff_ffff) as usize);
-        match self.slots.get_mut(index) {
-            Some((current, Some(connection))) if *current == generation => Some(connection),
-            _ => None,
-        }
-    }
-
-    fn remove(&mut self, token: u64) -> Option<Connection> {
-        let index = (token & 0xffff_ffff) as usize;
-        let taken = self.slots.get_mut(index)?.1.take()?;
-        self.free.push(index);
-        self.held -= 1;
-        Some(taken)
-    }
-
-    /// The tokens of the connections whose deadline has passed.
-    fn expired(&self, now: Instant) -> Vec<u64> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(index, (generation, slot))| {
-                slot.as_ref()
-                    .filter(|c| c.deadline <= now)
-                    .map(|_| (u64::from(*generation) << 32) | index as u64)
-            })
-            .collect()
-    }
-
-    fn tokens(&self) -> Vec<u64> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, slot))| slot.is_some())
-            .map(|(index, (generation, _))| (u64::from(*generation) << 32) | index as u64)
-            .collect()
     }
 }
 
@@ -345,7 +347,10 @@ impl Worker<'_> {
     /// warm-up, which is not counted).
     fn run(&self, counted: bool) -> ServerStats {
         self.acceptor.warm_up();
-        let cpu_start = thread_cpu_ns();
+        let mut cpu_start = thread_cpu_ns();
+        // A new server's count; one asked for before this thread ran is
+        // seen at once.
+        let mut checkpoint = 0;
         if counted {
             instrument::set_side(Side::Server);
             instrument::take_tally();
@@ -362,6 +367,16 @@ impl Worker<'_> {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
         let mut next_sweep = Instant::now() + TICK;
         while !self.shared.stop.load(Ordering::Relaxed) {
+            let asked = self.shared.checkpoint.load(Ordering::SeqCst);
+            if asked != checkpoint {
+                checkpoint = asked;
+                let stats = self.take_stats(&mut state, counted, &mut cpu_start);
+                self.shared
+                    .reports
+                    .lock()
+                    .expect("no worker panics holding it")
+                    .push(stats);
+            }
             let timeout = if state.again.is_empty() {
                 TICK
             } else {
@@ -403,11 +418,24 @@ impl Worker<'_> {
         for token in state.connections.tokens() {
             if let Some(mut connection) = state.connections.remove(token) {
                 connection.stop(&mut state.stats);
-                self.closed(&mut state, &connection);
+                self.closed(&mut state, connection);
             }
         }
-        let mut stats = state.stats;
-        stats.library_ns = state.library_ns;
+        self.take_stats(&mut state, counted, &mut cpu_start)
+    }
+
+    /// The worker's figures since `cpu_start` (moved on to now), counting
+    /// anew from here: the TLS library's time of the connections still
+    /// open is taken up to now, the counted crypto's tally emptied.
+    fn take_stats(&self, state: &mut Loop, counted: bool, cpu_start: &mut u64) -> ServerStats {
+        let mut stats = std::mem::take(&mut state.stats);
+        let mut library_ns = state.library_ns.take();
+        for connection in state.connections.each_mut() {
+            if let Some(ns) = connection.take_library_ns() {
+                *library_ns.get_or_insert(0) += ns;
+            }
+        }
+        stats.library_ns = library_ns;
         if counted {
             let tally = instrument::take_tally();
             stats.counted_ns = Some(
@@ -426,7 +454,9 @@ impl Worker<'_> {
                     .collect(),
             );
         }
-        stats.cpu_ns = thread_cpu_ns().saturating_sub(cpu_start);
+        let cpu_now = thread_cpu_ns();
+        stats.cpu_ns = cpu_now.saturating_sub(*cpu_start);
+        *cpu_start = cpu_now;
         stats
     }
 
@@ -457,15 +487,15 @@ impl Worker<'_> {
             Turn::Again => state.again.push(token),
             Turn::Closed => {
                 if let Some(connection) = state.connections.remove(token) {
-                    self.closed(state, &connection);
+                    self.closed(state, connection);
                 }
             }
         }
     }
 
     /// Counts a closed connection out.
-    fn closed(&self, state: &mut Loop, connection: &Connection) {
-        if let Some(ns) = connection.library_ns() {
+    fn closed(&self, state: &mut Loop, mut connection: Connection) {
+        if let Some(ns) = connection.take_library_ns() {
             *state.library_ns.get_or_insert(0) += ns;
         }
         self.shared.open.fetch_sub(1, Ordering::Relaxed);

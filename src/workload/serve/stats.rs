@@ -41,7 +41,8 @@ pub struct ServerStats {
     pub cpu_ns: u64,
     /// Wall time in tlslab's HTTP code: reading the request head out of
     /// what TLS handed over, parsing it, finding the page, building the
-    /// response head.
+    /// response head; over HTTP/2, every call into nghttp2 (framing, HPACK,
+    /// copying the page into DATA frames).
     pub http_ns: u64,
     /// Wall time inside the TLS library's own calls (socket I/O not
     /// included), when the backend can tell (rustls).

@@ -61,8 +61,8 @@ impl ServerUnderTest for EmbeddedServer {
         self.backend.capabilities()
     }
 
-    /// The embedded server speaks HTTP/1.1 over TLS on TCP; within that,
-    /// what its backend lacks.
+    /// The embedded server speaks HTTP/1.1 and HTTP/2 over TLS on TCP;
+    /// within that, what its backend lacks.
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
         if scenario.version.is_datagram() {
             return Some(format!(
@@ -136,6 +136,13 @@ impl RunningServer for RunningEmbedded {
             .iter()
             .map(|&tid| process_cpu_ns(tid))
             .sum()
+    }
+
+    fn take_stats(&mut self) -> Result<Option<ServerStats>> {
+        self.server
+            .take_stats()
+            .context("taking the embedded server's figures")
+            .map(Some)
     }
 
     fn stop(self: Box<Self>) -> Result<Option<ServerStats>> {

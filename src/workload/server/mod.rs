@@ -158,8 +158,16 @@ pub trait RunningServer: Send + Sync {
     /// share of their TCP work included).
     fn worker_cpu_ns(&self) -> Result<u64>;
 
-    /// Stops it; what it counted while it served, for a server that
-    /// counts (the embedded server), else `None`.
+    /// What it counted since it started or since the last call, without
+    /// stopping it, for a server that counts (the embedded server), else
+    /// `None`: a load of several HTTP versions takes each one's figures.
+    fn take_stats(&mut self) -> Result<Option<ServerStats>> {
+        Ok(None)
+    }
+
+    /// Stops it; what it counted while it served (since the last
+    /// [`RunningServer::take_stats`]), for a server that counts (the
+    /// embedded server), else `None`.
     fn stop(self: Box<Self>) -> Result<Option<ServerStats>>;
 }
 

@@ -4,9 +4,11 @@
 //! fit inside it), `serve` answering a client of the test's own and
 //! stopping by itself (after its duration, SIGINT or SIGTERM), the root
 //! it prints, and bad options refused. [`hostile`] has the clients that
-//! try to starve or break it.
+//! try to starve or break it, [`http2`] nghttp2's h2load and an idle
+//! client over HTTP/2.
 
 mod hostile;
+mod http2;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

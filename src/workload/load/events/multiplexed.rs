@@ -3,7 +3,7 @@
 //! released request waiting for a free client, that wait counted), but a
 //! client's connection negotiates `h2` by ALPN and carries up to
 //! [`Plan::streams`] requests at once as HTTP/2 streams (h2load's `-m`),
-//! framed by nghttp2 ([`super::super::h2`]). A connection whose server
+//! framed by nghttp2 ([`crate::workload::h2`]). A connection whose server
 //! chose another protocol fails its requests as handshake errors naming
 //! the protocol it chose.
 //!
@@ -28,12 +28,12 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
-use super::super::h2::{Session, StreamEvent, REFUSED_STREAM};
 use super::super::{micros, ErrorKind, Latencies, Mode};
 use super::LONGEST_WAIT;
 use super::{check_body, would_block, Epoll, EventLoop, Failure};
 use crate::backend::openssl::remote::handshake_failure;
 use crate::backend::thread_cpu_ns;
+use crate::workload::h2::{ClientSession, StreamEvent, REFUSED_STREAM};
 #[cfg(doc)]
 use crate::workload::load::Plan;
 
@@ -70,7 +70,7 @@ struct Connection {
     /// The connection resumed a session.
     resumed: bool,
     /// nghttp2's session, once ALPN chose h2.
-    session: Option<Box<Session>>,
+    session: Option<Box<ClientSession>>,
 }
 
 enum State {
@@ -360,8 +360,9 @@ impl EventLoop<'_> {
                         if chosen != Some(b"h2".as_slice()) {
                             return Err((ErrorKind::Handshake, not_h2(chosen)));
                         }
-                        connection.session =
-                            Some(Box::new(Session::new().map_err(|e| (ErrorKind::Io, e))?));
+                        connection.session = Some(Box::new(
+                            ClientSession::new().map_err(|e| (ErrorKind::Io, e))?,
+                        ));
                         connection.state = State::Open;
                     }
                     Err(e) if would_block(&e) => return Ok(true),

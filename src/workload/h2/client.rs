@@ -1,17 +1,18 @@
-//! The HTTP/2 side of the load client: one client session of nghttp2 (the
-//! C library h2load is built on, through `libnghttp2-sys`) per connection,
-//! driven sans-IO: the bytes OpenSSL decrypted go in with
-//! [`Session::receive`], the frames to send come out of
-//! [`Session::output`], and what the server said about each stream comes
-//! back as [`StreamEvent`]s. nghttp2 owns the framing, HPACK, flow control
+//! The client side of HTTP/2, as `load` uses it: one client session of
+//! nghttp2 per connection, driven sans-IO: the bytes OpenSSL decrypted go
+//! in with [`ClientSession::receive`], the frames to send come out of
+//! [`ClientSession::output`], and what the server said about each stream
+//! comes back as [`StreamEvent`]s. nghttp2 owns the framing, HPACK, flow control
 //! and the stream states; this module only turns its callbacks into
 //! events. Answers' bodies are handed over as they arrive, so the caller
 //! checks them byte for byte as for HTTP/1.1.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, c_void};
 use std::ptr;
 
 use libnghttp2_sys as ffi;
+
+use super::{check, error_code_text, field};
 
 /// The window the client gives each stream and the connection, as h2load
 /// does by default (`-w 30 -W 30`: 2^30 - 1 bytes): flow control never
@@ -52,7 +53,7 @@ struct Receiving {
 }
 
 /// A client session of nghttp2 over one connection.
-pub struct Session {
+pub struct ClientSession {
     raw: *mut ffi::nghttp2_session,
     /// Where the callbacks put what they read; boxed so its address holds.
     receiving: Box<Receiving>,
@@ -60,11 +61,11 @@ pub struct Session {
 
 // SAFETY: the session is used by one thread at a time (each event loop
 // owns its connections); nghttp2 keeps no thread-local state.
-unsafe impl Send for Session {}
+unsafe impl Send for ClientSession {}
 
-impl Session {
+impl ClientSession {
     /// A new client session: its connection preface and SETTINGS (no
-    /// server push, the large window) are queued for [`Session::output`].
+    /// server push, the large window) are queued for [`ClientSession::output`].
     pub fn new() -> Result<Self, String> {
         let mut receiving = Box::<Receiving>::default();
         let mut callbacks = ptr::null_mut();
@@ -124,13 +125,6 @@ impl Session {
 
     /// Queues a GET of `path` on `authority`; returns its stream id.
     pub fn submit_get(&mut self, authority: &str, path: &str) -> Result<i32, String> {
-        let field = |name: &str, value: &str| ffi::nghttp2_nv {
-            name: name.as_ptr().cast_mut(),
-            value: value.as_ptr().cast_mut(),
-            namelen: name.len(),
-            valuelen: value.len(),
-            flags: ffi::NGHTTP2_NV_FLAG_NONE as u8,
-        };
         let fields = [
             field(":method", "GET"),
             field(":scheme", "https"),
@@ -157,13 +151,7 @@ impl Session {
     pub fn receive(&mut self, bytes: &[u8]) -> Result<Vec<StreamEvent>, String> {
         // SAFETY: a live session; `bytes` is read during the call, and the
         // callbacks write to `self.receiving` only.
-        let read = unsafe { ffi::nghttp2_session_mem_recv2(self.raw, bytes.as_ptr(), bytes.len()) };
-        if read < 0 {
-            return Err(format!(
-                "HTTP/2 framing error: {}",
-                error_text(read as c_int)
-            ));
-        }
+        unsafe { super::receive(self.raw, bytes) }?;
         if let Some(field) = self.receiving.malformed.take() {
             return Err(field);
         }
@@ -173,22 +161,8 @@ impl Session {
     /// Appends the frames the session has to send (the preface, SETTINGS,
     /// requests, acknowledgements, window updates) to `out`.
     pub fn output(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
-        loop {
-            let mut data = ptr::null();
-            // SAFETY: a live session; `data` is valid until the next call.
-            let length = unsafe { ffi::nghttp2_session_mem_send2(self.raw, &mut data) };
-            if length < 0 {
-                return Err(format!(
-                    "HTTP/2 framing error: {}",
-                    error_text(length as c_int)
-                ));
-            }
-            if length == 0 {
-                return Ok(());
-            }
-            // SAFETY: nghttp2 gives `length` bytes at `data`.
-            out.extend_from_slice(unsafe { std::slice::from_raw_parts(data, length as usize) });
-        }
+        // SAFETY: a live session; the callbacks write to `self.receiving`.
+        unsafe { super::output(self.raw, out, usize::MAX) }
     }
 
     /// Why the session ended, if it has: the server's GOAWAY, or the
@@ -201,43 +175,16 @@ impl Session {
     /// neither side has ended it (GOAWAY) and it has not failed.
     pub fn open(&self) -> bool {
         // SAFETY: a live session.
-        unsafe {
-            ffi::nghttp2_session_want_read(self.raw) != 0
-                || ffi::nghttp2_session_want_write(self.raw) != 0
-        }
+        unsafe { super::open(self.raw) }
     }
 }
 
-impl Drop for Session {
+impl Drop for ClientSession {
     fn drop(&mut self) {
         // SAFETY: the session was created by nghttp2_session_client_new and
         // is deleted once.
         unsafe { ffi::nghttp2_session_del(self.raw) };
     }
-}
-
-/// A negative nghttp2 result as an error with its text.
-fn check(result: c_int) -> Result<(), String> {
-    if result < 0 {
-        Err(format!("nghttp2: {}", error_text(result)))
-    } else {
-        Ok(())
-    }
-}
-
-fn error_text(code: c_int) -> String {
-    // SAFETY: nghttp2_strerror returns a static NUL-terminated string.
-    unsafe { CStr::from_ptr(ffi::nghttp2_strerror(code)) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// An HTTP/2 error code's name (`NO_ERROR`, `PROTOCOL_ERROR`...).
-fn error_code_text(code: u32) -> String {
-    // SAFETY: nghttp2_http2_strerror returns a static NUL-terminated string.
-    unsafe { CStr::from_ptr(ffi::nghttp2_http2_strerror(code)) }
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// The user data of a callback.
@@ -364,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_new_session_sends_the_preface_and_a_request() {
-        let mut session = Session::new().unwrap();
+        let mut session = ClientSession::new().unwrap();
         let stream = session.submit_get("tlslab.test", "/page_1000").unwrap();
         assert_eq!(stream, 1);
         let mut out = Vec::new();
@@ -377,7 +324,7 @@ mod tests {
 
     #[test]
     fn an_http1_answer_ends_the_session_saying_why() {
-        let mut session = Session::new().unwrap();
+        let mut session = ClientSession::new().unwrap();
         let mut out = Vec::new();
         session.output(&mut out).unwrap();
         assert_eq!(session.ended(), None);

@@ -1,0 +1,553 @@
+//! The server side of HTTP/2, as the embedded server uses it: one server
+//! session of nghttp2 per connection, driven sans-IO. The bytes TLS
+//! decrypted go in with [`ServerSession::receive`], which returns the
+//! requests that are complete (method and path); the caller answers each
+//! with [`ServerSession::respond`] (a status and a body length), and the
+//! frames to send come out of [`ServerSession::output`], the body's bytes
+//! read from a [`BodySource`] as nghttp2 asks for them, so no body is ever
+//! held whole. nghttp2 keeps to the client's flow-control windows (a
+//! stream whose window is spent waits for the client's WINDOW_UPDATE),
+//! refuses streams beyond the session's limit and checks the requests'
+//! header fields (HTTP messaging); a stream whose last frame went out, or
+//! that the client reset, comes back as [`Finished`].
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::ptr;
+
+use libnghttp2_sys as ffi;
+
+use super::{check, field};
+
+/// Where a body's bytes come from: bytes `offset..offset + length` of it,
+/// or fewer (at least one); the same bytes for the same arguments.
+pub type BodySource = fn(offset: usize, length: usize) -> &'static [u8];
+
+/// A request whose header block (and body, if any) has all arrived.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Request {
+    pub stream: i32,
+    /// `:method` and `:path` (nghttp2 refuses a request without them).
+    pub method: String,
+    pub path: String,
+    /// Its header fields took more than the session's bound: answer 431.
+    pub too_large: bool,
+}
+
+/// A stream that is over: the status and body length it was answered
+/// with, and whether all of it went out (the last frame was handed over
+/// for sending with END_STREAM, no reset).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Finished {
+    pub stream: i32,
+    /// 0 when it was never answered.
+    pub status: u16,
+    pub body_bytes: usize,
+    pub complete: bool,
+}
+
+/// One stream's request and response as they go.
+#[derive(Default)]
+struct Stream {
+    method: String,
+    path: String,
+    header_bytes: usize,
+    too_large: bool,
+    /// Handed to the caller as a [`Request`].
+    requested: bool,
+    status: u16,
+    body_bytes: usize,
+    body_sent: usize,
+}
+
+/// What the callbacks read and write.
+struct State {
+    streams: HashMap<i32, Stream>,
+    requests: Vec<Request>,
+    finished: Vec<Finished>,
+    body: BodySource,
+    /// The most bytes a request's header fields may take (names, values
+    /// and 32 bytes each, as SETTINGS_MAX_HEADER_LIST_SIZE counts them).
+    max_header_bytes: usize,
+}
+
+/// A server session of nghttp2 over one connection.
+pub struct ServerSession {
+    raw: *mut ffi::nghttp2_session,
+    /// What the callbacks work on; boxed so its address holds.
+    state: Box<State>,
+}
+
+// SAFETY: the session is used by one thread at a time (each worker owns
+// its connections); nghttp2 keeps no thread-local state.
+unsafe impl Send for ServerSession {}
+
+impl ServerSession {
+    /// A new server session whose SETTINGS (at most
+    /// `max_concurrent_streams` streams at once, header lists up to
+    /// `max_header_bytes`) are queued for [`ServerSession::output`];
+    /// bodies are read from `body`.
+    pub fn new(
+        max_concurrent_streams: u32,
+        max_header_bytes: usize,
+        body: BodySource,
+    ) -> Result<Self, String> {
+        let mut state = Box::new(State {
+            streams: HashMap::new(),
+            requests: Vec::new(),
+            finished: Vec::new(),
+            body,
+            max_header_bytes,
+        });
+        let mut callbacks = ptr::null_mut();
+        let mut raw = ptr::null_mut();
+        // SAFETY: plain nghttp2 calls; `callbacks` is freed once the session
+        // has copied it; the user data outlives the session (both are
+        // owned by the value returned and the session is deleted first).
+        unsafe {
+            check(ffi::nghttp2_session_callbacks_new(&mut callbacks))?;
+            ffi::nghttp2_session_callbacks_set_on_begin_headers_callback(
+                callbacks,
+                Some(on_begin_headers),
+            );
+            ffi::nghttp2_session_callbacks_set_on_header_callback(callbacks, Some(on_header));
+            ffi::nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Some(on_frame));
+            ffi::nghttp2_session_callbacks_set_on_stream_close_callback(
+                callbacks,
+                Some(on_stream_close),
+            );
+            let created = ffi::nghttp2_session_server_new(
+                &mut raw,
+                callbacks,
+                (&mut *state as *mut State).cast(),
+            );
+            ffi::nghttp2_session_callbacks_del(callbacks);
+            check(created)?;
+        }
+        let session = Self { raw, state };
+        let settings = [
+            ffi::nghttp2_settings_entry {
+                settings_id: ffi::NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS as i32,
+                value: max_concurrent_streams,
+            },
+            ffi::nghttp2_settings_entry {
+                settings_id: ffi::NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE as i32,
+                value: u32::try_from(max_header_bytes).unwrap_or(u32::MAX),
+            },
+        ];
+        // SAFETY: a live session; the entries are read during the call.
+        unsafe {
+            check(ffi::nghttp2_submit_settings(
+                session.raw,
+                ffi::NGHTTP2_FLAG_NONE as u8,
+                settings.as_ptr(),
+                settings.len(),
+            ))?;
+        }
+        Ok(session)
+    }
+
+    /// Feeds bytes received from the client to the session and returns
+    /// the requests they completed.
+    pub fn receive(&mut self, bytes: &[u8]) -> Result<Vec<Request>, String> {
+        // SAFETY: a live session; `bytes` is read during the call, and the
+        // callbacks write to `self.state` only.
+        unsafe { super::receive(self.raw, bytes) }?;
+        Ok(std::mem::take(&mut self.state.requests))
+    }
+
+    /// Answers `stream` with `status` and a body of `body_bytes` (read from
+    /// the session's [`BodySource`] as it is sent; none: the HEADERS frame
+    /// ends the stream).
+    pub fn respond(&mut self, stream: i32, status: u16, body_bytes: usize) -> Result<(), String> {
+        let Some(state) = self.state.streams.get_mut(&stream) else {
+            // The client reset it meanwhile.
+            return Ok(());
+        };
+        state.status = status;
+        state.body_bytes = body_bytes;
+        let status = status.to_string();
+        let length = body_bytes.to_string();
+        let fields = [
+            field(":status", &status),
+            field("server", "tlslab"),
+            field("content-type", "application/octet-stream"),
+            field("content-length", &length),
+        ];
+        let provider = ffi::nghttp2_data_provider2 {
+            source: ffi::nghttp2_data_source {
+                ptr: ptr::null_mut(),
+            },
+            read_callback: Some(read_body),
+        };
+        // SAFETY: a live session; nghttp2 copies the fields and the
+        // provider during the call.
+        let submitted = unsafe {
+            ffi::nghttp2_submit_response2(
+                self.raw,
+                stream,
+                fields.as_ptr(),
+                fields.len(),
+                if body_bytes > 0 {
+                    &provider
+                } else {
+                    ptr::null()
+                },
+            )
+        };
+        check(submitted)
+    }
+
+    /// Appends the frames the session has to send (SETTINGS, answers,
+    /// acknowledgements, window updates, GOAWAY) to `out`, until it has
+    /// none left that the client's windows allow or `out` holds `limit`
+    /// bytes.
+    pub fn output(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<(), String> {
+        // SAFETY: a live session; the callbacks write to `self.state`.
+        unsafe { super::output(self.raw, out, limit) }
+    }
+
+    /// The streams that are over since the last call.
+    pub fn take_finished(&mut self) -> Vec<Finished> {
+        std::mem::take(&mut self.state.finished)
+    }
+
+    /// The streams open now (requested, or being answered).
+    pub fn open_streams(&self) -> usize {
+        self.state.streams.len()
+    }
+
+    /// Ends the session with a GOAWAY (NO_ERROR), queued for
+    /// [`ServerSession::output`]: the client sends no more requests on it.
+    pub fn end(&mut self) {
+        // SAFETY: a live session. A session already ended refuses, which
+        // is what is wanted.
+        unsafe { ffi::nghttp2_session_terminate_session(self.raw, ffi::NGHTTP2_NO_ERROR) };
+    }
+
+    /// Returns true if and only if the session can still carry streams:
+    /// neither side has ended it (GOAWAY, a framing error) with nothing
+    /// left to send.
+    pub fn open(&self) -> bool {
+        // SAFETY: a live session.
+        unsafe { super::open(self.raw) }
+    }
+}
+
+impl Drop for ServerSession {
+    fn drop(&mut self) {
+        // SAFETY: the session was created by nghttp2_session_server_new and
+        // is deleted once.
+        unsafe { ffi::nghttp2_session_del(self.raw) };
+    }
+}
+
+/// The user data of a callback.
+///
+/// # Safety
+/// `user_data` is the `State` given to `nghttp2_session_server_new`.
+unsafe fn state<'a>(user_data: *mut c_void) -> &'a mut State {
+    &mut *user_data.cast::<State>()
+}
+
+unsafe extern "C" fn on_begin_headers(
+    _: *mut ffi::nghttp2_session,
+    frame: *const ffi::nghttp2_frame,
+    user_data: *mut c_void,
+) -> c_int {
+    if (*frame).hd.type_ == ffi::NGHTTP2_HEADERS as u8
+        && (*frame).headers.cat == ffi::NGHTTP2_HCAT_REQUEST
+    {
+        state(user_data)
+            .streams
+            .insert((*frame).hd.stream_id, Stream::default());
+    }
+    0
+}
+
+unsafe extern "C" fn on_header(
+    _: *mut ffi::nghttp2_session,
+    frame: *const ffi::nghttp2_frame,
+    name: *const u8,
+    name_length: usize,
+    value: *const u8,
+    value_length: usize,
+    _: u8,
+    user_data: *mut c_void,
+) -> c_int {
+    let state = state(user_data);
+    let max_header_bytes = state.max_header_bytes;
+    let Some(stream) = state.streams.get_mut(&(*frame).hd.stream_id) else {
+        return 0;
+    };
+    stream.header_bytes += name_length + value_length + 32;
+    if stream.header_bytes > max_header_bytes {
+        stream.too_large = true;
+        return 0;
+    }
+    let text = || String::from_utf8_lossy(std::slice::from_raw_parts(value, value_length));
+    match std::slice::from_raw_parts(name, name_length) {
+        b":method" => stream.method = text().into_owned(),
+        b":path" => stream.path = text().into_owned(),
+        _ => {}
+    }
+    0
+}
+
+unsafe extern "C" fn on_frame(
+    _: *mut ffi::nghttp2_session,
+    frame: *const ffi::nghttp2_frame,
+    user_data: *mut c_void,
+) -> c_int {
+    let header = (*frame).hd;
+    let ends_stream = header.flags & ffi::NGHTTP2_FLAG_END_STREAM as u8 != 0;
+    let carries_request =
+        header.type_ == ffi::NGHTTP2_HEADERS as u8 || header.type_ == ffi::NGHTTP2_DATA as u8;
+    if !(ends_stream && carries_request) {
+        return 0;
+    }
+    let state = state(user_data);
+    if let Some(stream) = state.streams.get_mut(&header.stream_id) {
+        if !stream.requested {
+            stream.requested = true;
+            state.requests.push(Request {
+                stream: header.stream_id,
+                method: std::mem::take(&mut stream.method),
+                path: std::mem::take(&mut stream.path),
+                too_large: stream.too_large,
+            });
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn on_stream_close(
+    _: *mut ffi::nghttp2_session,
+    stream_id: i32,
+    error_code: u32,
+    user_data: *mut c_void,
+) -> c_int {
+    let state = state(user_data);
+    if let Some(stream) = state.streams.remove(&stream_id) {
+        state.finished.push(Finished {
+            stream: stream_id,
+            status: stream.status,
+            body_bytes: stream.body_bytes,
+            complete: error_code == ffi::NGHTTP2_NO_ERROR
+                && stream.status != 0
+                && stream.body_sent == stream.body_bytes,
+        });
+    }
+    0
+}
+
+/// nghttp2 asks for up to `length` bytes of a stream's body: copied from
+/// the body source, EOF once all are given.
+unsafe extern "C" fn read_body(
+    _: *mut ffi::nghttp2_session,
+    stream_id: i32,
+    buffer: *mut u8,
+    length: usize,
+    flags: *mut u32,
+    _: *mut ffi::nghttp2_data_source,
+    user_data: *mut c_void,
+) -> ffi::nghttp2_ssize {
+    let state = state(user_data);
+    let body = state.body;
+    let Some(stream) = state.streams.get_mut(&stream_id) else {
+        return ffi::NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE as ffi::nghttp2_ssize;
+    };
+    let buffer = std::slice::from_raw_parts_mut(buffer, length);
+    let mut filled = 0;
+    while filled < length && stream.body_sent < stream.body_bytes {
+        let wanted = (length - filled).min(stream.body_bytes - stream.body_sent);
+        let bytes = body(stream.body_sent, wanted);
+        let taken = bytes.len().min(wanted);
+        buffer[filled..filled + taken].copy_from_slice(&bytes[..taken]);
+        filled += taken;
+        stream.body_sent += taken;
+    }
+    if stream.body_sent == stream.body_bytes {
+        *flags |= ffi::NGHTTP2_DATA_FLAG_EOF;
+    }
+    filled as ffi::nghttp2_ssize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ClientSession, StreamEvent};
+    use super::*;
+
+    /// A body of `length` bytes at `offset`: the byte at `i` is `i % 251`,
+    /// given 1000 bytes at most at a time.
+    fn counting(offset: usize, length: usize) -> &'static [u8] {
+        static PATTERN: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        let pattern = PATTERN.get_or_init(|| (0..2000).map(|i| (i % 251) as u8).collect());
+        let start = offset % 251;
+        &pattern[start..start + length.min(1000)]
+    }
+
+    /// Moves bytes both ways until neither side has any to send; returns
+    /// what the client saw.
+    fn exchange(client: &mut ClientSession, server: &mut ServerSession) -> Vec<StreamEvent> {
+        let mut events = Vec::new();
+        loop {
+            let mut to_server = Vec::new();
+            client.output(&mut to_server).unwrap();
+            for request in server.receive(&to_server).unwrap() {
+                let (status, length) = match request.path.strip_prefix("/page_") {
+                    Some(size) if request.method == "GET" => (200, size.parse().unwrap()),
+                    _ => (404, 0),
+                };
+                server.respond(request.stream, status, length).unwrap();
+            }
+            let mut to_client = Vec::new();
+            server.output(&mut to_client, 64 * 1024).unwrap();
+            events.extend(client.receive(&to_client).unwrap());
+            if to_server.is_empty() && to_client.is_empty() {
+                return events;
+            }
+        }
+    }
+
+    #[test]
+    fn concurrent_streams_get_their_bodies_and_unknown_paths_404() {
+        let mut client = ClientSession::new().unwrap();
+        let mut server = ServerSession::new(100, 16 * 1024, counting).unwrap();
+        let sizes = [0usize, 1, 70_000, 300_000];
+        let mut streams: Vec<(i32, usize)> = sizes
+            .iter()
+            .map(|&size| {
+                let stream = client
+                    .submit_get("tlslab.test", &format!("/page_{size}"))
+                    .unwrap();
+                (stream, size)
+            })
+            .collect();
+        let missing = client.submit_get("tlslab.test", "/index.html").unwrap();
+        let events = exchange(&mut client, &mut server);
+        streams.sort();
+        for (stream, size) in streams {
+            let status = events.iter().find_map(|e| match e {
+                StreamEvent::Head {
+                    stream: s,
+                    status,
+                    content_length,
+                } if *s == stream => Some((*status, *content_length)),
+                _ => None,
+            });
+            assert_eq!(status, Some((200, Some(size))), "stream {stream}");
+            let body: Vec<u8> = events
+                .iter()
+                .filter_map(|e| match e {
+                    StreamEvent::Data { stream: s, bytes } if *s == stream => Some(bytes.clone()),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            let expected: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            assert!(body == expected, "stream {stream}: {} bytes", body.len());
+            assert!(events.contains(&StreamEvent::Closed {
+                stream,
+                error_code: 0
+            }));
+        }
+        assert!(events.contains(&StreamEvent::Head {
+            stream: missing,
+            status: 404,
+            content_length: Some(0)
+        }));
+        let finished = server.take_finished();
+        assert_eq!(finished.len(), sizes.len() + 1);
+        assert!(finished.iter().all(|f| f.complete), "{finished:?}");
+        assert_eq!(server.open_streams(), 0);
+        assert!(server.open());
+    }
+
+    #[test]
+    fn a_body_waits_for_the_clients_window() {
+        // A client with the default 64 KiB windows: nghttp2 stops at the
+        // window and goes on once the client's WINDOW_UPDATEs come back.
+        let mut server = ServerSession::new(100, 16 * 1024, counting).unwrap();
+        let mut client_raw = ptr::null_mut();
+        // SAFETY: a plain client session without callbacks, driven here.
+        unsafe {
+            let mut callbacks = ptr::null_mut();
+            check(ffi::nghttp2_session_callbacks_new(&mut callbacks)).unwrap();
+            check(ffi::nghttp2_session_client_new(
+                &mut client_raw,
+                callbacks,
+                ptr::null_mut(),
+            ))
+            .unwrap();
+            ffi::nghttp2_session_callbacks_del(callbacks);
+            check(ffi::nghttp2_submit_settings(client_raw, 0, ptr::null(), 0)).unwrap();
+            let fields = [
+                field(":method", "GET"),
+                field(":scheme", "https"),
+                field(":authority", "tlslab.test"),
+                field(":path", "/page_200000"),
+            ];
+            check(ffi::nghttp2_submit_request2(
+                client_raw,
+                ptr::null(),
+                fields.as_ptr(),
+                fields.len(),
+                ptr::null(),
+                ptr::null_mut(),
+            ))
+            .unwrap();
+        }
+        let mut to_server = Vec::new();
+        // SAFETY: the live client session.
+        unsafe { super::super::output(client_raw, &mut to_server, usize::MAX) }.unwrap();
+        let request = server.receive(&to_server).unwrap().remove(0);
+        server.respond(request.stream, 200, 200_000).unwrap();
+        let mut to_client = Vec::new();
+        server.output(&mut to_client, usize::MAX).unwrap();
+        assert!(
+            to_client.len() < 70_000,
+            "{} bytes past a 64 KiB window",
+            to_client.len()
+        );
+        assert_eq!(server.open_streams(), 1);
+        // The client reads it all (its session sends WINDOW_UPDATEs).
+        for _ in 0..100 {
+            // SAFETY: the live client session.
+            unsafe { super::super::receive(client_raw, &to_client) }.unwrap();
+            to_server.clear();
+            // SAFETY: the live client session.
+            unsafe { super::super::output(client_raw, &mut to_server, usize::MAX) }.unwrap();
+            server.receive(&to_server).unwrap();
+            to_client.clear();
+            server.output(&mut to_client, usize::MAX).unwrap();
+            if to_client.is_empty() {
+                break;
+            }
+        }
+        // SAFETY: created above, deleted once.
+        unsafe { ffi::nghttp2_session_del(client_raw) };
+        let finished = server.take_finished();
+        assert_eq!(
+            finished,
+            [Finished {
+                stream: 1,
+                status: 200,
+                body_bytes: 200_000,
+                complete: true
+            }]
+        );
+    }
+
+    #[test]
+    fn a_request_with_too_many_header_bytes_is_marked() {
+        let mut client = ClientSession::new().unwrap();
+        let mut server = ServerSession::new(100, 100, counting).unwrap();
+        client.submit_get("tlslab.test", &"/x".repeat(40)).unwrap();
+        let mut to_server = Vec::new();
+        client.output(&mut to_server).unwrap();
+        let requests = server.receive(&to_server).unwrap();
+        assert_eq!(requests.len(), 1);
+        assert!(requests[0].too_large);
+    }
+}
