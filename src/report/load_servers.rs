@@ -130,11 +130,11 @@ fn top_objects(shares: &[(String, f64)]) -> String {
         .filter(|(o, _)| !is_kernel(o))
         .map(|(_, s)| s)
         .sum();
-    let kernel: f64 = shares
+    // A fold from +0: a sum of nothing would be -0, drawn "-0%".
+    let kernel = shares
         .iter()
         .filter(|(o, _)| is_kernel(o))
-        .map(|(_, s)| s)
-        .sum();
+        .fold(0.0, |sum, (_, s)| sum + s);
     let mut outside: Vec<&(String, f64)> = shares.iter().filter(|(o, _)| !is_kernel(o)).collect();
     outside.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut words: Vec<String> = outside
@@ -180,6 +180,10 @@ mod tests {
         assert_eq!(
             top_objects(&[("[kernel.kallsyms]".to_string(), 100.0)]),
             "no user-space samples; kernel 100%"
+        );
+        assert_eq!(
+            top_objects(&[("tlslab".to_string(), 100.0)]),
+            "tlslab 100%; kernel 0%"
         );
     }
 
