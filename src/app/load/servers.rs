@@ -48,7 +48,8 @@ pub(crate) enum LoadCell {
     Loaded {
         /// The server's name ("nginx").
         server: &'static str,
-        record: LoadRecord,
+        /// Boxed: a record (histograms, profiles) is large beside a reason.
+        record: Box<LoadRecord>,
     },
     Unusable {
         server: &'static str,
@@ -319,7 +320,7 @@ impl LoadStudy {
             .into_iter()
             .map(|record| LoadCell::Loaded {
                 server: planned.name,
-                record,
+                record: Box::new(record),
             })
             .collect();
         if let Some(reason) = refused {
