@@ -40,7 +40,7 @@ pub fn servers_table(rows: &[ServerRow<'_>]) -> Table {
         &[
             "server",
             "HTTP",
-            "answers/s",
+            "answers/s after the ramp",
             "connect p50 ms",
             "handshake p50 ms",
             "first byte p50 ms",
@@ -81,6 +81,15 @@ pub fn servers_table(rows: &[ServerRow<'_>]) -> Table {
             }
         });
     }
+    if let Some(ServerRow::Loaded { plan, .. }) =
+        rows.iter().find(|r| matches!(r, ServerRow::Loaded { .. }))
+    {
+        table.notes.push(format!(
+            "Each server was offered {:.0} requests per second after a {:.0} s ramp; answers/s is the rate answered after it (the whole run's without a ramp).",
+            plan.rate,
+            plan.ramp.as_secs_f64()
+        ));
+    }
     table.notes.push("The servers ran one after another, each started, loaded with the whole plan in every HTTP version and stopped before the next; each load is stored as a run of its own. CPU per request is per answered request; the shared objects are perf's shares of the server's user-space samples, the kernel's of all samples.".to_string());
     table
 }
@@ -104,7 +113,13 @@ fn loaded_row(
     vec![
         server.to_string(),
         http_in_words(plan),
-        format!("{:.1}", result.achieved_rate()),
+        // After the ramp, the rate the plan offers (the whole run without one).
+        format!(
+            "{:.1}",
+            result
+                .steady_rate(plan)
+                .unwrap_or_else(|| result.achieved_rate())
+        ),
         median(&latencies.connect),
         median(&latencies.handshake),
         median(&latencies.first_byte),
