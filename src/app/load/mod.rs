@@ -1,6 +1,7 @@
 //! `tlslab load`: an HTTPS server under a planned request rate. By default
 //! the server is Debian's nginx, started on loopback for the run (serving a
-//! generated page of the asked size) and stopped after it whatever happens;
+//! generated page of the asked size) and stopped after it whatever happens
+//! (`--server A,B,...`: several, one after another, one table: `servers`);
 //! `--server embedded` starts tlslab's own HTTPS server in this process
 //! instead (on its own threads, stopped after the run; its threads' CPU and,
 //! on rustls, its counted breakdown are reported; a preset's study runs on
