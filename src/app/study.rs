@@ -127,6 +127,9 @@ pub(crate) struct Session {
     run_id: i64,
     interrupt: Arc<AtomicBool>,
     interrupted: bool,
+    /// The run begun for the command holds a part that ended before
+    /// Ctrl-C (a load of several): it is stored complete all the same.
+    run_finished: bool,
     quiet: bool,
     /// The first storage fault, if any: later saves are skipped.
     fault: Option<anyhow::Error>,
@@ -139,6 +142,7 @@ impl Session {
             run_id,
             interrupt: interrupt_flag(),
             interrupted: false,
+            run_finished: false,
             quiet,
             fault: None,
         }
@@ -167,6 +171,13 @@ impl Session {
     /// Says that a pass stopped on Ctrl-C: the run is stored incomplete.
     pub(crate) fn mark_interrupted(&mut self, interrupted: bool) {
         self.interrupted |= interrupted;
+    }
+
+    /// Says that what the run begun for the command holds ended before any
+    /// Ctrl-C: that run is stored complete even if a later part (stored as
+    /// runs of their own) was interrupted.
+    pub(crate) fn mark_run_finished(&mut self) {
+        self.run_finished = true;
     }
 
     /// Returns true if and only if Ctrl-C stopped the run (a pass said so,
@@ -221,7 +232,8 @@ pub(crate) fn run_planned<S: Study>(plan: Plan<S>, outputs: Outputs<'_>) -> Resu
     let mut session = Session::new(store, run_id, outputs.quiet);
     let cells = study.measure(&mut session)?;
     let complete = !session.interrupted();
-    session.save(|store, run_id| store.finish_run(run_id, complete));
+    let run_finished = complete || session.run_finished;
+    session.save(|store, run_id| store.finish_run(run_id, run_finished));
     session.store.end_measuring();
     let view = RunView {
         run_id: session.path().map(|_| run_id),

@@ -17,7 +17,8 @@ use crate::scenario::{
 #[command(after_help = "Examples:
   tlslab load --preset apache-study
       (embedded OpenSSL server; perf for the profile)
-  tlslab load --preset apache-study --server nginx
+  tlslab load --preset apache-study --server apache,nginx,embedded
+      (one load per server, back to back, one table)
   tlslab load --preset apache-study --measure time,instructions
       (perf's categories beside valgrind's count)
   tlslab load --rate 200 --duration 10 --size 50k
@@ -114,11 +115,16 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N")]
     pub max_requests: Option<usize>,
 
-    /// The server started for the run: nginx, apache, haproxy or caddy (Debian's,
-    /// on loopback) or embedded (tlslab's own HTTPS server, in this process on its own
-    /// threads; see `tlslab serve`). [default: nginx; embedded with --preset]
-    #[arg(long, value_name = "SERVER")]
-    pub server: Option<ServerKind>,
+    /// The servers started for the run, comma-separated: nginx, apache,
+    /// haproxy or caddy (Debian's, on loopback) or embedded (tlslab's own
+    /// HTTPS server, in this process on its own threads; see `tlslab
+    /// serve`). Several are loaded one after another, each started, loaded
+    /// (in every --http version) and stopped before the next, each load
+    /// stored as a run of its own, side by side in one table; a server that
+    /// cannot run here is a row that says why. [default: nginx; embedded
+    /// with --preset]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub server: Option<Vec<ServerKind>>,
 
     /// The embedded server's TLS backend (rustls counts its crypto per
     /// category). [default: rustls-aws-lc; openssl with --preset]

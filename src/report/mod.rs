@@ -12,6 +12,7 @@ pub mod fit;
 pub mod handshake;
 pub mod html;
 pub mod load;
+pub mod load_servers;
 pub mod markup;
 pub mod plot;
 pub mod probe;

@@ -1,6 +1,7 @@
 //! `tlslab load`: an HTTPS server under a planned request rate. By default
 //! the server is Debian's nginx, started on loopback for the run (serving a
-//! generated page of the asked size) and stopped after it whatever happens;
+//! generated page of the asked size) and stopped after it whatever happens
+//! (`--server A,B,...`: several, one after another, one table: `servers`);
 //! `--server embedded` starts tlslab's own HTTPS server in this process
 //! instead (on its own threads, stopped after the run; its threads' CPU and,
 //! on rustls, its counted breakdown are reported; a preset's study runs on
@@ -17,6 +18,7 @@
 
 mod options;
 mod server;
+mod servers;
 mod shard;
 mod target;
 mod versions;
@@ -26,26 +28,25 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use super::serve::{check_supported, event_loop_threads, server_backend, MAX_EVENT_LOOPS};
-use super::session::{
-    check_exports, checked_measures, interrupt_flag, run_info, seconds, usage, Bar,
-};
+use super::serve::{event_loop_threads, MAX_EVENT_LOOPS};
+use super::session::{check_exports, checked_measures, interrupt_flag, seconds, usage, Bar};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
 use crate::backend::{Backend, BackendId, LibraryInfo};
-use crate::certs::{CertCache, Credentials, SERVER_NAME};
+use crate::certs::{CertCache, Credentials};
 use crate::cli::{LoadArgs, Seconds};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
-use crate::scenario::{HandshakeScenario, Measure, Named, ServerKind};
+use crate::scenario::{HandshakeScenario, Measure};
 use crate::store::{LoadRecord, RunKind, Store, StoredRun};
 use crate::workload::load::{self, Driver, Endpoint, HttpVersion, Mode, Plan as LoadPlan};
-use crate::workload::server::{descriptor, ServerOptions, SERVERS};
 use crate::workload::site::page_bytes;
 use options::{load_version, mode_and_resumption, one_scenario, page_size};
 use server::{LoadedServer, Profiler, ServerChoice};
+pub(crate) use servers::LoadCell;
+use servers::{plan_servers, servers_document, PlannedServer};
 use shard::Sharding;
 use target::{parse_max_rate, parse_target, probe_target, split_url, Target};
 use versions::{http_versions, version_plan, versions_document};
@@ -80,13 +81,14 @@ pub(crate) struct LoadStudy {
     page_bytes: usize,
     /// The page asked for (`--path` or a URL's): someone else's page.
     page_path: Option<String>,
-    server: ServerChoice,
+    /// The servers loaded one after another (`--server A,B`), or the
+    /// server the user runs.
+    servers: Vec<PlannedServer>,
     server_name: Option<String>,
     ca_file: Option<PathBuf>,
     max_rate: Option<f64>,
     probe: bool,
     profile_wanted: bool,
-    counted_with: Option<(Arc<dyn Backend>, String)>,
     cert_dir: Option<PathBuf>,
     quiet: bool,
     client_library: LibraryInfo,
@@ -98,7 +100,7 @@ pub(crate) struct LoadStudy {
 
 impl Study for LoadStudy {
     type Args = LoadArgs;
-    type Cell = LoadRecord;
+    type Cell = LoadCell;
     const KIND: RunKind = RunKind::Load;
 
     fn plan(args: &LoadArgs) -> Result<Plan<Self>> {
@@ -181,11 +183,13 @@ impl Study for LoadStudy {
                 "--perf profiles nginx or the embedded server; it cannot profile a --target server",
             ));
         }
-        let targeted = target.is_some();
-        let server = choose_server(args, preset.is_some(), target, &scenario)?;
-        // The counted handshake's backend: the embedded server's, or for
-        // nginx tlslab's own OpenSSL.
-        let counted_with = counted_backend(args, targeted, server.backend())?;
+        let servers = plan_servers(
+            args,
+            preset.is_some(),
+            target,
+            &scenario,
+            sharding.is_some(),
+        )?;
         Ok(Plan::Run(Self {
             preset,
             scenario,
@@ -195,13 +199,12 @@ impl Study for LoadStudy {
             driver,
             page_bytes,
             page_path,
-            server,
+            servers,
             server_name: args.server_name.clone(),
             ca_file: args.ca_file.clone(),
             max_rate,
             probe: !args.no_probe,
             profile_wanted: args.perf || preset.is_some(),
-            counted_with,
             cert_dir: args.cert_dir.clone(),
             quiet: args.quiet,
             client_library: LibraryInfo {
@@ -236,11 +239,14 @@ impl Study for LoadStudy {
             "streams": self.streams,
             "driver": self.driver,
         });
+        if self.servers.len() > 1 {
+            options["servers"] = self.servers.iter().map(|s| s.name).collect();
+        }
         // A shard stores the whole load's plan, the shard and the common
         // start: what `tlslab merge` needs to join the shards into one run.
         if let Some(sharding) = &self.sharding {
             options["plan"] = serde_json::to_value(&sharding.whole)?;
-            options["server"] = self.server.name().into();
+            options["server"] = self.servers[0].name.into();
             options["shard"] = sharding.shard.to_string().into();
             options["start_at"] = sharding.start_at.to_string().into();
         }
@@ -248,92 +254,21 @@ impl Study for LoadStudy {
     }
 
     fn libraries(&self) -> Vec<LibraryInfo> {
-        self.server.libraries(&self.client_library)
+        self.first_libraries()
     }
 
-    fn measure(&mut self, session: &mut Session) -> Result<Vec<LoadRecord>> {
-        let certs = CertCache::new(self.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
-        let credentials = certs.get(self.scenario.cert, self.scenario.chain_depth)?;
-        let context = self.client_context(&credentials)?;
-        // Stopped when it drops, whatever happens.
-        let mut server = LoadedServer::start(
-            &self.server,
-            &self.scenario,
-            &credentials,
-            self.page_bytes,
-            self.plan.mode == Mode::Resume,
-        )?;
-        // Someone else's server: what it accepts, before it is loaded.
-        if let (Some(target), true) = (self.target(), self.probe) {
-            let attempts = probe_target(
-                target,
-                self.server_name.as_deref(),
-                self.max_rate,
-                self.quiet,
-                session.interrupt(),
-            )?;
-            self.probed = Some((target.address.to_string(), attempts));
-        }
-        let endpoint = Endpoint {
-            context,
-            address: server.address,
-            server_name: self.target().map_or_else(
-                || SERVER_NAME.to_string(),
-                |t| t.server_name(self.server_name.as_deref()),
-            ),
-            check_body: self.page_path.is_none(),
+    fn measure(&mut self, session: &mut Session) -> Result<Vec<LoadCell>> {
+        self.measure_servers(session)
+    }
+
+    fn document(&self, run: &RunView<'_>, cells: &[LoadCell]) -> Result<Document> {
+        let mut document = if self.servers.len() > 1 {
+            // Every server's libraries: the run's are the first server's.
+            servers_document(cells, &heading(run.host, &self.every_library()))
+        } else {
+            let records: Vec<&LoadRecord> = cells.iter().filter_map(LoadCell::record).collect();
+            versions_document(&records, &heading(run.host, run.libraries))
         };
-        // A server that cannot carry HTTP/2 is refused before anything is
-        // loaded: nothing measured is lost.
-        if self.versions.contains(&HttpVersion::Http2) {
-            let chosen = load::chosen_alpn(&endpoint)
-                .with_context(|| format!("asking {} for h2", server.description))?;
-            if chosen.as_deref() != Some("h2") {
-                return Err(usage(format!(
-                    "--http 2: {}: {}",
-                    server.description,
-                    load::not_h2(chosen.as_deref().map(str::as_bytes))
-                )));
-            }
-        }
-        let mut records = Vec::new();
-        for version in self.versions.clone() {
-            if session.interrupted() {
-                break;
-            }
-            records.push(self.load_once(session, &mut server, &endpoint, version)?);
-        }
-        server.stop()?;
-        drop(server);
-        let counted = self.count_server_handshake(&certs, session);
-        for record in &mut records {
-            record.counted = counted.clone();
-        }
-        // Each version is a run of its own in the store: the first is
-        // this run, the others runs begun beside it.
-        let complete = !session.interrupted();
-        for (index, record) in records.iter().enumerate() {
-            if index == 0 {
-                session.save(|store, run_id| store.save_load(run_id, record));
-            } else {
-                let info = run_info(
-                    RunKind::Load,
-                    self.options_json()?,
-                    &HostInfo::current(),
-                    &self.libraries(),
-                );
-                session.save(|store, _| {
-                    let run_id = store.begin_run(&info)?;
-                    store.save_load(run_id, record)?;
-                    store.finish_run(run_id, complete)
-                });
-            }
-        }
-        Ok(records)
-    }
-
-    fn document(&self, run: &RunView<'_>, cells: &[LoadRecord]) -> Result<Document> {
-        let mut document = versions_document(cells, &heading(run.host, run.libraries));
         if let Some((target, attempts)) = &self.probed {
             document
                 .tables
@@ -346,14 +281,19 @@ impl Study for LoadStudy {
         Ok(document)
     }
 
-    /// A load with errors exits 1, as a failed cell does.
-    fn failed(record: &LoadRecord) -> bool {
-        !record.result.errors.is_empty()
+    /// A load with errors exits 1, as a failed cell does, and so does a
+    /// server that failed to start beside others.
+    fn failed(cell: &LoadCell) -> bool {
+        match cell {
+            LoadCell::Loaded { record, .. } => !record.result.errors.is_empty(),
+            LoadCell::Unusable { failed, .. } => *failed,
+        }
     }
 
-    fn kept(cells: &[LoadRecord]) -> String {
+    fn kept(cells: &[LoadCell]) -> String {
         let finished: usize = cells
             .iter()
+            .filter_map(LoadCell::record)
             .map(|r| r.result.answered + r.result.errors.iter().map(|(_, n)| n).sum::<usize>())
             .sum();
         format!("the {finished} requests that finished are kept")
@@ -389,6 +329,7 @@ impl LoadStudy {
         server: &mut LoadedServer,
         endpoint: &Endpoint,
         version: HttpVersion,
+        name: &str,
     ) -> Result<LoadRecord> {
         let plan = self.plan_for(version);
         let profiler = Profiler::start(server, self.profile_wanted)?;
@@ -426,11 +367,7 @@ impl LoadStudy {
             Some(before) => match server.worker_cpu_ns() {
                 Ok(after) => after.map(|after| after.saturating_sub(before)),
                 Err(_) if result.interrupted => None,
-                Err(error) => {
-                    return Err(
-                        error.context(format!("{} ended during the load", self.server.name()))
-                    )
-                }
+                Err(error) => return Err(error.context(format!("{name} ended during the load"))),
             },
             None => None,
         };
@@ -460,10 +397,12 @@ impl LoadStudy {
 
     /// The server the user runs, if that is the target.
     fn target(&self) -> Option<&Target> {
-        match &self.server {
-            ServerChoice::Target(target) => Some(target),
-            ServerChoice::Started(_) => None,
-        }
+        self.servers
+            .iter()
+            .find_map(|planned| match &planned.choice {
+                Ok(ServerChoice::Target(target)) => Some(target),
+                _ => None,
+            })
     }
 
     /// The client's TLS context: trusting tlslab's test root for its own
@@ -486,10 +425,11 @@ impl LoadStudy {
     /// counted per category under valgrind, after the load.
     fn count_server_handshake(
         &self,
+        planned: &PlannedServer,
         certs: &CertCache,
         session: &Session,
     ) -> Option<Result<crate::workload::counted::ServerHandshakeCount, String>> {
-        let (backend, valgrind) = self.counted_with.clone()?;
+        let (backend, valgrind) = planned.counted_with.clone()?;
         let bar = Bar::counting(COUNTED_HANDSHAKES, session.quiet());
         let counted = crate::workload::counted::count_server_handshake(
             &self.scenario,
@@ -574,66 +514,6 @@ fn load_plan(
     Ok(plan)
 }
 
-/// The server to load: a server the user runs (`--target`), else a
-/// server under test started for the run: `--server`, else tlslab's
-/// embedded server for a preset, nginx otherwise.
-fn choose_server(
-    args: &LoadArgs,
-    preset: bool,
-    target: Option<Target>,
-    scenario: &HandshakeScenario,
-) -> Result<ServerChoice> {
-    // A preset's study runs on the embedded OpenSSL server (its symbols are
-    // there for perf); anything else on nginx, unless told otherwise.
-    let kind = args.server.unwrap_or(if preset && target.is_none() {
-        ServerKind::Embedded
-    } else {
-        ServerKind::Nginx
-    });
-    if target.is_some() && args.server.is_some() {
-        return Err(usage(
-            "--target aims at a server you run; --server starts one: give one of them",
-        ));
-    }
-    let descriptor = descriptor(kind);
-    if !descriptor.in_process && (args.backend.is_some() || args.threads.is_some()) {
-        let own: Vec<String> = SERVERS
-            .iter()
-            .filter(|d| d.in_process)
-            .map(|d| format!("--server {}", d.kind.name()))
-            .collect();
-        return Err(usage(format!(
-            "--backend and --threads configure the embedded server: add {}",
-            own.join(" or ")
-        )));
-    }
-    // Each worker is an event loop holding many connections: one per core.
-    let workers = event_loop_threads("threads", args.threads)?;
-    if let Some(target) = target {
-        return Ok(ServerChoice::Target(target));
-    }
-    let mut options = ServerOptions {
-        backend: None,
-        threads: workers,
-    };
-    if descriptor.in_process {
-        // A server on tlslab's backends is checked as `serve` checks it.
-        let default_backend = if preset {
-            BackendId::Openssl
-        } else {
-            BackendId::RustlsAwsLc
-        };
-        let id = server_backend(args.backend.unwrap_or(default_backend))?;
-        check_supported(id, scenario)?;
-        options.backend = Some(id);
-    }
-    let server = (descriptor.open)(&options)?;
-    if let Some(reason) = server.unsupported_reason(scenario) {
-        return Err(usage(reason));
-    }
-    Ok(ServerChoice::Started(server))
-}
-
 pub(super) fn document(record: &LoadRecord, heading: &str) -> Document {
     LoadReport {
         heading: heading.to_string(),
@@ -662,7 +542,7 @@ const COUNTED_HANDSHAKES: usize = 3;
 /// backend whose server handshake is counted and the valgrind that counts
 /// it (`None` without instructions). Memory, instructions alone and a
 /// `--target` server are usage errors.
-fn counted_backend(
+pub(super) fn counted_backend(
     args: &LoadArgs,
     target: bool,
     embedded: Option<BackendId>,

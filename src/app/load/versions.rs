@@ -41,7 +41,7 @@ pub(super) fn version_plan(plan: &LoadPlan, version: HttpVersion, streams: usize
 /// The document of loads of the same server in one or more HTTP versions:
 /// with several, a table of them side by side first, then each version's
 /// tables in turn (its figures' ids and its data keyed by its version).
-pub(super) fn versions_document(records: &[LoadRecord], heading: &str) -> Document {
+pub(super) fn versions_document(records: &[&LoadRecord], heading: &str) -> Document {
     let mut documents = records.iter().map(|record| document(record, heading));
     let mut combined = documents
         .next()

@@ -7,11 +7,13 @@
 //! running. A server whose program is missing is skipped visibly (and
 //! fails under `CI`). [`load`] has `load`'s runs on every server,
 //! [`listed`] `handshake --server` listing several, [`quic_peer`] tlslab's
-//! QUIC client against Caddy's HTTP/3.
+//! QUIC client against Caddy's HTTP/3, [`several`] `load --server`
+//! listing several.
 
 mod listed;
 mod load;
 mod quic_peer;
+mod several;
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,0 +1,497 @@
+//! `load --server A,B,...`: the servers one load runs against, one after
+//! another. Each is planned (opened, its scenario checked), then started,
+//! loaded in every HTTP version and stopped before the next, and each of
+//! its loads is stored as a run of its own, as soon as that server is
+//! done (so Ctrl-C keeps every finished server's runs). With several
+//! servers, one that cannot run here, cannot do the scenario or an HTTP
+//! version, or fails to start is a row that says why while the others
+//! run; alone, it stops the command as it always did. The document puts
+//! every server's loads side by side in one table, then each load's own
+//! tables.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use openssl::ssl::SslContext;
+
+use super::server::{LoadedServer, ServerChoice};
+use super::target::{probe_target, Target};
+use super::{counted_backend, document, LoadStudy};
+use crate::app::serve::{check_supported, event_loop_threads, server_backend};
+use crate::app::session::{run_info, usage};
+use crate::app::study::{Session, Study};
+use crate::backend::{Backend, BackendId, LibraryInfo};
+use crate::certs::{CertCache, Credentials, SERVER_NAME};
+use crate::cli::LoadArgs;
+use crate::host::HostInfo;
+use crate::report::load_servers::{servers_table, ServerRow};
+use crate::report::Document;
+use crate::scenario::{distinct, HandshakeScenario, Named, ServerKind};
+use crate::store::{LoadRecord, RunKind};
+use crate::workload::load::{self, Endpoint, HttpVersion, Mode};
+use crate::workload::server::{descriptor, ServerOptions, SERVERS};
+
+/// A server of the load as planned.
+pub(super) struct PlannedServer {
+    /// Its name ("nginx"; "the target" for a server the user runs).
+    pub name: &'static str,
+    /// The server, or why it cannot be loaded here.
+    pub choice: Result<ServerChoice, String>,
+    /// `--measure time,instructions`: the backend whose server handshake
+    /// is counted after its load, and the valgrind that counts it.
+    pub counted_with: Option<(Arc<dyn Backend>, String)>,
+}
+
+/// What a load yields per server: a load that ran, or a server (in every
+/// HTTP version, or in one) that could not be loaded, with why.
+pub(crate) enum LoadCell {
+    Loaded {
+        /// The server's name ("nginx").
+        server: &'static str,
+        /// Boxed: a record (histograms, profiles) is large beside a reason.
+        record: Box<LoadRecord>,
+    },
+    Unusable {
+        server: &'static str,
+        /// The HTTP version it cannot do; `None`: it could not run at all.
+        http: Option<HttpVersion>,
+        reason: String,
+        /// True if and only if it failed (it was to run and did not: the
+        /// run exits 1); false when it cannot do what was asked (exit 0,
+        /// as for a row a backend cannot do).
+        failed: bool,
+    },
+}
+
+impl LoadCell {
+    /// The load's record, if it ran.
+    pub(super) fn record(&self) -> Option<&LoadRecord> {
+        match self {
+            LoadCell::Loaded { record, .. } => Some(record),
+            LoadCell::Unusable { .. } => None,
+        }
+    }
+}
+
+/// The servers `--server` lists, each once in the order given; without
+/// it, tlslab's embedded server for a preset and nginx otherwise.
+fn listed_servers(args: &LoadArgs, preset: bool) -> Vec<ServerKind> {
+    match args.server.as_deref() {
+        Some(listed) if !listed.is_empty() => distinct(listed),
+        _ if preset => vec![ServerKind::Embedded],
+        _ => vec![ServerKind::Nginx],
+    }
+}
+
+/// The servers to load: a server the user runs (`--target`), else every
+/// server listed. Options that concern every server are checked first
+/// (usage errors); with one server, anything that stops it is an error as
+/// before, with several it is that server's row.
+pub(super) fn plan_servers(
+    args: &LoadArgs,
+    preset: bool,
+    target: Option<Target>,
+    scenario: &HandshakeScenario,
+    sharded: bool,
+) -> Result<Vec<PlannedServer>> {
+    if target.is_some() && args.server.is_some() {
+        return Err(usage(
+            "--target aims at a server you run; --server starts one: give one of them",
+        ));
+    }
+    let kinds = listed_servers(args, preset);
+    let in_process = |kind: &ServerKind| descriptor(*kind).in_process;
+    if !kinds.iter().any(in_process) && (args.backend.is_some() || args.threads.is_some()) {
+        let own: Vec<String> = SERVERS
+            .iter()
+            .filter(|d| d.in_process)
+            .map(|d| format!("--server {}", d.kind.name()))
+            .collect();
+        return Err(usage(format!(
+            "--backend and --threads configure the embedded server: add {}",
+            own.join(" or ")
+        )));
+    }
+    // Each worker is an event loop holding many connections: one per core.
+    let threads = event_loop_threads("threads", args.threads)?;
+    let targeted = target.is_some();
+    if let Some(target) = target {
+        let choice = ServerChoice::Target(target);
+        return Ok(vec![PlannedServer {
+            name: choice.name(),
+            counted_with: counted_backend(args, targeted, None)?,
+            choice: Ok(choice),
+        }]);
+    }
+    if sharded && kinds.len() > 1 {
+        return Err(usage(format!(
+            "a sharded load drives one server from several machines: give one --server (one sharded load each), not {}",
+            kinds.len()
+        )));
+    }
+    let several = kinds.len() > 1;
+    let mut planned = Vec::new();
+    for kind in kinds {
+        let choice = match start_choice(args, kind, preset, threads, scenario) {
+            Ok(choice) => choice,
+            Err(error) if several => {
+                planned.push(PlannedServer {
+                    name: kind.name(),
+                    choice: Err(format!("{error:#}")),
+                    counted_with: None,
+                });
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
+        // The counted handshake's backend: the embedded server's, or for
+        // a program tlslab's own OpenSSL.
+        planned.push(PlannedServer {
+            name: kind.name(),
+            counted_with: counted_backend(args, false, choice.backend())?,
+            choice: Ok(choice),
+        });
+    }
+    Ok(planned)
+}
+
+/// The server `kind` opened for the load, its scenario checked: an
+/// in-process server on its backend (`--backend`, else rustls-aws-lc, or
+/// OpenSSL for a preset) as `serve` checks it, a program as it says.
+fn start_choice(
+    args: &LoadArgs,
+    kind: ServerKind,
+    preset: bool,
+    threads: usize,
+    scenario: &HandshakeScenario,
+) -> Result<ServerChoice> {
+    let descriptor = descriptor(kind);
+    let mut options = ServerOptions {
+        backend: None,
+        threads,
+    };
+    if descriptor.in_process {
+        // A preset's study runs on OpenSSL (its symbols are there for perf).
+        let default_backend = if preset {
+            BackendId::Openssl
+        } else {
+            BackendId::RustlsAwsLc
+        };
+        let id = server_backend(args.backend.unwrap_or(default_backend))?;
+        check_supported(id, scenario)?;
+        options.backend = Some(id);
+    }
+    let server = (descriptor.open)(&options)?;
+    if let Some(reason) = server.unsupported_reason(scenario) {
+        return Err(usage(reason));
+    }
+    Ok(ServerChoice::Started(server))
+}
+
+impl LoadStudy {
+    /// Loads every planned server in turn; a server that cannot run is a
+    /// row. Stops before the next server when Ctrl-C came.
+    pub(super) fn measure_servers(&mut self, session: &mut Session) -> Result<Vec<LoadCell>> {
+        let certs = CertCache::new(self.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
+        let credentials = certs.get(self.scenario.cert, self.scenario.chain_depth)?;
+        let context = self.client_context(&credentials)?;
+        // Someone else's server: what it accepts, before it is loaded.
+        if let (Some(target), true) = (self.target(), self.probe) {
+            let attempts = probe_target(
+                target,
+                self.server_name.as_deref(),
+                self.max_rate,
+                self.quiet,
+                session.interrupt(),
+            )?;
+            self.probed = Some((target.address.to_string(), attempts));
+        }
+        let several = self.servers.len() > 1;
+        let mut cells = Vec::new();
+        // The first load is stored in the run begun for the command.
+        let mut first_stored = false;
+        for planned in &self.servers {
+            if session.interrupted() {
+                break;
+            }
+            let choice = match &planned.choice {
+                Ok(choice) => choice,
+                Err(reason) => {
+                    cells.push(LoadCell::Unusable {
+                        server: planned.name,
+                        http: None,
+                        reason: reason.clone(),
+                        failed: false,
+                    });
+                    continue;
+                }
+            };
+            let loaded = self.measure_server(
+                session,
+                planned,
+                choice,
+                (&certs, &credentials, &context),
+                &mut first_stored,
+            );
+            match loaded {
+                Ok(server_cells) => cells.extend(server_cells),
+                Err(error) if several => cells.push(LoadCell::Unusable {
+                    server: planned.name,
+                    http: None,
+                    reason: format!("{error:#}"),
+                    failed: true,
+                }),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(cells)
+    }
+
+    /// One server: started, loaded in every HTTP version it can do, stopped
+    /// (whatever happens: it stops when it drops), its counted handshake
+    /// taken, and each load stored as a run.
+    fn measure_server(
+        &self,
+        session: &mut Session,
+        planned: &PlannedServer,
+        choice: &ServerChoice,
+        (certs, credentials, context): (&CertCache, &Credentials, &SslContext),
+        first_stored: &mut bool,
+    ) -> Result<Vec<LoadCell>> {
+        let several = self.servers.len() > 1;
+        let mut server = LoadedServer::start(
+            choice,
+            &self.scenario,
+            credentials,
+            self.page_bytes,
+            self.plan.mode == Mode::Resume,
+        )?;
+        let endpoint = Endpoint {
+            context: context.clone(),
+            address: server.address,
+            server_name: self.target().map_or_else(
+                || SERVER_NAME.to_string(),
+                |t| t.server_name(self.server_name.as_deref()),
+            ),
+            check_body: self.page_path.is_none(),
+        };
+        // A server that cannot carry HTTP/2 is refused before anything is
+        // loaded (alone: nothing measured is lost; beside others: its
+        // HTTP/2 row says why).
+        let mut versions = self.versions.clone();
+        let mut refused = None;
+        if versions.contains(&HttpVersion::Http2) {
+            let chosen = load::chosen_alpn(&endpoint)
+                .with_context(|| format!("asking {} for h2", server.description))?;
+            if chosen.as_deref() != Some("h2") {
+                let reason = format!(
+                    "--http 2: {}: {}",
+                    server.description,
+                    load::not_h2(chosen.as_deref().map(str::as_bytes))
+                );
+                if !several {
+                    return Err(usage(reason));
+                }
+                versions.retain(|v| *v != HttpVersion::Http2);
+                refused = Some(reason);
+            }
+        }
+        let mut records = Vec::new();
+        for version in versions {
+            if session.interrupted() {
+                break;
+            }
+            records.push(self.load_once(session, &mut server, &endpoint, version, planned.name)?);
+        }
+        // A server that counts its own figures (the embedded server) gave
+        // each version's in `load_once`.
+        server.stop()?;
+        drop(server);
+        let counted = self.count_server_handshake(planned, certs, session);
+        for record in &mut records {
+            record.counted = counted.clone();
+        }
+        self.store_loads(session, choice, &records, first_stored)?;
+        let mut cells: Vec<LoadCell> = records
+            .into_iter()
+            .map(|record| LoadCell::Loaded {
+                server: planned.name,
+                record: Box::new(record),
+            })
+            .collect();
+        if let Some(reason) = refused {
+            cells.push(LoadCell::Unusable {
+                server: planned.name,
+                http: Some(HttpVersion::Http2),
+                reason,
+                failed: false,
+            });
+        }
+        Ok(cells)
+    }
+
+    /// Stores each load as a run of its own: the first of the command in
+    /// the run begun for it, every other in a run begun beside it with its
+    /// server's libraries.
+    fn store_loads(
+        &self,
+        session: &mut Session,
+        choice: &ServerChoice,
+        records: &[LoadRecord],
+        first_stored: &mut bool,
+    ) -> Result<()> {
+        for record in records {
+            // A load that ended before Ctrl-C is complete, whatever came after.
+            let complete = !record.result.interrupted;
+            if !*first_stored {
+                session.save(|store, run_id| store.save_load(run_id, record));
+                if complete {
+                    session.mark_run_finished();
+                }
+                *first_stored = true;
+                continue;
+            }
+            let info = run_info(
+                RunKind::Load,
+                self.options_json()?,
+                &HostInfo::current(),
+                &choice.libraries(&self.client_library),
+            );
+            session.save(|store, _| {
+                let run_id = store.begin_run(&info)?;
+                store.save_load(run_id, record)?;
+                store.finish_run(run_id, complete)
+            });
+        }
+        Ok(())
+    }
+
+    /// The libraries of every server that can run, each once.
+    pub(super) fn every_library(&self) -> Vec<LibraryInfo> {
+        let mut libraries: Vec<LibraryInfo> = Vec::new();
+        for planned in &self.servers {
+            for library in planned
+                .choice
+                .as_ref()
+                .map_or_else(|_| Vec::new(), |c| c.libraries(&self.client_library))
+            {
+                if !libraries.contains(&library) {
+                    libraries.push(library);
+                }
+            }
+        }
+        libraries
+    }
+
+    /// The libraries of the run begun for the command: those of the first
+    /// server that can run (the client's for a server the user runs).
+    pub(super) fn first_libraries(&self) -> Vec<LibraryInfo> {
+        self.servers
+            .iter()
+            .find_map(|planned| planned.choice.as_ref().ok())
+            .map_or_else(
+                || vec![self.client_library.clone()],
+                |choice| choice.libraries(&self.client_library),
+            )
+    }
+}
+
+/// The document of a load over several servers: the servers table first,
+/// then each load's own tables (titled with its server and version), its
+/// records with the server and version in front, and its data under
+/// `servers` in the order the rows run.
+pub(super) fn servers_document(cells: &[LoadCell], heading: &str) -> Document {
+    let rows: Vec<ServerRow<'_>> = cells
+        .iter()
+        .map(|cell| match cell {
+            LoadCell::Loaded { record, .. } => ServerRow::Loaded {
+                server: &record.server,
+                plan: &record.plan,
+                result: &record.result,
+                server_cpu_ns: record.server_cpu_ns,
+                profile: &record.profile,
+            },
+            LoadCell::Unusable {
+                server,
+                http,
+                reason,
+                ..
+            } => ServerRow::Unusable {
+                server,
+                http: http.map_or("every".to_string(), |v| v.describe().to_string()),
+                reason,
+            },
+        })
+        .collect();
+    let mut combined = Document {
+        heading: heading.to_string(),
+        tables: vec![servers_table(&rows)],
+        records: crate::report::Table::default(),
+        data: serde_json::json!({}),
+        footer: Vec::new(),
+        figures: Vec::new(),
+    };
+    let mut data = Vec::new();
+    for cell in cells {
+        let (server, record) = match cell {
+            LoadCell::Loaded { server, record } => (server, record),
+            LoadCell::Unusable {
+                server,
+                http,
+                reason,
+                failed,
+            } => {
+                data.push(serde_json::json!({
+                    "server": server,
+                    "http": http.map(HttpVersion::id),
+                    "unusable": reason,
+                    "failed": failed,
+                }));
+                continue;
+            }
+        };
+        let version = record.plan.http.id();
+        let mut own = document(record, heading);
+        let prefix = format!("{} over {}", record.server, record.plan.http.describe());
+        for table in &mut own.tables {
+            table.title = Some(match &table.title {
+                Some(title) => format!("{prefix}: {title}"),
+                None => prefix.clone(),
+            });
+        }
+        combined.tables.extend(own.tables);
+        if combined.records.headers.is_empty() {
+            combined.records = crate::report::Table {
+                rows: Vec::new(),
+                ..own.records.clone()
+            };
+            combined
+                .records
+                .headers
+                .splice(0..0, ["server".to_string(), "http".to_string()]);
+            combined.records.numeric.splice(0..0, [false, false]);
+            combined.records.priority.splice(0..0, [0, 0]);
+            combined.records.kinds.splice(0..0, [Default::default(); 2]);
+        }
+        for mut row in own.records.rows {
+            row.splice(0..0, [server.to_string(), version.to_string()]);
+            combined.records.rows.push(row);
+        }
+        combined.footer.extend(
+            own.footer
+                .into_iter()
+                .map(|line| format!("{server} over HTTP/{version}: {line}")),
+        );
+        combined
+            .figures
+            .extend(own.figures.into_iter().map(|mut figure| {
+                figure.id = format!("{}_{server}_http{}", figure.id, version.replace('.', "_"));
+                figure
+            }));
+        let mut own_data = own.data;
+        own_data["server_name"] = (*server).into();
+        data.push(own_data);
+    }
+    combined.data["servers"] = data.into();
+    combined
+}
