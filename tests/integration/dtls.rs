@@ -515,3 +515,24 @@ fn dtls_study_preset_has_dtls13_rows_on_dimpl() {
     let named = run_with(&["--backend", "openssl"]);
     assert!(!named.contains("dimpl"), "{named}");
 }
+
+/// wolfSSL (in a build with the `wolfssl` feature) resumes DTLS as it
+/// resumes TLS: DTLS 1.2 by session id and by ticket, DTLS 1.3 by PSK, each
+/// handshake verified resumed with its suite and, for DTLS 1.3, its group.
+#[test]
+fn wolfssl_resumes_dtls_by_session_id_ticket_and_psk() {
+    if !tlslab::scenario::backend::WOLFSSL_BUILT_IN {
+        return;
+    }
+    let wolfssl = backend_by_id("wolfssl").unwrap();
+    let cases = [
+        (TlsVersion::Dtls12, Resumption::SessionId),
+        (TlsVersion::Dtls12, Resumption::Ticket),
+        (TlsVersion::Dtls13, Resumption::Psk),
+    ];
+    for (version, resumption) in cases {
+        let mut s = scenario(version, Group::P256, CertKind::EcdsaP256);
+        s.resumption = resumption;
+        assert_measured(wolfssl.as_ref(), &s);
+    }
+}

@@ -304,24 +304,47 @@ impl Context {
         Ok(())
     }
 
-    /// The server's session cache on for session-id resumption, off
-    /// otherwise (this wolfSSL build has no session tickets).
+    /// One kind of resumption and no other: the session cache only for
+    /// session ids, its tickets (TLS 1.3 and DTLS 1.3 servers
+    /// send them unasked) only for ticket and PSK rows, the client asking
+    /// for a TLS 1.2 ticket only on ticket rows. A ticket row's server has
+    /// no session cache, so a resumed handshake is one the ticket resumed.
     fn configure_resumption(&self, scenario: &HandshakeScenario) -> Result<()> {
         /// `WOLFSSL_SESS_CACHE_OFF`.
         const SESSION_CACHE_OFF: std::ffi::c_long = 0x0000;
-        match scenario.resumption {
-            Resumption::SessionId => Ok(()),
-            Resumption::Off => {
-                if self.side == Side::Server {
-                    // SAFETY: a call on this live context.
-                    unsafe { sys::wolfSSL_CTX_set_session_cache_mode(self.ctx, SESSION_CACHE_OFF) };
-                }
-                Ok(())
+        let server = self.side == Side::Server;
+        let tls13 = scenario.version.tls_rules() == TlsVersion::Tls13;
+        let tickets = matches!(scenario.resumption, Resumption::Ticket | Resumption::Psk);
+        if tickets && !cfg!(wolfssl_session_ticket) {
+            bail!("this wolfSSL build has no session tickets");
+        }
+        if scenario.resumption == Resumption::ZeroRtt {
+            bail!("tlslab's wolfSSL driver sends no 0-RTT data");
+        }
+        // SAFETY: calls on this live context.
+        unsafe {
+            // wolfSSL's session cache is one table for the process, and
+            // clients add their sessions to it too: only session-id rows
+            // use it, so other rows' handshakes do not evict theirs.
+            if scenario.resumption != Resumption::SessionId {
+                sys::wolfSSL_CTX_set_session_cache_mode(self.ctx, SESSION_CACHE_OFF);
             }
-            Resumption::Ticket | Resumption::Psk | Resumption::ZeroRtt => {
-                bail!("this wolfSSL build has no session tickets")
+            if server && tls13 && !tickets {
+                // It answers 0, not WOLFSSL_SUCCESS, when it succeeds.
+                let answer = sys::wolfSSL_CTX_no_ticket_TLSv13(self.ctx);
+                if answer != 0 {
+                    bail!("wolfSSL refused turning TLS 1.3 tickets off ({answer})");
+                }
+            }
+            #[cfg(wolfssl_session_ticket)]
+            if !server && scenario.resumption == Resumption::Ticket {
+                check(
+                    sys::wolfSSL_CTX_UseSessionTicket(self.ctx),
+                    "asking for a session ticket",
+                )?;
             }
         }
+        Ok(())
     }
 
     /// A new connection of this context over one end of the memory pipe or

@@ -20,8 +20,9 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     listed: crate::scenario::backend::WOLFSSL_BUILT_IN,
     capabilities,
     cpu_masking: CpuMasking::Impossible(
-        "wolfSSL picks AES-NI and its x86-64 assembly when it is built (--enable-intelasm), \
-         not at run time: compare a build without them through `report --combine`",
+        "wolfSSL picks AES-NI, its x86-64 assembly and its optimised (SP) math when it is \
+         built, not at run time: build it without the optimised math with \
+         `scripts/wolfssl-build.sh --math generic` and `tlslab compare` the two builds' runs",
     ),
     // wolfSSL is C compiled with debug information from the tree
     // wolfssl-sys copies into its build directory: its protocol code is
@@ -56,9 +57,11 @@ fn open() -> Arc<dyn crate::backend::Backend> {
 /// groups only ffdhe2048 (HAVE_FFDHE_2048), ML-KEM only in the X25519 and
 /// P-256 hybrids (WOLFSSL_TLS_NO_MLKEM_STANDALONE), no X448, Ed25519 or
 /// Ed448 and no ML-DSA certificates (not configured), no CBC suites in
-/// tlslab's rows, and no session tickets (HAVE_SESSION_TICKET is off): it
-/// resumes TLS 1.2 and DTLS 1.2 by session id only, TLS 1.3 not at all;
-/// no static RSA key transport (WOLFSSL_STATIC_RSA is off).
+/// tlslab's rows, no static RSA key transport (WOLFSSL_STATIC_RSA is off).
+/// Session tickets come from the project's autoconf site file
+/// (scripts/wolfssl/, HAVE_SESSION_TICKET in options.h): with them it
+/// resumes TLS 1.2 and DTLS 1.2 by session id or ticket, TLS 1.3 and DTLS
+/// 1.3 by PSK; a build without them by session id only.
 #[cfg(feature = "wolfssl")]
 pub(super) fn capabilities() -> &'static Capabilities {
     static CAPABILITIES: OnceLock<Capabilities> = OnceLock::new();
@@ -96,7 +99,16 @@ pub(super) fn capabilities() -> &'static Capabilities {
             CertKind::EcdsaP521,
         ],
         aeads: vec![Aead::Aes128Gcm, Aead::Aes256Gcm, Aead::Chacha20Poly1305],
-        resumptions: vec![Resumption::Off, Resumption::SessionId],
+        resumptions: if cfg!(wolfssl_session_ticket) {
+            vec![
+                Resumption::Off,
+                Resumption::SessionId,
+                Resumption::Ticket,
+                Resumption::Psk,
+            ]
+        } else {
+            vec![Resumption::Off, Resumption::SessionId]
+        },
         mutual: true,
         reports_signature_scheme: false,
         transports: vec![Transport::Memory],

@@ -30,11 +30,14 @@ impl Backend for WolfsslBackend {
         LibraryInfo {
             backend: self.id().to_string(),
             library: DESCRIPTOR.library.to_string(),
-            // The licence beside the version: `tlslab list` and every
-            // run's provenance say this build carries GPL code.
+            // The build's math and tickets and the licence beside the
+            // version: every run's provenance tells an SP-math build from
+            // a generic-math one (`compare` shows both), and `tlslab list`
+            // says this build carries GPL code.
             version: format!(
-                "{} (GPL-2.0-or-later, opt-in feature wolfssl)",
-                connection::library_version()
+                "{}, {} (GPL-2.0-or-later, opt-in feature wolfssl)",
+                connection::library_version(),
+                build_options()
             ),
         }
     }
@@ -44,16 +47,22 @@ impl Backend for WolfsslBackend {
     }
 
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
-        if matches!(
-            scenario.resumption,
-            Resumption::Ticket | Resumption::Psk | Resumption::ZeroRtt
-        ) {
+        if !cfg!(wolfssl_session_ticket)
+            && matches!(scenario.resumption, Resumption::Ticket | Resumption::Psk)
+        {
             return Some(format!(
-                "wolfssl cannot resume with {}: the wolfSSL that wolfssl-sys builds has no session \
-                 tickets (configured without --enable-session-ticket), so it resumes TLS 1.2 and \
-                 DTLS 1.2 by session id only",
+                "wolfssl cannot resume with {}: this wolfSSL was built without session tickets \
+                 (rebuild it with scripts/wolfssl-build.sh, which keeps the project's \
+                 --enable-session-ticket), so it resumes TLS 1.2 and DTLS 1.2 by session id only",
                 scenario.resumption.id()
             ));
+        }
+        if scenario.resumption.sends_early_data() {
+            return Some(
+                "0-RTT is not built on wolfssl (wolfSSL offers early data; tlslab's wolfSSL \
+                 driver does not write it): 0-RTT runs on QUIC with rustls-aws-lc and rustls-ring"
+                    .to_string(),
+            );
         }
         if scenario.group == Group::RsaKeyTransport {
             return Some(
@@ -92,6 +101,20 @@ impl Backend for WolfsslBackend {
 
     fn primitives(&self) -> Box<dyn PrimitiveBackend> {
         Box::new(NoPrimitives)
+    }
+}
+
+/// What the linked wolfSSL was built with, as its options.h says (read by
+/// build.rs): its public-key math — the single-precision "SP" code for
+/// fixed key sizes that wolfssl-sys turns on, or the generic
+/// multi-precision code of a `scripts/wolfssl-build.sh --math generic`
+/// build — and whether it has session tickets.
+pub(super) fn build_options() -> &'static str {
+    match (cfg!(wolfssl_sp_math), cfg!(wolfssl_session_ticket)) {
+        (true, true) => "SP math, session tickets",
+        (true, false) => "SP math, no session tickets",
+        (false, true) => "generic math, session tickets",
+        (false, false) => "generic math, no session tickets",
     }
 }
 
@@ -375,5 +398,36 @@ impl BulkPair for WolfsslBulkPair {
             filled += read;
         }
         Ok(filled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The project's wolfSSL build (the site file `.cargo/config.toml` or
+    /// `scripts/wolfssl-build.sh` names) has session tickets, so its ticket
+    /// and PSK rows run (the shared backend suite resumes them) instead of
+    /// saying why; and its library version says which math it has, so two
+    /// builds' runs are told apart.
+    #[test]
+    fn wolfssl_build_has_session_tickets_and_names_its_math() {
+        let resumptions = &WolfsslBackend.capabilities().resumptions;
+        assert!(
+            resumptions.contains(&Resumption::Ticket),
+            "this wolfSSL has no session tickets ({resumptions:?}): build it with \
+             scripts/wolfssl-build.sh"
+        );
+        assert!(resumptions.contains(&Resumption::Psk), "{resumptions:?}");
+        let version = WolfsslBackend.library().version;
+        let math = if cfg!(wolfssl_sp_math) {
+            "SP math"
+        } else {
+            "generic math"
+        };
+        assert!(
+            version.contains(&format!(", {math}, session tickets (GPL")),
+            "{version}"
+        );
     }
 }
