@@ -411,8 +411,12 @@ fn new_connection_phases_add_up_to_the_service_time_for_http2_as_for_http1() {
                  {phases} µs, service p50 {service} µs"
             );
             assert!(handshake >= 0.2 * service, "{figures}");
+            // Medians of separate phases need not add up to the median of
+            // their sum: on a loaded machine (load average 13) 50 requests
+            // gave sums of 0.37-1.42 times the service time. The phases
+            // that missed the handshake's end gave 0.14.
             assert!(
-                (0.6 * service..=1.4 * service).contains(&phases),
+                (0.3 * service..=1.8 * service).contains(&phases),
                 "{figures}"
             );
         }
