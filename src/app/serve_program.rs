@@ -40,7 +40,9 @@ pub(super) fn run(args: &ServeArgs, kind: ServerKind) -> Result<i32> {
         )));
     }
     if args.handshakes {
-        return Err(usage("--server starts an HTTPS server; --handshakes serves handshakes: give one of them"));
+        return Err(usage(
+            "--server starts an HTTPS server; --handshakes serves handshakes: give one of them",
+        ));
     }
     let scenario = one_scenario(&args.offer)?;
     let page_sizes = match &args.size {

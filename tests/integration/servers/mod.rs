@@ -12,6 +12,7 @@
 mod listed;
 mod load;
 mod quic_peer;
+mod serve;
 
 use std::path::Path;
 use std::time::Duration;
