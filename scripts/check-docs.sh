@@ -11,7 +11,7 @@
 #     --max-total-time 30 unless given); with --capacity --max-time 0.3
 #     --max-total-time 4 instead; --transfer-mb 1 for OpenVPN rows
 #   load: --duration 2 (--ramp 0.5 with a preset or a ramp); serve:
-#     --duration 1 and, without --bind, --bind 127.0.0.1:0
+#     --duration 1 and, without --bind or --server, --bind 127.0.0.1:0
 # The commands of one document run in order in one scratch directory (so
 # files one makes, another reads), with a database of its own that first
 # holds six runs, which the examples' run ids refer to: 1 and 2 handshake
@@ -90,7 +90,7 @@ case "\${1:-}" in
     ;;
   serve)
     set_opt --duration 1
-    has --bind || args+=(--bind 127.0.0.1:0)
+    has --bind || has --server || args+=(--bind 127.0.0.1:0)
     ;;
 esac
 exec "$real" "\${args[@]}"

@@ -1,105 +1,174 @@
 #!/usr/bin/env bash
-# tlslab load and h2load side by side, alternating, against one nginx on
-# loopback (TLS 1.3, X25519, ECDSA P-256, AES-128-GCM, 1000-byte page, one
-# worker), in HTTP/1.1 and in HTTP/2 (ALPN h2; tlslab --http 2, h2load
-# without --h1): new connection per request at an offered rate beyond what
-# the machine can do, then keep-alive as fast as possible (the same number
-# of requests for both tools, 25000 per second asked for; in HTTP/2 each
-# connection carries STREAMS requests at once: tlslab --streams, h2load -m).
-# Prints each run's achieved requests per second and the client's CPU per
-# request (user and system; h2load's from GNU time, 10 ms resolution),
-# which on a machine of few cores is taken from the server.
+# tlslab load and h2load side by side against the servers tlslab loads
+# (nginx, Apache httpd, HAProxy, Caddy), each started by `tlslab serve
+# --server NAME` exactly as `tlslab load --server NAME` starts it (its
+# generated configuration, the test chain, a generated 1000-byte page; TLS
+# 1.3, X25519, ECDSA P-256, AES-128-GCM), on loopback.
 #
-# Usage: scripts/load-vs-h2load.sh [SECONDS] [ROUNDS] [STREAMS]   (nginx and
-# h2load installed: apt-get install nginx-light nghttp2-client; run from the
-# repository; TLSLAB=path/to/tlslab to use another build)
+# For each server, HTTP version (1.1; 2 by ALPN h2) and mode, tlslab and
+# h2load run in turn within a round (the order swapped each round), rounds
+# repeated; both are one client thread (tlslab --event-loops 1, h2load -t 1)
+# running as fast as the server answers for SECONDS:
+#   new        a new connection and full handshake per request: tlslab's
+#              CLIENTS connections at once; h2load one request per
+#              connection (-c = -n; its `Connection: close` loop does not
+#              end with -D here, and HTTP/2 has no such header), the
+#              connections started every 10 ms at 1.25 times the rate
+#              tlslab reached on the same server in the round before
+#              (or this one, in round 1): enough to find the server's
+#              capacity, not so much that its listen queue overflows;
+#   keepalive  CLIENTS connections kept open (HTTP/2: STREAMS requests in
+#              flight on each, tlslab --streams, h2load -m).
+# Each run's achieved requests per second and client CPU per request are
+# measured the same way for both (GNU time: user + system of the whole
+# process, 10 ms resolution, divided by the requests answered); the table
+# gives the median of each over the rounds and the median of the
+# within-round ratios tlslab/h2load. tlslab checks every body byte for
+# byte and verifies the server's certificate chain; h2load does neither.
+# On a machine of few cores the client's CPU is taken from the server.
+#
+# Usage: scripts/load-vs-h2load.sh [--servers LIST] [SECONDS] [ROUNDS] [STREAMS] [CLIENTS]
+#   LIST: comma-separated, default nginx,apache,haproxy,caddy (those not
+#   installed are skipped with a line); defaults 5 s, 2 rounds, 8 streams,
+#   32 clients. Needs h2load and GNU time (apt-get install nghttp2-client
+#   time) and the servers (nginx-light apache2 haproxy caddy); run from the
+#   repository; TLSLAB=path/to/tlslab to use another build (default the
+#   release build, built if missing). KEEP=1 keeps the scratch directory.
 set -euo pipefail
-seconds="${1:-10}"
+servers=nginx,apache,haproxy,caddy
+if [ "${1:-}" = --servers ]; then
+  servers="$2"
+  shift 2
+fi
+seconds="${1:-5}"
 rounds="${2:-2}"
 streams="${3:-8}"
+clients="${4:-32}"
 cd "$(dirname "$0")/.."
 tlslab=${TLSLAB:-target/release/tlslab}
 [ -x "$tlslab" ] || cargo build --release --quiet
-certs="${XDG_CACHE_HOME:-$HOME/.cache}/tlslab/certs/ecdsa_p256_depth3"
-if [ ! -f "$certs/server.pem" ]; then
-  "$tlslab" handshake --tls 1.3 --group x25519 --cert ecdsa_p256 --runs 1 --warmup 0 --no-db -q >/dev/null
-fi
+for program in h2load /usr/bin/time python3; do
+  command -v "$program" >/dev/null || { echo "$program is missing (apt-get install nghttp2-client time python3)" >&2; exit 2; }
+done
 
 dir=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$dir/www" "$dir/logs"
-chmod 755 "$dir" "$dir/www"   # the worker runs as nobody
-python3 -c 'import sys; sys.stdout.buffer.write(bytes(97 + i % 26 for i in range(1000)))' >"$dir/www/page_1000"
-cat >"$dir/nginx.conf" <<CONF
-daemon off;
-worker_processes 1;
-pid nginx.pid;
-error_log error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    client_body_temp_path logs/body; proxy_temp_path logs/proxy;
-    fastcgi_temp_path logs/fastcgi; uwsgi_temp_path logs/uwsgi; scgi_temp_path logs/scgi;
-    server {
-        listen 127.0.0.1:$port ssl http2;
-        ssl_certificate $certs/server.pem;
-        ssl_certificate_key $certs/server.key;
-        ssl_protocols TLSv1.3;
-        ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
-        ssl_ecdh_curve X25519;
-        ssl_session_cache off;
-        ssl_session_tickets off;
-        root www;
-    }
+serve_pid=
+stop_server() {
+  if [ -n "$serve_pid" ]; then
+    kill -TERM "$serve_pid" 2>/dev/null || true
+    wait "$serve_pid" 2>/dev/null || true
+    serve_pid=
+  fi
 }
-CONF
-nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
-nginx_pid=$!
-trap 'kill $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
-for _ in $(seq 50); do
-  (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break
-  sleep 0.1
+trap 'stop_server; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
+results="$dir/results.tsv"
+: >"$results"
+
+# tlslab load under GNU time: "RATE CPU_US_PER_REQUEST ANSWERED".
+tlslab_run() {
+  local out="$dir/tlslab.out"
+  /usr/bin/time -f '%U %S' -o "$dir/time" "$tlslab" load --target "$address" --no-probe \
+    --tls 1.3 --group x25519 --cert ecdsa_p256 --size 1000 --rate 100000 --duration "$seconds" \
+    --max-requests 100000000 --clients "$clients" --event-loops 1 --no-db -q "$@" >"$out" 2>&1 || true
+  awk -v cpu="$(cat "$dir/time")" '
+    /achieved rate, whole run/ {rate = $NF}
+    /^answered \/ errors/ {answered = $(NF - 2)}
+    END {split(cpu, t, " "); if (answered == "") answered = 0
+         printf "%s %.1f %s\n", (rate == "" ? 0 : rate), (t[1] + t[2]) * 1e6 / (answered > 0 ? answered : 1), answered}' "$out"
+}
+# h2load under GNU time: "RATE CPU_US_PER_REQUEST ANSWERED".
+h2load_run() {
+  local out="$dir/h2load.out"
+  /usr/bin/time -f '%U %S' -o "$dir/time" h2load -t 1 "$@" "https://$address/page_1000" >"$out" 2>&1 || true
+  awk -v cpu="$(cat "$dir/time")" '
+    /^finished in/ && match($0, /[0-9.]+ req\/s/) {rate = substr($0, RSTART, RLENGTH - 6)}
+    /^requests:/ {answered = $8}
+    END {split(cpu, t, " "); if (answered == "") answered = 0
+         printf "%s %.1f %s\n", (rate == "" ? 0 : rate), (t[1] + t[2]) * 1e6 / (answered > 0 ? answered : 1), answered}' "$out"
+}
+# One measurement of TOOL for the current server, HTTP version and mode.
+measure() {
+  local tool=$1 figures
+  case "$tool/$http/$mode" in
+    tlslab/1.1/new) figures=$(tlslab_run --http 1.1 --mode new) ;;
+    tlslab/2/new) figures=$(tlslab_run --http 2 --mode new) ;;
+    tlslab/1.1/keepalive) figures=$(tlslab_run --http 1.1 --mode keepalive) ;;
+    tlslab/2/keepalive) figures=$(tlslab_run --http 2 --mode keepalive --streams "$streams") ;;
+    h2load/1.1/new) figures=$(h2load_run --h1 "${h2load_new[@]}") ;;
+    h2load/2/new) figures=$(h2load_run "${h2load_new[@]}") ;;
+    h2load/1.1/keepalive) figures=$(h2load_run --h1 -c "$clients" -D "$seconds") ;;
+    h2load/2/keepalive) figures=$(h2load_run -c "$clients" -m "$streams" -D "$seconds") ;;
+  esac
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$server" "$http" "$mode" "$round" "$tool" "$figures" >>"$results"
+  if [ "$tool/$mode" = tlslab/new ]; then
+    reached[$http]=${figures%% *}
+  fi
+  printf '  %-6s %s req/s, %s us/request, %s answered\n' "$tool" $figures
+}
+
+# h2load's new-connection options: 1.25 times the rate tlslab reached last
+# on this server and HTTP version, in connections every 10 ms, for SECONDS.
+declare -A reached
+set_h2load_new() {
+  local offered per_period
+  offered=$(awk -v r="${reached[$http]:-1000}" 'BEGIN {printf "%d", r * 1.25 + 1}')
+  per_period=$(( (offered + 99) / 100 ))
+  h2load_new=(-c $((per_period * 100 * seconds)) -n $((per_period * 100 * seconds)) -r "$per_period" --rate-period 10ms)
+}
+
+IFS=, read -ra server_list <<<"$servers"
+for server in "${server_list[@]}"; do
+  "$tlslab" serve --server "$server" --size 1000 -q >"$dir/address" 2>"$dir/serve.err" &
+  serve_pid=$!
+  address=
+  for _ in $(seq 300); do
+    address=$(head -n1 "$dir/address")
+    [ -n "$address" ] && break
+    kill -0 "$serve_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$address" ]; then
+    echo "== $server: skipped: $(tail -n3 "$dir/serve.err" | tr '\n' ' ')"
+    stop_server
+    continue
+  fi
+  echo "== $server at $address"
+  reached=()
+  for round in $(seq "$rounds"); do
+    for http in 1.1 2; do
+      for mode in new keepalive; do
+        echo "round $round, HTTP/$http, $mode"
+        if [ $((round % 2)) = 1 ]; then
+          measure tlslab
+          set_h2load_new
+          measure h2load
+        else
+          set_h2load_new
+          measure h2load
+          measure tlslab
+        fi
+      done
+    done
+  done
+  stop_server
 done
 
-url="https://127.0.0.1:$port/page_1000"
-# tlslab's report: achieved rate and client CPU per request.
-tlslab_figures() {
-  awk '/achieved rate, whole run/ {rate = $NF} /client CPU per request/ {cpu = $NF}
-       END {print rate " req/s, client CPU " cpu " us/request"}'
-}
-# h2load under GNU time: achieved rate and CPU per request.
-h2load_run() {
-  /usr/bin/time -f '%U %S' -o "$dir/time" h2load "$@" 2>/dev/null >"$dir/h2load.out" || true
-  awk -v cpu="$(cat "$dir/time")" '/^finished in/ && match($0, /[0-9.]+ req\/s/) {rate = substr($0, RSTART, RLENGTH - 6)}
-       /^requests:/ {succeeded = $8}
-       END {split(cpu, t, " "); printf "%s req/s, client CPU %.0f us/request\n", rate, (t[1] + t[2]) * 1e6 / (succeeded > 0 ? succeeded : 1)}' \
-    "$dir/h2load.out"
-}
-offered=4000
-for round in $(seq "$rounds"); do
-  for http in 1.1 2; do
-    if [ "$http" = 1.1 ]; then
-      h2load_http=(--h1) tlslab_streams=() h2load_streams=()
-    else
-      h2load_http=() tlslab_streams=(--streams "$streams") h2load_streams=(-m "$streams")
-    fi
-    echo "== round $round, HTTP/$http: new connection per request, $offered req/s offered, ${seconds}s"
-    n=$((offered * seconds))
-    printf 'tlslab: '
-    "$tlslab" load --target "127.0.0.1:$port" --http "$http" --tls 1.3 --group x25519 --cert ecdsa_p256 \
-      --size 1000 --rate "$offered" --duration "$seconds" --clients 64 --max-requests "$n" -q --no-db \
-      | tlslab_figures
-    printf 'h2load: '
-    h2load_run "${h2load_http[@]}" -n "$n" -c "$n" -r "$offered" -t 2 "$url"
-    n=$((25000 * seconds))
-    echo "== round $round, HTTP/$http: keep-alive, 32 connections${tlslab_streams:+, $streams streams each}, $n requests"
-    printf 'tlslab: '
-    "$tlslab" load --target "127.0.0.1:$port" --http "$http" --tls 1.3 --group x25519 --cert ecdsa_p256 \
-      --size 1000 --rate 100000 --duration "$seconds" --mode keepalive --clients 32 "${tlslab_streams[@]}" \
-      --max-requests "$n" -q --no-db \
-      | tlslab_figures
-    printf 'h2load: '
-    h2load_run "${h2load_http[@]}" -c 32 "${h2load_streams[@]}" -t 2 -n "$n" "$url"
-  done
-done
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    server, http, mode, round_, tool, rate, cpu, answered = line.split()
+    rows.setdefault((server, http, mode), {}).setdefault(round_, {})[tool] = (float(rate), float(cpu))
+print()
+print("| server | HTTP | mode | tlslab req/s | h2load req/s | rate tlslab/h2load | tlslab CPU µs/req | h2load CPU µs/req | CPU tlslab/h2load |")
+print("|---|---|---|---|---|---|---|---|---|")
+for (server, http, mode), rounds in rows.items():
+    pairs = [r for r in rounds.values() if "tlslab" in r and "h2load" in r]
+    if not pairs:
+        continue
+    med = lambda f: statistics.median(f(p) for p in pairs)
+    ratio = lambda i: med(lambda p: p["tlslab"][i] / p["h2load"][i] if p["h2load"][i] else float("nan"))
+    print(f"| {server} | {http} | {mode} | {med(lambda p: p['tlslab'][0]):.0f} | {med(lambda p: p['h2load'][0]):.0f} "
+          f"| {ratio(0):.2f} | {med(lambda p: p['tlslab'][1]):.0f} | {med(lambda p: p['h2load'][1]):.0f} | {ratio(1):.2f} |")
+print(f"\nmedians over {len(next(iter(rows.values())))} round(s); ratios are medians of within-round ratios")
+PY

@@ -21,6 +21,7 @@ mod network;
 pub mod recommend;
 pub mod report;
 pub mod serve;
+mod serve_program;
 pub mod session;
 pub mod speed;
 mod study;

@@ -224,6 +224,9 @@ pub(crate) fn event_loop_threads(name: &str, given: Option<usize>) -> Result<usi
 }
 
 pub fn run(args: &ServeArgs) -> Result<i32> {
+    if let Some(kind) = args.server {
+        return super::serve_program::run(args, kind);
+    }
     if args.handshakes {
         return serve_handshakes(args);
     }

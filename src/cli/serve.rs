@@ -6,8 +6,8 @@ use clap::Args;
 
 use super::names::{over_tcp, NamedParser};
 use super::shared::{DisplayArgs, ExportArgs};
-use super::values::Seconds;
-use crate::scenario::{Aead, BackendId, CertKind, Group, Resumption, TlsVersion};
+use super::values::{Seconds, Size};
+use crate::scenario::{Aead, BackendId, CertKind, Group, Resumption, ServerKind, TlsVersion};
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
@@ -25,6 +25,9 @@ use crate::scenario::{Aead, BackendId, CertKind, Group, Resumption, TlsVersion};
       https://tlslab.test:8443/page_50000
   tlslab load --target 127.0.0.1:8443 --rate 50 --duration 5
       (load it; the page is /page_SIZE)
+  tlslab serve --server apache --size 1k,50k --duration 60
+      (Apache as `load --server apache` runs it, for another client;
+      its address alone on standard output)
 
 Pages: GET /page_SIZE answers SIZE bytes of the generated page that
 `tlslab load` checks; there is no other page. HTTP/1.1, or HTTP/2 when the
@@ -104,6 +107,20 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub display: DisplayArgs,
+
+    /// Start this server as `load --server` starts it (nginx, apache,
+    /// haproxy or caddy: its generated configuration, the test chain, the
+    /// pages of --size) on a free loopback port for another client, print
+    /// its address on standard output, and stop it at --duration, Ctrl-C
+    /// or SIGTERM. It serves one configuration: one value per axis option
+    /// (default TLS 1.3, X25519, ECDSA P-256, AES-128-GCM).
+    #[arg(long, value_name = "SERVER", conflicts_with_all = ["bind", "backend", "threads"])]
+    pub server: Option<ServerKind>,
+
+    /// With --server: the sizes of the pages it serves at /page_SIZE, bytes
+    /// or with k/m. [default: 1k]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "server")]
+    pub size: Option<Vec<Size>>,
 
     /// Do not print the line saying where the server listens.
     #[arg(long, short)]

@@ -14,6 +14,7 @@ mod listed;
 mod load;
 mod quic_peer;
 mod several;
+mod serve;
 
 use std::path::Path;
 use std::time::Duration;
