@@ -6,15 +6,18 @@
 //! 1.3 on every backend, DTLS 1.2 on OpenSSL over a datagram wire, and QUIC
 //! (X25519, ECDSA P-256) on OpenSSL and on quinn with both rustls
 //! providers, over memory datagrams (the plain loops in common/quic.rs run
-//! the configurations the backends build, with no tlslab code inside).
+//! the configurations the backends build, with no tlslab code inside), and
+//! in a build with the feature `wolfssl` TLS 1.3 on wolfSSL (its plain loop,
+//! common/wolfssl.rs, calls wolfssl-sys directly).
 //! Each row prints the ratio of the two sides' median rates and the median
 //! of the per-round ratios (`paired`: a round and its twin run back to
 //! back, so the pair cancels the machine's drift).
 //!
 //! Run: `cargo bench --bench overhead` (optionally `-- ROUNDS HANDSHAKES`,
 //! and the names of the rows to run, `openssl-dtls`, `rustls-ring` or
-//! `rustls-ring-quic`, to run only those). The QUIC rows' figures:
-//! docs/handshake.md, section QUIC.
+//! `rustls-ring-quic`, to run only those; `cargo bench --features wolfssl
+//! --bench overhead -- wolfssl` for wolfSSL's). The QUIC rows' figures:
+//! docs/handshake.md, section QUIC; wolfSSL's: docs/backends.md.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -191,7 +194,7 @@ fn main() {
         "{:<18} {:<12} {:>12} {:>12} {:>7} {:>7}",
         "backend", "certificate", "plain hs/s", "tlslab hs/s", "ratio", "paired"
     );
-    let rows = [
+    let mut rows = vec![
         "openssl",
         "rustls-aws-lc",
         "rustls-ring",
@@ -200,6 +203,11 @@ fn main() {
         "rustls-aws-lc-quic",
         "rustls-ring-quic",
     ];
+    if cfg!(feature = "wolfssl") {
+        rows.push("wolfssl");
+    } else if names.iter().any(|name| *name == "wolfssl") {
+        println!("wolfssl: not built in; run `cargo bench --features wolfssl --bench overhead -- wolfssl`");
+    }
     for backend_id in rows
         .into_iter()
         .filter(|row| names.is_empty() || names.contains(&&row.to_string()))
@@ -245,6 +253,11 @@ fn main() {
                         let (c, s) =
                             rustls_configs(rustls::crypto::ring::default_provider(), &credentials);
                         Box::new(move || rustls_plain_handshake(&c, &s))
+                    }
+                    #[cfg(feature = "wolfssl")]
+                    "wolfssl" => {
+                        let contexts = common::wolfssl::wolfssl_contexts(&credentials);
+                        Box::new(move || common::wolfssl::wolfssl_plain_handshake(&contexts))
                     }
                     "openssl-quic" => {
                         let (c, s) = quic_contexts(&scenario, &credentials).unwrap();

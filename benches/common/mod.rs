@@ -1,9 +1,12 @@
 //! What the overhead benches share: OpenSSL contexts configured as tlslab
 //! configures them, for the plain loops that drive the library directly
-//! (TLS in [`plain`], QUIC in [`quic`]).
+//! (TLS in [`plain`], QUIC in [`quic`], wolfSSL's own calls in `wolfssl`
+//! in a build with that feature).
 
 pub mod plain;
 pub mod quic;
+#[cfg(feature = "wolfssl")]
+pub mod wolfssl;
 
 use openssl::ssl::{SslContext, SslContextBuilder, SslMethod, SslOptions, SslSessionCacheMode};
 use openssl::ssl::{SslVerifyMode, SslVersion};

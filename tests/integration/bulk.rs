@@ -213,6 +213,90 @@ fn dimpl_carries_checked_data_over_dtls() {
     }
 }
 
+/// wolfSSL (in a build with it) carries application data over TLS 1.2
+/// and 1.3 and DTLS 1.2 and 1.3 with every AEAD, every byte checked, a
+/// DTLS write larger than a datagram going out as several records, and
+/// `bulk --backend wolfssl` measures its rows and says why for CBC; a
+/// build without it refuses the name with the build command.
+#[test]
+fn wolfssl_carries_checked_data_or_says_how_to_build_it() {
+    if !util::backend_under_test("wolfssl") {
+        return;
+    }
+    let command = |extra: &[&str]| {
+        let mut args = vec![
+            "bulk",
+            "--backend",
+            "wolfssl",
+            "--size",
+            "1k",
+            "--bytes-per-sample",
+            "16384",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--no-db",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        tlslab(&args)
+    };
+    if !tlslab::scenario::backend::WOLFSSL_BUILT_IN {
+        let run = command(&[]);
+        run.expect_code(2);
+        assert!(
+            run.stderr().contains("--features wolfssl"),
+            "{}",
+            run.stderr()
+        );
+        return;
+    }
+    let backend = tlslab::backend::backend_by_id("wolfssl").unwrap();
+    for version in [
+        TlsVersion::Tls12,
+        TlsVersion::Tls13,
+        TlsVersion::Dtls12,
+        TlsVersion::Dtls13,
+    ] {
+        for aead in [Aead::Aes128Gcm, Aead::Aes256Gcm, Aead::Chacha20Poly1305] {
+            let scenario = tls(version, aead, 1000);
+            for sample in sample_row(Some(backend.as_ref()), &scenario, 40_000, 2)
+                .unwrap_or_else(|o| panic!("{}: {o:?}", scenario.label()))
+            {
+                assert_eq!((sample.bytes, sample.writes), (40_000, 40));
+                assert!(sample.sender_cpu_ns > 0 && sample.receiver_cpu_ns > 0);
+            }
+        }
+        // Writes larger than a record (TLS) or a datagram (DTLS).
+        let scenario = tls(version, Aead::Aes128Gcm, 16_384);
+        sample_row(Some(backend.as_ref()), &scenario, 65_536, 1)
+            .unwrap_or_else(|o| panic!("{}: {o:?}", scenario.label()));
+    }
+    let run = command(&[
+        "--tls",
+        "1.3,dtls1.2",
+        "--suite",
+        "aes128gcm,aes128cbc_sha256",
+    ]);
+    run.expect_code(0);
+    let out = run.stdout();
+    for protocol in [" TLS 1.3 ", " DTLS 1.2 "] {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with("wolfssl") && l.contains(protocol) && l.contains("aes-128-gcm"))
+            .unwrap_or_else(|| panic!("no wolfssl{protocol}row:\n{out}"));
+        assert!(
+            !row.contains("unsupported") && !row.contains("failed"),
+            "{row}"
+        );
+    }
+    assert!(
+        util::has_row(&out, &["wolfssl", "DTLS 1.2", "aes-128-cbc", "unsupported"]),
+        "{out}"
+    );
+}
+
 /// QUIC carries application data on rustls (quinn) with every TLS 1.3
 /// suite, every byte checked: writes smaller and larger than a packet,
 /// and samples whose sum passes the initial flow-control windows many

@@ -319,3 +319,61 @@ fn speed_and_cost_commands_run() {
     assert!(out.contains("capacity/core"), "{out}");
     assert!(out.contains("modelled"), "{out}");
 }
+
+/// `speed --backend wolfssl` (in a build with it) measures wolfCrypt's
+/// AEADs, digests, signatures, ECDH, X25519 and ML-KEM on tiny budgets,
+/// and its rows say why where the bundled build has no such primitive; a
+/// build without it refuses the name with the build command.
+#[test]
+fn wolfssl_speed_runs_on_wolfcrypt_or_says_how_to_build_it() {
+    if !util::backend_under_test("wolfssl") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("speed.json");
+    let run = tlslab(&[
+        "speed",
+        "--backend",
+        "wolfssl",
+        "--no-db",
+        "-q",
+        "--algorithm",
+        "aes128gcm,chacha20poly1305,aes128cbc,sha384,ecdsa_p256,rsa2048,x25519,p256,mlkem768,ed25519,ffdhe2048",
+        "--size",
+        "64",
+        "--max-time",
+        "0",
+        "--min-samples",
+        "2",
+        "--warmup",
+        "0",
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    if !tlslab::scenario::backend::WOLFSSL_BUILT_IN {
+        run.expect_code(2);
+        assert!(
+            run.stderr().contains("--features wolfssl"),
+            "{}",
+            run.stderr()
+        );
+        return;
+    }
+    run.expect_code(0);
+    let parsed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = parsed["rows"].as_array().unwrap();
+    let unsupported = ["ed25519", "ffdhe2048"];
+    for row in rows {
+        assert_eq!(row["backend"], "wolfssl", "{row}");
+        let label = row["label"].as_str().unwrap();
+        if unsupported.iter().any(|id| label.contains(id)) {
+            assert!(row["reason"].as_str().unwrap().contains("wolf"), "{row}");
+        } else {
+            assert!(row["ns_per_op"]["median"].as_f64().unwrap() > 0.0, "{row}");
+        }
+    }
+    // 3 ciphers + 1 digest + 2x2 signatures + 2x4 key exchanges + 3 ML-KEM
+    // operations + 2 Ed25519 + 4 FFDHE operations.
+    assert_eq!(rows.len(), 3 + 1 + 4 + 8 + 3 + 2 + 4, "{}", run.stdout());
+}

@@ -535,6 +535,17 @@ impl Connection {
         Ok(())
     }
 
+    /// The most application bytes one write can carry: wolfSSL refuses a
+    /// DTLS write whose record would not fit one datagram of the MTU.
+    pub(super) fn max_write_bytes(&self) -> Result<usize> {
+        // SAFETY: a live connection whose handshake is done.
+        let most = unsafe { sys::wolfSSL_GetMaxOutputSize(self.ssl) };
+        if most <= 0 {
+            bail!("wolfSSL_GetMaxOutputSize failed ({})", error_text(most));
+        }
+        Ok(most as usize)
+    }
+
     /// Reads application data: the bytes read, 0 when nothing waits.
     pub(super) fn read(&mut self, out: &mut [u8]) -> Result<usize> {
         // SAFETY: wolfSSL writes at most `out.len()` bytes into `out`.

@@ -9,10 +9,9 @@ use super::descriptor::capabilities;
 use super::DESCRIPTOR;
 use crate::backend::{
     Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
-    Negotiated, PreparedOperation, PrimitiveBackend, SideTimes, Turn, Turns, Unsupported,
+    Negotiated, PrimitiveBackend, SideTimes, Turn, Turns,
 };
 use crate::certs::Credentials;
-use crate::scenario::speed::SpeedRow;
 use crate::scenario::{Group, HandshakeScenario, Named, Resumption, TlsVersion};
 use crate::transport::datagram::DatagramPipe;
 use crate::transport::memory::Pipe;
@@ -93,6 +92,7 @@ impl Backend for WolfsslBackend {
         let negotiated = negotiated(&established.client, scenario.version)?;
         Ok(Box::new(WolfsslBulkPair {
             negotiated,
+            max_write_bytes: established.client.max_write_bytes()?,
             client: established.client,
             server: established.server,
             _pipe: pipe,
@@ -100,7 +100,7 @@ impl Backend for WolfsslBackend {
     }
 
     fn primitives(&self) -> Box<dyn PrimitiveBackend> {
-        Box::new(NoPrimitives)
+        Box::new(super::primitives::WolfsslPrimitives)
     }
 }
 
@@ -115,21 +115,6 @@ pub(super) fn build_options() -> &'static str {
         (true, false) => "SP math, no session tickets",
         (false, true) => "generic math, session tickets",
         (false, false) => "generic math, no session tickets",
-    }
-}
-
-/// `speed` rows are not wired to wolfCrypt yet.
-struct NoPrimitives;
-
-impl PrimitiveBackend for NoPrimitives {
-    fn id(&self) -> &'static str {
-        DESCRIPTOR.name()
-    }
-
-    fn prepare(&self, _row: &SpeedRow) -> Result<PreparedOperation, Unsupported> {
-        Err(Unsupported::new(
-            "wolfssl's primitives (wolfCrypt) are not measured by `speed` yet",
-        ))
     }
 }
 
@@ -370,9 +355,12 @@ fn group_id(name: &str) -> String {
 }
 
 /// An established wolfSSL pair carrying application data from the client
-/// to the server over memory.
+/// to the server over memory (TLS over the byte pipe, DTLS over the
+/// datagram channel).
 struct WolfsslBulkPair {
     negotiated: Negotiated,
+    /// The most bytes one record carries (for DTLS, one datagram's worth).
+    max_write_bytes: usize,
     client: Connection,
     server: Connection,
     /// The transport both connections' callbacks use, kept alive with them.
@@ -384,8 +372,13 @@ impl BulkPair for WolfsslBulkPair {
         Some(&self.negotiated)
     }
 
+    /// Writes `data` in records of at most `max_write_bytes` (a DTLS write
+    /// larger than a datagram goes out as several records).
     fn send(&mut self, data: &[u8]) -> Result<()> {
-        self.client.write(data)
+        for piece in data.chunks(self.max_write_bytes) {
+            self.client.write(piece)?;
+        }
+        Ok(())
     }
 
     fn receive(&mut self, out: &mut [u8]) -> Result<usize> {

@@ -10,7 +10,8 @@
 //! signature scheme without its OpenSSL-compatible layer, which tlslab
 //! keeps off (its names clash with the vendored OpenSSL), so that one is
 //! not checked (`reports_signature_scheme: false`). Resumption is by
-//! tickets: TLS 1.2 RFC 5077 tickets, TLS 1.3 PSK. Without the feature
+//! tickets: TLS 1.2 RFC 5077 tickets, TLS 1.3 PSK. `speed`'s rows run on
+//! wolfCrypt (`primitives.rs`, its calls in `wolfcrypt.rs`). Without the feature
 //! only the descriptor and `unbuilt.rs` are compiled: the backend is not
 //! listed and its rows say how to build it.
 
@@ -21,8 +22,12 @@ pub use descriptor::DESCRIPTOR;
 mod connection;
 #[cfg(feature = "wolfssl")]
 mod handshake;
+#[cfg(feature = "wolfssl")]
+mod primitives;
 #[cfg(not(feature = "wolfssl"))]
 mod unbuilt;
+#[cfg(feature = "wolfssl")]
+mod wolfcrypt;
 
 #[cfg(feature = "wolfssl")]
 pub use handshake::WolfsslBackend;
