@@ -13,6 +13,10 @@
 //! of the per-round ratios (`paired`: a round and its twin run back to
 //! back, so the pair cancels the machine's drift).
 //!
+//! `control` among the names runs an A/A check instead: the plain loop
+//! against a second plain loop in tlslab's place, for the resolution of the
+//! bench on this machine.
+//!
 //! Run: `cargo bench --bench overhead` (optionally `-- ROUNDS HANDSHAKES`,
 //! and the names of the rows to run, `openssl-dtls`, `rustls-ring` or
 //! `rustls-ring-quic`, to run only those; `cargo bench --features wolfssl
@@ -188,11 +192,26 @@ fn main() {
     // differ by up to 14% on a shared VM; 40 of 100 agree within 1-2%).
     let rounds = count(0, 40);
     let handshakes = count(1, 100);
+    // `control`: the plain loop against a second plain loop of its own
+    // (new placements of the same configurations) in tlslab's place, an
+    // A/A run that shows how far apart two identical loops come out in
+    // time on this machine: the bench's resolution for that row.
+    let control = names.iter().any(|name| *name == "control");
+    let names: Vec<&String> = names.into_iter().filter(|n| *n != "control").collect();
     let certs = CertCache::new(CertCache::default_dir());
     println!("rounds: {rounds}, handshakes per round and side: {handshakes}");
     println!(
         "{:<18} {:<12} {:>12} {:>12} {:>7} {:>7}",
-        "backend", "certificate", "plain hs/s", "tlslab hs/s", "ratio", "paired"
+        "backend",
+        "certificate",
+        "plain hs/s",
+        if control {
+            "plain B hs/s"
+        } else {
+            "tlslab hs/s"
+        },
+        "ratio",
+        "paired"
     );
     let mut rows = vec![
         "openssl",
@@ -280,6 +299,11 @@ fn main() {
             // several placements, one per round in turn, so that neither
             // side's luck decides the ratio.
             let mut plains: Vec<Box<dyn FnMut()>> = (0..PLACEMENTS).map(|_| make_plain()).collect();
+            let mut twins: Vec<Box<dyn FnMut()>> = if control {
+                (0..PLACEMENTS).map(|_| make_plain()).collect()
+            } else {
+                Vec::new()
+            };
             let mut probes: Vec<HandshakeProbe> = (0..PLACEMENTS)
                 .map(|_| {
                     HandshakeProbe::prepare(backend.as_ref(), &scenario, &certs)
@@ -307,7 +331,7 @@ fn main() {
                 assert_eq!(run.outcomes[0].samples().len(), handshakes, "{backend_id}");
             };
             // Warm both up.
-            for plain in &mut plains {
+            for plain in plains.iter_mut().chain(twins.iter_mut()) {
                 for _ in 0..10 {
                     plain();
                 }
@@ -327,6 +351,11 @@ fn main() {
                             plains[placement]();
                         }
                         plain_rates.push(handshakes as f64 / start.elapsed().as_secs_f64());
+                    } else if control {
+                        for _ in 0..handshakes {
+                            twins[placement]();
+                        }
+                        tlslab_rates.push(handshakes as f64 / start.elapsed().as_secs_f64());
                     } else {
                         sampled(&mut probes[placement]);
                         let elapsed = start.elapsed().as_secs_f64();

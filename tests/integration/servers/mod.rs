@@ -13,8 +13,8 @@
 mod listed;
 mod load;
 mod quic_peer;
-mod several;
 mod serve;
+mod several;
 
 use std::path::Path;
 use std::time::Duration;
