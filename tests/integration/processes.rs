@@ -287,6 +287,16 @@ fn left_in(namespaces: &[String], timeout: Duration) -> Vec<String> {
         .collect()
 }
 
+/// True unless connecting to the WireGuard control socket `name` is
+/// refused: a process still listens on it.
+fn someone_listens(name: &str) -> bool {
+    let path = Path::new(tlslab::child::WIREGUARD_SOCKET_DIR).join(name);
+    !matches!(
+        std::os::unix::net::UnixStream::connect(path),
+        Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused
+    )
+}
+
 /// Issue 18 item 2, issues 23 and 25: kill -9 during a tunnel through a
 /// real engine (OpenVPN with a static key and in TLS mode, wireguard-go) leaves no daemon running and no
 /// namespace (they have no names: nothing holds them once tlslab and its
@@ -430,6 +440,20 @@ fn kill_9_during_a_tunnel(id: &str, daemon: &str, cipher: &str, digest: &str, sc
     // them: this test's next run, or another test's tlslab in the meantime
     // (the killed PID is gone); the unit test
     // `child::tests::only_what_a_gone_process_left_is_removed` covers which.
+    // A run leaves a socket someone still listens on alone. A killed
+    // wireguard-go whose main thread is already a zombie (gone for
+    // `wait_gone`) can hold its listening socket while its other threads
+    // exit: a CI run's next run found one still listening. Wait until
+    // nobody listens on them before that run.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while sockets().iter().any(|name| someone_listens(name)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{id}: a killed daemon still listens on {:?}",
+            sockets()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 
     let next_args = tunnel("1");
     let next_args: Vec<&str> = next_args.iter().map(String::as_str).collect();
