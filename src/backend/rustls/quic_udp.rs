@@ -12,7 +12,7 @@
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
@@ -21,7 +21,7 @@ use super::quic::{QuicHandshaker, QuicSide};
 use crate::backend::socket::{run_sides, Sides};
 use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample, Turn};
 use crate::scenario::{HandshakeScenario, TlsVersion, Transport};
-use crate::transport::udp::{udp_pair, Datagrams};
+use crate::transport::udp::{udp_pair, wait_for_datagram, Datagrams};
 use crate::transport::IO_TIMEOUT;
 
 /// Why the rustls backends cannot run a QUIC scenario they otherwise
@@ -160,26 +160,6 @@ pub(super) fn until<E: Read + Write + AsRawFd>(
             bail!("no QUIC handshake within {} s", IO_TIMEOUT.as_secs());
         }
         let wake = side.next_timer().map_or(give_up, |due| due.min(give_up));
-        wait_readable(&side.end, wake.saturating_duration_since(now))?;
+        wait_for_datagram(&side.end, wake.saturating_duration_since(now))?;
     }
-}
-
-/// Waits until `socket` has a datagram or `wait` has passed.
-fn wait_readable(socket: &impl AsRawFd, wait: Duration) -> Result<()> {
-    let mut poll = libc::pollfd {
-        fd: socket.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // Round up: a timer due in 0.4 ms must not be polled for 0 ms in a loop.
-    let millis = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
-    // SAFETY: one pollfd for a live socket, by pointer with its count.
-    let ready = unsafe { libc::poll(&mut poll, 1, millis) };
-    if ready < 0 {
-        let error = std::io::Error::last_os_error();
-        if error.kind() != std::io::ErrorKind::Interrupted {
-            return Err(error).context("waiting for a datagram");
-        }
-    }
-    Ok(())
 }
