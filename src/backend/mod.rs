@@ -561,6 +561,16 @@ pub fn backends_running(
 
 /// Maps a library's group name to our id, keeping unknown names as they are.
 pub(crate) fn canonical_group(name: &str) -> String {
+    // Libraries report a group by one of its spellings in some case
+    // ("X25519", "secp256r1"): compared as bytes first, as this runs
+    // after every handshake.
+    let same = |spelling: &str| spelling.eq_ignore_ascii_case(name);
+    let exact = Group::ALL.iter().find(|group| {
+        same(group.id()) || same(group.name()) || group.aliases().iter().any(|alias| same(alias))
+    });
+    if let Some(group) = exact {
+        return group.id().to_string();
+    }
     crate::scenario::parse_name::<Group>(name)
         .map(|group| group.id().to_string())
         .unwrap_or_else(|_| name.to_string())
@@ -569,6 +579,20 @@ pub(crate) fn canonical_group(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn libraries_group_names_map_to_our_ids() {
+        for (library, ours) in [
+            ("X25519", "x25519"),
+            ("secp256r1", "p256"),
+            ("X25519MLKEM768", "x25519mlkem768"),
+            ("P-384", "p384"),
+            ("ffdhe_2048", "ffdhe2048"),
+            ("brainpoolP256r1", "brainpoolP256r1"),
+        ] {
+            assert_eq!(canonical_group(library), ours, "{library}");
+        }
+    }
 
     #[test]
     fn every_backend_id_has_one_descriptor_and_all_lists_the_listed_ones() {

@@ -144,6 +144,22 @@ impl DatagramEnd {
     }
 }
 
+impl DatagramEnd {
+    /// The next datagram waiting for this side, handed over as it was
+    /// written (no copy); `None` if none waits.
+    pub fn take_datagram(&mut self) -> Option<Vec<u8>> {
+        let mut channel = self.channel.borrow_mut();
+        let incoming = if self.is_client {
+            &mut channel.to_client
+        } else {
+            &mut channel.to_server
+        };
+        let datagram = incoming.in_flight.pop_front()?;
+        tap::read(self.side(), datagram.len(), true);
+        Some(datagram)
+    }
+}
+
 impl Read for DatagramEnd {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let mut channel = self.channel.borrow_mut();
@@ -238,6 +254,10 @@ mod tests {
             vec![b"first".to_vec(), b"second".to_vec()]
         );
         assert!(pipe.sent_by_server().is_empty());
+        // Taken whole, as written.
+        client.write_all(b"third").unwrap();
+        assert_eq!(server.take_datagram(), Some(b"third".to_vec()));
+        assert_eq!(server.take_datagram(), None);
     }
 
     #[test]

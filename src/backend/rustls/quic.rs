@@ -274,13 +274,54 @@ pub(super) struct QuicSide<E> {
     pub(super) connected: bool,
     /// Its part in a 0-RTT handshake (none unless the scenario sends early data).
     pub(super) early: EarlyRequest,
-    /// Where a datagram is read into (the MTU's size).
+    /// Where a datagram is read into (the MTU's size; empty over the
+    /// memory channel, which hands datagrams over whole).
     datagram: Vec<u8>,
     /// Where quinn writes what it sends.
     scratch: Vec<u8>,
 }
 
-impl<E: Read + Write> QuicSide<E> {
+/// Where a QUIC side's datagrams come from: the memory channel hands each
+/// one over as it was written; a socket is read into the side's buffer.
+pub(super) trait DatagramLink: Write {
+    /// True if and only if a datagram is read into the side's buffer.
+    const READS_INTO_BUFFER: bool = true;
+
+    /// The next datagram waiting, `None` if none waits; `buffer` (the
+    /// MTU's size) is where a socket reads it into.
+    fn next_datagram(&mut self, buffer: &mut [u8]) -> std::io::Result<Option<BytesMut>>;
+}
+
+impl DatagramLink for DatagramEnd {
+    const READS_INTO_BUFFER: bool = false;
+
+    fn next_datagram(&mut self, _buffer: &mut [u8]) -> std::io::Result<Option<BytesMut>> {
+        // Written whole by the peer's side, so it moves without a copy.
+        Ok(self
+            .take_datagram()
+            .map(|datagram| Bytes::from(datagram).into()))
+    }
+}
+
+impl DatagramLink for crate::transport::udp::Datagrams {
+    fn next_datagram(&mut self, buffer: &mut [u8]) -> std::io::Result<Option<BytesMut>> {
+        read_datagram(self, buffer)
+    }
+}
+
+/// The next datagram `socket` has, read into `buffer`; `None` if none waits.
+pub(super) fn read_datagram(
+    socket: &mut impl Read,
+    buffer: &mut [u8],
+) -> std::io::Result<Option<BytesMut>> {
+    match socket.read(buffer) {
+        Ok(read) => Ok(Some(BytesMut::from(&buffer[..read]))),
+        Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+impl<E: DatagramLink> QuicSide<E> {
     /// A side of `turn` on `endpoint` whose datagrams go through `end` to
     /// `peer`, datagrams at most `mtu_bytes` long.
     pub(super) fn new(
@@ -298,7 +339,11 @@ impl<E: Read + Write> QuicSide<E> {
             peer,
             connected: false,
             early: EarlyRequest::None,
-            datagram: vec![0; usize::from(mtu_bytes)],
+            datagram: if E::READS_INTO_BUFFER {
+                vec![0; usize::from(mtu_bytes)]
+            } else {
+                Vec::new()
+            },
             scratch: Vec::with_capacity(usize::from(mtu_bytes) * BATCH_DATAGRAMS),
         }
     }
@@ -326,13 +371,7 @@ impl<E: Read + Write> QuicSide<E> {
         let Self {
             datagram, scratch, ..
         } = self;
-        loop {
-            let read = match self.end.read(datagram) {
-                Ok(read) => read,
-                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(error) => return Err(error.into()),
-            };
-            let data = BytesMut::from(&datagram[..read]);
+        while let Some(data) = self.end.next_datagram(datagram)? {
             match self
                 .endpoint
                 .handle(now, self.peer, None, None, data, scratch)

@@ -19,8 +19,9 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use bytes::BytesMut;
 
-use super::quic::{QuicHandshaker, QuicSide};
+use super::quic::{read_datagram, DatagramLink, QuicHandshaker, QuicSide};
 use super::quic_udp::{until, until_connected};
 use super::RustlsBackend;
 use crate::backend::{thread_cpu_ns, CpuReadings, HandshakeSample, Handshaker, SideTime, Turn};
@@ -139,6 +140,12 @@ impl Write for RefusalsWait {
 
     fn flush(&mut self) -> io::Result<()> {
         self.0.flush()
+    }
+}
+
+impl DatagramLink for RefusalsWait {
+    fn next_datagram(&mut self, buffer: &mut [u8]) -> io::Result<Option<BytesMut>> {
+        read_datagram(self, buffer)
     }
 }
 

@@ -10,14 +10,13 @@
 //! other in another process, over the emulated link or `--remote`) is
 //! driven the same way on the socket the caller gives it.
 
-use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
 use super::instrument;
-use super::quic::{QuicHandshaker, QuicSide};
+use super::quic::{DatagramLink, QuicHandshaker, QuicSide};
 use crate::backend::socket::{run_sides, Sides};
 use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample, Turn};
 use crate::scenario::{HandshakeScenario, TlsVersion, Transport};
@@ -139,13 +138,13 @@ impl ApartConnection for QuicSide<Datagrams> {
 
 /// Drives `side` on its socket until its connection is connected, waiting
 /// for a datagram or the next timer in between.
-pub(super) fn until_connected<E: Read + Write + AsRawFd>(side: &mut QuicSide<E>) -> Result<()> {
+pub(super) fn until_connected<E: DatagramLink + AsRawFd>(side: &mut QuicSide<E>) -> Result<()> {
     until(side, |side| side.connected)
 }
 
 /// Drives `side` on its socket until `done` says so, waiting for a
 /// datagram or the next timer in between.
-pub(super) fn until<E: Read + Write + AsRawFd>(
+pub(super) fn until<E: DatagramLink + AsRawFd>(
     side: &mut QuicSide<E>,
     done: impl Fn(&QuicSide<E>) -> bool,
 ) -> Result<()> {
