@@ -13,7 +13,6 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -58,7 +57,12 @@ impl Stop<'_> {
     /// now, if it must: Ctrl-C (the caller drops the request), the
     /// deadline, or no progress for [`IO_TIMEOUT`].
     fn reason(&self, since: Instant) -> Option<(ErrorKind, String)> {
-        let now = Instant::now();
+        self.reason_at(since, Instant::now())
+    }
+
+    /// [`Self::reason`] at `now`: an event loop reads the clock once for
+    /// all its clients.
+    fn reason_at(&self, since: Instant, now: Instant) -> Option<(ErrorKind, String)> {
         if self.interrupted() {
             Some((ErrorKind::Io, "interrupted".to_string()))
         } else if now >= self.deadline {
@@ -154,27 +158,79 @@ pub fn schedule(
     duration: Duration,
     max_requests: usize,
 ) -> Vec<Duration> {
-    let mut due = Vec::new();
-    if rate <= 0.0 {
-        return due;
-    }
-    let ramp_s = ramp.as_secs_f64().min(duration.as_secs_f64());
-    // Requests offered during the ramp: the area under the rate, rate * ramp / 2.
-    let during_ramp = rate * ramp_s / 2.0;
-    for i in 0..max_requests {
-        let n = i as f64;
-        let at = if n < during_ramp {
-            // n = rate * t^2 / (2 * ramp)  =>  t = sqrt(2 * ramp * n / rate)
-            (2.0 * ramp_s * n / rate).sqrt()
-        } else {
-            ramp_s + (n - during_ramp) / rate
+    let schedule = Schedule::new(rate, ramp, duration, max_requests);
+    (0..schedule.len()).map(|i| schedule.at(i)).collect()
+}
+
+/// The plan's due times, each worked out when it is needed: at a million
+/// requests a second a list made up front is millions of entries, and
+/// making it was a visible share of the client's CPU per request.
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    rate: f64,
+    ramp_s: f64,
+    /// Requests offered during the ramp: the area under the rate, rate * ramp / 2.
+    during_ramp: f64,
+    len: usize,
+}
+
+impl Schedule {
+    /// At most `max_requests` requests due before `duration`, the rate
+    /// rising linearly to `rate` (requests per second) over `ramp`.
+    pub fn new(rate: f64, ramp: Duration, duration: Duration, max_requests: usize) -> Self {
+        let ramp_s = ramp.as_secs_f64().min(duration.as_secs_f64());
+        let mut schedule = Self {
+            rate,
+            ramp_s,
+            during_ramp: rate * ramp_s / 2.0,
+            len: 0,
         };
-        if at >= duration.as_secs_f64() {
-            break;
+        if rate <= 0.0 {
+            return schedule;
         }
-        due.push(Duration::from_secs_f64(at));
+        let end = duration.as_secs_f64();
+        let offset = |i: usize| schedule.offset_s(i);
+        // The count from the inverse of `offset_s`, then made exact where
+        // rounding put it one off: every request due before the end.
+        let estimate = if end <= ramp_s {
+            rate * end * end / (2.0 * ramp_s)
+        } else {
+            schedule.during_ramp + (end - ramp_s) * rate
+        };
+        let mut len = (estimate.max(0.0).ceil() as usize).min(max_requests);
+        while len > 0 && offset(len - 1) >= end {
+            len -= 1;
+        }
+        while len < max_requests && offset(len) < end {
+            len += 1;
+        }
+        schedule.len = len;
+        schedule
     }
-    due
+
+    /// How many requests are due.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// When request `i` (counted from 0, below [`Self::len`]) is due.
+    pub fn at(&self, i: usize) -> Duration {
+        Duration::from_secs_f64(self.offset_s(i))
+    }
+
+    fn offset_s(&self, i: usize) -> f64 {
+        let n = i as f64;
+        if n < self.during_ramp {
+            // n = rate * t^2 / (2 * ramp)  =>  t = sqrt(2 * ramp * n / rate)
+            (2.0 * self.ramp_s * n / self.rate).sqrt()
+        } else {
+            self.ramp_s + (n - self.during_ramp) / self.rate
+        }
+    }
 }
 
 /// Why a request failed.
@@ -413,43 +469,54 @@ pub const INTERVAL_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 100.0];
 
 /// Gathers [`Interval`]s while the answers come in: a small histogram per
 /// second of due time (2 significant digits, enough for a chart, about
-/// 12 KiB each).
+/// 12 KiB each), added as the answers reach it.
+#[derive(Default)]
 struct IntervalTally {
-    offered: Vec<usize>,
     latencies: Vec<Histogram<u32>>,
 }
 
 impl IntervalTally {
-    /// Empty seconds for the requests due at these offsets.
-    fn new(due: &[Duration]) -> Self {
-        let seconds = due.last().map_or(0, |d| d.as_secs() as usize + 1);
-        let mut offered = vec![0; seconds];
-        for at in due {
-            offered[at.as_secs() as usize] += 1;
-        }
-        let histogram = || Histogram::new_with_bounds(1, 600_000_000, 2).expect("valid bounds");
-        Self {
-            offered,
-            latencies: (0..seconds).map(|_| histogram()).collect(),
-        }
-    }
-
     /// A request due at `due` (from the start) answered after `latency`.
     fn answered(&mut self, due: Duration, latency: Duration) {
-        if let Some(histogram) = self.latencies.get_mut(due.as_secs() as usize) {
-            histogram.saturating_record(micros(latency));
+        let second = due.as_secs() as usize;
+        while self.latencies.len() <= second {
+            self.latencies
+                .push(Histogram::new_with_bounds(1, 600_000_000, 2).expect("valid bounds"));
+        }
+        self.latencies[second].saturating_record(micros(latency));
+    }
+
+    /// Adds another tally's answers.
+    fn add(&mut self, other: IntervalTally) {
+        for (second, histogram) in other.latencies.into_iter().enumerate() {
+            match self.latencies.get_mut(second) {
+                Some(mine) => mine.add(&histogram).expect("the same bounds"),
+                None => self.latencies.push(histogram),
+            }
         }
     }
 
-    fn finish(self) -> Vec<Interval> {
-        self.offered
+    /// The intervals of the requests due at these offsets (in order): a
+    /// second is offered what fell due in it.
+    fn finish(self, due: impl IntoIterator<Item = Duration>) -> Vec<Interval> {
+        let mut offered: Vec<usize> = Vec::new();
+        for at in due {
+            let second = at.as_secs() as usize;
+            if second >= offered.len() {
+                offered.resize(second + 1, 0);
+            }
+            offered[second] += 1;
+        }
+        let mut latencies = self.latencies.into_iter();
+        offered
             .into_iter()
-            .zip(self.latencies)
+            .map(|offered| (offered, latencies.next()))
             .map(|(offered, histogram)| Interval {
                 offered,
-                answered: histogram.len() as usize,
-                latency_us: (!histogram.is_empty())
-                    .then(|| INTERVAL_PERCENTILES.map(|p| histogram.value_at_percentile(p))),
+                answered: histogram.as_ref().map_or(0, |h| h.len() as usize),
+                latency_us: histogram
+                    .filter(|h| !h.is_empty())
+                    .map(|h| INTERVAL_PERCENTILES.map(|p| h.value_at_percentile(p))),
             })
             .collect()
     }
@@ -468,6 +535,108 @@ pub struct Endpoint {
     /// servers and nginx serve it); off, a body is read to its
     /// Content-Length and counted (someone else's server, `--path`).
     pub check_body: bool,
+}
+
+/// What the clients did: the requests they started, their latencies and
+/// CPU time, and the tally of the requests that finished (each client
+/// thread keeps its own, added up when it ends).
+struct Driven {
+    sent: usize,
+    latencies: Latencies,
+    client_cpu_ns: u64,
+    finished: Finished,
+}
+
+impl Driven {
+    fn new(start: Instant) -> Self {
+        Self {
+            sent: 0,
+            latencies: Latencies::new(),
+            client_cpu_ns: 0,
+            finished: Finished::new(start),
+        }
+    }
+
+    /// Adds another thread's share.
+    fn add(&mut self, other: Driven) {
+        self.sent += other.sent;
+        self.latencies.add(&other.latencies);
+        self.client_cpu_ns += other.client_cpu_ns;
+        self.finished.add(other.finished);
+    }
+}
+
+/// The finished requests, tallied as each finishes: a list of their
+/// records would be tens of megabytes at a million requests, and making it
+/// a visible share of the client's CPU per request.
+struct Finished {
+    /// The run's time zero.
+    start: Instant,
+    answered: usize,
+    resumed: usize,
+    bytes: u64,
+    errors: std::collections::BTreeMap<ErrorKind, usize>,
+    first_error: std::collections::BTreeMap<ErrorKind, String>,
+    /// Answers per second of the run, by when they ended.
+    per_second: Vec<usize>,
+    intervals: IntervalTally,
+}
+
+impl Finished {
+    fn new(start: Instant) -> Self {
+        Self {
+            start,
+            answered: 0,
+            resumed: 0,
+            bytes: 0,
+            errors: Default::default(),
+            first_error: Default::default(),
+            per_second: Vec::new(),
+            intervals: IntervalTally::default(),
+        }
+    }
+
+    fn record(&mut self, done: Done) {
+        self.resumed += usize::from(done.resumed);
+        match done.result {
+            Ok(body) => {
+                self.answered += 1;
+                self.bytes += body;
+                let second = done.end.saturating_duration_since(self.start).as_secs() as usize;
+                if second >= self.per_second.len() {
+                    self.per_second.resize(second + 1, 0);
+                }
+                self.per_second[second] += 1;
+                self.intervals.answered(
+                    done.due.saturating_duration_since(self.start),
+                    done.end.saturating_duration_since(done.due),
+                );
+            }
+            Err((kind, message)) => {
+                *self.errors.entry(kind).or_default() += 1;
+                self.first_error.entry(kind).or_insert(message);
+            }
+        }
+    }
+
+    fn add(&mut self, other: Finished) {
+        self.answered += other.answered;
+        self.resumed += other.resumed;
+        self.bytes += other.bytes;
+        for (kind, count) in other.errors {
+            *self.errors.entry(kind).or_default() += count;
+        }
+        for (kind, message) in other.first_error {
+            self.first_error.entry(kind).or_insert(message);
+        }
+        if other.per_second.len() > self.per_second.len() {
+            self.per_second.resize(other.per_second.len(), 0);
+        }
+        for (mine, theirs) in self.per_second.iter_mut().zip(other.per_second) {
+            *mine += theirs;
+        }
+        self.intervals.add(other.intervals);
+    }
 }
 
 /// One request's record.
@@ -504,9 +673,8 @@ pub fn run_from(
     interrupt: &AtomicBool,
     start: Instant,
 ) -> Result<LoadResult> {
-    let due = schedule(plan.rate, plan.ramp, plan.duration, plan.max_requests);
+    let due = Schedule::new(plan.rate, plan.ramp, plan.duration, plan.max_requests);
     let offered = due.len();
-    let (finished, records) = mpsc::channel::<Done>();
     let stop = Stop {
         end: start + plan.duration,
         deadline: start + plan.duration + GRACE,
@@ -515,54 +683,32 @@ pub fn run_from(
     if driver == Driver::Threads && plan.http == HttpVersion::Http2 {
         anyhow::bail!("HTTP/2 is driven by event loops (its streams share a connection), not by a blocking thread per client");
     }
-    let (sent, latencies, client_cpu_ns) = match driver {
-        Driver::Threads => threads::drive(plan, endpoint, &due, start, finished, stop)?,
-        Driver::EventLoops(loops) => {
-            events::drive(plan, endpoint, &due, start, loops, finished, stop)?
-        }
+    let Driven {
+        sent,
+        latencies,
+        client_cpu_ns,
+        finished,
+    } = match driver {
+        Driver::Threads => threads::drive(plan, endpoint, due, start, stop)?,
+        Driver::EventLoops(loops) => events::drive(plan, endpoint, due, start, loops, stop)?,
     };
     let elapsed = start.elapsed();
-    let mut answered = 0;
-    let mut resumed = 0;
-    let mut bytes = 0;
-    let mut errors: std::collections::BTreeMap<ErrorKind, usize> = Default::default();
-    let mut first_error: std::collections::BTreeMap<ErrorKind, String> = Default::default();
-    let mut per_second = vec![0usize; elapsed.as_secs() as usize + 1];
-    let mut intervals = IntervalTally::new(&due[..sent]);
-    for done in records.try_iter() {
-        resumed += usize::from(done.resumed);
-        match done.result {
-            Ok(body) => {
-                answered += 1;
-                bytes += body;
-                let second = done.end.saturating_duration_since(start).as_secs() as usize;
-                if let Some(count) = per_second.get_mut(second) {
-                    *count += 1;
-                }
-                intervals.answered(
-                    done.due.saturating_duration_since(start),
-                    done.end.saturating_duration_since(done.due),
-                );
-            }
-            Err((kind, message)) => {
-                *errors.entry(kind).or_default() += 1;
-                first_error.entry(kind).or_insert(message);
-            }
-        }
-    }
+    let mut per_second = finished.per_second;
+    // Every second of the run, the last one begun included.
+    per_second.resize(elapsed.as_secs() as usize + 1, 0);
     Ok(LoadResult {
         offered,
         sent,
-        answered,
-        errors: errors.into_iter().collect(),
-        first_error: first_error.into_iter().collect(),
+        answered: finished.answered,
+        errors: finished.errors.into_iter().collect(),
+        first_error: finished.first_error.into_iter().collect(),
         latencies,
-        bytes,
+        bytes: finished.bytes,
         elapsed,
         client_cpu_ns,
         per_second,
-        intervals: intervals.finish(),
-        resumed,
+        intervals: finished.intervals.finish((0..sent).map(|i| due.at(i))),
+        resumed: finished.resumed,
         interrupted: interrupt.load(Ordering::Relaxed),
     })
 }
@@ -663,6 +809,37 @@ mod tests {
     }
 
     #[test]
+    fn the_schedule_counts_exactly_the_requests_due_before_the_end() {
+        // Each request's offset worked out in turn until one falls at or
+        // after the end: the count the schedule must give without doing so.
+        let counted = |rate: f64, ramp: f64, end: f64, max: usize| {
+            let schedule = Schedule::new(
+                rate,
+                Duration::from_secs_f64(ramp),
+                Duration::from_secs_f64(end),
+                max,
+            );
+            (0..max)
+                .take_while(|&i| schedule.offset_s(i) < end.max(0.0))
+                .count()
+        };
+        for rate in [0.5, 3.0, 7.0, 100.0, 333.3, 1e6] {
+            for (ramp, end) in [(0.0, 1.0), (0.0, 2.5), (1.0, 3.0), (3.0, 3.0), (2.0, 1.0)] {
+                for max in [0, 1, 10, 1_000_000] {
+                    let schedule = Schedule::new(
+                        rate,
+                        Duration::from_secs_f64(ramp),
+                        Duration::from_secs_f64(end),
+                        max,
+                    );
+                    let expected = counted(rate, ramp, end, max);
+                    assert_eq!(schedule.len(), expected, "{rate} {ramp} {end} {max}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn the_bound_on_requests_holds() {
         assert_eq!(
             schedule(1e6, Duration::ZERO, Duration::from_secs(60), 50).len(),
@@ -705,14 +882,14 @@ mod tests {
     #[test]
     fn each_second_keeps_the_latencies_of_the_requests_due_in_it() {
         let due = schedule(4.0, Duration::ZERO, Duration::from_secs(3), 100);
-        let mut tally = IntervalTally::new(&due);
+        let mut tally = IntervalTally::default();
         // Second 0: latencies of 1, 2, 3 and 100 ms; second 1: one
         // answer, and late (it ended in second 2); second 2: none.
         for (at, ms) in due[..4].iter().zip([1, 2, 3, 100]) {
             tally.answered(*at, Duration::from_millis(ms));
         }
         tally.answered(due[5], Duration::from_millis(1500));
-        let intervals = tally.finish();
+        let intervals = tally.finish(due.iter().copied());
         assert_eq!(intervals.len(), 3);
         assert_eq!(
             intervals.iter().map(|i| i.offered).collect::<Vec<_>>(),

@@ -8,6 +8,7 @@
 //! checks them byte for byte as for HTTP/1.1.
 
 use std::ffi::{c_int, c_void};
+use std::ops::Range;
 use std::ptr;
 
 use libnghttp2_sys as ffi;
@@ -28,8 +29,8 @@ pub enum StreamEvent {
         status: u16,
         content_length: Option<usize>,
     },
-    /// Body bytes of the answer.
-    Data { stream: i32, bytes: Vec<u8> },
+    /// Body bytes of the answer: where they are in [`Received::body`].
+    Data { stream: i32, bytes: Range<usize> },
     /// The stream ended; `error_code` is 0 when it ended cleanly
     /// (`REFUSED_STREAM`, 7, when the server never took it up).
     Closed { stream: i32, error_code: u32 },
@@ -39,10 +40,21 @@ pub enum StreamEvent {
 /// below its id, or a refusal): the request can be sent again elsewhere.
 pub const REFUSED_STREAM: u32 = 7;
 
+/// What one call of [`ClientSession::receive`] read: the events in order,
+/// and the body bytes their [`StreamEvent::Data`] point into. The caller
+/// keeps one and hands it to every call, so reading answers allocates
+/// nothing once it has grown.
+#[derive(Debug, Default)]
+pub struct Received {
+    pub events: Vec<StreamEvent>,
+    pub body: Vec<u8>,
+}
+
 /// The answers' heads as they are read, field by field.
 #[derive(Default)]
 struct Receiving {
-    events: Vec<StreamEvent>,
+    /// The caller's [`Received`], lent for the length of a read.
+    received: Received,
     /// The head being read: its stream, status and length.
     status: u16,
     content_length: Option<usize>,
@@ -146,16 +158,21 @@ impl ClientSession {
         Ok(stream)
     }
 
-    /// Feeds bytes received from the server to the session and returns
-    /// what they said about the streams.
-    pub fn receive(&mut self, bytes: &[u8]) -> Result<Vec<StreamEvent>, String> {
+    /// Feeds bytes received from the server to the session and puts what
+    /// they said about the streams in `into` (emptied first).
+    pub fn receive(&mut self, bytes: &[u8], into: &mut Received) -> Result<(), String> {
+        into.events.clear();
+        into.body.clear();
+        std::mem::swap(&mut self.receiving.received, into);
         // SAFETY: a live session; `bytes` is read during the call, and the
         // callbacks write to `self.receiving` only.
-        unsafe { super::receive(self.raw, bytes) }?;
+        let read = unsafe { super::receive(self.raw, bytes) };
+        std::mem::swap(&mut self.receiving.received, into);
+        read?;
         if let Some(field) = self.receiving.malformed.take() {
             return Err(field);
         }
-        Ok(std::mem::take(&mut self.receiving.events))
+        Ok(())
     }
 
     /// Appends the frames the session has to send (the preface, SETTINGS,
@@ -252,7 +269,7 @@ unsafe extern "C" fn on_frame(
         let receiving = receiving(user_data);
         let status = std::mem::take(&mut receiving.status);
         let content_length = receiving.content_length.take();
-        receiving.events.push(StreamEvent::Head {
+        receiving.received.events.push(StreamEvent::Head {
             stream: header.stream_id,
             status,
             content_length,
@@ -286,9 +303,14 @@ unsafe extern "C" fn on_data(
     length: usize,
     user_data: *mut c_void,
 ) -> c_int {
-    receiving(user_data).events.push(StreamEvent::Data {
+    let received = &mut receiving(user_data).received;
+    let at = received.body.len();
+    received
+        .body
+        .extend_from_slice(std::slice::from_raw_parts(data, length));
+    received.events.push(StreamEvent::Data {
         stream,
-        bytes: std::slice::from_raw_parts(data, length).to_vec(),
+        bytes: at..at + length,
     });
     0
 }
@@ -300,6 +322,7 @@ unsafe extern "C" fn on_stream_close(
     user_data: *mut c_void,
 ) -> c_int {
     receiving(user_data)
+        .received
         .events
         .push(StreamEvent::Closed { stream, error_code });
     0
@@ -330,7 +353,10 @@ mod tests {
         assert_eq!(session.ended(), None);
         // An HTTP/1.1 answer where the server's SETTINGS must come: nghttp2
         // answers with a GOAWAY and the session is over.
-        let received = session.receive(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        let received = session.receive(
+            b"HTTP/1.1 400 Bad Request\r\n\r\n",
+            &mut Received::default(),
+        );
         out.clear();
         session.output(&mut out).unwrap();
         match received {

@@ -14,7 +14,7 @@ use std::ffi::{c_int, CStr};
 
 use libnghttp2_sys as ffi;
 
-pub use client::{ClientSession, StreamEvent, REFUSED_STREAM};
+pub use client::{ClientSession, Received, StreamEvent, REFUSED_STREAM};
 pub use server::{BodySource, Finished, Request, ServerSession};
 
 /// A negative nghttp2 result as an error with its text.

@@ -375,7 +375,7 @@ unsafe extern "C" fn read_body(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{ClientSession, StreamEvent};
+    use super::super::{ClientSession, Received, StreamEvent};
     use super::*;
 
     /// A body of `length` bytes at `offset`: the byte at `i` is `i % 251`,
@@ -388,9 +388,10 @@ mod tests {
     }
 
     /// Moves bytes both ways until neither side has any to send; returns
-    /// what the client saw.
-    fn exchange(client: &mut ClientSession, server: &mut ServerSession) -> Vec<StreamEvent> {
-        let mut events = Vec::new();
+    /// what the client saw, every read's in one.
+    fn exchange(client: &mut ClientSession, server: &mut ServerSession) -> Received {
+        let mut seen = Received::default();
+        let mut read = Received::default();
         loop {
             let mut to_server = Vec::new();
             client.output(&mut to_server).unwrap();
@@ -403,9 +404,19 @@ mod tests {
             }
             let mut to_client = Vec::new();
             server.output(&mut to_client, 64 * 1024).unwrap();
-            events.extend(client.receive(&to_client).unwrap());
+            client.receive(&to_client, &mut read).unwrap();
+            let at = seen.body.len();
+            seen.body.extend_from_slice(&read.body);
+            seen.events
+                .extend(read.events.drain(..).map(|event| match event {
+                    StreamEvent::Data { stream, bytes } => StreamEvent::Data {
+                        stream,
+                        bytes: bytes.start + at..bytes.end + at,
+                    },
+                    other => other,
+                }));
             if to_server.is_empty() && to_client.is_empty() {
-                return events;
+                return seen;
             }
         }
     }
@@ -425,7 +436,8 @@ mod tests {
             })
             .collect();
         let missing = client.submit_get("tlslab.test", "/index.html").unwrap();
-        let events = exchange(&mut client, &mut server);
+        let seen = exchange(&mut client, &mut server);
+        let events = &seen.events;
         streams.sort();
         for (stream, size) in streams {
             let status = events.iter().find_map(|e| match e {
@@ -440,10 +452,13 @@ mod tests {
             let body: Vec<u8> = events
                 .iter()
                 .filter_map(|e| match e {
-                    StreamEvent::Data { stream: s, bytes } if *s == stream => Some(bytes.clone()),
+                    StreamEvent::Data { stream: s, bytes } if *s == stream => {
+                        Some(&seen.body[bytes.clone()])
+                    }
                     _ => None,
                 })
                 .flatten()
+                .copied()
                 .collect();
             let expected: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
             assert!(body == expected, "stream {stream}: {} bytes", body.len());

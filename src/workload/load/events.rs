@@ -15,11 +15,11 @@
 //! timed out, and Ctrl-C ends the loops at once, so the run ends by itself
 //! about a second after its plan.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
@@ -28,7 +28,8 @@ use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
 use super::head::ResponseHead;
 use super::{
-    micros, request_head, Done, Endpoint, ErrorKind, HttpVersion, Latencies, Mode, Plan, Stop,
+    micros, request_head, Done, Driven, Endpoint, ErrorKind, Finished, HttpVersion, Latencies,
+    Mode, Plan, Schedule, Stop,
 };
 #[cfg(doc)]
 use super::{GRACE, IO_TIMEOUT};
@@ -61,16 +62,15 @@ const LONGEST_WAIT: Duration = Duration::from_millis(50);
 
 /// Runs the plan's `due` requests (offsets from `start`) on `loops` event
 /// loops, the clients and requests shared out evenly among them; returns
-/// the requests started, the loops' latencies and their CPU time.
+/// what the loops did.
 pub(super) fn drive(
     plan: &Plan,
     endpoint: &Endpoint,
-    due: &[Duration],
+    due: Schedule,
     start: Instant,
     loops: usize,
-    finished: mpsc::Sender<Done>,
     stop: Stop<'_>,
-) -> Result<(usize, Latencies, u64)> {
+) -> Result<Driven> {
     let clients = plan.clients.max(1);
     let loops = loops.clamp(1, clients);
     std::thread::scope(|scope| {
@@ -79,13 +79,8 @@ pub(super) fn drive(
                 let share = EventLoop {
                     plan,
                     endpoint,
-                    due: due
-                        .iter()
-                        .skip(index)
-                        .step_by(loops)
-                        .map(|offset| start + *offset)
-                        .collect(),
-                    finished: finished.clone(),
+                    due: Due::new(due, start, index, loops),
+                    finished: RefCell::new(Finished::new(start)),
                     stop,
                 };
                 let clients = clients / loops + usize::from(index < clients % loops);
@@ -95,18 +90,15 @@ pub(super) fn drive(
                 })
             })
             .collect();
-        let mut sent = 0;
-        let mut latencies = Latencies::new();
-        let mut client_cpu_ns = 0;
+        let mut driven = Driven::new(start);
         for thread in threads {
-            let (released, mine, cpu) = thread
-                .join()
-                .map_err(|_| anyhow!("an event loop panicked"))??;
-            sent += released;
-            latencies.add(&mine);
-            client_cpu_ns += cpu;
+            driven.add(
+                thread
+                    .join()
+                    .map_err(|_| anyhow!("an event loop panicked"))??,
+            );
         }
-        Ok((sent, latencies, client_cpu_ns))
+        Ok(driven)
     })
 }
 
@@ -115,9 +107,60 @@ struct EventLoop<'a> {
     plan: &'a Plan,
     endpoint: &'a Endpoint,
     /// The loop's requests' due times, in order.
-    due: Vec<Instant>,
-    finished: mpsc::Sender<Done>,
+    due: Due,
+    /// The tally of the requests that finished.
+    finished: RefCell<Finished>,
     stop: Stop<'a>,
+}
+
+/// A loop's share of the plan: every `every`th request from `first`,
+/// each due time worked out once, when the one before it was released.
+#[derive(Clone, Copy)]
+struct Due {
+    schedule: Schedule,
+    start: Instant,
+    every: usize,
+    /// The plan's index of the loop's next request, and when it is due
+    /// (`None` once none is left).
+    next: usize,
+    next_at: Option<Instant>,
+}
+
+impl Due {
+    fn new(schedule: Schedule, start: Instant, first: usize, every: usize) -> Self {
+        let mut due = Self {
+            schedule,
+            start,
+            every,
+            next: first,
+            next_at: None,
+        };
+        due.next_at = due.at(first);
+        due
+    }
+
+    fn at(&self, index: usize) -> Option<Instant> {
+        (index < self.schedule.len()).then(|| self.start + self.schedule.at(index))
+    }
+
+    /// The next request's due time, if one is left and it is due by `now`:
+    /// it is then released (the next one comes up).
+    fn release_by(&mut self, now: Instant) -> Option<Instant> {
+        let at = self.next_at.filter(|at| *at <= now)?;
+        self.next += self.every;
+        self.next_at = self.at(self.next);
+        Some(at)
+    }
+
+    /// When the next request is due, if one is left.
+    fn next(&self) -> Option<Instant> {
+        self.next_at
+    }
+
+    /// No request is released any more (the plan has ended).
+    fn stop(&mut self) {
+        self.next_at = None;
+    }
 }
 
 /// One client: at most one connection, at most one request on it.
@@ -177,14 +220,14 @@ impl EventLoop<'_> {
     /// Releases the loop's requests at their due times to its `clients`
     /// until all are done, the plan has ended or Ctrl-C; returns the
     /// requests started, their latencies and the loop's CPU time.
-    fn run(self, clients: usize) -> Result<(usize, Latencies, u64)> {
+    fn run(self, clients: usize) -> Result<Driven> {
         let cpu_start = thread_cpu_ns();
         let epoll = Epoll::new().context("creating an epoll instance")?;
         let mut latencies = Latencies::new();
         let mut clients: Vec<Client> = (0..clients).map(|_| Client::default()).collect();
         let mut free: Vec<usize> = (0..clients.len()).rev().collect();
         let mut waiting: VecDeque<Instant> = VecDeque::new();
-        let mut next = 0;
+        let mut due = self.due;
         let mut started = 0;
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
         let request = request_head(self.plan, self.endpoint);
@@ -197,12 +240,11 @@ impl EventLoop<'_> {
             }
             if now >= self.stop.end {
                 // Requests still waiting for a client are never started.
-                next = self.due.len();
+                due.stop();
                 waiting.clear();
             }
-            while next < self.due.len() && self.due[next] <= now {
-                waiting.push_back(self.due[next]);
-                next += 1;
+            while let Some(at) = due.release_by(now) {
+                waiting.push_back(at);
             }
             while !waiting.is_empty() {
                 let Some(index) = free.pop() else {
@@ -223,14 +265,14 @@ impl EventLoop<'_> {
                     free.push(index);
                 }
             }
-            if next == self.due.len() && waiting.is_empty() && free.len() == clients.len() {
+            if due.next().is_none() && waiting.is_empty() && free.len() == clients.len() {
                 break;
             }
             // Sleep until the next request is due, a socket is ready, or
             // it is time to look at the flag and the timeouts.
             let mut wait = LONGEST_WAIT;
-            if waiting.is_empty() && next < self.due.len() {
-                wait = wait.min(self.due[next].saturating_duration_since(Instant::now()));
+            if let Some(at) = due.next().filter(|_| waiting.is_empty()) {
+                wait = wait.min(at.saturating_duration_since(Instant::now()));
             }
             let ready = epoll.wait(&mut events, wait).context("waiting on epoll")?;
             for event in &events[..ready] {
@@ -247,11 +289,12 @@ impl EventLoop<'_> {
             }
             // Requests past the deadline or stalled fail as timed out
             // (after Ctrl-C, the loop's next turn ends the run instead).
+            let now = Instant::now();
             for (index, client) in clients.iter_mut().enumerate() {
                 let given_up = client
                     .request
                     .as_ref()
-                    .and_then(|r| self.stop.reason(r.progress))
+                    .and_then(|r| self.stop.reason_at(r.progress, now))
                     .filter(|_| !self.stop.interrupted());
                 if let Some(failure) = given_up {
                     self.settle(client, Err(failure), &mut latencies);
@@ -259,11 +302,18 @@ impl EventLoop<'_> {
                 }
             }
         }
-        Ok((
-            started,
+        Ok(self.driven(started, latencies, cpu_start))
+    }
+
+    /// What this loop did, once it is over: `started` requests, their
+    /// `latencies`, and its CPU time since `cpu_start`.
+    fn driven(self, started: usize, latencies: Latencies, cpu_start: u64) -> Driven {
+        Driven {
+            sent: started,
             latencies,
-            thread_cpu_ns().saturating_sub(cpu_start),
-        ))
+            client_cpu_ns: thread_cpu_ns().saturating_sub(cpu_start),
+            finished: self.finished.into_inner(),
+        }
     }
 
     /// A new nonblocking TLS connection to the endpoint, watched by `epoll`
@@ -503,7 +553,7 @@ impl EventLoop<'_> {
             // A failed connection is not reused.
             (Err(_), _) => client.stream = None,
         }
-        let _ = self.finished.send(Done {
+        self.finished.borrow_mut().record(Done {
             due: request.as_ref().map_or(end, |r| r.due),
             end,
             resumed,

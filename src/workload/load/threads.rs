@@ -12,7 +12,6 @@ use std::io::{self, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
@@ -21,7 +20,8 @@ use openssl::ssl::{ErrorCode, SslSession, SslStream};
 use super::events::{connect_nonblocking, ALPN_HTTP1};
 use super::head::ResponseHead;
 use super::{
-    kind_of, micros, request_head, Done, Endpoint, ErrorKind, Latencies, Mode, Plan, Stop,
+    kind_of, micros, request_head, Done, Driven, Endpoint, ErrorKind, Finished, Latencies, Mode,
+    Plan, Schedule, Stop,
 };
 use crate::backend::openssl::remote::{client_ssl, handshake_failure};
 use crate::backend::thread_cpu_ns;
@@ -33,16 +33,14 @@ const SLICE: Duration = Duration::from_millis(50);
 type Failure = (ErrorKind, String);
 
 /// Runs the plan's `due` requests (offsets from `start`) on one blocking
-/// thread per client; returns the requests started, the threads'
-/// latencies and their CPU time.
+/// thread per client; returns what the threads did.
 pub(super) fn drive(
     plan: &Plan,
     endpoint: &Endpoint,
-    due: &[Duration],
+    due: Schedule,
     start: Instant,
-    finished: mpsc::Sender<Done>,
     stop: Stop<'_>,
-) -> Result<(usize, Latencies, u64)> {
+) -> Result<Driven> {
     let next = AtomicUsize::new(0);
     let started = AtomicUsize::new(0);
     std::thread::scope(|scope| {
@@ -56,22 +54,20 @@ pub(super) fn drive(
                     next: &next,
                     started: &started,
                     stop,
-                    finished: finished.clone(),
                 };
                 scope.spawn(move || client.run())
             })
             .collect();
-        drop(finished);
-        let mut latencies = Latencies::new();
-        let mut client_cpu_ns = 0;
+        let mut driven = Driven::new(start);
         for thread in threads {
-            let (mine, cpu) = thread
-                .join()
-                .map_err(|_| anyhow!("a client thread panicked"))?;
-            latencies.add(&mine);
-            client_cpu_ns += cpu;
+            driven.add(
+                thread
+                    .join()
+                    .map_err(|_| anyhow!("a client thread panicked"))?,
+            );
         }
-        Ok((started.load(Ordering::SeqCst), latencies, client_cpu_ns))
+        driven.sent = started.load(Ordering::SeqCst);
+        Ok(driven)
     })
 }
 
@@ -79,34 +75,34 @@ pub(super) fn drive(
 struct Client<'a> {
     plan: &'a Plan,
     endpoint: &'a Endpoint,
-    due: &'a [Duration],
+    due: Schedule,
     start: Instant,
     /// The index of the next request a free client takes.
     next: &'a AtomicUsize,
     /// Requests started, all clients together.
     started: &'a AtomicUsize,
     stop: Stop<'a>,
-    finished: mpsc::Sender<Done>,
 }
 
 impl Client<'_> {
     /// Takes the plan's requests in turn until none is left, the plan has
-    /// ended or Ctrl-C; returns the thread's latencies and CPU time.
-    fn run(self) -> (Latencies, u64) {
+    /// ended or Ctrl-C; returns what the thread did.
+    fn run(self) -> Driven {
         let cpu_start = thread_cpu_ns();
         let mut latencies = Latencies::new();
+        let mut finished = Finished::new(self.start);
         let mut kept: Option<SslStream<TcpStream>> = None;
         let mut session: Option<SslSession> = None;
         loop {
             let index = self.next.fetch_add(1, Ordering::SeqCst);
-            let Some(offset) = self.due.get(index) else {
+            if index >= self.due.len() {
                 break;
-            };
+            }
             // A request taken after the plan's end is not started.
             if self.stop.interrupted() || Instant::now() >= self.stop.end {
                 break;
             }
-            let due = self.start + *offset;
+            let due = self.start + self.due.at(index);
             if !self.wait_until(due) {
                 break;
             }
@@ -126,14 +122,20 @@ impl Client<'_> {
                 // A failed connection is not reused.
                 kept = None;
             }
-            let _ = self.finished.send(Done {
+            finished.record(Done {
                 due,
                 end,
                 resumed,
                 result,
             });
         }
-        (latencies, thread_cpu_ns().saturating_sub(cpu_start))
+        Driven {
+            // Counted for all threads together (see `drive`).
+            sent: 0,
+            latencies,
+            client_cpu_ns: thread_cpu_ns().saturating_sub(cpu_start),
+            finished,
+        }
     }
 
     /// Sleeps until `due`; returns false if Ctrl-C came first.

@@ -20,7 +20,6 @@
 //! below it, `REFUSED_STREAM`) is sent again on a new connection; every
 //! body is checked byte for byte as it arrives.
 
-use std::collections::HashMap;
 use std::io;
 use std::net::TcpStream;
 use std::time::Instant;
@@ -28,12 +27,12 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
-use super::super::{micros, ErrorKind, Latencies, Mode};
+use super::super::{micros, Driven, ErrorKind, Latencies, Mode};
 use super::LONGEST_WAIT;
 use super::{check_body, would_block, Epoll, EventLoop, Failure};
 use crate::backend::openssl::remote::handshake_failure;
 use crate::backend::thread_cpu_ns;
-use crate::workload::h2::{ClientSession, StreamEvent, REFUSED_STREAM};
+use crate::workload::h2::{ClientSession, Received, StreamEvent, REFUSED_STREAM};
 #[cfg(doc)]
 use crate::workload::load::Plan;
 
@@ -66,7 +65,7 @@ struct Connection {
     out: Vec<u8>,
     written: usize,
     /// The requests in flight by stream id.
-    streams: HashMap<i32, Request>,
+    streams: InFlight,
     /// The connection resumed a session.
     resumed: bool,
     /// nghttp2's session, once ALPN chose h2.
@@ -110,11 +109,63 @@ struct Request {
 /// A request that ended, with how.
 type Ended = (Request, bool, std::result::Result<u64, Failure>);
 
+/// The requests in flight on a connection, by stream id: a few (the
+/// streams per connection), so a list searched in order beats hashing.
+#[derive(Default)]
+struct InFlight(Vec<(i32, Request)>);
+
+impl InFlight {
+    fn insert(&mut self, stream: i32, request: Request) {
+        self.0.push((stream, request));
+    }
+
+    fn get_mut(&mut self, stream: i32) -> Option<&mut Request> {
+        self.0
+            .iter_mut()
+            .find(|(id, _)| *id == stream)
+            .map(|(_, request)| request)
+    }
+
+    fn remove(&mut self, stream: i32) -> Option<Request> {
+        let at = self.0.iter().position(|(id, _)| *id == stream)?;
+        Some(self.0.swap_remove(at).1)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn requests_mut(&mut self) -> impl Iterator<Item = &mut Request> {
+        self.0.iter_mut().map(|(_, request)| request)
+    }
+
+    fn into_requests(self) -> impl Iterator<Item = Request> {
+        self.0.into_iter().map(|(_, request)| request)
+    }
+}
+
+/// A loop's buffers, reused by every read: TLS's plaintext, and what
+/// nghttp2 made of it.
+struct Buffers {
+    chunk: Vec<u8>,
+    received: Received,
+}
+
+/// Where the events of one read go: the page bodies are checked against,
+/// the loop's latencies, the requests that ended; and when the read's call
+/// returned, the instant every event of it happened.
+struct Arrival<'a> {
+    page: Option<&'a [u8]>,
+    latencies: &'a mut Latencies,
+    ended: &'a mut Vec<Ended>,
+    now: Instant,
+}
+
 impl EventLoop<'_> {
     /// The HTTP/2 counterpart of `run`: releases the loop's requests at
     /// their due times to its `clients`, each holding up to `streams`
     /// requests at once in keep-alive mode (one otherwise).
-    pub(super) fn run_multiplexed(self, clients: usize) -> Result<(usize, Latencies, u64)> {
+    pub(super) fn run_multiplexed(self, clients: usize) -> Result<Driven> {
         let cpu_start = thread_cpu_ns();
         let epoll = Epoll::new().context("creating an epoll instance")?;
         let mut latencies = Latencies::new();
@@ -131,22 +182,24 @@ impl EventLoop<'_> {
             .collect();
         let capacity = free.len();
         let mut waiting = std::collections::VecDeque::new();
-        let mut next = 0;
+        let mut due = self.due;
         let mut started = 0;
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
-        let mut chunk = vec![0u8; 64 * 1024];
+        let mut buffers = Buffers {
+            chunk: vec![0u8; 64 * 1024],
+            received: Received::default(),
+        };
         loop {
             let now = Instant::now();
             if self.stop.interrupted() {
                 break;
             }
             if now >= self.stop.end {
-                next = self.due.len();
+                due.stop();
                 waiting.clear();
             }
-            while next < self.due.len() && self.due[next] <= now {
-                waiting.push_back(self.due[next]);
-                next += 1;
+            while let Some(at) = due.release_by(now) {
+                waiting.push_back(at);
             }
             let mut touched = Vec::new();
             while !waiting.is_empty() {
@@ -171,17 +224,17 @@ impl EventLoop<'_> {
                     &mut clients[index],
                     index,
                     &epoll,
-                    &mut chunk,
+                    &mut buffers,
                     &mut latencies,
                 );
                 self.settle_all(ended, index, &mut free, &mut latencies);
             }
-            if next == self.due.len() && waiting.is_empty() && free.len() == capacity {
+            if due.next().is_none() && waiting.is_empty() && free.len() == capacity {
                 break;
             }
             let mut wait = LONGEST_WAIT;
-            if waiting.is_empty() && next < self.due.len() {
-                wait = wait.min(self.due[next].saturating_duration_since(Instant::now()));
+            if let Some(at) = due.next().filter(|_| waiting.is_empty()) {
+                wait = wait.min(at.saturating_duration_since(Instant::now()));
             }
             let ready = epoll.wait(&mut events, wait).context("waiting on epoll")?;
             for event in &events[..ready] {
@@ -193,19 +246,20 @@ impl EventLoop<'_> {
                     &mut clients[index],
                     index,
                     &epoll,
-                    &mut chunk,
+                    &mut buffers,
                     &mut latencies,
                 );
                 self.settle_all(ended, index, &mut free, &mut latencies);
             }
             // Connections past the deadline or stalled fail their requests.
             if !self.stop.interrupted() {
+                let now = Instant::now();
                 for (index, client) in clients.iter_mut().enumerate() {
                     let stalled = client
                         .connection
                         .as_ref()
                         .filter(|c| !c.streams.is_empty() || !client.queued.is_empty())
-                        .and_then(|c| self.stop.reason(c.progress));
+                        .and_then(|c| self.stop.reason_at(c.progress, now));
                     if let Some(failure) = stalled {
                         let ended = fail_connection(client, failure);
                         self.settle_all(ended, index, &mut free, &mut latencies);
@@ -213,11 +267,7 @@ impl EventLoop<'_> {
                 }
             }
         }
-        Ok((
-            started,
-            latencies,
-            thread_cpu_ns().saturating_sub(cpu_start),
-        ))
+        Ok(self.driven(started, latencies, cpu_start))
     }
 
     /// Records each ended request and gives its client's slot back.
@@ -228,13 +278,13 @@ impl EventLoop<'_> {
         free: &mut Vec<usize>,
         latencies: &mut Latencies,
     ) {
+        let end = Instant::now();
         for (request, resumed, result) in ended {
-            let end = Instant::now();
             if result.is_ok() {
                 let _ = latencies.total.record(micros(end - request.due));
                 let _ = latencies.service.record(micros(end - request.began));
             }
-            let _ = self.finished.send(super::super::Done {
+            self.finished.borrow_mut().record(super::super::Done {
                 due: request.due,
                 end,
                 resumed,
@@ -252,7 +302,7 @@ impl EventLoop<'_> {
         client: &mut Client,
         index: usize,
         epoll: &Epoll,
-        chunk: &mut [u8],
+        buffers: &mut Buffers,
         latencies: &mut Latencies,
     ) -> Vec<Ended> {
         let mut ended = Vec::new();
@@ -262,7 +312,7 @@ impl EventLoop<'_> {
                 Err(failure) => return fail_connection(client, failure),
             }
         }
-        match self.advance_connection(client, chunk, latencies, &mut ended) {
+        match self.advance_connection(client, buffers, latencies, &mut ended) {
             Ok(true) => {}
             Ok(false) => {
                 // Closed by the server (GOAWAY) or done with: what is left
@@ -273,7 +323,7 @@ impl EventLoop<'_> {
                         .as_ref()
                         .and_then(|session| session.ended().map(str::to_string))
                         .unwrap_or_else(|| "the server ended the HTTP/2 connection".to_string());
-                    for (_, request) in connection.streams {
+                    for request in connection.streams.into_requests() {
                         ended.push((
                             request,
                             connection.resumed,
@@ -282,7 +332,7 @@ impl EventLoop<'_> {
                     }
                 }
                 if !client.queued.is_empty() {
-                    ended.extend(self.step(client, index, epoll, chunk, latencies));
+                    ended.extend(self.step(client, index, epoll, buffers, latencies));
                 }
             }
             Err(failure) => ended.extend(fail_connection(client, failure)),
@@ -307,7 +357,7 @@ impl EventLoop<'_> {
             progress: now,
             out: Vec::new(),
             written: 0,
-            streams: HashMap::new(),
+            streams: InFlight::default(),
             resumed: false,
             session: None,
         })
@@ -319,7 +369,7 @@ impl EventLoop<'_> {
     fn advance_connection(
         &self,
         client: &mut Client,
-        chunk: &mut [u8],
+        buffers: &mut Buffers,
         latencies: &mut Latencies,
         ended: &mut Vec<Ended>,
     ) -> std::result::Result<bool, Failure> {
@@ -374,7 +424,13 @@ impl EventLoop<'_> {
                     }
                 },
                 State::Open => {
-                    match self.exchange(connection, &mut client.queued, chunk, latencies, ended)? {
+                    match self.exchange(
+                        connection,
+                        &mut client.queued,
+                        buffers,
+                        latencies,
+                        ended,
+                    )? {
                         Turn::Again => {}
                         Turn::Blocked => return Ok(true),
                         Turn::Over => {
@@ -400,7 +456,7 @@ impl EventLoop<'_> {
         &self,
         connection: &mut Connection,
         queued: &mut Vec<Request>,
-        chunk: &mut [u8],
+        buffers: &mut Buffers,
         latencies: &mut Latencies,
         ended: &mut Vec<Ended>,
     ) -> std::result::Result<Turn, Failure> {
@@ -440,11 +496,11 @@ impl EventLoop<'_> {
             connection.written = 0;
             // Every HEADERS frame submitted so far is in TLS's hands.
             let handed = Instant::now();
-            for request in connection.streams.values_mut() {
+            for request in connection.streams.requests_mut() {
                 request.sent.get_or_insert(handed);
             }
         }
-        let n = match connection.stream.ssl_read(chunk) {
+        let n = match connection.stream.ssl_read(&mut buffers.chunk) {
             Ok(n) => n,
             Err(e) if would_block(&e) => {
                 let open = session.open();
@@ -464,12 +520,22 @@ impl EventLoop<'_> {
             ));
         }
         connection.progress = now;
-        let page = self.endpoint.check_body.then_some(&self.plan.body[..]);
-        for event in session
-            .receive(&chunk[..n])
-            .map_err(|e| (ErrorKind::Io, e))?
-        {
-            handle(event, connection, queued, page, latencies, ended);
+        let Buffers { chunk, received } = buffers;
+        session
+            .receive(&chunk[..n], received)
+            .map_err(|e| (ErrorKind::Io, e))?;
+        let mut arrival = Arrival {
+            page: self.endpoint.check_body.then_some(&self.plan.body[..]),
+            latencies,
+            ended,
+            now: Instant::now(),
+        };
+        for event in received.events.drain(..) {
+            let data = match &event {
+                StreamEvent::Data { bytes, .. } => &received.body[bytes.clone()],
+                _ => &[],
+            };
+            handle(event, data, connection, queued, &mut arrival);
         }
         Ok(if self.wanted(connection) {
             Turn::Again
@@ -485,19 +551,25 @@ impl EventLoop<'_> {
     }
 }
 
-/// Applies one of nghttp2's events to the request of its stream.
+/// Applies one of nghttp2's events (a Data event's bytes in `data`) to
+/// the request of its stream.
 fn handle(
     event: StreamEvent,
+    data: &[u8],
     connection: &mut Connection,
     queued: &mut Vec<Request>,
-    page: Option<&[u8]>,
-    latencies: &mut Latencies,
-    ended: &mut Vec<Ended>,
+    arrival: &mut Arrival,
 ) {
-    let now = Instant::now();
+    let Arrival {
+        page,
+        latencies,
+        ended,
+        now,
+    } = arrival;
+    let (page, now) = (*page, *now);
     let resumed = connection.resumed;
     let mut fail = |stream: i32, failure: Failure, connection: &mut Connection| {
-        if let Some(request) = connection.streams.remove(&stream) {
+        if let Some(request) = connection.streams.remove(stream) {
             ended.push((request, resumed, Err(failure)));
         }
     };
@@ -507,7 +579,7 @@ fn handle(
             status,
             content_length,
         } => {
-            let Some(request) = connection.streams.get_mut(&stream) else {
+            let Some(request) = connection.streams.get_mut(stream) else {
                 return;
             };
             if let Some(sent) = request.sent {
@@ -534,18 +606,18 @@ fn handle(
                 }
             }
         }
-        StreamEvent::Data { stream, bytes } => {
-            let Some(request) = connection.streams.get_mut(&stream) else {
+        StreamEvent::Data { stream, .. } => {
+            let Some(request) = connection.streams.get_mut(stream) else {
                 return;
             };
             let limit = page.map_or(request.length.unwrap_or(usize::MAX), <[u8]>::len);
-            match check_body(page, limit, request.received, &bytes) {
+            match check_body(page, limit, request.received, data) {
                 Ok(received) => request.received = received,
                 Err(failure) => fail(stream, failure, connection),
             }
         }
         StreamEvent::Closed { stream, error_code } => {
-            let Some(request) = connection.streams.remove(&stream) else {
+            let Some(request) = connection.streams.remove(stream) else {
                 return;
             };
             let result = match (request.head_at, error_code) {
@@ -598,7 +670,7 @@ fn fail_connection(client: &mut Client, failure: Failure) -> Vec<Ended> {
     let resumed = connection.as_ref().is_some_and(|c| c.resumed);
     connection
         .into_iter()
-        .flat_map(|c| c.streams.into_values())
+        .flat_map(|c| c.streams.into_requests())
         .chain(client.queued.drain(..))
         .map(|request| (request, resumed, Err(failure.clone())))
         .collect()
