@@ -60,6 +60,10 @@ type Failure = (ErrorKind, String);
 /// the steps' timeouts.
 const LONGEST_WAIT: Duration = Duration::from_millis(50);
 
+/// How often a loop looks for steps that made no progress for
+/// [`IO_TIMEOUT`] and requests past the deadline.
+const STALLS_EVERY: Duration = Duration::from_millis(10);
+
 /// Runs the plan's `due` requests (offsets from `start`) on `loops` event
 /// loops, the clients and requests shared out evenly among them; returns
 /// what the loops did.
@@ -228,6 +232,7 @@ impl EventLoop<'_> {
         let mut free: Vec<usize> = (0..clients.len()).rev().collect();
         let mut waiting: VecDeque<Instant> = VecDeque::new();
         let mut due = self.due;
+        let mut stalls_checked = Instant::now();
         let mut started = 0;
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
         let request = request_head(self.plan, self.endpoint);
@@ -288,8 +293,13 @@ impl EventLoop<'_> {
                 }
             }
             // Requests past the deadline or stalled fail as timed out
-            // (after Ctrl-C, the loop's next turn ends the run instead).
+            // (after Ctrl-C, the loop's next turn ends the run instead),
+            // looked for every few milliseconds.
             let now = Instant::now();
+            if now.duration_since(stalls_checked) < STALLS_EVERY {
+                continue;
+            }
+            stalls_checked = now;
             for (index, client) in clients.iter_mut().enumerate() {
                 let given_up = client
                     .request

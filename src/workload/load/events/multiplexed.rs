@@ -28,8 +28,8 @@ use anyhow::{Context, Result};
 use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
 use super::super::{micros, Driven, ErrorKind, Latencies, Mode};
-use super::LONGEST_WAIT;
 use super::{check_body, would_block, Epoll, EventLoop, Failure};
+use super::{LONGEST_WAIT, STALLS_EVERY};
 use crate::backend::openssl::remote::handshake_failure;
 use crate::backend::thread_cpu_ns;
 use crate::workload::h2::{ClientSession, Received, StreamEvent, REFUSED_STREAM};
@@ -183,6 +183,10 @@ impl EventLoop<'_> {
         let capacity = free.len();
         let mut waiting = std::collections::VecDeque::new();
         let mut due = self.due;
+        // Reused every turn: the clients given requests, the requests ended.
+        let mut touched: Vec<usize> = Vec::new();
+        let mut ended: Vec<Ended> = Vec::new();
+        let mut stalls_checked = Instant::now();
         let mut started = 0;
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
         let mut buffers = Buffers {
@@ -201,7 +205,7 @@ impl EventLoop<'_> {
             while let Some(at) = due.release_by(now) {
                 waiting.push_back(at);
             }
-            let mut touched = Vec::new();
+            touched.clear();
             while !waiting.is_empty() {
                 let Some(index) = free.pop() else {
                     break;
@@ -219,15 +223,16 @@ impl EventLoop<'_> {
                 touched.push(index);
             }
             touched.dedup();
-            for index in touched {
-                let ended = self.step(
+            for &index in &touched {
+                self.step(
                     &mut clients[index],
                     index,
                     &epoll,
                     &mut buffers,
                     &mut latencies,
+                    &mut ended,
                 );
-                self.settle_all(ended, index, &mut free, &mut latencies);
+                self.settle_all(&mut ended, index, &mut free, &mut latencies);
             }
             if due.next().is_none() && waiting.is_empty() && free.len() == capacity {
                 break;
@@ -242,18 +247,22 @@ impl EventLoop<'_> {
                 if clients[index].connection.is_none() {
                     continue;
                 }
-                let ended = self.step(
+                self.step(
                     &mut clients[index],
                     index,
                     &epoll,
                     &mut buffers,
                     &mut latencies,
+                    &mut ended,
                 );
-                self.settle_all(ended, index, &mut free, &mut latencies);
+                self.settle_all(&mut ended, index, &mut free, &mut latencies);
             }
-            // Connections past the deadline or stalled fail their requests.
-            if !self.stop.interrupted() {
-                let now = Instant::now();
+            // Connections past the deadline or stalled fail their requests
+            // (looked for every few milliseconds: a step may stall for
+            // seconds, and the run may go on a second past its end).
+            let now = Instant::now();
+            if !self.stop.interrupted() && now.duration_since(stalls_checked) >= STALLS_EVERY {
+                stalls_checked = now;
                 for (index, client) in clients.iter_mut().enumerate() {
                     let stalled = client
                         .connection
@@ -261,8 +270,8 @@ impl EventLoop<'_> {
                         .filter(|c| !c.streams.is_empty() || !client.queued.is_empty())
                         .and_then(|c| self.stop.reason_at(c.progress, now));
                     if let Some(failure) = stalled {
-                        let ended = fail_connection(client, failure);
-                        self.settle_all(ended, index, &mut free, &mut latencies);
+                        let mut failed = fail_connection(client, failure);
+                        self.settle_all(&mut failed, index, &mut free, &mut latencies);
                     }
                 }
             }
@@ -273,13 +282,16 @@ impl EventLoop<'_> {
     /// Records each ended request and gives its client's slot back.
     fn settle_all(
         &self,
-        ended: Vec<Ended>,
+        ended: &mut Vec<Ended>,
         index: usize,
         free: &mut Vec<usize>,
         latencies: &mut Latencies,
     ) {
+        if ended.is_empty() {
+            return;
+        }
         let end = Instant::now();
-        for (request, resumed, result) in ended {
+        for (request, resumed, result) in ended.drain(..) {
             if result.is_ok() {
                 let _ = latencies.total.record(micros(end - request.due));
                 let _ = latencies.service.record(micros(end - request.began));
@@ -296,7 +308,7 @@ impl EventLoop<'_> {
 
     /// Moves a client on as far as its socket allows: opens a connection
     /// for queued requests, sets it up, sends, reads and hands nghttp2's
-    /// events to the requests. Returns the requests that ended.
+    /// events to the requests. Adds the requests that ended to `ended`.
     fn step(
         &self,
         client: &mut Client,
@@ -304,15 +316,15 @@ impl EventLoop<'_> {
         epoll: &Epoll,
         buffers: &mut Buffers,
         latencies: &mut Latencies,
-    ) -> Vec<Ended> {
-        let mut ended = Vec::new();
+        ended: &mut Vec<Ended>,
+    ) {
         if client.connection.is_none() && !client.queued.is_empty() {
             match self.open(client, index, epoll) {
                 Ok(connection) => client.connection = Some(connection),
-                Err(failure) => return fail_connection(client, failure),
+                Err(failure) => return ended.extend(fail_connection(client, failure)),
             }
         }
-        match self.advance_connection(client, buffers, latencies, &mut ended) {
+        match self.advance_connection(client, buffers, latencies, ended) {
             Ok(true) => {}
             Ok(false) => {
                 // Closed by the server (GOAWAY) or done with: what is left
@@ -332,12 +344,11 @@ impl EventLoop<'_> {
                     }
                 }
                 if !client.queued.is_empty() {
-                    ended.extend(self.step(client, index, epoll, buffers, latencies));
+                    self.step(client, index, epoll, buffers, latencies, ended);
                 }
             }
             Err(failure) => ended.extend(fail_connection(client, failure)),
         }
-        ended
     }
 
     /// A new nonblocking connection offering `h2` (and the client's
