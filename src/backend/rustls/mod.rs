@@ -105,8 +105,23 @@ fn all_kx_groups(provider: Provider) -> &'static [&'static dyn SupportedKxGroup]
     }
 }
 
+/// tlslab's group for a rustls group (the ones rustls has matched
+/// directly, as this runs after every handshake; any other by its name).
 fn our_group(name: rustls::NamedGroup) -> Option<Group> {
-    crate::scenario::parse_name::<Group>(&format!("{name:?}")).ok()
+    use rustls::NamedGroup as Named;
+    Some(match name {
+        Named::X25519 => Group::X25519,
+        Named::secp256r1 => Group::P256,
+        Named::secp384r1 => Group::P384,
+        Named::secp521r1 => Group::P521,
+        Named::X448 => Group::X448,
+        Named::X25519MLKEM768 => Group::X25519Mlkem768,
+        Named::secp256r1MLKEM768 => Group::Secp256r1Mlkem768,
+        Named::MLKEM512 => Group::Mlkem512,
+        Named::MLKEM768 => Group::Mlkem768,
+        Named::MLKEM1024 => Group::Mlkem1024,
+        other => return crate::scenario::parse_name::<Group>(&format!("{other:?}")).ok(),
+    })
 }
 
 /// The scenario's suite among the provider's suites.
@@ -123,7 +138,19 @@ fn suite(provider: &CryptoProvider, scenario: &HandshakeScenario) -> Result<Supp
 /// The IANA name of a rustls suite (rustls spells TLS 1.3 suites `TLS13_...`).
 fn suite_name(suite: SupportedCipherSuite) -> String {
     let name = suite.suite().as_str().unwrap_or("unknown");
-    name.replacen("TLS13_", "TLS_", 1)
+    match name.strip_prefix("TLS13_") {
+        Some(rest) => format!("TLS_{rest}"),
+        None => name.to_string(),
+    }
+}
+
+/// tlslab's id of the group rustls negotiated (its own name if tlslab
+/// has no such group).
+fn group_id(group: rustls::NamedGroup) -> String {
+    match our_group(group) {
+        Some(ours) => ours.id().to_string(),
+        None => format!("{group:?}"),
+    }
 }
 
 /// The RFC 8446 name of a signature scheme.
@@ -698,7 +725,7 @@ impl RustlsHandshaker {
                 .unwrap_or_else(|| "none".to_string()),
             group: client
                 .negotiated_key_exchange_group()
-                .map(|g| super::canonical_group(&format!("{:?}", g.name()))),
+                .map(|g| group_id(g.name())),
             signature: (scheme != 0).then(|| scheme_name(SignatureScheme::from(scheme))),
             resumed: client.handshake_kind() == Some(HandshakeKind::Resumed),
             alpn: None,

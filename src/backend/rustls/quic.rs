@@ -31,7 +31,7 @@ use rustls::SignatureScheme;
 
 use super::quic_early::EarlyRequest;
 use super::quic_session::{ClientReport, ReportSlot, ReportingClientConfig};
-use super::{instrument, scheme_name, suite_name, Provider, RustlsBackend};
+use super::{group_id, instrument, scheme_name, suite_name, Provider, RustlsBackend};
 use crate::backend::{CpuReadings, HandshakeSample, Handshaker, Negotiated, Turn, Turns};
 use crate::certs::{Credentials, SERVER_NAME};
 use crate::scenario::{HandshakeScenario, Transport};
@@ -155,9 +155,7 @@ impl QuicHandshaker {
                 .suite
                 .map(suite_name)
                 .unwrap_or_else(|| "none".to_string()),
-            group: report
-                .group
-                .map(|group| crate::backend::canonical_group(&format!("{group:?}"))),
+            group: report.group.map(group_id),
             signature: (scheme != 0).then(|| scheme_name(SignatureScheme::from(scheme))),
             resumed: report.resumed,
             alpn: report.alpn,
