@@ -347,6 +347,26 @@ impl Context {
         Ok(())
     }
 
+    /// Puts this server's `session` (back) in wolfSSL's session cache, so
+    /// the next client that offers its id resumes it.
+    ///
+    /// The cache is one small table for the whole process (33 sessions in
+    /// 11 rows of 3, a new one pushing out the oldest of its row), and every
+    /// full handshake of every session-id row adds two sessions (the
+    /// server's and the client's): over a run where other rows' handshakers
+    /// are built anew, the session a row resumes falls out of the table and
+    /// its next handshake is a full one (issue 27). A real server's cache is
+    /// not shared with other servers' rows, so the row's session is put back
+    /// before each handshake, outside its timing.
+    pub(super) fn keep_in_cache(&self, session: &Session) -> Result<()> {
+        // SAFETY: a live context and a session this handshaker holds a
+        // reference to; wolfSSL copies it into the cache.
+        check(
+            unsafe { sys::wolfSSL_CTX_add_session(self.ctx, session.0) },
+            "putting the server's session back in the session cache",
+        )
+    }
+
     /// A new connection of this context over one end of the memory pipe or
     /// datagram channel.
     pub(super) fn connect(&self, end: Endpoint) -> Result<Connection> {
@@ -477,7 +497,8 @@ impl Drop for Connection {
     }
 }
 
-/// A session a client can resume.
+/// One side's session: the client's, which it resumes, or the server's,
+/// which [`Context::keep_in_cache`] puts back in wolfSSL's session cache.
 pub(super) struct Session(*mut sys::WOLFSSL_SESSION);
 
 impl Drop for Session {
@@ -575,7 +596,8 @@ impl Connection {
         )
     }
 
-    /// The session this (client) connection can resume later.
+    /// This connection's session: a client's to resume later, a server's
+    /// to keep in the cache.
     pub(super) fn session(&self) -> Option<Session> {
         // SAFETY: a live connection; the session is a new reference.
         let session = unsafe { sys::wolfSSL_get1_session(self.ssl) };

@@ -163,6 +163,10 @@ struct WolfsslHandshaker {
     version: TlsVersion,
     resumption: Resumption,
     session: Option<Session>,
+    /// For session-id rows: the server's session of the last full
+    /// handshake, put back in wolfSSL's process-wide cache before each
+    /// handshake ([`Context::keep_in_cache`]).
+    server_session: Option<Session>,
     mtu_bytes: Option<u16>,
     cpu_readings: CpuReadings,
 }
@@ -182,6 +186,9 @@ impl Handshaker for WolfsslHandshaker {
         let negotiated = negotiated(&established.client, self.version)?;
         if self.resumption.is_on() {
             self.session = established.client.session();
+        }
+        if self.resumption == Resumption::SessionId && !negotiated.resumed {
+            self.server_session = established.server.session();
         }
         Ok(HandshakeSample {
             client: established.times.client,
@@ -209,6 +216,7 @@ impl WolfsslHandshaker {
             version: scenario.version,
             resumption: scenario.resumption,
             session: None,
+            server_session: None,
             mtu_bytes: scenario.mtu_bytes,
             cpu_readings: CpuReadings::EveryTurn,
         };
@@ -231,8 +239,13 @@ impl WolfsslHandshaker {
     }
 
     /// Runs one handshake over `pipe`, each side's turns timed, and keeps
-    /// both ends. Each side's connection is made in its first turn.
+    /// both ends. Each side's connection is made in its first turn; a
+    /// session-id row's server session is put back in the cache first,
+    /// untimed.
     fn establish_over(&mut self, pipe: &Transport) -> Result<Established> {
+        if let Some(session) = &self.server_session {
+            self.server.keep_in_cache(session)?;
+        }
         let start = std::time::Instant::now();
         let mut turns = Turns::start(self.cpu_readings);
         turns.begin(Turn::Client);
@@ -397,6 +410,47 @@ impl BulkPair for WolfsslBulkPair {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::certs::CertCache;
+    use crate::scenario::CertKind;
+
+    /// Issue 27: wolfSSL keeps one session cache for the whole process, 33
+    /// sessions, and every session-id handshaker built (a row prepared, a
+    /// handshaker renewed) adds two. A second session-id row's handshakers,
+    /// built again and again beside the first row's, pushed the first
+    /// row's server session out of the table, and its next handshake came
+    /// out full ("asked for a resumed handshake, negotiated a full
+    /// handshake"). An RSA row kept while an ECDSA row's handshaker is
+    /// built 100 times: every handshake of both rows resumes (before the
+    /// fix, the kept row stayed in the table with odds under 1 in 1,000).
+    #[test]
+    fn issue27_wolfssl_session_id_rows_side_by_side_both_resume() {
+        let cert_dir = tempfile::tempdir().unwrap();
+        let certs = CertCache::new(cert_dir.path());
+        let row = |cert| {
+            let mut scenario = HandshakeScenario::full(TlsVersion::Tls12, Group::X25519, cert);
+            scenario.resumption = Resumption::SessionId;
+            scenario
+        };
+        let (kept, renewed) = (row(CertKind::Rsa2048), row(CertKind::EcdsaP256));
+        let kept_credentials = certs.get(kept.cert, kept.chain_depth).unwrap();
+        let renewed_credentials = certs.get(renewed.cert, renewed.chain_depth).unwrap();
+        let mut kept_handshaker = WolfsslBackend.handshaker(&kept, &kept_credentials).unwrap();
+        for built in 1..=100 {
+            let mut renewed_handshaker = WolfsslBackend
+                .handshaker(&renewed, &renewed_credentials)
+                .unwrap();
+            let renewed_sample = renewed_handshaker.handshake().unwrap();
+            assert!(
+                renewed_sample.negotiated.resumed,
+                "the ECDSA row's handshaker {built} did not resume"
+            );
+            let kept_sample = kept_handshaker.handshake().unwrap();
+            assert!(
+                kept_sample.negotiated.resumed,
+                "the RSA row negotiated a full handshake after {built} ECDSA handshakers"
+            );
+        }
+    }
 
     /// The project's wolfSSL build (the site file `.cargo/config.toml` or
     /// `scripts/wolfssl-build.sh` names) has session tickets, so its ticket
