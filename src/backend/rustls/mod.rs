@@ -204,7 +204,6 @@ impl Backend for RustlsBackend {
     fn unsupported_reason(&self, scenario: &HandshakeScenario) -> Option<String> {
         self.capabilities
             .unsupported_reason(self.id(), scenario)
-            .or_else(|| quic_udp::unsupported_reason(scenario))
             .or_else(|| quic_early::unsupported_reason(scenario))
     }
 

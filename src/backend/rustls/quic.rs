@@ -30,7 +30,7 @@ use quinn_proto::{
 use rustls::SignatureScheme;
 
 use super::quic_early::EarlyRequest;
-use super::quic_session::{ClientReport, ReportSlot, ReportingClientConfig};
+use super::quic_session::{ClientReport, ReportSlot, ReportingClientConfig, TicketCount};
 use super::{group_id, instrument, scheme_name, suite_name, Provider, RustlsBackend};
 use crate::backend::{CpuReadings, HandshakeSample, Handshaker, Negotiated, Turn, Turns};
 use crate::certs::{Credentials, SERVER_NAME};
@@ -71,6 +71,7 @@ impl RustlsBackend {
             mtu_bytes,
             scenario.transport,
         )?;
+        handshaker.resumes = scenario.resumption.is_on();
         handshaker.early_data = scenario.resumption.sends_early_data();
         Ok(handshaker)
     }
@@ -82,11 +83,17 @@ pub(super) struct QuicHandshaker {
     pub(super) server: Arc<ServerConfig>,
     pub(super) client: ClientConfig,
     report: ReportSlot,
+    /// The tickets the latest client connection has taken in.
+    pub(super) tickets: TicketCount,
     server_scheme: Arc<AtomicU16>,
     pub(super) mtu_bytes: u16,
     /// Memory (one thread, in turns) or UDP (two threads, see [`super::quic_udp`]).
     transport: Transport,
     cpu_readings: CpuReadings,
+    /// True if and only if the next handshake resumes the last one's
+    /// session: over UDP the client then reads its ticket after the
+    /// handshake ([`super::quic_udp`]).
+    pub(super) resumes: bool,
     /// True if and only if the client sends a request in 0-RTT that the
     /// server reads inside the handshake ([`super::quic_early`]).
     pub(super) early_data: bool,
@@ -106,10 +113,12 @@ impl QuicHandshaker {
         let initial = initial_suite(provider)?;
         let quinn = QuinnConfigs::new(server, initial, mtu_bytes)?;
         let report: ReportSlot = Arc::new(Mutex::new(None));
+        let tickets = TicketCount::default();
         let mut client_config = ClientConfig::new(Arc::new(ReportingClientConfig {
             inner: client,
             initial,
             report: Arc::clone(&report),
+            tickets: Arc::clone(&tickets),
         }));
         client_config.transport_config(quinn.path);
         Ok(Self {
@@ -117,10 +126,12 @@ impl QuicHandshaker {
             server: quinn.server,
             client: client_config,
             report,
+            tickets,
             server_scheme,
             mtu_bytes,
             transport,
             cpu_readings: CpuReadings::EveryTurn,
+            resumes: false,
             early_data: false,
         })
     }

@@ -154,22 +154,35 @@ mod tests {
     use crate::backend::Handshaker;
     use crate::certs::CertCache;
     use crate::measure::verify;
-    use crate::scenario::{CertKind, Group, HandshakeScenario, Resumption, TlsVersion};
+    use crate::scenario::{CertKind, Group, HandshakeScenario, Resumption, TlsVersion, Transport};
 
     /// A server that resumes the client's session but rejects its early
     /// data: quinn drops the 0-RTT request, and the sample, resumed all
-    /// the same, fails its verification instead of passing for 0-RTT.
+    /// the same, fails its verification instead of passing for 0-RTT,
+    /// over memory and over UDP alike.
     #[test]
     fn a_rejected_zero_rtt_handshake_is_not_measured_as_one() {
         let dir = tempfile::tempdir().unwrap();
         let credentials = CertCache::new(dir.path())
             .get(CertKind::EcdsaP256, 3)
             .unwrap();
+        for transport in [Transport::Memory, Transport::Udp] {
+            rejected_zero_rtt_fails_its_verification(transport, &credentials);
+        }
+    }
+
+    /// Two 0-RTT handshakes over `transport` (a ticket, then early data
+    /// accepted), then one against a server that refuses early data.
+    fn rejected_zero_rtt_fails_its_verification(
+        transport: Transport,
+        credentials: &crate::certs::Credentials,
+    ) {
         let mut scenario =
             HandshakeScenario::full(TlsVersion::Quic, Group::X25519, CertKind::EcdsaP256);
         scenario.resumption = Resumption::ZeroRtt;
+        scenario.transport = transport;
         let backend = RustlsBackend::new(Provider::Ring);
-        let tls = backend.configure(&scenario, &credentials).unwrap();
+        let tls = backend.configure(&scenario, credentials).unwrap();
         let handshaker = |server| {
             let mut handshaker = QuicHandshaker::new(
                 Provider::Ring,
@@ -180,6 +193,7 @@ mod tests {
                 scenario.transport,
             )
             .unwrap();
+            handshaker.resumes = true;
             handshaker.early_data = true;
             handshaker
         };
@@ -194,8 +208,8 @@ mod tests {
         refusing.max_early_data_size = 0;
         accepting.server = handshaker(Arc::new(refusing)).server;
         let rejected = accepting.handshake().unwrap().negotiated;
-        assert!(rejected.resumed, "{rejected:?}");
-        assert!(!rejected.early_data, "{rejected:?}");
+        assert!(rejected.resumed, "{transport:?}: {rejected:?}");
+        assert!(!rejected.early_data, "{transport:?}: {rejected:?}");
         let mismatch = verify::check(&scenario, &rejected, true).unwrap_err();
         assert_eq!(mismatch.what, "early data");
     }

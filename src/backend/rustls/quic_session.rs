@@ -4,9 +4,13 @@
 //! quinn's keeps to itself: when the handshake is done, the session notes
 //! what the client negotiated (suite, group, resumption, ALPN, whether its
 //! 0-RTT data was accepted) in a slot the handshaker reads, so a QUIC row
-//! is verified from the library's own report, as every TLS row is.
+//! is verified from the library's own report, as every TLS row is; and it
+//! counts the session tickets the client has taken in, so a driver that
+//! stops at the handshake's end (over UDP) knows when the next
+//! connection can resume.
 
 use std::any::Any;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use quinn_proto::crypto::rustls::HandshakeData;
@@ -39,6 +43,10 @@ pub(super) struct ClientReport {
 /// Where a client session leaves its [`ClientReport`].
 pub(super) type ReportSlot = Arc<Mutex<Option<ClientReport>>>;
 
+/// How many TLS 1.3 session tickets the latest client connection has
+/// taken in (each is in the client's session store once counted).
+pub(super) type TicketCount = Arc<AtomicU32>;
+
 /// A rustls client configuration for quinn-proto whose sessions report
 /// what they negotiated into `report`.
 pub(super) struct ReportingClientConfig {
@@ -47,6 +55,7 @@ pub(super) struct ReportingClientConfig {
     /// RFC 9001 §5.2), whatever suite the handshake negotiates.
     pub initial: Suite,
     pub report: ReportSlot,
+    pub tickets: TicketCount,
 }
 
 impl crypto::ClientConfig for ReportingClientConfig {
@@ -65,6 +74,7 @@ impl crypto::ClientConfig for ReportingClientConfig {
         let connection = ClientConnection::new(Arc::clone(&self.inner), version, name, encoded)
             .map_err(|error| ConnectError::InvalidServerName(format!("{server_name}: {error}")))?;
         *self.report.lock().expect("report slot") = None;
+        self.tickets.store(0, Ordering::Relaxed);
         Ok(Box::new(ReportingSession {
             version,
             connection: Connection::Client(connection),
@@ -72,6 +82,7 @@ impl crypto::ClientConfig for ReportingClientConfig {
             next_secrets: None,
             got_handshake_data: false,
             report: Arc::clone(&self.report),
+            tickets: Arc::clone(&self.tickets),
         }))
     }
 }
@@ -94,6 +105,7 @@ struct ReportingSession {
     next_secrets: Option<Secrets>,
     got_handshake_data: bool,
     report: ReportSlot,
+    tickets: TicketCount,
 }
 
 impl ReportingSession {
@@ -205,6 +217,11 @@ impl Session for ReportingSession {
                 },
             })?;
         self.report_when_done();
+        if let Connection::Client(client) = &self.connection {
+            // A NewSessionTicket comes in here, after the handshake.
+            self.tickets
+                .store(client.tls13_tickets_received(), Ordering::Relaxed);
+        }
         // As quinn's session: the handshake data is ready once ALPN is
         // agreed on (or the handshake is done without it).
         if !self.got_handshake_data
