@@ -300,3 +300,172 @@ fn issue26_bad_combinations_with_several_servers_are_usage_errors() {
         );
     }
 }
+
+/// The Markdown table under the header that starts with `first_headers`:
+/// its header and its rows, each cell trimmed.
+fn markdown_table(markdown: &str, first_headers: &str) -> Vec<Vec<String>> {
+    let cells = |line: &str| -> Vec<String> {
+        line.trim()
+            .trim_matches('|')
+            .split('|')
+            .map(|cell| cell.trim().to_string())
+            .collect()
+    };
+    let mut lines = markdown
+        .lines()
+        .skip_while(|line| !line.replace(' ', "").starts_with(first_headers));
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let mut table = vec![cells(header)];
+    // The rule under the header, then the rows up to the first other line.
+    table.extend(
+        lines
+            .skip(1)
+            .take_while(|line| line.trim_start().starts_with('|'))
+            .map(cells),
+    );
+    table
+}
+
+/// `load --cert rsa2048,ecdsa_p256` on the embedded server (always here):
+/// the server is loaded once per certificate, back to back, both loads in
+/// one servers table with a certificate column and each one's server CPU
+/// per request against RSA's, and each load a run of its own that names
+/// its own certificate.
+#[test]
+fn issue26_a_load_over_two_certificates_gives_one_table_with_a_ratio_and_a_run_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let markdown = dir.path().join("load.md");
+    let db = dir.path().join("db.sqlite");
+    let run = tlslab(&[
+        "load",
+        "--server",
+        "embedded",
+        "--cert",
+        "rsa2048,ecdsa_p256",
+        "--rate",
+        "20",
+        "--duration",
+        "1",
+        "--size",
+        "2k",
+        "--clients",
+        "2",
+        "-q",
+        "--db",
+        db.to_str().unwrap(),
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+        "--export-markdown",
+        markdown.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    assert!(
+        run.stdout().contains("Servers side by side"),
+        "{}",
+        run.stdout()
+    );
+    let rows = json_of(&json)["servers"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    for (row, cert) in rows.iter().zip(["rsa2048", "ecdsa_p256"]) {
+        assert_eq!(row["server_name"], "embedded", "{row}");
+        assert_eq!(row["cert"], cert, "{row}");
+        assert_eq!(row["answered"], 20, "{cert}: {row}");
+        assert!(row["server_cpu_ns"].as_u64().unwrap() > 0, "{cert}: {row}");
+    }
+    // One table: a row per certificate, RSA's ratio 1.00, ECDSA's a number.
+    let markdown = std::fs::read_to_string(&markdown).unwrap();
+    let table = markdown_table(&markdown, "|server|certificate|HTTP|");
+    assert_eq!(table.len(), 3, "{markdown}");
+    let ratio = table[0]
+        .iter()
+        .position(|header| header == "server CPU vs rsa2048")
+        .unwrap_or_else(|| panic!("{markdown}"));
+    assert_eq!(table[1][1], "rsa2048", "{markdown}");
+    assert_eq!(table[2][1], "ecdsa_p256", "{markdown}");
+    assert_eq!(table[1][ratio], "1.00", "{markdown}");
+    assert!(
+        table[2][ratio].parse::<f64>().is_ok_and(|r| r > 0.0),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("server CPU vs rsa2048: the row's server CPU per answered request"),
+        "{markdown}"
+    );
+    // A run per certificate, each complete, each naming its certificate.
+    assert_eq!(
+        runs(&db),
+        [
+            ("1".to_string(), "load".to_string(), "complete".to_string()),
+            ("2".to_string(), "load".to_string(), "complete".to_string())
+        ]
+    );
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let stored = |run: i64| -> (String, String) {
+        connection
+            .query_row(
+                "SELECT l.scenario_id, r.options_json FROM load_summaries l JOIN runs r ON r.id = l.run_id WHERE l.run_id = ?1",
+                [run],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap()
+    };
+    for (run, cert) in [(1, "rsa2048"), (2, "ecdsa_p256")] {
+        let (scenario, options) = stored(run);
+        assert!(scenario.contains(cert), "run {run}: {scenario}");
+        let options: serde_json::Value = serde_json::from_str(&options).unwrap();
+        assert_eq!(options["scenario"], scenario.as_str(), "run {run}");
+        assert_eq!(
+            options["certs"],
+            serde_json::json!(["rsa2048", "ecdsa_p256"])
+        );
+    }
+}
+
+/// What cannot go with several certificates is refused before anything
+/// starts (exit 2), and an unknown certificate lists the valid ones.
+#[test]
+fn issue26_bad_combinations_with_several_certificates_are_usage_errors() {
+    for (args, expected) in [
+        (
+            vec![
+                "load",
+                "--server",
+                "embedded",
+                "--cert",
+                "rsa2048,ecdsa_p256",
+                "--shard",
+                "1/2",
+                "--start-at",
+                "4000000000",
+            ],
+            "give one --cert",
+        ),
+        (
+            vec![
+                "load",
+                "--cert",
+                "rsa2048,ecdsa_p256",
+                "--target",
+                "127.0.0.1:9",
+            ],
+            "give one --cert",
+        ),
+        (
+            vec!["load", "--server", "embedded", "--cert", "rsa2048,rsa1024"],
+            "ecdsa_p256",
+        ),
+    ] {
+        let run = tlslab(&args);
+        run.expect_code(2);
+        assert!(
+            run.stderr().contains(expected),
+            "{args:?}: {}",
+            run.stderr()
+        );
+    }
+}
