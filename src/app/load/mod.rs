@@ -370,8 +370,13 @@ impl LoadStudy {
             (_, driver) => driver,
         };
         if !self.quiet {
+            // With several certificates, which one this load serves.
+            let with_cert = match self.scenarios.len() {
+                1 => String::new(),
+                _ => format!(" with {}", scenario.cert.id()),
+            };
             eprintln!(
-                "loading {} over {} at {:.0} req/s for {:.0} s ({} requests due)...",
+                "loading {}{with_cert} over {} at {:.0} req/s for {:.0} s ({} requests due)...",
                 server.description,
                 crate::report::load::http_in_words(&plan),
                 plan.rate,

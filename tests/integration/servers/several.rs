@@ -1,8 +1,9 @@
-//! `tlslab load --server A,B,...` (issue 26): one load per server, back to
-//! back, each stored as a run of its own, side by side in one table; a
-//! server that cannot run is a row that says why while the others run;
-//! Ctrl-C keeps every finished server's run; options that cannot go with
-//! several servers are usage errors.
+//! `tlslab load --server A,B,... --cert C,D` (issue 26): one load per
+//! server and certificate, back to back, each stored as a run of its own,
+//! side by side in one table (with each certificate's server CPU per
+//! request against the first's); a server that cannot run is a row that
+//! says why while the others run; Ctrl-C keeps every finished run; options
+//! that cannot go with several servers or certificates are usage errors.
 
 use std::time::Duration;
 
@@ -468,4 +469,111 @@ fn issue26_bad_combinations_with_several_certificates_are_usage_errors() {
             run.stderr()
         );
     }
+}
+
+/// Ctrl-C while the second certificate is loaded: the first
+/// certificate's load is kept as a complete run, the second's as an
+/// incomplete one, and the exit status is 130.
+#[test]
+fn issue26_ctrl_c_keeps_every_finished_certificates_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let mut job = Job::start(
+        &[
+            "load",
+            "--server",
+            "embedded",
+            "--cert",
+            "rsa2048,ecdsa_p256",
+            "--rate",
+            "20",
+            "--duration",
+            "2",
+            "--clients",
+            "2",
+            "--db",
+            db.to_str().unwrap(),
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+        ],
+        &[("TMPDIR", dir.path().as_os_str())],
+    );
+    job.wait_for_line("with ecdsa_p256", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(500));
+    job.signal(libc::SIGINT);
+    let (status, stderr) = job.finish(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let status: Vec<_> = runs(&db)
+        .into_iter()
+        .map(|(id, _, status)| (id, status))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("1".to_string(), "complete".to_string()),
+            ("2".to_string(), "incomplete".to_string())
+        ]
+    );
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let answered = |run: i64| -> (String, i64, bool) {
+        connection
+            .query_row(
+                "SELECT scenario_id, answered, interrupted FROM load_summaries WHERE run_id = ?1",
+                [run],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap()
+    };
+    let (first, answered_first, interrupted_first) = answered(1);
+    assert!(first.contains("rsa2048"), "{first}");
+    assert_eq!((answered_first, interrupted_first), (40, false));
+    let (second, answered_second, interrupted) = answered(2);
+    assert!(second.contains("ecdsa_p256"), "{second}");
+    assert!(interrupted && answered_second < 40, "{answered_second}");
+}
+
+/// A certificate the server cannot use (rustls has no Ed448) beside one it
+/// can: its row says why, the other is loaded and stored, and the run
+/// exits 0 (what a server cannot do is a result).
+#[test]
+fn issue26_a_certificate_the_server_cannot_use_is_a_row_that_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let db = dir.path().join("db.sqlite");
+    let run = tlslab(&[
+        "load",
+        "--server",
+        "embedded",
+        "--backend",
+        "rustls-aws-lc",
+        "--cert",
+        "ecdsa_p256,ed448",
+        "--rate",
+        "10",
+        "--duration",
+        "1",
+        "--clients",
+        "1",
+        "-q",
+        "--db",
+        db.to_str().unwrap(),
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let rows = json_of(&json)["servers"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    assert_eq!(rows[0]["cert"], "ecdsa_p256", "{rows:#?}");
+    assert_eq!(rows[0]["answered"], 10, "{rows:#?}");
+    assert_eq!(rows[1]["cert"], "ed448", "{rows:#?}");
+    assert_eq!(rows[1]["failed"], false, "{rows:#?}");
+    assert!(
+        rows[1]["unusable"]
+            .as_str()
+            .is_some_and(|why| why.contains("cannot use ed448")),
+        "{rows:#?}"
+    );
+    assert_eq!(runs(&db).len(), 1);
 }
