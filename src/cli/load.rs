@@ -19,6 +19,8 @@ use crate::scenario::{
       (embedded OpenSSL server; perf for the profile)
   tlslab load --preset apache-study --server apache,nginx,embedded
       (one load per server, back to back, one table)
+  tlslab load --server apache,nginx,embedded --http 2 --cert rsa2048,ecdsa_p256
+      (RSA against ECDSA on each server, server CPU per request as a ratio)
   tlslab load --preset apache-study --measure time,instructions
       (perf's categories beside valgrind's count)
   tlslab load --rate 200 --duration 10 --size 50k
@@ -243,9 +245,13 @@ pub struct LoadAxisArgs {
     #[arg(long, value_name = "GROUP")]
     pub group: Option<Group>,
 
-    /// Certificate key type. [default: ecdsa_p256; the preset's]
-    #[arg(long, value_name = "CERT")]
-    pub cert: Option<CertKind>,
+    /// Certificate key types, comma-separated: several are loaded one
+    /// after another on each server (started with each in turn), each load
+    /// stored as a run of its own, side by side in one table with each
+    /// one's server CPU per request against the first's.
+    /// [default: ecdsa_p256; the preset's]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub cert: Option<Vec<CertKind>>,
 
     /// Bulk cipher. The CBC ones are TLS 1.2's: aes-256-cbc-sha384 with ECDHE,
     /// the others with RSA and DHE. [default: aes-128-gcm; the preset's]

@@ -1,8 +1,11 @@
-//! The table of one load over several servers (`load --server A,B,...`):
-//! a row per server and HTTP version with its answers per second, its
-//! median latency per phase, each side's CPU per request and, with perf,
-//! the shared objects the server's CPU went to; a server that could not
-//! run, or not in that HTTP version, is a row that says why.
+//! The table of one load over several servers or certificates (`load
+//! --server A,B,... --cert C,D`): a row per server, certificate and HTTP
+//! version with its answers per second, its median latency per phase, each
+//! side's CPU per request and, with perf, the shared objects the server's
+//! CPU went to; with several certificates, each row's server CPU per request
+//! against the first certificate's on the same server and HTTP version. A
+//! server that could not run, or not with that certificate or in that HTTP
+//! version, is a row that says why.
 
 use super::load::http_in_words;
 use super::Table;
@@ -12,8 +15,12 @@ use crate::workload::load::{percentiles, LoadResult, Plan};
 pub enum ServerRow<'a> {
     /// A load that ran.
     Loaded {
+        /// The server's name ("nginx"): rows of the same server are compared.
+        name: &'a str,
         /// The server in words ("nginx 1.22.1 on OpenSSL 3.0.19").
         server: &'a str,
+        /// The certificate's name ("rsa2048").
+        cert: &'a str,
         plan: &'a Plan,
         result: &'a LoadResult,
         /// The server's CPU during the load, nanoseconds (None: not known).
@@ -25,6 +32,8 @@ pub enum ServerRow<'a> {
     Unusable {
         /// The server's name ("apache").
         server: &'a str,
+        /// The certificate's name, or "every" when the server could not run.
+        cert: &'a str,
         /// The HTTP version in words, or "every" when none could run.
         http: String,
         reason: &'a str,
@@ -34,8 +43,11 @@ pub enum ServerRow<'a> {
 /// The shared objects shown per row: the largest shares outside the kernel.
 const TOP_OBJECTS: usize = 3;
 
-/// Every server's loads side by side, in the order they ran.
-pub fn servers_table(rows: &[ServerRow<'_>]) -> Table {
+/// Every server's loads side by side, in the order they ran. `certs` are
+/// the certificates loaded, in the order given: with two or more, a
+/// certificate column and each row's server CPU per request against the
+/// first certificate's; with one, the table is the same as without.
+pub fn servers_table(rows: &[ServerRow<'_>], certs: &[&str]) -> Table {
     let mut table = Table::new(
         &[
             "server",
@@ -68,11 +80,13 @@ pub fn servers_table(rows: &[ServerRow<'_>]) -> Table {
                 result,
                 server_cpu_ns,
                 profile,
+                ..
             } => loaded_row(server, plan, result, *server_cpu_ns, profile),
             ServerRow::Unusable {
                 server,
                 http,
                 reason,
+                ..
             } => {
                 let mut cells = vec![server.to_string(), http.clone()];
                 cells.extend(std::iter::repeat_n("—".to_string(), 11));
@@ -90,8 +104,83 @@ pub fn servers_table(rows: &[ServerRow<'_>]) -> Table {
             plan.ramp.as_secs_f64()
         ));
     }
-    table.notes.push("The servers ran one after another, each started, loaded with the whole plan in every HTTP version and stopped before the next; each load is stored as a run of its own. CPU per request is per answered request; the shared objects are perf's shares of the server's user-space samples, the kernel's of all samples.".to_string());
+    if let [first, _, ..] = certs {
+        add_cert_columns(&mut table, rows, first);
+        table.notes.push("The servers ran one after another, and each server once per certificate: started with it, loaded with the whole plan in every HTTP version and stopped before the next; each load is stored as a run of its own. CPU per request is per answered request; the shared objects are perf's shares of the server's user-space samples, the kernel's of all samples.".to_string());
+        table.notes.push(format!("server CPU vs {first}: the row's server CPU per answered request divided by {first}'s on the same server in the same HTTP version (1.00 on {first}'s own rows; below 1 is cheaper). The loads ran back to back, not interleaved: a drift of the machine between them enters the ratio."));
+    } else {
+        table.notes.push("The servers ran one after another, each started, loaded with the whole plan in every HTTP version and stopped before the next; each load is stored as a run of its own. CPU per request is per answered request; the shared objects are perf's shares of the server's user-space samples, the kernel's of all samples.".to_string());
+    }
     table
+}
+
+/// The certificate column (after the server) and the ratio of each row's
+/// server CPU per request to `first`'s (after the server CPU).
+fn add_cert_columns(table: &mut Table, rows: &[ServerRow<'_>], first: &str) {
+    let certs = rows.iter().map(|row| match row {
+        ServerRow::Loaded { cert, .. } | ServerRow::Unusable { cert, .. } => cert.to_string(),
+    });
+    let ratios: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            cpu_ratio_to(row, rows, first).map_or("—".to_string(), |ratio| format!("{ratio:.2}"))
+        })
+        .collect();
+    // Inserted right to left, so each index is the table's as built.
+    insert_column(
+        table,
+        11,
+        &format!("server CPU vs {first}"),
+        true,
+        0,
+        ratios,
+    );
+    insert_column(table, 1, "certificate", false, 0, certs.collect());
+}
+
+/// Inserts a value column at `index`, with one cell per row.
+fn insert_column(
+    table: &mut Table,
+    index: usize,
+    header: &str,
+    numeric: bool,
+    priority: u8,
+    cells: Vec<String>,
+) {
+    table.headers.insert(index, header.to_string());
+    table.numeric.insert(index, numeric);
+    table.priority.insert(index, priority);
+    table.kinds.insert(index, super::ColumnKind::Value);
+    for (row, cell) in table.rows.iter_mut().zip(cells) {
+        row.insert(index, cell);
+    }
+}
+
+/// The server CPU per answered request of a load that ran, nanoseconds.
+fn server_cpu_per_request(row: &ServerRow<'_>) -> Option<f64> {
+    match row {
+        ServerRow::Loaded {
+            result,
+            server_cpu_ns: Some(cpu),
+            ..
+        } if result.answered > 0 => Some(*cpu as f64 / result.answered as f64),
+        _ => None,
+    }
+}
+
+/// `row`'s server CPU per request divided by that of the row of certificate
+/// `first` on the same server, HTTP version and streams; `None` when
+/// either did not run or has no CPU figure.
+fn cpu_ratio_to(row: &ServerRow<'_>, rows: &[ServerRow<'_>], first: &str) -> Option<f64> {
+    let ServerRow::Loaded { name, plan, .. } = row else {
+        return None;
+    };
+    let base = rows.iter().find(|other| {
+        matches!(other, ServerRow::Loaded { name: n, cert, plan: p, .. }
+            if n == name && *cert == first && p.http == plan.http && p.streams == plan.streams)
+    })?;
+    let base = server_cpu_per_request(base).filter(|cpu| *cpu > 0.0)?;
+    Some(server_cpu_per_request(row)? / base)
 }
 
 /// The cells of a load that ran.
@@ -178,6 +267,7 @@ fn ms(micros: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::load::HttpVersion;
 
     #[test]
     fn the_largest_shared_objects_come_first_as_shares_of_user_space() {
@@ -204,14 +294,133 @@ mod tests {
 
     #[test]
     fn a_server_that_could_not_run_is_a_row_that_says_why() {
-        let table = servers_table(&[ServerRow::Unusable {
-            server: "apache",
-            http: "every".to_string(),
-            reason: "Apache httpd is not installed",
-        }]);
+        let table = servers_table(
+            &[ServerRow::Unusable {
+                server: "apache",
+                cert: "every",
+                http: "every".to_string(),
+                reason: "Apache httpd is not installed",
+            }],
+            &["ecdsa_p256"],
+        );
         assert_eq!(table.rows.len(), 1);
         assert_eq!(table.rows[0].len(), table.headers.len());
         assert_eq!(table.rows[0][0], "apache");
         assert_eq!(table.rows[0][13], "Apache httpd is not installed");
+    }
+
+    fn plan(http: HttpVersion) -> Plan {
+        Plan {
+            rate: 10.0,
+            ramp: std::time::Duration::ZERO,
+            duration: std::time::Duration::from_secs(1),
+            path: "/page_1".into(),
+            body: Vec::new(),
+            mode: crate::workload::load::Mode::NewConnection,
+            clients: 1,
+            max_requests: 10,
+            http,
+            streams: 1,
+        }
+    }
+
+    fn answered(requests: usize) -> LoadResult {
+        LoadResult {
+            offered: requests,
+            sent: requests,
+            answered: requests,
+            errors: Vec::new(),
+            first_error: Vec::new(),
+            latencies: Default::default(),
+            bytes: 0,
+            elapsed: std::time::Duration::from_secs(1),
+            client_cpu_ns: 1_000,
+            per_second: vec![requests],
+            intervals: Vec::new(),
+            resumed: 0,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn each_certificate_is_a_column_and_its_server_cpu_a_ratio_to_the_first_on_the_same_server_and_version(
+    ) {
+        let (http1, http2) = (plan(HttpVersion::Http1_1), plan(HttpVersion::Http2));
+        let (ten, twenty) = (answered(10), answered(20));
+        let profile = Err("not asked for".to_string());
+        let loaded = |name, cert, plan, result, cpu_ns| ServerRow::Loaded {
+            name,
+            server: name,
+            cert,
+            plan,
+            result,
+            server_cpu_ns: Some(cpu_ns),
+            profile: &profile,
+        };
+        let rows = [
+            // nginx: rsa2048 at 100 µs/req in HTTP/1.1, 80 in HTTP/2.
+            loaded("nginx", "rsa2048", &http1, &ten, 1_000_000),
+            loaded("nginx", "rsa2048", &http2, &ten, 800_000),
+            // ecdsa_p256 at 40 and 60 µs/req: 0.40 and 0.75 of rsa2048's.
+            loaded("nginx", "ecdsa_p256", &http1, &twenty, 800_000),
+            loaded("nginx", "ecdsa_p256", &http2, &ten, 600_000),
+            // Another server is compared with its own rsa2048 row only.
+            loaded("embedded", "rsa2048", &http1, &ten, 500_000),
+            loaded("embedded", "ecdsa_p256", &http1, &ten, 250_000),
+            // A server without its rsa2048 row has no ratio.
+            ServerRow::Unusable {
+                server: "apache",
+                cert: "rsa2048",
+                http: "every".to_string(),
+                reason: "could not start",
+            },
+            loaded("apache", "ecdsa_p256", &http1, &ten, 500_000),
+        ];
+        let table = servers_table(&rows, &["rsa2048", "ecdsa_p256"]);
+        assert_eq!(table.headers[1], "certificate");
+        assert_eq!(table.headers[11], "server CPU µs/req");
+        assert_eq!(table.headers[12], "server CPU vs rsa2048");
+        assert_eq!(table.headers.len(), 16);
+        assert_eq!(
+            (table.numeric.len(), table.priority.len(), table.kinds.len()),
+            (16, 16, 16)
+        );
+        assert!(table.numeric[12] && !table.numeric[1]);
+        assert_eq!(table.kinds[15], crate::report::ColumnKind::Notes);
+        let column = |index: usize| -> Vec<&str> {
+            table.rows.iter().map(|row| row[index].as_str()).collect()
+        };
+        assert_eq!(
+            column(1),
+            [
+                "rsa2048",
+                "rsa2048",
+                "ecdsa_p256",
+                "ecdsa_p256",
+                "rsa2048",
+                "ecdsa_p256",
+                "rsa2048",
+                "ecdsa_p256"
+            ]
+        );
+        assert_eq!(column(11), ["100", "80", "40", "60", "50", "25", "—", "50"]);
+        assert_eq!(
+            column(12),
+            ["1.00", "1.00", "0.40", "0.75", "1.00", "0.50", "—", "—"]
+        );
+        assert_eq!(table.rows[6][15], "could not start");
+        assert!(
+            table
+                .notes
+                .iter()
+                .any(|note| note.starts_with("server CPU vs rsa2048: the row's server CPU per answered request divided by rsa2048's")),
+            "{:?}",
+            table.notes
+        );
+        // One certificate: the table of several servers as it was.
+        let one = servers_table(&rows[..2], &["rsa2048"]);
+        assert_eq!(one.headers.len(), 14);
+        assert!(!one.headers.iter().any(|h| h == "certificate"));
+        assert_eq!(one.rows[0].len(), 14);
     }
 }

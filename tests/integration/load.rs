@@ -554,9 +554,11 @@ fn bad_load_options_are_usage_errors() {
             "[possible values: new, keepalive]",
         ),
         (vec!["load", "--target", "192.0.2.1:443"], "loopback"),
+        // --cert takes a list (issue 26); a name in it that is none lists
+        // the valid ones.
         (
-            vec!["load", "--cert", "rsa2048,ecdsa_p256"],
-            "--cert takes one value",
+            vec!["load", "--cert", "rsa2048,rsa1024"],
+            "valid certificates: rsa2048",
         ),
         (vec!["load", "--preset", "apache"], "apache-study"),
         (vec!["load", "--http", "3"], "[possible values: 1.1, 2]"),

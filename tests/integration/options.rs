@@ -280,7 +280,11 @@ fn load_help_lists_only_what_load_takes_with_the_defaults_it_uses() {
     let mut defaults = Vec::new();
     for option in ["--tls", "--group", "--cert", "--suite", "--resumption"] {
         let text = option_help("load", option);
-        assert!(!text.contains("<LIST>"), "{option} takes one value: {text}");
+        // --cert takes a list since issue 26 (each server loaded once per
+        // certificate); its default is still one value.
+        if option != "--cert" {
+            assert!(!text.contains("<LIST>"), "{option} takes one value: {text}");
+        }
         // "1.3; the preset's": the value before any note.
         let default = default_in(&text);
         let value = default.split(';').next().unwrap().trim().to_string();

@@ -1,7 +1,8 @@
 //! `tlslab load`: an HTTPS server under a planned request rate. By default
 //! the server is Debian's nginx, started on loopback for the run (serving a
 //! generated page of the asked size) and stopped after it whatever happens
-//! (`--server A,B,...`: several, one after another, one table: `servers`);
+//! (`--server A,B,...`: several, one after another, one table: `servers`;
+//! `--cert A,B`: each server once per certificate, in the same table);
 //! `--server embedded` starts tlslab's own HTTPS server in this process
 //! instead (on its own threads, stopped after the run; its threads' CPU and,
 //! on rustls, its counted breakdown are reported; a preset's study runs on
@@ -20,6 +21,7 @@ mod options;
 mod server;
 mod servers;
 mod shard;
+mod side_by_side;
 mod target;
 mod versions;
 
@@ -39,15 +41,16 @@ use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
-use crate::scenario::{HandshakeScenario, Measure};
+use crate::scenario::{CertKind, HandshakeScenario, Measure, Named};
 use crate::store::{LoadRecord, RunKind, Store, StoredRun};
 use crate::workload::load::{self, Driver, Endpoint, HttpVersion, Mode, Plan as LoadPlan};
 use crate::workload::site::page_bytes;
-use options::{load_version, mode_and_resumption, one_scenario, page_size};
+use options::{cert_scenarios, load_version, mode_and_resumption, page_size};
 use server::{LoadedServer, Profiler, ServerChoice};
 pub(crate) use servers::LoadCell;
-use servers::{plan_servers, servers_document, PlannedServer};
+use servers::{plan_servers, PlannedServer};
 use shard::Sharding;
+use side_by_side::servers_document;
 use target::{parse_max_rate, parse_target, probe_target, split_url, Target};
 use versions::{http_versions, version_plan, versions_document};
 
@@ -69,7 +72,9 @@ pub fn run(args: &LoadArgs) -> Result<i32> {
 /// the record (the probe of a server the user runs).
 pub(crate) struct LoadStudy {
     preset: Option<LoadPreset>,
-    scenario: HandshakeScenario,
+    /// The scenario per certificate (`--cert A,B`), in the order given:
+    /// each server is loaded with each in turn.
+    scenarios: Vec<HandshakeScenario>,
     /// The plan of the first HTTP version; [`LoadStudy::plan_for`] gives
     /// each version's.
     plan: LoadPlan,
@@ -114,7 +119,7 @@ impl Study for LoadStudy {
             version,
             defaults.is_some_and(|d| d.keep_alive),
         )?;
-        let scenario = one_scenario(&args.axes, base, version, resumption)?;
+        let scenarios = cert_scenarios(&args.axes, base, version, resumption)?;
         let page_bytes = page_size(args.size, defaults.as_ref().map(|d| d.size))?;
         // A URL target names its page too: `https://host[:port]/path`.
         let (target_text, url_path) = match args.target.as_deref().map(split_url).transpose()? {
@@ -172,6 +177,17 @@ impl Study for LoadStudy {
                 "a sharded load runs one HTTP version from its common start: give --http 1.1 or --http 2 (one sharded load each)",
             ));
         }
+        if sharding.is_some() && scenarios.len() > 1 {
+            return Err(usage(format!(
+                "a sharded load drives one server with one certificate from several machines: give one --cert (one sharded load each), not {}",
+                scenarios.len()
+            )));
+        }
+        if target.is_some() && scenarios.len() > 1 {
+            return Err(usage(
+                "a --target server presents its own certificate: give one --cert (or none), or --server to start one per certificate",
+            ));
+        }
         if target.is_none() && (args.probe_only || args.no_probe) {
             return Err(usage("--probe-only and --no-probe go with --target"));
         }
@@ -187,12 +203,12 @@ impl Study for LoadStudy {
             args,
             preset.is_some(),
             target,
-            &scenario,
+            &scenarios,
             sharding.is_some(),
         )?;
         Ok(Plan::Run(Self {
             preset,
-            scenario,
+            scenarios,
             plan,
             versions,
             streams,
@@ -224,33 +240,7 @@ impl Study for LoadStudy {
     }
 
     fn options_json(&self) -> Result<String> {
-        let mut options = serde_json::json!({
-            "preset": self.preset,
-            "scenario": self.scenario.label(),
-            "target": self.target().map(|t| t.address.to_string()),
-            "path": self.page_path,
-            "server_name": self.server_name,
-            "ca_file": self.ca_file,
-            "max_rate": self.max_rate,
-            "perf": self.profile_wanted,
-            "page_bytes": self.page_bytes,
-            "plan": &self.plan,
-            "http": self.versions.iter().map(|v| v.id()).collect::<Vec<_>>(),
-            "streams": self.streams,
-            "driver": self.driver,
-        });
-        if self.servers.len() > 1 {
-            options["servers"] = self.servers.iter().map(|s| s.name).collect();
-        }
-        // A shard stores the whole load's plan, the shard and the common
-        // start: what `tlslab merge` needs to join the shards into one run.
-        if let Some(sharding) = &self.sharding {
-            options["plan"] = serde_json::to_value(&sharding.whole)?;
-            options["server"] = self.servers[0].name.into();
-            options["shard"] = sharding.shard.to_string().into();
-            options["start_at"] = sharding.start_at.to_string().into();
-        }
-        Ok(options.to_string())
+        self.options_json_of(&self.scenarios[0])
     }
 
     fn libraries(&self) -> Vec<LibraryInfo> {
@@ -262,9 +252,10 @@ impl Study for LoadStudy {
     }
 
     fn document(&self, run: &RunView<'_>, cells: &[LoadCell]) -> Result<Document> {
-        let mut document = if self.servers.len() > 1 {
+        let mut document = if self.side_by_side() {
             // Every server's libraries: the run's are the first server's.
-            servers_document(cells, &heading(run.host, &self.every_library()))
+            let certs: Vec<CertKind> = self.scenarios.iter().map(|s| s.cert).collect();
+            servers_document(cells, &certs, &heading(run.host, &self.every_library()))
         } else {
             let records: Vec<&LoadRecord> = cells.iter().filter_map(LoadCell::record).collect();
             versions_document(&records, &heading(run.host, run.libraries))
@@ -315,19 +306,60 @@ impl Study for LoadStudy {
 }
 
 impl LoadStudy {
+    /// The options stored with the run of `scenario`'s loads (each
+    /// certificate's run names its own scenario).
+    fn options_json_of(&self, scenario: &HandshakeScenario) -> Result<String> {
+        let mut options = serde_json::json!({
+            "preset": self.preset,
+            "scenario": scenario.label(),
+            "target": self.target().map(|t| t.address.to_string()),
+            "path": self.page_path,
+            "server_name": self.server_name,
+            "ca_file": self.ca_file,
+            "max_rate": self.max_rate,
+            "perf": self.profile_wanted,
+            "page_bytes": self.page_bytes,
+            "plan": &self.plan,
+            "http": self.versions.iter().map(|v| v.id()).collect::<Vec<_>>(),
+            "streams": self.streams,
+            "driver": self.driver,
+        });
+        if self.servers.len() > 1 {
+            options["servers"] = self.servers.iter().map(|s| s.name).collect();
+        }
+        if self.scenarios.len() > 1 {
+            options["certs"] = self.scenarios.iter().map(|s| s.cert.id()).collect();
+        }
+        // A shard stores the whole load's plan, the shard and the common
+        // start: what `tlslab merge` needs to join the shards into one run.
+        if let Some(sharding) = &self.sharding {
+            options["plan"] = serde_json::to_value(&sharding.whole)?;
+            options["server"] = self.servers[0].name.into();
+            options["shard"] = sharding.shard.to_string().into();
+            options["start_at"] = sharding.start_at.to_string().into();
+        }
+        Ok(options.to_string())
+    }
+
+    /// Returns true if and only if the loads go side by side in the
+    /// servers table: several servers, or several certificates.
+    fn side_by_side(&self) -> bool {
+        self.servers.len() > 1 || self.scenarios.len() > 1
+    }
+
     /// The plan of one HTTP version: the base plan, with `--streams` for
     /// HTTP/2.
     fn plan_for(&self, version: HttpVersion) -> LoadPlan {
         version_plan(&self.plan, version, self.streams)
     }
 
-    /// One HTTP version's load against the started server: its plan, its
-    /// server CPU and perf's profile over it.
+    /// One HTTP version's load of `scenario` against the started server:
+    /// its plan, its server CPU and perf's profile over it.
     fn load_once(
         &self,
         session: &mut Session,
         server: &mut LoadedServer,
-        endpoint: &Endpoint,
+        (endpoint, scenario): (&Endpoint, &HandshakeScenario),
         version: HttpVersion,
         name: &str,
     ) -> Result<LoadRecord> {
@@ -338,8 +370,13 @@ impl LoadStudy {
             (_, driver) => driver,
         };
         if !self.quiet {
+            // With several certificates, which one this load serves.
+            let with_cert = match self.scenarios.len() {
+                1 => String::new(),
+                _ => format!(" with {}", scenario.cert.id()),
+            };
             eprintln!(
-                "loading {} over {} at {:.0} req/s for {:.0} s ({} requests due)...",
+                "loading {}{with_cert} over {} at {:.0} req/s for {:.0} s ({} requests due)...",
                 server.description,
                 crate::report::load::http_in_words(&plan),
                 plan.rate,
@@ -381,8 +418,8 @@ impl LoadStudy {
         let (profile, categories) = profiler.finish(server);
         session.mark_interrupted(result.interrupted);
         Ok(LoadRecord {
-            scenario_id: self.scenario.label(),
-            scenario: self.scenario.describe(),
+            scenario_id: scenario.label(),
+            scenario: scenario.describe(),
             server: server.description.clone(),
             plan,
             result,
@@ -405,34 +442,39 @@ impl LoadStudy {
             })
     }
 
-    /// The client's TLS context: trusting tlslab's test root for its own
-    /// servers; for a server the user runs, the system's roots and the test
-    /// root, or `--ca-file`.
-    fn client_context(&self, credentials: &Credentials) -> Result<openssl::ssl::SslContext> {
+    /// The client's TLS context for `scenario`: trusting tlslab's test
+    /// root for its own servers; for a server the user runs, the system's
+    /// roots and the test root, or `--ca-file`.
+    fn client_context(
+        &self,
+        scenario: &HandshakeScenario,
+        credentials: &Credentials,
+    ) -> Result<openssl::ssl::SslContext> {
         match (self.target(), &self.ca_file) {
-            (None, _) => client_context(&self.scenario, credentials),
+            (None, _) => client_context(scenario, credentials),
             (Some(_), None) => {
-                client_context_trusting(&self.scenario, credentials, Trust::SystemAndTestRoot)
+                client_context_trusting(scenario, credentials, Trust::SystemAndTestRoot)
             }
             (Some(_), Some(file)) => {
-                client_context_trusting(&self.scenario, credentials, Trust::File(file))
+                client_context_trusting(scenario, credentials, Trust::File(file))
                     .map_err(|e| usage(format!("{e:#}")))
             }
         }
     }
 
-    /// `--measure time,instructions`: one server handshake of the scenario
+    /// `--measure time,instructions`: one server handshake of `scenario`
     /// counted per category under valgrind, after the load.
     fn count_server_handshake(
         &self,
         planned: &PlannedServer,
+        scenario: &HandshakeScenario,
         certs: &CertCache,
         session: &Session,
     ) -> Option<Result<crate::workload::counted::ServerHandshakeCount, String>> {
         let (backend, valgrind) = planned.counted_with.clone()?;
         let bar = Bar::counting(COUNTED_HANDSHAKES, session.quiet());
         let counted = crate::workload::counted::count_server_handshake(
-            &self.scenario,
+            scenario,
             backend,
             certs,
             COUNTED_HANDSHAKES,

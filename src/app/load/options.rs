@@ -7,7 +7,7 @@ use anyhow::Result;
 use super::super::session::usage;
 use crate::cli::{LoadAxisArgs, LoadMode, Size};
 use crate::scenario::{
-    Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Resumption, TlsVersion,
+    distinct, Aead, CertKind, Group, HandshakeMatrix, HandshakeScenario, Resumption, TlsVersion,
     DEFAULT_CHAIN_DEPTH, DEFAULT_MTU_BYTES,
 };
 use crate::workload::load::Mode;
@@ -43,24 +43,42 @@ pub(super) fn load_version(
     Ok(version)
 }
 
-/// The one scenario of `load`: `version` and `resumption`, and `base`'s
-/// values (or X25519, ECDSA P-256, AES-128-GCM) with each axis given on
-/// the command line replacing its own; refused unless it is one valid TLS
-/// scenario.
-pub(super) fn one_scenario(
+/// The scenarios of `load`, one per certificate (`--cert A,B`, each once
+/// in the order given; else `base`'s, or ECDSA P-256), each as
+/// [`one_scenario`] makes it; refused unless every one is valid.
+pub(super) fn cert_scenarios(
     axes: &LoadAxisArgs,
     base: Option<&HandshakeScenario>,
     version: TlsVersion,
     resumption: Resumption,
+) -> Result<Vec<HandshakeScenario>> {
+    let certs = match axes.cert.as_deref() {
+        Some(listed) if !listed.is_empty() => distinct(listed),
+        _ => vec![base.map_or(CertKind::EcdsaP256, |d| d.cert)],
+    };
+    certs
+        .into_iter()
+        .map(|cert| one_scenario(axes, base, version, resumption, cert))
+        .collect()
+}
+
+/// The one scenario of `load` with certificate `cert`: `version` and
+/// `resumption`, and `base`'s values (or X25519, AES-128-GCM) with each
+/// axis given on the command line replacing its own; refused unless it is
+/// one valid TLS scenario.
+fn one_scenario(
+    axes: &LoadAxisArgs,
+    base: Option<&HandshakeScenario>,
+    version: TlsVersion,
+    resumption: Resumption,
+    cert: CertKind,
 ) -> Result<HandshakeScenario> {
     let matrix = HandshakeMatrix {
         versions: vec![version],
         groups: vec![axes
             .group
             .unwrap_or_else(|| base.map_or(Group::X25519, |d| d.group))],
-        certs: vec![axes
-            .cert
-            .unwrap_or_else(|| base.map_or(CertKind::EcdsaP256, |d| d.cert))],
+        certs: vec![cert],
         aeads: vec![axes
             .suite
             .unwrap_or_else(|| base.map_or(Aead::Aes128Gcm, |d| d.aead))],

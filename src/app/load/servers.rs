@@ -1,13 +1,15 @@
-//! `load --server A,B,...`: the servers one load runs against, one after
-//! another. Each is planned (opened, its scenario checked), then started,
-//! loaded in every HTTP version and stopped before the next, and each of
-//! its loads is stored as a run of its own, as soon as that server is
-//! done (so Ctrl-C keeps every finished server's runs). With several
-//! servers, one that cannot run here, cannot do the scenario or an HTTP
-//! version, or fails to start is a row that says why while the others
-//! run; alone, it stops the command as it always did. The document puts
-//! every server's loads side by side in one table, then each load's own
-//! tables.
+//! `load --server A,B,... --cert C,D`: the servers one load runs against,
+//! one after another, each once per certificate. Each server is planned
+//! (opened, each certificate's scenario checked), then per certificate
+//! started, loaded in every HTTP version and stopped before the next, and
+//! each of its loads is stored as a run of its own, as soon as that server
+//! is done with that certificate (so Ctrl-C keeps every finished run). With
+//! several servers, one that cannot run here, or fails to start, is a row
+//! that says why while the others run; with several servers or
+//! certificates, so is a certificate a server cannot use, or an HTTP
+//! version it cannot do; alone, it stops the command as it always did. The
+//! document puts every load side by side in one table, then each load's
+//! own tables.
 
 use std::sync::Arc;
 
@@ -16,17 +18,15 @@ use openssl::ssl::SslContext;
 
 use super::server::{LoadedServer, ServerChoice};
 use super::target::{probe_target, Target};
-use super::{counted_backend, document, LoadStudy};
+use super::{counted_backend, LoadStudy};
 use crate::app::serve::{check_supported, event_loop_threads, server_backend};
 use crate::app::session::{run_info, usage};
-use crate::app::study::{Session, Study};
+use crate::app::study::Session;
 use crate::backend::{Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, Credentials, SERVER_NAME};
 use crate::cli::LoadArgs;
 use crate::host::HostInfo;
-use crate::report::load_servers::{servers_table, ServerRow};
-use crate::report::Document;
-use crate::scenario::{distinct, HandshakeScenario, Named, ServerKind};
+use crate::scenario::{distinct, CertKind, HandshakeScenario, Named, ServerKind};
 use crate::store::{LoadRecord, RunKind};
 use crate::workload::load::{self, Endpoint, HttpVersion, Mode};
 use crate::workload::server::{descriptor, ServerOptions, SERVERS};
@@ -37,6 +37,9 @@ pub(super) struct PlannedServer {
     pub name: &'static str,
     /// The server, or why it cannot be loaded here.
     pub choice: Result<ServerChoice, String>,
+    /// Per scenario of the load (per certificate), in order: why the
+    /// server cannot use it, or `None` when it can.
+    pub unusable_with: Vec<Option<String>>,
     /// `--measure time,instructions`: the backend whose server handshake
     /// is counted after its load, and the valgrind that counts it.
     pub counted_with: Option<(Arc<dyn Backend>, String)>,
@@ -48,11 +51,16 @@ pub(crate) enum LoadCell {
     Loaded {
         /// The server's name ("nginx").
         server: &'static str,
+        /// The certificate it served.
+        cert: CertKind,
         /// Boxed: a record (histograms, profiles) is large beside a reason.
         record: Box<LoadRecord>,
     },
     Unusable {
         server: &'static str,
+        /// The certificate it cannot use or failed with; `None`: it could
+        /// not run with any.
+        cert: Option<CertKind>,
         /// The HTTP version it cannot do; `None`: it could not run at all.
         http: Option<HttpVersion>,
         reason: String,
@@ -91,7 +99,7 @@ pub(super) fn plan_servers(
     args: &LoadArgs,
     preset: bool,
     target: Option<Target>,
-    scenario: &HandshakeScenario,
+    scenarios: &[HandshakeScenario],
     sharded: bool,
 ) -> Result<Vec<PlannedServer>> {
     if target.is_some() && args.server.is_some() {
@@ -121,6 +129,7 @@ pub(super) fn plan_servers(
             name: choice.name(),
             counted_with: counted_backend(args, targeted, None)?,
             choice: Ok(choice),
+            unusable_with: vec![None; scenarios.len()],
         }]);
     }
     if sharded && kinds.len() > 1 {
@@ -129,42 +138,52 @@ pub(super) fn plan_servers(
             kinds.len()
         )));
     }
-    let several = kinds.len() > 1;
+    let several_servers = kinds.len() > 1;
+    let several = several_servers || scenarios.len() > 1;
     let mut planned = Vec::new();
     for kind in kinds {
-        let choice = match start_choice(args, kind, preset, threads, scenario) {
-            Ok(choice) => choice,
-            Err(error) if several => {
+        let (choice, backend) = match open_choice(args, kind, preset, threads) {
+            Ok(opened) => opened,
+            Err(error) if several_servers => {
                 planned.push(PlannedServer {
                     name: kind.name(),
                     choice: Err(format!("{error:#}")),
+                    unusable_with: vec![None; scenarios.len()],
                     counted_with: None,
                 });
                 continue;
             }
             Err(error) => return Err(error),
         };
+        let mut unusable_with = Vec::new();
+        for scenario in scenarios {
+            unusable_with.push(match check_usable(&choice, backend, scenario) {
+                Ok(()) => None,
+                Err(error) if several => Some(format!("{error:#}")),
+                Err(error) => return Err(error),
+            });
+        }
         // The counted handshake's backend: the embedded server's, or for
         // a program tlslab's own OpenSSL.
         planned.push(PlannedServer {
             name: kind.name(),
             counted_with: counted_backend(args, false, choice.backend())?,
             choice: Ok(choice),
+            unusable_with,
         });
     }
     Ok(planned)
 }
 
-/// The server `kind` opened for the load, its scenario checked: an
-/// in-process server on its backend (`--backend`, else rustls-aws-lc, or
-/// OpenSSL for a preset) as `serve` checks it, a program as it says.
-fn start_choice(
+/// The server `kind` opened for the load: an in-process server on its
+/// backend (`--backend`, else rustls-aws-lc, or OpenSSL for a preset),
+/// returned beside it, or a program.
+fn open_choice(
     args: &LoadArgs,
     kind: ServerKind,
     preset: bool,
     threads: usize,
-    scenario: &HandshakeScenario,
-) -> Result<ServerChoice> {
+) -> Result<(ServerChoice, Option<BackendId>)> {
     let descriptor = descriptor(kind);
     let mut options = ServerOptions {
         backend: None,
@@ -177,24 +196,36 @@ fn start_choice(
         } else {
             BackendId::RustlsAwsLc
         };
-        let id = server_backend(args.backend.unwrap_or(default_backend))?;
-        check_supported(id, scenario)?;
-        options.backend = Some(id);
+        options.backend = Some(server_backend(args.backend.unwrap_or(default_backend))?);
     }
     let server = (descriptor.open)(&options)?;
-    if let Some(reason) = server.unsupported_reason(scenario) {
-        return Err(usage(reason));
+    Ok((ServerChoice::Started(server), options.backend))
+}
+
+/// Whether the opened server can serve `scenario`: an in-process server's
+/// `backend` as `serve` checks it, a program as it says.
+fn check_usable(
+    choice: &ServerChoice,
+    backend: Option<BackendId>,
+    scenario: &HandshakeScenario,
+) -> Result<()> {
+    if let Some(id) = backend {
+        check_supported(id, scenario)?;
     }
-    Ok(ServerChoice::Started(server))
+    if let ServerChoice::Started(server) = choice {
+        if let Some(reason) = server.unsupported_reason(scenario) {
+            return Err(usage(reason));
+        }
+    }
+    Ok(())
 }
 
 impl LoadStudy {
-    /// Loads every planned server in turn; a server that cannot run is a
-    /// row. Stops before the next server when Ctrl-C came.
+    /// Loads every planned server in turn, each with every certificate in
+    /// turn; a server that cannot run, or cannot use a certificate, is a
+    /// row. Stops before the next load when Ctrl-C came.
     pub(super) fn measure_servers(&mut self, session: &mut Session) -> Result<Vec<LoadCell>> {
         let certs = CertCache::new(self.cert_dir.clone().unwrap_or_else(CertCache::default_dir));
-        let credentials = certs.get(self.scenario.cert, self.scenario.chain_depth)?;
-        let context = self.client_context(&credentials)?;
         // Someone else's server: what it accepts, before it is loaded.
         if let (Some(target), true) = (self.target(), self.probe) {
             let attempts = probe_target(
@@ -206,7 +237,7 @@ impl LoadStudy {
             )?;
             self.probed = Some((target.address.to_string(), attempts));
         }
-        let several = self.servers.len() > 1;
+        let several = self.side_by_side();
         let mut cells = Vec::new();
         // The first load is stored in the run begun for the command.
         let mut first_stored = false;
@@ -219,6 +250,7 @@ impl LoadStudy {
                 Err(reason) => {
                     cells.push(LoadCell::Unusable {
                         server: planned.name,
+                        cert: None,
                         http: None,
                         reason: reason.clone(),
                         failed: false,
@@ -226,42 +258,84 @@ impl LoadStudy {
                     continue;
                 }
             };
-            let loaded = self.measure_server(
-                session,
-                planned,
-                choice,
-                (&certs, &credentials, &context),
-                &mut first_stored,
-            );
-            match loaded {
-                Ok(server_cells) => cells.extend(server_cells),
-                Err(error) if several => cells.push(LoadCell::Unusable {
-                    server: planned.name,
-                    http: None,
-                    reason: format!("{error:#}"),
-                    failed: true,
-                }),
-                Err(error) => return Err(error),
+            for (scenario, unusable) in self.scenarios.iter().zip(&planned.unusable_with) {
+                if session.interrupted() {
+                    break;
+                }
+                if let Some(reason) = unusable {
+                    cells.push(LoadCell::Unusable {
+                        server: planned.name,
+                        cert: Some(scenario.cert),
+                        http: None,
+                        reason: reason.clone(),
+                        failed: false,
+                    });
+                    continue;
+                }
+                let loaded = self.measure_with_cert(
+                    session,
+                    (planned, choice),
+                    scenario,
+                    &certs,
+                    &mut first_stored,
+                );
+                match loaded {
+                    Ok(server_cells) => cells.extend(server_cells),
+                    Err(error) if several => cells.push(LoadCell::Unusable {
+                        server: planned.name,
+                        cert: Some(scenario.cert),
+                        http: None,
+                        reason: format!("{error:#}"),
+                        failed: true,
+                    }),
+                    Err(error) => return Err(error),
+                }
             }
         }
         Ok(cells)
     }
 
-    /// One server: started, loaded in every HTTP version it can do, stopped
-    /// (whatever happens: it stops when it drops), its counted handshake
-    /// taken, and each load stored as a run.
+    /// One server with `scenario`'s certificate: its chain and the client's
+    /// context for it, then the server's loads.
+    fn measure_with_cert(
+        &self,
+        session: &mut Session,
+        (planned, choice): (&PlannedServer, &ServerChoice),
+        scenario: &HandshakeScenario,
+        certs: &CertCache,
+        first_stored: &mut bool,
+    ) -> Result<Vec<LoadCell>> {
+        let credentials = certs.get(scenario.cert, scenario.chain_depth)?;
+        let context = self.client_context(scenario, &credentials)?;
+        self.measure_server(
+            session,
+            planned,
+            choice,
+            (scenario, certs, &credentials, &context),
+            first_stored,
+        )
+    }
+
+    /// One server with one certificate: started, loaded in every HTTP
+    /// version it can do, stopped (whatever happens: it stops when it
+    /// drops), its counted handshake taken, and each load stored as a run.
     fn measure_server(
         &self,
         session: &mut Session,
         planned: &PlannedServer,
         choice: &ServerChoice,
-        (certs, credentials, context): (&CertCache, &Credentials, &SslContext),
+        (scenario, certs, credentials, context): (
+            &HandshakeScenario,
+            &CertCache,
+            &Credentials,
+            &SslContext,
+        ),
         first_stored: &mut bool,
     ) -> Result<Vec<LoadCell>> {
-        let several = self.servers.len() > 1;
+        let several = self.side_by_side();
         let mut server = LoadedServer::start(
             choice,
-            &self.scenario,
+            scenario,
             credentials,
             self.page_bytes,
             self.plan.mode == Mode::Resume,
@@ -301,27 +375,35 @@ impl LoadStudy {
             if session.interrupted() {
                 break;
             }
-            records.push(self.load_once(session, &mut server, &endpoint, version, planned.name)?);
+            records.push(self.load_once(
+                session,
+                &mut server,
+                (&endpoint, scenario),
+                version,
+                planned.name,
+            )?);
         }
         // A server that counts its own figures (the embedded server) gave
         // each version's in `load_once`.
         server.stop()?;
         drop(server);
-        let counted = self.count_server_handshake(planned, certs, session);
+        let counted = self.count_server_handshake(planned, scenario, certs, session);
         for record in &mut records {
             record.counted = counted.clone();
         }
-        self.store_loads(session, choice, &records, first_stored)?;
+        self.store_loads(session, choice, scenario, &records, first_stored)?;
         let mut cells: Vec<LoadCell> = records
             .into_iter()
             .map(|record| LoadCell::Loaded {
                 server: planned.name,
+                cert: scenario.cert,
                 record: Box::new(record),
             })
             .collect();
         if let Some(reason) = refused {
             cells.push(LoadCell::Unusable {
                 server: planned.name,
+                cert: Some(scenario.cert),
                 http: Some(HttpVersion::Http2),
                 reason,
                 failed: false,
@@ -332,11 +414,12 @@ impl LoadStudy {
 
     /// Stores each load as a run of its own: the first of the command in
     /// the run begun for it, every other in a run begun beside it with its
-    /// server's libraries.
+    /// server's libraries and its own scenario.
     fn store_loads(
         &self,
         session: &mut Session,
         choice: &ServerChoice,
+        scenario: &HandshakeScenario,
         records: &[LoadRecord],
         first_stored: &mut bool,
     ) -> Result<()> {
@@ -353,7 +436,7 @@ impl LoadStudy {
             }
             let info = run_info(
                 RunKind::Load,
-                self.options_json()?,
+                self.options_json_of(scenario)?,
                 &HostInfo::current(),
                 &choice.libraries(&self.client_library),
             );
@@ -394,104 +477,4 @@ impl LoadStudy {
                 |choice| choice.libraries(&self.client_library),
             )
     }
-}
-
-/// The document of a load over several servers: the servers table first,
-/// then each load's own tables (titled with its server and version), its
-/// records with the server and version in front, and its data under
-/// `servers` in the order the rows run.
-pub(super) fn servers_document(cells: &[LoadCell], heading: &str) -> Document {
-    let rows: Vec<ServerRow<'_>> = cells
-        .iter()
-        .map(|cell| match cell {
-            LoadCell::Loaded { record, .. } => ServerRow::Loaded {
-                server: &record.server,
-                plan: &record.plan,
-                result: &record.result,
-                server_cpu_ns: record.server_cpu_ns,
-                profile: &record.profile,
-            },
-            LoadCell::Unusable {
-                server,
-                http,
-                reason,
-                ..
-            } => ServerRow::Unusable {
-                server,
-                http: http.map_or("every".to_string(), |v| v.describe().to_string()),
-                reason,
-            },
-        })
-        .collect();
-    let mut combined = Document {
-        heading: heading.to_string(),
-        tables: vec![servers_table(&rows)],
-        records: crate::report::Table::default(),
-        data: serde_json::json!({}),
-        footer: Vec::new(),
-        figures: Vec::new(),
-    };
-    let mut data = Vec::new();
-    for cell in cells {
-        let (server, record) = match cell {
-            LoadCell::Loaded { server, record } => (server, record),
-            LoadCell::Unusable {
-                server,
-                http,
-                reason,
-                failed,
-            } => {
-                data.push(serde_json::json!({
-                    "server": server,
-                    "http": http.map(HttpVersion::id),
-                    "unusable": reason,
-                    "failed": failed,
-                }));
-                continue;
-            }
-        };
-        let version = record.plan.http.id();
-        let mut own = document(record, heading);
-        let prefix = format!("{} over {}", record.server, record.plan.http.describe());
-        for table in &mut own.tables {
-            table.title = Some(match &table.title {
-                Some(title) => format!("{prefix}: {title}"),
-                None => prefix.clone(),
-            });
-        }
-        combined.tables.extend(own.tables);
-        if combined.records.headers.is_empty() {
-            combined.records = crate::report::Table {
-                rows: Vec::new(),
-                ..own.records.clone()
-            };
-            combined
-                .records
-                .headers
-                .splice(0..0, ["server".to_string(), "http".to_string()]);
-            combined.records.numeric.splice(0..0, [false, false]);
-            combined.records.priority.splice(0..0, [0, 0]);
-            combined.records.kinds.splice(0..0, [Default::default(); 2]);
-        }
-        for mut row in own.records.rows {
-            row.splice(0..0, [server.to_string(), version.to_string()]);
-            combined.records.rows.push(row);
-        }
-        combined.footer.extend(
-            own.footer
-                .into_iter()
-                .map(|line| format!("{server} over HTTP/{version}: {line}")),
-        );
-        combined
-            .figures
-            .extend(own.figures.into_iter().map(|mut figure| {
-                figure.id = format!("{}_{server}_http{}", figure.id, version.replace('.', "_"));
-                figure
-            }));
-        let mut own_data = own.data;
-        own_data["server_name"] = (*server).into();
-        data.push(own_data);
-    }
-    combined.data["servers"] = data.into();
-    combined
 }

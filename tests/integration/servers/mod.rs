@@ -8,7 +8,7 @@
 //! fails under `CI`). [`load`] has `load`'s runs on every server,
 //! [`listed`] `handshake --server` listing several, [`quic_peer`] tlslab's
 //! QUIC client against Caddy's HTTP/3, [`several`] `load --server`
-//! listing several.
+//! (and `--cert`) listing several.
 
 mod listed;
 mod load;

@@ -1,8 +1,9 @@
-//! `tlslab load --server A,B,...` (issue 26): one load per server, back to
-//! back, each stored as a run of its own, side by side in one table; a
-//! server that cannot run is a row that says why while the others run;
-//! Ctrl-C keeps every finished server's run; options that cannot go with
-//! several servers are usage errors.
+//! `tlslab load --server A,B,... --cert C,D` (issue 26): one load per
+//! server and certificate, back to back, each stored as a run of its own,
+//! side by side in one table (with each certificate's server CPU per
+//! request against the first's); a server that cannot run is a row that
+//! says why while the others run; Ctrl-C keeps every finished run; options
+//! that cannot go with several servers or certificates are usage errors.
 
 use std::time::Duration;
 
@@ -299,4 +300,280 @@ fn issue26_bad_combinations_with_several_servers_are_usage_errors() {
             run.stderr()
         );
     }
+}
+
+/// The Markdown table under the header that starts with `first_headers`:
+/// its header and its rows, each cell trimmed.
+fn markdown_table(markdown: &str, first_headers: &str) -> Vec<Vec<String>> {
+    let cells = |line: &str| -> Vec<String> {
+        line.trim()
+            .trim_matches('|')
+            .split('|')
+            .map(|cell| cell.trim().to_string())
+            .collect()
+    };
+    let mut lines = markdown
+        .lines()
+        .skip_while(|line| !line.replace(' ', "").starts_with(first_headers));
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let mut table = vec![cells(header)];
+    // The rule under the header, then the rows up to the first other line.
+    table.extend(
+        lines
+            .skip(1)
+            .take_while(|line| line.trim_start().starts_with('|'))
+            .map(cells),
+    );
+    table
+}
+
+/// `load --cert rsa2048,ecdsa_p256` on the embedded server (always here):
+/// the server is loaded once per certificate, back to back, both loads in
+/// one servers table with a certificate column and each one's server CPU
+/// per request against RSA's, and each load a run of its own that names
+/// its own certificate.
+#[test]
+fn issue26_a_load_over_two_certificates_gives_one_table_with_a_ratio_and_a_run_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let markdown = dir.path().join("load.md");
+    let db = dir.path().join("db.sqlite");
+    let run = tlslab(&[
+        "load",
+        "--server",
+        "embedded",
+        "--cert",
+        "rsa2048,ecdsa_p256",
+        "--rate",
+        "20",
+        "--duration",
+        "1",
+        "--size",
+        "2k",
+        "--clients",
+        "2",
+        "-q",
+        "--db",
+        db.to_str().unwrap(),
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+        "--export-markdown",
+        markdown.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    assert!(
+        run.stdout().contains("Servers side by side"),
+        "{}",
+        run.stdout()
+    );
+    let rows = json_of(&json)["servers"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    for (row, cert) in rows.iter().zip(["rsa2048", "ecdsa_p256"]) {
+        assert_eq!(row["server_name"], "embedded", "{row}");
+        assert_eq!(row["cert"], cert, "{row}");
+        assert_eq!(row["answered"], 20, "{cert}: {row}");
+        assert!(row["server_cpu_ns"].as_u64().unwrap() > 0, "{cert}: {row}");
+    }
+    // One table: a row per certificate, RSA's ratio 1.00, ECDSA's a number.
+    let markdown = std::fs::read_to_string(&markdown).unwrap();
+    let table = markdown_table(&markdown, "|server|certificate|HTTP|");
+    assert_eq!(table.len(), 3, "{markdown}");
+    let ratio = table[0]
+        .iter()
+        .position(|header| header == "server CPU vs rsa2048")
+        .unwrap_or_else(|| panic!("{markdown}"));
+    assert_eq!(table[1][1], "rsa2048", "{markdown}");
+    assert_eq!(table[2][1], "ecdsa_p256", "{markdown}");
+    assert_eq!(table[1][ratio], "1.00", "{markdown}");
+    assert!(
+        table[2][ratio].parse::<f64>().is_ok_and(|r| r > 0.0),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("server CPU vs rsa2048: the row's server CPU per answered request"),
+        "{markdown}"
+    );
+    // A run per certificate, each complete, each naming its certificate.
+    assert_eq!(
+        runs(&db),
+        [
+            ("1".to_string(), "load".to_string(), "complete".to_string()),
+            ("2".to_string(), "load".to_string(), "complete".to_string())
+        ]
+    );
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let stored = |run: i64| -> (String, String) {
+        connection
+            .query_row(
+                "SELECT l.scenario_id, r.options_json FROM load_summaries l JOIN runs r ON r.id = l.run_id WHERE l.run_id = ?1",
+                [run],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap()
+    };
+    for (run, cert) in [(1, "rsa2048"), (2, "ecdsa_p256")] {
+        let (scenario, options) = stored(run);
+        assert!(scenario.contains(cert), "run {run}: {scenario}");
+        let options: serde_json::Value = serde_json::from_str(&options).unwrap();
+        assert_eq!(options["scenario"], scenario.as_str(), "run {run}");
+        assert_eq!(
+            options["certs"],
+            serde_json::json!(["rsa2048", "ecdsa_p256"])
+        );
+    }
+}
+
+/// What cannot go with several certificates is refused before anything
+/// starts (exit 2), and an unknown certificate lists the valid ones.
+#[test]
+fn issue26_bad_combinations_with_several_certificates_are_usage_errors() {
+    for (args, expected) in [
+        (
+            vec![
+                "load",
+                "--server",
+                "embedded",
+                "--cert",
+                "rsa2048,ecdsa_p256",
+                "--shard",
+                "1/2",
+                "--start-at",
+                "4000000000",
+            ],
+            "give one --cert",
+        ),
+        (
+            vec![
+                "load",
+                "--cert",
+                "rsa2048,ecdsa_p256",
+                "--target",
+                "127.0.0.1:9",
+            ],
+            "give one --cert",
+        ),
+        (
+            vec!["load", "--server", "embedded", "--cert", "rsa2048,rsa1024"],
+            "ecdsa_p256",
+        ),
+    ] {
+        let run = tlslab(&args);
+        run.expect_code(2);
+        assert!(
+            run.stderr().contains(expected),
+            "{args:?}: {}",
+            run.stderr()
+        );
+    }
+}
+
+/// Ctrl-C while the second certificate is loaded: the first
+/// certificate's load is kept as a complete run, the second's as an
+/// incomplete one, and the exit status is 130.
+#[test]
+fn issue26_ctrl_c_keeps_every_finished_certificates_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    let mut job = Job::start(
+        &[
+            "load",
+            "--server",
+            "embedded",
+            "--cert",
+            "rsa2048,ecdsa_p256",
+            "--rate",
+            "20",
+            "--duration",
+            "2",
+            "--clients",
+            "2",
+            "--db",
+            db.to_str().unwrap(),
+            "--cert-dir",
+            cert_dir().to_str().unwrap(),
+        ],
+        &[("TMPDIR", dir.path().as_os_str())],
+    );
+    job.wait_for_line("with ecdsa_p256", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(500));
+    job.signal(libc::SIGINT);
+    let (status, stderr) = job.finish(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let status: Vec<_> = runs(&db)
+        .into_iter()
+        .map(|(id, _, status)| (id, status))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("1".to_string(), "complete".to_string()),
+            ("2".to_string(), "incomplete".to_string())
+        ]
+    );
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let answered = |run: i64| -> (String, i64, bool) {
+        connection
+            .query_row(
+                "SELECT scenario_id, answered, interrupted FROM load_summaries WHERE run_id = ?1",
+                [run],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap()
+    };
+    let (first, answered_first, interrupted_first) = answered(1);
+    assert!(first.contains("rsa2048"), "{first}");
+    assert_eq!((answered_first, interrupted_first), (40, false));
+    let (second, answered_second, interrupted) = answered(2);
+    assert!(second.contains("ecdsa_p256"), "{second}");
+    assert!(interrupted && answered_second < 40, "{answered_second}");
+}
+
+/// A certificate the server cannot use (rustls has no Ed448) beside one it
+/// can: its row says why, the other is loaded and stored, and the run
+/// exits 0 (what a server cannot do is a result).
+#[test]
+fn issue26_a_certificate_the_server_cannot_use_is_a_row_that_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let db = dir.path().join("db.sqlite");
+    let run = tlslab(&[
+        "load",
+        "--server",
+        "embedded",
+        "--backend",
+        "rustls-aws-lc",
+        "--cert",
+        "ecdsa_p256,ed448",
+        "--rate",
+        "10",
+        "--duration",
+        "1",
+        "--clients",
+        "1",
+        "-q",
+        "--db",
+        db.to_str().unwrap(),
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    let rows = json_of(&json)["servers"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    assert_eq!(rows[0]["cert"], "ecdsa_p256", "{rows:#?}");
+    assert_eq!(rows[0]["answered"], 10, "{rows:#?}");
+    assert_eq!(rows[1]["cert"], "ed448", "{rows:#?}");
+    assert_eq!(rows[1]["failed"], false, "{rows:#?}");
+    assert!(
+        rows[1]["unusable"]
+            .as_str()
+            .is_some_and(|why| why.contains("cannot use ed448")),
+        "{rows:#?}"
+    );
+    assert_eq!(runs(&db).len(), 1);
 }
