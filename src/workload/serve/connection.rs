@@ -488,10 +488,15 @@ impl Connection {
                 let _ = self.session().flush();
                 self.drop_now()
             }
-            // Idle between streams: GOAWAY, then close.
+            // Idle between streams: GOAWAY and close_notify, then a
+            // lingering close, so a PING the client sent meanwhile does
+            // not make the kernel reset the connection (and drop the
+            // GOAWAY unread) as closing with it unread would.
             Phase::Http2(ref http2) if !http2.busy() => {
                 self.end_http2();
-                self.drop_now()
+                self.phase = Phase::Closing { shut: false };
+                self.deadline = now + LINGER;
+                self.turn(acceptor, now, limits, stats, chunk)
             }
             // The client stopped reading, or lingers: close.
             Phase::Respond(_) | Phase::Http2(_) | Phase::Closing { .. } | Phase::Done => {
