@@ -19,11 +19,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-/// A side whose allocations are charged to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    Client = 1,
-    Server = 2,
+pub use crate::scenario::Side;
+
+/// The code a thread's allocations are charged under: 0 for no side, 1
+/// plus the side's index for a side.
+fn side_code(side: Side) -> u8 {
+    1 + side.index() as u8
 }
 
 /// True while a handshake is tracked: the hooks look further.
@@ -227,7 +228,7 @@ pub fn begin() {
 /// Charges the calling thread's allocations to `side` until [`leave`].
 #[inline]
 pub fn enter(side: Side) {
-    SIDE.with(|s| s.set(side as u8));
+    SIDE.with(|s| s.set(side_code(side)));
 }
 
 /// Stops charging the calling thread's allocations to a side.

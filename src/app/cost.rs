@@ -10,7 +10,6 @@ use anyhow::Result;
 
 use super::session::{checked_measures, chosen_backends, usage, Bar, SamplingDefaults};
 use super::study::{self, Outputs, Plan, RunView, Session, StoringCells, Study};
-use crate::backend::rustls::instrument::Side;
 use crate::backend::{Backend, LibraryInfo};
 use crate::certs::CertCache;
 use crate::cli::CostArgs;
@@ -22,6 +21,7 @@ use crate::report::Document;
 use crate::scenario::presets::CostPreset;
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::Shard;
+use crate::scenario::Side;
 use crate::scenario::{CertKind, HandshakeMatrix, HandshakeScenario, Measure, Named};
 use crate::stats;
 use crate::store::{RunKind, Store, StoredRun};

@@ -11,10 +11,11 @@ use super::plain::PlainPair;
 use super::{
     Backend, BackendDescriptor, BackendId, BulkPair, Capabilities, CpuMasking, CpuReadings,
     HandshakeSample, Handshaker, LibraryInfo, Negotiated, PreparedOperation, PrimitiveBackend,
-    SideTime, SymbolPrefixes, Turn, Turns, Unsupported,
+    SideTime, SymbolPrefixes, Turns, Unsupported,
 };
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
+use crate::scenario::Side;
 use crate::scenario::{
     Aead, CertKind, Group, HandshakeScenario, KxKind, Named, Resumption, TlsVersion, Transport,
 };
@@ -268,15 +269,15 @@ impl MockHandshaker {
     /// counted measures; the clocks' figures are the fake ones.
     fn turns(&self) {
         let mut turns = Turns::start(CpuReadings::EveryTurn);
-        turns.begin(Turn::Client);
+        turns.begin(Side::Client);
         let client_state = std::hint::black_box(vec![1u8; MOCK_CLIENT_KEPT_BYTES]);
         drop(std::hint::black_box(vec![2u8; MOCK_CLIENT_SCRATCH_BYTES]));
         busy(MOCK_BUSY_ROUNDS.0);
-        turns.ended(Turn::Client);
-        turns.begin(Turn::Server);
+        turns.ended(Side::Client);
+        turns.begin(Side::Server);
         let server_state = std::hint::black_box(vec![3u8; MOCK_SERVER_KEPT_BYTES]);
         busy(MOCK_BUSY_ROUNDS.1);
-        turns.ended(Turn::Server);
+        turns.ended(Side::Server);
         turns.finish();
         drop((client_state, server_state));
     }
@@ -327,11 +328,11 @@ impl MockHandshaker {
             let mut buffer = [0u8; 4096];
             while end.read(&mut buffer).is_ok() {}
         };
-        let mut flight = |turn: Turn, records: &[Vec<u8>], done: bool| -> Result<()> {
+        let mut flight = |turn: Side, records: &[Vec<u8>], done: bool| -> Result<()> {
             turns.begin(turn);
             let end = match turn {
-                Turn::Client => &mut client,
-                Turn::Server => &mut server,
+                Side::Client => &mut client,
+                Side::Server => &mut server,
             };
             drain(end);
             for record in records {
@@ -343,33 +344,33 @@ impl MockHandshaker {
             turns.ended(turn);
             Ok(())
         };
-        flight(Turn::Client, &[mock_record(22, 200 + client_share)], false)?;
+        flight(Side::Client, &[mock_record(22, 200 + client_share)], false)?;
         if scenario.version.tls_rules() == TlsVersion::Tls13 {
             flight(
-                Turn::Server,
+                Side::Server,
                 &[
                     mock_record(22, 90 + server_share),
                     mock_record(23, 100 + certificate),
                 ],
                 false,
             )?;
-            flight(Turn::Client, &[mock_record(23, 53)], true)?;
-            flight(Turn::Server, &[], true)?;
+            flight(Side::Client, &[mock_record(23, 53)], true)?;
+            flight(Side::Server, &[], true)?;
         } else if resumed {
             flight(
-                Turn::Server,
+                Side::Server,
                 &[mock_record(22, 90), mock_record(20, 1), mock_record(22, 40)],
                 false,
             )?;
             flight(
-                Turn::Client,
+                Side::Client,
                 &[mock_record(20, 1), mock_record(22, 40)],
                 true,
             )?;
-            flight(Turn::Server, &[], true)?;
+            flight(Side::Server, &[], true)?;
         } else {
             flight(
-                Turn::Server,
+                Side::Server,
                 &[
                     mock_record(22, 90),
                     mock_record(22, certificate),
@@ -379,7 +380,7 @@ impl MockHandshaker {
                 false,
             )?;
             flight(
-                Turn::Client,
+                Side::Client,
                 &[
                     mock_record(22, 4 + client_share),
                     mock_record(20, 1),
@@ -388,11 +389,11 @@ impl MockHandshaker {
                 false,
             )?;
             flight(
-                Turn::Server,
+                Side::Server,
                 &[mock_record(20, 1), mock_record(22, 40)],
                 true,
             )?;
-            flight(Turn::Client, &[], true)?;
+            flight(Side::Client, &[], true)?;
         }
         Ok(())
     }

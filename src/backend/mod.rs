@@ -31,11 +31,12 @@ use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
 /// The registry's ids are the vocabulary's: `scenario::BackendId`, opened here.
 pub use crate::scenario::BackendId;
+use crate::scenario::Side;
 use crate::scenario::{
     BackendList, Group, HandshakeScenario, Named, ServerOffer, TlsVersion, Transport,
 };
 pub use descriptor::{BackendDescriptor, Capabilities, CpuMasking, SymbolPrefixes};
-pub use turns::{CpuReadings, SideTimes, Turn, Turns};
+pub use turns::{CpuReadings, SideTimes, Turns};
 
 /// The name and version of the library a backend drives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -249,7 +250,7 @@ pub trait Backend: Send + Sync {
         &self,
         _scenario: &HandshakeScenario,
         _credentials: &Credentials,
-        _side: Turn,
+        _side: Side,
     ) -> Result<Box<dyn ApartSide>> {
         Err(Unsupported::new(format!("{} cannot run its sides apart", self.id())).into())
     }

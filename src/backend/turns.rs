@@ -80,13 +80,10 @@ fn side_counter() -> u8 {
 /// (one relaxed load otherwise). [`Turns`] calls it at every turn; `bulk`
 /// around the sender's and the receiver's calls.
 #[inline]
-pub fn side_begins(turn: Turn) {
+pub fn side_begins(turn: Side) {
     match side_counter() {
         INSTRUCTIONS => collect(true),
-        HEAP => crate::heap::enter(match turn {
-            Turn::Client => crate::heap::Side::Client,
-            Turn::Server => crate::heap::Side::Server,
-        }),
+        HEAP => crate::heap::enter(turn),
         _ => {}
     }
 }
@@ -94,10 +91,10 @@ pub fn side_begins(turn: Turn) {
 /// `turn`'s side ends the work [`side_begins`] started: under callgrind
 /// its count is written to the profile, labelled with the side.
 #[inline]
-pub fn side_ends(turn: Turn) {
+pub fn side_ends(turn: Side) {
     match side_counter() {
         INSTRUCTIONS => {
-            callgrind::dump_at(turn.profile_label());
+            callgrind::dump_at(profile_label(turn));
             collect(false);
         }
         HEAP => crate::heap::leave(),
@@ -105,21 +102,11 @@ pub fn side_ends(turn: Turn) {
     }
 }
 
-impl Turn {
-    /// This side as the wire tap names it.
-    pub fn tap_side(self) -> tap::Side {
-        match self {
-            Turn::Client => tap::Side::Client,
-            Turn::Server => tap::Side::Server,
-        }
-    }
-
-    /// The label of this side's counts in a callgrind profile.
-    pub fn profile_label(self) -> &'static std::ffi::CStr {
-        match self {
-            Turn::Client => c"tlslab side client",
-            Turn::Server => c"tlslab side server",
-        }
+/// The label of `side`'s counts in a callgrind profile.
+pub fn profile_label(side: Side) -> &'static std::ffi::CStr {
+    match side {
+        Side::Client => c"tlslab side client",
+        Side::Server => c"tlslab side server",
     }
 }
 
@@ -134,12 +121,8 @@ pub enum CpuReadings {
     AtEnds,
 }
 
-/// Whose turn just ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Turn {
-    Client,
-    Server,
-}
+/// Whose turn just ended: a side, in the crate's one word for it.
+use crate::scenario::Side;
 
 /// Each side's time in a finished handshake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,26 +173,26 @@ impl Turns {
     /// `turn`'s side starts a turn: from here to [`Self::ended`] its
     /// instructions or allocations are counted, when a [`SideCounter`] is set.
     #[inline]
-    pub fn begin(&mut self, turn: Turn) {
-        tap::turn_began(turn.tap_side());
+    pub fn begin(&mut self, turn: Side) {
+        tap::turn_began(turn);
         side_begins(turn);
     }
 
     /// `turn`'s side is done with its handshake (it can send application
     /// data): the wire tap marks its latest turn, the first time only.
     #[inline]
-    pub fn done(&mut self, turn: Turn) {
-        tap::done(turn.tap_side());
+    pub fn done(&mut self, turn: Side) {
+        tap::done(turn);
     }
 
     /// Charges the time since the previous turn ended to `turn`'s side.
-    pub fn ended(&mut self, turn: Turn) {
-        tap::turn_ended(turn.tap_side());
+    pub fn ended(&mut self, turn: Side) {
+        tap::turn_ended(turn);
         side_ends(turn);
         let now = Instant::now();
         let side = match turn {
-            Turn::Client => &mut self.client,
-            Turn::Server => &mut self.server,
+            Side::Client => &mut self.client,
+            Side::Server => &mut self.server,
         };
         side.wall_ns += (now - self.last).as_nanos() as u64;
         self.last = now;
@@ -268,9 +251,9 @@ mod tests {
         for readings in [CpuReadings::EveryTurn, CpuReadings::AtEnds] {
             let mut turns = Turns::start(readings);
             spin(200_000);
-            turns.ended(Turn::Client);
+            turns.ended(Side::Client);
             spin(600_000);
-            turns.ended(Turn::Server);
+            turns.ended(Side::Server);
             let times = turns.finish();
             for side in [times.client, times.server] {
                 assert!(
@@ -292,9 +275,9 @@ mod tests {
     fn sleepy_server(readings: CpuReadings) -> SideTimes {
         let mut turns = Turns::start(readings);
         spin(100_000);
-        turns.ended(Turn::Client);
+        turns.ended(Side::Client);
         std::thread::sleep(Duration::from_millis(5));
-        turns.ended(Turn::Server);
+        turns.ended(Side::Server);
         turns.finish()
     }
 

@@ -10,10 +10,10 @@
 //! calls (master secret, key block, two Finished). The client checks the
 //! server's handshake signature and one signature per chain element below
 //! the trust anchor.
-
-use crate::backend::rustls::instrument::{CountedOp, Side};
+use crate::scenario::operations::CountedOp;
 use crate::scenario::speed::{Operation, Primitive, SpeedRow};
 use crate::scenario::Named;
+use crate::scenario::Side;
 use crate::scenario::{Group, HandshakeScenario, Resumption, TlsVersion};
 
 /// How many times a side performs each counted operation in one handshake.

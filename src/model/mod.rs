@@ -11,11 +11,11 @@ pub mod primitives;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
-use crate::backend::rustls::instrument::{Category, CountedOp, Side};
+use crate::scenario::operations::{Category, CountedOp};
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::HandshakeScenario;
+use crate::scenario::Side;
+use serde::Serialize;
 
 /// One counted operation of a side, with the cost charged for it.
 #[derive(Debug, Clone, Serialize)]

@@ -4,14 +4,13 @@
 //! sampled as `speed` samples them, by the command (`cost`, `--capacity`),
 //! so every round is stored as it ends.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
-use crate::backend::rustls::instrument::Side;
 use crate::measure::SamplingOptions;
 use crate::model::counts;
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::HandshakeScenario;
+use crate::scenario::Side;
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// Median nanoseconds per operation, by backend id and primitive row.
 pub type PrimitiveCosts = BTreeMap<(String, SpeedRow), f64>;

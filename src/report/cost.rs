@@ -5,11 +5,12 @@ use serde::Serialize;
 
 use super::markup::format_us;
 use super::{ColumnKind, Document, Table};
-use crate::backend::rustls::instrument::{Category, Side};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::model::{Breakdown, SideCost};
+use crate::scenario::operations::Category;
 use crate::scenario::HandshakeScenario;
+use crate::scenario::Side;
 
 use super::handshake::{axis_cells, AXIS_HEADERS};
 

@@ -12,7 +12,7 @@ use crate::workload::counted::ServerHandshakeCount;
 use crate::workload::load::{
     percentiles, HttpVersion, LoadResult, Mode, Plan, INTERVAL_PERCENTILES, PERCENTILES,
 };
-use crate::workload::perf::Category;
+use crate::workload::perf::ProfileCategory;
 use crate::workload::serve::ServerStats;
 
 /// Everything a load run reports.
@@ -504,7 +504,8 @@ impl LoadReport<'_> {
             table.notes.push(format!("No per-symbol profile: {reason}"));
         }
         let in_library = |label: &str| {
-            Category::from_label(label).is_some_and(|c| Category::TLS_LIBRARY.contains(&c))
+            ProfileCategory::from_label(label)
+                .is_some_and(|c| ProfileCategory::TLS_LIBRARY.contains(&c))
         };
         let library: f64 = shares
             .iter()
@@ -517,7 +518,7 @@ impl LoadReport<'_> {
         for (label, _) in counted.map_or(&[][..], |c| &c.categories[..]) {
             if !labels
                 .iter()
-                .any(|l| Category::from_label(l) == Category::from_label(label))
+                .any(|l| ProfileCategory::from_label(l) == ProfileCategory::from_label(label))
             {
                 labels.push(label);
             }
@@ -542,7 +543,9 @@ impl LoadReport<'_> {
                 let instructions = count
                     .categories
                     .iter()
-                    .filter(|(l, _)| Category::from_label(l) == Category::from_label(label))
+                    .filter(|(l, _)| {
+                        ProfileCategory::from_label(l) == ProfileCategory::from_label(label)
+                    })
                     .map(|(_, n)| *n)
                     .sum::<f64>();
                 let total = count.server_instructions.max(1.0);
@@ -560,7 +563,7 @@ impl LoadReport<'_> {
         if no_profile.is_none() {
             let kernel: f64 = shares
                 .iter()
-                .filter(|(l, _)| Category::from_label(l) == Some(Category::Kernel))
+                .filter(|(l, _)| ProfileCategory::from_label(l) == Some(ProfileCategory::Kernel))
                 .map(|(_, s)| s)
                 .sum();
             if kernel < 100.0 {

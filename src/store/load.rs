@@ -33,7 +33,7 @@ pub struct LoadRecord {
     /// What perf sampled ("the server's worker process").
     pub profile_scope: String,
     /// perf's shares per symbol category (labels of
-    /// `workload::perf::Category`), or why there are none.
+    /// `workload::perf::ProfileCategory`), or why there are none.
     pub categories: Result<Vec<(String, f64)>, String>,
     /// The embedded server's own figures and its backend's id, when it was
     /// the target.

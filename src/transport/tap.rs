@@ -26,29 +26,8 @@ thread_local! {
     static TAP: RefCell<Option<Tap>> = const { RefCell::new(None) };
 }
 
-/// The two ends of a handshake.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Side {
-    Client,
-    Server,
-}
-
-impl Side {
-    fn index(self) -> usize {
-        match self {
-            Side::Client => 0,
-            Side::Server => 1,
-        }
-    }
-
-    pub fn peer(self) -> Side {
-        match self {
-            Side::Client => Side::Server,
-            Side::Server => Side::Client,
-        }
-    }
-}
+/// The two ends of a handshake: the crate's one [`Side`].
+pub use crate::scenario::Side;
 
 /// One turn of one side: how long it took, what it wrote and whose
 /// bytes it read.

@@ -8,12 +8,14 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 
-use crate::backend::rustls::instrument::{self, Category, Side};
+use crate::backend::rustls::instrument;
 use crate::backend::Backend;
 use crate::certs::Credentials;
 use crate::measure::{self, verify, Pairing, Probe, Quietly, SamplingOptions};
 use crate::model::{Breakdown, OpsPerHandshake};
+use crate::scenario::operations::Category;
 use crate::scenario::HandshakeScenario;
+use crate::scenario::Side;
 use crate::workload::handshake::Sample;
 
 /// Counted breakdown: real handshakes on an instrumented rustls backend,

@@ -18,11 +18,12 @@ use serde::Serialize;
 
 use crate::backend::plain::PlainPair;
 use crate::backend::socket::{plain_pair_over_tcp, plain_pair_over_udp};
-use crate::backend::turns::{side_begins, side_ends, Turn};
+use crate::backend::turns::{side_begins, side_ends};
 use crate::backend::{thread_cpu_ns, Backend, BulkPair, Negotiated, Unsupported};
 use crate::certs::{CertCache, Credentials};
 use crate::measure::{verify, Outcome, Probe, Sampled, Timed};
 use crate::scenario::bulk::{BulkScenario, Channel};
+use crate::scenario::Side;
 use crate::scenario::{HandshakeScenario, Transport, DEFAULT_MTU_BYTES};
 use crate::workload::counted::values::Instructions;
 
@@ -341,15 +342,15 @@ impl BulkProbe {
             let (wall, cpu) = (Instant::now(), thread_cpu_ns());
             // The sender is counted as the client, the receiver as the
             // server (the counted measures; nothing otherwise).
-            side_begins(Turn::Client);
+            side_begins(Side::Client);
             for write in self.payload.chunks(write_bytes) {
                 self.pair
                     .send(write)
                     .map_err(|e| format!("sending: {e:#}"))?;
             }
-            side_ends(Turn::Client);
+            side_ends(Side::Client);
             let (sent, sent_cpu) = (Instant::now(), thread_cpu_ns());
-            side_begins(Turn::Server);
+            side_begins(Side::Server);
             let mut filled = 0;
             while filled < chunk_bytes {
                 let read = self
@@ -363,7 +364,7 @@ impl BulkProbe {
                 }
                 filled += read;
             }
-            side_ends(Turn::Server);
+            side_ends(Side::Server);
             let (received, received_cpu) = (Instant::now(), thread_cpu_ns());
             if self.received != self.payload {
                 let at = self

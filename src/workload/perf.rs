@@ -2,7 +2,7 @@
 //! clock events, which work in virtual machines where hardware counters do
 //! not), attributed per shared object (the library, the program or the
 //! kernel) and per symbol category (public-key math, hashing, symmetric
-//! ciphers, ...; see [`Category`]). A stripped library (Debian's libcrypto)
+//! ciphers, ...; see [`ProfileCategory`]). A stripped library (Debian's libcrypto)
 //! is attributed as a whole; inside it perf sees only its exported
 //! functions, so its samples cannot be put in categories.
 
@@ -70,7 +70,7 @@ fn start(target: &[String], output: &Path) -> Result<Recording> {
 pub struct Profile {
     /// Per shared object.
     pub objects: Vec<(String, f64)>,
-    /// Per symbol category (labels of [`Category`]), summing to the same
+    /// Per symbol category (labels of [`ProfileCategory`]), summing to the same
     /// total as `objects`.
     pub categories: Vec<(String, f64)>,
 }
@@ -180,15 +180,15 @@ pub fn per_object(symbols: &[SymbolShare]) -> Vec<(String, f64)> {
     shares
 }
 
-/// Each category's share, in [`Category::ALL`]'s order, empty ones left out.
+/// Each category's share, in [`ProfileCategory::ALL`]'s order, empty ones left out.
 pub fn per_category(symbols: &[SymbolShare]) -> Vec<(String, f64)> {
-    let mut totals = [0.0; Category::ALL.len()];
+    let mut totals = [0.0; ProfileCategory::ALL.len()];
     for share in symbols {
-        let category = Category::of(share);
-        let at = Category::ALL.iter().position(|c| *c == category);
-        totals[at.unwrap_or(Category::ALL.len() - 1)] += share.percent;
+        let category = ProfileCategory::of(share);
+        let at = ProfileCategory::ALL.iter().position(|c| *c == category);
+        totals[at.unwrap_or(ProfileCategory::ALL.len() - 1)] += share.percent;
     }
-    Category::ALL
+    ProfileCategory::ALL
         .iter()
         .zip(totals)
         .filter(|(_, total)| *total > 0.0)
@@ -200,7 +200,7 @@ pub fn per_category(symbols: &[SymbolShare]) -> Vec<(String, f64)> {
 /// categories (public key, hashing, symmetric, random numbers,
 /// certificates) and the rest of a server's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Category {
+pub enum ProfileCategory {
     /// Big numbers, RSA, elliptic curves, X25519/X448, DH, ML-KEM, ML-DSA.
     PublicKey,
     /// SHA-1/2/3, MD5, HMAC, the TLS PRF and HKDF.
@@ -227,9 +227,9 @@ pub enum Category {
 
 /// Name prefixes per category (lower case, after any leading underscores
 /// and an `ossl_` prefix), checked in this order.
-const PREFIXES: &[(Category, &[&str])] = &[
+const PREFIXES: &[(ProfileCategory, &[&str])] = &[
     (
-        Category::Hashing,
+        ProfileCategory::Hashing,
         &[
             "sha",
             "md5",
@@ -248,7 +248,7 @@ const PREFIXES: &[(Category, &[&str])] = &[
         ],
     ),
     (
-        Category::PublicKey,
+        ProfileCategory::PublicKey,
         &[
             "bn_",
             "rsa",
@@ -293,7 +293,7 @@ const PREFIXES: &[(Category, &[&str])] = &[
         ],
     ),
     (
-        Category::Symmetric,
+        ProfileCategory::Symmetric,
         &[
             "aes",
             "gcm",
@@ -313,7 +313,7 @@ const PREFIXES: &[(Category, &[&str])] = &[
         ],
     ),
     (
-        Category::Random,
+        ProfileCategory::Random,
         &[
             "drbg",
             "rand",
@@ -324,17 +324,17 @@ const PREFIXES: &[(Category, &[&str])] = &[
         ],
     ),
     (
-        Category::Certificates,
+        ProfileCategory::Certificates,
         &[
             "x509", "asn1", "d2i", "i2d", "pem", "der_", "decoder", "encoder", "ocsp",
         ],
     ),
     (
-        Category::TlsStateMachine,
+        ProfileCategory::TlsStateMachine,
         &["ssl", "tls", "dtls", "statem", "wpacket", "packet_"],
     ),
     (
-        Category::MemoryLibc,
+        ProfileCategory::MemoryLibc,
         &[
             "crypto_malloc",
             "crypto_zalloc",
@@ -353,9 +353,9 @@ const PREFIXES: &[(Category, &[&str])] = &[
 /// Source paths per category, checked in this order: a fragment of the
 /// path (lower case), or with `=` the start of the file's own name. The
 /// crates are matched by their directory in Cargo's registry.
-const SOURCES: &[(Category, &[&str])] = &[
+const SOURCES: &[(ProfileCategory, &[&str])] = &[
     (
-        Category::Certificates,
+        ProfileCategory::Certificates,
         &[
             "/crypto/x509",
             "/wolfcrypt/src/asn",
@@ -372,7 +372,7 @@ const SOURCES: &[(Category, &[&str])] = &[
         ],
     ),
     (
-        Category::Random,
+        ProfileCategory::Random,
         &[
             "/crypto/rand/",
             "/wolfcrypt/src/random.c",
@@ -384,7 +384,7 @@ const SOURCES: &[(Category, &[&str])] = &[
         ],
     ),
     (
-        Category::Hashing,
+        ProfileCategory::Hashing,
         &[
             "/crypto/sha/",
             "/wolfcrypt/src/sha",
@@ -414,7 +414,7 @@ const SOURCES: &[(Category, &[&str])] = &[
         ],
     ),
     (
-        Category::Symmetric,
+        ProfileCategory::Symmetric,
         &[
             "/crypto/aes/",
             "/wolfcrypt/src/aes",
@@ -435,7 +435,7 @@ const SOURCES: &[(Category, &[&str])] = &[
         ],
     ),
     (
-        Category::PublicKey,
+        ProfileCategory::PublicKey,
         &[
             "/crypto/bn/",
             "/wolfcrypt/src/sp_",
@@ -489,9 +489,9 @@ const SOURCES: &[(Category, &[&str])] = &[
         ],
     ),
     // And the backends' protocol sources (their descriptors' `protocol_sources`).
-    (Category::TlsStateMachine, &[]),
+    (ProfileCategory::TlsStateMachine, &[]),
     (
-        Category::HttpTlslab,
+        ProfileCategory::HttpTlslab,
         &[
             "/src/transport/",
             "/src/backend/",
@@ -500,7 +500,7 @@ const SOURCES: &[(Category, &[&str])] = &[
         ],
     ),
     (
-        Category::MemoryLibc,
+        ProfileCategory::MemoryLibc,
         &[
             "/library/alloc/",
             "/library/core/src/ptr",
@@ -555,62 +555,65 @@ fn library_symbols() -> &'static LibrarySymbols {
     &SYMBOLS
 }
 
-impl Category {
-    pub const ALL: &'static [Category] = &[
-        Category::PublicKey,
-        Category::Hashing,
-        Category::Symmetric,
-        Category::Random,
-        Category::Certificates,
-        Category::TlsStateMachine,
-        Category::OpensslPlumbing,
-        Category::MemoryLibc,
-        Category::Kernel,
-        Category::HttpTlslab,
-        Category::Other,
+impl ProfileCategory {
+    pub const ALL: &'static [ProfileCategory] = &[
+        ProfileCategory::PublicKey,
+        ProfileCategory::Hashing,
+        ProfileCategory::Symmetric,
+        ProfileCategory::Random,
+        ProfileCategory::Certificates,
+        ProfileCategory::TlsStateMachine,
+        ProfileCategory::OpensslPlumbing,
+        ProfileCategory::MemoryLibc,
+        ProfileCategory::Kernel,
+        ProfileCategory::HttpTlslab,
+        ProfileCategory::Other,
     ];
 
     /// The categories of the TLS library's own work (the study's
     /// handshake breakdown, record protection included).
-    pub const TLS_LIBRARY: &'static [Category] = &[
-        Category::PublicKey,
-        Category::Hashing,
-        Category::Symmetric,
-        Category::Random,
-        Category::Certificates,
-        Category::TlsStateMachine,
-        Category::OpensslPlumbing,
+    pub const TLS_LIBRARY: &'static [ProfileCategory] = &[
+        ProfileCategory::PublicKey,
+        ProfileCategory::Hashing,
+        ProfileCategory::Symmetric,
+        ProfileCategory::Random,
+        ProfileCategory::Certificates,
+        ProfileCategory::TlsStateMachine,
+        ProfileCategory::OpensslPlumbing,
     ];
 
     pub fn label(self) -> &'static str {
         match self {
-            Category::PublicKey => "public key",
-            Category::Hashing => "hashing and KDF",
-            Category::Symmetric => "symmetric ciphers",
-            Category::Random => "random numbers",
-            Category::Certificates => "certificates and ASN.1",
-            Category::TlsStateMachine => "TLS state machine",
-            Category::OpensslPlumbing => "library plumbing",
-            Category::MemoryLibc => "memory and libc",
-            Category::Kernel => "kernel",
-            Category::HttpTlslab => "HTTP and tlslab (Rust)",
-            Category::Other => "other",
+            ProfileCategory::PublicKey => "public key",
+            ProfileCategory::Hashing => "hashing and KDF",
+            ProfileCategory::Symmetric => "symmetric ciphers",
+            ProfileCategory::Random => "random numbers",
+            ProfileCategory::Certificates => "certificates and ASN.1",
+            ProfileCategory::TlsStateMachine => "TLS state machine",
+            ProfileCategory::OpensslPlumbing => "library plumbing",
+            ProfileCategory::MemoryLibc => "memory and libc",
+            ProfileCategory::Kernel => "kernel",
+            ProfileCategory::HttpTlslab => "HTTP and tlslab (Rust)",
+            ProfileCategory::Other => "other",
         }
     }
 
     /// The category a label names, if any (runs stored before the
     /// plumbing of every library was one category said "OpenSSL plumbing").
-    pub fn from_label(label: &str) -> Option<Category> {
+    pub fn from_label(label: &str) -> Option<ProfileCategory> {
         if label == "OpenSSL plumbing" {
-            return Some(Category::OpensslPlumbing);
+            return Some(ProfileCategory::OpensslPlumbing);
         }
-        Category::ALL.iter().copied().find(|c| c.label() == label)
+        ProfileCategory::ALL
+            .iter()
+            .copied()
+            .find(|c| c.label() == label)
     }
 
     /// The category of one sampled symbol.
-    pub fn of(share: &SymbolShare) -> Category {
+    pub fn of(share: &SymbolShare) -> ProfileCategory {
         if share.kernel || share.object.starts_with("[kernel") {
-            return Category::Kernel;
+            return ProfileCategory::Kernel;
         }
         Self::of_symbol(&share.symbol, &share.object)
     }
@@ -620,19 +623,19 @@ impl Category {
     /// information says) and the path of the object it is in. The source
     /// file's directory tells the most (OpenSSL's `crypto/bn/`, aws-lc's
     /// `fipsmodule/ec/`, rustls's own sources); the name is the fallback.
-    pub fn of_function(function: &str, file: &str, object: &str) -> Category {
+    pub fn of_function(function: &str, file: &str, object: &str) -> ProfileCategory {
         if let Some(category) = Self::of_source(file) {
             return category;
         }
         let object = object.rsplit('/').next().unwrap_or(object);
         match Self::of_symbol(function, object) {
-            Category::Other
+            ProfileCategory::Other
                 if library_symbols()
                     .library_sources
                     .iter()
                     .any(|dir| file.contains(dir)) =>
             {
-                Category::OpensslPlumbing
+                ProfileCategory::OpensslPlumbing
             }
             category => category,
         }
@@ -640,7 +643,7 @@ impl Category {
 
     /// The category of the code in a source file, by its path, when the
     /// path says.
-    fn of_source(file: &str) -> Option<Category> {
+    fn of_source(file: &str) -> Option<ProfileCategory> {
         let path = file.to_ascii_lowercase();
         if path.is_empty() || path == "???" {
             return None;
@@ -651,7 +654,7 @@ impl Category {
             .iter()
             .find(|(category, fragments)| {
                 let registered = match category {
-                    Category::TlsStateMachine => protocol_sources,
+                    ProfileCategory::TlsStateMachine => protocol_sources,
                     _ => &[],
                 };
                 fragments.iter().chain(registered).any(|fragment| {
@@ -666,9 +669,9 @@ impl Category {
     }
 
     /// The category of a user-space symbol in `object` (a file name).
-    fn of_symbol(symbol: &str, object: &str) -> Category {
+    fn of_symbol(symbol: &str, object: &str) -> ProfileCategory {
         if symbol.starts_with("0x") || symbol.is_empty() || symbol == "???" {
-            return Category::Other;
+            return ProfileCategory::Other;
         }
         if symbol.contains("::") || symbol.starts_with("_R") || symbol.starts_with("_ZN") {
             return Self::of_rust(symbol);
@@ -686,7 +689,7 @@ impl Category {
             return *category;
         }
         if object.starts_with("libc.") || object.starts_with("ld-linux") {
-            return Category::MemoryLibc;
+            return ProfileCategory::MemoryLibc;
         }
         let plumbing = [
             "evp_", "crypto_", "bio", "err_", "openssl_", "obj_", "lh_", "ossl_", "cbb_", "cbs_",
@@ -696,28 +699,28 @@ impl Category {
             || plumbing.iter().any(|p| trimmed.starts_with(p))
             || object.starts_with("libcrypto")
         {
-            return Category::OpensslPlumbing;
+            return ProfileCategory::OpensslPlumbing;
         }
         if object.starts_with("libssl") {
-            return Category::TlsStateMachine;
+            return ProfileCategory::TlsStateMachine;
         }
-        Category::Other
+        ProfileCategory::Other
     }
 
     /// The category of a Rust function by its path: the TLS libraries'
     /// modules by what they do, tlslab's own code apart.
-    fn of_rust(symbol: &str) -> Category {
+    fn of_rust(symbol: &str) -> ProfileCategory {
         let path = symbol.to_ascii_lowercase();
         let has = |words: &[&str]| words.iter().any(|w| path.contains(w));
         let libraries = library_symbols();
         if has(&["tlslab::"]) && !has(&libraries.protocol_paths) && !has(&libraries.crypto_paths) {
-            return Category::HttpTlslab;
+            return ProfileCategory::HttpTlslab;
         }
         if has(&["webpki", "x509", "pki_types", "::der::", "::pem"]) {
-            return Category::Certificates;
+            return ProfileCategory::Certificates;
         }
         if has(&["::rand::", "systemrandom", "getrandom", "::rand_"]) {
-            return Category::Random;
+            return ProfileCategory::Random;
         }
         if has(&[
             "agreement",
@@ -736,7 +739,7 @@ impl Category {
             "::bigint",
             "::arithmetic",
         ]) {
-            return Category::PublicKey;
+            return ProfileCategory::PublicKey;
         }
         if has(&[
             "hmac",
@@ -748,7 +751,7 @@ impl Category {
             "prf",
             "transcript",
         ]) {
-            return Category::Hashing;
+            return ProfileCategory::Hashing;
         }
         if has(&[
             "aead",
@@ -760,13 +763,13 @@ impl Category {
             "encrypter",
             "decrypter",
         ]) {
-            return Category::Symmetric;
+            return ProfileCategory::Symmetric;
         }
         if has(&libraries.protocol_paths) {
-            return Category::TlsStateMachine;
+            return ProfileCategory::TlsStateMachine;
         }
         if has(&libraries.crypto_paths) {
-            return Category::OpensslPlumbing;
+            return ProfileCategory::OpensslPlumbing;
         }
         if has(&[
             "alloc::",
@@ -776,9 +779,9 @@ impl Category {
             "__rust_realloc",
             "core::ptr::",
         ]) {
-            return Category::MemoryLibc;
+            return ProfileCategory::MemoryLibc;
         }
-        Category::Other
+        ProfileCategory::Other
     }
 }
 
@@ -860,44 +863,52 @@ mod tests {
             (
                 "sp_256_ecc_mulmod_avx2_4",
                 "wolfcrypt/src/sp_x86_64.c",
-                Category::PublicKey,
+                ProfileCategory::PublicKey,
             ),
-            ("wc_RsaFunction", "wolfcrypt/src/rsa.c", Category::PublicKey),
-            ("wc_DhAgree", "wolfcrypt/src/dh.c", Category::PublicKey),
+            (
+                "wc_RsaFunction",
+                "wolfcrypt/src/rsa.c",
+                ProfileCategory::PublicKey,
+            ),
+            (
+                "wc_DhAgree",
+                "wolfcrypt/src/dh.c",
+                ProfileCategory::PublicKey,
+            ),
             (
                 "Transform_Sha256",
                 "wolfcrypt/src/sha256.c",
-                Category::Hashing,
+                ProfileCategory::Hashing,
             ),
             (
                 "AES_GCM_encrypt_avx2",
                 "wolfcrypt/src/aes.c",
-                Category::Symmetric,
+                ProfileCategory::Symmetric,
             ),
             (
                 "wc_RNG_GenerateBlock",
                 "wolfcrypt/src/random.c",
-                Category::Random,
+                ProfileCategory::Random,
             ),
             (
                 "ParseCertRelative",
                 "wolfcrypt/src/asn.c",
-                Category::Certificates,
+                ProfileCategory::Certificates,
             ),
             (
                 "DoTls13HandShakeMsg",
                 "src/tls13.c",
-                Category::TlsStateMachine,
+                ProfileCategory::TlsStateMachine,
             ),
             (
                 "wolfSSL_CTX_new",
                 "wolfcrypt/src/memory.c",
-                Category::OpensslPlumbing,
+                ProfileCategory::OpensslPlumbing,
             ),
         ] {
             let file = format!("{out}/{file}");
             assert_eq!(
-                Category::of_function(function, &file, "tlslab"),
+                ProfileCategory::of_function(function, &file, "tlslab"),
                 category,
                 "{function}"
             );

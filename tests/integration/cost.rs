@@ -4,13 +4,13 @@
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-
-use tlslab::backend::rustls::instrument::{CountedOp, Side};
 use tlslab::backend::rustls::RustlsBackend;
 use tlslab::backend::Backend;
 use tlslab::measure::SamplingOptions;
 use tlslab::model::counts as model;
+use tlslab::scenario::operations::CountedOp;
 use tlslab::scenario::speed::{self, Operation, Primitive, SpeedRow};
+use tlslab::scenario::Side;
 use tlslab::scenario::{CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion};
 use tlslab::workload::breakdown::counted_breakdown;
 use tlslab::workload::speed::PreparedRow;

@@ -261,13 +261,13 @@ fn quic_vs_tcp_sets_each_quic_row_against_its_tls_twin() {
 /// on both rustls providers; OpenSSL's says it runs in process only.
 #[test]
 fn quic_sides_apart_on_quinn_and_openssl_says_why_not() {
-    use tlslab::backend::Turn;
+    use tlslab::scenario::Side;
     let quic = scenario(TlsVersion::Quic, Group::X25519, CertKind::EcdsaP256);
     let credentials = util::certs()
         .get(quic.cert, quic.chain_depth)
         .expect("certificates");
     for backend in quic_backends() {
-        let apart = backend.apart(&quic, &credentials, Turn::Client);
+        let apart = backend.apart(&quic, &credentials, Side::Client);
         match backend.id() {
             "openssl" => {
                 let error = format!("{:#}", apart.err().expect("OpenSSL's QUIC is not apart"));

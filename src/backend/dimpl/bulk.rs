@@ -4,7 +4,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use std::io::Read;
 
-use super::Side;
+use super::Endpoint;
 use crate::backend::{BulkPair, Negotiated};
 use crate::scenario::TlsVersion;
 use crate::transport::datagram::DatagramPipe;
@@ -27,8 +27,8 @@ pub(super) fn record_payload_bytes(version: TlsVersion, mtu_bytes: u16) -> usize
 pub(super) struct DimplBulkPair {
     pub(super) negotiated: Negotiated,
     pub(super) pipe: DatagramPipe,
-    pub(super) client: Side,
-    pub(super) server: Side,
+    pub(super) client: Endpoint,
+    pub(super) server: Endpoint,
     pub(super) record_bytes: usize,
 }
 

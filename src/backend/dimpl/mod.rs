@@ -45,10 +45,11 @@ use peer::{certificate, PeerCheck};
 
 use super::{
     Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
-    Negotiated, PreparedOperation, PrimitiveBackend, SideTimes, Turn, Turns, Unsupported,
+    Negotiated, PreparedOperation, PrimitiveBackend, SideTimes, Turns, Unsupported,
 };
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
+use crate::scenario::Side;
 use crate::scenario::{
     Aead, Group, HandshakeScenario, Named, TlsVersion, Transport, DEFAULT_MTU_BYTES,
 };
@@ -136,7 +137,7 @@ impl Backend for DimplBackend {
         &self,
         scenario: &HandshakeScenario,
         credentials: &Credentials,
-        side: Turn,
+        side: Side,
     ) -> Result<Box<dyn super::ApartSide>> {
         Ok(Box::new(udp::DimplApart {
             handshaker: DimplHandshaker::new(scenario, credentials)?,
@@ -250,7 +251,7 @@ pub(crate) struct DimplHandshaker {
 
 /// One side of a connection: the dimpl endpoint, its end of the channel
 /// (the in-memory one, or a UDP socket), and what came out of it.
-struct Side<E = DatagramEnd> {
+struct Endpoint<E = DatagramEnd> {
     dtls: Dtls,
     end: E,
     check: PeerCheck,
@@ -272,7 +273,7 @@ struct Side<E = DatagramEnd> {
     taken: usize,
 }
 
-impl<E: Read + Write> Side<E> {
+impl<E: Read + Write> Endpoint<E> {
     /// Takes everything dimpl has to say until it names its next timer:
     /// datagrams go on the channel, a peer's certificate is checked.
     fn drain(&mut self) -> Result<()> {
@@ -356,8 +357,8 @@ impl<E: Read + Write> Side<E> {
 
 /// A client and a server whose handshake is done, and what it cost each side.
 struct Established<E = DatagramEnd> {
-    client: Side<E>,
-    server: Side<E>,
+    client: Endpoint<E>,
+    server: Endpoint<E>,
     times: SideTimes,
     wall_ns: u64,
     /// How many times a retransmission timer had to fire (a lost datagram).
@@ -426,7 +427,7 @@ impl DimplHandshaker {
         })
     }
 
-    fn new_side<E: Read + Write>(&self, client: bool, end: E, now: Instant) -> Result<Side<E>> {
+    fn new_side<E: Read + Write>(&self, client: bool, end: E, now: Instant) -> Result<Endpoint<E>> {
         self.side_maker(client).make(end, now)
     }
 
@@ -468,35 +469,35 @@ impl DimplHandshaker {
         // dimpl's clock: it moves only when a timer must fire.
         let mut clock = start;
         let mut turns = Turns::start(self.cpu_readings);
-        turns.begin(Turn::Client);
+        turns.begin(Side::Client);
         let mut client = self
             .new_side(true, pipe.client_end(), clock)
             .context("client")?;
-        turns.ended(Turn::Client);
-        turns.begin(Turn::Server);
+        turns.ended(Side::Client);
+        turns.begin(Side::Server);
         let mut server = self
             .new_side(false, pipe.server_end(), clock)
             .context("server")?;
-        turns.ended(Turn::Server);
+        turns.ended(Side::Server);
         let mut timeouts = 0;
         loop {
             let server_turn = pipe.pending_for_server();
             if server_turn {
-                turns.begin(Turn::Server);
+                turns.begin(Side::Server);
                 server.receive_all().context("server")?;
                 if server.connected {
-                    turns.done(Turn::Server);
+                    turns.done(Side::Server);
                 }
-                turns.ended(Turn::Server);
+                turns.ended(Side::Server);
             }
             let client_turn = pipe.pending_for_client();
             if client_turn {
-                turns.begin(Turn::Client);
+                turns.begin(Side::Client);
                 client.receive_all().context("client")?;
                 if client.connected {
-                    turns.done(Turn::Client);
+                    turns.done(Side::Client);
                 }
-                turns.ended(Turn::Client);
+                turns.ended(Side::Client);
             }
             if client.connected
                 && server.connected
@@ -517,12 +518,12 @@ impl DimplHandshaker {
                     );
                 };
                 clock = clock.max(due) + Duration::from_micros(1);
-                turns.begin(Turn::Client);
+                turns.begin(Side::Client);
                 client.tick(clock).context("client")?;
-                turns.ended(Turn::Client);
-                turns.begin(Turn::Server);
+                turns.ended(Side::Client);
+                turns.begin(Side::Server);
                 server.tick(clock).context("server")?;
-                turns.ended(Turn::Server);
+                turns.ended(Side::Server);
             }
         }
         let wall_ns = start.elapsed().as_nanos() as u64;
@@ -546,13 +547,17 @@ impl DimplHandshaker {
 
     /// What a client and a server of this handshaker negotiated (see
     /// [`Self::negotiated`]).
-    fn negotiated_by<C, S>(&self, client: &Side<C>, server: &Side<S>) -> Result<Negotiated> {
+    fn negotiated_by<C, S>(
+        &self,
+        client: &Endpoint<C>,
+        server: &Endpoint<S>,
+    ) -> Result<Negotiated> {
         self.negotiated_from(client, server.kept.as_deref().unwrap_or_default())
     }
 
     /// What a client of this handshaker negotiated, read off the
     /// server's plaintext handshake datagrams `kept` (see [`Self::negotiated`]).
-    fn negotiated_from<C>(&self, client: &Side<C>, kept: &[Vec<u8>]) -> Result<Negotiated> {
+    fn negotiated_from<C>(&self, client: &Endpoint<C>, kept: &[Vec<u8>]) -> Result<Negotiated> {
         let version = match client.dtls.protocol_version() {
             Some(ProtocolVersion::DTLS1_2) => "DTLSv1.2",
             Some(ProtocolVersion::DTLS1_3) => "DTLSv1.3",
@@ -610,14 +615,14 @@ struct SideMaker {
 impl SideMaker {
     /// A new endpoint on `end`, its first output (the client's ClientHello)
     /// already sent.
-    fn make<E: Read + Write>(self, end: E, now: Instant) -> Result<Side<E>> {
+    fn make<E: Read + Write>(self, end: E, now: Instant) -> Result<Endpoint<E>> {
         let mut dtls = match self.version {
             TlsVersion::Dtls13 => Dtls::new_13(self.config, self.certificate, now),
             _ => Dtls::new_12(self.config, self.certificate, now),
         };
         dtls.set_active(self.client);
         let mtu = usize::from(self.mtu_bytes);
-        let mut side = Side {
+        let mut side = Endpoint {
             dtls,
             end,
             check: self.check,

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::bulk::record_payload_bytes;
-use super::{DimplHandshaker, Side, MAX_TIMEOUTS};
+use super::{DimplHandshaker, Endpoint, MAX_TIMEOUTS};
 use crate::backend::socket::{run_sides, LossExplained, Sides, SocketBulkPair};
-use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample, Turn};
+use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
+use crate::scenario::Side;
 use crate::transport::udp::{bulk_udp_pair, udp_pair, Datagrams};
 use crate::transport::IO_TIMEOUT;
 
@@ -40,7 +41,7 @@ impl DimplHandshaker {
         &self,
         client_socket: Datagrams,
         server_socket: Datagrams,
-    ) -> Result<Sides<Side<Datagrams>, Side<Datagrams>>> {
+    ) -> Result<Sides<Endpoint<Datagrams>, Endpoint<Datagrams>>> {
         let client_maker = self.side_maker(true);
         let server_maker = self.side_maker(false);
         run_sides(
@@ -53,7 +54,7 @@ impl DimplHandshaker {
 /// Drives one side until dimpl says it is connected: every datagram that
 /// arrives goes to dimpl and every answer onto the socket; a read that
 /// waits past the side's timer fires it (dimpl resends its flight).
-fn complete(mut side: Side<Datagrams>) -> Result<Side<Datagrams>> {
+fn complete(mut side: Endpoint<Datagrams>) -> Result<Endpoint<Datagrams>> {
     let mut timeouts = 0;
     while !side.connected {
         let wait = side
@@ -113,7 +114,7 @@ impl DimplHandshaker {
 
 /// The sending side: one record per write, at most `record_bytes`.
 struct DimplWrites {
-    side: Side<Datagrams>,
+    side: Endpoint<Datagrams>,
     record_bytes: usize,
 }
 
@@ -138,7 +139,7 @@ impl Write for DimplWrites {
 
 /// The receiving side: datagrams into dimpl, its plaintext out.
 struct DimplReads {
-    side: Side<Datagrams>,
+    side: Endpoint<Datagrams>,
 }
 
 impl Read for DimplReads {
@@ -159,7 +160,7 @@ impl Read for DimplReads {
 /// One side of a dimpl handshaker over UDP, its peer elsewhere.
 pub(super) struct DimplApart {
     pub(super) handshaker: DimplHandshaker,
-    pub(super) side: Turn,
+    pub(super) side: Side,
 }
 
 impl ApartSide for DimplApart {
@@ -167,7 +168,7 @@ impl ApartSide for DimplApart {
         let Carrier::Udp(socket) = carrier else {
             bail!("dimpl implements DTLS only, not TLS over TCP");
         };
-        let client = self.side == Turn::Client;
+        let client = self.side == Side::Client;
         let mut side = self
             .handshaker
             .side_maker(client)
@@ -191,7 +192,7 @@ impl ApartSide for DimplApart {
 
 /// A side kept after its handshake feeds dimpl what arrives (a resent
 /// flight) and sends what it answers, its timer on the real clock.
-impl ApartConnection for Side<Datagrams> {
+impl ApartConnection for Endpoint<Datagrams> {
     fn linger_fd(&self) -> Option<std::os::fd::RawFd> {
         use std::os::fd::AsRawFd;
         Some(self.end.as_raw_fd())

@@ -35,9 +35,10 @@ use openssl::x509::X509;
 
 use super::{
     Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
-    Negotiated, SideTimes, TlsAcceptor, Turn, Turns,
+    Negotiated, SideTimes, TlsAcceptor, Turns,
 };
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
+use crate::scenario::Side;
 use crate::scenario::{
     CertKind, Group, HandshakeScenario, Named, Resumption, ServerOffer, TlsVersion, Transport,
 };
@@ -174,7 +175,7 @@ impl Backend for OpensslBackend {
         &self,
         scenario: &HandshakeScenario,
         credentials: &Credentials,
-        side: Turn,
+        side: Side,
     ) -> Result<Box<dyn super::ApartSide>> {
         if scenario.resumption.is_on() {
             bail!("resumed handshakes are not run apart (each connection would need the last one's session)");
@@ -691,7 +692,7 @@ impl OpensslHandshaker {
         let start = std::time::Instant::now();
         let mut turns = Turns::start(self.cpu_readings);
 
-        turns.begin(Turn::Client);
+        turns.begin(Side::Client);
         let mut client = self.new_client(pipe)?;
         let mut server = None;
         let (mut client_done, mut server_done) = (false, false);
@@ -700,18 +701,18 @@ impl OpensslHandshaker {
             let client_turn = rounds == 0 || pipe.pending_for_client();
             if client_turn {
                 if rounds > 0 {
-                    turns.begin(Turn::Client);
+                    turns.begin(Side::Client);
                 }
                 let was_done = client_done;
                 step(&mut client, &mut client_done).context("client")?;
                 if client_done && !was_done {
-                    turns.done(Turn::Client);
+                    turns.done(Side::Client);
                 }
-                turns.ended(Turn::Client);
+                turns.ended(Side::Client);
             }
             let server_turn = pipe.pending_for_server();
             if server_turn {
-                turns.begin(Turn::Server);
+                turns.begin(Side::Server);
                 let server = match &mut server {
                     Some(server) => server,
                     None => server.insert(self.new_server(pipe)?),
@@ -719,9 +720,9 @@ impl OpensslHandshaker {
                 let was_done = server_done;
                 step(server, &mut server_done).context("server")?;
                 if server_done && !was_done {
-                    turns.done(Turn::Server);
+                    turns.done(Side::Server);
                 }
-                turns.ended(Turn::Server);
+                turns.ended(Side::Server);
             }
             if client_done
                 && server_done

@@ -14,7 +14,8 @@ use super::quic::{
     accept_connection, datagram_waiting, event_timeout, handle_events, handshake_step, has_ticket,
     quic_negotiated, timeout_due, OpensslQuicHandshaker, QuicWire, MAX_ROUNDS,
 };
-use crate::backend::{HandshakeSample, Turn, Turns};
+use crate::backend::{HandshakeSample, Turns};
+use crate::scenario::Side;
 
 impl OpensslQuicHandshaker {
     /// One handshake over a new datagram BIO pair, the two sides taking
@@ -25,9 +26,9 @@ impl OpensslQuicHandshaker {
 
         let start = Instant::now();
         let mut turns = Turns::start(self.cpu_readings);
-        turns.begin(Turn::Client);
+        turns.begin(Side::Client);
         let client = wire.connect_resuming(&self.client, self.session.as_deref());
-        turns.ended(Turn::Client);
+        turns.ended(Side::Client);
         let mut client = client.context("client")?;
         let listener = &wire.listener;
 
@@ -39,7 +40,7 @@ impl OpensslQuicHandshaker {
                 || timeout_due(listener)
                 || server.as_ref().is_some_and(timeout_due);
             if server_due {
-                turns.begin(Turn::Server);
+                turns.begin(Side::Server);
                 let stepped = (|| -> Result<()> {
                     handle_events(listener);
                     if server.is_none() {
@@ -55,14 +56,14 @@ impl OpensslQuicHandshaker {
                     Ok(())
                 })();
                 if server_done {
-                    turns.done(Turn::Server);
+                    turns.done(Side::Server);
                 }
-                turns.ended(Turn::Server);
+                turns.ended(Side::Server);
                 stepped.context("server")?;
             }
             let client_due = datagram_waiting(&client) || timeout_due(&client);
             if client_due {
-                turns.begin(Turn::Client);
+                turns.begin(Side::Client);
                 let stepped = if client_done {
                     handle_events(&client);
                     Ok(())
@@ -70,9 +71,9 @@ impl OpensslQuicHandshaker {
                     handshake_step(&mut client).map(|done| client_done = done)
                 };
                 if client_done {
-                    turns.done(Turn::Client);
+                    turns.done(Side::Client);
                 }
-                turns.ended(Turn::Client);
+                turns.ended(Side::Client);
                 stepped.context("client")?;
             }
             if client_done

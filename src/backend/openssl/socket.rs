@@ -13,8 +13,9 @@ use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslContext, SslStream};
 
 use super::{dtls, negotiated, OpensslHandshaker};
 use crate::backend::socket::{run_sides, CutWrites, LossExplained, Sides, SocketBulkPair};
-use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample, Turn};
+use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
 use crate::certs::SERVER_NAME;
+use crate::scenario::Side;
 use crate::scenario::Transport;
 use crate::transport::tcp::TcpLoopback;
 use crate::transport::udp::{bulk_udp_pair, udp_pair, Datagrams};
@@ -279,7 +280,7 @@ pub(super) fn bulk_pair_over_tcp(handshaker: &OpensslHandshaker) -> Result<Socke
 /// One side of an OpenSSL handshaker, its peer elsewhere.
 pub(super) struct OpensslApart {
     pub(super) handshaker: OpensslHandshaker,
-    pub(super) side: Turn,
+    pub(super) side: Side,
 }
 
 impl ApartSide for OpensslApart {
@@ -287,21 +288,21 @@ impl ApartSide for OpensslApart {
         let connection: Box<dyn ApartConnection>;
         let mut negotiated_here = None;
         match (self.side, carrier) {
-            (Turn::Client, Carrier::Tcp(socket)) => {
+            (Side::Client, Carrier::Tcp(socket)) => {
                 let stream = self.handshaker.connect(socket)?;
                 negotiated_here = Some(negotiated(stream.ssl())?);
                 connection = Box::new(stream);
             }
-            (Turn::Client, Carrier::Udp(socket)) => {
+            (Side::Client, Carrier::Udp(socket)) => {
                 let mut stream = self.handshaker.client_stream(socket)?;
                 dtls_handshake(&mut stream)?;
                 negotiated_here = Some(negotiated(stream.ssl())?);
                 connection = Box::new(stream);
             }
-            (Turn::Server, Carrier::Tcp(socket)) => {
+            (Side::Server, Carrier::Tcp(socket)) => {
                 connection = Box::new(self.handshaker.server_side().accept(socket, None)?);
             }
-            (Turn::Server, Carrier::Udp(socket)) => {
+            (Side::Server, Carrier::Udp(socket)) => {
                 let peer = socket.peer_address()?;
                 let mut stream = self
                     .handshaker

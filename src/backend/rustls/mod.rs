@@ -38,16 +38,17 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, Server
 
 use super::{
     Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
-    Negotiated, SideTimes, TlsAcceptor, Turn, Turns,
+    Negotiated, SideTimes, TlsAcceptor, Turns,
 };
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
+use crate::scenario::operations::Category;
+use crate::scenario::Side;
 use crate::scenario::{
     Group, HandshakeScenario, Named, Resumption, ServerOffer, TlsVersion, Transport,
 };
 use crate::transport::memory::{Pipe, PipeEnd};
 use crate::transport::tcp::TcpLoopback;
 pub use descriptor::{AWS_LC_DESCRIPTOR, RING_DESCRIPTOR};
-use instrument::Side;
 #[doc(hidden)]
 pub use quic::PlainQuicConfigs;
 
@@ -264,7 +265,7 @@ impl Backend for RustlsBackend {
         &self,
         scenario: &HandshakeScenario,
         credentials: &Credentials,
-        side: Turn,
+        side: Side,
     ) -> Result<Box<dyn super::ApartSide>> {
         if scenario.resumption.is_on() {
             bail!("resumed handshakes are not run apart (each connection would need the last one's session)");
@@ -502,7 +503,7 @@ impl ServerCertVerifier for SchemeRecorder {
             )
         };
         if self.instrumented {
-            instrument::record(instrument::Category::Certificates, None, verify)
+            instrument::record(Category::Certificates, None, verify)
         } else {
             verify()
         }
@@ -567,7 +568,7 @@ impl ClientCertVerifier for ClientAuthRecorder {
                 .verify_client_cert(end_entity, intermediates, now)
         };
         if self.instrumented {
-            instrument::record(instrument::Category::Certificates, None, verify)
+            instrument::record(Category::Certificates, None, verify)
         } else {
             verify()
         }
@@ -653,35 +654,35 @@ impl RustlsHandshaker {
         let mut turns = Turns::start(self.cpu_readings);
 
         instrument::set_side(Side::Client);
-        turns.begin(Turn::Client);
+        turns.begin(Side::Client);
         let mut client = ClientConnection::new(Arc::clone(&self.client), self.server_name.clone())?;
-        turns.ended(Turn::Client);
+        turns.ended(Side::Client);
         instrument::set_side(Side::Server);
-        turns.begin(Turn::Server);
+        turns.begin(Side::Server);
         let mut server = ServerConnection::new(Arc::clone(&self.server))?;
-        turns.ended(Turn::Server);
+        turns.ended(Side::Server);
         let mut rounds = 0;
         loop {
             let client_turn = rounds == 0 || pipe.pending_for_client();
             if client_turn {
                 let input = pipe.pending_for_client();
                 instrument::set_side(Side::Client);
-                turns.begin(Turn::Client);
+                turns.begin(Side::Client);
                 pump(&mut *client, &mut client_end, input).context("client")?;
                 if !client.is_handshaking() {
-                    turns.done(Turn::Client);
+                    turns.done(Side::Client);
                 }
-                turns.ended(Turn::Client);
+                turns.ended(Side::Client);
             }
             let server_turn = pipe.pending_for_server();
             if server_turn {
                 instrument::set_side(Side::Server);
-                turns.begin(Turn::Server);
+                turns.begin(Side::Server);
                 pump(&mut *server, &mut server_end, true).context("server")?;
                 if !server.is_handshaking() {
-                    turns.done(Turn::Server);
+                    turns.done(Side::Server);
                 }
-                turns.ended(Turn::Server);
+                turns.ended(Side::Server);
             }
             if !client.is_handshaking()
                 && !server.is_handshaking()

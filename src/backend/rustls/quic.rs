@@ -32,8 +32,9 @@ use rustls::SignatureScheme;
 use super::quic_early::EarlyRequest;
 use super::quic_session::{ClientReport, ReportSlot, ReportingClientConfig, TicketCount};
 use super::{group_id, instrument, scheme_name, suite_name, Provider, RustlsBackend};
-use crate::backend::{CpuReadings, HandshakeSample, Handshaker, Negotiated, Turn, Turns};
+use crate::backend::{CpuReadings, HandshakeSample, Handshaker, Negotiated, Turns};
 use crate::certs::{Credentials, SERVER_NAME};
+use crate::scenario::Side;
 use crate::scenario::{HandshakeScenario, Transport};
 use crate::transport::datagram::{DatagramEnd, DatagramPipe};
 
@@ -274,7 +275,7 @@ fn initial_suite(provider: Provider) -> Result<rustls::quic::Suite> {
 /// One side of a QUIC handshake: its endpoint, its connection once there
 /// is one, its end of the datagrams (the memory channel's or a UDP socket).
 pub(super) struct QuicSide<E> {
-    pub(super) turn: Turn,
+    pub(super) turn: Side,
     endpoint: Endpoint,
     connection: Option<(ConnectionHandle, Connection)>,
     pub(super) end: E,
@@ -334,7 +335,7 @@ impl<E: DatagramLink> QuicSide<E> {
     /// A side of `turn` on `endpoint` whose datagrams go through `end` to
     /// `peer`, datagrams at most `mtu_bytes` long.
     pub(super) fn new(
-        turn: Turn,
+        turn: Side,
         endpoint: Endpoint,
         end: E,
         peer: SocketAddr,
@@ -506,7 +507,7 @@ impl Handshaker for QuicHandshaker {
         }
         let pipe = DatagramPipe::new(self.mtu_bytes);
         let mut client = QuicSide::new(
-            Turn::Client,
+            Side::Client,
             self.client_endpoint(),
             pipe.client_end(),
             SERVER_ADDRESS,
@@ -514,7 +515,7 @@ impl Handshaker for QuicHandshaker {
         );
         client.early = EarlyRequest::for_side(self.early_data, true);
         let mut server = QuicSide::new(
-            Turn::Server,
+            Side::Server,
             self.server_endpoint(),
             pipe.server_end(),
             CLIENT_ADDRESS,
@@ -550,10 +551,10 @@ impl QuicHandshaker {
         turns: &mut Turns,
     ) -> Result<()> {
         let mut now = Instant::now();
-        instrument::set_side(instrument::Side::Client);
-        turns.begin(Turn::Client);
+        instrument::set_side(Side::Client);
+        turns.begin(Side::Client);
         let first = client.connect(now, self.client.clone(), SERVER_ADDRESS);
-        turns.ended(Turn::Client);
+        turns.ended(Side::Client);
         first.context("client")?;
 
         let mut rounds = 0;
@@ -561,8 +562,8 @@ impl QuicHandshaker {
             let mut moved = false;
             for side in [&mut *server, &mut *client] {
                 let waiting = match side.turn {
-                    Turn::Client => pipe.pending_for_client(),
-                    Turn::Server => pipe.pending_for_server(),
+                    Side::Client => pipe.pending_for_client(),
+                    Side::Server => pipe.pending_for_server(),
                 };
                 let timer_due = side.next_timer().is_some_and(|due| due <= now);
                 if !waiting && !timer_due {
@@ -570,8 +571,8 @@ impl QuicHandshaker {
                 }
                 moved = true;
                 instrument::set_side(match side.turn {
-                    Turn::Client => instrument::Side::Client,
-                    Turn::Server => instrument::Side::Server,
+                    Side::Client => Side::Client,
+                    Side::Server => Side::Server,
                 });
                 turns.begin(side.turn);
                 let stepped = side.step(now);

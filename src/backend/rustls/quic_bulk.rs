@@ -21,7 +21,8 @@ use quinn_proto::congestion::NewRenoConfig;
 use quinn_proto::{Dir, ReadError, StreamId, TransportConfig, VarInt};
 
 use super::quic::{QuicHandshaker, QuicSide, CLIENT_ADDRESS, SERVER_ADDRESS};
-use crate::backend::{BulkPair, CpuReadings, Negotiated, Turn, Turns};
+use crate::backend::{BulkPair, CpuReadings, Negotiated, Turns};
+use crate::scenario::Side;
 use crate::transport::datagram::{DatagramEnd, DatagramPipe};
 
 /// The congestion window: past `u32::MAX` quinn's pacer stands aside too.
@@ -55,14 +56,14 @@ impl QuicBulkPair {
 
         let pipe = DatagramPipe::new(handshaker.mtu_bytes);
         let mut client = QuicSide::new(
-            Turn::Client,
+            Side::Client,
             handshaker.client_endpoint(),
             pipe.client_end(),
             SERVER_ADDRESS,
             handshaker.mtu_bytes,
         );
         let mut server = QuicSide::new(
-            Turn::Server,
+            Side::Server,
             handshaker.server_endpoint(),
             pipe.server_end(),
             CLIENT_ADDRESS,

@@ -24,8 +24,9 @@ use bytes::BytesMut;
 use super::quic::{read_datagram, DatagramLink, QuicHandshaker, QuicSide};
 use super::quic_udp::{until, until_connected};
 use super::RustlsBackend;
-use crate::backend::{thread_cpu_ns, CpuReadings, HandshakeSample, Handshaker, SideTime, Turn};
+use crate::backend::{thread_cpu_ns, CpuReadings, HandshakeSample, Handshaker, SideTime};
 use crate::certs::Credentials;
+use crate::scenario::Side;
 use crate::scenario::{HandshakeScenario, Transport};
 use crate::transport::udp::Datagrams;
 
@@ -83,7 +84,7 @@ impl Handshaker for QuicPeerClient {
             .context("a non-blocking UDP socket")?;
         let handshaker = &self.handshaker;
         let mut side = QuicSide::new(
-            Turn::Client,
+            Side::Client,
             handshaker.client_endpoint(),
             RefusalsWait(Datagrams::new(socket)),
             self.address,

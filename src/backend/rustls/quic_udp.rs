@@ -26,7 +26,8 @@ use super::instrument;
 use super::quic::{DatagramLink, QuicHandshaker, QuicSide};
 use super::quic_early::EarlyRequest;
 use crate::backend::socket::{run_sides, Sides};
-use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample, Turn};
+use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
+use crate::scenario::Side;
 use crate::transport::udp::{udp_pair, wait_for_datagram, Datagrams};
 use crate::transport::IO_TIMEOUT;
 
@@ -43,7 +44,7 @@ impl QuicHandshaker {
         let client_address = server_socket.peer_address()?;
         let mtu_bytes = self.mtu_bytes;
         let mut client = QuicSide::new(
-            Turn::Client,
+            Side::Client,
             self.client_endpoint(),
             client_socket,
             server_address,
@@ -51,7 +52,7 @@ impl QuicHandshaker {
         );
         client.early = EarlyRequest::for_side(self.early_data, true);
         let mut server = QuicSide::new(
-            Turn::Server,
+            Side::Server,
             self.server_endpoint(),
             server_socket,
             client_address,
@@ -67,12 +68,12 @@ impl QuicHandshaker {
             ..
         } = run_sides(
             || {
-                instrument::set_side(instrument::Side::Client);
+                instrument::set_side(Side::Client);
                 client.connect(Instant::now(), config, server_address)?;
                 until_connected(&mut client)
             },
             move || {
-                instrument::set_side(instrument::Side::Server);
+                instrument::set_side(Side::Server);
                 // A 0-RTT request not whole by the time the server is
                 // connected was not read under 0-RTT keys: the sample's
                 // verification says so, as over memory.
@@ -110,9 +111,9 @@ impl QuicHandshaker {
         let give_up = Instant::now() + IO_TIMEOUT;
         loop {
             let now = Instant::now();
-            instrument::set_side(instrument::Side::Server);
+            instrument::set_side(Side::Server);
             server.step(now).context("server, sending its ticket")?;
-            instrument::set_side(instrument::Side::Client);
+            instrument::set_side(Side::Client);
             client.step(now).context("client, taking in its ticket")?;
             if self.tickets.load(Ordering::Relaxed) > 0 {
                 return Ok(());
@@ -136,7 +137,7 @@ impl QuicHandshaker {
 /// connected UDP socket it is given.
 pub(super) struct QuicApart {
     pub(super) handshaker: QuicHandshaker,
-    pub(super) side: Turn,
+    pub(super) side: Side,
 }
 
 impl ApartSide for QuicApart {
@@ -150,17 +151,17 @@ impl ApartSide for QuicApart {
         let peer = socket.peer_address()?;
         let handshaker = &self.handshaker;
         let endpoint = match self.side {
-            Turn::Client => handshaker.client_endpoint(),
-            Turn::Server => handshaker.server_endpoint(),
+            Side::Client => handshaker.client_endpoint(),
+            Side::Server => handshaker.server_endpoint(),
         };
         let mut side = QuicSide::new(self.side, endpoint, socket, peer, handshaker.mtu_bytes);
-        if self.side == Turn::Client {
+        if self.side == Side::Client {
             side.connect(Instant::now(), handshaker.client.clone(), peer)?;
         }
         until_connected(&mut side)?;
         let negotiated = match self.side {
-            Turn::Client => Some(handshaker.negotiated()?),
-            Turn::Server => None,
+            Side::Client => Some(handshaker.negotiated()?),
+            Side::Server => None,
         };
         Ok(ApartHandshake {
             negotiated,

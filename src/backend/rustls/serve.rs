@@ -17,11 +17,12 @@ use rustls::server::{
 use rustls::sign::CertifiedKey;
 use rustls::{HandshakeKind, ServerConfig, ServerConnection, SupportedProtocolVersion};
 
-use super::instrument::{self, Side};
+use super::instrument;
 use super::RustlsBackend;
 use super::{all_kx_groups, base_provider, our_group, rustls_chain, suite_name, Provider};
 use crate::backend::{Backend, ServerSession, TlsAcceptor, SERVER_ALPN};
 use crate::certs::Credentials;
+use crate::scenario::Side;
 use crate::scenario::{HandshakeScenario, Named, Resumption, ServerOffer, TlsVersion};
 
 /// The server configuration of one scenario.

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use rustls::{ClientConnection, HandshakeKind, ServerConnection, StreamOwned};
 
-use super::instrument::{self, Side};
+use super::instrument;
 use super::RustlsHandshaker;
 use crate::backend::socket::{run_sides, Sides, SocketBulkPair};
-use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample, Turn};
+use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
+use crate::scenario::Side;
 use crate::transport::tcp::TcpLoopback;
 
 type Established = Sides<(ClientConnection, TcpStream), (ServerConnection, TcpStream)>;
@@ -110,7 +111,7 @@ pub(super) fn bulk_pair_over_tcp(handshaker: &RustlsHandshaker) -> Result<Socket
 /// One side of a rustls handshaker over TCP, its peer elsewhere.
 pub(super) struct RustlsApart {
     pub(super) handshaker: RustlsHandshaker,
-    pub(super) side: Turn,
+    pub(super) side: Side,
 }
 
 impl ApartSide for RustlsApart {
@@ -120,7 +121,7 @@ impl ApartSide for RustlsApart {
         };
         let handshaker = &self.handshaker;
         match self.side {
-            Turn::Client => {
+            Side::Client => {
                 let mut client = ClientConnection::new(
                     Arc::clone(&handshaker.client),
                     handshaker.server_name.clone(),
@@ -140,7 +141,7 @@ impl ApartSide for RustlsApart {
                     connection: Box::new((client, socket)),
                 })
             }
-            Turn::Server => {
+            Side::Server => {
                 let mut server = ServerConnection::new(Arc::clone(&handshaker.server))?;
                 while server.is_handshaking() {
                     server.complete_io(&mut socket)?;

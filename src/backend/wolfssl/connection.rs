@@ -13,7 +13,7 @@ use anyhow::{bail, Context as _, Result};
 use wolfssl_sys as sys;
 
 use crate::certs::{CertChain, Credentials, SERVER_NAME};
-use crate::scenario::{Group, HandshakeScenario, KxKind, Named, Resumption, TlsVersion};
+use crate::scenario::{Group, HandshakeScenario, KxKind, Named, Resumption, Side, TlsVersion};
 use crate::transport::datagram::DatagramEnd;
 use crate::transport::memory::PipeEnd;
 
@@ -47,13 +47,6 @@ pub(super) fn library_version() -> String {
     unsafe { CStr::from_ptr(sys::wolfSSL_lib_version()) }
         .to_string_lossy()
         .into_owned()
-}
-
-/// Which side a context or connection is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Side {
-    Client,
-    Server,
 }
 
 /// A wolfSSL context for one side of one scenario.

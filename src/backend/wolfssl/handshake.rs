@@ -4,14 +4,15 @@
 
 use anyhow::{bail, Context as _, Result};
 
-use super::connection::{self, Connection, Context, Endpoint, Progress, Session, Side};
+use super::connection::{self, Connection, Context, Endpoint, Progress, Session};
 use super::descriptor::capabilities;
 use super::DESCRIPTOR;
 use crate::backend::{
     Backend, BulkPair, Capabilities, CpuReadings, HandshakeSample, Handshaker, LibraryInfo,
-    Negotiated, PrimitiveBackend, SideTimes, Turn, Turns,
+    Negotiated, PrimitiveBackend, SideTimes, Turns,
 };
 use crate::certs::Credentials;
+use crate::scenario::Side;
 use crate::scenario::{Group, HandshakeScenario, Named, Resumption, TlsVersion};
 use crate::transport::datagram::DatagramPipe;
 use crate::transport::memory::Pipe;
@@ -248,7 +249,7 @@ impl WolfsslHandshaker {
         }
         let start = std::time::Instant::now();
         let mut turns = Turns::start(self.cpu_readings);
-        turns.begin(Turn::Client);
+        turns.begin(Side::Client);
         let mut client = self.new_client(pipe)?;
         let mut server: Option<Connection> = None;
         let (mut client_done, mut server_done) = (false, false);
@@ -257,18 +258,18 @@ impl WolfsslHandshaker {
             let client_turn = rounds == 0 || pipe.pending_for(Side::Client);
             if client_turn {
                 if rounds > 0 {
-                    turns.begin(Turn::Client);
+                    turns.begin(Side::Client);
                 }
                 let was_done = client_done;
                 step(&mut client, Side::Client, &mut client_done).context("client")?;
                 if client_done && !was_done {
-                    turns.done(Turn::Client);
+                    turns.done(Side::Client);
                 }
-                turns.ended(Turn::Client);
+                turns.ended(Side::Client);
             }
             let server_turn = pipe.pending_for(Side::Server);
             if server_turn {
-                turns.begin(Turn::Server);
+                turns.begin(Side::Server);
                 let server = match &mut server {
                     Some(server) => server,
                     None => server.insert(self.server.connect(pipe.end(Side::Server))?),
@@ -276,9 +277,9 @@ impl WolfsslHandshaker {
                 let was_done = server_done;
                 step(server, Side::Server, &mut server_done).context("server")?;
                 if server_done && !was_done {
-                    turns.done(Turn::Server);
+                    turns.done(Side::Server);
                 }
-                turns.ended(Turn::Server);
+                turns.ended(Side::Server);
             }
             if client_done
                 && server_done

@@ -5,21 +5,21 @@ use super::table::millions;
 use super::{axis_cells, AXIS_HEADERS};
 use crate::report::{ColumnKind, Table};
 use crate::workload::handshake::CellResult;
-use crate::workload::perf::Category;
+use crate::workload::perf::ProfileCategory;
 
 /// The short headers of the breakdown's categories, in
-/// [`Category::ALL`]'s order (the kernel is never counted in user space).
-const CATEGORY_HEADERS: [(Category, &str); 10] = [
-    (Category::PublicKey, "pubkey"),
-    (Category::Hashing, "hash"),
-    (Category::Symmetric, "sym"),
-    (Category::Random, "rand"),
-    (Category::Certificates, "x509"),
-    (Category::TlsStateMachine, "tls"),
-    (Category::OpensslPlumbing, "plumb"),
-    (Category::MemoryLibc, "libc"),
-    (Category::HttpTlslab, "tlslab"),
-    (Category::Other, "other"),
+/// [`ProfileCategory::ALL`]'s order (the kernel is never counted in user space).
+const CATEGORY_HEADERS: [(ProfileCategory, &str); 10] = [
+    (ProfileCategory::PublicKey, "pubkey"),
+    (ProfileCategory::Hashing, "hash"),
+    (ProfileCategory::Symmetric, "sym"),
+    (ProfileCategory::Random, "rand"),
+    (ProfileCategory::Certificates, "x509"),
+    (ProfileCategory::TlsStateMachine, "tls"),
+    (ProfileCategory::OpensslPlumbing, "plumb"),
+    (ProfileCategory::MemoryLibc, "libc"),
+    (ProfileCategory::HttpTlslab, "tlslab"),
+    (ProfileCategory::Other, "other"),
 ];
 
 /// Where each side's instructions go: per cell and side, each category's
@@ -49,7 +49,10 @@ pub fn breakdown_table(cells: &[CellResult]) -> Option<Table> {
     for (i, (category, _)) in CATEGORY_HEADERS.iter().enumerate() {
         if matches!(
             category,
-            Category::Random | Category::Symmetric | Category::HttpTlslab | Category::Other
+            ProfileCategory::Random
+                | ProfileCategory::Symmetric
+                | ProfileCategory::HttpTlslab
+                | ProfileCategory::Other
         ) {
             priority[axes + 1 + i] = 1;
         }
@@ -60,12 +63,12 @@ pub fn breakdown_table(cells: &[CellResult]) -> Option<Table> {
         .titled("Where the instructions go (% of each side's instructions per handshake)");
     for row in counted {
         for side in ["client", "server"] {
-            let of_side = |category: Category| -> f64 {
+            let of_side = |category: ProfileCategory| -> f64 {
                 row.counts
                     .breakdown
                     .iter()
                     .filter(|c| {
-                        c.side == side && Category::from_label(&c.category) == Some(category)
+                        c.side == side && ProfileCategory::from_label(&c.category) == Some(category)
                     })
                     .map(|c| c.instructions)
                     .sum()

@@ -2,8 +2,9 @@
 //! each side's time goes, stacked by category.
 
 use super::{Bar, Figure, Layout};
-use crate::backend::rustls::instrument::{Category, Side};
 use crate::report::cost::ScenarioCost;
+use crate::scenario::operations::Category;
+use crate::scenario::Side;
 
 fn side_name(side: Side) -> &'static str {
     match side {

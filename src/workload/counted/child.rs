@@ -15,12 +15,13 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::plan::{ChildCell, CountPlan, PlannedCount, Work, SAMPLE_LABEL};
-use crate::backend::turns::{count_sides, side_begins, side_ends, SideCounter, Turn};
+use crate::backend::turns::{count_sides, side_begins, side_ends, SideCounter};
 use crate::backend::{backend_by_id, Negotiated};
 use crate::certs::CertCache;
 use crate::measure::CellStatus;
 use crate::scenario::bulk::BulkScenario;
 use crate::scenario::tunnel::TunnelScenario;
+use crate::scenario::Side;
 use crate::valgrind::callgrind;
 use crate::workload::bulk::BulkProbe;
 use crate::workload::handshake::HandshakeProbe;
@@ -120,9 +121,9 @@ fn prepare(
             let operations = *operations;
             Ok((
                 Box::new(move || {
-                    side_begins(Turn::Client);
+                    side_begins(Side::Client);
                     let result = prepared.run(operations);
-                    side_ends(Turn::Client);
+                    side_ends(Side::Client);
                     result.map_err(|e| format!("{e:#}"))
                 }),
                 None,

@@ -36,7 +36,7 @@ use crate::backend::{Backend, Negotiated};
 use crate::certs::CertCache;
 use crate::measure::{CellStatus, Outcome, Timed};
 use crate::scenario::{HandshakeScenario, KxKind, Measure, SignatureFamily};
-use crate::workload::perf::Category;
+use crate::workload::perf::ProfileCategory;
 
 /// Counted samples per cell without `--runs`: counts repeat, so a few
 /// suffice; rows whose counts vary (ML-DSA's rejection sampling) say so.
@@ -450,7 +450,7 @@ fn read_child(run: &Running, breakdown: bool, counted: &mut [Option<CountedCell>
     // Per (cell, sample): each side's instructions; per (cell, side,
     // category): instructions over the cell's samples.
     let mut samples: BTreeMap<(usize, usize), Instructions> = BTreeMap::new();
-    let mut categories: BTreeMap<(usize, &'static str, Category), u64> = BTreeMap::new();
+    let mut categories: BTreeMap<(usize, &'static str, ProfileCategory), u64> = BTreeMap::new();
     let mut current: Option<(usize, usize)> = None;
     for part in &parts {
         if let Some(sample) = sample_of(&part.label) {
@@ -473,7 +473,7 @@ fn read_child(run: &Running, breakdown: bool, counted: &mut [Option<CountedCell>
         }
         for function in &part.functions {
             let category =
-                Category::of_function(&function.function, &function.file, &function.object);
+                ProfileCategory::of_function(&function.function, &function.file, &function.object);
             *categories.entry((sample.0, side, category)).or_default() += function.instructions;
         }
     }
@@ -536,7 +536,7 @@ fn read_child(run: &Running, breakdown: bool, counted: &mut [Option<CountedCell>
 
 /// One cell's categories per side, as means per sample.
 fn category_means(
-    categories: &BTreeMap<(usize, &'static str, Category), u64>,
+    categories: &BTreeMap<(usize, &'static str, ProfileCategory), u64>,
     index: usize,
     samples: usize,
 ) -> Vec<CategoryCount> {

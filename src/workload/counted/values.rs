@@ -28,7 +28,7 @@ impl Sampled for Instructions {
 pub struct CategoryCount {
     /// "client" or "server".
     pub side: String,
-    /// A category's label ([`crate::workload::perf::Category`]).
+    /// A category's label ([`crate::workload::perf::ProfileCategory`]).
     pub category: String,
     pub instructions: f64,
 }

@@ -26,10 +26,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{
     thread_cpu_ns, ApartConnection, ApartSide, Backend, Capabilities, Carrier, HandshakeSample,
-    Handshaker, LibraryInfo, PrimitiveBackend, SideTime, Turn,
+    Handshaker, LibraryInfo, PrimitiveBackend, SideTime,
 };
 use crate::certs::{CertChain, Credentials};
 use crate::host::HostInfo;
+use crate::scenario::Side;
 use crate::scenario::{parse_name, HandshakeScenario, Named};
 use crate::transport::udp::Datagrams;
 use crate::transport::IO_TIMEOUT;
@@ -397,7 +398,7 @@ impl Backend for RemoteBackend {
         Ok(Box::new(RemoteHandshaker {
             cell,
             datagrams: scenario.version.is_datagram(),
-            client: self.local.apart(scenario, credentials, Turn::Client)?,
+            client: self.local.apart(scenario, credentials, Side::Client)?,
             remote: Arc::clone(&self.remote),
         }))
     }

@@ -10,8 +10,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use super::{Control, Reply, Request, PROTOCOL, REPORT_TIMEOUT};
-use crate::backend::{backend_by_id, thread_cpu_ns, ApartSide, Carrier, Turn};
+use crate::backend::{backend_by_id, thread_cpu_ns, ApartSide, Carrier};
 use crate::host::HostInfo;
+use crate::scenario::Side;
 use crate::transport::udp::Datagrams;
 use crate::transport::IO_TIMEOUT;
 
@@ -43,7 +44,7 @@ pub fn serve_control(control: &mut Control, bind: IpAddr, stop: &AtomicBool) -> 
                 let prepared = (|| -> Result<Row> {
                     let backend = backend_by_id(&backend)?;
                     let credentials = credentials.credentials()?;
-                    let side = backend.apart(&scenario, &credentials, Turn::Server)?;
+                    let side = backend.apart(&scenario, &credentials, Side::Server)?;
                     Ok(Row {
                         side,
                         datagrams: scenario.version.is_datagram(),

@@ -34,8 +34,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::backend::rustls::instrument::{self, Category, Side};
+use crate::backend::rustls::instrument;
 use crate::backend::{thread_cpu_ns, TlsAcceptor};
+use crate::scenario::operations::Category;
+use crate::scenario::Side;
 use anyhow::{anyhow, Context, Result};
 use connection::{Connection, Turn};
 use connections::Connections;

@@ -3,9 +3,8 @@
 
 use std::time::Duration;
 
+use crate::scenario::operations::Category;
 use serde::Serialize;
-
-use crate::backend::rustls::instrument::Category;
 
 /// What the server did, over all its workers.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]

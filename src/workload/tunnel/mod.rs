@@ -28,11 +28,12 @@ use serde::Serialize;
 pub use engine::{EngineOptions, EngineRig, TunnelEngine};
 
 use crate::backend::thread_cpu_ns;
-use crate::backend::turns::{side_begins, side_ends, Turn};
+use crate::backend::turns::{side_begins, side_ends};
 use crate::measure::{Outcome, Sampled};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::{EngineId, RowEngine, TunnelScenario};
 use crate::scenario::CpuFeatures;
+use crate::scenario::Side;
 // The file, not `counted` itself: the counted child imports this module.
 use crate::workload::counted::values::Instructions;
 
@@ -228,15 +229,15 @@ pub(super) fn timed_batch<S>(
     let start_cpu = thread_cpu_ns();
     let start = std::time::Instant::now();
     // One relaxed load each when not counted.
-    side_begins(Turn::Client);
+    side_begins(Side::Client);
     let sent = send(state);
-    side_ends(Turn::Client);
+    side_ends(Side::Client);
     sent?;
     let sent = std::time::Instant::now();
     let sent_cpu = thread_cpu_ns();
-    side_begins(Turn::Server);
+    side_begins(Side::Server);
     let received = receive(state);
-    side_ends(Turn::Server);
+    side_ends(Side::Server);
     received?;
     let received = std::time::Instant::now();
     let received_cpu = thread_cpu_ns();

@@ -19,9 +19,10 @@ use boringtun::noise::TunnResult;
 
 use super::{ip_packet, unexpected, Peers, MIN_DATAGRAM_BUFFER_BYTES};
 use crate::backend::thread_cpu_ns;
-use crate::backend::turns::{side_begins, side_ends, Turn};
+use crate::backend::turns::{side_begins, side_ends};
 use crate::measure::Outcome;
 use crate::scenario::tunnel::Payload;
+use crate::scenario::Side;
 use crate::workload::tunnel::engine::CountedSample;
 use crate::workload::tunnel::setup::{SetupOutcome, SetupProbe, SetupSample};
 
@@ -54,15 +55,15 @@ struct SideTimes {
 
 impl SideTimes {
     /// Runs one side's step, on its turn, and adds its CPU time to the side's.
-    fn step<T>(&mut self, turn: Turn, step: impl FnOnce() -> T) -> T {
+    fn step<T>(&mut self, turn: Side, step: impl FnOnce() -> T) -> T {
         let start = thread_cpu_ns();
         side_begins(turn);
         let result = step();
         side_ends(turn);
         let spent = thread_cpu_ns().saturating_sub(start);
         match turn {
-            Turn::Client => self.initiator_ns += spent,
-            Turn::Server => self.responder_ns += spent,
+            Side::Client => self.initiator_ns += spent,
+            Side::Server => self.responder_ns += spent,
         }
         result
     }
@@ -98,21 +99,21 @@ pub(super) fn establish(
     let (sender, receiver) = (&mut peers.sender, &mut peers.receiver);
     let start = Instant::now();
 
-    let initiation = times.step(Turn::Client, || {
+    let initiation = times.step(Side::Client, || {
         datagram(
             sender.format_handshake_initiation(&mut buffer, false),
             "the initiation",
         )
     })?;
     let initiation = deliver(HandshakeMessage::Initiation, initiation);
-    let response = times.step(Turn::Server, || {
+    let response = times.step(Side::Server, || {
         datagram(
             receiver.decapsulate(None, &initiation, &mut buffer),
             "the response",
         )
     })?;
     let response = deliver(HandshakeMessage::Response, response);
-    let (keepalive, data) = times.step(Turn::Client, || -> Result<_> {
+    let (keepalive, data) = times.step(Side::Client, || -> Result<_> {
         let keepalive = datagram(
             sender.decapsulate(None, &response, &mut buffer),
             "the initiator's keepalive",
@@ -125,7 +126,7 @@ pub(super) fn establish(
     })?;
     let keepalive = deliver(HandshakeMessage::Keepalive, keepalive);
     let data = deliver(HandshakeMessage::FirstData, data);
-    times.step(Turn::Server, || -> Result<()> {
+    times.step(Side::Server, || -> Result<()> {
         match receiver.decapsulate(None, &keepalive, &mut buffer) {
             TunnResult::Done => {}
             other => bail!(
