@@ -64,10 +64,7 @@ pub fn records(report: &TunnelReport) -> Table {
         ]
         .map(String::from),
     );
-    let mut table = Table {
-        headers: header,
-        ..Table::default()
-    };
+    let mut table = Table::records(header);
     for row in &report.rows {
         let s = &row.scenario;
         let mut fields: Vec<String> = vec![
