@@ -511,6 +511,75 @@ fn records_table(phases: &[Phase]) -> Table {
     records
 }
 
+/// Returns true if and only if perf's category `label` is the TLS library's.
+fn in_library(label: &str) -> bool {
+    ProfileCategory::from_label(label).is_some_and(|c| ProfileCategory::TLS_LIBRARY.contains(&c))
+}
+
+/// Returns true if and only if two labels name the same category.
+fn same_category(a: &str, b: &str) -> bool {
+    ProfileCategory::from_label(a) == ProfileCategory::from_label(b)
+}
+
+/// A category's share of the TLS library's samples (`library` of them
+/// all), in percent; `None` outside the library or without samples.
+fn of_library(shares: &[(String, f64)], library: f64, label: &str) -> Option<f64> {
+    let share = shares.iter().find(|(l, _)| l == label).map(|(_, s)| *s)?;
+    (in_library(label) && library > 0.0).then(|| share / library * 100.0)
+}
+
+/// The symbol-category table's columns, with the counted handshake's
+/// beside perf's when one was counted.
+fn category_columns<'a>(
+    shares: &'a [(String, f64)],
+    library: f64,
+    counted: Option<&'a ServerHandshakeCount>,
+) -> Columns<'a, &'a str> {
+    let dash = || "—".to_string();
+    let mut columns = Columns::new()
+        .with(Column::text("category"), |label: &&str| label.to_string())
+        .with(Column::number("share of samples"), move |label| {
+            let share = shares.iter().find(|(l, _)| l == label).map(|(_, s)| *s);
+            share.map_or_else(dash, |s| format!("{s:.1}%"))
+        })
+        .with(Column::number("share of the TLS library"), move |label| {
+            of_library(shares, library, label).map_or_else(dash, |p| format!("{p:.1}%"))
+        });
+    if let Some(count) = counted {
+        // The counted handshake's instructions in a category (0: none).
+        let instructions = move |label: &str| -> f64 {
+            count
+                .categories
+                .iter()
+                .filter(|(l, _)| same_category(l, label))
+                .map(|(_, n)| *n)
+                .sum()
+        };
+        let total = count.server_instructions.max(1.0);
+        columns = columns
+            .with(
+                Column::number("handshake M instr (counted)"),
+                move |label| {
+                    let n = instructions(label);
+                    if n > 0.0 {
+                        format!("{:.3}", n / 1e6)
+                    } else {
+                        dash()
+                    }
+                },
+            )
+            .with(Column::number("share of the handshake"), move |label| {
+                let n = instructions(label);
+                if n > 0.0 {
+                    format!("{:.1}%", n / total * 100.0)
+                } else {
+                    dash()
+                }
+            });
+    }
+    columns
+}
+
 impl LoadReport<'_> {
     /// perf's samples per symbol category, and each of the TLS library's
     /// categories as a share of the library's samples (the study's
@@ -519,103 +588,58 @@ impl LoadReport<'_> {
     /// beside them.
     fn category_table(&self) -> Table {
         let counted = self.counted.as_ref().and_then(|c| c.as_ref().ok());
-        let mut columns = vec![
-            Column::text("category"),
-            Column::number("share of samples"),
-            Column::number("share of the TLS library"),
-        ];
-        if counted.is_some() {
-            columns.extend([
-                Column::number("handshake M instr (counted)"),
-                Column::number("share of the handshake"),
-            ]);
-        }
-        let mut table =
-            Table::new(columns).titled("Where the server's CPU went (perf, per symbol category)");
         let no_profile = self.categories.as_ref().err();
         let empty = Vec::new();
         let shares = self.categories.as_ref().unwrap_or(&empty);
-        if let Some(reason) = no_profile {
-            if counted.is_none() {
-                table.empty = Some(format!("No per-symbol profile: {reason}"));
-                self.counted_notes(&mut table);
-                return table;
-            }
-            table.notes.push(format!("No per-symbol profile: {reason}"));
-        }
-        let in_library = |label: &str| {
-            ProfileCategory::from_label(label)
-                .is_some_and(|c| ProfileCategory::TLS_LIBRARY.contains(&c))
-        };
         let library: f64 = shares
             .iter()
             .filter(|(l, _)| in_library(l))
             .map(|(_, s)| s)
             .sum();
-        let dash = || "—".to_string();
         // Per category as perf named them, then those only counting found.
         let mut labels: Vec<&str> = shares.iter().map(|(l, _)| l.as_str()).collect();
         for (label, _) in counted.map_or(&[][..], |c| &c.categories[..]) {
-            if !labels
-                .iter()
-                .any(|l| ProfileCategory::from_label(l) == ProfileCategory::from_label(label))
-            {
+            if !labels.iter().any(|l| same_category(l, label)) {
                 labels.push(label);
             }
         }
-        let mut inside = Vec::new();
-        for label in labels {
-            let share = shares.iter().find(|(l, _)| l == label).map(|(_, s)| *s);
-            let of_library = match share {
-                Some(share) if in_library(label) && library > 0.0 => {
-                    let percent = share / library * 100.0;
-                    inside.push(format!("{label} {percent:.1}%"));
-                    format!("{percent:.1}%")
-                }
-                _ => dash(),
-            };
-            let mut row = vec![
-                label.to_string(),
-                share.map_or_else(dash, |s| format!("{s:.1}%")),
-                of_library,
-            ];
-            if let Some(count) = counted {
-                let instructions = count
-                    .categories
+        if no_profile.is_some() && counted.is_none() {
+            labels.clear();
+        }
+        let mut table = category_columns(shares, library, counted)
+            .table(&labels)
+            .titled("Where the server's CPU went (perf, per symbol category)");
+        match no_profile {
+            Some(reason) if counted.is_none() => {
+                table.empty = Some(format!("No per-symbol profile: {reason}"));
+            }
+            Some(reason) => table.notes.push(format!("No per-symbol profile: {reason}")),
+            None => {
+                let kernel: f64 = shares
                     .iter()
                     .filter(|(l, _)| {
-                        ProfileCategory::from_label(l) == ProfileCategory::from_label(label)
+                        ProfileCategory::from_label(l) == Some(ProfileCategory::Kernel)
                     })
-                    .map(|(_, n)| *n)
-                    .sum::<f64>();
-                let total = count.server_instructions.max(1.0);
-                row.extend(if instructions > 0.0 {
-                    [
-                        format!("{:.3}", instructions / 1e6),
-                        format!("{:.1}%", instructions / total * 100.0),
-                    ]
-                } else {
-                    [dash(), dash()]
-                });
-            }
-            table.rows.push(row);
-        }
-        if no_profile.is_none() {
-            let kernel: f64 = shares
-                .iter()
-                .filter(|(l, _)| ProfileCategory::from_label(l) == Some(ProfileCategory::Kernel))
-                .map(|(_, s)| s)
-                .sum();
-            if kernel < 100.0 {
+                    .map(|(_, s)| s)
+                    .sum();
+                if kernel < 100.0 {
+                    table.notes.push(format!(
+                        "The TLS library as a whole: {library:.1}% of the samples, {:.1}% outside the kernel.",
+                        library / (100.0 - kernel) * 100.0
+                    ));
+                }
+                let inside: Vec<String> = labels
+                    .iter()
+                    .filter_map(|label| {
+                        let percent = of_library(shares, library, label)?;
+                        Some(format!("{label} {percent:.1}%"))
+                    })
+                    .collect();
                 table.notes.push(format!(
-                    "The TLS library as a whole: {library:.1}% of the samples, {:.1}% outside the kernel.",
-                    library / (100.0 - kernel) * 100.0
+                    "Inside the TLS library: {}. Symbols put in categories by name (bn_*, ec_*, rsa*, x25519*: public key; sha*, hmac, kdf: hashing; aes*, gcm*, chacha*, *cbc*: symmetric; drbg, rand: random; x509, asn1, d2i/i2d: certificates; ssl*, tls*: TLS state machine; the rest of OpenSSL: plumbing). Symmetric includes the pages' record protection, which the classic study's handshake breakdown (public key 92%, hashing 1.3%, symmetric 0.15%) left out.",
+                    inside.join(", ")
                 ));
             }
-            table.notes.push(format!(
-                "Inside the TLS library: {}. Symbols put in categories by name (bn_*, ec_*, rsa*, x25519*: public key; sha*, hmac, kdf: hashing; aes*, gcm*, chacha*, *cbc*: symmetric; drbg, rand: random; x509, asn1, d2i/i2d: certificates; ssl*, tls*: TLS state machine; the rest of OpenSSL: plumbing). Symmetric includes the pages' record protection, which the classic study's handshake breakdown (public key 92%, hashing 1.3%, symmetric 0.15%) left out.",
-                inside.join(", ")
-            ));
         }
         self.counted_notes(&mut table);
         table

@@ -45,116 +45,30 @@ pub enum ServerRow<'a> {
 /// The shared objects shown per row: the largest shares outside the kernel.
 const TOP_OBJECTS: usize = 3;
 
+/// The latency columns: header, priority on a narrow terminal, phase and
+/// percentile (an index into [`crate::workload::load::PERCENTILES`]).
+type LatencyColumn = (&'static str, u8, fn(&Latencies) -> &Histogram<u64>, usize);
+
+/// The medians of each phase and the total's 99th percentile.
+const LATENCY_COLUMNS: [LatencyColumn; 6] = [
+    ("connect p50 ms", 3, |l| &l.connect, 0),
+    ("handshake p50 ms", 2, |l| &l.handshake, 0),
+    ("first byte p50 ms", 3, |l| &l.first_byte, 0),
+    ("transfer p50 ms", 3, |l| &l.transfer, 0),
+    ("total p50 ms", 1, |l| &l.total, 0),
+    ("total p99 ms", 1, |l| &l.total, 2),
+];
+
 /// Every server's loads side by side, in the order they ran. `certs` are
 /// the certificates loaded, in the order given: with two or more, a
 /// certificate column and each row's server CPU per request against the
 /// first certificate's; with one, the table is the same as without.
 pub fn servers_table(rows: &[ServerRow<'_>], certs: &[&str]) -> Table {
-    // With two certificates or more: the certificate after the server, and
-    // the ratio to the first one's server CPU after the server CPU.
     let first = match certs {
         [first, _, ..] => Some(*first),
         _ => None,
     };
-    let latency = |pick: fn(&Latencies) -> &Histogram<u64>, at: usize| {
-        figure(move |load| {
-            percentiles(pick(&load.result.latencies)).map_or("—".to_string(), |v| ms(v[at]))
-        })
-    };
-    let mut columns = Columns::new().with(Column::text("server"), |row: &ServerRow| match row {
-        ServerRow::Loaded { server, .. } | ServerRow::Unusable { server, .. } => server.to_string(),
-    });
-    if first.is_some() {
-        columns.push(Column::text("certificate"), |row| match row {
-            ServerRow::Loaded { cert, .. } | ServerRow::Unusable { cert, .. } => cert.to_string(),
-        });
-    }
-    columns = columns
-        .with(Column::text("HTTP"), |row| match row {
-            ServerRow::Loaded { plan, .. } => http_in_words(plan),
-            ServerRow::Unusable { http, .. } => http.clone(),
-        })
-        // After the ramp, the rate the plan offers (the whole run without one).
-        .with(
-            Column::number("answers/s after the ramp"),
-            figure(|load| {
-                let result = load.result;
-                format!(
-                    "{:.1}",
-                    result
-                        .steady_rate(load.plan)
-                        .unwrap_or_else(|| result.achieved_rate())
-                )
-            }),
-        )
-        .with(
-            Column::number("connect p50 ms").priority(3),
-            latency(|l| &l.connect, 0),
-        )
-        .with(
-            Column::number("handshake p50 ms").priority(2),
-            latency(|l| &l.handshake, 0),
-        )
-        .with(
-            Column::number("first byte p50 ms").priority(3),
-            latency(|l| &l.first_byte, 0),
-        )
-        .with(
-            Column::number("transfer p50 ms").priority(3),
-            latency(|l| &l.transfer, 0),
-        )
-        .with(
-            Column::number("total p50 ms").priority(1),
-            latency(|l| &l.total, 0),
-        )
-        .with(
-            Column::number("total p99 ms").priority(1),
-            latency(|l| &l.total, 2),
-        )
-        .with(
-            Column::number("errors").priority(1),
-            figure(|load| {
-                load.result
-                    .errors
-                    .iter()
-                    .map(|(_, n)| n)
-                    .sum::<usize>()
-                    .to_string()
-            }),
-        )
-        .with(
-            Column::number("server CPU µs/req"),
-            figure(|load| {
-                load.server_cpu_ns
-                    .map_or("not known".to_string(), |ns| per_request(load.result, ns))
-            }),
-        );
-    if let Some(first) = first {
-        columns.push(
-            Column::number(format!("server CPU vs {first}")),
-            move |row| {
-                cpu_ratio_to(row, rows, first)
-                    .map_or("—".to_string(), |ratio| format!("{ratio:.2}"))
-            },
-        );
-    }
-    let mut table = columns
-        .with(
-            Column::number("client CPU µs/req").priority(1),
-            figure(|load| per_request(load.result, load.result.client_cpu_ns)),
-        )
-        .with(
-            Column::text("server CPU per shared object (perf)").priority(2),
-            figure(|load| {
-                load.profile
-                    .as_ref()
-                    .map_or("—".to_string(), |shares| top_objects(shares))
-            }),
-        )
-        .with(Column::notes("notes"), |row| match row {
-            ServerRow::Loaded { .. } => String::new(),
-            ServerRow::Unusable { reason, .. } => reason.to_string(),
-        })
+    let mut table = columns(rows, first)
         .table(rows)
         .titled("Servers side by side (latency from each request's due time)");
     if let Some(ServerRow::Loaded { plan, .. }) =
@@ -173,6 +87,80 @@ pub fn servers_table(rows: &[ServerRow<'_>], certs: &[&str]) -> Table {
         table.notes.push("The servers ran one after another, each started, loaded with the whole plan in every HTTP version and stopped before the next; each load is stored as a run of its own. CPU per request is per answered request; the shared objects are perf's shares of the server's user-space samples, the kernel's of all samples.".to_string());
     }
     table
+}
+
+/// The servers table's columns; with `first` (two certificates or more)
+/// the certificate after the server, and the ratio to the first one's
+/// server CPU after the server CPU.
+fn columns<'a>(rows: &'a [ServerRow<'a>], first: Option<&'a str>) -> Columns<'a, ServerRow<'a>> {
+    let mut columns = Columns::new().with(Column::text("server"), |row: &ServerRow| match row {
+        ServerRow::Loaded { server, .. } | ServerRow::Unusable { server, .. } => server.to_string(),
+    });
+    if first.is_some() {
+        columns.push(Column::text("certificate"), |row| match row {
+            ServerRow::Loaded { cert, .. } | ServerRow::Unusable { cert, .. } => cert.to_string(),
+        });
+    }
+    columns.push(Column::text("HTTP"), |row| match row {
+        ServerRow::Loaded { plan, .. } => http_in_words(plan),
+        ServerRow::Unusable { http, .. } => http.clone(),
+    });
+    // After the ramp, the rate the plan offers (the whole run without one).
+    columns.push(
+        Column::number("answers/s after the ramp"),
+        figure(|load| {
+            let rate = load.result.steady_rate(load.plan);
+            format!("{:.1}", rate.unwrap_or_else(|| load.result.achieved_rate()))
+        }),
+    );
+    for (header, priority, phase, at) in LATENCY_COLUMNS {
+        columns.push(
+            Column::number(header).priority(priority),
+            figure(move |load| {
+                percentiles(phase(&load.result.latencies)).map_or("—".to_string(), |v| ms(v[at]))
+            }),
+        );
+    }
+    columns.push(
+        Column::number("errors").priority(1),
+        figure(|load| {
+            let errors: usize = load.result.errors.iter().map(|(_, n)| n).sum();
+            errors.to_string()
+        }),
+    );
+    columns.push(
+        Column::number("server CPU µs/req"),
+        figure(|load| {
+            load.server_cpu_ns
+                .map_or("not known".to_string(), |ns| per_request(load.result, ns))
+        }),
+    );
+    if let Some(first) = first {
+        columns.push(
+            Column::number(format!("server CPU vs {first}")),
+            move |row| {
+                cpu_ratio_to(row, rows, first)
+                    .map_or("—".to_string(), |ratio| format!("{ratio:.2}"))
+            },
+        );
+    }
+    columns
+        .with(
+            Column::number("client CPU µs/req").priority(1),
+            figure(|load| per_request(load.result, load.result.client_cpu_ns)),
+        )
+        .with(
+            Column::text("server CPU per shared object (perf)").priority(2),
+            figure(|load| {
+                load.profile
+                    .as_ref()
+                    .map_or("—".to_string(), |s| top_objects(s))
+            }),
+        )
+        .with(Column::notes("notes"), |row| match row {
+            ServerRow::Loaded { .. } => String::new(),
+            ServerRow::Unusable { reason, .. } => reason.to_string(),
+        })
 }
 
 /// What the figures of a load that ran are read from.

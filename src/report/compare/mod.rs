@@ -361,13 +361,25 @@ impl Comparison {
     }
 
     fn shared_table(&self) -> Table {
+        let mut table = self
+            .shared_columns()
+            .table(&self.rows)
+            .titled(self.shared_title());
+        table.empty = Some("the runs share no row".to_string());
+        self.shared_notes(&mut table);
+        table
+    }
+
+    /// The shared rows' columns: the row, both medians, their ratio with
+    /// its interval, the sample counts, the verdict and the notes.
+    fn shared_columns(&self) -> Columns<'_, ComparedRow> {
         let unit = self.kind.unit;
         let dash = || "—".to_string();
         let figure = |value: f64| format_us(value * self.kind.scale);
         // On a narrow terminal the sample counts go first, then the two
         // medians, then the interval (the verdict says what it showed);
         // the ratio and the verdict stay.
-        let mut table = Columns::new()
+        Columns::new()
             .with(
                 Column::axis(self.kind.backend_header),
                 |row: &ComparedRow| {
@@ -423,9 +435,11 @@ impl Comparison {
             .with(Column::notes("notes"), |row| {
                 row.reason.clone().unwrap_or_default()
             })
-            .table(&self.rows)
-            .titled(self.shared_title());
-        table.empty = Some("the runs share no row".to_string());
+    }
+
+    /// What the shared rows' figures and verdicts mean, and how the rows
+    /// were matched.
+    fn shared_notes(&self, table: &mut Table) {
         table.notes.push(format!(
             "A, B: the median of each run's samples, in {}; a sample's cost is {}. B/A: B's median over A's (above 1: B is slower).",
             self.kind.unit,
@@ -456,7 +470,6 @@ impl Comparison {
                 backends(&self.b).join(", ")
             ));
         }
-        table
     }
 
     fn lone_table(&self) -> Table {

@@ -170,9 +170,14 @@ fn other_engine(report: &TunnelReport) -> Option<RowEngine> {
 /// One line of table 4: a measured row and its rank.
 type Ranked<'r> = (usize, &'r TunnelRow);
 
+/// The cell of a figure that is not there.
+fn dash() -> String {
+    "—".to_string()
+}
+
 /// A measured row's figure.
 fn figure(summary: Option<Summary>) -> String {
-    summary.map_or_else(|| "—".to_string(), |s| format_rate(s.median))
+    summary.map_or_else(dash, |s| format_rate(s.median))
 }
 
 /// Table 4: the first engine's rows by throughput, with another engine's
@@ -181,7 +186,6 @@ fn figure(summary: Option<Summary>) -> String {
 /// that were not measured.
 fn ranking(report: &TunnelReport) -> Table {
     let primary = report.rows.first().map(|r| r.engine);
-    let other = other_engine(report);
     let mut measured: Vec<&TunnelRow> = report
         .rows
         .iter()
@@ -197,7 +201,38 @@ fn ranking(report: &TunnelReport) -> Table {
         .enumerate()
         .map(|(i, r)| (i + 1, r))
         .collect();
-    let dash = || "—".to_string();
+    let mut table = ranking_columns(report, other_engine(report))
+        .table(&ranked)
+        .titled("4. Ranking of every combination (fastest first)");
+    let unmeasured: Vec<String> = report
+        .rows
+        .iter()
+        .filter(|r| r.status != crate::measure::CellStatus::Measured)
+        .map(|r| {
+            format!(
+                "{} {}: {} ({})",
+                r.engine,
+                r.description,
+                r.status,
+                r.reason.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    if !unmeasured.is_empty() {
+        table.notes.push("Not measured:".to_string());
+        for line in unmeasured {
+            table.notes.push(format!("  {line}"));
+        }
+    }
+    table
+}
+
+/// Table 4's columns: the rank, the row, its figures, `other`'s figure
+/// for the same row when another engine ran, and the notes.
+fn ranking_columns<'a>(
+    report: &'a TunnelReport,
+    other: Option<RowEngine>,
+) -> Columns<'a, Ranked<'a>> {
     let mut columns = Columns::new()
         .with(Column::number("rank"), |(rank, _): &Ranked| {
             rank.to_string()
@@ -260,37 +295,13 @@ fn ranking(report: &TunnelReport) -> Table {
             },
         );
     }
-    let mut table = columns
-        .with(Column::notes("notes"), |(_, row)| {
-            let mut notes: Vec<String> = Vec::new();
-            if !row.precise {
-                notes.push("precision not reached in time".to_string());
-            }
-            notes.push(notes_of(row.weak, &row.security_notes));
-            notes.retain(|n| !n.is_empty());
-            notes.join("; ")
-        })
-        .table(&ranked)
-        .titled("4. Ranking of every combination (fastest first)");
-    let unmeasured: Vec<String> = report
-        .rows
-        .iter()
-        .filter(|r| r.status != crate::measure::CellStatus::Measured)
-        .map(|r| {
-            format!(
-                "{} {}: {} ({})",
-                r.engine,
-                r.description,
-                r.status,
-                r.reason.as_deref().unwrap_or("")
-            )
-        })
-        .collect();
-    if !unmeasured.is_empty() {
-        table.notes.push("Not measured:".to_string());
-        for line in unmeasured {
-            table.notes.push(format!("  {line}"));
+    columns.with(Column::notes("notes"), |(_, row)| {
+        let mut notes: Vec<String> = Vec::new();
+        if !row.precise {
+            notes.push("precision not reached in time".to_string());
         }
-    }
-    table
+        notes.push(notes_of(row.weak, &row.security_notes));
+        notes.retain(|n| !n.is_empty());
+        notes.join("; ")
+    })
 }
