@@ -1,7 +1,11 @@
 //! Reports: one view per capability turns stored cells into a neutral
 //! [`Document`] (tables of text cells, a record table with every field, and
 //! JSON data with the raw samples), and one [`Exporter`] per format draws
-//! any document. A new capability writes a view, never its own CSV,
+//! any document. A view declares each column of its tables once, as a
+//! typed [`Column`] beside the function that draws its cell ([`Columns`];
+//! a scenario's axes as an [`Axis`] list its tables, `compare` and
+//! `recommend` share), and says what its rows measure in `compare`
+//! ([`compare::Kind`]). A new capability writes a view, never its own CSV,
 //! Markdown or JSON code.
 
 pub mod bulk;

@@ -14,8 +14,11 @@ const RATE_COLUMNS: SummaryColumns = SummaryColumns {
     decimals: 3,
 };
 
-/// A row's rate series, each with its name in the headers.
-const SERIES: [(&str, fn(&TunnelRow) -> Option<Summary>); 7] = [
+/// A rate series: its name in the headers and how a row gives it.
+type Series = (&'static str, fn(&TunnelRow) -> Option<Summary>);
+
+/// A row's rate series.
+const SERIES: [Series; 7] = [
     ("mb_per_s", |r| r.mb_per_s),
     ("send_mb_per_s", |r| r.send_mb_per_s),
     ("receive_mb_per_s", |r| r.receive_mb_per_s),
