@@ -13,6 +13,8 @@ use super::session::{check_exports, usage};
 use crate::cli::{CompareArgs, Percent};
 use crate::measure::{CellStatus, Outcome, Sampled, Timed};
 use crate::report::compare::{self, Cell, Kind, Run};
+use crate::report::cost::{CostRow, COMPARED_AXES as COST_AXES};
+use crate::report::{self, axis_cells};
 use crate::scenario::{HandshakeScenario, Measure, Named};
 use crate::store::{RunKind, Store};
 use crate::workload::bulk::BulkSample;
@@ -43,156 +45,28 @@ pub(super) fn open_existing(path: &Path) -> Result<Store> {
     Store::open_read_only(path)
 }
 
-/// Returns true if and only if runs of this kind can be compared on
-/// their counted instructions.
-fn countable(kind: RunKind) -> bool {
-    match kind {
-        RunKind::Handshake | RunKind::Speed | RunKind::Bulk | RunKind::Tunnel => true,
-        RunKind::Capacity | RunKind::Cost | RunKind::Load => false,
-    }
-}
-
-/// What a run kind's rows measure (by `measure`), or a usage error for a
-/// kind compare cannot read or a figure the kind does not have.
+/// What a run kind's rows measure (by `measure`), as the kind's view
+/// says, or a usage error for a kind compare cannot read or a figure the
+/// kind does not have.
 fn kind_of(name: RunKind, measure: Measure) -> Result<Kind> {
-    let refused = match measure {
-        Measure::Time => false,
-        Measure::Instructions => !countable(name),
-        Measure::Memory => name != RunKind::Handshake,
-    };
-    if refused {
-        let counted: Vec<&str> = RunKind::ALL
-            .into_iter()
-            .filter(|k| countable(*k))
-            .filter(|k| measure == Measure::Instructions || *k == RunKind::Handshake)
-            .map(RunKind::id)
-            .collect();
+    if let Some(kind) = compare::kind_of(name, measure) {
+        return Ok(kind);
+    }
+    if measure == Measure::Time {
         return Err(usage(format!(
-            "--measure {} compares {} runs; a {name} run is compared on time",
-            measure.id(),
-            counted.join(", ")
+            "compare reads handshake, speed, tunnel, bulk, cost and load runs; this is a {name} run"
         )));
     }
-    Ok(match (name, measure) {
-        (RunKind::Handshake, Measure::Instructions) => Kind {
-            name: "handshake",
-            unit: "M instr",
-            cost: "both sides' instructions per handshake (client + server), counted under valgrind",
-            scale: 1e-6,
-            backend_header: "backend",
-            axis_headers: crate::report::handshake::AXIS_HEADERS.to_vec(),
-            notes: Vec::new(),
-            counted: true,
-        },
-        (RunKind::Handshake, Measure::Memory) => Kind {
-            name: "handshake",
-            unit: "peak KiB",
-            cost: "both sides' peak heap bytes per handshake (client + server)",
-            scale: 1.0 / 1024.0,
-            backend_header: "backend",
-            axis_headers: crate::report::handshake::AXIS_HEADERS.to_vec(),
-            notes: Vec::new(),
-            counted: true,
-        },
-        (RunKind::Handshake, _) => Kind {
-            name: "handshake",
-            unit: "CPU µs",
-            cost: "both sides' CPU time per handshake (client + server)",
-            scale: 1e-3,
-            backend_header: "backend",
-            axis_headers: crate::report::handshake::AXIS_HEADERS.to_vec(),
-            notes: Vec::new(),
-            counted: false,
-        },
-        (RunKind::Speed, Measure::Instructions) => Kind {
-            name: "speed",
-            unit: "k instr/op",
-            cost: "the instructions per operation, counted under valgrind",
-            scale: 1e-3,
-            backend_header: "backend",
-            axis_headers: vec!["algorithm", "operation", "bytes"],
-            notes: Vec::new(),
-            counted: true,
-        },
-        (RunKind::Speed, _) => Kind {
-            name: "speed",
-            unit: "µs/op",
-            cost: "the time per operation",
-            scale: 1e-3,
-            backend_header: "backend",
-            axis_headers: vec!["algorithm", "operation", "bytes"],
-            notes: Vec::new(),
-            counted: false,
-        },
-        (RunKind::Tunnel, Measure::Instructions) => Kind {
-            name: "tunnel",
-            unit: "M instr/MB",
-            cost: "both ends' instructions per MB (10^6 bytes) of payload (sender: compress, encrypt, authenticate; receiver: verify, decrypt, decompress, check), counted under valgrind on the in-process engine",
-            scale: 1e-6,
-            backend_header: "engine",
-            axis_headers: crate::report::tunnel::AXIS_HEADERS.to_vec(),
-            notes: Vec::new(),
-            counted: true,
-        },
-        (RunKind::Tunnel, _) => Kind {
-            name: "tunnel",
-            unit: "CPU ns/byte",
-            cost: "the CPU time per payload byte through both ends (in process) or the transfer's time per byte (OpenVPN)",
-            scale: 1.0,
-            backend_header: "engine",
-            axis_headers: crate::report::tunnel::AXIS_HEADERS.to_vec(),
-            notes: Vec::new(),
-            counted: false,
-        },
-        (RunKind::Bulk, Measure::Instructions) => Kind {
-            name: "bulk",
-            unit: "instr/B",
-            cost: "one side's instructions per byte of application data (sender: protect and write; receiver: read and open), counted under valgrind, a row per side",
-            scale: 1.0,
-            backend_header: "backend",
-            axis_headers: vec!["protocol", "suite", "write B", "side"],
-            notes: Vec::new(),
-            counted: true,
-        },
-        (RunKind::Bulk, _) => Kind {
-            name: "bulk",
-            unit: "CPU ms/MB",
-            cost: "one side's CPU time per MB (10^6 bytes) of application data (sender: protect and write; receiver: read and open), a row per side",
-            scale: 1.0,
-            backend_header: "backend",
-            axis_headers: vec!["protocol", "suite", "write B", "side"],
-            notes: Vec::new(),
-            counted: false,
-        },
-        (RunKind::Cost, _) => Kind {
-            name: "cost",
-            unit: "µs",
-            cost: "on a handshake row both sides' CPU time per handshake, on an operation row the time per operation of a primitive the model uses",
-            scale: 1e-3,
-            backend_header: "backend",
-            axis_headers: vec!["measured", "row"],
-            notes: Vec::new(),
-            counted: false,
-        },
-        (RunKind::Load, _) => Kind {
-            name: "load",
-            unit: "ms",
-            cost: "one request's latency in that phase (total: from the moment it was due)",
-            scale: 1e-3,
-            backend_header: "server",
-            axis_headers: vec!["phase", "statistic"],
-            counted: false,
-            notes: vec![
-                "Load p50 rows: the samples of the test are every answered request's latency, read back from the run's HDR histogram (3 significant digits). The requests of one run are not independent (a stall delays every request queued behind it), so the interval is narrower than the truth: take a verdict as a pointer, and repeat the runs to confirm it.",
-                "Load p99 rows: one figure per run (its order-statistic interval is not computed): B/A without an interval or a verdict, never failing the gate.",
-            ],
-        },
-        (RunKind::Capacity, _) => {
-            return Err(usage(
-                "compare reads handshake, speed, tunnel, bulk, cost and load runs; this is a capacity run",
-            ))
-        }
-    })
+    let compared: Vec<&str> = RunKind::ALL
+        .into_iter()
+        .filter(|k| compare::kind_of(*k, measure).is_some())
+        .map(RunKind::id)
+        .collect();
+    Err(usage(format!(
+        "--measure {} compares {} runs; a {name} run is compared on time",
+        measure.id(),
+        compared.join(", ")
+    )))
 }
 
 /// A cell of any kind, reduced to its status and its samples' costs.
@@ -327,20 +201,14 @@ fn bulk_cells(store: &Store, id: i64, measure: Measure) -> Result<Vec<Cell>> {
     let mut cells = Vec::new();
     for c in store.load_bulk_cells(id)? {
         let s = &c.scenario;
-        let protocol = s.channel.display() + &s.transport.over_suffix();
-        let sides: [(&str, PerByte, SideCount); 2] = [
+        let sides: [(&'static str, PerByte, SideCount); 2] = [
             ("sender", BulkSample::sender_ns_per_byte, |i| i.client),
             ("receiver", BulkSample::receiver_ns_per_byte, |i| i.server),
         ];
         let bytes = c.counted_bytes.max(1) as f64;
         let not_counted = not_counted(measure);
         for (side, per_byte, counted) in sides {
-            let axes = vec![
-                protocol.clone(),
-                s.suite_name().to_string(),
-                s.write_bytes.to_string(),
-                side.to_string(),
-            ];
+            let axes = axis_cells(&report::bulk::COMPARED_AXES, &(*s, side));
             let label = format!("{}_{side}", s.label());
             cells.push(if measure == Measure::Time {
                 Cell {
@@ -394,7 +262,7 @@ fn load_rows(store: &Store, id: i64) -> Result<(Vec<Cell>, Figures)> {
             cells.push(Cell {
                 backend: record.server.clone(),
                 label: format!("{phase}_{statistic}"),
-                axes: vec![phase.to_string(), statistic.to_string()],
+                axes: axis_cells(&report::load::COMPARED_AXES, &(*phase, statistic)),
                 status,
                 reason: reason.clone(),
                 costs,
@@ -454,26 +322,20 @@ fn load(
         RunKind::Speed => speed_cells(
             store,
             id,
-            |row| {
-                vec![
-                    row.primitive.name().to_string(),
-                    row.operation.id().to_string(),
-                    row.size_bytes.map(|s| s.to_string()).unwrap_or_default(),
-                ]
-            },
+            |row| axis_cells(&report::speed::AXES, row),
             measure,
         )?,
         RunKind::Bulk => bulk_cells(store, id, measure)?,
         RunKind::Cost => {
             let mut cells = handshake_cells(
                 &stored,
-                |scenario| vec!["handshake".to_string(), scenario.describe()],
+                |scenario| axis_cells(&COST_AXES, &CostRow::Handshake(*scenario)),
                 Measure::Time,
             );
             cells.extend(speed_cells(
                 store,
                 id,
-                |row| vec!["operation".to_string(), row.label()],
+                |row| axis_cells(&COST_AXES, &CostRow::Operation(*row)),
                 Measure::Time,
             )?);
             cells
@@ -530,7 +392,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     }
     let (stored_a, stored_b) = (store_a.load_run(id_a)?, store_b.load_run(id_b)?);
     // A cost run is compared on time (its operations were not counted).
-    let countable = countable(kind_a);
+    let countable = compare::kind_of(kind_a, Measure::Instructions).is_some();
     let measure = measure_of(
         args.measure,
         [

@@ -7,23 +7,24 @@ use super::session::{check_exports, check_output, stored_sampling, usage, NoResu
 use super::study::Study;
 use crate::cli::ReportArgs;
 use crate::report::html::{self, RunSection};
-use crate::report::{Document, Table};
+use crate::report::{Column, Document, Table};
 use crate::stats::Drift;
 use crate::store::{RunKind, Store, StoredRun};
 
 /// The stored runs, one line each: id, date, kind, host and status.
 fn list_document(store: &Store, path: &std::path::Path) -> Result<Document> {
     let runs = store.list_runs()?;
-    let mut table = Table::new(
-        &["id", "started (UTC)", "kind", "host", "status", "command"],
-        &[true, false, false, false, false, false],
-    )
-    .priorities(&[0, 0, 0, 0, 0, 1]);
+    let mut table = Table::new(vec![
+        Column::number("id"),
+        Column::text("started (UTC)"),
+        Column::text("kind"),
+        Column::text("host"),
+        Column::text("status"),
+        Column::text("command").priority(1),
+    ]);
     table.empty = Some("no run stored yet".to_string());
-    let mut records = Table::new(
-        &["id", "started_at", "kind", "host", "status", "command_line"],
-        &[true, false, false, false, false, false],
-    );
+    let mut records =
+        Table::records(["id", "started_at", "kind", "host", "status", "command_line"]);
     for run in &runs {
         // "2026-11-22T12:41:37.123Z" reads as "2026-11-22 12:41".
         let started: String = run

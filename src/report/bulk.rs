@@ -6,12 +6,14 @@
 
 use serde::Serialize;
 
+use super::compare::kind::Kind;
 use super::records::{number, SummaryColumns};
-use super::{ColumnKind, Document, Table};
+use super::{axis_headers, Axis, Column, ColumnKind, Columns, Document, Table};
 use crate::backend::{LibraryInfo, Negotiated};
 use crate::host::HostInfo;
 use crate::measure::{self, Timed};
 use crate::scenario::bulk::{BulkScenario, Channel};
+use crate::scenario::Measure;
 use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::bulk::{BulkCell, BulkSample};
 use crate::workload::counted::Instructions;
@@ -189,67 +191,125 @@ fn with_counted_ratios(mut rows: Vec<BulkRow>) -> Vec<BulkRow> {
     rows
 }
 
+/// A scenario's protocol, and the transport when not memory.
+fn protocol(scenario: &BulkScenario) -> String {
+    scenario.channel.display() + &scenario.transport.over_suffix()
+}
+
+/// A scenario's suite.
+fn suite(scenario: &BulkScenario) -> String {
+    scenario.suite_name().to_string()
+}
+
+/// A scenario's bytes per write.
+fn write_bytes(scenario: &BulkScenario) -> String {
+    scenario.write_bytes.to_string()
+}
+
+/// A row of `compare`: a scenario and one side of it ("sender", "receiver").
+pub(crate) type Sided = (BulkScenario, &'static str);
+
+/// A row's axes as `compare` shows them, a row per side, each with its
+/// cell (the bulk tables draw the write size as a figure).
+pub(crate) const COMPARED_AXES: [Axis<Sided>; 4] = [
+    Axis {
+        header: "protocol",
+        cell: |(s, _)| protocol(s),
+    },
+    Axis {
+        header: "suite",
+        cell: |(s, _)| suite(s),
+    },
+    Axis {
+        header: "write B",
+        cell: |(s, _)| write_bytes(s),
+    },
+    Axis {
+        header: "side",
+        cell: |(_, side)| side.to_string(),
+    },
+];
+
+/// What a bulk run's rows measure in `compare`: one side's CPU time per
+/// MB, or its instructions per byte, a row per side.
+pub fn compared(measure: Measure) -> Option<Kind> {
+    let kind = Kind::rows("bulk", "backend", axis_headers(&COMPARED_AXES).to_vec());
+    match measure {
+        Measure::Time => Some(kind.on_time(
+            "CPU ms/MB",
+            "one side's CPU time per MB (10^6 bytes) of application data (sender: protect and write; receiver: read and open), a row per side",
+            1.0,
+        )),
+        Measure::Instructions => Some(kind.on_counts(
+            "instr/B",
+            "one side's instructions per byte of application data (sender: protect and write; receiver: read and open), counted under valgrind, a row per side",
+            1.0,
+        )),
+        Measure::Memory => None,
+    }
+}
+
+/// The columns both bulk tables start with: the backend and the
+/// scenario, each an axis.
+fn leading<'a>() -> Columns<'a, BulkRow> {
+    Columns::new()
+        .with(Column::axis("backend"), |r: &BulkRow| r.backend.clone())
+        .with(Column::axis("protocol"), |r| protocol(&r.scenario))
+        .with(Column::axis("suite"), |r| suite(&r.scenario))
+        .with(Column::number("write B").kind(ColumnKind::Axis), |r| {
+            write_bytes(&r.scenario)
+        })
+}
+
+/// A counted row's figures.
+fn counted_of(row: &BulkRow) -> &BulkCounted {
+    row.instructions.as_ref().expect("counted rows only")
+}
+
 /// The counted instructions per byte beside each row, when counted.
 fn counted_table(rows: &[BulkRow], counted_with: Option<&str>) -> Option<Table> {
     if rows.iter().all(|r| r.instructions.is_none()) {
         return None;
     }
-    let mut table = Table::new(
-        &[
-            "backend",
-            "protocol",
-            "suite",
-            "write B",
-            "send instr/B",
-            "recv instr/B",
-            "spread",
-            "× no crypto",
-            "n",
-            "notes",
-        ],
-        &[
-            false, false, false, true, true, true, true, true, true, false,
-        ],
-    )
+    let dash = || "—".to_string();
+    let median = move |s: Option<Summary>| s.map(|s| ms(s.median)).unwrap_or_else(dash);
     // On a narrow terminal the spread and the count go first; the axes,
     // each side's count and the ratio stay.
-    .priorities(&[0, 0, 0, 0, 0, 0, 2, 0, 1, 0])
-    .mark(&[0, 1, 2, 3], ColumnKind::Axis)
-    .mark(&[9], ColumnKind::Notes)
-    .titled("Instructions per byte of application data (counted under valgrind)");
-    let dash = || "—".to_string();
-    for row in rows {
-        let Some(counted) = &row.instructions else {
-            continue;
-        };
-        let median = |s: Option<Summary>| s.map(|s| ms(s.median)).unwrap_or_else(dash);
-        let notes = counted
-            .reason
-            .as_ref()
-            .map(|reason| format!("{}: {reason}", counted.status))
-            .unwrap_or_default();
-        table.rows.push(vec![
-            row.backend.clone(),
-            row.scenario.channel.display() + &row.scenario.transport.over_suffix(),
-            row.scenario.suite_name().to_string(),
-            row.scenario.write_bytes.to_string(),
-            median(counted.sender_per_byte),
-            median(counted.receiver_per_byte),
-            counted
+    let mut table = leading()
+        .with(Column::number("send instr/B"), move |r| {
+            median(counted_of(r).sender_per_byte)
+        })
+        .with(Column::number("recv instr/B"), move |r| {
+            median(counted_of(r).receiver_per_byte)
+        })
+        .with(Column::number("spread").priority(2), |r| {
+            counted_of(r)
                 .spread
                 .map(|s| format!("{:.2}%", s * 100.0))
-                .unwrap_or_else(dash),
-            counted
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("× no crypto"), |r| {
+            counted_of(r)
                 .ratio_to_plain
                 .map(|r| format!("{r:.2}"))
-                .unwrap_or_else(dash),
-            match counted.samples.len() {
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("n").priority(1), |r| {
+            match counted_of(r).samples.len() {
                 0 => dash(),
                 n => n.to_string(),
-            },
-            notes,
-        ]);
-    }
+            }
+        })
+        .with(Column::notes("notes"), |r| {
+            let counted = counted_of(r);
+            counted
+                .reason
+                .as_ref()
+                .map(|reason| format!("{}: {reason}", counted.status))
+                .unwrap_or_default()
+        })
+        .table(rows.iter().filter(|r| r.instructions.is_some()))
+        .titled("Instructions per byte of application data (counted under valgrind)");
     table.notes.push(format!(
         "send/recv instr/B: instructions executed inside the sender's calls (protect, put on the pipe) and the receiver's (take off the pipe, open) per byte of application data, counted under {}'s callgrind (median of the samples; each sample one row's bytes per sample). Counts repeat on any machine, but say nothing of cache misses or stalls; under valgrind the libraries see no AVX-512. × no crypto: both sides' instructions over the no-crypto row's of the same write size.",
         counted_with.unwrap_or("valgrind")
@@ -279,87 +339,79 @@ fn ms(value: f64) -> String {
 }
 
 fn table(rows: &[BulkRow]) -> Table {
-    let mut table = Table::new(
-        &[
-            "backend",
-            "protocol",
-            "suite",
-            "write B",
-            "send ms/MB",
-            "recv ms/MB",
-            "send MB/s",
-            "recv MB/s",
-            "both ms/MB (±95% CI)",
-            "× no crypto",
-            "crypto share",
-            "n",
-            "notes",
-        ],
-        &[
-            false, false, false, true, true, true, true, true, true, true, true, true, false,
-        ],
-    )
+    let dash = || "—".to_string();
+    let median = move |s: Option<Summary>| s.map(|s| ms(s.median)).unwrap_or_else(dash);
+    let rate = move |m: Option<f64>| m.map(|m| format!("{m:.0}")).unwrap_or_else(dash);
     // On a narrow terminal the sample count goes first, then the rates,
     // the crypto share (it follows from the ratio) and each side's cost;
     // the axes, both sides' cost with its interval and the ratio stay.
-    .priorities(&[0, 0, 0, 0, 2, 2, 4, 4, 0, 0, 3, 5, 0])
-    .mark(&[0, 1, 2, 3], ColumnKind::Axis)
-    .mark(&[12], ColumnKind::Notes);
-    let dash = || "—".to_string();
-    for row in rows {
-        let median = |s: Option<Summary>| s.map(|s| ms(s.median)).unwrap_or_else(dash);
-        let both = row.total_ms_per_mb.map(|s| {
-            let spread = s.median_ci95.relative_half_width(s.median) * 100.0;
-            format!("{} ±{spread:.1}%", ms(s.median))
-        });
-        let ratio = row.ratio_to_plain.as_ref().map(|r| {
-            let spread = r.ci95.relative_half_width(r.value) * 100.0;
-            if spread.is_finite() && r.coverage >= 0.95 {
-                format!("{:.2} ±{spread:.1}%", r.value)
-            } else {
-                format!("{:.2}", r.value)
-            }
-        });
-        let mut notes = Vec::new();
-        if let Some(reason) = &row.reason {
-            notes.push(format!("{}: {reason}", row.status));
-        }
-        if row.status == crate::measure::CellStatus::Measured && !row.precise {
-            notes.push("precision not reached".to_string());
-        }
-        if row.status != crate::measure::CellStatus::Unsupported && !row.scenario.channel.is_plain()
-        {
-            notes.extend(row.security_notes.iter().map(|n| n.to_string()));
-        }
-        table.rows.push(vec![
-            row.backend.clone(),
-            row.scenario.channel.display() + &row.scenario.transport.over_suffix(),
-            row.scenario.suite_name().to_string(),
-            row.scenario.write_bytes.to_string(),
-            median(row.sender_ms_per_mb),
-            median(row.receiver_ms_per_mb),
-            row.sender_mb_per_s
-                .map(|m| format!("{m:.0}"))
-                .unwrap_or_else(dash),
-            row.receiver_mb_per_s
-                .map(|m| format!("{m:.0}"))
-                .unwrap_or_else(dash),
-            both.unwrap_or_else(dash),
-            ratio.unwrap_or_else(dash),
-            row.crypto_share
+    let mut table = leading()
+        .with(Column::number("send ms/MB").priority(2), move |r| {
+            median(r.sender_ms_per_mb)
+        })
+        .with(Column::number("recv ms/MB").priority(2), move |r| {
+            median(r.receiver_ms_per_mb)
+        })
+        .with(Column::number("send MB/s").priority(4), move |r| {
+            rate(r.sender_mb_per_s)
+        })
+        .with(Column::number("recv MB/s").priority(4), move |r| {
+            rate(r.receiver_mb_per_s)
+        })
+        .with(Column::number("both ms/MB (±95% CI)"), |r| {
+            r.total_ms_per_mb
+                .map(|s| {
+                    let spread = s.median_ci95.relative_half_width(s.median) * 100.0;
+                    format!("{} ±{spread:.1}%", ms(s.median))
+                })
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("× no crypto"), |r| {
+            r.ratio_to_plain
+                .as_ref()
+                .map(|r| {
+                    let spread = r.ci95.relative_half_width(r.value) * 100.0;
+                    if spread.is_finite() && r.coverage >= 0.95 {
+                        format!("{:.2} ±{spread:.1}%", r.value)
+                    } else {
+                        format!("{:.2}", r.value)
+                    }
+                })
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("crypto share").priority(3), |r| {
+            r.crypto_share
                 .map(|s| format!("{:.0}%", s * 100.0))
-                .unwrap_or_else(dash),
-            if row.sample_count > 0 {
-                row.sample_count.to_string()
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("n").priority(5), |r| {
+            if r.sample_count > 0 {
+                r.sample_count.to_string()
             } else {
                 dash()
-            },
-            notes.join("; "),
-        ]);
-    }
+            }
+        })
+        .with(Column::notes("notes"), notes)
+        .table(rows);
     table.notes.push("send/recv: the thread's CPU time inside the sender's calls (protect, put on the pipe) and the receiver's (take off the pipe, open), per MB (10^6 bytes) of application data, median over samples; MB/s per CPU second of that side. The handshake is not counted.".to_string());
     table.notes.push("× no crypto: both sides' CPU time over that of the no-crypto row of the same write size (the same writes through the same pipe with the same copies; for DTLS and QUIC rows, the same writes in datagrams of the same MTU), median of same-round ratios; crypto share = 1 - 1/ratio.".to_string());
     table
+}
+
+/// A row's notes: why it is not measured, an imprecise row, the suite's
+/// security notes.
+fn notes(row: &BulkRow) -> String {
+    let mut notes = Vec::new();
+    if let Some(reason) = &row.reason {
+        notes.push(format!("{}: {reason}", row.status));
+    }
+    if row.status == crate::measure::CellStatus::Measured && !row.precise {
+        notes.push("precision not reached".to_string());
+    }
+    if row.status != crate::measure::CellStatus::Unsupported && !row.scenario.channel.is_plain() {
+        notes.extend(row.security_notes.iter().map(|n| n.to_string()));
+    }
+    notes.join("; ")
 }
 
 /// Each side's milliseconds per MB, to four decimals.
@@ -404,10 +456,7 @@ fn records(rows: &[BulkRow]) -> Table {
         ]
         .map(String::from),
     );
-    let mut table = Table {
-        headers,
-        ..Table::default()
-    };
+    let mut table = Table::records(headers);
     for row in rows {
         let negotiated = row.negotiated.as_ref();
         let mut fields = vec![

@@ -3,9 +3,9 @@
 //! well they scale, the server's CPU per handshake and the capacity it
 //! implies, beside `cost`'s one-core model times the threads.
 
-use super::handshake::{axis_cells, AXIS_HEADERS};
+use super::handshake::AXES;
 use super::markup::format_us;
-use super::{ColumnKind, Document, Table};
+use super::{Column, Columns, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::workload::capacity::{CapacityCell, Step};
@@ -93,61 +93,73 @@ impl CapacityReport<'_> {
     /// Narrow terminals drop the handshake count first, then the server
     /// CPU, the model and the scaling; the measured rate and the capacity stay.
     fn table(&self) -> Table {
-        let mut headers = vec!["backend"];
-        headers.extend(AXIS_HEADERS);
-        headers.extend([
-            "threads",
-            "handshakes/s measured",
-            "scaling vs 1 thread",
-            "server CPU µs per handshake",
-            "server capacity handshakes/s",
-            "model × threads handshakes/s",
-            "handshakes counted",
-            "notes",
-        ]);
-        let axes = AXIS_HEADERS.len();
-        let mut numeric = vec![false; 1 + axes];
-        numeric.extend([true, true, true, true, true, true, true, false]);
-        let mut priority = vec![0; 1 + axes];
-        priority.extend([0, 0, 1, 3, 0, 2, 4, 0]);
-        let mut table = Table::new(&headers, &numeric)
-            .titled("Server capacity: threads handshaking at once")
-            .priorities(&priority)
-            .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis)
-            .mark(&[headers.len() - 1], ColumnKind::Notes);
-        table.empty = Some("no row ran".to_string());
         let cores = self.host.cores;
+        // A cell's steps, then (`None`) the line saying why it stopped.
+        let mut lines: Vec<(&CapacityCell, Option<&Step>)> = Vec::new();
         for cell in self.cells {
-            let leading = || {
-                let mut row = vec![cell.backend.clone()];
-                row.extend(axis_cells(&cell.scenario));
-                row
-            };
-            for step in &cell.steps {
-                let mut row = leading();
-                row.extend([
-                    step.threads.to_string(),
-                    format!("{:.0}", step.handshakes_per_second()),
-                    cell.scaling_efficiency(step)
-                        .map(|e| format!("{:.0}%", e * 100.0))
-                        .unwrap_or_else(|| "—".to_string()),
-                    step.server_cpu_per_handshake_ns()
-                        .map(|ns| format_us(ns / 1000.0))
-                        .unwrap_or_else(|| "—".to_string()),
-                    rate(step.server_capacity_per_second(cores)),
-                    rate(modelled(cell, step, cores)),
-                    step.handshakes.to_string(),
-                    beyond_cores(step, cores).unwrap_or_default(),
-                ]);
-                table.rows.push(row);
-            }
-            if let Some(reason) = &cell.reason {
-                let mut row = leading();
-                row.extend(vec!["—".to_string(); 7]);
-                row.push(format!("{}: {reason}", cell.status));
-                table.rows.push(row);
+            lines.extend(cell.steps.iter().map(|step| (cell, Some(step))));
+            if cell.reason.is_some() {
+                lines.push((cell, None));
             }
         }
+        type Line<'c> = (&'c CapacityCell, Option<&'c Step>);
+        let per_step = |figure: fn(&CapacityCell, &Step, usize) -> String| {
+            move |(cell, step): &Line| {
+                step.map_or_else(|| "—".to_string(), |step| figure(cell, step, cores))
+            }
+        };
+        let mut table = Columns::new()
+            .with(Column::axis("backend"), |(cell, _): &Line| {
+                cell.backend.clone()
+            })
+            .with_axes(&AXES, |(cell, _)| &cell.scenario)
+            .with(
+                Column::number("threads"),
+                per_step(|_, step, _| step.threads.to_string()),
+            )
+            .with(
+                Column::number("handshakes/s measured"),
+                per_step(|_, step, _| format!("{:.0}", step.handshakes_per_second())),
+            )
+            .with(
+                Column::number("scaling vs 1 thread").priority(1),
+                per_step(|cell, step, _| {
+                    cell.scaling_efficiency(step)
+                        .map(|e| format!("{:.0}%", e * 100.0))
+                        .unwrap_or_else(|| "—".to_string())
+                }),
+            )
+            .with(
+                Column::number("server CPU µs per handshake").priority(3),
+                per_step(|_, step, _| {
+                    step.server_cpu_per_handshake_ns()
+                        .map(|ns| format_us(ns / 1000.0))
+                        .unwrap_or_else(|| "—".to_string())
+                }),
+            )
+            .with(
+                Column::number("server capacity handshakes/s"),
+                per_step(|_, step, cores| rate(step.server_capacity_per_second(cores))),
+            )
+            .with(
+                Column::number("model × threads handshakes/s").priority(2),
+                per_step(|cell, step, cores| rate(modelled(cell, step, cores))),
+            )
+            .with(
+                Column::number("handshakes counted").priority(4),
+                per_step(|_, step, _| step.handshakes.to_string()),
+            )
+            .with(Column::notes("notes"), move |(cell, step)| match step {
+                Some(step) => beyond_cores(step, cores).unwrap_or_default(),
+                None => format!(
+                    "{}: {}",
+                    cell.status,
+                    cell.reason.as_deref().unwrap_or_default()
+                ),
+            })
+            .table(&lines)
+            .titled("Server capacity: threads handshaking at once");
+        table.empty = Some("no row ran".to_string());
         table.notes.push("handshakes/s measured: handshakes that finished inside the window, all threads together, over the window's wall-clock time; each thread does both sides of its handshakes over memory, so this counts client and server work.".to_string());
         table.notes.push("scaling: handshakes/s over threads × the one-thread row's (100%: every thread as fast as one alone).".to_string());
         table.notes.push("server CPU: the thread's CPU time inside the server's calls (the handshake's CPU time split as the wall time inside each side's calls), mean per handshake; server capacity: the threads as cores, at most the machine's cores, / server CPU per handshake: what a server with that many cores could answer, the client's work left out (threads beyond the cores share them and add no capacity).".to_string());
@@ -168,29 +180,23 @@ impl CapacityReport<'_> {
 
     /// One line per step (and per cell without steps) with every figure (CSV).
     fn records(&self) -> Table {
-        let mut table = Table {
-            headers: [
-                "label",
-                "backend",
-                "status",
-                "reason",
-                "threads",
-                "handshakes",
-                "window_ns",
-                "handshakes_per_s",
-                "scaling_efficiency",
-                "server_cpu_ns_per_handshake",
-                "client_cpu_ns_per_handshake",
-                "server_capacity_per_s",
-                "modelled_server_ns",
-                "modelled_capacity_per_s",
-                "capacity_cores",
-            ]
-            .iter()
-            .map(|h| h.to_string())
-            .collect(),
-            ..Table::default()
-        };
+        let mut table = Table::records([
+            "label",
+            "backend",
+            "status",
+            "reason",
+            "threads",
+            "handshakes",
+            "window_ns",
+            "handshakes_per_s",
+            "scaling_efficiency",
+            "server_cpu_ns_per_handshake",
+            "client_cpu_ns_per_handshake",
+            "server_capacity_per_s",
+            "modelled_server_ns",
+            "modelled_capacity_per_s",
+            "capacity_cores",
+        ]);
         let optional = |value: Option<f64>| value.map(|v| format!("{v:.4}")).unwrap_or_default();
         let cores = self.host.cores;
         for cell in self.cells {

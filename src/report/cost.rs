@@ -3,16 +3,17 @@
 
 use serde::Serialize;
 
+use super::compare::kind::Kind;
 use super::markup::format_us;
-use super::{ColumnKind, Document, Table};
+use super::{axis_headers, Axis, Column, Columns, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::model::{Breakdown, SideCost};
 use crate::scenario::operations::Category;
-use crate::scenario::HandshakeScenario;
-use crate::scenario::Side;
+use crate::scenario::speed::SpeedRow;
+use crate::scenario::{HandshakeScenario, Measure, Side};
 
-use super::handshake::{axis_cells, AXIS_HEADERS};
+use super::handshake::AXES;
 
 /// One scenario on one backend: the model beside the measurement.
 #[derive(Debug, Clone, Serialize)]
@@ -31,6 +32,47 @@ pub struct ScenarioCost {
     pub breakdown: Vec<Breakdown>,
 }
 
+/// A row of `compare` over a cost run: one of its handshakes, or an
+/// operation of a primitive the model uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CostRow {
+    Handshake(HandshakeScenario),
+    Operation(SpeedRow),
+}
+
+/// A row's axes as `compare` shows them, each with its cell.
+pub(crate) const COMPARED_AXES: [Axis<CostRow>; 2] = [
+    Axis {
+        header: "measured",
+        cell: |row| {
+            match row {
+                CostRow::Handshake(_) => "handshake",
+                CostRow::Operation(_) => "operation",
+            }
+            .to_string()
+        },
+    },
+    Axis {
+        header: "row",
+        cell: |row| match row {
+            CostRow::Handshake(scenario) => scenario.describe(),
+            CostRow::Operation(operation) => operation.label(),
+        },
+    },
+];
+
+/// What a cost run's rows measure in `compare` (on time only: its
+/// operations were not counted).
+pub fn compared(measure: Measure) -> Option<Kind> {
+    (measure == Measure::Time).then(|| {
+        Kind::rows("cost", "backend", axis_headers(&COMPARED_AXES).to_vec()).on_time(
+            "µs",
+            "on a handshake row both sides' CPU time per handshake, on an operation row the time per operation of a primitive the model uses",
+            1e-3,
+        )
+    })
+}
+
 fn side_name(side: Side) -> &'static str {
     match side {
         Side::Client => "client",
@@ -38,73 +80,71 @@ fn side_name(side: Side) -> &'static str {
     }
 }
 
+/// The columns of both cost tables that say which result a line is: the
+/// backend and the scenario's axes.
+fn leading<'a, R: 'a>(result: fn(&R) -> &ScenarioCost) -> Columns<'a, R> {
+    Columns::new()
+        .with(Column::axis("backend"), move |r: &R| {
+            result(r).backend.clone()
+        })
+        .with_axes(&AXES, move |r: &R| &result(r).scenario)
+}
+
+/// One line of the model table: a result's side, or (`None`) the result
+/// that could not be measured.
+type ModelLine<'r> = (&'r ScenarioCost, Option<&'r SideCost>);
+
 /// The model beside the measurement, one line per side.
 fn model_table(results: &[ScenarioCost]) -> Table {
-    let mut headers = vec!["backend"];
-    headers.extend(AXIS_HEADERS);
-    headers.extend([
-        "side",
-        "operations per handshake",
-        "modelled µs",
-        "measured µs",
-        "explained",
-        "capacity/core",
-    ]);
-    let axes = AXIS_HEADERS.len();
-    let mut numeric = vec![false; 1 + axes];
-    numeric.extend([false, false, true, true, true, true]);
-    let mut priority = vec![0; 1 + axes];
-    priority.extend([0, 2, 0, 0, 1, 1]);
-    let leading = |result: &ScenarioCost| {
-        let mut cells = vec![result.backend.clone()];
-        cells.extend(axis_cells(&result.scenario));
-        cells
-    };
-    let mut rows = Vec::new();
+    let mut lines: Vec<ModelLine> = Vec::new();
     for result in results {
-        if let Some(reason) = &result.reason {
-            if result.sides.is_empty() {
-                let mut row = leading(result);
-                row.extend([
-                    "—".into(),
-                    reason.clone(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]);
-                rows.push(row);
-                continue;
-            }
+        if result.reason.is_some() && result.sides.is_empty() {
+            lines.push((result, None));
         }
-        for side in &result.sides {
-            let capacity = match side.side {
+        lines.extend(result.sides.iter().map(|side| (result, Some(side))));
+    }
+    // A line without a side says why in the operations column.
+    let side_or = |line: &ModelLine, figure: fn(&ScenarioCost, &SideCost) -> String| {
+        line.1.map(|side| figure(line.0, side)).unwrap_or_default()
+    };
+    let mut table = leading(|line: &ModelLine| line.0)
+        .with(Column::text("side"), |line| {
+            line.1.map_or("—", |side| side_name(side.side)).to_string()
+        })
+        .with(
+            Column::text("operations per handshake").priority(2),
+            |line| match line {
+                (_, Some(side)) => side.summary(),
+                (result, None) => result.reason.clone().unwrap_or_default(),
+            },
+        )
+        .with(Column::number("modelled µs"), move |line| {
+            side_or(line, |_, side| format_us(side.modelled_ns / 1000.0))
+        })
+        .with(Column::number("measured µs"), move |line| {
+            side_or(line, |_, side| {
+                side.measured_ns
+                    .map(|ns| format_us(ns / 1000.0))
+                    .unwrap_or_else(|| "—".into())
+            })
+        })
+        .with(Column::number("explained").priority(1), move |line| {
+            side_or(line, |_, side| {
+                side.explained()
+                    .map(|e| format!("{:.0}%", e * 100.0))
+                    .unwrap_or_default()
+            })
+        })
+        .with(Column::number("capacity/core").priority(1), move |line| {
+            side_or(line, |result, side| match side.side {
                 Side::Server => result
                     .capacity_per_core
                     .map(|c| format!("{c:.0} hs/s"))
                     .unwrap_or_default(),
                 Side::Client => String::new(),
-            };
-            let mut row = leading(result);
-            row.extend([
-                side_name(side.side).to_string(),
-                side.summary(),
-                format_us(side.modelled_ns / 1000.0),
-                side.measured_ns
-                    .map(|ns| format_us(ns / 1000.0))
-                    .unwrap_or_else(|| "—".into()),
-                side.explained()
-                    .map(|e| format!("{:.0}%", e * 100.0))
-                    .unwrap_or_default(),
-                capacity,
-            ]);
-            rows.push(row);
-        }
-    }
-    let mut table = Table::new(&headers, &numeric)
-        .priorities(&priority)
-        .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis);
-    table.rows = rows;
+            })
+        })
+        .table(&lines);
     table.notes.push("modelled: counted operations x primitive costs measured now on this machine (tlslab speed);".to_string());
     table.notes.push("measured: median time inside each side's library calls in real handshakes; capacity: 1 / measured server time.".to_string());
     table
@@ -112,51 +152,50 @@ fn model_table(results: &[ScenarioCost]) -> Table {
 
 /// Where each side's time goes, in µs and share of the total.
 fn breakdown_table(results: &[ScenarioCost]) -> Table {
-    let mut headers = vec!["backend"];
-    headers.extend(AXIS_HEADERS);
-    headers.extend(["side", "method"]);
-    let axes = AXIS_HEADERS.len();
-    headers.extend(Category::ALL.iter().map(|c| c.name()));
-    headers.extend(["other", "total µs"]);
-    let mut numeric = vec![false; 3 + axes];
-    numeric.extend(vec![true; Category::ALL.len() + 2]);
-    let mut rows = Vec::new();
-    for result in results {
-        for b in &result.breakdown {
-            let share = |ns: f64| {
-                if ns == 0.0 {
-                    "—".to_string()
-                } else {
-                    format!(
-                        "{} ({:.0}%)",
-                        format_us(ns / 1000.0),
-                        ns / b.total_ns * 100.0
-                    )
-                }
-            };
-            let mut row = vec![result.backend.clone()];
-            row.extend(axis_cells(&result.scenario));
-            row.extend([side_name(b.side).to_string(), b.method.to_string()]);
-            row.extend(b.categories.iter().map(|(_, ns)| share(*ns)));
-            row.push(share(b.other_ns));
-            row.push(format_us(b.total_ns / 1000.0));
-            rows.push(row);
+    let lines: Vec<(&ScenarioCost, &Breakdown)> = results
+        .iter()
+        .flat_map(|result| result.breakdown.iter().map(move |b| (result, b)))
+        .collect();
+    let share = |b: &Breakdown, ns: f64| {
+        if ns == 0.0 {
+            "—".to_string()
+        } else {
+            format!(
+                "{} ({:.0}%)",
+                format_us(ns / 1000.0),
+                ns / b.total_ns * 100.0
+            )
         }
-    }
+    };
+    let mut columns = leading(|line: &(&ScenarioCost, &Breakdown)| line.0)
+        .with(Column::text("side"), |(_, b)| side_name(b.side).to_string())
+        .with(Column::text("method").priority(2), |(_, b)| {
+            b.method.to_string()
+        });
     // Public-key categories and the total stay; the small ones go first.
-    let mut priority = vec![0; 2 + axes];
-    priority.push(2);
-    priority.extend(Category::ALL.iter().map(|c| match c {
-        Category::KeyExchange | Category::Signing | Category::Verification => 0,
-        Category::HashingAndKdf | Category::Certificates => 1,
-        Category::RecordProtection | Category::Random => 2,
-    }));
-    priority.extend([1, 0]);
-    let mut table = Table::new(&headers, &numeric)
-        .titled("Where each side's time goes")
-        .priorities(&priority)
-        .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis);
-    table.rows = rows;
+    for category in Category::ALL {
+        let priority = match category {
+            Category::KeyExchange | Category::Signing | Category::Verification => 0,
+            Category::HashingAndKdf | Category::Certificates => 1,
+            Category::RecordProtection | Category::Random => 2,
+        };
+        columns.push(
+            Column::number(category.name()).priority(priority),
+            move |(_, b)| {
+                let ns = b.categories.iter().find(|(c, _)| *c == category);
+                share(b, ns.map_or(0.0, |(_, ns)| *ns))
+            },
+        );
+    }
+    let mut table = columns
+        .with(Column::number("other").priority(1), move |(_, b)| {
+            share(b, b.other_ns)
+        })
+        .with(Column::number("total µs"), |(_, b)| {
+            format_us(b.total_ns / 1000.0)
+        })
+        .table(&lines)
+        .titled("Where each side's time goes");
     table.notes.push("counted: every crypto provider call timed inside real handshakes (rustls; the counting adds its own small cost to the total);".to_string());
     table.notes.push("modelled: counted operations x primitive costs, the rest of the measured time as other (OpenSSL).".to_string());
     table
@@ -164,13 +203,10 @@ fn breakdown_table(results: &[ScenarioCost]) -> Table {
 
 /// One line per side.
 fn records(results: &[ScenarioCost]) -> Table {
-    let mut table = Table {
-        headers: "label,backend,side,reason,operations,modelled_ns,measured_ns,explained,capacity_per_core"
-            .split(',')
-            .map(String::from)
-            .collect(),
-        ..Table::default()
-    };
+    let mut table = Table::records(
+        "label,backend,side,reason,operations,modelled_ns,measured_ns,explained,capacity_per_core"
+            .split(','),
+    );
     for result in results {
         for side in &result.sides {
             let fields = [

@@ -172,7 +172,7 @@ pub fn fitted(table: &Table, width: usize) -> String {
         table,
         width,
         rows: table.rows.clone(),
-        shown: (0..table.headers.len()).collect(),
+        shown: (0..table.columns.len()).collect(),
         widths: Vec::new(),
     };
     let every_row = fitting.fold_constant_axes();
@@ -245,7 +245,10 @@ impl Fitting<'_> {
         self.rows
             .iter()
             .map(|r| longest_unbreakable(&r[column], at_hyphens))
-            .chain([longest_unbreakable(&self.table.headers[column], at_hyphens)])
+            .chain([longest_unbreakable(
+                &self.table.columns[column].header,
+                at_hyphens,
+            )])
             .max()
             .unwrap_or(0)
     }
@@ -255,12 +258,12 @@ impl Fitting<'_> {
     /// row's axes go there too when the row is wider than the terminal.
     fn fold_constant_axes(&mut self) -> Vec<String> {
         let (table, rows) = (self.table, &self.rows);
-        let columns = table.headers.len();
+        let columns = table.columns.len();
         let too_wide = || {
             let widths: Vec<usize> = (0..columns)
                 .map(|c| {
                     self.cell_width(c)
-                        .max(longest_unbreakable(&table.headers[c], false))
+                        .max(longest_unbreakable(&table.columns[c].header, false))
                 })
                 .collect();
             total(&widths, &self.shown) > self.width
@@ -271,8 +274,8 @@ impl Fitting<'_> {
             shown.retain(|&c| {
                 let first = &rows[0][c];
                 let constant = rows.iter().all(|r| &r[c] == first);
-                if table.kind_of(c) == ColumnKind::Axis && constant {
-                    every_row.push(format!("{} {first}", table.headers[c]));
+                if table.columns[c].kind == ColumnKind::Axis && constant {
+                    every_row.push(format!("{} {first}", table.columns[c].header));
                     false
                 } else {
                     true
@@ -287,7 +290,7 @@ impl Fitting<'_> {
     fn hide_empty_notes_columns(&mut self) {
         let (table, rows) = (self.table, &self.rows);
         self.shown.retain(|&c| {
-            table.kind_of(c) != ColumnKind::Notes || rows.iter().any(|r| !r[c].is_empty())
+            table.columns[c].kind != ColumnKind::Notes || rows.iter().any(|r| !r[c].is_empty())
         });
     }
 
@@ -297,7 +300,9 @@ impl Fitting<'_> {
         let table = self.table;
         let mut footnotes = Vec::new();
         for row in &mut self.rows {
-            for c in (0..table.headers.len()).filter(|&c| table.kind_of(c) == ColumnKind::Notes) {
+            for c in
+                (0..table.columns.len()).filter(|&c| table.columns[c].kind == ColumnKind::Notes)
+            {
                 row[c] = footnoted(&row[c], &mut footnotes);
             }
         }
@@ -307,17 +312,17 @@ impl Fitting<'_> {
     /// Step 3: each column as wide as its widest cell and header, or, when
     /// that is too wide, as its header's longest word (headers wrap).
     fn natural_widths(&self) -> Vec<usize> {
-        let headers = &self.table.headers;
-        let widths: Vec<usize> = (0..headers.len())
-            .map(|c| self.cell_width(c).max(text_width(&headers[c])))
+        let columns = &self.table.columns;
+        let widths: Vec<usize> = (0..columns.len())
+            .map(|c| self.cell_width(c).max(text_width(&columns[c].header)))
             .collect();
         if total(&widths, &self.shown) <= self.width {
             return widths;
         }
-        (0..headers.len())
+        (0..columns.len())
             .map(|c| {
                 self.cell_width(c)
-                    .max(longest_unbreakable(&headers[c], false))
+                    .max(longest_unbreakable(&columns[c].header, false))
             })
             .collect()
     }
@@ -334,8 +339,8 @@ impl Fitting<'_> {
                 .shown
                 .iter()
                 .enumerate()
-                .filter(|(_, &c)| table.priority_of(c) > 0)
-                .max_by_key(|(position, &c)| (table.priority_of(c), *position))
+                .filter(|(_, &c)| table.columns[c].priority > 0)
+                .max_by_key(|(position, &c)| (table.columns[c].priority, *position))
                 .map(|(position, _)| position)
             else {
                 break;
@@ -343,13 +348,13 @@ impl Fitting<'_> {
             let column = self.shown[position];
             let narrowed =
                 self.widths[column].saturating_sub(total(&self.widths, &self.shown) - self.width);
-            if !table.numeric[column]
+            if !table.columns[column].is_numeric()
                 && narrowed >= WRAPPED_TEXT_WIDTH.max(self.longest_in_column(column, false))
             {
                 self.widths[column] = narrowed;
                 break;
             }
-            dropped.push(table.headers[self.shown.remove(position)].clone());
+            dropped.push(table.columns[self.shown.remove(position)].header.clone());
         }
         dropped
     }
@@ -359,7 +364,7 @@ impl Fitting<'_> {
     /// hyphens and underscores (a name such as "chacha20-poly1305" wraps
     /// after its hyphen), and only then further (words break).
     fn narrow_text_columns(&mut self) {
-        let columns = self.table.headers.len();
+        let columns = self.table.columns.len();
         for floor in [
             (0..columns)
                 .map(|c| self.longest_in_column(c, false).max(MIN_TEXT_WIDTH))
@@ -373,7 +378,7 @@ impl Fitting<'_> {
                 let Some(&widest) = self
                     .shown
                     .iter()
-                    .filter(|&&c| !self.table.numeric[c] && self.widths[c] > floor[c])
+                    .filter(|&&c| !self.table.columns[c].is_numeric() && self.widths[c] > floor[c])
                     .max_by_key(|&&c| self.widths[c])
                 else {
                     break;
@@ -389,7 +394,7 @@ impl Fitting<'_> {
         let headers: Vec<String> = self
             .shown
             .iter()
-            .map(|&c| self.table.headers[c].clone())
+            .map(|&c| self.table.columns[c].header.clone())
             .collect();
         self.draw_line(&headers, out);
         let rule: Vec<String> = self
@@ -422,7 +427,7 @@ impl Fitting<'_> {
                 .zip(&wrapped)
                 .map(|(&c, lines)| {
                     let text = lines.get(line).map(String::as_str).unwrap_or("");
-                    pad(text, self.widths[c], self.table.numeric[c])
+                    pad(text, self.widths[c], self.table.columns[c].is_numeric())
                 })
                 .collect();
             let line = parts.join(&" ".repeat(GAP)).trim_end().to_string();
@@ -435,22 +440,17 @@ impl Fitting<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::Column;
 
     fn sample() -> Table {
-        let mut table = Table::new(
-            &[
-                "backend",
-                "TLS",
-                "group",
-                "wall µs (median ±95% CI)",
-                "p99 µs",
-                "notes",
-            ],
-            &[false, false, false, true, true, false],
-        )
-        .priorities(&[0, 0, 0, 0, 1, 0])
-        .mark(&[1, 2], ColumnKind::Axis)
-        .mark(&[5], ColumnKind::Notes);
+        let mut table = Table::new(vec![
+            Column::text("backend"),
+            Column::axis("TLS"),
+            Column::axis("group"),
+            Column::number("wall µs (median ±95% CI)"),
+            Column::number("p99 µs").priority(1),
+            Column::notes("notes"),
+        ]);
         for (group, notes) in [
             ("X25519", "precision not reached"),
             (
@@ -538,7 +538,11 @@ mod tests {
 
     #[test]
     fn names_wrap_after_a_hyphen_before_a_word_breaks() {
-        let mut table = Table::new(&["backend", "suite", "µs"], &[false, false, true]);
+        let mut table = Table::new(vec![
+            Column::text("backend"),
+            Column::text("suite"),
+            Column::number("µs"),
+        ]);
         for (backend, suite) in [
             ("rustls-aws-lc", "chacha20-poly1305"),
             ("openssl", "aes-128-gcm"),
@@ -560,8 +564,11 @@ mod tests {
 
     #[test]
     fn a_long_text_column_wraps_where_it_can_and_drops_where_it_cannot() {
-        let mut table =
-            Table::new(&["name", "operations", "µs"], &[false, false, true]).priorities(&[0, 1, 0]);
+        let mut table = Table::new(vec![
+            Column::text("name"),
+            Column::text("operations").priority(1),
+            Column::number("µs"),
+        ]);
         table.rows.push(vec![
             "server".into(),
             "1 key exchange, 1 sign, 3 HKDF-Extract + 18 HKDF-Expand + 2 HMAC".into(),

@@ -140,13 +140,13 @@ fn table_html(table: &Table, out: &mut String) {
         }
         return;
     }
-    let numeric = |i: usize| table.numeric.get(i).copied().unwrap_or(false);
+    let numeric = |i: usize| table.columns.get(i).is_some_and(|c| c.is_numeric());
     out.push_str("<div class=\"scroll\"><table class=\"sortable\">\n<thead><tr>");
-    for (i, header) in table.headers.iter().enumerate() {
+    for column in &table.columns {
         out.push_str(&format!(
             "<th data-numeric=\"{}\" title=\"sort\">{}</th>",
-            numeric(i),
-            escape(header)
+            column.is_numeric(),
+            escape(&column.header)
         ));
     }
     out.push_str("</tr></thead>\n<tbody>\n");

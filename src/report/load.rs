@@ -7,7 +7,9 @@
 use hdrhistogram::Histogram;
 use serde_json::json;
 
-use super::{Document, Table};
+use super::compare::kind::Kind;
+use super::{axis_headers, Axis, Column, Columns, Document, Table};
+use crate::scenario::Measure;
 use crate::workload::counted::ServerHandshakeCount;
 use crate::workload::load::{
     percentiles, HttpVersion, LoadResult, Mode, Plan, INTERVAL_PERCENTILES, PERCENTILES,
@@ -52,46 +54,86 @@ pub fn http_in_words(plan: &Plan) -> String {
     }
 }
 
+/// A row of `compare`: a latency phase and a statistic of it ("p50", "p99").
+pub(crate) type PhaseStatistic = (&'static str, &'static str);
+
+/// A row's axes as `compare` shows them, each with its cell.
+pub(crate) const COMPARED_AXES: [Axis<PhaseStatistic>; 2] = [
+    Axis {
+        header: "phase",
+        cell: |(phase, _)| phase.to_string(),
+    },
+    Axis {
+        header: "statistic",
+        cell: |(_, statistic)| statistic.to_string(),
+    },
+];
+
+/// What a load run's rows measure in `compare`: per phase, every answered
+/// request's latency (p50, tested) and its 99th percentile (one figure).
+pub fn compared(measure: Measure) -> Option<Kind> {
+    (measure == Measure::Time).then(|| {
+        Kind::rows("load", "server", axis_headers(&COMPARED_AXES).to_vec())
+            .on_time(
+                "ms",
+                "one request's latency in that phase (total: from the moment it was due)",
+                1e-3,
+            )
+            .with_notes(vec![
+                "Load p50 rows: the samples of the test are every answered request's latency, read back from the run's HDR histogram (3 significant digits). The requests of one run are not independent (a stall delays every request queued behind it), so the interval is narrower than the truth: take a verdict as a pointer, and repeat the runs to confirm it.",
+                "Load p99 rows: one figure per run (its order-statistic interval is not computed): B/A without an interval or a verdict, never failing the gate.",
+            ])
+    })
+}
+
 /// Loads of the same server in several HTTP versions side by side: each
 /// version's rate, total latency, errors and each side's CPU per request.
 pub fn versions_table(loads: &[(&Plan, &LoadResult, Option<u64>)]) -> Table {
-    let mut table = Table::new(
-        &[
-            "HTTP",
-            "achieved req/s",
-            "p50 ms",
-            "p99 ms",
-            "answered",
-            "errors",
-            "client CPU µs/req",
-            "server CPU µs/req",
-        ],
-        &[false, true, true, true, true, true, true, true],
-    )
-    .titled("HTTP versions side by side (total latency, from each request's due time)");
-    for (plan, result, server_cpu_ns) in loads {
-        let total = percentiles(&result.latencies.total);
-        let at = |i: usize| total.as_ref().map_or("—".to_string(), |v| ms(v[i]));
-        let per_request = |ns: u64| match result.answered {
-            0 => "—".to_string(),
-            n => format!("{:.0}", ns as f64 / 1000.0 / n as f64),
-        };
-        table.rows.push(vec![
-            http_in_words(plan),
-            format!("{:.1}", result.achieved_rate()),
-            at(0),
-            at(2),
-            result.answered.to_string(),
+    type Load<'l> = (&'l Plan, &'l LoadResult, Option<u64>);
+    // The total latency's percentile `i` (of `PERCENTILES`).
+    let total_at = |result: &LoadResult, i: usize| {
+        percentiles(&result.latencies.total).map_or("—".to_string(), |v| ms(v[i]))
+    };
+    let per_request = |result: &LoadResult, ns: u64| match result.answered {
+        0 => "—".to_string(),
+        n => format!("{:.0}", ns as f64 / 1000.0 / n as f64),
+    };
+    let mut table = Columns::new()
+        .with(Column::text("HTTP"), |(plan, _, _): &Load| {
+            http_in_words(plan)
+        })
+        .with(Column::number("achieved req/s"), |(_, result, _)| {
+            format!("{:.1}", result.achieved_rate())
+        })
+        .with(Column::number("p50 ms"), move |(_, result, _)| {
+            total_at(result, 0)
+        })
+        .with(Column::number("p99 ms"), move |(_, result, _)| {
+            total_at(result, 2)
+        })
+        .with(Column::number("answered"), |(_, result, _)| {
+            result.answered.to_string()
+        })
+        .with(Column::number("errors"), |(_, result, _)| {
             result
                 .errors
                 .iter()
                 .map(|(_, n)| n)
                 .sum::<usize>()
-                .to_string(),
-            per_request(result.client_cpu_ns),
-            server_cpu_ns.map_or("not known".to_string(), per_request),
-        ]);
-    }
+                .to_string()
+        })
+        .with(
+            Column::number("client CPU µs/req"),
+            move |(_, result, _)| per_request(result, result.client_cpu_ns),
+        )
+        .with(
+            Column::number("server CPU µs/req"),
+            move |(_, result, server_cpu_ns)| {
+                server_cpu_ns.map_or("not known".to_string(), |ns| per_request(result, ns))
+            },
+        )
+        .table(loads)
+        .titled("HTTP versions side by side (total latency, from each request's due time)");
     table.notes.push("The versions ran back to back against the same server, each with the whole plan; each is stored as a run of its own.".to_string());
     table
 }
@@ -160,13 +202,14 @@ impl LoadReport<'_> {
     fn summary_table(&self) -> Table {
         let result = self.result;
         let plan = self.plan;
-        let mut summary = Table::new(&["measure", "value"], &[false, true]).titled(format!(
-            "Load: {} against {}, {} connections, {}",
-            self.scenario,
-            self.server,
-            plan.mode.id(),
-            http_in_words(plan)
-        ));
+        let mut summary = Table::new(vec![Column::text("measure"), Column::number("value")])
+            .titled(format!(
+                "Load: {} against {}, {} connections, {}",
+                self.scenario,
+                self.server,
+                plan.mode.id(),
+                http_in_words(plan)
+            ));
         let per_request = |ns: u64| {
             if result.answered == 0 {
                 "—".to_string()
@@ -245,20 +288,14 @@ impl LoadReport<'_> {
 
     /// Latency percentiles per phase, in milliseconds.
     fn latency_table(&self, phases: &[Phase]) -> Table {
-        let mut headers = vec!["phase".to_string(), "n".to_string()];
-        headers.extend(PERCENTILES.iter().map(|p| match p {
-            p if *p >= 100.0 => "max ms".to_string(),
-            p => format!("p{p} ms"),
+        let mut columns = vec![Column::text("phase"), Column::number("n")];
+        columns.extend(PERCENTILES.iter().map(|p| {
+            Column::number(match p {
+                p if *p >= 100.0 => "max ms".to_string(),
+                p => format!("p{p} ms"),
+            })
         }));
-        let mut latency = Table {
-            title: Some("Latency per phase".to_string()),
-            numeric: vec![false]
-                .into_iter()
-                .chain(std::iter::repeat_n(true, headers.len() - 1))
-                .collect(),
-            headers,
-            ..Table::default()
-        };
+        let mut latency = Table::new(columns).titled("Latency per phase");
         for (name, histogram) in phases {
             let mut row = vec![name.to_string(), histogram.len().to_string()];
             match percentiles(histogram) {
@@ -281,8 +318,12 @@ impl LoadReport<'_> {
     /// Errors by kind, each with the first message of its kind.
     fn error_table(&self) -> Table {
         let result = self.result;
-        let mut errors = Table::new(&["error", "count", "first message"], &[false, true, false])
-            .titled("Errors");
+        let mut errors = Table::new(vec![
+            Column::text("error"),
+            Column::number("count"),
+            Column::text("first message"),
+        ])
+        .titled("Errors");
         errors.empty = Some("Errors: none.".to_string());
         for (kind, count) in &result.errors {
             let message = result
@@ -304,14 +345,11 @@ impl LoadReport<'_> {
     /// samples outside the kernel (what a profile of the program alone
     /// shows), or why there is no profile.
     fn profile_table(&self) -> Table {
-        let mut profile = Table::new(
-            &[
-                "shared object",
-                "share of samples",
-                "share outside the kernel",
-            ],
-            &[false, true, true],
-        )
+        let mut profile = Table::new(vec![
+            Column::text("shared object"),
+            Column::number("share of samples"),
+            Column::number("share outside the kernel"),
+        ])
         .titled("Where the server's CPU went (perf, per shared object)");
         match &self.profile {
             Ok(shares) => {
@@ -459,12 +497,9 @@ impl LoadReport<'_> {
 
 /// The latency percentiles per phase in microseconds, for CSV.
 fn records_table(phases: &[Phase]) -> Table {
-    let mut records = Table::new(
-        &[
-            "phase", "count", "p50_us", "p90_us", "p99_us", "p999_us", "max_us",
-        ],
-        &[false, true, true, true, true, true, true],
-    );
+    let mut records = Table::records([
+        "phase", "count", "p50_us", "p90_us", "p99_us", "p999_us", "max_us",
+    ]);
     for (name, histogram) in phases {
         let mut row = vec![name.to_string(), histogram.len().to_string()];
         match percentiles(histogram) {
@@ -476,6 +511,75 @@ fn records_table(phases: &[Phase]) -> Table {
     records
 }
 
+/// Returns true if and only if perf's category `label` is the TLS library's.
+fn in_library(label: &str) -> bool {
+    ProfileCategory::from_label(label).is_some_and(|c| ProfileCategory::TLS_LIBRARY.contains(&c))
+}
+
+/// Returns true if and only if two labels name the same category.
+fn same_category(a: &str, b: &str) -> bool {
+    ProfileCategory::from_label(a) == ProfileCategory::from_label(b)
+}
+
+/// A category's share of the TLS library's samples (`library` of them
+/// all), in percent; `None` outside the library or without samples.
+fn of_library(shares: &[(String, f64)], library: f64, label: &str) -> Option<f64> {
+    let share = shares.iter().find(|(l, _)| l == label).map(|(_, s)| *s)?;
+    (in_library(label) && library > 0.0).then(|| share / library * 100.0)
+}
+
+/// The symbol-category table's columns, with the counted handshake's
+/// beside perf's when one was counted.
+fn category_columns<'a>(
+    shares: &'a [(String, f64)],
+    library: f64,
+    counted: Option<&'a ServerHandshakeCount>,
+) -> Columns<'a, &'a str> {
+    let dash = || "—".to_string();
+    let mut columns = Columns::new()
+        .with(Column::text("category"), |label: &&str| label.to_string())
+        .with(Column::number("share of samples"), move |label| {
+            let share = shares.iter().find(|(l, _)| l == label).map(|(_, s)| *s);
+            share.map_or_else(dash, |s| format!("{s:.1}%"))
+        })
+        .with(Column::number("share of the TLS library"), move |label| {
+            of_library(shares, library, label).map_or_else(dash, |p| format!("{p:.1}%"))
+        });
+    if let Some(count) = counted {
+        // The counted handshake's instructions in a category (0: none).
+        let instructions = move |label: &str| -> f64 {
+            count
+                .categories
+                .iter()
+                .filter(|(l, _)| same_category(l, label))
+                .map(|(_, n)| *n)
+                .sum()
+        };
+        let total = count.server_instructions.max(1.0);
+        columns = columns
+            .with(
+                Column::number("handshake M instr (counted)"),
+                move |label| {
+                    let n = instructions(label);
+                    if n > 0.0 {
+                        format!("{:.3}", n / 1e6)
+                    } else {
+                        dash()
+                    }
+                },
+            )
+            .with(Column::number("share of the handshake"), move |label| {
+                let n = instructions(label);
+                if n > 0.0 {
+                    format!("{:.1}%", n / total * 100.0)
+                } else {
+                    dash()
+                }
+            });
+    }
+    columns
+}
+
 impl LoadReport<'_> {
     /// perf's samples per symbol category, and each of the TLS library's
     /// categories as a share of the library's samples (the study's
@@ -484,98 +588,58 @@ impl LoadReport<'_> {
     /// beside them.
     fn category_table(&self) -> Table {
         let counted = self.counted.as_ref().and_then(|c| c.as_ref().ok());
-        let mut headers = vec!["category", "share of samples", "share of the TLS library"];
-        if counted.is_some() {
-            headers.extend(["handshake M instr (counted)", "share of the handshake"]);
-        }
-        let numeric = vec![true; headers.len()];
-        let mut table = Table::new(&headers, &numeric)
-            .titled("Where the server's CPU went (perf, per symbol category)");
-        table.numeric[0] = false;
         let no_profile = self.categories.as_ref().err();
         let empty = Vec::new();
         let shares = self.categories.as_ref().unwrap_or(&empty);
-        if let Some(reason) = no_profile {
-            if counted.is_none() {
-                table.empty = Some(format!("No per-symbol profile: {reason}"));
-                self.counted_notes(&mut table);
-                return table;
-            }
-            table.notes.push(format!("No per-symbol profile: {reason}"));
-        }
-        let in_library = |label: &str| {
-            ProfileCategory::from_label(label)
-                .is_some_and(|c| ProfileCategory::TLS_LIBRARY.contains(&c))
-        };
         let library: f64 = shares
             .iter()
             .filter(|(l, _)| in_library(l))
             .map(|(_, s)| s)
             .sum();
-        let dash = || "—".to_string();
         // Per category as perf named them, then those only counting found.
         let mut labels: Vec<&str> = shares.iter().map(|(l, _)| l.as_str()).collect();
         for (label, _) in counted.map_or(&[][..], |c| &c.categories[..]) {
-            if !labels
-                .iter()
-                .any(|l| ProfileCategory::from_label(l) == ProfileCategory::from_label(label))
-            {
+            if !labels.iter().any(|l| same_category(l, label)) {
                 labels.push(label);
             }
         }
-        let mut inside = Vec::new();
-        for label in labels {
-            let share = shares.iter().find(|(l, _)| l == label).map(|(_, s)| *s);
-            let of_library = match share {
-                Some(share) if in_library(label) && library > 0.0 => {
-                    let percent = share / library * 100.0;
-                    inside.push(format!("{label} {percent:.1}%"));
-                    format!("{percent:.1}%")
-                }
-                _ => dash(),
-            };
-            let mut row = vec![
-                label.to_string(),
-                share.map_or_else(dash, |s| format!("{s:.1}%")),
-                of_library,
-            ];
-            if let Some(count) = counted {
-                let instructions = count
-                    .categories
+        if no_profile.is_some() && counted.is_none() {
+            labels.clear();
+        }
+        let mut table = category_columns(shares, library, counted)
+            .table(&labels)
+            .titled("Where the server's CPU went (perf, per symbol category)");
+        match no_profile {
+            Some(reason) if counted.is_none() => {
+                table.empty = Some(format!("No per-symbol profile: {reason}"));
+            }
+            Some(reason) => table.notes.push(format!("No per-symbol profile: {reason}")),
+            None => {
+                let kernel: f64 = shares
                     .iter()
                     .filter(|(l, _)| {
-                        ProfileCategory::from_label(l) == ProfileCategory::from_label(label)
+                        ProfileCategory::from_label(l) == Some(ProfileCategory::Kernel)
                     })
-                    .map(|(_, n)| *n)
-                    .sum::<f64>();
-                let total = count.server_instructions.max(1.0);
-                row.extend(if instructions > 0.0 {
-                    [
-                        format!("{:.3}", instructions / 1e6),
-                        format!("{:.1}%", instructions / total * 100.0),
-                    ]
-                } else {
-                    [dash(), dash()]
-                });
-            }
-            table.rows.push(row);
-        }
-        if no_profile.is_none() {
-            let kernel: f64 = shares
-                .iter()
-                .filter(|(l, _)| ProfileCategory::from_label(l) == Some(ProfileCategory::Kernel))
-                .map(|(_, s)| s)
-                .sum();
-            if kernel < 100.0 {
+                    .map(|(_, s)| s)
+                    .sum();
+                if kernel < 100.0 {
+                    table.notes.push(format!(
+                        "The TLS library as a whole: {library:.1}% of the samples, {:.1}% outside the kernel.",
+                        library / (100.0 - kernel) * 100.0
+                    ));
+                }
+                let inside: Vec<String> = labels
+                    .iter()
+                    .filter_map(|label| {
+                        let percent = of_library(shares, library, label)?;
+                        Some(format!("{label} {percent:.1}%"))
+                    })
+                    .collect();
                 table.notes.push(format!(
-                    "The TLS library as a whole: {library:.1}% of the samples, {:.1}% outside the kernel.",
-                    library / (100.0 - kernel) * 100.0
+                    "Inside the TLS library: {}. Symbols put in categories by name (bn_*, ec_*, rsa*, x25519*: public key; sha*, hmac, kdf: hashing; aes*, gcm*, chacha*, *cbc*: symmetric; drbg, rand: random; x509, asn1, d2i/i2d: certificates; ssl*, tls*: TLS state machine; the rest of OpenSSL: plumbing). Symmetric includes the pages' record protection, which the classic study's handshake breakdown (public key 92%, hashing 1.3%, symmetric 0.15%) left out.",
+                    inside.join(", ")
                 ));
             }
-            table.notes.push(format!(
-                "Inside the TLS library: {}. Symbols put in categories by name (bn_*, ec_*, rsa*, x25519*: public key; sha*, hmac, kdf: hashing; aes*, gcm*, chacha*, *cbc*: symmetric; drbg, rand: random; x509, asn1, d2i/i2d: certificates; ssl*, tls*: TLS state machine; the rest of OpenSSL: plumbing). Symmetric includes the pages' record protection, which the classic study's handshake breakdown (public key 92%, hashing 1.3%, symmetric 0.15%) left out.",
-                inside.join(", ")
-            ));
         }
         self.counted_notes(&mut table);
         table
@@ -700,7 +764,7 @@ mod tests {
             ],
         };
         let table = category_table(document_counted(0, 10, Some(Ok(count))));
-        assert_eq!(table.headers.len(), 5);
+        assert_eq!(table.columns.len(), 5);
         // perf's category, its count beside it.
         assert_eq!(
             table.rows[0],
@@ -722,7 +786,7 @@ mod tests {
 
         // Why not, when it could not be counted.
         let table = category_table(document_counted(0, 10, Some(Err("no valgrind".into()))));
-        assert_eq!(table.headers.len(), 3);
+        assert_eq!(table.columns.len(), 3);
         assert!(table.notes.iter().any(|n| n.ends_with("no valgrind")));
     }
 

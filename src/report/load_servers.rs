@@ -8,8 +8,10 @@
 //! version, is a row that says why.
 
 use super::load::http_in_words;
-use super::Table;
-use crate::workload::load::{percentiles, LoadResult, Plan};
+use hdrhistogram::Histogram;
+
+use super::{Column, Columns, Table};
+use crate::workload::load::{percentiles, Latencies, LoadResult, Plan};
 
 /// One row of the servers table.
 pub enum ServerRow<'a> {
@@ -43,58 +45,32 @@ pub enum ServerRow<'a> {
 /// The shared objects shown per row: the largest shares outside the kernel.
 const TOP_OBJECTS: usize = 3;
 
+/// The latency columns: header, priority on a narrow terminal, phase and
+/// percentile (an index into [`crate::workload::load::PERCENTILES`]).
+type LatencyColumn = (&'static str, u8, fn(&Latencies) -> &Histogram<u64>, usize);
+
+/// The medians of each phase and the total's 99th percentile.
+const LATENCY_COLUMNS: [LatencyColumn; 6] = [
+    ("connect p50 ms", 3, |l| &l.connect, 0),
+    ("handshake p50 ms", 2, |l| &l.handshake, 0),
+    ("first byte p50 ms", 3, |l| &l.first_byte, 0),
+    ("transfer p50 ms", 3, |l| &l.transfer, 0),
+    ("total p50 ms", 1, |l| &l.total, 0),
+    ("total p99 ms", 1, |l| &l.total, 2),
+];
+
 /// Every server's loads side by side, in the order they ran. `certs` are
 /// the certificates loaded, in the order given: with two or more, a
 /// certificate column and each row's server CPU per request against the
 /// first certificate's; with one, the table is the same as without.
 pub fn servers_table(rows: &[ServerRow<'_>], certs: &[&str]) -> Table {
-    let mut table = Table::new(
-        &[
-            "server",
-            "HTTP",
-            "answers/s after the ramp",
-            "connect p50 ms",
-            "handshake p50 ms",
-            "first byte p50 ms",
-            "transfer p50 ms",
-            "total p50 ms",
-            "total p99 ms",
-            "errors",
-            "server CPU µs/req",
-            "client CPU µs/req",
-            "server CPU per shared object (perf)",
-            "notes",
-        ],
-        &[
-            false, false, true, true, true, true, true, true, true, true, true, true, false, false,
-        ],
-    )
-    .priorities(&[0, 0, 0, 3, 2, 3, 3, 1, 1, 1, 0, 1, 2, 0])
-    .mark(&[13], super::ColumnKind::Notes)
-    .titled("Servers side by side (latency from each request's due time)");
-    for row in rows {
-        table.rows.push(match row {
-            ServerRow::Loaded {
-                server,
-                plan,
-                result,
-                server_cpu_ns,
-                profile,
-                ..
-            } => loaded_row(server, plan, result, *server_cpu_ns, profile),
-            ServerRow::Unusable {
-                server,
-                http,
-                reason,
-                ..
-            } => {
-                let mut cells = vec![server.to_string(), http.clone()];
-                cells.extend(std::iter::repeat_n("—".to_string(), 11));
-                cells.push(reason.to_string());
-                cells
-            }
-        });
-    }
+    let first = match certs {
+        [first, _, ..] => Some(*first),
+        _ => None,
+    };
+    let mut table = columns(rows, first)
+        .table(rows)
+        .titled("Servers side by side (latency from each request's due time)");
     if let Some(ServerRow::Loaded { plan, .. }) =
         rows.iter().find(|r| matches!(r, ServerRow::Loaded { .. }))
     {
@@ -104,8 +80,7 @@ pub fn servers_table(rows: &[ServerRow<'_>], certs: &[&str]) -> Table {
             plan.ramp.as_secs_f64()
         ));
     }
-    if let [first, _, ..] = certs {
-        add_cert_columns(&mut table, rows, first);
+    if let Some(first) = first {
         table.notes.push("The servers ran one after another, and each server once per certificate: started with it, loaded with the whole plan in every HTTP version and stopped before the next; each load is stored as a run of its own. CPU per request is per answered request; the shared objects are perf's shares of the server's user-space samples, the kernel's of all samples.".to_string());
         table.notes.push(format!("server CPU vs {first}: the row's server CPU per answered request divided by {first}'s on the same server in the same HTTP version (1.00 on {first}'s own rows; below 1 is cheaper). The loads ran back to back, not interleaved: a drift of the machine between them enters the ratio."));
     } else {
@@ -114,45 +89,113 @@ pub fn servers_table(rows: &[ServerRow<'_>], certs: &[&str]) -> Table {
     table
 }
 
-/// The certificate column (after the server) and the ratio of each row's
-/// server CPU per request to `first`'s (after the server CPU).
-fn add_cert_columns(table: &mut Table, rows: &[ServerRow<'_>], first: &str) {
-    let certs = rows.iter().map(|row| match row {
-        ServerRow::Loaded { cert, .. } | ServerRow::Unusable { cert, .. } => cert.to_string(),
+/// The servers table's columns; with `first` (two certificates or more)
+/// the certificate after the server, and the ratio to the first one's
+/// server CPU after the server CPU.
+fn columns<'a>(rows: &'a [ServerRow<'a>], first: Option<&'a str>) -> Columns<'a, ServerRow<'a>> {
+    let mut columns = Columns::new().with(Column::text("server"), |row: &ServerRow| match row {
+        ServerRow::Loaded { server, .. } | ServerRow::Unusable { server, .. } => server.to_string(),
     });
-    let ratios: Vec<String> = rows
-        .iter()
-        .map(|row| {
-            cpu_ratio_to(row, rows, first).map_or("—".to_string(), |ratio| format!("{ratio:.2}"))
-        })
-        .collect();
-    // Inserted right to left, so each index is the table's as built.
-    insert_column(
-        table,
-        11,
-        &format!("server CPU vs {first}"),
-        true,
-        0,
-        ratios,
+    if first.is_some() {
+        columns.push(Column::text("certificate"), |row| match row {
+            ServerRow::Loaded { cert, .. } | ServerRow::Unusable { cert, .. } => cert.to_string(),
+        });
+    }
+    columns.push(Column::text("HTTP"), |row| match row {
+        ServerRow::Loaded { plan, .. } => http_in_words(plan),
+        ServerRow::Unusable { http, .. } => http.clone(),
+    });
+    // After the ramp, the rate the plan offers (the whole run without one).
+    columns.push(
+        Column::number("answers/s after the ramp"),
+        figure(|load| {
+            let rate = load.result.steady_rate(load.plan);
+            format!("{:.1}", rate.unwrap_or_else(|| load.result.achieved_rate()))
+        }),
     );
-    insert_column(table, 1, "certificate", false, 0, certs.collect());
+    for (header, priority, phase, at) in LATENCY_COLUMNS {
+        columns.push(
+            Column::number(header).priority(priority),
+            figure(move |load| {
+                percentiles(phase(&load.result.latencies)).map_or("—".to_string(), |v| ms(v[at]))
+            }),
+        );
+    }
+    columns.push(
+        Column::number("errors").priority(1),
+        figure(|load| {
+            let errors: usize = load.result.errors.iter().map(|(_, n)| n).sum();
+            errors.to_string()
+        }),
+    );
+    columns.push(
+        Column::number("server CPU µs/req"),
+        figure(|load| {
+            load.server_cpu_ns
+                .map_or("not known".to_string(), |ns| per_request(load.result, ns))
+        }),
+    );
+    if let Some(first) = first {
+        columns.push(
+            Column::number(format!("server CPU vs {first}")),
+            move |row| {
+                cpu_ratio_to(row, rows, first)
+                    .map_or("—".to_string(), |ratio| format!("{ratio:.2}"))
+            },
+        );
+    }
+    columns
+        .with(
+            Column::number("client CPU µs/req").priority(1),
+            figure(|load| per_request(load.result, load.result.client_cpu_ns)),
+        )
+        .with(
+            Column::text("server CPU per shared object (perf)").priority(2),
+            figure(|load| {
+                load.profile
+                    .as_ref()
+                    .map_or("—".to_string(), |s| top_objects(s))
+            }),
+        )
+        .with(Column::notes("notes"), |row| match row {
+            ServerRow::Loaded { .. } => String::new(),
+            ServerRow::Unusable { reason, .. } => reason.to_string(),
+        })
 }
 
-/// Inserts a value column at `index`, with one cell per row.
-fn insert_column(
-    table: &mut Table,
-    index: usize,
-    header: &str,
-    numeric: bool,
-    priority: u8,
-    cells: Vec<String>,
-) {
-    table.headers.insert(index, header.to_string());
-    table.numeric.insert(index, numeric);
-    table.priority.insert(index, priority);
-    table.kinds.insert(index, super::ColumnKind::Value);
-    for (row, cell) in table.rows.iter_mut().zip(cells) {
-        row.insert(index, cell);
+/// What the figures of a load that ran are read from.
+struct Load<'r> {
+    plan: &'r Plan,
+    result: &'r LoadResult,
+    server_cpu_ns: Option<u64>,
+    profile: &'r Result<Vec<(String, f64)>, String>,
+}
+
+/// A figure of a load that ran, drawn by `cell`; "—" on a row that could
+/// not be loaded.
+fn figure(cell: impl Fn(&Load) -> String + Copy) -> impl Fn(&ServerRow<'_>) -> String + Copy {
+    move |row| match row {
+        ServerRow::Loaded {
+            plan,
+            result,
+            server_cpu_ns,
+            profile,
+            ..
+        } => cell(&Load {
+            plan,
+            result,
+            server_cpu_ns: *server_cpu_ns,
+            profile,
+        }),
+        ServerRow::Unusable { .. } => "—".to_string(),
+    }
+}
+
+/// CPU nanoseconds per answered request, in microseconds.
+fn per_request(result: &LoadResult, ns: u64) -> String {
+    match result.answered {
+        0 => "—".to_string(),
+        n => format!("{:.0}", ns as f64 / 1000.0 / n as f64),
     }
 }
 
@@ -181,48 +224,6 @@ fn cpu_ratio_to(row: &ServerRow<'_>, rows: &[ServerRow<'_>], first: &str) -> Opt
     })?;
     let base = server_cpu_per_request(base).filter(|cpu| *cpu > 0.0)?;
     Some(server_cpu_per_request(row)? / base)
-}
-
-/// The cells of a load that ran.
-fn loaded_row(
-    server: &str,
-    plan: &Plan,
-    result: &LoadResult,
-    server_cpu_ns: Option<u64>,
-    profile: &Result<Vec<(String, f64)>, String>,
-) -> Vec<String> {
-    let latencies = &result.latencies;
-    let median = |histogram| percentiles(histogram).map_or("—".to_string(), |v| ms(v[0]));
-    let p99 = percentiles(&latencies.total).map_or("—".to_string(), |v| ms(v[2]));
-    let per_request = |ns: u64| match result.answered {
-        0 => "—".to_string(),
-        n => format!("{:.0}", ns as f64 / 1000.0 / n as f64),
-    };
-    let errors: usize = result.errors.iter().map(|(_, n)| n).sum();
-    vec![
-        server.to_string(),
-        http_in_words(plan),
-        // After the ramp, the rate the plan offers (the whole run without one).
-        format!(
-            "{:.1}",
-            result
-                .steady_rate(plan)
-                .unwrap_or_else(|| result.achieved_rate())
-        ),
-        median(&latencies.connect),
-        median(&latencies.handshake),
-        median(&latencies.first_byte),
-        median(&latencies.transfer),
-        median(&latencies.total),
-        p99,
-        errors.to_string(),
-        server_cpu_ns.map_or("not known".to_string(), per_request),
-        per_request(result.client_cpu_ns),
-        profile
-            .as_ref()
-            .map_or("—".to_string(), |shares| top_objects(shares)),
-        String::new(),
-    ]
 }
 
 /// perf's largest shares outside the kernel, then the kernel's share of
@@ -304,7 +305,7 @@ mod tests {
             &["ecdsa_p256"],
         );
         assert_eq!(table.rows.len(), 1);
-        assert_eq!(table.rows[0].len(), table.headers.len());
+        assert_eq!(table.rows[0].len(), table.columns.len());
         assert_eq!(table.rows[0][0], "apache");
         assert_eq!(table.rows[0][13], "Apache httpd is not installed");
     }
@@ -377,16 +378,13 @@ mod tests {
             loaded("apache", "ecdsa_p256", &http1, &ten, 500_000),
         ];
         let table = servers_table(&rows, &["rsa2048", "ecdsa_p256"]);
-        assert_eq!(table.headers[1], "certificate");
-        assert_eq!(table.headers[11], "server CPU µs/req");
-        assert_eq!(table.headers[12], "server CPU vs rsa2048");
-        assert_eq!(table.headers.len(), 16);
-        assert_eq!(
-            (table.numeric.len(), table.priority.len(), table.kinds.len()),
-            (16, 16, 16)
-        );
-        assert!(table.numeric[12] && !table.numeric[1]);
-        assert_eq!(table.kinds[15], crate::report::ColumnKind::Notes);
+        let headers = table.headers();
+        assert_eq!(headers[1], "certificate");
+        assert_eq!(headers[11], "server CPU µs/req");
+        assert_eq!(headers[12], "server CPU vs rsa2048");
+        assert_eq!(headers.len(), 16);
+        assert!(table.columns[12].is_numeric() && !table.columns[1].is_numeric());
+        assert_eq!(table.columns[15].kind, crate::report::ColumnKind::Notes);
         let column = |index: usize| -> Vec<&str> {
             table.rows.iter().map(|row| row[index].as_str()).collect()
         };
@@ -419,8 +417,8 @@ mod tests {
         );
         // One certificate: the table of several servers as it was.
         let one = servers_table(&rows[..2], &["rsa2048"]);
-        assert_eq!(one.headers.len(), 14);
-        assert!(!one.headers.iter().any(|h| h == "certificate"));
+        assert_eq!(one.columns.len(), 14);
+        assert!(!one.headers().contains(&"certificate"));
         assert_eq!(one.rows[0].len(), 14);
     }
 }

@@ -1,6 +1,8 @@
 //! The terminal table and Markdown share one layout: the same columns, cells
 //! and alignment, drawn with spaces or with pipes.
 
+use super::Column;
+
 /// How a grid is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -32,13 +34,14 @@ pub(crate) fn pad(text: &str, to: usize, right: bool) -> String {
     }
 }
 
-/// Draws a grid of cells with a header row, as aligned text or Markdown.
-pub fn grid(headers: &[&str], numeric: &[bool], rows: &[Vec<String>], style: Style) -> String {
-    let widths: Vec<usize> = (0..headers.len())
+/// Draws a grid of cells under the columns' headers, as aligned text or
+/// Markdown, each column aligned as it says.
+pub fn grid(columns: &[Column], rows: &[Vec<String>], style: Style) -> String {
+    let widths: Vec<usize> = (0..columns.len())
         .map(|i| {
             rows.iter()
                 .map(|r| width(&r[i]))
-                .chain([width(headers[i])])
+                .chain([width(&columns[i].header)])
                 .max()
                 .unwrap_or(0)
         })
@@ -47,21 +50,23 @@ pub fn grid(headers: &[&str], numeric: &[bool], rows: &[Vec<String>], style: Sty
         let padded: Vec<String> = values
             .iter()
             .enumerate()
-            .map(|(i, v)| pad(v, widths[i], numeric[i]))
+            .map(|(i, v)| pad(v, widths[i], columns[i].is_numeric()))
             .collect();
         match style {
             Style::Terminal => padded.join("  ").trim_end().to_string(),
             Style::Markdown => format!("| {} |", padded.join(" | ")),
         }
     };
-    let mut out = line(&headers.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    let mut out = line(&columns.iter().map(|c| c.header.clone()).collect::<Vec<_>>());
     out.push('\n');
     let rule: Vec<String> = widths
         .iter()
         .enumerate()
         .map(|(i, w)| match style {
             Style::Terminal => "─".repeat(*w),
-            Style::Markdown if numeric[i] => format!("{}:", "-".repeat(w.saturating_sub(1).max(2))),
+            Style::Markdown if columns[i].is_numeric() => {
+                format!("{}:", "-".repeat(w.saturating_sub(1).max(2)))
+            }
             Style::Markdown => "-".repeat((*w).max(3)),
         })
         .collect();

@@ -1,7 +1,11 @@
 //! Reports: one view per capability turns stored cells into a neutral
 //! [`Document`] (tables of text cells, a record table with every field, and
 //! JSON data with the raw samples), and one [`Exporter`] per format draws
-//! any document. A new capability writes a view, never its own CSV,
+//! any document. A view declares each column of its tables once, as a
+//! typed [`Column`] beside the function that draws its cell ([`Columns`];
+//! a scenario's axes as an [`Axis`] list its tables, `compare` and
+//! `recommend` share), and says what its rows measure in `compare`
+//! ([`compare::Kind`]). A new capability writes a view, never its own CSV,
 //! Markdown or JSON code.
 
 pub mod bulk;
@@ -20,6 +24,7 @@ pub mod recommend;
 pub(crate) mod records;
 pub mod serve;
 pub mod speed;
+mod table;
 pub mod tunnel;
 
 use anyhow::{Context, Result};
@@ -27,91 +32,7 @@ use anyhow::{Context, Result};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::stats::Drift;
-
-/// A table of text cells with a header row.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Table {
-    /// Drawn above the table (a heading in Markdown).
-    pub title: Option<String>,
-    pub headers: Vec<String>,
-    /// Right-aligned columns (numbers).
-    pub numeric: Vec<bool>,
-    pub rows: Vec<Vec<String>>,
-    /// Said instead of the table when it has no rows.
-    pub empty: Option<String>,
-    /// Lines under the table (what a column means, how an interval was obtained).
-    pub notes: Vec<String>,
-    /// Per column, which goes first when the table is wider than the
-    /// terminal: 0 never drops, then the highest number drops first.
-    /// Empty means every column is 0.
-    pub priority: Vec<u8>,
-    /// Per column, its part in fitting (see [`ColumnKind`]). Empty means
-    /// every column is a value.
-    pub kinds: Vec<ColumnKind>,
-}
-
-/// What a column is, for fitting a table to the terminal's width.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ColumnKind {
-    /// A figure or a name, drawn as it is.
-    #[default]
-    Value,
-    /// One axis of the scenario (TLS version, group, cipher...): when every
-    /// row has the same value the column is said once above the table.
-    Axis,
-    /// Notes separated by "; ": long ones become numbered footnotes under
-    /// the table, one per distinct text, shared by every row that has it.
-    Notes,
-}
-
-impl Table {
-    /// A table with these columns; `numeric` marks the right-aligned ones.
-    pub fn new(headers: &[&str], numeric: &[bool]) -> Self {
-        assert_eq!(headers.len(), numeric.len(), "one alignment per column");
-        Self {
-            headers: headers.iter().map(|h| h.to_string()).collect(),
-            numeric: numeric.to_vec(),
-            priority: vec![0; headers.len()],
-            kinds: vec![ColumnKind::Value; headers.len()],
-            ..Self::default()
-        }
-    }
-
-    /// Sets each column's priority (see [`Table::priority`]).
-    pub fn priorities(mut self, priority: &[u8]) -> Self {
-        assert_eq!(
-            priority.len(),
-            self.headers.len(),
-            "one priority per column"
-        );
-        self.priority = priority.to_vec();
-        self
-    }
-
-    /// Marks the columns at these indices as `kind`.
-    pub fn mark(mut self, columns: &[usize], kind: ColumnKind) -> Self {
-        self.kinds.resize(self.headers.len(), ColumnKind::Value);
-        for &column in columns {
-            self.kinds[column] = kind;
-        }
-        self
-    }
-
-    /// The priority of column `i` (0 when unset).
-    pub fn priority_of(&self, i: usize) -> u8 {
-        self.priority.get(i).copied().unwrap_or(0)
-    }
-
-    /// The kind of column `i` ([`ColumnKind::Value`] when unset).
-    pub fn kind_of(&self, i: usize) -> ColumnKind {
-        self.kinds.get(i).copied().unwrap_or_default()
-    }
-
-    pub fn titled(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-}
+pub use table::{axis_cells, axis_headers, Align, Axis, Column, ColumnKind, Columns, Table};
 
 /// Where a backend stands in the order backends are listed (one not
 /// listed, such as the mock or nginx, after them all): views sort their
@@ -212,8 +133,7 @@ impl Exporter for Markup {
                 out.push_str(&fit::fitted(table, width));
                 continue;
             }
-            let headers: Vec<&str> = table.headers.iter().map(String::as_str).collect();
-            out.push_str(&markup::grid(&headers, &table.numeric, &table.rows, style));
+            out.push_str(&markup::grid(&table.columns, &table.rows, style));
             if !table.notes.is_empty() {
                 out.push('\n');
                 for note in &table.notes {
@@ -241,14 +161,14 @@ impl Exporter for Csv {
     fn export(&self, document: &Document) -> Result<String> {
         let records = &document.records;
         let mut writer = csv::Writer::from_writer(Vec::new());
-        writer.write_record(&records.headers)?;
+        writer.write_record(records.headers())?;
         for (index, row) in records.rows.iter().enumerate() {
             writer.write_record(row).with_context(|| {
                 format!(
                     "CSV row {} has {} fields, the header {}",
                     index + 1,
                     row.len(),
-                    records.headers.len()
+                    records.columns.len()
                 )
             })?;
         }
@@ -399,7 +319,7 @@ mod tests {
 
     /// A document whose record table has these rows under `headers`.
     fn records(headers: &[&str], rows: Vec<Vec<String>>) -> Document {
-        let mut records = Table::new(headers, &vec![false; headers.len()]);
+        let mut records = Table::records(headers.iter().copied());
         records.rows = rows;
         Document {
             heading: String::new(),

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::{Document, Table};
+use super::{Column, Document, Table};
 use crate::backend::openssl::probe::{Attempt, Axis};
 use crate::scenario::Named;
 
@@ -19,10 +19,12 @@ pub fn accepted(attempts: &[Attempt], axis: Axis) -> Vec<String> {
 
 /// One row per try.
 pub fn table(target: &str, attempts: &[Attempt]) -> Table {
-    let mut table = Table::new(
-        &["offered", "with", "accepted", "negotiated or why not"],
-        &[false, false, false, false],
-    )
+    let mut table = Table::new(vec![
+        Column::text("offered"),
+        Column::text("with"),
+        Column::text("accepted"),
+        Column::text("negotiated or why not"),
+    ])
     .titled(format!("What {target} accepts (one handshake per row)"));
     for attempt in attempts {
         let (accepted, detail) = match &attempt.outcome {

@@ -14,7 +14,7 @@
 
 use serde::Serialize;
 
-use super::{heading, ColumnKind, Document, Table};
+use super::{heading, Column, Columns, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::security::Strength;
@@ -310,15 +310,6 @@ impl Recommendation<'_> {
     }
 
     fn table(&self, recommended: bool) -> Table {
-        let axes = self.axis.axis_headers.len();
-        let mut headers: Vec<&str> = vec![self.axis.backend_header];
-        headers.extend(self.axis.axis_headers.iter().copied());
-        headers.extend([self.axis.header, "95% CI", "security bits", "limited by"]);
-        headers.push(if recommended { "noise" } else { "why out" });
-        let mut numeric = vec![false; 1 + axes];
-        numeric.extend([true, true, true, false, false]);
-        let mut priority = vec![0; 1 + axes];
-        priority.extend([0, 2, 0, 3, 0]);
         let title = if recommended {
             format!(
                 "Recommended ({} role): not beaten on both {} and security",
@@ -327,50 +318,65 @@ impl Recommendation<'_> {
         } else {
             "The other rows and why they are out".to_string()
         };
-        let mut table = Table::new(&headers, &numeric)
-            .titled(title)
-            .priorities(&priority)
-            .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis);
-        table = table.mark(&[headers.len() - 1], ColumnKind::Notes);
+        let shown: Vec<usize> = self
+            .order()
+            .into_iter()
+            .filter(|&i| (self.verdicts[i] == Verdict::Recommended) == recommended)
+            .collect();
+        let candidate = |i: &usize| &self.candidates[*i];
+        let scaled = |v: f64| format!("{:.1}", v * self.axis.scale);
+        let mut columns = Columns::new().with(Column::axis(self.axis.backend_header), move |i| {
+            candidate(i).backend.clone()
+        });
+        for (axis, header) in self.axis.axis_headers.iter().enumerate() {
+            columns.push(Column::axis(*header), move |i| {
+                candidate(i).axes[axis].clone()
+            });
+        }
+        let mut table = columns
+            .with(Column::number(self.axis.header), move |i| {
+                candidate(i)
+                    .cost
+                    .map(scaled)
+                    .unwrap_or_else(|| "—".to_string())
+            })
+            .with(Column::number("95% CI").priority(2), move |i| {
+                candidate(i).interval.map_or_else(
+                    || "—".to_string(),
+                    |i| format!("{}–{}", scaled(i.low), scaled(i.high)),
+                )
+            })
+            .with(Column::number("security bits"), move |i| {
+                candidate(i).strength.bits.to_string()
+            })
+            .with(Column::text("limited by").priority(3), move |i| {
+                candidate(i).strength.weakest.clone()
+            })
+            .with(
+                Column::notes(if recommended { "noise" } else { "why out" }),
+                move |&i| {
+                    if recommended {
+                        self.tie_note(i)
+                    } else {
+                        self.why_out(i)
+                    }
+                },
+            )
+            .table(&shown)
+            .titled(title);
         table.empty = Some(if recommended {
             "no row clears the floor".to_string()
         } else {
             "every row is recommended".to_string()
         });
-        for i in self.order() {
-            let verdict = &self.verdicts[i];
-            if (*verdict == Verdict::Recommended) != recommended {
-                continue;
-            }
-            let c = &self.candidates[i];
-            let mut cells = vec![c.backend.clone()];
-            cells.extend(c.axes.iter().cloned());
-            let scaled = |v: f64| format!("{:.1}", v * self.axis.scale);
-            cells.push(c.cost.map(scaled).unwrap_or_else(|| "—".to_string()));
-            cells.push(c.interval.map_or_else(
-                || "—".to_string(),
-                |i| format!("{}–{}", scaled(i.low), scaled(i.high)),
-            ));
-            cells.push(c.strength.bits.to_string());
-            cells.push(c.strength.weakest.clone());
-            cells.push(if recommended {
-                self.tie_note(i)
-            } else {
-                self.why_out(i)
-            });
-            table.rows.push(cells);
-        }
         table
     }
 
     fn records(&self) -> Table {
-        let mut table = Table {
-            headers: "label,backend,cost,cost_ci_low,cost_ci_high,samples,security_bits,limited_by,forward_secrecy,weak,verdict,reason"
-                .split(',')
-                .map(String::from)
-                .collect(),
-            ..Table::default()
-        };
+        let mut table = Table::records(
+            "label,backend,cost,cost_ci_low,cost_ci_high,samples,security_bits,limited_by,forward_secrecy,weak,verdict,reason"
+                .split(','),
+        );
         for (i, (c, verdict)) in self.candidates.iter().zip(&self.verdicts).enumerate() {
             let tag = match verdict {
                 Verdict::Recommended => "recommended",

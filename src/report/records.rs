@@ -1,8 +1,10 @@
 //! What every view's record table (the CSV) writes the same way: a figure
 //! as text with a fixed number of decimals, and a [`Summary`] as one column
 //! per statistic. A view names its series and its unit; the statistics,
-//! their order and their headers come from here.
+//! their order and their headers come from here, as fields beside a view's
+//! own or as record columns ([`SummaryColumns::columns`]).
 
+use super::{Column, Columns};
 use crate::stats::Summary;
 
 /// A figure with `decimals` digits after the point; empty when there is none.
@@ -56,6 +58,23 @@ impl SummaryColumns {
             .collect()
     }
 
+    /// One series' record columns over rows of type `R`, each cell a
+    /// statistic of the row's `summary` (empty without one).
+    pub fn columns<'a, R: 'a>(
+        self,
+        series: &str,
+        summary: fn(&R) -> Option<Summary>,
+    ) -> Columns<'a, R> {
+        let mut columns = Columns::new();
+        for (statistic, read) in self.statistics() {
+            columns.push(
+                Column::text(format!("{series}_{statistic}{}", self.unit)),
+                move |row| number(summary(row).as_ref().map(read), self.decimals),
+            );
+        }
+        columns
+    }
+
     /// A summary's fields, one per header; all empty without a summary.
     pub fn fields(self, summary: Option<&Summary>) -> Vec<String> {
         self.statistics()
@@ -103,6 +122,11 @@ mod tests {
             ..columns
         };
         assert_eq!(without_p99.headers("x").len(), 7);
+        let table = columns
+            .columns("wall", |s: &crate::stats::Summary| Some(*s))
+            .table([&summary]);
+        assert_eq!(table.headers(), columns.headers("wall"));
+        assert_eq!(table.rows[0], fields);
         assert_eq!(number(Some(1.23456), 3), "1.235");
         assert_eq!(number(None, 3), "");
     }

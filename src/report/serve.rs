@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::{Document, Table};
+use super::{Column, Document, Table};
 use crate::workload::serve::ServerStats;
 
 fn micros_per(ns: u64, count: u64) -> String {
@@ -18,7 +18,8 @@ fn micros_per(ns: u64, count: u64) -> String {
 
 /// The server's counts and CPU, one row per measure.
 pub fn summary_table(stats: &ServerStats, title: String) -> Table {
-    let mut table = Table::new(&["measure", "value"], &[false, true]).titled(title);
+    let mut table =
+        Table::new(vec![Column::text("measure"), Column::number("value")]).titled(title);
     let rows: Vec<(&str, String)> = vec![
         ("worker threads", stats.workers.to_string()),
         (
@@ -77,10 +78,11 @@ pub fn summary_table(stats: &ServerStats, title: String) -> Table {
 /// Where the server's CPU went, per category (rustls: counted), or a line
 /// saying why there is no breakdown.
 pub fn breakdown_table(stats: &ServerStats, backend: &str) -> Table {
-    let mut table = Table::new(
-        &["category", "µs per request", "share of server CPU"],
-        &[false, true, true],
-    )
+    let mut table = Table::new(vec![
+        Column::text("category"),
+        Column::number("µs per request"),
+        Column::number("share of server CPU"),
+    ])
     .titled(format!("Where the server's CPU went ({backend}, counted)"));
     match stats.breakdown() {
         Some(shares) => {
@@ -127,7 +129,7 @@ pub fn document(heading: String, scenario: &str, backend: &str, stats: &ServerSt
         ),
     );
     let breakdown = breakdown_table(stats, backend);
-    let mut records = Table::new(&["category", "ns"], &[false, true]);
+    let mut records = Table::records(["category", "ns"]);
     for share in stats.breakdown().unwrap_or_default() {
         records.rows.push(vec![share.name, share.ns.to_string()]);
     }

@@ -3,14 +3,15 @@
 
 use serde::Serialize;
 
+use super::compare::kind::Kind;
 use super::markup::format_us;
 use super::records::{number, SummaryColumns};
-use super::{ColumnKind, Document, Table};
+use super::{axis_headers, Axis, Column, Columns, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, Timed};
 use crate::scenario::speed::SpeedRow;
-use crate::scenario::Named;
+use crate::scenario::{Measure, Named};
 use crate::stats::{self, Summary};
 use crate::workload::speed::{SpeedCell, SpeedSample};
 
@@ -93,33 +94,99 @@ pub fn build_rows(cells: &[SpeedCell]) -> Vec<SpeedReportRow> {
         .collect()
 }
 
+/// A row's algorithm.
+fn algorithm(row: &SpeedRow) -> String {
+    row.primitive.name().to_string()
+}
+
+/// A row's operation.
+fn operation(row: &SpeedRow) -> String {
+    row.operation.id().to_string()
+}
+
+/// A buffer row's size in bytes; empty for an asymmetric row.
+fn size(row: &SpeedRow) -> String {
+    row.size_bytes.map(|s| s.to_string()).unwrap_or_default()
+}
+
+/// A row's axes as `compare` shows them, each with its cell (the speed
+/// tables draw the size as a figure).
+pub(crate) const AXES: [Axis<SpeedRow>; 3] = [
+    Axis {
+        header: "algorithm",
+        cell: algorithm,
+    },
+    Axis {
+        header: "operation",
+        cell: operation,
+    },
+    Axis {
+        header: "bytes",
+        cell: size,
+    },
+];
+
+/// What a speed run's rows measure in `compare`: the time per operation,
+/// or the instructions counted per operation.
+pub fn compared(measure: Measure) -> Option<Kind> {
+    let kind = Kind::rows("speed", "backend", axis_headers(&AXES).to_vec());
+    match measure {
+        Measure::Time => Some(kind.on_time("µs/op", "the time per operation", 1e-3)),
+        Measure::Instructions => Some(kind.on_counts(
+            "k instr/op",
+            "the instructions per operation, counted under valgrind",
+            1e-3,
+        )),
+        Measure::Memory => None,
+    }
+}
+
+/// The columns both speed tables start with: the backend and the row.
+fn leading<'a>() -> Columns<'a, SpeedReportRow> {
+    Columns::new()
+        .with(Column::axis("backend"), |r: &SpeedReportRow| {
+            r.backend.clone()
+        })
+        .with(Column::text("algorithm"), |r| algorithm(&r.row))
+        .with(Column::text("operation"), |r| operation(&r.row))
+        .with(Column::number("bytes"), |r| size(&r.row))
+}
+
 /// The speed table.
 fn table(rows: &[SpeedReportRow]) -> Table {
-    let headers = [
-        "backend",
-        "algorithm",
-        "operation",
-        "bytes",
-        "ops/s",
-        "µs/op",
-        "MB/s",
-        "±95% CI",
-        "n",
-        "notes",
-    ];
-    let numeric = [
-        false, false, false, true, true, true, true, true, true, false,
-    ];
     let dash = || "—".to_string();
-    let lines: Vec<Vec<String>> = rows
-        .iter()
-        .map(|row| {
-            let spread = row.ns_per_op.map(|s| {
-                format!(
-                    "{:.1}%",
-                    s.median_ci95.relative_half_width(s.median) * 100.0
-                )
-            });
+    let mut table = leading()
+        .with(Column::number("ops/s"), |row| {
+            row.ops_per_second
+                .map(|o| format!("{o:.0}"))
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("µs/op").priority(1), |row| {
+            row.ns_per_op
+                .map(|s| format_us(s.median / 1000.0))
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("MB/s"), |row| {
+            row.megabytes_per_second
+                .map(|m| format!("{m:.1}"))
+                .unwrap_or_default()
+        })
+        .with(Column::number("±95% CI").priority(2), |row| {
+            row.ns_per_op
+                .map(|s| {
+                    format!(
+                        "{:.1}%",
+                        s.median_ci95.relative_half_width(s.median) * 100.0
+                    )
+                })
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("n").priority(3), |row| {
+            row.ns_per_op
+                .map(|s| s.count.to_string())
+                .unwrap_or_else(dash)
+        })
+        .with(Column::notes("notes"), |row| {
             let mut notes = Vec::new();
             if let Some(reason) = &row.reason {
                 notes.push(format!("{}: {reason}", row.status));
@@ -127,36 +194,9 @@ fn table(rows: &[SpeedReportRow]) -> Table {
             if row.status == crate::measure::CellStatus::Measured && !row.precise {
                 notes.push("precision not reached in time".to_string());
             }
-            vec![
-                row.backend.clone(),
-                row.row.primitive.name().to_string(),
-                row.row.operation.id().to_string(),
-                row.row
-                    .size_bytes
-                    .map(|s| s.to_string())
-                    .unwrap_or_default(),
-                row.ops_per_second
-                    .map(|o| format!("{o:.0}"))
-                    .unwrap_or_else(dash),
-                row.ns_per_op
-                    .map(|s| format_us(s.median / 1000.0))
-                    .unwrap_or_else(dash),
-                row.megabytes_per_second
-                    .map(|m| format!("{m:.1}"))
-                    .unwrap_or_default(),
-                spread.unwrap_or_else(dash),
-                row.ns_per_op
-                    .map(|s| s.count.to_string())
-                    .unwrap_or_else(dash),
-                notes.join("; "),
-            ]
+            notes.join("; ")
         })
-        .collect();
-    let mut table = Table::new(&headers, &numeric)
-        .priorities(&[0, 0, 0, 0, 0, 1, 0, 2, 3, 0])
-        .mark(&[0], ColumnKind::Axis)
-        .mark(&[9], ColumnKind::Notes);
-    table.rows = lines;
+        .table(rows);
     table
         .notes
         .push("Each sample is a batch of operations lasting about 2 ms; rows are sampled in interleaved rounds.".to_string());
@@ -173,14 +213,12 @@ const COST_COLUMNS: SummaryColumns = SummaryColumns {
 
 /// One line per row with every statistic.
 fn records(rows: &[SpeedReportRow]) -> Table {
-    let mut table = Table {
-        headers: "label,backend,primitive,operation,size_bytes,status,reason,samples,precise,ops_per_second,megabytes_per_second"
+    let mut table = Table::records(
+        "label,backend,primitive,operation,size_bytes,status,reason,samples,precise,ops_per_second,megabytes_per_second"
             .split(',')
             .map(String::from)
-            .chain(COST_COLUMNS.headers("ns_per_op"))
-            .collect(),
-        ..Table::default()
-    };
+            .chain(COST_COLUMNS.headers("ns_per_op")),
+    );
     for row in rows {
         let s = row.ns_per_op;
         let mut fields = vec![
@@ -251,50 +289,36 @@ fn counted_table(rows: &[SpeedReportRow], counted_with: Option<&str>) -> Option<
     {
         return None;
     }
-    let mut table = Table::new(
-        &[
-            "backend",
-            "algorithm",
-            "operation",
-            "bytes",
-            "instr/op",
-            "instr/B",
-            "spread",
-            "n",
-            "notes",
-        ],
-        &[false, false, false, true, true, true, true, true, false],
-    )
-    .titled("Instructions per operation (counted under valgrind)")
-    .mark(&[0], ColumnKind::Axis);
     let dash = || "—".to_string();
-    for row in rows
+    let counted = rows
         .iter()
-        .filter(|r| r.instructions_per_op.is_some() || r.counted_reason.is_some())
-    {
-        let per_op = row.instructions_per_op;
-        table.rows.push(vec![
-            row.backend.clone(),
-            row.row.primitive.name().to_string(),
-            row.row.operation.id().to_string(),
-            row.row
-                .size_bytes
-                .map(|s| s.to_string())
-                .unwrap_or_default(),
-            per_op
+        .filter(|r| r.instructions_per_op.is_some() || r.counted_reason.is_some());
+    let mut table = leading()
+        .with(Column::number("instr/op"), |row| {
+            row.instructions_per_op
                 .map(|s| format!("{:.0}", s.median))
-                .unwrap_or_else(dash),
-            per_op
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("instr/B"), |row| {
+            row.instructions_per_op
                 .zip(row.row.size_bytes)
                 .map(|(s, size)| format!("{:.2}", s.median / size as f64))
-                .unwrap_or_else(dash),
-            per_op
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("spread"), |row| {
+            row.instructions_per_op
                 .map(|s| format!("{:.2}%", (s.max - s.min) / s.median * 100.0))
-                .unwrap_or_else(dash),
-            per_op.map_or_else(dash, |s| s.count.to_string()),
-            row.counted_reason.clone().unwrap_or_default(),
-        ]);
-    }
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("n"), |row| {
+            row.instructions_per_op
+                .map_or_else(dash, |s| s.count.to_string())
+        })
+        .with(Column::text("notes"), |row| {
+            row.counted_reason.clone().unwrap_or_default()
+        })
+        .table(counted)
+        .titled("Instructions per operation (counted under valgrind)");
     table.notes.push(format!(
         "instr/op: instructions executed per operation, counted under {}'s callgrind (median of the samples, each a fixed number of operations after one uncounted); instr/B: per byte of the buffer. Counts repeat on any machine but say nothing of the clock; valgrind hides AVX-512 from the libraries.",
         counted_with.unwrap_or("valgrind")

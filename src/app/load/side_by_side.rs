@@ -143,24 +143,17 @@ impl Load<'_> {
             front.insert(1, ("certificate", cert.id().to_string()));
         }
         let records = &mut combined.records;
-        if records.headers.is_empty() {
+        if records.columns.is_empty() {
             *records = crate::report::Table {
                 rows: Vec::new(),
                 ..own.records.clone()
             };
-            let columns = front.len();
-            records
-                .headers
-                .splice(0..0, front.iter().map(|(header, _)| header.to_string()));
-            records
-                .numeric
-                .splice(0..0, std::iter::repeat_n(false, columns));
-            records
-                .priority
-                .splice(0..0, std::iter::repeat_n(0, columns));
-            records
-                .kinds
-                .splice(0..0, std::iter::repeat_n(Default::default(), columns));
+            records.columns.splice(
+                0..0,
+                front
+                    .iter()
+                    .map(|(header, _)| crate::report::Column::text(*header)),
+            );
         }
         for mut row in own.records.rows {
             row.splice(0..0, front.iter().map(|(_, value)| value.clone()));

@@ -2,8 +2,8 @@
 //! side's instructions per handshake (`--breakdown`), as callgrind counted them.
 
 use super::table::millions;
-use super::{axis_cells, AXIS_HEADERS};
-use crate::report::{ColumnKind, Table};
+use super::table::AXES;
+use crate::report::{Column, Columns, Table};
 use crate::workload::handshake::CellResult;
 use crate::workload::perf::ProfileCategory;
 
@@ -22,6 +22,39 @@ const CATEGORY_HEADERS: [(ProfileCategory, &str); 10] = [
     (ProfileCategory::Other, "other"),
 ];
 
+/// One line of the breakdown: a cell's side and its instructions.
+struct Line<'c> {
+    cell: &'c CellResult,
+    side: &'static str,
+    /// The side's instructions in every category of [`CATEGORY_HEADERS`].
+    total: f64,
+}
+
+impl<'c> Line<'c> {
+    fn new(cell: &'c CellResult, side: &'static str) -> Self {
+        let mut line = Self {
+            cell,
+            side,
+            total: 0.0,
+        };
+        line.total = CATEGORY_HEADERS.iter().map(|(c, _)| line.of(*c)).sum();
+        line
+    }
+
+    /// The side's instructions in `category`.
+    fn of(&self, category: ProfileCategory) -> f64 {
+        self.cell
+            .counts
+            .breakdown
+            .iter()
+            .filter(|c| {
+                c.side == self.side && ProfileCategory::from_label(&c.category) == Some(category)
+            })
+            .map(|c| c.instructions)
+            .sum()
+    }
+}
+
 /// Where each side's instructions go: per cell and side, each category's
 /// share of the side's instructions, and the side's total (`None` when no
 /// cell has a breakdown). `cost --breakdown --measure instructions` shows
@@ -34,61 +67,34 @@ pub fn breakdown_table(cells: &[CellResult]) -> Option<Table> {
     if counted.is_empty() {
         return None;
     }
-    let mut headers = vec!["backend"];
-    headers.extend(AXIS_HEADERS);
-    headers.push("side");
-    headers.extend(CATEGORY_HEADERS.map(|(_, h)| h));
-    headers.push("M instr");
-    let axes = 1 + AXIS_HEADERS.len();
-    let mut numeric = vec![false; axes + 1];
-    numeric.extend([true; CATEGORY_HEADERS.len() + 1]);
-    // On a narrow terminal the categories that hold little of a
-    // handshake's instructions (random numbers, symmetric ciphers,
-    // tlslab's own code, other) go first, and the table says so.
-    let mut priority = vec![0; headers.len()];
-    for (i, (category, _)) in CATEGORY_HEADERS.iter().enumerate() {
-        if matches!(
+    let lines: Vec<Line> = counted
+        .iter()
+        .flat_map(|cell| ["client", "server"].map(|side| Line::new(cell, side)))
+        .filter(|line| line.total > 0.0)
+        .collect();
+    let mut columns = Columns::new()
+        .with(Column::axis("backend"), |l: &Line| l.cell.backend.clone())
+        .with_axes(&AXES, |l| &l.cell.scenario)
+        .with(Column::text("side"), |l| l.side.to_string());
+    for (category, header) in CATEGORY_HEADERS {
+        // On a narrow terminal the categories that hold little of a
+        // handshake's instructions (random numbers, symmetric ciphers,
+        // tlslab's own code, other) go first, and the table says so.
+        let small = matches!(
             category,
             ProfileCategory::Random
                 | ProfileCategory::Symmetric
                 | ProfileCategory::HttpTlslab
                 | ProfileCategory::Other
-        ) {
-            priority[axes + 1 + i] = 1;
-        }
+        );
+        columns.push(Column::number(header).priority(u8::from(small)), move |l| {
+            format!("{:.1}", l.of(category) / l.total * 100.0)
+        });
     }
-    let mut table = Table::new(&headers, &numeric)
-        .priorities(&priority)
-        .mark(&(0..axes).collect::<Vec<_>>(), ColumnKind::Axis)
+    let mut table = columns
+        .with(Column::number("M instr"), |l| millions(l.total))
+        .table(&lines)
         .titled("Where the instructions go (% of each side's instructions per handshake)");
-    for row in counted {
-        for side in ["client", "server"] {
-            let of_side = |category: ProfileCategory| -> f64 {
-                row.counts
-                    .breakdown
-                    .iter()
-                    .filter(|c| {
-                        c.side == side && ProfileCategory::from_label(&c.category) == Some(category)
-                    })
-                    .map(|c| c.instructions)
-                    .sum()
-            };
-            let total: f64 = CATEGORY_HEADERS.iter().map(|(c, _)| of_side(*c)).sum();
-            if total <= 0.0 {
-                continue;
-            }
-            let mut cells = vec![row.backend.clone()];
-            cells.extend(axis_cells(&row.scenario));
-            cells.push(side.to_string());
-            cells.extend(
-                CATEGORY_HEADERS
-                    .iter()
-                    .map(|(category, _)| format!("{:.1}", of_side(*category) / total * 100.0)),
-            );
-            cells.push(millions(total));
-            table.rows.push(cells);
-        }
-    }
     table.notes.push("pubkey: public key (big numbers, RSA, elliptic curves, X25519/X448, DH, ML-KEM, ML-DSA); hash: hashing and KDF; sym: symmetric ciphers; rand: random numbers; x509: certificates and ASN.1; tls: the TLS state machine (libssl, rustls, dimpl); plumb: the rest of the library (provider and algorithm look-ups, BIO, error stack, wrappers); libc: allocation, memcpy and the rest of libc and Rust's core; tlslab: tlslab's own code inside the turns (the memory transport); other: unnamed code. Each function's own instructions, as callgrind counted them, sorted by its name and object; the categories of a side add up to its total (M instr, the mean per handshake).".to_string());
     Some(table)
 }

@@ -66,10 +66,7 @@ pub(super) fn records(rows: &[Row]) -> Table {
     }
     headers.extend(RATIO_HEADERS.map(String::from));
     headers.extend(wire::RECORD_HEADERS.map(String::from));
-    let mut table = Table {
-        headers,
-        ..Table::default()
-    };
+    let mut table = Table::records(headers);
     for row in rows {
         let mut fields = scenario_fields(row);
         fields.extend(time_fields(row));

@@ -15,15 +15,40 @@ pub mod wire;
 
 pub use breakdown::breakdown_table;
 pub use rows::{build_rows, drift, CountedFigures, MemoryFigures, Row, REPEATABLE_SPREAD};
-pub(crate) use table::{axis_cells, AXIS_HEADERS};
+pub(crate) use table::{axis_cells, AXES, AXIS_HEADERS};
 
+use super::compare::kind::Kind;
 use super::Document;
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::measure::Round;
+use crate::scenario::Measure;
 use crate::workload::handshake::CellResult;
 use rows::{other_work, rows_paired, with_baselines};
 use table::ratio_text;
+
+/// What a handshake run's rows measure in `compare`: both sides' CPU
+/// time, instructions or peak heap bytes per handshake.
+pub fn compared(measure: Measure) -> Kind {
+    let kind = Kind::rows("handshake", "backend", AXIS_HEADERS.to_vec());
+    match measure {
+        Measure::Time => kind.on_time(
+            "CPU µs",
+            "both sides' CPU time per handshake (client + server)",
+            1e-3,
+        ),
+        Measure::Instructions => kind.on_counts(
+            "M instr",
+            "both sides' instructions per handshake (client + server), counted under valgrind",
+            1e-6,
+        ),
+        Measure::Memory => kind.on_counts(
+            "peak KiB",
+            "both sides' peak heap bytes per handshake (client + server)",
+            1.0 / 1024.0,
+        ),
+    }
+}
 
 /// Puts cells in one order for a live run and for the same run read back
 /// from the store (which keeps cells in the order they finished): the

@@ -4,7 +4,7 @@
 
 use super::{CountedFigures, MemoryFigures, Row};
 use crate::report::markup::format_us;
-use crate::report::{ColumnKind, Table};
+use crate::report::{axis_headers, Axis, Column, Columns, Table};
 use crate::scenario::{HandshakeScenario, KxKind, ServerKind, SignatureFamily};
 use crate::stats::{PairedRatio, Summary};
 
@@ -92,54 +92,59 @@ pub(super) fn ratio_text(ratio: &PairedRatio) -> String {
 }
 
 /// The scenario's axes as short columns (so that a table fits a terminal
-/// and a constant axis is said once): their headers.
-pub(crate) const AXIS_HEADERS: [&str; 7] =
-    ["protocol", "kx", "cert", "suite", "resume", "mTLS", "chain"];
+/// and a constant axis is said once), each with its cell.
+pub(crate) const AXES: [Axis<HandshakeScenario>; 7] = [
+    Axis {
+        header: "protocol",
+        cell: |s| s.version.display().to_string(),
+    },
+    Axis {
+        header: "kx",
+        cell: |s| s.group.display(),
+    },
+    Axis {
+        header: "cert",
+        cell: |s| s.cert.display().to_string(),
+    },
+    Axis {
+        header: "suite",
+        cell: |s| crate::scenario::Named::name(s.aead).to_string(),
+    },
+    Axis {
+        header: "resume",
+        cell: |s| crate::scenario::Named::id(s.resumption).to_string(),
+    },
+    Axis {
+        header: "mTLS",
+        cell: |s| if s.mutual { "yes" } else { "no" }.to_string(),
+    },
+    Axis {
+        header: "chain",
+        cell: |s| s.chain_depth.to_string(),
+    },
+];
 
-/// The scenario's axes as short cells, one per [`AXIS_HEADERS`].
+/// The headers of [`AXES`].
+pub(crate) const AXIS_HEADERS: [&str; 7] = axis_headers(&AXES);
+
+/// The scenario's axes as short cells, one per [`AXES`].
 pub(crate) fn axis_cells(scenario: &HandshakeScenario) -> Vec<String> {
-    use crate::scenario::Named;
-    vec![
-        scenario.version.display().to_string(),
-        scenario.group.display(),
-        scenario.cert.display().to_string(),
-        scenario.aead.name().to_string(),
-        scenario.resumption.id().to_string(),
-        if scenario.mutual { "yes" } else { "no" }.to_string(),
-        scenario.chain_depth.to_string(),
-    ]
+    crate::report::axis_cells(&AXES, scenario)
 }
 
-/// One column of the table a person reads.
-struct Column<'a> {
-    header: &'static str,
-    numeric: bool,
-    /// Which goes first on a narrow terminal (see [`Table::priority`]).
-    priority: u8,
-    kind: ColumnKind,
-    cell: Box<dyn Fn(&Row) -> String + 'a>,
-}
-
-impl<'a> Column<'a> {
-    fn new(header: &'static str, priority: u8, cell: impl Fn(&Row) -> String + 'a) -> Self {
-        Self {
-            header,
-            numeric: true,
-            priority,
-            kind: ColumnKind::Value,
-            cell: Box::new(cell),
-        }
+/// The columns every table of handshake rows starts with: the backend,
+/// the axes, and the transport when `with_transport` (some row ran over a
+/// socket); `row` finds the handshake row in a line of the table.
+pub(super) fn leading<'a, R: 'a>(with_transport: bool, row: fn(&R) -> &Row) -> Columns<'a, R> {
+    let mut columns = Columns::new()
+        .with(Column::axis("backend"), move |r: &R| row(r).backend.clone())
+        .with_axes(&AXES, move |r: &R| &row(r).scenario);
+    if with_transport {
+        columns.push(Column::axis("transport"), move |r: &R| {
+            row(r).scenario.transport.display().to_string()
+        });
     }
-
-    fn text(mut self) -> Self {
-        self.numeric = false;
-        self
-    }
-
-    fn kind(mut self, kind: ColumnKind) -> Self {
-        self.kind = kind;
-        self
-    }
+    columns
 }
 
 /// The cell of a figure that is not there.
@@ -179,49 +184,52 @@ impl Measured {
 
 /// The time columns: handshakes/s, each side's CPU, the wall time with
 /// its interval, p99, n and the ratio.
-fn time_columns<'a>(measured: Measured) -> Vec<Column<'a>> {
+fn time_columns<'a>(measured: Measured) -> Columns<'a, Row> {
     let median = |s: Option<Summary>| s.map(|s| format_us(s.median)).unwrap_or_else(dash);
     let ratio_header = if measured.counted {
         "× baseline (CPU time)"
     } else {
         "× baseline (±95% CI)"
     };
-    vec![
-        Column::new("handshakes/s", 3, |r: &Row| {
+    Columns::new()
+        .with(Column::number("handshakes/s").priority(3), |r: &Row| {
             r.handshakes_per_second
                 .map(|h| format!("{h:.0}"))
                 .unwrap_or_else(dash)
-        }),
-        Column::new("client CPU µs", 2, move |r: &Row| median(r.client_cpu_us)),
-        Column::new("server CPU µs", 2, move |r: &Row| median(r.server_cpu_us)),
-        Column::new("wall µs (median ±95% CI)", 0, |r: &Row| {
+        })
+        .with(Column::number("client CPU µs").priority(2), move |r| {
+            median(r.client_cpu_us)
+        })
+        .with(Column::number("server CPU µs").priority(2), move |r| {
+            median(r.server_cpu_us)
+        })
+        .with(Column::number("wall µs (median ±95% CI)"), |r| {
             r.wall_us
                 .map(|w| {
                     let spread = w.median_ci95.relative_half_width(w.median) * 100.0;
                     format!("{} ±{spread:.1}%", format_us(w.median))
                 })
                 .unwrap_or_else(dash)
-        }),
-        Column::new("p99 µs", 5, |r: &Row| {
+        })
+        .with(Column::number("p99 µs").priority(5), |r| {
             r.wall_us.map(|s| format_us(s.p99)).unwrap_or_else(dash)
-        }),
-        Column::new("n", 4, |r: &Row| {
+        })
+        .with(Column::number("n").priority(4), |r| {
             if r.sample_count > 0 {
                 r.sample_count.to_string()
             } else {
                 dash()
             }
-        }),
-        Column::new(ratio_header, 0, |r: &Row| {
+        })
+        .with(Column::number(ratio_header), |r| {
             let timed = (r.sample_count > 0).then_some(r.ratio_to_baseline.as_ref());
             timed.flatten().map(ratio_text).unwrap_or_else(dash)
-        }),
-    ]
+        })
 }
 
 /// The instruction columns: each side's millions, their spread, the
 /// handshakes counted (when no time column says n) and the ratio.
-fn instruction_columns<'a>(measured: Measured) -> Vec<Column<'a>> {
+fn instruction_columns<'a>(measured: Measured) -> Columns<'a, Row> {
     let side = |pick: fn(&CountedFigures) -> Option<Summary>| {
         move |r: &Row| {
             r.instructions
@@ -231,46 +239,47 @@ fn instruction_columns<'a>(measured: Measured) -> Vec<Column<'a>> {
                 .unwrap_or_else(dash)
         }
     };
-    let mut columns = vec![
-        Column::new("client M instr", 1, side(|f| f.client)),
-        Column::new("server M instr", 1, side(|f| f.server)),
-        Column::new("spread", 4, |r: &Row| {
+    let mut columns = Columns::new()
+        .with(
+            Column::number("client M instr").priority(1),
+            side(|f| f.client),
+        )
+        .with(
+            Column::number("server M instr").priority(1),
+            side(|f| f.server),
+        )
+        .with(Column::number("spread").priority(4), |r| {
             r.instructions
                 .as_ref()
                 .and_then(|f| f.spread)
                 .map(|s| format!("{:.2}%", s * 100.0))
                 .unwrap_or_else(dash)
-        }),
-    ];
+        });
     if !measured.timed {
-        columns.push(Column::new("n", 4, |r: &Row| {
+        columns.push(Column::number("n").priority(4), |r| {
             r.instructions
                 .as_ref()
                 .map(|f| f.samples.len())
                 .filter(|n| *n > 0)
                 .map_or_else(dash, |n| n.to_string())
-        }));
+        });
     }
-    columns.push(Column::new(
-        if measured.timed {
-            "× baseline (instructions)"
-        } else {
-            "× baseline (±95% CI)"
-        },
-        0,
-        |r: &Row| {
-            r.instructions
-                .as_ref()
-                .and_then(|f| f.ratio_to_baseline.as_ref())
-                .map(ratio_text)
-                .unwrap_or_else(dash)
-        },
-    ));
-    columns
+    let ratio_header = if measured.timed {
+        "× baseline (instructions)"
+    } else {
+        "× baseline (±95% CI)"
+    };
+    columns.with(Column::number(ratio_header), |r| {
+        r.instructions
+            .as_ref()
+            .and_then(|f| f.ratio_to_baseline.as_ref())
+            .map(ratio_text)
+            .unwrap_or_else(dash)
+    })
 }
 
 /// The heap columns: each side's peak and what it keeps, in KiB.
-fn memory_columns<'a>() -> Vec<Column<'a>> {
+fn memory_columns<'a>() -> Columns<'a, Row> {
     let figure = |pick: fn(&MemoryFigures) -> Option<f64>| {
         move |r: &Row| {
             r.memory
@@ -280,12 +289,23 @@ fn memory_columns<'a>() -> Vec<Column<'a>> {
                 .unwrap_or_else(dash)
         }
     };
-    vec![
-        Column::new("client peak KiB", 1, figure(|m| m.client_peak_heap_bytes)),
-        Column::new("server peak KiB", 1, figure(|m| m.server_peak_heap_bytes)),
-        Column::new("client kept KiB", 2, figure(|m| m.client_retained_bytes)),
-        Column::new("server kept KiB", 2, figure(|m| m.server_retained_bytes)),
-    ]
+    Columns::new()
+        .with(
+            Column::number("client peak KiB").priority(1),
+            figure(|m| m.client_peak_heap_bytes),
+        )
+        .with(
+            Column::number("server peak KiB").priority(1),
+            figure(|m| m.server_peak_heap_bytes),
+        )
+        .with(
+            Column::number("client kept KiB").priority(2),
+            figure(|m| m.client_retained_bytes),
+        )
+        .with(
+            Column::number("server kept KiB").priority(2),
+            figure(|m| m.server_retained_bytes),
+        )
 }
 
 /// The table a person reads. Narrow terminals drop first p99 and the
@@ -296,61 +316,23 @@ pub(super) fn table(rows: &[Row], baseline: Option<&str>, counted_with: Option<&
     let measured = Measured::of(rows);
     // The transport is a column only when some row ran over a socket.
     let with_transport = rows.iter().any(|r| r.scenario.transport.is_socket());
-    let mut columns = vec![Column::new("backend", 0, |r: &Row| r.backend.clone())
-        .text()
-        .kind(ColumnKind::Axis)];
-    for (i, header) in AXIS_HEADERS.iter().enumerate() {
-        columns.push(
-            Column::new(header, 0, move |r: &Row| axis_cells(&r.scenario)[i].clone())
-                .text()
-                .kind(ColumnKind::Axis),
-        );
-    }
-    if with_transport {
-        columns.push(
-            Column::new("transport", 0, |r: &Row| {
-                r.scenario.transport.display().to_string()
-            })
-            .text()
-            .kind(ColumnKind::Axis),
-        );
-    }
+    let mut columns = leading(with_transport, |r: &Row| r);
     if measured.timed {
-        columns.extend(time_columns(measured));
+        columns = columns.with_all(time_columns(measured));
     }
     if measured.counted {
-        columns.extend(instruction_columns(measured));
+        columns = columns.with_all(instruction_columns(measured));
     }
     if measured.memory {
-        columns.extend(memory_columns());
+        columns = columns.with_all(memory_columns());
     }
     // Quantum safety follows from the axes: said once when every row shares it.
-    columns.push(
-        Column::new("quantum-safe", 1, |r: &Row| {
+    let mut table = columns
+        .with(Column::axis("quantum-safe").priority(1), |r| {
             quantum_safe(&r.scenario).to_string()
         })
-        .text()
-        .kind(ColumnKind::Axis),
-    );
-    columns.push(
-        Column::new("notes", 0, notes)
-            .text()
-            .kind(ColumnKind::Notes),
-    );
-    let headers: Vec<&str> = columns.iter().map(|c| c.header).collect();
-    let numeric: Vec<bool> = columns.iter().map(|c| c.numeric).collect();
-    let priority: Vec<u8> = columns.iter().map(|c| c.priority).collect();
-    let mut table = Table::new(&headers, &numeric).priorities(&priority);
-    for kind in [ColumnKind::Axis, ColumnKind::Notes] {
-        let marked: Vec<usize> = (0..columns.len())
-            .filter(|&i| columns[i].kind == kind)
-            .collect();
-        table = table.mark(&marked, kind);
-    }
-    table.rows = rows
-        .iter()
-        .map(|row| columns.iter().map(|c| (c.cell)(row)).collect())
-        .collect();
+        .with(Column::notes("notes"), notes)
+        .table(rows);
     table.notes = table_notes(rows, baseline, counted_with, measured, with_transport);
     table
 }

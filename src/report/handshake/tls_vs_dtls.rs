@@ -12,7 +12,7 @@
 use serde::Serialize;
 
 use super::super::markup::format_us;
-use super::super::Table;
+use super::super::{Column, Columns, Table};
 use super::ratio_text;
 use crate::measure;
 use crate::scenario::{CpuFeatures, HandshakeScenario, TlsVersion, Transport};
@@ -123,41 +123,55 @@ pub fn table(pairs: &[Pair], cells: &[CellResult]) -> Option<Table> {
     if pairs.is_empty() {
         return None;
     }
-    let mut table = Table::new(
-        &[
-            "protocols",
-            "group, certificate, suite",
-            "TLS on",
-            "DTLS on",
-            "TLS CPU µs",
-            "DTLS CPU µs",
-            "DTLS − TLS µs",
-            "DTLS / TLS (±95% CI)",
-        ],
-        &[false, false, false, false, true, true, true, true],
-    )
-    .titled("TLS against DTLS: the price of DTLS");
-    for pair in pairs {
-        let cell = cells.iter().find(|c| c.scenario.label() == pair.dtls_label);
-        let scenario = cell.map(|c| c.scenario.describe()).unwrap_or_default();
-        let version = cell.map_or(TlsVersion::Dtls12, |c| c.scenario.version);
-        table.rows.push(vec![
-            format!("{} / {}", version.tls_rules().display(), version.display()),
-            scenario
-                .trim_start_matches(version.display())
-                .trim()
-                .to_string(),
-            pair.tls_backend.clone(),
-            pair.dtls_backend.clone(),
-            format_us(pair.tls_cpu_us.median),
-            format_us(pair.dtls_cpu_us.median),
-            signed_us(pair.dtls_cpu_us.median - pair.tls_cpu_us.median),
+    // Each pair with the DTLS row's version and its scenario in words.
+    let lines: Vec<(&Pair, TlsVersion, String)> = pairs
+        .iter()
+        .map(|pair| {
+            let cell = cells.iter().find(|c| c.scenario.label() == pair.dtls_label);
+            let scenario = cell.map(|c| c.scenario.describe()).unwrap_or_default();
+            let version = cell.map_or(TlsVersion::Dtls12, |c| c.scenario.version);
+            (pair, version, scenario)
+        })
+        .collect();
+    let mut table = Columns::new()
+        .with(
+            Column::text("protocols"),
+            |(_, version, _): &(&Pair, TlsVersion, String)| {
+                format!("{} / {}", version.tls_rules().display(), version.display())
+            },
+        )
+        .with(
+            Column::text("group, certificate, suite"),
+            |(_, version, scenario)| {
+                scenario
+                    .trim_start_matches(version.display())
+                    .trim()
+                    .to_string()
+            },
+        )
+        .with(Column::text("TLS on"), |(pair, _, _)| {
+            pair.tls_backend.clone()
+        })
+        .with(Column::text("DTLS on"), |(pair, _, _)| {
+            pair.dtls_backend.clone()
+        })
+        .with(Column::number("TLS CPU µs"), |(pair, _, _)| {
+            format_us(pair.tls_cpu_us.median)
+        })
+        .with(Column::number("DTLS CPU µs"), |(pair, _, _)| {
+            format_us(pair.dtls_cpu_us.median)
+        })
+        .with(Column::number("DTLS − TLS µs"), |(pair, _, _)| {
+            signed_us(pair.dtls_cpu_us.median - pair.tls_cpu_us.median)
+        })
+        .with(Column::number("DTLS / TLS (±95% CI)"), |(pair, _, _)| {
             pair.ratio
                 .as_ref()
                 .map(ratio_text)
-                .unwrap_or_else(|| "—".to_string()),
-        ]);
-    }
+                .unwrap_or_else(|| "—".to_string())
+        })
+        .table(&lines)
+        .titled("TLS against DTLS: the price of DTLS");
     table.notes.push("CPU: client + server thread CPU time per handshake, median. DTLS / TLS: the median of same-round ratios. DTLS pays for the cookie round trip (HelloVerifyRequest and a second ClientHello in 1.2, a HelloRetryRequest in 1.3), a longer record header and handshake messages fragmented to the MTU.".to_string());
     if pairs.iter().any(|p| p.tls_backend != p.dtls_backend) {
         table.notes.push("TLS on / DTLS on: the backend of each side. A DTLS backend without TLS (dimpl) is paired with every other backend's TLS row, so those ratios hold the difference between the libraries too: dimpl and rustls-aws-lc both do their cryptography with aws-lc, OpenSSL with its own libcrypto.".to_string());

@@ -8,8 +8,9 @@
 use serde::Serialize;
 
 use super::super::markup::format_us;
-use super::super::{ColumnKind, Table};
-use super::{axis_cells, Row, AXIS_HEADERS};
+use super::super::{Column, Table};
+use super::table::leading;
+use super::Row;
 use crate::transport::tap::TurnRecord;
 use crate::transport::tap::MSS_BYTES;
 use crate::workload::network::NetworkResult;
@@ -153,25 +154,9 @@ fn half_steps(value: Option<f64>) -> String {
     })
 }
 
-/// The header cells every table of rows starts with: backend, the axes,
-/// and the transport when some row ran over a socket.
-fn leading(rows: &[&Row]) -> (Vec<&'static str>, bool) {
-    let with_transport = rows.iter().any(|r| r.scenario.transport.is_socket());
-    let mut headers = vec!["backend"];
-    headers.extend(AXIS_HEADERS);
-    if with_transport {
-        headers.push("transport");
-    }
-    (headers, with_transport)
-}
-
-fn leading_cells(row: &Row, with_transport: bool) -> Vec<String> {
-    let mut cells = vec![row.backend.clone()];
-    cells.extend(axis_cells(&row.scenario));
-    if with_transport {
-        cells.push(row.scenario.transport.display().to_string());
-    }
-    cells
+/// A traced row's wire figures.
+fn wire_of(row: &Row) -> &WireFigures {
+    row.wire.as_ref().expect("traced rows only")
 }
 
 /// The `--wire` table: a row per traced row.
@@ -180,100 +165,92 @@ pub fn wire_table(rows: &[Row]) -> Option<Table> {
     if traced.is_empty() {
         return None;
     }
-    let (mut headers, with_transport) = leading(&traced);
-    let axes = headers.len();
+    let with_transport = traced.iter().any(|r| r.scenario.transport.is_socket());
     let datagrams = traced
         .iter()
         .any(|r| r.wire.as_ref().is_some_and(|w| w.datagrams.is_some()));
     let streams = traced
         .iter()
         .any(|r| r.wire.as_ref().is_some_and(|w| w.segments.is_some()));
-    headers.extend([
-        "client B",
-        "server B",
-        "records c/s",
-        "flights c/s",
-        "RTs client",
-        "RTs server",
-    ]);
-    if streams {
-        headers.push("segments c/s");
-    }
-    if datagrams {
-        headers.extend(["datagrams c/s", "fragments"]);
-    }
-    headers.push("notes");
-    let mut numeric = vec![false; axes];
-    numeric.extend(vec![true; headers.len() - axes - 1]);
-    numeric.push(false);
-    let notes_column = headers.len() - 1;
+    let pair = |w: &WireFigures| format!("{}/{}", w.client_packets, w.server_packets);
     // On a narrow terminal the packet counts go first, then records and
     // flights, then the server's round trips; the bytes and the client's
     // round trips stay.
-    let priority: Vec<u8> = headers
-        .iter()
-        .map(|header| match *header {
-            "segments c/s" | "datagrams c/s" | "fragments" => 3,
-            "records c/s" | "flights c/s" => 2,
-            "RTs server" => 1,
-            _ => 0,
+    let mut columns = leading(with_transport, |r: &&Row| *r)
+        .with(Column::number("client B"), |r| {
+            wire_of(r).client_bytes.to_string()
         })
-        .collect();
-    let mut table = Table::new(&headers, &numeric)
-        .priorities(&priority)
-        .mark(&(0..axes).collect::<Vec<_>>(), ColumnKind::Axis)
-        .mark(&[notes_column], ColumnKind::Notes)
-        .titled("On the wire (per handshake)");
-    for row in traced {
-        let wire = row.wire.as_ref().expect("traced rows only");
-        let mut cells = leading_cells(row, with_transport);
-        cells.extend([
-            wire.client_bytes.to_string(),
-            wire.server_bytes.to_string(),
-            format!("{}/{}", wire.client_records, wire.server_records),
-            format!("{}/{}", wire.client_flights, wire.server_flights),
-            half_steps(wire.round_trips),
-            half_steps(wire.server_round_trips),
-        ]);
-        let pair = || format!("{}/{}", wire.client_packets, wire.server_packets);
-        if streams {
-            cells.push(wire.segments.map_or_else(dash, |_| pair()));
-        }
-        if datagrams {
-            cells.push(wire.datagrams.map_or_else(dash, |_| pair()));
-            cells.push(wire.fragments.map_or_else(dash, |f| f.to_string()));
-        }
-        let mut notes = Vec::new();
-        if wire.bytes_spread > 0 {
-            // ECDSA's DER signatures vary in length; so do QUIC's packets
-            // (their frames from one handshake to the next).
-            let ecdsa = row.scenario.cert.family() == crate::scenario::SignatureFamily::Ecdsa;
-            let quic = row.scenario.version == crate::scenario::TlsVersion::Quic;
-            notes.push(format!(
-                "bytes vary by up to {} over {} handshakes{}",
-                wire.bytes_spread,
-                wire.handshakes,
-                match (ecdsa, quic) {
-                    (true, false) => " (DER signatures)",
-                    (true, true) => " (DER signatures; QUIC's packets)",
-                    (false, true) => " (QUIC's packets)",
-                    (false, false) => "",
-                }
-            ));
-        }
-        notes.extend(amplification_note(row, wire));
-        notes.extend(zero_rtt_note(row));
-        if row.scenario.transport.is_socket() {
-            notes.push("traced over memory: the same bytes".to_string());
-        }
-        cells.push(notes.join("; "));
-        table.rows.push(cells);
+        .with(Column::number("server B"), |r| {
+            wire_of(r).server_bytes.to_string()
+        })
+        .with(Column::number("records c/s").priority(2), |r| {
+            let wire = wire_of(r);
+            format!("{}/{}", wire.client_records, wire.server_records)
+        })
+        .with(Column::number("flights c/s").priority(2), |r| {
+            let wire = wire_of(r);
+            format!("{}/{}", wire.client_flights, wire.server_flights)
+        })
+        .with(Column::number("RTs client"), |r| {
+            half_steps(wire_of(r).round_trips)
+        })
+        .with(Column::number("RTs server").priority(1), |r| {
+            half_steps(wire_of(r).server_round_trips)
+        });
+    if streams {
+        columns.push(Column::number("segments c/s").priority(3), move |r| {
+            let wire = wire_of(r);
+            wire.segments.map_or_else(dash, |_| pair(wire))
+        });
     }
+    if datagrams {
+        columns.push(Column::number("datagrams c/s").priority(3), move |r| {
+            let wire = wire_of(r);
+            wire.datagrams.map_or_else(dash, |_| pair(wire))
+        });
+        columns.push(Column::number("fragments").priority(3), |r| {
+            wire_of(r).fragments.map_or_else(dash, |f| f.to_string())
+        });
+    }
+    let mut table = columns
+        .with(Column::notes("notes"), |r| wire_notes(r, wire_of(r)))
+        .table(&traced)
+        .titled("On the wire (per handshake)");
     table.notes.push(format!(
         "client/server B: the TLS or DTLS records each side sent in the handshake (no TCP, UDP or IP headers), traced over memory, the median of {} handshakes; records, flights (a side's writes between two of the peer's) per side; RTs: round trips from the client's first byte until each side's library says it is done and can send application data (TCP's own handshake not counted; DTLS's cookie exchange counted); segments: TCP segments the flights take at an MSS of {MSS_BYTES} bytes (a 1500-byte MTU with timestamps); datagrams: DTLS datagrams at the row's MTU, or QUIC's UDP payloads (its packets coalesced; B counts whole datagrams, the client's Initial padded to at least 1,200 bytes); fragments: records beyond those the same handshake takes at the largest MTU.",
         crate::workload::annotate::TRACED_HANDSHAKES
     ));
     Some(table)
+}
+
+/// What the `--wire` table says of a traced row: bytes that vary, an
+/// extra round trip for anti-amplification, 0-RTT, a socket row traced
+/// over memory.
+fn wire_notes(row: &Row, wire: &WireFigures) -> String {
+    let mut notes = Vec::new();
+    if wire.bytes_spread > 0 {
+        // ECDSA's DER signatures vary in length; so do QUIC's packets
+        // (their frames from one handshake to the next).
+        let ecdsa = row.scenario.cert.family() == crate::scenario::SignatureFamily::Ecdsa;
+        let quic = row.scenario.version == crate::scenario::TlsVersion::Quic;
+        notes.push(format!(
+            "bytes vary by up to {} over {} handshakes{}",
+            wire.bytes_spread,
+            wire.handshakes,
+            match (ecdsa, quic) {
+                (true, false) => " (DER signatures)",
+                (true, true) => " (DER signatures; QUIC's packets)",
+                (false, true) => " (QUIC's packets)",
+                (false, false) => "",
+            }
+        ));
+    }
+    notes.extend(amplification_note(row, wire));
+    notes.extend(zero_rtt_note(row));
+    if row.scenario.transport.is_socket() {
+        notes.push("traced over memory: the same bytes".to_string());
+    }
+    notes.join("; ")
 }
 
 /// A QUIC row whose client needed more than one round trip because the
@@ -333,78 +310,49 @@ pub fn network_table(rows: &[Row]) -> Option<Table> {
         .iter()
         .flat_map(|r| &r.network)
         .any(|n| n.link.is_some());
-    let (mut headers, with_transport) = leading(&modelled);
-    let axes = headers.len();
-    headers.extend(["network", "RTs on path", "model ms"]);
-    if linked {
-        headers.extend(["link", "measured ms", "p95 ms", "Δ", "n"]);
-    }
-    headers.push("notes");
-    let mut numeric = vec![false; axes + 1];
-    numeric.extend(vec![true; 2]);
-    if linked {
-        numeric.push(false);
-        numeric.extend(vec![true; 4]);
-    }
-    numeric.push(false);
-    let notes_column = headers.len() - 1;
+    let with_transport = modelled.iter().any(|r| r.scenario.transport.is_socket());
+    let lines: Vec<(&Row, &NetworkFigures)> = modelled
+        .iter()
+        .flat_map(|row| row.network.iter().map(move |figures| (*row, figures)))
+        .collect();
+    let ms = |value: Option<f64>| value.map_or_else(dash, format_us);
     // On a narrow terminal the link's sample count and p95 go first, then
     // the round trips on the path; the model, the measured time and their
     // difference stay.
-    let priority: Vec<u8> = headers
-        .iter()
-        .map(|header| match *header {
-            "n" => 3,
-            "p95 ms" => 2,
-            "RTs on path" => 1,
-            _ => 0,
+    let mut columns = leading(with_transport, |line: &(&Row, &NetworkFigures)| line.0)
+        .with(Column::text("network"), |(_, n)| n.profile.clone())
+        .with(Column::number("RTs on path").priority(1), |(_, n)| {
+            half_steps(n.path_round_trips)
         })
-        .collect();
-    let mut table = Table::new(&headers, &numeric)
-        .priorities(&priority)
-        .mark(&(0..axes).collect::<Vec<_>>(), ColumnKind::Axis)
-        .mark(&[notes_column], ColumnKind::Notes)
-        .titled("Over the network: from connect() until the client can send application data");
-    let ms = |value: Option<f64>| value.map_or_else(dash, format_us);
-    for row in modelled {
-        for figures in &row.network {
-            let mut cells = leading_cells(row, with_transport);
-            cells.extend([
-                figures.profile.clone(),
-                half_steps(figures.path_round_trips),
-                ms(figures.model_ms),
-            ]);
-            if linked {
-                cells.extend([
-                    figures.link.clone().unwrap_or_else(dash),
-                    ms(figures.measured_ms),
-                    ms(figures.p95_ms),
-                    figures
-                        .difference
-                        .map_or_else(dash, |d| format!("{:+.1}%", d * 100.0)),
-                    match figures.latencies_ms.len() {
-                        0 => dash(),
-                        n => n.to_string(),
-                    },
-                ]);
-            }
-            let mut notes = Vec::new();
-            notes.extend(window_note(row, figures));
-            notes.extend(row.wire.as_ref().and_then(|w| amplification_note(row, w)));
-            notes.extend(zero_rtt_note(row));
-            if let (Some(status), Some(reason)) = (figures.status, &figures.reason) {
-                notes.push(format!("link {status}: {reason}"));
-            }
-            if figures.model_ms.is_none() {
-                notes.push("no wire trace to model".to_string());
-            }
-            if row.sample_count == 0 && figures.model_ms.is_some() {
-                notes.push("no CPU measured: the path alone".to_string());
-            }
-            cells.push(notes.join("; "));
-            table.rows.push(cells);
-        }
+        .with(Column::number("model ms"), move |(_, n)| ms(n.model_ms));
+    if linked {
+        columns = columns
+            .with(Column::text("link"), |(_, n)| {
+                n.link.clone().unwrap_or_else(dash)
+            })
+            .with(Column::number("measured ms"), move |(_, n)| {
+                ms(n.measured_ms)
+            })
+            .with(Column::number("p95 ms").priority(2), move |(_, n)| {
+                ms(n.p95_ms)
+            })
+            .with(Column::number("Δ"), |(_, n)| {
+                n.difference
+                    .map_or_else(dash, |d| format!("{:+.1}%", d * 100.0))
+            })
+            .with(Column::number("n").priority(3), |(_, n)| {
+                match n.latencies_ms.len() {
+                    0 => dash(),
+                    count => count.to_string(),
+                }
+            });
     }
+    let mut table = columns
+        .with(Column::notes("notes"), |(row, figures)| {
+            network_notes(row, figures)
+        })
+        .table(&lines)
+        .titled("Over the network: from connect() until the client can send application data");
     let profiles: Vec<String> = {
         let mut seen: Vec<String> = Vec::new();
         for row in rows {
@@ -425,6 +373,26 @@ pub fn network_table(rows: &[Row]) -> Option<Table> {
         table.notes.push("link tun: client and server in two network namespaces joined by tlslab's user-space link (two TUN devices and a thread that delays, paces and drops each packet as the profile says; the kernel's own TCP, its congestion window and timers, and the libraries' DTLS timers); the server is a `tlslab serve --handshakes` process in its namespace that reports its CPU per handshake. measured ms: the median handshake from the client's connect() until its library was done; Δ: measured over model.".to_string());
     }
     Some(table)
+}
+
+/// What the network table says of a row over a profile: an extra round
+/// trip (the initial window, anti-amplification), 0-RTT, the link's
+/// status, a row without a trace or without CPU.
+fn network_notes(row: &Row, figures: &NetworkFigures) -> String {
+    let mut notes = Vec::new();
+    notes.extend(window_note(row, figures));
+    notes.extend(row.wire.as_ref().and_then(|w| amplification_note(row, w)));
+    notes.extend(zero_rtt_note(row));
+    if let (Some(status), Some(reason)) = (figures.status, &figures.reason) {
+        notes.push(format!("link {status}: {reason}"));
+    }
+    if figures.model_ms.is_none() {
+        notes.push("no wire trace to model".to_string());
+    }
+    if row.sample_count == 0 && figures.model_ms.is_some() {
+        notes.push("no CPU measured: the path alone".to_string());
+    }
+    notes.join("; ")
 }
 
 fn describe(network: &NetworkFigures) -> String {

@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
-use super::axes::{axis_cells, AXIS_HEADERS};
+use super::axes::AXES;
 use super::{TunnelReport, TunnelRow};
-use crate::report::{ColumnKind, Table};
+use crate::report::{Column, Columns, Table};
 use crate::stats::{self, Summary};
 use crate::workload::counted::Instructions;
 use crate::workload::tunnel::TunnelCell;
@@ -105,6 +105,11 @@ fn millions(instructions_per_mb: f64) -> String {
 /// their median: "instructions vary".
 const VARY_SHARE: f64 = 0.01;
 
+/// A counted row's counts.
+fn counts_of(row: &TunnelRow) -> &TunnelCounted {
+    row.instructions.as_ref().expect("counted rows")
+}
+
 /// The counted instructions per MB of every counted row (`None` when no
 /// row was counted).
 pub(super) fn table(report: &TunnelReport) -> Option<Table> {
@@ -116,68 +121,63 @@ pub(super) fn table(report: &TunnelReport) -> Option<Table> {
     if counted.is_empty() {
         return None;
     }
-    let mut headers = vec!["engine"];
-    headers.extend(AXIS_HEADERS);
-    headers.extend([
-        "send M instr/MB",
-        "recv M instr/MB",
-        "both M instr/MB",
-        "spread",
-        "instr × baseline",
-        "n",
-        "notes",
-    ]);
-    let mut numeric = vec![false; 1 + AXIS_HEADERS.len()];
-    numeric.extend([true, true, true, true, true, true, false]);
-    let mut priority = vec![0; 1 + AXIS_HEADERS.len()];
-    priority.extend([0, 0, 0, 2, 0, 1, 0]);
-    let mut table = Table::new(&headers, &numeric)
-        .priorities(&priority)
-        .mark(
-            &(0..1 + AXIS_HEADERS.len()).collect::<Vec<_>>(),
-            ColumnKind::Axis,
-        )
-        .mark(&[headers.len() - 1], ColumnKind::Notes)
-        .titled("Instructions per MB of payload (counted under valgrind)");
     let dash = || "—".to_string();
+    let median = move |s: Option<Summary>| s.map_or_else(dash, |s| millions(s.median));
+    let mut table = Columns::new()
+        .with(Column::axis("engine"), |row: &TunnelRow| {
+            row.engine.to_string()
+        })
+        .with_axes(&AXES, |row| &row.scenario)
+        .with(Column::number("send M instr/MB"), move |row| {
+            median(counts_of(row).send_per_mb)
+        })
+        .with(Column::number("recv M instr/MB"), move |row| {
+            median(counts_of(row).receive_per_mb)
+        })
+        .with(Column::number("both M instr/MB"), move |row| {
+            median(counts_of(row).total_per_mb)
+        })
+        .with(Column::number("spread").priority(2), move |row| {
+            counts_of(row)
+                .spread
+                .map_or_else(dash, |s| format!("{:.2}%", s * 100.0))
+        })
+        .with(Column::number("instr × baseline"), move |row| {
+            counts_of(row)
+                .ratio_to_baseline
+                .map_or_else(dash, |r| format!("{r:.2}"))
+        })
+        .with(
+            Column::number("n").priority(1),
+            move |row| match counts_of(row).samples.len() {
+                0 => dash(),
+                n => n.to_string(),
+            },
+        )
+        .with(Column::notes("notes"), move |row| {
+            let counts = counts_of(row);
+            let mut notes = Vec::new();
+            if let Some(reason) = &counts.reason {
+                notes.push(format!("{}: {reason}", counts.status));
+            }
+            if counts.spread.is_some_and(|s| s > VARY_SHARE) {
+                notes.push("instructions vary".to_string());
+            }
+            if row.weak {
+                notes.push("WEAK".to_string());
+            }
+            notes.join("; ")
+        })
+        .table(counted.iter().copied())
+        .titled("Instructions per MB of payload (counted under valgrind)");
+    // The batch sizes the measured rows' samples took.
     let mut packets: Vec<u64> = Vec::new();
-    for row in counted {
-        let counts = row.instructions.as_ref().expect("counted rows");
-        let median = |s: Option<Summary>| s.map_or_else(dash, |s| millions(s.median));
-        let mut notes = Vec::new();
-        if let Some(reason) = &counts.reason {
-            notes.push(format!("{}: {reason}", counts.status));
-        }
-        if counts.spread.is_some_and(|s| s > VARY_SHARE) {
-            notes.push("instructions vary".to_string());
-        }
-        if row.weak {
-            notes.push("WEAK".to_string());
-        }
+    for counts in counted.iter().map(|row| counts_of(row)) {
         if counts.status == crate::measure::CellStatus::Measured
             && !packets.contains(&counts.packets)
         {
             packets.push(counts.packets);
         }
-        let mut cells = vec![row.engine.to_string()];
-        cells.extend(axis_cells(&row.scenario));
-        cells.extend([
-            median(counts.send_per_mb),
-            median(counts.receive_per_mb),
-            median(counts.total_per_mb),
-            counts
-                .spread
-                .map_or_else(dash, |s| format!("{:.2}%", s * 100.0)),
-            counts
-                .ratio_to_baseline
-                .map_or_else(dash, |r| format!("{r:.2}")),
-            match counts.samples.len() {
-                0 => dash(),
-                n => n.to_string(),
-            },
-            notes.join("; "),
-        ]);
-        table.rows.push(cells);
     }
     let packets: Vec<String> = packets.iter().map(u64::to_string).collect();
     table.notes.push(format!(

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::format::{format_rate, notes_of};
 use super::{TunnelRow, TunnelTables};
-use crate::report::{ColumnKind, Table};
+use crate::report::{Column, Columns, Table};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, EngineId, Payload, RowEngine};
 use crate::stats;
@@ -117,59 +117,48 @@ pub fn table(tables: &[VersusFastest]) -> Option<Table> {
     if tables.is_empty() {
         return None;
     }
-    let mut rank = 0;
-    let mut previous = None;
-    let rows: Vec<Vec<String>> = tables
-        .iter()
-        .map(|v| {
-            let size = (v.payload, v.payload_bytes);
-            rank = if previous == Some(size) { rank + 1 } else { 1 };
-            previous = Some(size);
-            let relative = match (v.same_rounds, v.relative_spread) {
+    // Ranked anew within each payload and size.
+    let mut ranked: Vec<(usize, &VersusFastest)> = Vec::new();
+    for (i, v) in tables.iter().enumerate() {
+        let same_size = i > 0
+            && (tables[i - 1].payload, tables[i - 1].payload_bytes) == (v.payload, v.payload_bytes);
+        let rank = if same_size { ranked[i - 1].0 + 1 } else { 1 };
+        ranked.push((rank, v));
+    }
+    type Ranked<'v> = (usize, &'v VersusFastest);
+    let rate = |value: Option<f64>| value.map_or("—".to_string(), format_rate);
+    let mut table = Columns::new()
+        .with(Column::axis("payload"), |(_, v): &Ranked| {
+            format!("{} {} B", v.payload.id(), v.payload_bytes)
+        })
+        .with(Column::number("rank"), |(rank, _)| rank.to_string())
+        .with(Column::axis("engine"), |(_, v)| v.engine.to_string())
+        .with(Column::axis("cipher"), |(_, v)| v.cipher.id().to_string())
+        .with(Column::number("MB/s"), |(_, v)| format_rate(v.mb_per_s))
+        .with(Column::number("send MB/s").priority(1), move |(_, v)| {
+            rate(v.send_mb_per_s)
+        })
+        .with(Column::number("receive MB/s").priority(1), move |(_, v)| {
+            rate(v.receive_mb_per_s)
+        })
+        .with(Column::number("× fastest"), |(rank, v)| {
+            match (v.same_rounds, v.relative_spread) {
                 // The fastest against itself.
-                _ if rank == 1 => format!("{:.3}", v.relative),
+                _ if *rank == 1 => format!("{:.3}", v.relative),
                 (true, Some(spread)) => format!("{:.3} ±{:.1}%", v.relative, spread * 100.0),
                 (true, None) => format!("{:.3}", v.relative),
                 (false, _) => format!("{:.3} (medians)", v.relative),
-            };
-            let rate = |value: Option<f64>| value.map_or("—".to_string(), format_rate);
-            vec![
-                format!("{} {} B", v.payload.id(), v.payload_bytes),
-                rank.to_string(),
-                v.engine.to_string(),
-                v.cipher.id().to_string(),
-                format_rate(v.mb_per_s),
-                rate(v.send_mb_per_s),
-                rate(v.receive_mb_per_s),
-                relative,
-                v.ratio_to_baseline
-                    .map_or("—".to_string(), |r| format!("{r:.3}")),
-                notes_of(v.weak, &v.security_notes),
-            ]
+            }
         })
-        .collect();
-    let mut table = Table::new(
-        &[
-            "payload",
-            "rank",
-            "engine",
-            "cipher",
-            "MB/s",
-            "send MB/s",
-            "receive MB/s",
-            "× fastest",
-            "× no tunnel",
-            "security",
-        ],
-        &[
-            false, true, false, false, true, true, true, true, true, false,
-        ],
-    )
-    .priorities(&[0, 0, 0, 0, 0, 1, 1, 0, 1, 0])
-    .mark(&[0, 2, 3], ColumnKind::Axis)
-    .mark(&[9], ColumnKind::Notes)
-    .titled("6. Engines side by side per packet size (× fastest tunnel of the size)");
-    table.rows = rows;
+        .with(Column::number("× no tunnel").priority(1), |(_, v)| {
+            v.ratio_to_baseline
+                .map_or("—".to_string(), |r| format!("{r:.3}"))
+        })
+        .with(Column::notes("security"), |(_, v)| {
+            notes_of(v.weak, &v.security_notes)
+        })
+        .table(&ranked)
+        .titled("6. Engines side by side per packet size (× fastest tunnel of the size)");
     table.notes.push("× fastest: throughput over the fastest tunnel row of the same payload and size, whatever its engine: the median of same-round ratios (±: its 95% interval) for rows sampled in the same interleaved rounds (every in-process engine's, with the same CPU features: generic rows are sampled in a child process after the native ones), else the ratio of the two medians. × no tunnel: against the same engine's no-tunnel row.".to_string());
     Some(table)
 }

@@ -26,6 +26,7 @@ use crate::scenario::tunnel::{Cipher, Compression, Digest, Payload, RowEngine, T
 use crate::scenario::CpuFeatures;
 use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::tunnel::{TunnelCell, TunnelSample};
+pub use axes::compared;
 pub(crate) use axes::{axis_cells, AXIS_HEADERS};
 pub use counted::TunnelCounted;
 pub use fastest::VersusFastest;

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::measure::{CellStatus, Outcome, Timed};
-use crate::report::{ColumnKind, Table};
+use crate::report::{Column, Columns, Table};
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::EngineId;
 use crate::stats::{self, Summary};
@@ -125,102 +125,89 @@ fn with_spread(summary: &Summary) -> String {
     format!("{median:.digits$} ±{spread:.1}%")
 }
 
+/// A set-up row's notes: what a sample covers, or why there is none.
+fn notes(row: &SetupRow) -> String {
+    let mut notes = Vec::new();
+    match row.status {
+        CellStatus::Measured => {
+            if !row.precise {
+                notes.push("precision not reached in time".to_string());
+            }
+            notes.push(row.covers.clone());
+        }
+        status => notes.push(format!(
+            "{status}: {}",
+            row.reason.as_deref().unwrap_or_default()
+        )),
+    }
+    if let Some(reason) = row.instructions.as_ref().and_then(|i| i.reason.as_deref()) {
+        notes.push(format!("not counted: {reason}"));
+    }
+    notes.join("; ")
+}
+
 /// The set-up table, or none when the run did not measure set-ups.
 pub fn table(rows: &[SetupRow]) -> Option<Table> {
     if rows.is_empty() {
         return None;
     }
     let dash = || "—".to_string();
-    let number = |value: Option<f64>| value.map(|v| format!("{v:.0}")).unwrap_or_else(dash);
-    let mut table = Table::new(
-        &[
-            "engine",
-            "set-up",
-            "initiator CPU µs",
-            "responder CPU µs",
-            "wall ms",
-            "bytes →",
-            "bytes ←",
-            "messages → / ←",
-            "n",
-            "notes",
-        ],
-        &[
-            false, false, true, true, true, true, true, true, true, false,
-        ],
-    )
-    .priorities(&[0, 0, 0, 0, 1, 1, 1, 2, 1, 0])
-    .mark(&[9], ColumnKind::Notes)
-    .titled("Connection set-up (per tunnel: median ±95% CI; → is initiator to responder)");
-    let counted = rows.iter().any(|row| row.instructions.is_some());
-    if counted {
-        // After the samples, before the notes: the counts per side.
-        for (at, header) in [
-            (9, "initiator instructions"),
-            (10, "responder instructions"),
-        ] {
-            table.headers.insert(at, header.to_string());
-            table.numeric.insert(at, true);
-            table.priority.insert(at, 0);
-            table.kinds.insert(at, ColumnKind::Value);
-        }
-    }
-    let count = |summary: &Option<Summary>| {
-        summary
-            .as_ref()
-            .map(|s| format!("{:.0}", s.median))
-            .unwrap_or_else(dash)
-    };
-    for row in rows {
-        let mut notes = Vec::new();
-        match row.status {
-            CellStatus::Measured => {
-                if !row.precise {
-                    notes.push("precision not reached in time".to_string());
-                }
-                notes.push(row.covers.clone());
-            }
-            status => notes.push(format!(
-                "{status}: {}",
-                row.reason.as_deref().unwrap_or_default()
-            )),
-        }
-        if let Some(reason) = row.instructions.as_ref().and_then(|i| i.reason.as_deref()) {
-            notes.push(format!("not counted: {reason}"));
-        }
-        let mut cells = vec![
-            row.engine.id().to_string(),
-            row.kind.id().to_string(),
-            row.initiator_cpu_us
-                .as_ref()
-                .map(with_spread)
-                .unwrap_or_else(dash),
-            row.responder_cpu_us
-                .as_ref()
-                .map(with_spread)
-                .unwrap_or_else(dash),
+    let number = move |value: Option<f64>| value.map(|v| format!("{v:.0}")).unwrap_or_else(dash);
+    let spread =
+        move |summary: &Option<Summary>| summary.as_ref().map(with_spread).unwrap_or_else(dash);
+    let mut columns = Columns::new()
+        .with(Column::text("engine"), |row: &SetupRow| {
+            row.engine.id().to_string()
+        })
+        .with(Column::text("set-up"), |row| row.kind.id().to_string())
+        .with(Column::number("initiator CPU µs"), move |row| {
+            spread(&row.initiator_cpu_us)
+        })
+        .with(Column::number("responder CPU µs"), move |row| {
+            spread(&row.responder_cpu_us)
+        })
+        .with(Column::number("wall ms").priority(1), move |row| {
             row.wall_ms
                 .as_ref()
                 .map(|s| format!("{:.1}", s.median))
-                .unwrap_or_else(dash),
-            number(row.bytes_to_responder),
-            number(row.bytes_to_initiator),
-            match (row.messages_to_responder, row.messages_to_initiator) {
+                .unwrap_or_else(dash)
+        })
+        .with(Column::number("bytes →").priority(1), move |row| {
+            number(row.bytes_to_responder)
+        })
+        .with(Column::number("bytes ←").priority(1), move |row| {
+            number(row.bytes_to_initiator)
+        })
+        .with(
+            Column::number("messages → / ←").priority(2),
+            move |row| match (row.messages_to_responder, row.messages_to_initiator) {
                 (Some(to), Some(from)) => format!("{to:.0} / {from:.0}"),
                 _ => dash(),
             },
-            row.sample_count.to_string(),
-        ];
-        if counted {
-            let (initiator, responder) = match &row.instructions {
-                Some(i) => (count(&i.initiator), count(&i.responder)),
-                None => (dash(), dash()),
-            };
-            cells.extend([initiator, responder]);
-        }
-        cells.push(notes.join("; "));
-        table.rows.push(cells);
+        )
+        .with(Column::number("n").priority(1), |row| {
+            row.sample_count.to_string()
+        });
+    let counted = rows.iter().any(|row| row.instructions.is_some());
+    if counted {
+        // After the samples, before the notes: the counts per side.
+        let count = move |summary: Option<&Option<Summary>>| {
+            summary
+                .and_then(Option::as_ref)
+                .map(|s| format!("{:.0}", s.median))
+                .unwrap_or_else(dash)
+        };
+        columns.push(Column::number("initiator instructions"), move |row| {
+            count(row.instructions.as_ref().map(|i| &i.initiator))
+        });
+        columns.push(Column::number("responder instructions"), move |row| {
+            count(row.instructions.as_ref().map(|i| &i.responder))
+        });
     }
+    let mut table = columns
+        .with(Column::notes("notes"), notes)
+        .table(rows)
+        .titled("Connection set-up (per tunnel: median ±95% CI; → is initiator to responder)");
     table.notes.push(
         "The initiator is WireGuard's handshake initiator, OpenVPN's TLS client, or namespace A for a static key. connect: a new tunnel — in process, the handshake's calls on the thread's CPU clock; for OpenVPN, each openvpn process's whole CPU from exec to ready (/proc/PID/schedstat), start-up included (openvpn, with a static key and no handshake, is that start-up). renegotiate: the processes' CPU across one renegotiation of a running tunnel, the handshake without the start-up.".to_string(),
     );
@@ -300,10 +287,10 @@ mod tests {
             ..cells[0].clone()
         };
         let table = super::table(&super::rows(&[counted])).unwrap();
-        assert_eq!(table.headers[9], "initiator instructions");
+        assert_eq!(table.headers()[9], "initiator instructions");
         assert_eq!(table.rows[0][9], "1500000");
         assert_eq!(table.rows[0][10], "1400000");
-        assert_eq!(table.headers[11], "notes");
-        assert_eq!(table.headers.len(), table.rows[0].len());
+        assert_eq!(table.headers()[11], "notes");
+        assert_eq!(table.columns.len(), table.rows[0].len());
     }
 }

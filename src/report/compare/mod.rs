@@ -9,12 +9,17 @@
 
 use serde::Serialize;
 
+pub mod kind;
+pub use kind::Kind;
+
 use super::markup::format_us;
-use super::{ColumnKind, Document, Table};
+use super::{Column, Columns, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::measure::CellStatus;
+use crate::scenario::Measure;
 use crate::stats::{self, MedianRatio};
+use crate::store::RunKind;
 
 /// One row of a stored run, reduced to what a comparison needs.
 #[derive(Debug, Clone)]
@@ -34,24 +39,19 @@ pub struct Cell {
     pub tested: bool,
 }
 
-/// What the rows of a run kind measure and how they read.
-#[derive(Debug, Clone)]
-pub struct Kind {
-    pub name: &'static str,
-    /// The cost's unit as drawn, e.g. "CPU µs".
-    pub unit: &'static str,
-    /// What one sample's cost is, for the notes.
-    pub cost: &'static str,
-    /// The drawn figure per unit of cost (1e-3 for nanoseconds drawn as µs).
-    pub scale: f64,
-    /// What the backend column is called ("backend", "engine").
-    pub backend_header: &'static str,
-    pub axis_headers: Vec<&'static str>,
-    /// Notes of this kind under the table (how its rows were tested).
-    pub notes: Vec<&'static str>,
-    /// True if and only if the costs are counts (instructions, bytes):
-    /// rows are tested on the range of every pair, not order statistics.
-    pub counted: bool,
+/// What the rows of a `run` kind measure on `measure`, asked of the
+/// kind's view: `None` for a kind compare cannot read (capacity) or a
+/// figure the kind's rows do not have.
+pub fn kind_of(run: RunKind, measure: Measure) -> Option<Kind> {
+    match run {
+        RunKind::Handshake => Some(super::handshake::compared(measure)),
+        RunKind::Speed => super::speed::compared(measure),
+        RunKind::Tunnel => super::tunnel::compared(measure),
+        RunKind::Bulk => super::bulk::compared(measure),
+        RunKind::Cost => super::cost::compared(measure),
+        RunKind::Load => super::load::compared(measure),
+        RunKind::Capacity => None,
+    }
 }
 
 /// A stored run ready to compare.
@@ -319,86 +319,127 @@ impl Comparison {
     fn percent(&self) -> String {
         format!("{}%", self.threshold * 100.0)
     }
+}
+
+/// A row's ratio with a distribution behind it (not one figure per run).
+fn tested(row: &ComparedRow) -> Option<&MedianRatio> {
+    row.ratio
+        .as_ref()
+        .filter(|_| row.verdict != Verdict::NotTested)
+}
+
+impl Comparison {
+    /// The title of the shared rows' table: which run is B and which A,
+    /// and on which hosts when they differ.
+    fn shared_title(&self) -> String {
+        if self.across_hosts() {
+            format!(
+                "Rows both runs have: B (run {}, on {}) against A (run {}, on {})",
+                self.b.id,
+                host_name(&self.b.host),
+                self.a.id,
+                host_name(&self.a.host)
+            )
+        } else {
+            format!(
+                "Rows both runs have: B (run {}) against A (run {})",
+                self.b.id, self.a.id
+            )
+        }
+    }
+
+    /// The kind's axes as columns, each cell read from the line's axes
+    /// (which its kind's view made, one per header).
+    fn axis_columns<'a, R: 'a>(&self, axes: fn(&R) -> &[String]) -> Columns<'a, R> {
+        let mut columns = Columns::new();
+        for (axis, header) in self.kind.axis_headers.iter().enumerate() {
+            columns.push(Column::axis(*header), move |row: &R| {
+                axes(row)[axis].clone()
+            });
+        }
+        columns
+    }
 
     fn shared_table(&self) -> Table {
+        let mut table = self
+            .shared_columns()
+            .table(&self.rows)
+            .titled(self.shared_title());
+        table.empty = Some("the runs share no row".to_string());
+        self.shared_notes(&mut table);
+        table
+    }
+
+    /// The shared rows' columns: the row, both medians, their ratio with
+    /// its interval, the sample counts, the verdict and the notes.
+    fn shared_columns(&self) -> Columns<'_, ComparedRow> {
         let unit = self.kind.unit;
-        let (a_header, b_header) = (format!("A {unit}"), format!("B {unit}"));
-        let mut headers: Vec<&str> = vec![self.kind.backend_header];
-        headers.extend(self.kind.axis_headers.iter().copied());
-        headers.extend([
-            a_header.as_str(),
-            b_header.as_str(),
-            "B/A",
-            "B/A 95% CI",
-            "n A/B",
-            "verdict",
-            "notes",
-        ]);
-        let axes = self.kind.axis_headers.len();
-        let mut numeric = vec![false; 1 + axes];
-        numeric.extend([true, true, true, true, true, false, false]);
+        let dash = || "—".to_string();
+        let figure = |value: f64| format_us(value * self.kind.scale);
         // On a narrow terminal the sample counts go first, then the two
         // medians, then the interval (the verdict says what it showed);
         // the ratio and the verdict stay.
-        let mut priority = vec![0; 1 + axes];
-        priority.extend([2, 2, 0, 1, 3, 0, 0]);
-        let mut table = Table::new(&headers, &numeric)
-            .titled(if self.across_hosts() {
-                format!(
-                    "Rows both runs have: B (run {}, on {}) against A (run {}, on {})",
-                    self.b.id,
-                    host_name(&self.b.host),
-                    self.a.id,
-                    host_name(&self.a.host)
-                )
-            } else {
-                format!(
-                    "Rows both runs have: B (run {}) against A (run {})",
-                    self.b.id, self.a.id
-                )
-            })
-            .priorities(&priority)
-            .mark(&(0..=axes).collect::<Vec<_>>(), ColumnKind::Axis)
-            .mark(&[headers.len() - 1], ColumnKind::Notes);
-        let dash = || "—".to_string();
-        let figure = |value: f64| format_us(value * self.kind.scale);
-        for row in &self.rows {
-            let backend = if row.backend_a == row.backend_b {
-                row.backend_a.clone()
-            } else {
-                format!("{} / {}", row.backend_a, row.backend_b)
-            };
-            let mut cells = vec![backend];
-            cells.extend(row.axes.iter().cloned());
-            let ratio = row.ratio.as_ref();
-            let mut verdict = row.verdict.text().to_string();
-            if row.beyond_threshold {
-                verdict = format!("SLOWER > {}", self.percent());
-            }
-            cells.extend([
-                ratio
-                    .map(|r| figure(r.denominator_median))
-                    .unwrap_or_else(dash),
-                ratio
-                    .map(|r| figure(r.numerator_median))
-                    .unwrap_or_else(dash),
-                ratio
+        Columns::new()
+            .with(
+                Column::axis(self.kind.backend_header),
+                |row: &ComparedRow| {
+                    if row.backend_a == row.backend_b {
+                        row.backend_a.clone()
+                    } else {
+                        format!("{} / {}", row.backend_a, row.backend_b)
+                    }
+                },
+            )
+            .with_all(self.axis_columns(|row: &ComparedRow| &row.axes))
+            .with(
+                Column::number(format!("A {unit}")).priority(2),
+                move |row| {
+                    row.ratio
+                        .as_ref()
+                        .map(|r| figure(r.denominator_median))
+                        .unwrap_or_else(dash)
+                },
+            )
+            .with(
+                Column::number(format!("B {unit}")).priority(2),
+                move |row| {
+                    row.ratio
+                        .as_ref()
+                        .map(|r| figure(r.numerator_median))
+                        .unwrap_or_else(dash)
+                },
+            )
+            .with(Column::number("B/A"), move |row| {
+                row.ratio
+                    .as_ref()
                     .map(|r| format!("{:.3}", r.value))
-                    .unwrap_or_else(dash),
-                ratio
-                    .filter(|_| row.verdict != Verdict::NotTested)
+                    .unwrap_or_else(dash)
+            })
+            .with(Column::number("B/A 95% CI").priority(1), move |row| {
+                tested(row)
                     .map(|r| format!("{:.3}–{:.3}", r.ci95.low, r.ci95.high))
-                    .unwrap_or_else(dash),
-                ratio
-                    .filter(|_| row.verdict != Verdict::NotTested)
+                    .unwrap_or_else(dash)
+            })
+            .with(Column::number("n A/B").priority(3), move |row| {
+                tested(row)
                     .map(|r| format!("{}/{}", r.denominator_count, r.numerator_count))
-                    .unwrap_or_else(dash),
-                verdict,
-                row.reason.clone().unwrap_or_default(),
-            ]);
-            table.rows.push(cells);
-        }
-        table.empty = Some("the runs share no row".to_string());
+                    .unwrap_or_else(dash)
+            })
+            .with(Column::text("verdict"), |row| {
+                if row.beyond_threshold {
+                    format!("SLOWER > {}", self.percent())
+                } else {
+                    row.verdict.text().to_string()
+                }
+            })
+            .with(Column::notes("notes"), |row| {
+                row.reason.clone().unwrap_or_default()
+            })
+    }
+
+    /// What the shared rows' figures and verdicts mean, and how the rows
+    /// were matched.
+    fn shared_notes(&self, table: &mut Table) {
         table.notes.push(format!(
             "A, B: the median of each run's samples, in {}; a sample's cost is {}. B/A: B's median over A's (above 1: B is slower).",
             self.kind.unit,
@@ -429,27 +470,20 @@ impl Comparison {
                 backends(&self.b).join(", ")
             ));
         }
-        table
     }
 
     fn lone_table(&self) -> Table {
-        let mut headers: Vec<&str> = vec!["run", self.kind.backend_header];
-        headers.extend(self.kind.axis_headers.iter().copied());
-        headers.push("status");
-        let mut numeric = vec![true];
-        numeric.extend(vec![false; headers.len() - 1]);
-        let mut table = Table::new(&headers, &numeric).titled("Rows only one run has");
-        table = table.mark(
-            &(1..headers.len() - 1).collect::<Vec<_>>(),
-            ColumnKind::Axis,
-        );
-        for row in &self.lone {
-            let mut cells = vec![row.run_id.to_string(), row.backend.clone()];
-            cells.extend(row.axes.iter().cloned());
-            cells.push(row.status.to_string());
-            table.rows.push(cells);
-        }
-        table
+        Columns::new()
+            .with(Column::number("run"), |row: &LoneRow| {
+                row.run_id.to_string()
+            })
+            .with(Column::axis(self.kind.backend_header), |row| {
+                row.backend.clone()
+            })
+            .with_all(self.axis_columns(|row: &LoneRow| &row.axes))
+            .with(Column::text("status"), |row| row.status.to_string())
+            .table(&self.lone)
+            .titled("Rows only one run has")
     }
 
     /// The runs' untested figures side by side (None when neither has any).
@@ -463,8 +497,12 @@ impl Comparison {
         );
         // Text columns: a figure may be a scenario as well as a number,
         // and a long one wraps on a narrow terminal.
-        let mut table = Table::new(&["figure", &a, &b], &[false, false, false])
-            .titled("Figures of each run, without a test");
+        let mut table = Table::new(vec![
+            Column::text("figure"),
+            Column::text(a),
+            Column::text(b),
+        ])
+        .titled("Figures of each run, without a test");
         let mut names: Vec<&str> = self.a.figures.iter().map(|(n, _)| n.as_str()).collect();
         for (name, _) in &self.b.figures {
             if !names.contains(&name.as_str()) {
@@ -490,13 +528,10 @@ impl Comparison {
 
     /// One line per shared row with every figure (CSV).
     fn records(&self) -> Table {
-        let mut table = Table {
-            headers: "label,backend_a,backend_b,status_a,status_b,median_a,median_b,samples_a,samples_b,ratio,ratio_ci_low,ratio_ci_high,coverage,verdict,beyond_threshold,reason"
-                .split(',')
-                .map(String::from)
-                .collect(),
-            ..Table::default()
-        };
+        let mut table = Table::records(
+            "label,backend_a,backend_b,status_a,status_b,median_a,median_b,samples_a,samples_b,ratio,ratio_ci_low,ratio_ci_high,coverage,verdict,beyond_threshold,reason"
+                .split(','),
+        );
         let number = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
         for row in &self.rows {
             let r = row.ratio.as_ref();
