@@ -362,7 +362,7 @@ fn section<'a>(store: &Store, run: &StoredRun, document: &'a Document) -> Result
     ]);
     for library in &run.libraries {
         provenance.push((
-            format!("library ({})", library.backend),
+            format!("library ({})", library.subject),
             format!("{} {}", library.library, library.version),
         ));
     }
@@ -410,7 +410,7 @@ fn section<'a>(store: &Store, run: &StoredRun, document: &'a Document) -> Result
                 .iter()
                 .map(|c| {
                     (
-                        format!("{} · {}", c.backend, c.scenario.label()),
+                        format!("{} · {}", c.subject, c.scenario.label()),
                         c.samples().len(),
                     )
                 })

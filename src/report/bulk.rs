@@ -12,6 +12,7 @@ use crate::backend::{LibraryInfo, Negotiated};
 use crate::host::HostInfo;
 use crate::measure::{self, Timed};
 use crate::scenario::bulk::{BulkScenario, Channel};
+use crate::scenario::Subject;
 use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::bulk::{BulkCell, BulkSample};
 use crate::workload::counted::Instructions;
@@ -20,7 +21,9 @@ use crate::workload::counted::Instructions;
 #[derive(Debug, Clone, Serialize)]
 pub struct BulkRow {
     pub label: String,
-    pub backend: String,
+    /// The backend, or no library; exported as `backend`.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub scenario: BulkScenario,
     pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
@@ -111,10 +114,12 @@ pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
                 c.scenario.write_bytes,
                 c.scenario.transport,
                 c.scenario.channel,
-                rank(&c.backend),
+                rank(c.subject),
             )
         };
-        key(a).cmp(&key(b)).then_with(|| a.backend.cmp(&b.backend))
+        key(a)
+            .cmp(&key(b))
+            .then_with(|| a.subject.name().cmp(&b.subject.name()))
     });
     let plain_rounds = |of: &BulkScenario| {
         let plain = of.no_crypto_twin();
@@ -137,7 +142,7 @@ pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
             };
             BulkRow {
                 label: cell.scenario.label(),
-                backend: cell.backend.clone(),
+                subject: cell.subject,
                 scenario: cell.scenario,
                 status: cell.outcome.status(),
                 reason: cell.outcome.reason().map(String::from),
@@ -229,7 +234,7 @@ fn counted_table(rows: &[BulkRow], counted_with: Option<&str>) -> Option<Table> 
             .map(|reason| format!("{}: {reason}", counted.status))
             .unwrap_or_default();
         table.rows.push(vec![
-            row.backend.clone(),
+            row.subject.to_string(),
             row.scenario.channel.display() + &row.scenario.transport.over_suffix(),
             row.scenario.suite_name().to_string(),
             row.scenario.write_bytes.to_string(),
@@ -332,7 +337,7 @@ fn table(rows: &[BulkRow]) -> Table {
             notes.extend(row.security_notes.iter().map(|n| n.to_string()));
         }
         table.rows.push(vec![
-            row.backend.clone(),
+            row.subject.to_string(),
             row.scenario.channel.display() + &row.scenario.transport.over_suffix(),
             row.scenario.suite_name().to_string(),
             row.scenario.write_bytes.to_string(),
@@ -412,7 +417,7 @@ fn records(rows: &[BulkRow]) -> Table {
         let negotiated = row.negotiated.as_ref();
         let mut fields = vec![
             row.label.clone(),
-            row.backend.clone(),
+            row.subject.to_string(),
             row.status.to_string(),
             row.reason.clone().unwrap_or_default(),
             row.scenario.protocol_id().to_string(),

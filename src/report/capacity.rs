@@ -119,7 +119,7 @@ impl CapacityReport<'_> {
         let cores = self.host.cores;
         for cell in self.cells {
             let leading = || {
-                let mut row = vec![cell.backend.clone()];
+                let mut row = vec![cell.subject.to_string()];
                 row.extend(axis_cells(&cell.scenario));
                 row
             };
@@ -197,7 +197,7 @@ impl CapacityReport<'_> {
             let fields = |step: Option<&Step>| {
                 vec![
                     cell.scenario.label(),
-                    cell.backend.clone(),
+                    cell.subject.to_string(),
                     cell.status.to_string(),
                     cell.reason.clone().unwrap_or_default(),
                     step.map(|s| s.threads.to_string()).unwrap_or_default(),
@@ -234,7 +234,7 @@ fn client_cpu_per_handshake_ns(step: &Step) -> Option<f64> {
 fn cell_json(cell: &CapacityCell, cores: usize) -> serde_json::Value {
     serde_json::json!({
         "label": cell.scenario.label(),
-        "backend": cell.backend,
+        "backend": cell.subject,
         "scenario": cell.scenario,
         "status": cell.status,
         "reason": cell.reason,

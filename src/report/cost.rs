@@ -9,8 +9,8 @@ use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::model::{Breakdown, SideCost};
 use crate::scenario::operations::Category;
-use crate::scenario::HandshakeScenario;
 use crate::scenario::Side;
+use crate::scenario::{HandshakeScenario, Subject};
 
 use super::handshake::{axis_cells, AXIS_HEADERS};
 
@@ -19,7 +19,9 @@ use super::handshake::{axis_cells, AXIS_HEADERS};
 pub struct ScenarioCost {
     pub label: String,
     pub scenario: HandshakeScenario,
-    pub backend: String,
+    /// The backend modelled and measured; exported as `backend`.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub description: String,
     /// Set when the scenario could not be measured.
     pub reason: Option<String>,
@@ -56,7 +58,7 @@ fn model_table(results: &[ScenarioCost]) -> Table {
     let mut priority = vec![0; 1 + axes];
     priority.extend([0, 2, 0, 0, 1, 1]);
     let leading = |result: &ScenarioCost| {
-        let mut cells = vec![result.backend.clone()];
+        let mut cells = vec![result.subject.to_string()];
         cells.extend(axis_cells(&result.scenario));
         cells
     };
@@ -134,7 +136,7 @@ fn breakdown_table(results: &[ScenarioCost]) -> Table {
                     )
                 }
             };
-            let mut row = vec![result.backend.clone()];
+            let mut row = vec![result.subject.to_string()];
             row.extend(axis_cells(&result.scenario));
             row.extend([side_name(b.side).to_string(), b.method.to_string()]);
             row.extend(b.categories.iter().map(|(_, ns)| share(*ns)));
@@ -175,7 +177,7 @@ fn records(results: &[ScenarioCost]) -> Table {
         for side in &result.sides {
             let fields = [
                 result.label.clone(),
-                result.backend.clone(),
+                result.subject.to_string(),
                 side_name(side.side).to_string(),
                 result.reason.clone().unwrap_or_default(),
                 side.summary(),

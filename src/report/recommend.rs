@@ -17,6 +17,7 @@ use serde::Serialize;
 use super::{heading, ColumnKind, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
+use crate::scenario::Subject;
 use crate::security::Strength;
 use crate::stats::Interval;
 
@@ -24,7 +25,7 @@ use crate::stats::Interval;
 #[derive(Debug, Clone)]
 pub struct Candidate {
     /// The backend or engine.
-    pub backend: String,
+    pub subject: Subject,
     /// The scenario's stable label.
     pub label: String,
     /// The scenario as short cells, one per axis header.
@@ -245,7 +246,7 @@ impl Recommendation<'_> {
                 let tied = cost_order(c, &self.candidates[i]) == CostOrder::Tied;
                 format!(
                     "dominated by {} {} ({:.1} {}, {} bits){}",
-                    c.backend,
+                    c.subject,
                     c.label,
                     c.cost.unwrap_or_default() * self.axis.scale,
                     self.axis.header,
@@ -287,7 +288,7 @@ impl Recommendation<'_> {
             .map(|&j| {
                 format!(
                     "{} {}",
-                    self.candidates[j].backend, self.candidates[j].label
+                    self.candidates[j].subject, self.candidates[j].label
                 )
             })
             .collect();
@@ -343,7 +344,7 @@ impl Recommendation<'_> {
                 continue;
             }
             let c = &self.candidates[i];
-            let mut cells = vec![c.backend.clone()];
+            let mut cells = vec![c.subject.to_string()];
             cells.extend(c.axes.iter().cloned());
             let scaled = |v: f64| format!("{:.1}", v * self.axis.scale);
             cells.push(c.cost.map(scaled).unwrap_or_else(|| "—".to_string()));
@@ -380,7 +381,7 @@ impl Recommendation<'_> {
             };
             table.rows.push(vec![
                 c.label.clone(),
-                c.backend.clone(),
+                c.subject.to_string(),
                 c.cost.map(|v| format!("{v:.4}")).unwrap_or_default(),
                 c.interval
                     .map(|i| format!("{:.4}", i.low))
@@ -438,7 +439,7 @@ impl Recommendation<'_> {
             .map(|(i, (c, v))| {
                 serde_json::json!({
                     "label": c.label,
-                    "backend": c.backend,
+                    "backend": c.subject,
                     "cost": c.cost,
                     "cost_ci95": c.interval,
                     "tied_within_noise_with": self.ties(i).iter().map(|&j| &self.candidates[j].label).collect::<Vec<_>>(),
@@ -480,7 +481,7 @@ mod tests {
 
     fn candidate(label: &str, cost: f64, bits: u32) -> Candidate {
         Candidate {
-            backend: "mock".into(),
+            subject: Subject::library(crate::scenario::BackendId::Mock),
             label: label.into(),
             axes: vec![label.into()],
             workload: String::new(),

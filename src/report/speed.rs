@@ -11,6 +11,7 @@ use crate::host::HostInfo;
 use crate::measure::{self, Outcome, Timed};
 use crate::scenario::speed::SpeedRow;
 use crate::scenario::Named;
+use crate::scenario::Subject;
 use crate::stats::{self, Summary};
 use crate::workload::speed::{SpeedCell, SpeedSample};
 
@@ -18,7 +19,9 @@ use crate::workload::speed::{SpeedCell, SpeedSample};
 #[derive(Debug, Clone, Serialize)]
 pub struct SpeedReportRow {
     pub label: String,
-    pub backend: String,
+    /// The backend measured; exported as `backend`.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub row: SpeedRow,
     pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
@@ -47,7 +50,7 @@ pub fn build_rows(cells: &[SpeedCell]) -> Vec<SpeedReportRow> {
         .map(|cell| {
             let mut row = SpeedReportRow {
                 label: cell.row.label(),
-                backend: cell.backend.clone(),
+                subject: cell.subject,
                 row: cell.row,
                 status: crate::measure::CellStatus::Measured,
                 reason: None,
@@ -128,7 +131,7 @@ fn table(rows: &[SpeedReportRow]) -> Table {
                 notes.push("precision not reached in time".to_string());
             }
             vec![
-                row.backend.clone(),
+                row.subject.to_string(),
                 row.row.primitive.name().to_string(),
                 row.row.operation.id().to_string(),
                 row.row
@@ -185,7 +188,7 @@ fn records(rows: &[SpeedReportRow]) -> Table {
         let s = row.ns_per_op;
         let mut fields = vec![
             row.label.clone(),
-            row.backend.clone(),
+            row.subject.to_string(),
             row.row.primitive.id().to_string(),
             row.row.operation.id().to_string(),
             row.row
@@ -274,7 +277,7 @@ fn counted_table(rows: &[SpeedReportRow], counted_with: Option<&str>) -> Option<
     {
         let per_op = row.instructions_per_op;
         table.rows.push(vec![
-            row.backend.clone(),
+            row.subject.to_string(),
             row.row.primitive.name().to_string(),
             row.row.operation.id().to_string(),
             row.row

@@ -77,7 +77,7 @@ pub fn breakdown_table(cells: &[CellResult]) -> Option<Table> {
             if total <= 0.0 {
                 continue;
             }
-            let mut cells = vec![row.backend.clone()];
+            let mut cells = vec![row.subject.to_string()];
             cells.extend(axis_cells(&row.scenario));
             cells.push(side.to_string());
             cells.extend(

@@ -166,7 +166,7 @@ fn leading(rows: &[&Row]) -> (Vec<&'static str>, bool) {
 }
 
 fn leading_cells(row: &Row, with_transport: bool) -> Vec<String> {
-    let mut cells = vec![row.backend.clone()];
+    let mut cells = vec![row.subject.to_string()];
     cells.extend(axis_cells(&row.scenario));
     if with_transport {
         cells.push(row.scenario.transport.display().to_string());
