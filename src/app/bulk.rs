@@ -19,9 +19,9 @@ use crate::report::bulk::BulkReport;
 use crate::report::Document;
 use crate::scenario::bulk::{BulkMatrix, BulkPreset, BulkScenario};
 use crate::scenario::Shard;
-use crate::scenario::{distinct, Aead, BackendList, Measure, TlsVersion};
+use crate::scenario::{distinct, Aead, BackendList, Measure, Subject, TlsVersion};
 use crate::store::{RunKind, Store, StoredRun};
-use crate::workload::bulk::{BulkCell, BulkProbe, Sizing, PLAIN_BACKEND, SAMPLES_PER_PAIR};
+use crate::workload::bulk::{BulkCell, BulkProbe, Sizing, SAMPLES_PER_PAIR};
 use crate::workload::counted::{count_instructions, CountOptions, CountedWork, Work};
 
 /// Sampling defaults of `bulk`: each sample is already a batch of writes
@@ -347,10 +347,7 @@ fn count_matrix(
             session.save(|store, run_id| store.save_bulk_counts(run_id, cell));
         } else {
             let cell = BulkCell {
-                backend: backend
-                    .as_ref()
-                    .map_or(PLAIN_BACKEND, |b| b.id())
-                    .to_string(),
+                subject: backend.as_ref().map_or(Subject::Plain, |b| b.subject()),
                 scenario: *scenario,
                 negotiated,
                 sample_bytes: counted_bytes,
@@ -382,7 +379,7 @@ fn sample_matrix(
     for (scenario, backend) in planned {
         let backend = backend.as_ref();
         let mut cell = BulkCell {
-            backend: backend.map_or(PLAIN_BACKEND, |b| b.id()).to_string(),
+            subject: backend.map_or(Subject::Plain, |b| b.subject()),
             scenario: *scenario,
             negotiated: None,
             sample_bytes: 0,
@@ -443,7 +440,7 @@ fn sample_matrix(
             session,
             bar: &bar,
             already,
-            label: |cell| format!("{} {}", cell.backend, cell.scenario.label()),
+            label: |cell| format!("{} {}", cell.subject, cell.scenario.label()),
             outcome: |cell| &mut cell.outcome,
             save: |store, run_id, cell| store.save_bulk_cell(run_id, cell),
             save_samples: |store, run_id, taken| store.save_bulk_samples(run_id, taken),
@@ -458,7 +455,7 @@ fn sample_matrix(
 
 fn report_failure(bar: &Bar, cell: &BulkCell) {
     bar.failed(
-        &format!("{} {}", cell.backend, cell.scenario.label()),
+        &format!("{} {}", cell.subject, cell.scenario.label()),
         &cell.outcome,
     );
 }

@@ -189,7 +189,7 @@ impl Study for CapacityStudy {
             )
             .modelled_ns;
             let mut cell = CapacityCell {
-                backend: backend.id().to_string(),
+                subject: backend.subject(),
                 scenario,
                 status: crate::measure::CellStatus::Measured,
                 reason: None,
@@ -255,7 +255,7 @@ impl CapacityStudy {
                     .map(|outcome| {
                         bar.failed(&format!("{} {}", backend.id(), scenario.label()), &outcome);
                         CapacityCell {
-                            backend: backend.id().to_string(),
+                            subject: backend.subject(),
                             scenario: *scenario,
                             status: outcome.status(),
                             reason: outcome.reason().map(String::from),
@@ -299,7 +299,7 @@ impl CapacityStudy {
             for count in order {
                 bar.0.set_message(format!(
                     "{} {}: {count} thread{} ({}/{ROUNDS})",
-                    cell.backend,
+                    cell.subject,
                     cell.scenario.label(),
                     if count == 1 { "" } else { "s" },
                     round + 1
@@ -325,7 +325,7 @@ impl CapacityStudy {
                         cell.reason = Some(format!("with {count} threads: {reason}"));
                         bar.println(&format!(
                             "failed: {} {}: {reason}",
-                            cell.backend,
+                            cell.subject,
                             cell.scenario.label()
                         ));
                         break 'rounds;

@@ -203,7 +203,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 .collect::<Result<Vec<_>>>()?;
             let (cells, pooled) = pool(
                 shards,
-                |c| format!("{} {}", c.backend, c.row.label()),
+                |c| format!("{} {}", c.subject, c.row.label()),
                 |c| &mut c.outcome,
             );
             let document = crate::report::speed::document(
@@ -245,7 +245,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
                 .collect::<Result<Vec<_>>>()?;
             let (cells, pooled) = pool(
                 shards,
-                |c| format!("{} {}", c.backend, c.scenario.label()),
+                |c| format!("{} {}", c.subject, c.scenario.label()),
                 |c| &mut c.outcome,
             );
             let document = crate::report::bulk::BulkReport {
@@ -269,7 +269,7 @@ fn document(store: &Store, runs: &[StoredRun], baseline: Option<String>) -> Resu
             let shards = runs.iter().map(|r| r.cells.clone()).collect();
             let (cells, pooled) = pool(
                 shards,
-                |c| format!("{} {}", c.backend, c.scenario.label()),
+                |c| format!("{} {}", c.subject, c.scenario.label()),
                 |c| &mut c.outcome,
             );
             // The shards' recorded baseline when they all recorded one.

@@ -15,7 +15,7 @@ use crate::measure::{CellStatus, Outcome, Sampled, Timed};
 use crate::report::compare::{self, Cell, Kind, Run};
 use crate::report::cost::{CostRow, COMPARED_AXES as COST_AXES};
 use crate::report::{self, axis_cells};
-use crate::scenario::{HandshakeScenario, Measure, Named};
+use crate::scenario::{HandshakeScenario, Measure, Named, Subject};
 use crate::store::{RunKind, Store};
 use crate::workload::bulk::BulkSample;
 use crate::workload::counted::Instructions;
@@ -71,14 +71,15 @@ fn kind_of(name: RunKind, measure: Measure) -> Result<Kind> {
 
 /// A cell of any kind, reduced to its status and its samples' costs.
 fn cell<S: Sampled>(
-    backend: &str,
+    subject: Subject,
     label: String,
     axes: Vec<String>,
     outcome: &Outcome<S>,
     samples: &[Timed<S>],
 ) -> Cell {
     Cell {
-        backend: backend.to_string(),
+        subject: Some(subject),
+        name: subject.name(),
         label,
         axes,
         status: outcome.status(),
@@ -103,21 +104,21 @@ fn handshake_cells(
     measure: Measure,
 ) -> Vec<Cell> {
     let mut cells = stored.cells.clone();
-    cells.sort_by(|a, b| (a.scenario, &a.backend).cmp(&(b.scenario, &b.backend)));
+    cells.sort_by_key(|c| (c.scenario, c.subject.name()));
     let not_counted = || not_counted(measure);
     cells
         .iter()
         .map(|c| {
             let (label, axes) = (c.scenario.label(), axes(&c.scenario));
             match measure {
-                Measure::Time => cell(&c.backend, label, axes, &c.outcome, c.samples()),
+                Measure::Time => cell(c.subject, label, axes, &c.outcome, c.samples()),
                 Measure::Instructions => match &c.counts.instructions {
-                    Some(outcome) => cell(&c.backend, label, axes, outcome, outcome.samples()),
-                    None => cell(&c.backend, label, axes, &not_counted(), &[]),
+                    Some(outcome) => cell(c.subject, label, axes, outcome, outcome.samples()),
+                    None => cell(c.subject, label, axes, &not_counted(), &[]),
                 },
                 Measure::Memory => match &c.counts.memory {
-                    Some(outcome) => cell(&c.backend, label, axes, outcome, outcome.samples()),
-                    None => cell(&c.backend, label, axes, &not_counted(), &[]),
+                    Some(outcome) => cell(c.subject, label, axes, outcome, outcome.samples()),
+                    None => cell(c.subject, label, axes, &not_counted(), &[]),
                 },
             }
         })
@@ -143,20 +144,20 @@ fn speed_cells(
     measure: Measure,
 ) -> Result<Vec<Cell>> {
     let mut cells = store.load_speed_cells(id)?;
-    cells.sort_by(|a, b| (a.row, &a.backend).cmp(&(b.row, &b.backend)));
+    cells.sort_by_key(|c| (c.row, c.subject.name()));
     Ok(cells
         .iter()
         .map(|c| {
             let (label, axes) = (c.row.label(), axes(&c.row));
             if measure == Measure::Time {
-                return cell(&c.backend, label, axes, &c.outcome, c.outcome.samples());
+                return cell(c.subject, label, axes, &c.outcome, c.outcome.samples());
             }
             match &c.counted {
                 Some(counted) => Cell {
                     costs: counted.per_operation(),
-                    ..cell(&c.backend, label, axes, &counted.outcome, &[])
+                    ..cell(c.subject, label, axes, &counted.outcome, &[])
                 },
-                None => cell(&c.backend, label, axes, &not_counted(measure), &[]),
+                None => cell(c.subject, label, axes, &not_counted(measure), &[]),
             }
         })
         .collect())
@@ -169,17 +170,17 @@ fn tunnel_cells(store: &Store, id: i64, measure: Measure) -> Result<Vec<Cell>> {
         .load_tunnel_cells(id)?
         .iter()
         .map(|c| {
-            let (engine, label) = (c.row_engine().name(), c.scenario.label());
+            let (engine, label) = (Subject::Engine(c.row_engine()), c.scenario.label());
             let axes = crate::report::tunnel::axis_cells(&c.scenario);
             if measure == Measure::Time {
-                return cell(&engine, label, axes, &c.outcome, c.samples());
+                return cell(engine, label, axes, &c.outcome, c.samples());
             }
             match &c.counted {
                 Some(counted) => Cell {
                     costs: counted.per_mb(|s| s.client + s.server),
-                    ..cell(&engine, label, axes, &counted.outcome, &[])
+                    ..cell(engine, label, axes, &counted.outcome, &[])
                 },
-                None => cell(&engine, label, axes, &not_counted(measure), &[]),
+                None => cell(engine, label, axes, &not_counted(measure), &[]),
             }
         })
         .collect())
@@ -213,7 +214,7 @@ fn bulk_cells(store: &Store, id: i64, measure: Measure) -> Result<Vec<Cell>> {
             cells.push(if measure == Measure::Time {
                 Cell {
                     costs: c.samples().iter().map(|t| per_byte(&t.value)).collect(),
-                    ..cell(&c.backend, label, axes, &c.outcome, &[])
+                    ..cell(c.subject, label, axes, &c.outcome, &[])
                 }
             } else {
                 let outcome = c.instructions.as_ref().unwrap_or(&not_counted);
@@ -223,7 +224,7 @@ fn bulk_cells(store: &Store, id: i64, measure: Measure) -> Result<Vec<Cell>> {
                         .iter()
                         .map(|t| counted(&t.value) as f64 / bytes)
                         .collect(),
-                    ..cell(&c.backend, label, axes, outcome, &[])
+                    ..cell(c.subject, label, axes, outcome, &[])
                 }
             });
         }
@@ -260,7 +261,8 @@ fn load_rows(store: &Store, id: i64) -> Result<(Vec<Cell>, Figures)> {
             ("p99", p99.into_iter().collect(), false),
         ] {
             cells.push(Cell {
-                backend: record.server.clone(),
+                subject: None,
+                name: record.server.clone(),
                 label: format!("{phase}_{statistic}"),
                 axes: axis_cells(&report::load::COMPARED_AXES, &(*phase, statistic)),
                 status,
@@ -429,7 +431,7 @@ fn gate(comparison: &compare::Comparison) -> i32 {
         .rows
         .iter()
         .filter(|r| r.beyond_threshold)
-        .map(|r| format!("{} on {}", r.label, r.backend_b))
+        .map(|r| format!("{} on {}", r.label, r.name_b))
         .collect();
     if !slower.is_empty() {
         eprintln!(

@@ -167,7 +167,7 @@ impl Study for CostStudy {
             let measured: Vec<(String, HandshakeScenario)> = cells
                 .iter()
                 .filter(|c| !c.samples().is_empty())
-                .map(|c| (c.backend.clone(), c.scenario))
+                .map(|c| (c.subject.name(), c.scenario))
                 .collect();
             self.primitive_ns =
                 model_primitives(&measured, &self.backends, &self.sampling, session)?;
@@ -179,9 +179,9 @@ impl Study for CostStudy {
             let backend = self
                 .backends
                 .iter()
-                .find(|b| b.id() == cell.backend)
+                .find(|b| b.subject() == cell.subject)
                 .expect("cells come from these backends");
-            let mut result = scenario_cost(cell, backend.id(), &self.primitive_ns);
+            let mut result = scenario_cost(cell, &self.primitive_ns);
             if self.breakdown && result.reason.is_none() && !session.interrupted() {
                 let credentials = certs.get(cell.scenario.cert, cell.scenario.chain_depth)?;
                 result.breakdown = breakdown(
@@ -236,7 +236,7 @@ impl Study for CostStudy {
         crate::report::handshake::sort_cells(&mut cells);
         let results: Vec<ScenarioCost> = cells
             .iter()
-            .map(|cell| scenario_cost(cell, &cell.backend, &primitive_ns))
+            .map(|cell| scenario_cost(cell, &primitive_ns))
             .collect();
         let mut document = crate::report::cost::document(
             &results,
@@ -307,7 +307,7 @@ fn medians(speed_cells: &[SpeedCell]) -> PrimitiveCosts {
                 .iter()
                 .map(|s| s.value.ns_per_op)
                 .collect();
-            stats::median(&values).map(|median| ((cell.backend.clone(), cell.row), median))
+            stats::median(&values).map(|median| ((cell.subject.name(), cell.row), median))
         })
         .collect()
 }
@@ -329,7 +329,7 @@ fn count_cells(
         .map(|&i| {
             let backend = backends
                 .iter()
-                .find(|b| b.id() == cells[i].backend)
+                .find(|b| b.subject() == cells[i].subject)
                 .cloned();
             (
                 Work::Handshake {
@@ -363,12 +363,13 @@ fn primitive_costs_json(primitive_ns: &PrimitiveCosts) -> serde_json::Value {
 }
 
 /// The model beside the measurement for one cell.
-fn scenario_cost(cell: &CellResult, backend: &str, primitive_ns: &PrimitiveCosts) -> ScenarioCost {
+fn scenario_cost(cell: &CellResult, primitive_ns: &PrimitiveCosts) -> ScenarioCost {
     let scenario = &cell.scenario;
+    let backend = cell.subject.name();
     let mut result = ScenarioCost {
         label: scenario.label(),
         scenario: *scenario,
-        backend: backend.to_string(),
+        subject: cell.subject,
         description: scenario.describe(),
         reason: cell
             .outcome
@@ -390,7 +391,7 @@ fn scenario_cost(cell: &CellResult, backend: &str, primitive_ns: &PrimitiveCosts
             .collect();
         stats::median(&values)
     };
-    let costs = backend_costs(primitive_ns, backend);
+    let costs = backend_costs(primitive_ns, &backend);
     let client = model_side(scenario, Side::Client, &costs, measured(|s| s.client_ns));
     let server = model_side(scenario, Side::Server, &costs, measured(|s| s.server_ns));
     result.capacity_per_core = server.measured_ns.map(|ns| 1e9 / ns);

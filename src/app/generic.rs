@@ -23,16 +23,18 @@ use anyhow::{bail, Context, Result};
 use super::study::Session;
 use crate::backend::{descriptor_by_id, CpuMasking, REGISTRY};
 use crate::cli::{DatabaseArgs, GenericChildArgs, GenericPlan};
-use crate::scenario::{CpuFeatures, Named};
+use crate::scenario::{CpuFeatures, Named, Subject};
 use crate::store::Store;
 use crate::workload::tunnel::ENGINES;
 
 /// The hidden command a generic-CPU child runs.
 pub const CHILD_COMMAND: &str = "generic-child";
 
-/// How a generic-CPU row names its backend: "openssl (generic)".
-pub(crate) fn row_backend(id: &str) -> String {
-    CpuFeatures::Generic.row_backend(id)
+/// The subject of a generic-CPU row of the backend whose id is `id`
+/// ("openssl (generic)"): `unmaskable` names only registered backends.
+pub(crate) fn generic_row(id: &str) -> Subject {
+    let descriptor = descriptor_by_id(id).expect("only a registered backend has generic rows");
+    Subject::library(descriptor.id).with_cpu_features(CpuFeatures::Generic)
 }
 
 /// The backends whose CPU features a child can mask.

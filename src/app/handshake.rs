@@ -557,7 +557,7 @@ impl Counting {
                     .or_else(|| counts.memory.as_ref().map(Outcome::without_samples))
                     .expect("a counted measure was asked for");
                 let cell = CellResult {
-                    backend: backend.id().to_string(),
+                    subject: backend.subject(),
                     scenario: *scenario,
                     negotiated,
                     outcome,
@@ -610,7 +610,7 @@ fn generic_cells(
                 .into_iter()
                 .flat_map(|run| run.cells)
                 .map(|mut cell| {
-                    cell.backend = generic::row_backend(&cell.backend);
+                    cell.subject = cell.subject.with_cpu_features(CpuFeatures::Generic);
                     cell
                 }),
         );
@@ -618,7 +618,7 @@ fn generic_cells(
     for (backend, reason) in generic::unmaskable(backends) {
         cells.extend(scenarios.iter().map(|scenario| CellResult {
             counts: Default::default(),
-            backend: generic::row_backend(backend),
+            subject: generic::generic_row(backend),
             scenario: *scenario,
             negotiated: None,
             outcome: Outcome::Unsupported {

@@ -101,7 +101,7 @@ pub(crate) fn run(
         let cell = &cells[index];
         bar.println(&format!(
             "no wire trace: {} {}: {reason}",
-            cell.backend,
+            cell.subject,
             cell.scenario.label()
         ));
     }

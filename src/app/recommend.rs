@@ -11,7 +11,7 @@ use super::session::{check_exports, usage};
 use crate::cli::{RecommendArgs, Role};
 use crate::measure::{Outcome, Sampled, Timed};
 use crate::report::recommend::{Candidate, CostAxis, Floor, Recommendation};
-use crate::scenario::{Measure, Named};
+use crate::scenario::{Measure, Named, Subject};
 use crate::security;
 use crate::stats::{self, Interval};
 use crate::store::{RunKind, Store};
@@ -236,7 +236,7 @@ fn candidates(
                     (None, true) => not_counted(),
                 };
                 Candidate {
-                    backend: c.backend.clone(),
+                    subject: c.subject,
                     label: c.scenario.label(),
                     axes: crate::report::handshake::axis_cells(&c.scenario),
                     workload: String::new(),
@@ -263,7 +263,7 @@ fn candidates(
                     (None, true) => not_counted(),
                 };
                 Candidate {
-                    backend: c.row_engine().name(),
+                    subject: Subject::Engine(c.row_engine()),
                     label: c.scenario.label(),
                     axes: crate::report::tunnel::axis_cells(&c.scenario),
                     workload: format!(
@@ -298,7 +298,7 @@ fn candidates(
                     c.scenario.suite_name().to_string(),
                 );
                 Candidate {
-                    backend: c.backend.clone(),
+                    subject: c.subject,
                     label: c.scenario.label(),
                     axes: vec![protocol, suite, c.scenario.write_bytes.to_string()],
                     workload: c.scenario.write_bytes.to_string(),

@@ -363,7 +363,7 @@ fn section<'a>(store: &Store, run: &StoredRun, document: &'a Document) -> Result
     ]);
     for library in &run.libraries {
         provenance.push((
-            format!("library ({})", library.backend),
+            format!("library ({})", library.subject),
             format!("{} {}", library.library, library.version),
         ));
     }
@@ -411,7 +411,7 @@ fn section<'a>(store: &Store, run: &StoredRun, document: &'a Document) -> Result
                 .iter()
                 .map(|c| {
                     (
-                        format!("{} · {}", c.backend, c.scenario.label()),
+                        format!("{} · {}", c.subject, c.scenario.label()),
                         c.samples().len(),
                     )
                 })

@@ -273,7 +273,7 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
             server.address(),
             crate::certs::SERVER_NAME,
             offer.describe(),
-            library.backend,
+            library.subject,
             match duration {
                 Some(d) => format!("for {:.0} s; Ctrl-C stops it sooner", d.as_secs_f64()),
                 None => "until Ctrl-C".to_string(),
@@ -303,7 +303,7 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     let document = crate::report::serve::document(
         heading(&HostInfo::current(), std::slice::from_ref(&library)),
         &offer.describe(),
-        &library.backend,
+        library.subject,
         &stats,
     );
     args.display.print(&document)?;

@@ -253,7 +253,7 @@ pub(super) fn sample_cells(
     for (backend, row) in planned {
         let mut cell = SpeedCell {
             counted: None,
-            backend: backend.id().to_string(),
+            subject: backend.subject(),
             row: *row,
             batch: 0,
             outcome: Outcome::Measured {
@@ -289,7 +289,7 @@ pub(super) fn sample_cells(
             session,
             bar,
             already,
-            label: |cell| format!("{} {}", cell.backend, cell.row.label()),
+            label: |cell| format!("{} {}", cell.subject, cell.row.label()),
             outcome: |cell| &mut cell.outcome,
             save: |store, run_id, cell| store.save_speed_cell(run_id, cell),
             save_samples: |store, run_id, taken| store.save_speed_samples(run_id, taken),
@@ -349,7 +349,7 @@ fn count_rows(
             session.save(|store, run_id| store.save_speed_counts(run_id, &cells[i]));
         } else {
             let cell = SpeedCell {
-                backend: backend.id().to_string(),
+                subject: backend.subject(),
                 row: *row,
                 batch: counted.operations,
                 outcome: counted.outcome.without_samples(),
@@ -388,14 +388,14 @@ fn generic_cells(
             store.load_speed_cells(store.latest_run_id().ok()??).ok()
         })?;
         cells.extend(measured.into_iter().flatten().map(|mut cell| {
-            cell.backend = generic::row_backend(&cell.backend);
+            cell.subject = cell.subject.with_cpu_features(CpuFeatures::Generic);
             cell
         }));
     }
     for (backend, reason) in generic::unmaskable(backends) {
         cells.extend(rows.iter().map(|row| SpeedCell {
             counted: None,
-            backend: generic::row_backend(backend),
+            subject: generic::generic_row(backend),
             row: *row,
             batch: 0,
             outcome: Outcome::Unsupported {

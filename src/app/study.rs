@@ -277,7 +277,7 @@ pub(crate) struct StoringCells<'a> {
 impl MatrixObserver for StoringCells<'_> {
     fn cell_finished(&mut self, cell: &CellResult) -> Result<()> {
         self.bar.failed(
-            &format!("{} {}", cell.backend, cell.scenario.label()),
+            &format!("{} {}", cell.subject, cell.scenario.label()),
             &cell.outcome,
         );
         self.session

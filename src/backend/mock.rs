@@ -146,9 +146,13 @@ impl Backend for MockBackend {
         DESCRIPTOR.name()
     }
 
+    fn subject(&self) -> crate::scenario::Subject {
+        crate::scenario::Subject::library(DESCRIPTOR.id)
+    }
+
     fn library(&self) -> LibraryInfo {
         LibraryInfo {
-            backend: self.id().to_string(),
+            subject: self.subject(),
             library: DESCRIPTOR.library.to_string(),
             version: "0".to_string(),
         }

@@ -31,17 +31,20 @@ use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
 /// The registry's ids are the vocabulary's: `scenario::BackendId`, opened here.
 pub use crate::scenario::BackendId;
-use crate::scenario::Side;
 use crate::scenario::{
     BackendList, Group, HandshakeScenario, Named, ServerOffer, TlsVersion, Transport,
 };
+use crate::scenario::{Side, Subject};
 pub use descriptor::{BackendDescriptor, Capabilities, CpuMasking, SymbolPrefixes};
 pub use turns::{CpuReadings, SideTimes, Turns};
 
-/// The name and version of the library a backend drives.
+/// The name and version of the library a row's subject ran on: a
+/// backend's library, a server's (with its TLS library), an engine's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct LibraryInfo {
-    pub backend: String,
+    /// Whose library this is: exported as `backend`, as it always was.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub library: String,
     pub version: String,
 }
@@ -215,6 +218,11 @@ pub trait ApartSide: Send {
 pub trait Backend: Send + Sync {
     /// The stable id used on the command line and in the database ("openssl").
     fn id(&self) -> &'static str;
+
+    /// What its rows measured: its library (natively; a generic-CPU
+    /// child's rows say so themselves), or for a server under test driven
+    /// as a backend (`handshake --server nginx`) the server.
+    fn subject(&self) -> Subject;
 
     fn library(&self) -> LibraryInfo;
 

@@ -13,7 +13,7 @@ use crate::backend::{LibraryInfo, Negotiated};
 use crate::host::HostInfo;
 use crate::measure::{self, Timed};
 use crate::scenario::bulk::{BulkScenario, Channel};
-use crate::scenario::Measure;
+use crate::scenario::{Measure, Subject};
 use crate::stats::{self, Drift, PairedRatio, Summary};
 use crate::workload::bulk::{BulkCell, BulkSample};
 use crate::workload::counted::Instructions;
@@ -22,7 +22,9 @@ use crate::workload::counted::Instructions;
 #[derive(Debug, Clone, Serialize)]
 pub struct BulkRow {
     pub label: String,
-    pub backend: String,
+    /// The backend, or no library; exported as `backend`.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub scenario: BulkScenario,
     pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
@@ -113,10 +115,12 @@ pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
                 c.scenario.write_bytes,
                 c.scenario.transport,
                 c.scenario.channel,
-                rank(&c.backend),
+                rank(c.subject),
             )
         };
-        key(a).cmp(&key(b)).then_with(|| a.backend.cmp(&b.backend))
+        key(a)
+            .cmp(&key(b))
+            .then_with(|| a.subject.name().cmp(&b.subject.name()))
     });
     let plain_rounds = |of: &BulkScenario| {
         let plain = of.no_crypto_twin();
@@ -139,7 +143,7 @@ pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
             };
             BulkRow {
                 label: cell.scenario.label(),
-                backend: cell.backend.clone(),
+                subject: cell.subject,
                 scenario: cell.scenario,
                 status: cell.outcome.status(),
                 reason: cell.outcome.reason().map(String::from),
@@ -253,7 +257,7 @@ pub fn compared(measure: Measure) -> Option<Kind> {
 /// scenario, each an axis.
 fn leading<'a>() -> Columns<'a, BulkRow> {
     Columns::new()
-        .with(Column::axis("backend"), |r: &BulkRow| r.backend.clone())
+        .with(Column::axis("backend"), |r: &BulkRow| r.subject.to_string())
         .with(Column::axis("protocol"), |r| protocol(&r.scenario))
         .with(Column::axis("suite"), |r| suite(&r.scenario))
         .with(Column::number("write B").kind(ColumnKind::Axis), |r| {
@@ -461,7 +465,7 @@ fn records(rows: &[BulkRow]) -> Table {
         let negotiated = row.negotiated.as_ref();
         let mut fields = vec![
             row.label.clone(),
-            row.backend.clone(),
+            row.subject.to_string(),
             row.status.to_string(),
             row.reason.clone().unwrap_or_default(),
             row.scenario.protocol_id().to_string(),

@@ -110,7 +110,7 @@ impl CapacityReport<'_> {
         };
         let mut table = Columns::new()
             .with(Column::axis("backend"), |(cell, _): &Line| {
-                cell.backend.clone()
+                cell.subject.to_string()
             })
             .with_axes(&AXES, |(cell, _)| &cell.scenario)
             .with(
@@ -203,7 +203,7 @@ impl CapacityReport<'_> {
             let fields = |step: Option<&Step>| {
                 vec![
                     cell.scenario.label(),
-                    cell.backend.clone(),
+                    cell.subject.to_string(),
                     cell.status.to_string(),
                     cell.reason.clone().unwrap_or_default(),
                     step.map(|s| s.threads.to_string()).unwrap_or_default(),
@@ -240,7 +240,7 @@ fn client_cpu_per_handshake_ns(step: &Step) -> Option<f64> {
 fn cell_json(cell: &CapacityCell, cores: usize) -> serde_json::Value {
     serde_json::json!({
         "label": cell.scenario.label(),
-        "backend": cell.backend,
+        "backend": cell.subject,
         "scenario": cell.scenario,
         "status": cell.status,
         "reason": cell.reason,

@@ -11,7 +11,7 @@ use crate::host::HostInfo;
 use crate::model::{Breakdown, SideCost};
 use crate::scenario::operations::Category;
 use crate::scenario::speed::SpeedRow;
-use crate::scenario::{HandshakeScenario, Measure, Side};
+use crate::scenario::{HandshakeScenario, Measure, Side, Subject};
 
 use super::handshake::AXES;
 
@@ -20,7 +20,9 @@ use super::handshake::AXES;
 pub struct ScenarioCost {
     pub label: String,
     pub scenario: HandshakeScenario,
-    pub backend: String,
+    /// The backend modelled and measured; exported as `backend`.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub description: String,
     /// Set when the scenario could not be measured.
     pub reason: Option<String>,
@@ -85,7 +87,7 @@ fn side_name(side: Side) -> &'static str {
 fn leading<'a, R: 'a>(result: fn(&R) -> &ScenarioCost) -> Columns<'a, R> {
     Columns::new()
         .with(Column::axis("backend"), move |r: &R| {
-            result(r).backend.clone()
+            result(r).subject.to_string()
         })
         .with_axes(&AXES, move |r: &R| &result(r).scenario)
 }
@@ -211,7 +213,7 @@ fn records(results: &[ScenarioCost]) -> Table {
         for side in &result.sides {
             let fields = [
                 result.label.clone(),
-                result.backend.clone(),
+                result.subject.to_string(),
                 side_name(side.side).to_string(),
                 result.reason.clone().unwrap_or_default(),
                 side.summary(),

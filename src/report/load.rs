@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::compare::kind::Kind;
 use super::{axis_headers, Axis, Column, Columns, Document, Table};
-use crate::scenario::Measure;
+use crate::scenario::{Measure, Subject};
 use crate::workload::counted::ServerHandshakeCount;
 use crate::workload::load::{
     percentiles, HttpVersion, LoadResult, Mode, Plan, INTERVAL_PERCENTILES, PERCENTILES,
@@ -35,7 +35,7 @@ pub struct LoadReport<'a> {
     /// perf's shares per symbol category, or why there are none.
     pub categories: Result<Vec<(String, f64)>, String>,
     /// The embedded server's own figures and its backend's id, when it was the target.
-    pub embedded: Option<(&'a ServerStats, &'a str)>,
+    pub embedded: Option<(&'a ServerStats, Subject)>,
     /// One server handshake counted per category (`--measure
     /// time,instructions`), or why not; `None` when not asked for.
     pub counted: Option<Result<ServerHandshakeCount, String>>,
@@ -433,7 +433,7 @@ impl LoadReport<'_> {
             },
             "counted_server_handshake": self.counted.as_ref().map(|counted| match counted {
                 Ok(count) => json!({
-                    "backend": count.backend,
+                    "backend": count.subject,
                     "library": count.library,
                     "valgrind": count.valgrind,
                     "handshakes": count.handshakes,
@@ -655,7 +655,7 @@ impl LoadReport<'_> {
             Some(Ok(count)) => table.notes.push(format!(
                 "Counted: the server's side of one handshake of the same scenario ({}), on {} ({}) in process, under {}'s callgrind after the load: the mean of {} handshakes, {:.3} M instructions each; every function's own instructions sorted into the same categories by its name and source file. perf samples the whole run (handshakes, the pages' record protection, HTTP, the kernel) by time; the count is one handshake's instructions and says nothing of cache misses or stalls: compare the order of the categories, not their shares.",
                 self.scenario,
-                count.backend,
+                count.subject,
                 count.library,
                 count.valgrind,
                 count.handshakes,
@@ -753,7 +753,7 @@ mod tests {
     #[test]
     fn a_counted_handshake_stands_beside_perfs_categories() {
         let count = ServerHandshakeCount {
-            backend: "openssl".into(),
+            subject: crate::scenario::Subject::from_name("openssl").unwrap(),
             library: "OpenSSL 3".into(),
             valgrind: "valgrind-3.19.0".into(),
             handshakes: 3,

@@ -34,13 +34,20 @@ use crate::host::HostInfo;
 use crate::stats::Drift;
 pub use table::{axis_cells, axis_headers, Align, Axis, Column, ColumnKind, Columns, Table};
 
-/// Where a backend stands in the order backends are listed (one not
-/// listed, such as the mock or nginx, after them all): views sort their
-/// rows by it.
-pub(crate) fn backend_rank(backend: &str) -> usize {
-    crate::backend::BACKEND_IDS
-        .iter()
-        .position(|id| *id == backend)
+/// Where a row's subject stands in the order backends are listed: a
+/// listed backend's native rows by its place, every other subject (the
+/// mock, a generic-CPU row, a server, the plain rows) after them all, so
+/// views sort their rows by it (and then by name).
+pub(crate) fn backend_rank(subject: crate::scenario::Subject) -> usize {
+    let native = subject.cpu_features() == crate::scenario::CpuFeatures::Native;
+    subject
+        .backend()
+        .filter(|_| native)
+        .and_then(|backend| {
+            crate::backend::BACKEND_IDS
+                .iter()
+                .position(|id| *id == crate::scenario::Named::id(backend))
+        })
         .unwrap_or(usize::MAX)
 }
 
@@ -222,7 +229,7 @@ impl Document {
 pub fn heading(host: &HostInfo, libraries: &[LibraryInfo]) -> String {
     let libraries: Vec<String> = libraries
         .iter()
-        .map(|l| format!("{}: {} {}", l.backend, l.library, l.version))
+        .map(|l| format!("{}: {} {}", l.subject, l.library, l.version))
         .collect();
     format!(
         "{} ({} cores); {}",

@@ -17,6 +17,7 @@ use serde::Serialize;
 use super::{heading, Column, Columns, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
+use crate::scenario::Subject;
 use crate::security::Strength;
 use crate::stats::Interval;
 
@@ -24,7 +25,7 @@ use crate::stats::Interval;
 #[derive(Debug, Clone)]
 pub struct Candidate {
     /// The backend or engine.
-    pub backend: String,
+    pub subject: Subject,
     /// The scenario's stable label.
     pub label: String,
     /// The scenario as short cells, one per axis header.
@@ -245,7 +246,7 @@ impl Recommendation<'_> {
                 let tied = cost_order(c, &self.candidates[i]) == CostOrder::Tied;
                 format!(
                     "dominated by {} {} ({:.1} {}, {} bits){}",
-                    c.backend,
+                    c.subject,
                     c.label,
                     c.cost.unwrap_or_default() * self.axis.scale,
                     self.axis.header,
@@ -287,7 +288,7 @@ impl Recommendation<'_> {
             .map(|&j| {
                 format!(
                     "{} {}",
-                    self.candidates[j].backend, self.candidates[j].label
+                    self.candidates[j].subject, self.candidates[j].label
                 )
             })
             .collect();
@@ -326,7 +327,7 @@ impl Recommendation<'_> {
         let candidate = |i: &usize| &self.candidates[*i];
         let scaled = |v: f64| format!("{:.1}", v * self.axis.scale);
         let mut columns = Columns::new().with(Column::axis(self.axis.backend_header), move |i| {
-            candidate(i).backend.clone()
+            candidate(i).subject.to_string()
         });
         for (axis, header) in self.axis.axis_headers.iter().enumerate() {
             columns.push(Column::axis(*header), move |i| {
@@ -386,7 +387,7 @@ impl Recommendation<'_> {
             };
             table.rows.push(vec![
                 c.label.clone(),
-                c.backend.clone(),
+                c.subject.to_string(),
                 c.cost.map(|v| format!("{v:.4}")).unwrap_or_default(),
                 c.interval
                     .map(|i| format!("{:.4}", i.low))
@@ -444,7 +445,7 @@ impl Recommendation<'_> {
             .map(|(i, (c, v))| {
                 serde_json::json!({
                     "label": c.label,
-                    "backend": c.backend,
+                    "backend": c.subject,
                     "cost": c.cost,
                     "cost_ci95": c.interval,
                     "tied_within_noise_with": self.ties(i).iter().map(|&j| &self.candidates[j].label).collect::<Vec<_>>(),
@@ -486,7 +487,7 @@ mod tests {
 
     fn candidate(label: &str, cost: f64, bits: u32) -> Candidate {
         Candidate {
-            backend: "mock".into(),
+            subject: Subject::library(crate::scenario::BackendId::Mock),
             label: label.into(),
             axes: vec![label.into()],
             workload: String::new(),

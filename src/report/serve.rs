@@ -6,6 +6,7 @@
 use serde_json::json;
 
 use super::{Column, Document, Table};
+use crate::scenario::Subject;
 use crate::workload::serve::ServerStats;
 
 fn micros_per(ns: u64, count: u64) -> String {
@@ -77,7 +78,7 @@ pub fn summary_table(stats: &ServerStats, title: String) -> Table {
 
 /// Where the server's CPU went, per category (rustls: counted), or a line
 /// saying why there is no breakdown.
-pub fn breakdown_table(stats: &ServerStats, backend: &str) -> Table {
+pub fn breakdown_table(stats: &ServerStats, backend: Subject) -> Table {
     let mut table = Table::new(vec![
         Column::text("category"),
         Column::number("µs per request"),
@@ -111,7 +112,7 @@ pub fn breakdown_table(stats: &ServerStats, backend: &str) -> Table {
 }
 
 /// The server's figures as JSON.
-pub fn data(stats: &ServerStats, backend: &str) -> serde_json::Value {
+pub fn data(stats: &ServerStats, backend: Subject) -> serde_json::Value {
     json!({
         "backend": backend,
         "stats": stats,
@@ -120,7 +121,12 @@ pub fn data(stats: &ServerStats, backend: &str) -> serde_json::Value {
 }
 
 /// What `tlslab serve` prints when it stops.
-pub fn document(heading: String, scenario: &str, backend: &str, stats: &ServerStats) -> Document {
+pub fn document(
+    heading: String,
+    scenario: &str,
+    backend: Subject,
+    stats: &ServerStats,
+) -> Document {
     let summary = summary_table(
         stats,
         format!(

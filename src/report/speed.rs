@@ -11,7 +11,7 @@ use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::measure::{self, Outcome, Timed};
 use crate::scenario::speed::SpeedRow;
-use crate::scenario::{Measure, Named};
+use crate::scenario::{Measure, Named, Subject};
 use crate::stats::{self, Summary};
 use crate::workload::speed::{SpeedCell, SpeedSample};
 
@@ -19,7 +19,9 @@ use crate::workload::speed::{SpeedCell, SpeedSample};
 #[derive(Debug, Clone, Serialize)]
 pub struct SpeedReportRow {
     pub label: String,
-    pub backend: String,
+    /// The backend measured; exported as `backend`.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub row: SpeedRow,
     pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
@@ -48,7 +50,7 @@ pub fn build_rows(cells: &[SpeedCell]) -> Vec<SpeedReportRow> {
         .map(|cell| {
             let mut row = SpeedReportRow {
                 label: cell.row.label(),
-                backend: cell.backend.clone(),
+                subject: cell.subject,
                 row: cell.row,
                 status: crate::measure::CellStatus::Measured,
                 reason: None,
@@ -145,7 +147,7 @@ pub fn compared(measure: Measure) -> Option<Kind> {
 fn leading<'a>() -> Columns<'a, SpeedReportRow> {
     Columns::new()
         .with(Column::axis("backend"), |r: &SpeedReportRow| {
-            r.backend.clone()
+            r.subject.to_string()
         })
         .with(Column::text("algorithm"), |r| algorithm(&r.row))
         .with(Column::text("operation"), |r| operation(&r.row))
@@ -223,7 +225,7 @@ fn records(rows: &[SpeedReportRow]) -> Table {
         let s = row.ns_per_op;
         let mut fields = vec![
             row.label.clone(),
-            row.backend.clone(),
+            row.subject.to_string(),
             row.row.primitive.id().to_string(),
             row.row.operation.id().to_string(),
             row.row

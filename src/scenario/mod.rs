@@ -18,6 +18,7 @@ pub mod server;
 pub mod shard;
 pub mod side;
 pub mod speed;
+pub mod subject;
 pub mod transport;
 pub mod tunnel;
 pub mod tunnel_axes;
@@ -34,6 +35,7 @@ pub use offer::ServerOffer;
 pub use server::ServerKind;
 pub use shard::Shard;
 pub use side::Side;
+pub use subject::{RowBackend, Subject, SubjectKind};
 pub use transport::Transport;
 pub use wall_clock::WallClock;
 

@@ -46,7 +46,7 @@ impl Store {
     pub fn load_bulk_cells(&self, run_id: i64) -> Result<Vec<BulkCell>> {
         let mut statement = self.connection.prepare(
             "SELECT id, scenario_id, backend, status, reason, negotiated_version,
-                    negotiated_suite, sample_bytes, precise
+                    negotiated_suite, sample_bytes, precise, subject_kind
              FROM bulk_cells WHERE run_id = ?1 ORDER BY id",
         )?;
         let rows = statement
@@ -61,6 +61,7 @@ impl Store {
                     row.get::<_, Option<String>>(6)?,
                     row.get::<_, i64>(7)?,
                     row.get::<_, Option<bool>>(8)?,
+                    row.get::<_, String>(9)?,
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -69,8 +70,19 @@ impl Store {
              FROM bulk_samples WHERE cell_id = ?1 ORDER BY seq",
         )?;
         let mut cells = Vec::with_capacity(rows.len());
-        for (cell_id, label, backend, status, reason, version, suite, sample_bytes, precise) in rows
-        {
+        for row in rows {
+            let (
+                cell_id,
+                label,
+                backend,
+                status,
+                reason,
+                version,
+                suite,
+                sample_bytes,
+                precise,
+                kind,
+            ) = row;
             let scenario = BulkScenario::from_label(&label)
                 .with_context(|| format!("unreadable bulk scenario '{label}'"))?;
             let outcome = outcome_from_columns(&status, reason, precise, || {
@@ -103,7 +115,7 @@ impl Store {
                 early_data: false,
             });
             cells.push(BulkCell {
-                backend,
+                subject: cells::read_subject(&kind, &backend)?,
                 scenario,
                 negotiated,
                 sample_bytes: sample_bytes as u64,
@@ -172,7 +184,7 @@ impl SampledCell for BulkCell {
     ];
 
     fn key(&self) -> [String; 2] {
-        [self.scenario.label(), self.backend.clone()]
+        [self.scenario.label(), self.subject.name()]
     }
 
     fn outcome(&self) -> &Outcome<BulkSample> {
@@ -195,10 +207,16 @@ impl SampledCell for BulkCell {
     }
 
     fn first_columns(&self) -> Columns {
-        vec![(
-            "security_notes",
-            Value::from(self.scenario.security_notes().join("; ")),
-        )]
+        vec![
+            (
+                "subject_kind",
+                Value::from(self.subject.kind().id().to_string()),
+            ),
+            (
+                "security_notes",
+                Value::from(self.scenario.security_notes().join("; ")),
+            ),
+        ]
     }
 
     fn end_columns(&self) -> Columns {
@@ -280,7 +298,7 @@ mod tests {
             },
         };
         let measured = BulkCell {
-            backend: "openssl".into(),
+            subject: crate::scenario::Subject::from_name("openssl").unwrap(),
             scenario: BulkScenario {
                 channel: Channel::Tls {
                     version: TlsVersion::Tls13,
@@ -317,7 +335,7 @@ mod tests {
             counted_bytes: 1 << 18,
         };
         let plain = BulkCell {
-            backend: "none".into(),
+            subject: crate::scenario::Subject::from_name("none").unwrap(),
             scenario: BulkScenario::plain(64),
             negotiated: None,
             sample_bytes: 1 << 17,
@@ -329,7 +347,7 @@ mod tests {
             counted_bytes: 0,
         };
         let unsupported = BulkCell {
-            backend: "rustls-ring".into(),
+            subject: crate::scenario::Subject::from_name("rustls-ring").unwrap(),
             negotiated: None,
             outcome: Outcome::Unsupported {
                 reason: "no such suite".into(),

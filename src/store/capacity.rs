@@ -20,7 +20,7 @@ impl Store {
             params![
                 run_id,
                 label,
-                cell.backend,
+                cell.subject.name(),
                 cell.status,
                 cell.reason,
                 cell.modelled_server_ns
@@ -96,7 +96,8 @@ impl Store {
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
             cells.push(CapacityCell {
-                backend,
+                // capacity loads libraries only.
+                subject: super::cells::read_subject("library", &backend)?,
                 scenario: scenario_from_columns(&axes, mutual, depth, &label)?,
                 status,
                 reason,
@@ -130,7 +131,7 @@ mod tests {
             client_cpu_ns: 300_000_000 * threads as u64,
         };
         let measured = CapacityCell {
-            backend: "openssl".into(),
+            subject: crate::scenario::Subject::from_name("openssl").unwrap(),
             scenario,
             status: crate::measure::CellStatus::Measured,
             reason: None,
@@ -138,7 +139,7 @@ mod tests {
             steps: vec![step(1), step(2)],
         };
         let unsupported = CapacityCell {
-            backend: "rustls-ring".into(),
+            subject: crate::scenario::Subject::from_name("rustls-ring").unwrap(),
             status: crate::measure::CellStatus::Unsupported,
             reason: Some("no such group".into()),
             modelled_server_ns: None,

@@ -14,6 +14,15 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
 
 use super::precise_column;
 use crate::measure::{Outcome, Timed};
+use crate::scenario::{Subject, SubjectKind};
+
+/// The subject a stored row names: its `subject_kind` and its name (the
+/// `backend` column), as [`Subject::name`] wrote them.
+pub(super) fn read_subject(kind: &str, name: &str) -> Result<Subject> {
+    let kind = SubjectKind::from_id(kind)
+        .ok_or_else(|| anyhow!("a stored row's subject has the unknown kind '{kind}'"))?;
+    Subject::parse(kind, name).map_err(|error| anyhow!("a stored row's subject: {error}"))
+}
 
 /// Named values of a row's columns, as they are written.
 pub(super) type Columns = Vec<(&'static str, Value)>;
@@ -285,7 +294,7 @@ mod tests {
                     reason: "no valgrind".into(),
                 },
             }),
-            backend: "openssl".into(),
+            subject: crate::scenario::Subject::from_name("openssl").unwrap(),
             row: SpeedRow {
                 primitive: Primitive::Sha256,
                 operation: Operation::Hash,

@@ -18,7 +18,7 @@ pub(crate) fn run_info(kind: RunKind, command_line: &str) -> RunInfo {
         options_json: "{}".into(),
         host: HostInfo::current(),
         libraries: vec![LibraryInfo {
-            backend: "openssl".into(),
+            subject: crate::scenario::Subject::from_name("openssl").unwrap(),
             library: "OpenSSL".into(),
             version: "3".into(),
         }],
@@ -29,7 +29,7 @@ pub(crate) fn run_info(kind: RunKind, command_line: &str) -> RunInfo {
 pub(crate) fn handshake_run_info() -> RunInfo {
     RunInfo {
         libraries: vec![LibraryInfo {
-            backend: "mock".into(),
+            subject: crate::scenario::Subject::from_name("mock").unwrap(),
             library: "mock".into(),
             version: "0".into(),
         }],
@@ -69,7 +69,7 @@ pub(crate) fn negotiated() -> Negotiated {
 pub(crate) fn measured_cell() -> CellResult {
     CellResult {
         counts: Default::default(),
-        backend: "mock".into(),
+        subject: crate::scenario::Subject::from_name("mock").unwrap(),
         scenario: scenario(),
         negotiated: Some(negotiated()),
         outcome: Outcome::Measured {

@@ -43,14 +43,14 @@ impl Store {
             "SELECT c.id, c.backend, c.status, c.reason, c.negotiated_version, c.negotiated_suite,
                     c.negotiated_group, c.negotiated_signature, c.resumed, c.precise,
                     s.tls_version, s.kx_group, s.cert, s.aead, s.resumption, s.mutual, s.chain_depth,
-                    s.id
+                    s.id, c.subject_kind
              FROM cells c JOIN scenarios s ON s.id = c.scenario_id
              WHERE c.run_id = ?1 ORDER BY c.id",
         )?;
         let rows = statement.query_map([run_id], |row| {
             Ok(StoredCellRow {
                 cell_id: row.get(0)?,
-                backend: row.get(1)?,
+                subject_name: row.get(1)?,
                 status: row.get(2)?,
                 reason: row.get(3)?,
                 version: row.get(4)?,
@@ -69,6 +69,7 @@ impl Store {
                 mutual: row.get(15)?,
                 chain_depth: row.get(16)?,
                 label: row.get(17)?,
+                subject_kind: row.get(18)?,
             })
         })?;
         // Samples from schema version 0 have no CPU times: they read as the
@@ -112,7 +113,7 @@ impl Store {
             });
             cells.push(CellResult {
                 counts: counts::read_counts(&self.connection, row.cell_id)?,
-                backend: row.backend,
+                subject: cells::read_subject(&row.subject_kind, &row.subject_name)?,
                 scenario,
                 negotiated,
                 outcome,
@@ -140,7 +141,7 @@ impl SampledCell for CellResult {
     ];
 
     fn key(&self) -> [String; 2] {
-        [self.scenario.label(), self.backend.clone()]
+        [self.scenario.label(), self.subject.name()]
     }
 
     fn outcome(&self) -> &Outcome<Sample> {
@@ -153,6 +154,10 @@ impl SampledCell for CellResult {
 
     fn first_columns(&self) -> Columns {
         vec![
+            (
+                "subject_kind",
+                Value::from(self.subject.kind().id().to_string()),
+            ),
             ("weak", Value::from(self.scenario.is_weak())),
             (
                 "security_notes",
@@ -251,7 +256,8 @@ pub(super) fn scenario_from_columns(
 /// One row of `cells` joined with its scenario.
 struct StoredCellRow {
     cell_id: i64,
-    backend: String,
+    /// The subject's name (the `backend` column), read with `subject_kind`.
+    subject_name: String,
     status: String,
     reason: Option<String>,
     version: Option<String>,
@@ -265,6 +271,7 @@ struct StoredCellRow {
     chain_depth: u8,
     /// The scenario id: it carries a DTLS row's MTU, which has no column.
     label: String,
+    subject_kind: String,
 }
 
 #[cfg(test)]
@@ -294,7 +301,7 @@ mod tests {
         };
         let failed = CellResult {
             counts: Default::default(),
-            backend: "other".into(),
+            subject: crate::scenario::Subject::from_name("openssl").unwrap(),
             negotiated: None,
             outcome: Outcome::Failed {
                 reason: "broke in round 3".into(),
@@ -396,7 +403,7 @@ mod tests {
             ..measured_cell()
         };
         let failing = CellResult {
-            backend: "other".into(),
+            subject: crate::scenario::Subject::from_name("openssl").unwrap(),
             ..measured_cell()
         };
         let samples = measured.samples();

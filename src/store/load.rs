@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use rusqlite::{params, OptionalExtension};
 
 use super::Store;
+use crate::scenario::Subject;
 use crate::workload::counted::ServerHandshakeCount;
 use crate::workload::load::{
     percentiles, ErrorKind, HttpVersion, Interval, Latencies, LoadResult, Mode, Plan, PHASE_IDS,
@@ -37,7 +38,7 @@ pub struct LoadRecord {
     pub categories: Result<Vec<(String, f64)>, String>,
     /// The embedded server's own figures and its backend's id, when it was
     /// the target.
-    pub embedded: Option<(ServerStats, String)>,
+    pub embedded: Option<(ServerStats, Subject)>,
     /// One server handshake of the scenario counted per category under
     /// valgrind (`--measure time,instructions`), or why it was not;
     /// `None` when not asked for.
@@ -53,7 +54,7 @@ pub struct LoadRecord {
 /// categories existed hold the bare `[stats, backend]` pair there.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ServerFigures {
-    embedded: Option<(ServerStats, String)>,
+    embedded: Option<(ServerStats, Subject)>,
     symbol_categories: Result<Vec<(String, f64)>, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     counted: Option<Result<ServerHandshakeCount, String>>,
@@ -528,7 +529,7 @@ mod tests {
             categories: Ok(vec![("public key".into(), 70.0), ("kernel".into(), 30.0)]),
             embedded: None,
             counted: Some(Ok(ServerHandshakeCount {
-                backend: "openssl".into(),
+                subject: crate::scenario::Subject::from_name("openssl").unwrap(),
                 library: "OpenSSL 3".into(),
                 valgrind: "valgrind-3.19.0".into(),
                 handshakes: 3,
@@ -545,7 +546,7 @@ mod tests {
         store
             .begin_run(&RunInfo {
                 libraries: vec![LibraryInfo {
-                    backend: "nginx".into(),
+                    subject: crate::scenario::Subject::from_name("nginx").unwrap(),
                     library: "nginx".into(),
                     version: "1.22.1".into(),
                 }],
@@ -631,7 +632,7 @@ mod tests {
             )
             .unwrap();
         let loaded = store.load_load(id).unwrap().unwrap();
-        assert_eq!(loaded.embedded.unwrap().1, "openssl");
+        assert_eq!(loaded.embedded.unwrap().1.name(), "openssl");
         assert!(loaded.categories.unwrap_err().contains("not stored"));
     }
 }

@@ -206,8 +206,15 @@ impl Store {
         let run_id = tx.last_insert_rowid();
         for library in &info.libraries {
             tx.execute(
-                "INSERT INTO libraries (run_id, backend, library, version) VALUES (?1, ?2, ?3, ?4)",
-                params![run_id, library.backend, library.library, library.version],
+                "INSERT INTO libraries (run_id, backend, subject_kind, library, version)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    run_id,
+                    library.subject.name(),
+                    library.subject.kind().id(),
+                    library.library,
+                    library.version
+                ],
             )?;
         }
         tx.commit()?;
@@ -382,16 +389,24 @@ impl Store {
         };
         let mut libraries = Vec::new();
         let mut statement = self.connection.prepare(
-            "SELECT backend, library, version FROM libraries WHERE run_id = ?1 ORDER BY rowid",
+            "SELECT backend, subject_kind, library, version FROM libraries
+             WHERE run_id = ?1 ORDER BY rowid",
         )?;
         for library in statement.query_map([run_id], |row| {
-            Ok(LibraryInfo {
-                backend: row.get(0)?,
-                library: row.get(1)?,
-                version: row.get(2)?,
-            })
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get(2)?,
+                row.get(3)?,
+            ))
         })? {
-            libraries.push(library?);
+            let (name, kind, library, version) = library?;
+            libraries.push(LibraryInfo {
+                subject: cells::read_subject(&kind, &name)
+                    .with_context(|| format!("run {run_id}'s libraries"))?,
+                library,
+                version,
+            });
         }
         Ok(StoredRun {
             id: run_id,
@@ -643,7 +658,7 @@ mod tests {
             run.cells,
             vec![CellResult {
                 counts: Default::default(),
-                backend: "mock".into(),
+                subject: crate::scenario::Subject::from_name("mock").unwrap(),
                 scenario: *s,
                 negotiated: Some(negotiated()),
                 outcome: Outcome::Measured {

@@ -123,7 +123,8 @@ impl Store {
             })?;
             cells.push(SpeedCell {
                 counted: self.load_speed_counts(id)?,
-                backend,
+                // speed measures libraries only.
+                subject: super::cells::read_subject("library", &backend)?,
                 row: SpeedRow {
                     primitive: parse_name(&primitive)?,
                     operation: parse_name(&operation)?,
@@ -150,7 +151,7 @@ impl SampledCell for SpeedCell {
     const SAMPLE_COLUMNS: &'static [&'static str] = &["ns_per_op"];
 
     fn key(&self) -> [String; 2] {
-        [self.row.label(), self.backend.clone()]
+        [self.row.label(), self.subject.name()]
     }
 
     fn outcome(&self) -> &Outcome<SpeedSample> {
@@ -249,7 +250,7 @@ mod tests {
         let run = speed_run(&mut store);
         let sampling = |backend: &str| SpeedCell {
             counted: None,
-            backend: backend.into(),
+            subject: crate::scenario::Subject::from_name(backend).unwrap(),
             row: SpeedRow {
                 primitive: Primitive::Sha256,
                 operation: Operation::Hash,
@@ -317,7 +318,7 @@ mod tests {
             .unwrap();
         let measured = SpeedCell {
             counted: None,
-            backend: "openssl".into(),
+            subject: crate::scenario::Subject::from_name("openssl").unwrap(),
             row: SpeedRow {
                 primitive: Primitive::Aes128Gcm,
                 operation: Operation::Encrypt,
@@ -342,7 +343,7 @@ mod tests {
         };
         let unsupported = SpeedCell {
             counted: None,
-            backend: "rustls".into(),
+            subject: crate::scenario::Subject::from_name("rustls").unwrap(),
             row: SpeedRow {
                 primitive: Primitive::Ed448,
                 operation: Operation::Sign,
@@ -355,7 +356,7 @@ mod tests {
         };
         let failed = SpeedCell {
             counted: None,
-            backend: "rustls".into(),
+            subject: crate::scenario::Subject::from_name("rustls").unwrap(),
             batch: 0,
             outcome: Outcome::Failed {
                 reason: "broke".into(),

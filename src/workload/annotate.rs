@@ -94,7 +94,13 @@ pub fn trace_cells(
                 || cell.counts.instructions.is_some()
                 || cell.counts.memory.is_some());
         // A server outside tlslab (nginx) has no library here to trace.
-        let backend = crate::backend::backend_by_id(&cell.backend).ok();
+        // (nor a generic-CPU row, whose libraries ran in a child).
+        let native = cell.subject.cpu_features() == crate::scenario::CpuFeatures::Native;
+        let backend = cell
+            .subject
+            .backend()
+            .filter(|_| native)
+            .map(|id| id.open());
         if let Some(backend) = backend.filter(|_| measured) {
             match trace_cell(backend.as_ref(), &cell.scenario, certs) {
                 Ok(wire) => cell.counts.wire = Some(wire),

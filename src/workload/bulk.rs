@@ -24,7 +24,7 @@ use crate::certs::{CertCache, Credentials};
 use crate::measure::{verify, Outcome, Probe, Sampled, Timed};
 use crate::scenario::bulk::{BulkScenario, Channel};
 use crate::scenario::Side;
-use crate::scenario::{HandshakeScenario, Transport, DEFAULT_MTU_BYTES};
+use crate::scenario::{HandshakeScenario, Subject, Transport, DEFAULT_MTU_BYTES};
 use crate::workload::counted::values::Instructions;
 
 /// The most bytes the sender writes before the receiver reads them back.
@@ -74,11 +74,13 @@ impl Sampled for BulkSample {
     }
 }
 
-/// One (scenario, backend) pair and its outcome; the no-crypto rows have
-/// the backend [`PLAIN_BACKEND`].
+/// One (scenario, backend) pair and its outcome; the no-crypto rows'
+/// subject is [`Subject::Plain`] (written "none").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BulkCell {
-    pub backend: String,
+    /// The backend measured, or no library; exported as `backend`.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub scenario: BulkScenario,
     /// What the handshake negotiated (checked before sampling).
     pub negotiated: Option<Negotiated>,
@@ -102,9 +104,6 @@ impl BulkCell {
         self.outcome.samples()
     }
 }
-
-/// The backend name of the no-crypto rows.
-pub const PLAIN_BACKEND: &str = "none";
 
 /// How much data one sample carries and how it is cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

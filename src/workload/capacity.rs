@@ -13,12 +13,14 @@ use serde::Serialize;
 use super::handshake::HandshakeProbe;
 use crate::backend::Backend;
 use crate::certs::CertCache;
-use crate::scenario::HandshakeScenario;
+use crate::scenario::{HandshakeScenario, Subject};
 
 /// One backend and scenario of a capacity run: its steps from one thread up.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CapacityCell {
-    pub backend: String,
+    /// The backend loaded; exported as `backend`.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub scenario: HandshakeScenario,
     /// A failed cell keeps the steps it finished before the failure.
     pub status: crate::measure::CellStatus,

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::backend::{Backend, CpuReadings, HandshakeSample, Handshaker, Negotiated, Unsupported};
 use crate::certs::{CertCache, Credentials};
 use crate::measure::{self, verify, Outcome, Probe, Round, Sampled, SamplingOptions};
-use crate::scenario::HandshakeScenario;
+use crate::scenario::{HandshakeScenario, Subject};
 use crate::workload::counted::values::Counts;
 
 /// One measured handshake.
@@ -44,7 +44,10 @@ impl Sampled for Sample {
 /// One (scenario, backend) pair and its outcome.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CellResult {
-    pub backend: String,
+    /// What the row measured: a backend's library, or a server under test
+    /// (`handshake --server`); exported as `backend`, as it always was.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub scenario: HandshakeScenario,
     /// What the handshakes negotiated (checked on every sample).
     pub negotiated: Option<Negotiated>,
@@ -340,7 +343,7 @@ pub fn run_cells(
         let prepared = HandshakeProbe::prepare(backend.as_ref(), scenario, certs);
         let mut cell = CellResult {
             counts: Default::default(),
-            backend: backend.id().to_string(),
+            subject: backend.subject(),
             scenario: *scenario,
             negotiated: None,
             outcome: Outcome::Measured {
@@ -369,7 +372,7 @@ pub fn run_cells(
         let label = crate::scenario::baseline::baseline_label(baseline?, &cell.scenario);
         probe_cell
             .iter()
-            .position(|&c| cells[c].scenario.label() == label && cells[c].backend == cell.backend)
+            .position(|&c| cells[c].scenario.label() == label && cells[c].subject == cell.subject)
     };
     let pairing =
         measure::Pairing::PerCell(probe_cell.iter().map(|&c| baseline_of(&cells[c])).collect());

@@ -112,7 +112,7 @@ pub fn measure_cells(
         }
         let rows: Vec<(String, crate::scenario::HandshakeScenario)> = traced
             .iter()
-            .map(|&i| (cells[i].backend.clone(), cells[i].scenario))
+            .map(|&i| (cells[i].subject.name(), cells[i].scenario))
             .collect();
         // The running image, even if its file was replaced since it started.
         let executable = Path::new("/proc/self/exe");

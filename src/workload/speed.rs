@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{PreparedOperation, PrimitiveBackend, Unsupported};
 use crate::measure::{Outcome, Probe, Sampled};
 use crate::scenario::speed::SpeedRow;
+use crate::scenario::Subject;
 use crate::workload::counted::values::Instructions;
 
 /// How long one sample should take.
@@ -30,7 +31,10 @@ impl Sampled for SpeedSample {
 /// A speed row on one backend, with its outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpeedCell {
-    pub backend: String,
+    /// The backend measured (natively or without CPU features); exported
+    /// as `backend`, as it always was.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub row: SpeedRow,
     /// Operations per sample (0 when not measured).
     pub batch: u64,

@@ -14,9 +14,10 @@ use tlslab::measure::{self, Outcome, Quietly, SamplingOptions};
 use tlslab::report::bulk::{build_rows, BulkReport};
 use tlslab::report::Format;
 use tlslab::scenario::bulk::{BulkScenario, Channel};
+use tlslab::scenario::Subject;
 use tlslab::scenario::{Aead, Named, TlsVersion};
 use tlslab::store::{RunKind, Store};
-use tlslab::workload::bulk::{BulkCell, BulkProbe, PLAIN_BACKEND};
+use tlslab::workload::bulk::{BulkCell, BulkProbe};
 
 use crate::util::{self, tlslab};
 
@@ -62,7 +63,7 @@ fn mock_bulk_rows_to_store_to_exports() {
         let (probe, negotiated) =
             BulkProbe::prepare(backend, scenario, util::certs(), Some(64 * 1024)).unwrap();
         cells.push(BulkCell {
-            backend: backend.map_or(PLAIN_BACKEND, |b| b.id()).to_string(),
+            subject: backend.map_or(Subject::Plain, |b| b.subject()),
             scenario: *scenario,
             negotiated,
             sample_bytes: probe.sizing().sample_bytes() as u64,
@@ -120,7 +121,7 @@ fn mock_bulk_rows_to_store_to_exports() {
         gcm.negotiated.as_ref().unwrap().suite,
         "TLS_AES_128_GCM_SHA256"
     );
-    let plain = rows.iter().find(|r| r.backend == PLAIN_BACKEND).unwrap();
+    let plain = rows.iter().find(|r| r.subject == Subject::Plain).unwrap();
     assert!(plain.ratio_to_plain.is_none() && plain.sender_ms_per_mb.is_some());
 
     let host = HostInfo::current();

@@ -92,8 +92,8 @@ fn report_compare_and_recommend_read_an_older_database_without_changing_it() {
     let db = dir.path().join("old.sqlite");
     mock_run(&db);
     // The layout of schema version 9: before runs recorded their baseline
-    // (10), before tunnel counts and bulk counts' own bytes (11), and
-    // before tunnel set-ups (12).
+    // (10), before tunnel counts and bulk counts' own bytes (11), before
+    // tunnel set-ups (12), and before each row's subject kind (13).
     Connection::open(&db)
         .unwrap()
         .execute_batch(
@@ -104,6 +104,9 @@ fn report_compare_and_recommend_read_an_older_database_without_changing_it() {
              DROP TABLE tunnel_setup_count_samples;
              DROP TABLE tunnel_setup_samples;
              DROP TABLE tunnel_setup_cells;
+             ALTER TABLE libraries DROP COLUMN subject_kind;
+             ALTER TABLE cells DROP COLUMN subject_kind;
+             ALTER TABLE bulk_cells DROP COLUMN subject_kind;
              PRAGMA user_version = 9;",
         )
         .unwrap();

@@ -41,7 +41,7 @@ use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
-use crate::scenario::{CertKind, HandshakeScenario, Measure, Named};
+use crate::scenario::{CertKind, HandshakeScenario, Measure, Named, Subject};
 use crate::store::{LoadRecord, RunKind, Store, StoredRun};
 use crate::workload::load::{self, Driver, Endpoint, HttpVersion, Mode, Plan as LoadPlan};
 use crate::workload::site::page_bytes;
@@ -224,7 +224,7 @@ impl Study for LoadStudy {
             cert_dir: args.cert_dir.clone(),
             quiet: args.quiet,
             client_library: LibraryInfo {
-                backend: "openssl".to_string(),
+                subject: Subject::library(BackendId::Openssl),
                 library: "OpenSSL (client)".to_string(),
                 version: openssl::version::version()
                     .trim_start_matches("OpenSSL ")
@@ -571,7 +571,7 @@ pub(super) fn document(record: &LoadRecord, heading: &str) -> Document {
         embedded: record
             .embedded
             .as_ref()
-            .map(|(stats, backend)| (stats, backend.as_str())),
+            .map(|(stats, backend)| (stats, *backend)),
     }
     .document()
 }

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use super::target::Target;
 use crate::backend::{BackendId, LibraryInfo};
 use crate::certs::Credentials;
-use crate::scenario::{HandshakeScenario, Named};
+use crate::scenario::{HandshakeScenario, Named, Subject};
 use crate::workload::perf;
 use crate::workload::serve::ServerStats;
 use crate::workload::server::{RunningServer, ServerSetup, ServerUnderTest, Workers};
@@ -68,8 +68,9 @@ impl ServerChoice {
 /// it listens and what it is, in words.
 pub(super) struct LoadedServer {
     running: Option<Box<dyn RunningServer>>,
-    /// The backend a counting server ran on, for its figures.
-    backend: String,
+    /// The backend a counting server ran on, for its figures (`None` for
+    /// a server the user runs).
+    backend: Option<Subject>,
     /// Whether its symbols can be put in categories, or why not.
     symbol_categories: Result<(), String>,
     pub address: SocketAddr,
@@ -90,7 +91,7 @@ impl LoadedServer {
         Ok(match choice {
             ServerChoice::Target(target) => Self {
                 running: None,
-                backend: String::new(),
+                backend: None,
                 symbol_categories,
                 address: target.address,
                 description: format!("{} (your server)", target.address),
@@ -108,7 +109,7 @@ impl LoadedServer {
                     address: running.address(),
                     description: running.description(),
                     running: Some(running),
-                    backend: server.library().backend,
+                    backend: Some(server.library().subject),
                     symbol_categories,
                 }
             }
@@ -127,22 +128,20 @@ impl LoadedServer {
     /// The started server's own figures since it started or since the last
     /// call, with its backend id, for a server that counts them (the
     /// embedded server); `None` else.
-    pub(super) fn take_stats(&mut self) -> Result<Option<(ServerStats, String)>> {
-        let Some(running) = self.running.as_mut() else {
+    pub(super) fn take_stats(&mut self) -> Result<Option<(ServerStats, Subject)>> {
+        let (Some(running), Some(backend)) = (self.running.as_mut(), self.backend) else {
             return Ok(None);
         };
-        Ok(running
-            .take_stats()?
-            .map(|stats| (stats, self.backend.clone())))
+        Ok(running.take_stats()?.map(|stats| (stats, backend)))
     }
 
     /// Stops the started server and returns its figures and backend id,
     /// for a server that counts them (the embedded server); `None` else.
-    pub(super) fn stop(&mut self) -> Result<Option<(ServerStats, String)>> {
-        let Some(running) = self.running.take() else {
+    pub(super) fn stop(&mut self) -> Result<Option<(ServerStats, Subject)>> {
+        let (Some(running), Some(backend)) = (self.running.take(), self.backend) else {
             return Ok(None);
         };
-        Ok(running.stop()?.map(|stats| (stats, self.backend.clone())))
+        Ok(running.stop()?.map(|stats| (stats, backend)))
     }
 }
 

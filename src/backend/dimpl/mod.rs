@@ -86,9 +86,13 @@ impl Backend for DimplBackend {
         DESCRIPTOR.name()
     }
 
+    fn subject(&self) -> crate::scenario::Subject {
+        crate::scenario::Subject::library(DESCRIPTOR.id)
+    }
+
     fn library(&self) -> LibraryInfo {
         LibraryInfo {
-            backend: self.id().to_string(),
+            subject: self.subject(),
             library: DESCRIPTOR.library.to_string(),
             version: format!(
                 "{} (aws-lc-rs {})",

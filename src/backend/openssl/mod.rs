@@ -103,9 +103,13 @@ impl Backend for OpensslBackend {
         DESCRIPTOR.name()
     }
 
+    fn subject(&self) -> crate::scenario::Subject {
+        crate::scenario::Subject::library(DESCRIPTOR.id)
+    }
+
     fn library(&self) -> LibraryInfo {
         LibraryInfo {
-            backend: self.id().to_string(),
+            subject: self.subject(),
             library: DESCRIPTOR.library.to_string(),
             version: openssl::version::version()
                 .trim_start_matches("OpenSSL ")

@@ -181,6 +181,10 @@ impl Backend for RustlsBackend {
         self.provider.descriptor().name()
     }
 
+    fn subject(&self) -> crate::scenario::Subject {
+        crate::scenario::Subject::library(self.provider.descriptor().id)
+    }
+
     fn library(&self) -> LibraryInfo {
         let crypto = match self.provider {
             Provider::AwsLcRs => format!("aws-lc-rs {}", crate::build_info::AWS_LC_RS_VERSION),
@@ -192,7 +196,7 @@ impl Backend for RustlsBackend {
             crate::build_info::QUINN_PROTO_VERSION
         );
         LibraryInfo {
-            backend: self.id().to_string(),
+            subject: self.subject(),
             library: descriptor::LIBRARY.to_string(),
             version: format!("{} ({provider})", crate::build_info::RUSTLS_VERSION),
         }

@@ -26,9 +26,13 @@ impl Backend for WolfsslBackend {
         DESCRIPTOR.name()
     }
 
+    fn subject(&self) -> crate::scenario::Subject {
+        crate::scenario::Subject::library(DESCRIPTOR.id)
+    }
+
     fn library(&self) -> LibraryInfo {
         LibraryInfo {
-            backend: self.id().to_string(),
+            subject: self.subject(),
             library: DESCRIPTOR.library.to_string(),
             // The build's math and tickets and the licence beside the
             // version: every run's provenance tells an SP-math build from

@@ -20,9 +20,13 @@ impl Backend for Unbuilt {
         super::DESCRIPTOR.name()
     }
 
+    fn subject(&self) -> crate::scenario::Subject {
+        crate::scenario::Subject::library(super::DESCRIPTOR.id)
+    }
+
     fn library(&self) -> LibraryInfo {
         LibraryInfo {
-            backend: super::DESCRIPTOR.name().to_string(),
+            subject: crate::scenario::Subject::library(super::DESCRIPTOR.id),
             library: super::DESCRIPTOR.library.to_string(),
             version: "not built in".to_string(),
         }

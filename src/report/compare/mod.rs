@@ -17,14 +17,19 @@ use super::{Column, Columns, Document, Table};
 use crate::backend::LibraryInfo;
 use crate::host::HostInfo;
 use crate::measure::CellStatus;
-use crate::scenario::Measure;
+use crate::scenario::{Measure, Subject};
 use crate::stats::{self, MedianRatio};
 use crate::store::RunKind;
 
 /// One row of a stored run, reduced to what a comparison needs.
 #[derive(Debug, Clone)]
 pub struct Cell {
-    pub backend: String,
+    /// What the row measured; `None` for a load run's server, which a
+    /// run names in words only (a server the user runs has no kind).
+    pub subject: Option<Subject>,
+    /// The row's subject as the tables write it (a load run's server in
+    /// words).
+    pub name: String,
     /// The scenario's stable label.
     pub label: String,
     /// The scenario as short cells, one per [`Kind::axis_headers`].
@@ -102,8 +107,12 @@ impl Verdict {
 /// A row both runs have.
 #[derive(Debug, Clone, Serialize)]
 pub struct ComparedRow {
-    pub backend_a: String,
-    pub backend_b: String,
+    /// Run A's row's subject as drawn; exported as `backend_a`.
+    #[serde(rename = "backend_a")]
+    pub name_a: String,
+    /// Run B's; exported as `backend_b`.
+    #[serde(rename = "backend_b")]
+    pub name_b: String,
     pub label: String,
     #[serde(skip)]
     pub axes: Vec<String>,
@@ -122,7 +131,9 @@ pub struct ComparedRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct LoneRow {
     pub run_id: i64,
-    pub backend: String,
+    /// Its subject as drawn; exported as `backend`.
+    #[serde(rename = "backend")]
+    pub name: String,
     pub label: String,
     #[serde(skip)]
     pub axes: Vec<String>,
@@ -156,8 +167,8 @@ fn host_name(host: &HostInfo) -> String {
 fn backends(run: &Run) -> Vec<&str> {
     let mut seen: Vec<&str> = Vec::new();
     for cell in &run.cells {
-        if !seen.contains(&cell.backend.as_str()) {
-            seen.push(&cell.backend);
+        if !seen.contains(&cell.name.as_str()) {
+            seen.push(&cell.name);
         }
     }
     seen
@@ -181,7 +192,8 @@ fn verdict_of(ratio: &MedianRatio) -> Verdict {
 /// scenario; when none match that way and each run has one backend (a run
 /// per library), they match on the scenario alone.
 pub fn compare(kind: Kind, a: Run, b: Run, threshold: f64) -> Comparison {
-    let same_row = |x: &Cell, y: &Cell| x.backend == y.backend && x.label == y.label;
+    let same_row =
+        |x: &Cell, y: &Cell| x.subject == y.subject && x.name == y.name && x.label == y.label;
     let shares_any = a
         .cells
         .iter()
@@ -200,7 +212,7 @@ pub fn compare(kind: Kind, a: Run, b: Run, threshold: f64) -> Comparison {
         let Some(y) = b.cells.iter().find(|y| matches(x, y)) else {
             lone.push(LoneRow {
                 run_id: a.id,
-                backend: x.backend.clone(),
+                name: x.name.clone(),
                 label: x.label.clone(),
                 axes: x.axes.clone(),
                 status: x.status,
@@ -233,8 +245,8 @@ pub fn compare(kind: Kind, a: Run, b: Run, threshold: f64) -> Comparison {
                 .collect()
         };
         rows.push(ComparedRow {
-            backend_a: x.backend.clone(),
-            backend_b: y.backend.clone(),
+            name_a: x.name.clone(),
+            name_b: y.name.clone(),
             label: x.label.clone(),
             axes: x.axes.clone(),
             status_a: x.status,
@@ -250,7 +262,7 @@ pub fn compare(kind: Kind, a: Run, b: Run, threshold: f64) -> Comparison {
         if !a.cells.iter().any(|x| matches(x, y)) {
             lone.push(LoneRow {
                 run_id: b.id,
-                backend: y.backend.clone(),
+                name: y.name.clone(),
                 label: y.label.clone(),
                 axes: y.axes.clone(),
                 status: y.status,
@@ -273,7 +285,7 @@ fn describe_run(name: &str, run: &Run) -> String {
     let libraries: Vec<String> = run
         .libraries
         .iter()
-        .map(|l| format!("{}: {} {}", l.backend, l.library, l.version))
+        .map(|l| format!("{}: {} {}", l.subject, l.library, l.version))
         .collect();
     format!(
         "{name}: run {} started {} ({}) on {} ({}, {} cores); {}",
@@ -303,7 +315,7 @@ impl Comparison {
         self.rows
             .iter()
             .filter(|r| r.status_a == CellStatus::Measured && r.status_b == CellStatus::Failed)
-            .map(|r| format!("{} on {}", r.label, r.backend_b))
+            .map(|r| format!("{} on {}", r.label, r.name_b))
             .collect()
     }
 
@@ -383,10 +395,10 @@ impl Comparison {
             .with(
                 Column::axis(self.kind.backend_header),
                 |row: &ComparedRow| {
-                    if row.backend_a == row.backend_b {
-                        row.backend_a.clone()
+                    if row.name_a == row.name_b {
+                        row.name_a.clone()
                     } else {
-                        format!("{} / {}", row.backend_a, row.backend_b)
+                        format!("{} / {}", row.name_a, row.name_b)
                     }
                 },
             )
@@ -478,7 +490,7 @@ impl Comparison {
                 row.run_id.to_string()
             })
             .with(Column::axis(self.kind.backend_header), |row| {
-                row.backend.clone()
+                row.name.clone()
             })
             .with_all(self.axis_columns(|row: &LoneRow| &row.axes))
             .with(Column::text("status"), |row| row.status.to_string())
@@ -537,8 +549,8 @@ impl Comparison {
             let r = row.ratio.as_ref();
             table.rows.push(vec![
                 row.label.clone(),
-                row.backend_a.clone(),
-                row.backend_b.clone(),
+                row.name_a.clone(),
+                row.name_b.clone(),
                 row.status_a.to_string(),
                 row.status_b.to_string(),
                 number(r.map(|r| r.denominator_median)),

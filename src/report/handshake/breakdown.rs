@@ -73,7 +73,9 @@ pub fn breakdown_table(cells: &[CellResult]) -> Option<Table> {
         .filter(|line| line.total > 0.0)
         .collect();
     let mut columns = Columns::new()
-        .with(Column::axis("backend"), |l: &Line| l.cell.backend.clone())
+        .with(Column::axis("backend"), |l: &Line| {
+            l.cell.subject.to_string()
+        })
         .with_axes(&AXES, |l| &l.cell.scenario)
         .with(Column::text("side"), |l| l.side.to_string());
     for (category, header) in CATEGORY_HEADERS {

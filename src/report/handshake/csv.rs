@@ -92,7 +92,7 @@ fn scenario_fields(row: &Row) -> Vec<String> {
     let s = &row.scenario;
     vec![
         row.label.clone(),
-        row.backend.clone(),
+        row.subject.to_string(),
         row.status.to_string(),
         row.reason.clone().unwrap_or_default(),
         s.version.id().to_string(),

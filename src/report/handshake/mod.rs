@@ -56,7 +56,11 @@ pub fn compared(measure: Measure) -> Kind {
 pub fn sort_cells(cells: &mut [CellResult]) {
     let rank = super::backend_rank;
     cells.sort_by(|a, b| {
-        (a.scenario, rank(&a.backend), &a.backend).cmp(&(b.scenario, rank(&b.backend), &b.backend))
+        (a.scenario, rank(a.subject), a.subject.name()).cmp(&(
+            b.scenario,
+            rank(b.subject),
+            b.subject.name(),
+        ))
     });
 }
 

@@ -8,7 +8,7 @@ use super::wire;
 use crate::backend::Negotiated;
 use crate::heap::HeapSample;
 use crate::measure::{self, Round, Timed};
-use crate::scenario::{baseline, HandshakeScenario};
+use crate::scenario::{baseline, HandshakeScenario, Subject};
 use crate::stats::{self, Drift, PairedRatio, RoundValues, Summary};
 use crate::workload::counted::{CategoryCount, Instructions};
 use crate::workload::handshake::{CellResult, Sample};
@@ -18,7 +18,9 @@ use crate::workload::handshake::{CellResult, Sample};
 pub struct Row {
     pub label: String,
     pub scenario: HandshakeScenario,
-    pub backend: String,
+    /// What the row measured; exported as `backend`, as it always was.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     pub description: String,
     pub status: crate::measure::CellStatus,
     pub reason: Option<String>,
@@ -160,7 +162,7 @@ pub(super) fn rows_paired(
             let unpaired =
                 |own: &RoundValues, base: &Option<RoundValues>| !own.is_empty() && base.is_none();
             if unpaired(timed, timed_base) || unpaired(counted, counted_base) {
-                row.ratio_note = Some(format!("{missing} on {}", row.backend));
+                row.ratio_note = Some(format!("{missing} on {}", row.subject));
             }
         }
     }
@@ -198,11 +200,12 @@ fn pair_with_baselines(
         return vec![(Vec::new(), None); cells.len()];
     };
     let all: Vec<RoundValues> = cells.iter().map(medians).collect();
-    let mut measured: std::collections::HashMap<(&str, String), &RoundValues> = Default::default();
+    let mut measured: std::collections::HashMap<(Subject, String), &RoundValues> =
+        Default::default();
     for (cell, values) in cells.iter().zip(&all) {
         if !values.is_empty() {
             measured
-                .entry((cell.backend.as_str(), cell.scenario.label()))
+                .entry((cell.subject, cell.scenario.label()))
                 .or_insert(values);
         }
     }
@@ -211,7 +214,7 @@ fn pair_with_baselines(
         .zip(&all)
         .map(|(cell, own)| {
             let key = (
-                cell.backend.as_str(),
+                cell.subject,
                 baseline::baseline_label(baseline, &cell.scenario),
             );
             let base = (!own.is_empty())
@@ -255,7 +258,7 @@ fn row_of(cell: &CellResult) -> Row {
     Row {
         label: scenario.label(),
         scenario: *scenario,
-        backend: cell.backend.clone(),
+        subject: cell.subject,
         description: scenario.describe(),
         status: cell.outcome.status(),
         reason: cell.outcome.reason().map(String::from),

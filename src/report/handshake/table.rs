@@ -5,7 +5,7 @@
 use super::{CountedFigures, MemoryFigures, Row};
 use crate::report::markup::format_us;
 use crate::report::{axis_headers, Axis, Column, Columns, Table};
-use crate::scenario::{HandshakeScenario, KxKind, ServerKind, SignatureFamily};
+use crate::scenario::{HandshakeScenario, KxKind, Named, SignatureFamily, Subject};
 use crate::stats::{PairedRatio, Summary};
 
 /// Which parts of the handshake resist a quantum computer.
@@ -137,7 +137,9 @@ pub(crate) fn axis_cells(scenario: &HandshakeScenario) -> Vec<String> {
 /// socket); `row` finds the handshake row in a line of the table.
 pub(super) fn leading<'a, R: 'a>(with_transport: bool, row: fn(&R) -> &Row) -> Columns<'a, R> {
     let mut columns = Columns::new()
-        .with(Column::axis("backend"), move |r: &R| row(r).backend.clone())
+        .with(Column::axis("backend"), move |r: &R| {
+            row(r).subject.to_string()
+        })
         .with_axes(&AXES, move |r: &R| &row(r).scenario);
     if with_transport {
         columns.push(Column::axis("transport"), move |r: &R| {
@@ -352,24 +354,24 @@ fn table_notes(
     if with_transport {
         notes.push("TCP, UDP rows: client and server in two threads over a loopback socket; each side's CPU includes the kernel's work for its socket calls (and for TCP its connect or accept), the wall time runs until the later side is done.".to_string());
     }
-    // A row whose backend is a server's name is a program's (nginx,
-    // Apache, HAProxy): tlslab's own server runs on a backend.
-    // Their TLS rows' client is OpenSSL over TCP, their QUIC rows' quinn.
+    // A server's row is a program's (nginx, Apache, HAProxy, Caddy):
+    // tlslab's own server runs on a backend, and its rows are the
+    // backend's. The programs' TLS rows' client is OpenSSL over TCP,
+    // their QUIC rows' quinn.
     let mut programs: Vec<&str> = Vec::new();
     let mut tcp_programs: Vec<&str> = Vec::new();
     let mut quic_programs: Vec<&str> = Vec::new();
     for row in rows {
-        let backend = row.backend.as_str();
-        if crate::scenario::parse_name::<ServerKind>(backend).is_err() {
+        let Some(server) = row.subject.server() else {
             continue;
-        }
+        };
         let carried_by = match row.scenario.version {
             crate::scenario::TlsVersion::Quic => &mut quic_programs,
             _ => &mut tcp_programs,
         };
         for list in [&mut programs, carried_by] {
-            if !list.contains(&backend) {
-                list.push(backend);
+            if !list.contains(&server.id()) {
+                list.push(server.id());
             }
         }
     }
@@ -380,7 +382,7 @@ fn table_notes(
         notes.push(format!("{} QUIC rows: the client is tlslab's QUIC client (quinn on the rustls backend the first line names) over UDP on loopback, offering the server's ALPN protocol (h3), its CPU from opening its socket until it is connected; the server CPU is its workers' from before the client's first datagram until the client has the server's HANDSHAKE_DONE and has closed, its kernel UDP work included (its work for the connection's close falls into the next handshake).", quic_programs.join(", ")));
     }
     let openssl_quic = |row: &Row| {
-        row.backend == crate::scenario::Named::id(crate::scenario::BackendId::Openssl)
+        row.subject.backend() == Some(crate::scenario::BackendId::Openssl)
             && row.scenario.version == crate::scenario::TlsVersion::Quic
     };
     if rows.iter().any(openssl_quic) {
@@ -389,7 +391,7 @@ fn table_notes(
     if !programs.is_empty() {
         // Beside them (`--server embedded,nginx`), rows named after a
         // backend are tlslab's own server's.
-        let is_backend = |row: &Row| crate::report::backend_rank(&row.backend) != usize::MAX;
+        let is_backend = |row: &Row| matches!(row.subject, Subject::Library(_));
         if rows.iter().any(is_backend) {
             notes.push("Rows named after a backend: tlslab's embedded server on that backend, client and server in one process, measured as in a run without --server; the rounds interleave them with the servers' rows.".to_string());
         }

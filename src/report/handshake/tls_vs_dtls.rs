@@ -15,7 +15,7 @@ use super::super::markup::format_us;
 use super::super::{Column, Columns, Table};
 use super::ratio_text;
 use crate::measure;
-use crate::scenario::{CpuFeatures, HandshakeScenario, TlsVersion, Transport};
+use crate::scenario::{HandshakeScenario, Subject, TlsVersion, Transport};
 use crate::stats::{self, PairedRatio, Summary};
 use crate::workload::handshake::CellResult;
 
@@ -23,8 +23,8 @@ use crate::workload::handshake::CellResult;
 /// (and, across libraries, in the backend).
 #[derive(Debug, Clone, Serialize)]
 pub struct Pair {
-    pub tls_backend: String,
-    pub dtls_backend: String,
+    pub tls_backend: Subject,
+    pub dtls_backend: Subject,
     pub tls_label: String,
     pub dtls_label: String,
     /// CPU time per handshake, client + server, microseconds.
@@ -47,12 +47,6 @@ fn tls_twin(dtls: &HandshakeScenario) -> HandshakeScenario {
         },
         ..*dtls
     }
-}
-
-/// The CPU feature set a row was measured with: generic rows (a child
-/// process run without CPU features) pair only among themselves.
-fn features(backend: &str) -> CpuFeatures {
-    CpuFeatures::of_row_backend(backend).1
 }
 
 fn cpu_us(cell: &CellResult) -> Option<Summary> {
@@ -84,12 +78,14 @@ pub fn pairs(cells: &[CellResult]) -> Vec<Pair> {
         let own: Vec<&CellResult> = twins
             .iter()
             .copied()
-            .filter(|c| c.backend == dtls.backend)
+            .filter(|c| c.subject == dtls.subject)
             .collect();
         let partners = if own.is_empty() {
             twins
                 .into_iter()
-                .filter(|c| features(&c.backend) == features(&dtls.backend))
+                // Generic rows (a child process run without CPU
+                // features) pair only among themselves.
+                .filter(|c| c.subject.cpu_features() == dtls.subject.cpu_features())
                 .collect()
         } else {
             own
@@ -99,8 +95,8 @@ pub fn pairs(cells: &[CellResult]) -> Vec<Pair> {
                 continue;
             };
             pairs.push(Pair {
-                tls_backend: tls.backend.clone(),
-                dtls_backend: dtls.backend.clone(),
+                tls_backend: tls.subject,
+                dtls_backend: dtls.subject,
                 tls_label: tls.scenario.label(),
                 dtls_label: dtls.scenario.label(),
                 tls_cpu_us,
@@ -150,10 +146,10 @@ pub fn table(pairs: &[Pair], cells: &[CellResult]) -> Option<Table> {
             },
         )
         .with(Column::text("TLS on"), |(pair, _, _)| {
-            pair.tls_backend.clone()
+            pair.tls_backend.to_string()
         })
         .with(Column::text("DTLS on"), |(pair, _, _)| {
-            pair.dtls_backend.clone()
+            pair.dtls_backend.to_string()
         })
         .with(Column::number("TLS CPU µs"), |(pair, _, _)| {
             format_us(pair.tls_cpu_us.median)
@@ -193,7 +189,7 @@ mod tests {
     fn cell_on(backend: &str, version: TlsVersion, cost_ns: &[u64]) -> CellResult {
         CellResult {
             counts: Default::default(),
-            backend: backend.into(),
+            subject: Subject::from_name(backend).unwrap(),
             scenario: HandshakeScenario::full(version, Group::P256, CertKind::EcdsaP256),
             negotiated: None,
             outcome: Outcome::Measured {
@@ -260,7 +256,7 @@ mod tests {
         let pairs = pairs(&cells);
         let sides: Vec<(&str, &str)> = pairs
             .iter()
-            .map(|p| (p.tls_backend.as_str(), p.dtls_backend.as_str()))
+            .map(|p| (p.tls_backend.id(), p.dtls_backend.id()))
             .collect();
         assert_eq!(sides, [("openssl", "dimpl"), ("rustls-aws-lc", "dimpl")]);
         assert_eq!(

@@ -15,7 +15,7 @@ fn name(row: &BulkRow, one_backend: bool) -> String {
             format!("{} {}", version.display(), row.scenario.suite_name())
         }
     };
-    super::row_label(&row.backend, &channel, one_backend)
+    super::row_label(&row.subject.name(), &channel, one_backend)
 }
 
 /// True if and only if the row's protection is CBC with an HMAC, which the
@@ -51,8 +51,8 @@ fn side_figure(
     let one_backend = rows
         .iter()
         .filter(|r| !r.scenario.channel.is_plain())
-        .map(|r| &r.backend)
-        .collect::<std::collections::BTreeSet<_>>()
+        .map(|r| r.subject)
+        .collect::<std::collections::HashSet<_>>()
         .len()
         <= 1;
     let mut sizes: Vec<usize> = rows.iter().map(|r| r.scenario.write_bytes).collect();

@@ -6,10 +6,10 @@ use crate::workload::capacity::CapacityCell;
 
 /// The charts of a capacity report, run on a machine of `cores`.
 pub fn figures(cells: &[CapacityCell], cores: usize) -> Vec<Figure> {
-    let one_backend = cells.windows(2).all(|w| w[0].backend == w[1].backend);
+    let one_backend = cells.windows(2).all(|w| w[0].subject == w[1].subject);
     let mut bars = Vec::new();
     for cell in cells {
-        let row = super::row_label(&cell.backend, &cell.scenario.describe(), one_backend);
+        let row = super::row_label(&cell.subject.name(), &cell.scenario.describe(), one_backend);
         for step in &cell.steps {
             bars.push(Bar::new(
                 format!(

@@ -14,18 +14,18 @@ fn side_name(side: Side) -> &'static str {
 }
 
 fn label(result: &ScenarioCost, one_backend: bool, side: &str) -> String {
-    let scenario = super::row_label(&result.backend, &result.description, one_backend);
+    let scenario = super::row_label(&result.subject.name(), &result.description, one_backend);
     format!("{scenario} · {side}")
 }
 
 /// The charts of a cost report.
 pub fn figures(results: &[ScenarioCost]) -> Vec<Figure> {
-    let one_backend = results.windows(2).all(|w| w[0].backend == w[1].backend);
+    let one_backend = results.windows(2).all(|w| w[0].subject == w[1].subject);
     let mut model_bars = Vec::new();
     for result in results {
         if result.sides.is_empty() {
             model_bars.push(Bar::missing(
-                super::row_label(&result.backend, &result.description, one_backend),
+                super::row_label(&result.subject.name(), &result.description, one_backend),
                 2,
                 result.reason.clone().unwrap_or_default(),
             ));

@@ -19,8 +19,8 @@ fn missing(row: &Row, label: String, series: usize) -> Bar {
 
 /// The charts of a handshake report's rows.
 pub fn figures(rows: &[Row], baseline: Option<&str>) -> Vec<Figure> {
-    let one_backend = rows.windows(2).all(|w| w[0].backend == w[1].backend);
-    let label = |row: &Row| row_label(&row.backend, &row.description, one_backend);
+    let one_backend = rows.windows(2).all(|w| w[0].subject == w[1].subject);
+    let label = |row: &Row| row_label(&row.subject.name(), &row.description, one_backend);
     let cpu_bars = rows
         .iter()
         .map(|row| {

@@ -10,7 +10,7 @@ fn name(row: &SpeedReportRow, one_backend: bool) -> String {
     if one_backend {
         algorithm
     } else {
-        format!("{} · {algorithm}", row.backend)
+        format!("{} · {algorithm}", row.subject)
     }
 }
 
@@ -23,7 +23,7 @@ fn reason(row: &SpeedReportRow) -> String {
 
 /// The charts of a speed report's rows.
 pub fn figures(rows: &[SpeedReportRow]) -> Vec<Figure> {
-    let one_backend = rows.windows(2).all(|w| w[0].backend == w[1].backend);
+    let one_backend = rows.windows(2).all(|w| w[0].subject == w[1].subject);
     let mut figures = Vec::new();
 
     // Symmetric rows: one bar per algorithm, one series per buffer size.

@@ -31,11 +31,14 @@ CREATE TABLE runs (
     host_id INTEGER NOT NULL REFERENCES hosts (id),
     baseline TEXT
 );
+-- Version 13: `subject_kind`, what `backend` names: a library (a
+-- backend), a server under test, a tunnel engine, or 'plain' (no library).
 CREATE TABLE libraries (
     run_id INTEGER NOT NULL REFERENCES runs (id),
     backend TEXT NOT NULL,
     library TEXT NOT NULL,
     version TEXT NOT NULL,
+    subject_kind TEXT NOT NULL DEFAULT 'library' CHECK (subject_kind IN ('library', 'server', 'engine', 'plain')),
     PRIMARY KEY (run_id, backend)
 );
 -- When each round of the interleaved sampler started, in nanoseconds from
@@ -60,6 +63,8 @@ CREATE TABLE scenarios (
     mutual INTEGER NOT NULL,
     chain_depth INTEGER NOT NULL
 );
+-- Version 13: `subject_kind`, what `backend` names: a library or a
+-- server under test (`handshake --server`).
 CREATE TABLE cells (
     id INTEGER PRIMARY KEY,
     run_id INTEGER NOT NULL REFERENCES runs (id),
@@ -77,6 +82,7 @@ CREATE TABLE cells (
     security_notes TEXT NOT NULL,
     sample_count INTEGER NOT NULL,
     finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    subject_kind TEXT NOT NULL DEFAULT 'library' CHECK (subject_kind IN ('library', 'server', 'engine', 'plain')),
     UNIQUE (run_id, scenario_id, backend)
 );
 -- The round and CPU columns come last, where version 1 added them to
@@ -151,7 +157,7 @@ CREATE TABLE tunnel_samples (
     PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
 -- Version 3: `tlslab bulk`; the no-crypto rows have tls_version and
--- suite 'none' and the backend 'none'.
+-- suite 'none' and the backend 'none' (version 13: subject_kind 'plain').
 CREATE TABLE bulk_scenarios (
     id TEXT PRIMARY KEY,
     tls_version TEXT NOT NULL,
@@ -172,6 +178,7 @@ CREATE TABLE bulk_cells (
     security_notes TEXT NOT NULL,
     sample_count INTEGER NOT NULL,
     finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    subject_kind TEXT NOT NULL DEFAULT 'library' CHECK (subject_kind IN ('library', 'server', 'engine', 'plain')),
     UNIQUE (run_id, scenario_id, backend)
 );
 CREATE TABLE bulk_samples (

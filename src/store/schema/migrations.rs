@@ -19,6 +19,7 @@ pub(super) const MIGRATIONS: &[&[&str]] = &[
     &[VERSION_9_TO_10],
     &[VERSION_10_TO_11],
     &[VERSION_11_TO_12],
+    &[VERSION_12_TO_13],
 ];
 
 /// Version 0: the schema as it landed, before `user_version` was set.
@@ -496,4 +497,23 @@ CREATE TABLE tunnel_setup_count_samples (
     receiver INTEGER NOT NULL,
     PRIMARY KEY (cell_id, seq)
 ) WITHOUT ROWID;
+"#;
+
+/// Version 13: each row's subject is typed: `subject_kind` beside the
+/// name in `backend`. Rows stored before it are read by their names,
+/// which never clashed: the servers under test, bulk's plain rows, the
+/// tunnel engines in `libraries`, and libraries (backends) for the rest.
+const VERSION_12_TO_13: &str = r#"
+ALTER TABLE libraries ADD COLUMN subject_kind TEXT NOT NULL DEFAULT 'library' CHECK (subject_kind IN ('library', 'server', 'engine', 'plain'));
+ALTER TABLE cells ADD COLUMN subject_kind TEXT NOT NULL DEFAULT 'library' CHECK (subject_kind IN ('library', 'server', 'engine', 'plain'));
+ALTER TABLE bulk_cells ADD COLUMN subject_kind TEXT NOT NULL DEFAULT 'library' CHECK (subject_kind IN ('library', 'server', 'engine', 'plain'));
+UPDATE libraries SET subject_kind = CASE
+    WHEN backend IN ('nginx', 'apache', 'haproxy', 'caddy', 'embedded') THEN 'server'
+    WHEN backend = 'none' THEN 'plain'
+    WHEN replace(backend, ' (generic)', '') IN
+        ('inprocess', 'openvpn', 'openvpn-tls', 'wireguard', 'wireguard-go') THEN 'engine'
+    ELSE 'library' END;
+UPDATE cells SET subject_kind = 'server'
+    WHERE backend IN ('nginx', 'apache', 'haproxy', 'caddy');
+UPDATE bulk_cells SET subject_kind = 'plain' WHERE backend = 'none';
 "#;

@@ -16,7 +16,7 @@ use migrations::MIGRATIONS;
 
 /// The schema this tlslab writes. A database with a higher `user_version`
 /// was written by a newer tlslab and is refused.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// The columns of tlslab's `runs` table as version 0 made it. No migration
 /// has changed them, and no other tool's table is likely to have exactly
@@ -245,6 +245,68 @@ mod tests {
         bring_up_to_date(&mut old, "old").unwrap();
         assert_eq!(layout(&old), layout(&new));
         assert!(layout(&new).iter().any(|(table, _)| table == "rounds"));
+    }
+
+    /// Version 13: rows stored before it get their subject's kind from
+    /// their names (servers, the plain rows, engines), libraries else.
+    #[test]
+    fn version_13_types_the_subjects_stored_before_it() {
+        let mut old = Connection::open_in_memory().unwrap();
+        for batches in &MIGRATIONS[..12] {
+            for batch in batches.iter() {
+                old.execute_batch(batch).unwrap();
+            }
+        }
+        old.pragma_update(None, "user_version", 12).unwrap();
+        old.execute_batch(
+            "INSERT INTO hosts (hostname, cpu_model, cpu_flags, cores, kernel, os)
+                 VALUES ('h', 'c', 'f', 2, 'k', 'o');
+             INSERT INTO runs (status, kind, tool_version, command_line, options_json, host_id)
+                 VALUES ('complete', 'handshake', 't', 'c', '{}', 1);
+             INSERT INTO libraries (run_id, backend, library, version) VALUES
+                 (1, 'openssl', 'OpenSSL', '3'), (1, 'nginx', 'nginx', '1'),
+                 (1, 'inprocess (generic)', 'OpenSSL', '3'), (1, 'none', 'none', '-');
+             INSERT INTO scenarios VALUES ('s', 'handshake', '1.3', 'x25519', 'ecdsa_p256',
+                 'aes128gcm', 'off', 0, 3);
+             INSERT INTO cells (run_id, scenario_id, backend, status, weak, security_notes,
+                 sample_count) VALUES (1, 's', 'nginx', 'measured', 0, '', 0),
+                 (1, 's', 'openssl (generic)', 'measured', 0, '', 0);
+             INSERT INTO bulk_scenarios VALUES ('b', 'none', 'none', 1024);
+             INSERT INTO bulk_cells (run_id, scenario_id, backend, status, sample_bytes,
+                 security_notes, sample_count) VALUES (1, 'b', 'none', 'measured', 1, '', 0),
+                 (1, 'b', 'openssl', 'measured', 1, '', 0);",
+        )
+        .unwrap();
+        bring_up_to_date(&mut old, "old").unwrap();
+        let kinds = |table: &str| -> Vec<(String, String)> {
+            let sql = format!("SELECT backend, subject_kind FROM {table} ORDER BY rowid");
+            let mut statement = old.prepare(&sql).unwrap();
+            let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)));
+            rows.unwrap().map(Result::unwrap).collect()
+        };
+        let pairs = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            kinds("libraries"),
+            pairs(&[
+                ("openssl", "library"),
+                ("nginx", "server"),
+                ("inprocess (generic)", "engine"),
+                ("none", "plain")
+            ])
+        );
+        assert_eq!(
+            kinds("cells"),
+            pairs(&[("nginx", "server"), ("openssl (generic)", "library")])
+        );
+        assert_eq!(
+            kinds("bulk_cells"),
+            pairs(&[("none", "plain"), ("openssl", "library")])
+        );
     }
 
     #[test]

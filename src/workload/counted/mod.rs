@@ -207,7 +207,7 @@ pub fn count_server_handshake(
     }
     let server: u64 = samples.iter().map(|s| s.value.server).sum();
     Ok(ServerHandshakeCount {
-        backend: library.backend.clone(),
+        subject: library.subject,
         library: format!("{} {}", library.library, library.version),
         valgrind: valgrind.to_string(),
         handshakes: samples.len(),

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::heap::HeapSample;
 use crate::measure::{Outcome, Sampled};
+use crate::scenario::Subject;
 
 /// The instructions one handshake executed, per side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -61,8 +62,10 @@ pub struct Counts {
 /// `load --measure time,instructions` shows beside perf's categories.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerHandshakeCount {
-    /// The backend counted in process ("openssl").
-    pub backend: String,
+    /// The backend counted in process ("openssl"); stored and exported as
+    /// `backend`.
+    #[serde(rename = "backend")]
+    pub subject: Subject,
     /// Its library and version ("OpenSSL 3.6.3").
     pub library: String,
     /// The valgrind that counted ("valgrind-3.19.0").

@@ -355,6 +355,10 @@ impl Backend for RemoteBackend {
         self.local.id()
     }
 
+    fn subject(&self) -> crate::scenario::Subject {
+        self.local.subject()
+    }
+
     fn library(&self) -> LibraryInfo {
         self.local.library()
     }
@@ -367,7 +371,12 @@ impl Backend for RemoteBackend {
         if let Some(reason) = self.local.unsupported_reason(scenario) {
             return Some(reason);
         }
-        if !self.remote.libraries.iter().any(|l| l.backend == self.id()) {
+        if !self
+            .remote
+            .libraries
+            .iter()
+            .any(|l| l.subject == self.subject())
+        {
             return Some(format!("the server has no {} backend", self.id()));
         }
         scenario

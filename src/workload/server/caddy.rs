@@ -293,7 +293,7 @@ impl ServerUnderTest for CaddyServer {
 
     fn library(&self) -> LibraryInfo {
         LibraryInfo {
-            backend: self.kind().id().to_string(),
+            subject: crate::scenario::Subject::Server(self.kind()),
             library: self.kind().id().to_string(),
             version: format!(
                 "{} on Go {} crypto/tls, client OpenSSL {}",

@@ -103,6 +103,10 @@ impl Backend for ServerBackend {
         self.descriptor.kind.id()
     }
 
+    fn subject(&self) -> crate::scenario::Subject {
+        crate::scenario::Subject::Server(self.descriptor.kind)
+    }
+
     /// The server's, or for one that could not be opened its name and
     /// why not, so that the run's provenance says it did not run; for a
     /// server of QUIC, with its QUIC client's library.
@@ -113,13 +117,13 @@ impl Backend for ServerBackend {
                 let quic = self.quic_client.library();
                 library.version = format!(
                     "{}; QUIC client {} {} {}",
-                    library.version, quic.backend, quic.library, quic.version
+                    library.version, quic.subject, quic.library, quic.version
                 );
                 library
             }
             Ok(server) => server.library(),
             Err(unopened) => LibraryInfo {
-                backend: self.id().to_string(),
+                subject: self.subject(),
                 library: self.descriptor.kind.id().to_string(),
                 version: if unopened.missing {
                     "(not installed)".to_string()

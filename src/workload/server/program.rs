@@ -352,7 +352,7 @@ impl ServerUnderTest for OpensslProgram {
     /// The program and its library, as a run records them.
     fn library(&self) -> LibraryInfo {
         LibraryInfo {
-            backend: self.kind.id().to_string(),
+            subject: crate::scenario::Subject::Server(self.kind),
             library: self.kind.id().to_string(),
             version: format!(
                 "{} on OpenSSL {}, client OpenSSL {}",

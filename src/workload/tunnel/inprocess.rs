@@ -17,7 +17,6 @@ use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
 use crate::backend::openssl::data_channel::{self, Receiver, Sender};
 use crate::backend::{CpuMasking, LibraryInfo};
 use crate::measure::{Outcome, Probe};
-use crate::scenario::names::Named;
 use crate::scenario::tunnel::{EngineId, TunnelScenario};
 
 /// The in-process engine, as registered.
@@ -30,7 +29,7 @@ impl TunnelEngine for InprocessEngine {
 
     fn preflight(&self) -> Result<LibraryInfo, String> {
         Ok(LibraryInfo {
-            backend: EngineId::Inprocess.id().to_string(),
+            subject: crate::scenario::Subject::engine(EngineId::Inprocess),
             library: "OpenSSL".to_string(),
             version: openssl::version::version()
                 .trim_start_matches("OpenSSL ")

@@ -29,7 +29,6 @@ use super::transfer::{self, TransferRoute};
 use super::{TunnelOutcome, TunnelSample};
 use crate::backend::{CpuMasking, LibraryInfo};
 use crate::measure::{Outcome, Probe};
-use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Compression, Digest, EngineId, TunnelScenario};
 use crate::transport::lab::{Lab, LINK_A, LINK_B};
 
@@ -85,7 +84,7 @@ pub(super) fn preflight(id: EngineId) -> Result<LibraryInfo, String> {
         return Err(missing.join("; "));
     }
     Ok(LibraryInfo {
-        backend: id.id().to_string(),
+        subject: crate::scenario::Subject::engine(id),
         library: "OpenVPN".to_string(),
         version,
     })

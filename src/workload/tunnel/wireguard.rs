@@ -35,7 +35,6 @@ use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
 use crate::backend::{CpuMasking, LibraryInfo};
 use crate::measure::{Outcome, Probe};
-use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, TunnelScenario};
 
 /// boringtun's version, as Cargo.toml pins it: the run's provenance.
@@ -68,7 +67,7 @@ impl TunnelEngine for WireguardEngine {
     /// Always runs: boringtun is linked in.
     fn preflight(&self) -> Result<LibraryInfo, String> {
         Ok(LibraryInfo {
-            backend: EngineId::Wireguard.id().to_string(),
+            subject: crate::scenario::Subject::engine(EngineId::Wireguard),
             library: "boringtun".to_string(),
             version: BORINGTUN_VERSION.to_string(),
         })

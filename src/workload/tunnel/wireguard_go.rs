@@ -37,7 +37,6 @@ use super::wireguard::WireguardEngine;
 use super::{TunnelOutcome, TunnelSample};
 use crate::backend::{CpuMasking, LibraryInfo};
 use crate::measure::{Outcome, Probe};
-use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, TunnelScenario};
 use crate::transport::lab::{self, Lab, LINK_A, LINK_B};
 use crate::transport::netns::Namespace;
@@ -94,7 +93,7 @@ impl TunnelEngine for WireguardGoEngine {
             return Err(missing.join("; "));
         }
         Ok(LibraryInfo {
-            backend: EngineId::WireguardGo.id().to_string(),
+            subject: crate::scenario::Subject::engine(EngineId::WireguardGo),
             library: "wireguard-go".to_string(),
             version,
         })
