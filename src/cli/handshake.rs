@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use super::shared::{AxisArgs, MeasureArgs, OutputArgs, SamplingArgs, ShardArgs};
-use super::values::NetworkProfiles;
+use super::values::{self, NetworkProfiles};
 use crate::scenario::presets::Preset;
 use crate::scenario::{BackendList, CpuFeatures, ServerKind, Transport};
 
@@ -134,7 +134,7 @@ pub struct HandshakeArgs {
 
     /// With --capacity: the most threads at once (rows from 1 to N).
     /// [default: every core]
-    #[arg(long, value_name = "N", requires = "capacity")]
+    #[arg(long, value_name = "N", requires = "capacity", value_parser = values::at_least_one)]
     pub threads: Option<usize>,
 
     /// With hardware acceleration (native) and without it (generic: the

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::names::{not_memory, over_tcp, NamedParser};
 use super::shared::OutputArgs;
-use super::values::{Seconds, Size};
+use super::values::{self, Seconds, Size};
 use crate::scenario::presets::LoadPreset;
 use crate::scenario::{
     Aead, BackendId, CertKind, Group, Measure, Resumption, ServerKind, Shard, TlsVersion, WallClock,
@@ -93,13 +93,13 @@ pub struct LoadArgs {
     /// Clients: connections with one request at a time each (a due request
     /// waits for a free one, and that wait counts). At most 1024 with a
     /// blocking thread each; more with --event-loops.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::at_least_one)]
     pub clients: Option<usize>,
 
     /// Drive the clients from N threads (at most 256), each an epoll loop
     /// over nonblocking connections; 0 gives each client a blocking thread
     /// of its own. [default: 1 in keepalive mode, else 0]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::event_loops_or_none)]
     pub event_loops: Option<usize>,
 
     /// HTTP versions: 1.1 (ALPN http/1.1) and 2 (ALPN h2, framed by
@@ -110,11 +110,11 @@ pub struct LoadArgs {
 
     /// HTTP/2 in keepalive mode: the requests each connection carries at
     /// once, as streams (h2load's -m). [default: 1]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::at_least_one)]
     pub streams: Option<usize>,
 
     /// At most this many requests, whatever rate and duration say. [default: 1000000]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::at_least_one)]
     pub max_requests: Option<usize>,
 
     /// The servers started for the run, comma-separated: nginx, apache,
@@ -136,7 +136,7 @@ pub struct LoadArgs {
     /// The embedded server's worker threads, each an event loop serving
     /// many connections: the cores its handshakes can use (`--workers` is
     /// an old name of it); at most 256. [default: every core]
-    #[arg(long, alias = "workers", value_name = "N")]
+    #[arg(long, alias = "workers", value_name = "N", value_parser = values::event_loops)]
     pub threads: Option<usize>,
 
     /// A server you run, HOST:PORT or https://HOST[:PORT]/PATH (the URL's

@@ -30,12 +30,12 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use super::serve::{event_loop_threads, MAX_EVENT_LOOPS};
 use super::session::{check_exports, checked_measures, interrupt_flag, seconds, usage, Bar};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
 use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
 use crate::backend::{Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, Credentials};
+use crate::cli::values::MAX_EVENT_LOOPS;
 use crate::cli::{LoadArgs, Seconds};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
@@ -147,7 +147,7 @@ impl Study for LoadStudy {
         let driver = match args.event_loops {
             None if mode == Mode::KeepAlive => Driver::EventLoops(1),
             None | Some(0) => Driver::Threads,
-            Some(loops) => Driver::EventLoops(event_loop_threads("event-loops", Some(loops))?),
+            Some(loops) => Driver::EventLoops(loops),
         };
         if driver == Driver::Threads && plan.clients > MAX_CLIENT_THREADS {
             return Err(usage(format!(

@@ -121,7 +121,7 @@ pub(super) fn plan_servers(
         )));
     }
     // Each worker is an event loop holding many connections: one per core.
-    let threads = event_loop_threads("threads", args.threads)?;
+    let threads = event_loop_threads(args.threads);
     let targeted = target.is_some();
     if let Some(target) = target {
         let choice = ServerChoice::Target(target);
