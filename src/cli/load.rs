@@ -147,7 +147,7 @@ pub struct LoadArgs {
     /// with --path any page. Its certificate is checked against the
     /// system's roots and tlslab's test root (or --ca-file) for
     /// --server-name. Off loopback it needs --i-have-permission and --max-rate.
-    #[arg(long, value_name = "HOST:PORT|URL")]
+    #[arg(long, value_name = "HOST:PORT|URL", conflicts_with = "server")]
     pub target: Option<String>,
 
     /// With --target: the path to request (e.g. /index.html). Each answer
@@ -179,17 +179,17 @@ pub struct LoadArgs {
     pub max_rate: Option<f64>,
 
     /// With --target: probe what the server accepts, print it, and stop.
-    #[arg(long)]
+    #[arg(long, requires = "target", conflicts_with = "no_probe")]
     pub probe_only: bool,
 
     /// With --target: load without probing first.
-    #[arg(long)]
+    #[arg(long, requires = "target")]
     pub no_probe: bool,
 
     /// Profile the server with perf during the run (per shared object):
     /// nginx's worker, or the embedded server's worker threads.
     /// [default: on with --preset, else off]
-    #[arg(long)]
+    #[arg(long, conflicts_with = "target")]
     pub perf: bool,
 
     /// What to measure: time (the load: latencies, rates, each side's CPU),

@@ -114,7 +114,7 @@ pub struct ServeArgs {
     /// its address on standard output, and stop it at --duration, Ctrl-C
     /// or SIGTERM. It serves one configuration: one value per axis option
     /// (default TLS 1.3, X25519, ECDSA P-256, AES-128-GCM).
-    #[arg(long, value_name = "SERVER", conflicts_with_all = ["bind", "backend", "threads"])]
+    #[arg(long, value_name = "SERVER", conflicts_with_all = ["bind", "backend", "threads", "handshakes"])]
     pub server: Option<ServerKind>,
 
     /// With --server: the sizes of the pages it serves at /page_SIZE, bytes

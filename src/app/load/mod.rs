@@ -188,17 +188,6 @@ impl Study for LoadStudy {
                 "a --target server presents its own certificate: give one --cert (or none), or --server to start one per certificate",
             ));
         }
-        if target.is_none() && (args.probe_only || args.no_probe) {
-            return Err(usage("--probe-only and --no-probe go with --target"));
-        }
-        if args.probe_only && args.no_probe {
-            return Err(usage("--probe-only and --no-probe exclude each other"));
-        }
-        if target.is_some() && args.perf {
-            return Err(usage(
-                "--perf profiles nginx or the embedded server; it cannot profile a --target server",
-            ));
-        }
         let servers = plan_servers(
             args,
             preset.is_some(),

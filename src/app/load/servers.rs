@@ -102,11 +102,6 @@ pub(super) fn plan_servers(
     scenarios: &[HandshakeScenario],
     sharded: bool,
 ) -> Result<Vec<PlannedServer>> {
-    if target.is_some() && args.server.is_some() {
-        return Err(usage(
-            "--target aims at a server you run; --server starts one: give one of them",
-        ));
-    }
     let kinds = listed_servers(args, preset);
     let in_process = |kind: &ServerKind| descriptor(*kind).in_process;
     if !kinds.iter().any(in_process) && (args.backend.is_some() || args.threads.is_some()) {
