@@ -19,6 +19,7 @@ use tlslab::transport::LOOPBACK_PORT_ENV;
 use tlslab::workload::bulk::BulkProbe;
 
 use crate::backends::{assert_measured, measure_as, scenario};
+use crate::each::for_each_backend;
 use crate::util::{self, has_row, tlslab};
 
 /// The registered backends that speak TLS over TCP (dimpl is DTLS only).
@@ -184,21 +185,18 @@ fn each_protocol_goes_over_its_own_socket() {
     );
 }
 
-/// Every registered backend (the mock's fake included) runs a verified
-/// handshake over each transport it declares, with each version it speaks
-/// that the transport carries, and says why (naming the transport) over
-/// each it does not, or where it declares the transport but not for that
-/// version (OpenSSL's QUIC over UDP).
-#[test]
-fn every_backend_runs_over_the_transports_it_declares_and_says_why_not() {
-    for descriptor in tlslab::backend::REGISTRY {
-        let backend = (descriptor.open)();
+for_each_backend! {
+    mock;
+
+    /// Every registered backend (the mock's fake included) runs a verified
+    /// handshake over each transport it declares, with each version it speaks
+    /// that the transport carries, and says why (naming the transport) over
+    /// each it does not, or where it declares the transport but not for that
+    /// version (OpenSSL's QUIC over UDP).
+    fn every_backend_runs_over_the_transports_it_declares_and_says_why_not(
+        backend: &dyn Backend
+    ) {
         let caps = backend.capabilities().clone();
-        // A backend not built in (wolfssl without its feature) runs
-        // nothing: its rows say how to build it.
-        if caps.versions.is_empty() || !util::backend_under_test(descriptor.name()) {
-            continue;
-        }
         let mut measured = 0;
         for transport in Transport::ALL {
             for version in &caps.versions {
@@ -230,10 +228,10 @@ fn every_backend_runs_over_the_transports_it_declares_and_says_why_not() {
                         s.label()
                     );
                 } else if transport.is_socket() {
-                    assert_measured_over_socket(backend.as_ref(), &s);
+                    assert_measured_over_socket(backend, &s);
                     measured += 1;
                 } else {
-                    assert_measured(backend.as_ref(), &s);
+                    assert_measured(backend, &s);
                     measured += 1;
                 }
             }
