@@ -30,6 +30,37 @@ fn selected_backends() -> Option<Vec<tlslab::backend::BackendId>> {
     Some(list.resolve().into_iter().map(|(id, _)| id).collect())
 }
 
+/// Says on the terminal what `test` did not check, where the reason is a
+/// limit of the environment that CI has too (no perf): a `note:` line
+/// that, unlike [`skip_without`], does not fail under `CI`.
+pub fn note(test: &str, what: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "note: {test}: {what}");
+}
+
+/// Returns true if and only if `test`, written for `backend` alone, must
+/// skip because `TLSLAB_TEST_BACKENDS` leaves that backend out; it then
+/// says so (see [`note_skipped`]).
+pub fn skip_unless_under_test(backend: &str, test: &str) -> bool {
+    if backend_under_test(backend) {
+        return false;
+    }
+    note_skipped(test, &format!("{backend} is not in TLSLAB_TEST_BACKENDS"));
+    true
+}
+
+/// Returns true if and only if `test` must skip (or stop after checking
+/// the refusal) because this build has no wolfSSL; it then says so (see
+/// [`note_skipped`]: a build without an opt-in feature is a choice, so it
+/// does not fail under `CI`, whose wolfssl pass builds it).
+pub fn skip_without_wolfssl(test: &str) -> bool {
+    if tlslab::scenario::backend::WOLFSSL_BUILT_IN {
+        return false;
+    }
+    note_skipped(test, tlslab::scenario::backend::WOLFSSL_NOT_BUILT);
+    true
+}
+
 /// Says on the terminal that `test` ran nothing, and why, where that is a
 /// choice made on purpose (a backend left out of `TLSLAB_TEST_BACKENDS`)
 /// or a fact of what was tested, not a missing tool: unlike
