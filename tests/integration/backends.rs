@@ -216,7 +216,11 @@ fn skipped_with_reasons(backend: &dyn Backend, reasons: &[String]) {
     reasons.dedup();
     util::note_skipped(
         &crate::each::current_test(),
-        &format!("{} declares none of it: {}", backend.id(), reasons.join("; ")),
+        &format!(
+            "{} declares none of it: {}",
+            backend.id(),
+            reasons.join("; ")
+        ),
     );
 }
 

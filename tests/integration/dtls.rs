@@ -522,7 +522,8 @@ fn dtls_study_preset_has_dtls13_rows_on_dimpl() {
 #[test]
 fn wolfssl_resumes_dtls_by_session_id_ticket_and_psk() {
     const TEST: &str = "wolfssl_resumes_dtls_by_session_id_ticket_and_psk";
-    if crate::util::skip_without_wolfssl(TEST) || crate::util::skip_unless_under_test("wolfssl", TEST)
+    if crate::util::skip_without_wolfssl(TEST)
+        || crate::util::skip_unless_under_test("wolfssl", TEST)
     {
         return;
     }

@@ -266,11 +266,7 @@ pub fn on_backend(module: &str, id: BackendId, case: fn(&dyn Backend)) {
 pub fn on_server(module: &str, kind: ServerKind, case: fn(&'static ServerDescriptor)) {
     let descriptor = tlslab::workload::server::descriptor(kind);
     let test = running(test_name(module, kind.id()));
-    if util::skip_without(
-        (descriptor.missing)(),
-        &test,
-        descriptor.install,
-    ) {
+    if util::skip_without((descriptor.missing)(), &test, descriptor.install) {
         return;
     }
     case(descriptor);

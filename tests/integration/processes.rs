@@ -312,12 +312,24 @@ mod kill_9_leaves_no_tunnel_daemon_and_no_namespace {
 
     #[test]
     fn openvpn() {
-        super::kill_9_during(EngineId::Openvpn, "openvpn", "aes-128-cbc", "sha1", "tlslab-openvpn-");
+        super::kill_9_during(
+            EngineId::Openvpn,
+            "openvpn",
+            "aes-128-cbc",
+            "sha1",
+            "tlslab-openvpn-",
+        );
     }
 
     #[test]
     fn openvpn_tls() {
-        super::kill_9_during(EngineId::OpenvpnTls, "openvpn", "aes-128-gcm", "none", "tlslab-openvpn-");
+        super::kill_9_during(
+            EngineId::OpenvpnTls,
+            "openvpn",
+            "aes-128-gcm",
+            "none",
+            "tlslab-openvpn-",
+        );
     }
 
     #[test]
