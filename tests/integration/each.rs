@@ -36,64 +36,44 @@ use crate::util;
 /// `mock;` first, the mock backend gets its test too (for the tests that
 /// hold every registered backend, the never-listed mock included).
 macro_rules! for_each_backend {
+    (@one $case:ident, $name:ident, $id:ident) => {
+        #[test]
+        fn $name() {
+            $crate::each::on_backend(module_path!(), tlslab::backend::BackendId::$id, $case)
+        }
+    };
+    (@listed $case:ident) => {
+        $crate::each::for_each_backend!(@one $case, openssl, Openssl);
+        $crate::each::for_each_backend!(@one $case, rustls_aws_lc, RustlsAwsLc);
+        $crate::each::for_each_backend!(@one $case, rustls_ring, RustlsRing);
+        $crate::each::for_each_backend!(@one $case, dimpl, Dimpl);
+        // Only in a build that has wolfSSL (the cargo feature `wolfssl`).
+        #[cfg(feature = "wolfssl")]
+        $crate::each::for_each_backend!(@one $case, wolfssl, Wolfssl);
+    };
+    (@module [$($also:ident $id:ident)?]
+        $(#[$attr:meta])* $test:ident, $backend:ident, $body:block
+    ) => {
+        $(#[$attr])*
+        mod $test {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn case($backend: &dyn tlslab::backend::Backend) $body
+
+            $crate::each::for_each_backend!(@listed case);
+            $($crate::each::for_each_backend!(@one case, $also, $id);)?
+        }
+    };
     (mock; $($(#[$attr:meta])* fn $test:ident($backend:ident: &dyn Backend) $body:block)*) => {
         $(
-            $(#[$attr])*
-            mod $test {
-                #[allow(unused_imports)]
-                use super::*;
-
-                fn case($backend: &dyn tlslab::backend::Backend) $body
-
-                $crate::each::for_each_backend!(@cases case);
-
-                #[test]
-                fn mock() {
-                    $crate::each::on_backend(module_path!(), tlslab::backend::BackendId::Mock, case)
-                }
-            }
+            $crate::each::for_each_backend!(
+                @module [mock Mock] $(#[$attr])* $test, $backend, $body
+            );
         )*
-    };
-    (@cases $case:ident) => {
-        #[test]
-        fn openssl() {
-            $crate::each::on_backend(module_path!(), tlslab::backend::BackendId::Openssl, $case)
-        }
-
-        #[test]
-        fn rustls_aws_lc() {
-            $crate::each::on_backend(module_path!(), tlslab::backend::BackendId::RustlsAwsLc, $case)
-        }
-
-        #[test]
-        fn rustls_ring() {
-            $crate::each::on_backend(module_path!(), tlslab::backend::BackendId::RustlsRing, $case)
-        }
-
-        #[test]
-        fn dimpl() {
-            $crate::each::on_backend(module_path!(), tlslab::backend::BackendId::Dimpl, $case)
-        }
-
-        /// Only in a build that has wolfSSL (the cargo feature `wolfssl`).
-        #[cfg(feature = "wolfssl")]
-        #[test]
-        fn wolfssl() {
-            $crate::each::on_backend(module_path!(), tlslab::backend::BackendId::Wolfssl, $case)
-        }
     };
     ($($(#[$attr:meta])* fn $test:ident($backend:ident: &dyn Backend) $body:block)*) => {
-        $(
-            $(#[$attr])*
-            mod $test {
-                #[allow(unused_imports)]
-                use super::*;
-
-                fn case($backend: &dyn tlslab::backend::Backend) $body
-
-                $crate::each::for_each_backend!(@cases case);
-            }
-        )*
+        $($crate::each::for_each_backend!(@module [] $(#[$attr])* $test, $backend, $body);)*
     };
 }
 pub(crate) use for_each_backend;
@@ -105,56 +85,43 @@ pub(crate) use for_each_backend;
 /// the embedded server (in tlslab's process) has no test (for the tests of
 /// a program tlslab starts).
 macro_rules! for_each_server {
-    (programs; $($(#[$attr:meta])* fn $test:ident($server:ident: &'static ServerDescriptor) $body:block)*) => {
-        $(
-            $(#[$attr])*
-            mod $test {
-                #[allow(unused_imports)]
-                use super::*;
-
-                fn case($server: &'static tlslab::workload::server::ServerDescriptor) $body
-
-                $crate::each::for_each_server!(@cases case);
-            }
-        )*
-    };
-    (@cases $case:ident) => {
+    (@one $case:ident, $name:ident, $kind:ident) => {
         #[test]
-        fn nginx() {
-            $crate::each::on_server(module_path!(), tlslab::scenario::ServerKind::Nginx, $case)
-        }
-
-        #[test]
-        fn apache() {
-            $crate::each::on_server(module_path!(), tlslab::scenario::ServerKind::Apache, $case)
-        }
-
-        #[test]
-        fn haproxy() {
-            $crate::each::on_server(module_path!(), tlslab::scenario::ServerKind::Haproxy, $case)
-        }
-
-        #[test]
-        fn caddy() {
-            $crate::each::on_server(module_path!(), tlslab::scenario::ServerKind::Caddy, $case)
+        fn $name() {
+            $crate::each::on_server(module_path!(), tlslab::scenario::ServerKind::$kind, $case)
         }
     };
-    ($($(#[$attr:meta])* fn $test:ident($server:ident: &'static ServerDescriptor) $body:block)*) => {
+    (@module [$($also:ident $kind:ident)?]
+        $(#[$attr:meta])* $test:ident, $server:ident, $body:block
+    ) => {
+        $(#[$attr])*
+        mod $test {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn case($server: &'static tlslab::workload::server::ServerDescriptor) $body
+
+            $crate::each::for_each_server!(@one case, nginx, Nginx);
+            $crate::each::for_each_server!(@one case, apache, Apache);
+            $crate::each::for_each_server!(@one case, haproxy, Haproxy);
+            $crate::each::for_each_server!(@one case, caddy, Caddy);
+            $($crate::each::for_each_server!(@one case, $also, $kind);)?
+        }
+    };
+    (programs;
+        $($(#[$attr:meta])*
+        fn $test:ident($server:ident: &'static ServerDescriptor) $body:block)*
+    ) => {
+        $($crate::each::for_each_server!(@module [] $(#[$attr])* $test, $server, $body);)*
+    };
+    (
+        $($(#[$attr:meta])*
+        fn $test:ident($server:ident: &'static ServerDescriptor) $body:block)*
+    ) => {
         $(
-            $(#[$attr])*
-            mod $test {
-                #[allow(unused_imports)]
-                use super::*;
-
-                fn case($server: &'static tlslab::workload::server::ServerDescriptor) $body
-
-                $crate::each::for_each_server!(@cases case);
-
-                #[test]
-                fn embedded() {
-                    $crate::each::on_server(module_path!(), tlslab::scenario::ServerKind::Embedded, case)
-                }
-            }
+            $crate::each::for_each_server!(
+                @module [embedded Embedded] $(#[$attr])* $test, $server, $body
+            );
         )*
     };
 }
@@ -165,58 +132,46 @@ pub(crate) use for_each_server;
 /// (`NAME::inprocess`, `NAME::openvpn`, ...); an engine that cannot run
 /// here (not root, a missing program) prints a `skipped:` line (and fails
 /// under `CI`). With `real;` first, the in-process engine has no test (for
-/// the tests of an engine beside it, or of daemons it has not).
+/// the tests of an engine beside it).
 macro_rules! for_each_engine {
-    (real; $($(#[$attr:meta])* fn $test:ident($engine:ident: &'static dyn TunnelEngine) $body:block)*) => {
-        $(
-            $(#[$attr])*
-            mod $test {
-                #[allow(unused_imports)]
-                use super::*;
-
-                fn case($engine: &'static dyn tlslab::workload::tunnel::TunnelEngine) $body
-
-                $crate::each::for_each_engine!(@cases case);
-            }
-        )*
-    };
-    (@cases $case:ident) => {
+    (@one $case:ident, $name:ident, $id:ident) => {
         #[test]
-        fn openvpn() {
-            $crate::each::on_engine(module_path!(), tlslab::scenario::tunnel::EngineId::Openvpn, $case)
-        }
-
-        #[test]
-        fn openvpn_tls() {
-            $crate::each::on_engine(module_path!(), tlslab::scenario::tunnel::EngineId::OpenvpnTls, $case)
-        }
-
-        #[test]
-        fn wireguard() {
-            $crate::each::on_engine(module_path!(), tlslab::scenario::tunnel::EngineId::Wireguard, $case)
-        }
-
-        #[test]
-        fn wireguard_go() {
-            $crate::each::on_engine(module_path!(), tlslab::scenario::tunnel::EngineId::WireguardGo, $case)
+        fn $name() {
+            let id = tlslab::scenario::tunnel::EngineId::$id;
+            $crate::each::on_engine(module_path!(), id, $case)
         }
     };
-    ($($(#[$attr:meta])* fn $test:ident($engine:ident: &'static dyn TunnelEngine) $body:block)*) => {
+    (@module [$($also:ident $id:ident)?]
+        $(#[$attr:meta])* $test:ident, $engine:ident, $body:block
+    ) => {
+        $(#[$attr])*
+        mod $test {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn case($engine: &'static dyn tlslab::workload::tunnel::TunnelEngine) $body
+
+            $($crate::each::for_each_engine!(@one case, $also, $id);)?
+            $crate::each::for_each_engine!(@one case, openvpn, Openvpn);
+            $crate::each::for_each_engine!(@one case, openvpn_tls, OpenvpnTls);
+            $crate::each::for_each_engine!(@one case, wireguard, Wireguard);
+            $crate::each::for_each_engine!(@one case, wireguard_go, WireguardGo);
+        }
+    };
+    (real;
+        $($(#[$attr:meta])*
+        fn $test:ident($engine:ident: &'static dyn TunnelEngine) $body:block)*
+    ) => {
+        $($crate::each::for_each_engine!(@module [] $(#[$attr])* $test, $engine, $body);)*
+    };
+    (
+        $($(#[$attr:meta])*
+        fn $test:ident($engine:ident: &'static dyn TunnelEngine) $body:block)*
+    ) => {
         $(
-            $(#[$attr])*
-            mod $test {
-                #[allow(unused_imports)]
-                use super::*;
-
-                fn case($engine: &'static dyn tlslab::workload::tunnel::TunnelEngine) $body
-
-                #[test]
-                fn inprocess() {
-                    $crate::each::on_engine(module_path!(), tlslab::scenario::tunnel::EngineId::Inprocess, case)
-                }
-
-                $crate::each::for_each_engine!(@cases case);
-            }
+            $crate::each::for_each_engine!(
+                @module [inprocess Inprocess] $(#[$attr])* $test, $engine, $body
+            );
         )*
     };
 }
@@ -231,7 +186,8 @@ fn test_name(module: &str, on: &str) -> String {
 
 std::thread_local! {
     /// The name of the generated test running on this thread.
-    static CURRENT_TEST: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    static CURRENT_TEST: std::cell::RefCell<String> =
+        const { std::cell::RefCell::new(String::new()) };
 }
 
 /// The name of the generated test running on this thread
