@@ -221,7 +221,7 @@ fn dimpl_carries_checked_data_over_dtls() {
 /// build without it refuses the name with the build command.
 #[test]
 fn wolfssl_carries_checked_data_or_says_how_to_build_it() {
-    const TEST: &str = "wolfssl_carries_checked_data_or_says_how_to_build_it";
+    const TEST: &str = "bulk::wolfssl_carries_checked_data_or_says_how_to_build_it";
     if util::skip_unless_under_test("wolfssl", TEST) {
         return;
     }

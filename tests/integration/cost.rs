@@ -326,7 +326,7 @@ fn speed_and_cost_commands_run() {
 /// build without it refuses the name with the build command.
 #[test]
 fn wolfssl_speed_runs_on_wolfcrypt_or_says_how_to_build_it() {
-    const TEST: &str = "wolfssl_speed_runs_on_wolfcrypt_or_says_how_to_build_it";
+    const TEST: &str = "cost::wolfssl_speed_runs_on_wolfcrypt_or_says_how_to_build_it";
     if util::skip_unless_under_test("wolfssl", TEST) {
         return;
     }

@@ -521,7 +521,7 @@ fn dtls_study_preset_has_dtls13_rows_on_dimpl() {
 /// handshake verified resumed with its suite and, for DTLS 1.3, its group.
 #[test]
 fn wolfssl_resumes_dtls_by_session_id_ticket_and_psk() {
-    const TEST: &str = "wolfssl_resumes_dtls_by_session_id_ticket_and_psk";
+    const TEST: &str = "dtls::wolfssl_resumes_dtls_by_session_id_ticket_and_psk";
     if crate::util::skip_without_wolfssl(TEST)
         || crate::util::skip_unless_under_test("wolfssl", TEST)
     {
