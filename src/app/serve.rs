@@ -87,11 +87,6 @@ fn offer_from(args: &ServeOfferArgs, backend: &dyn Backend) -> Result<(ServerOff
         offer.resumption = resumption;
     }
     if let Some(depth) = args.chain_depth {
-        if !(2..=8).contains(&depth) {
-            return Err(usage(format!(
-                "--chain-depth must be 2..8 (root and leaf at least), got {depth}"
-            )));
-        }
         offer.chain_depth = depth;
     }
     if offer.versions.iter().any(|v| v.is_datagram()) {

@@ -175,7 +175,7 @@ pub struct LoadArgs {
     /// A cap on the offered requests per second (a higher --rate is
     /// refused) and, off loopback, on the probe's handshakes per second.
     /// Required for a --target off loopback.
-    #[arg(long, value_name = "REQ/S", allow_negative_numbers = true)]
+    #[arg(long, value_name = "REQ/S", allow_negative_numbers = true, value_parser = values::positive_number)]
     pub max_rate: Option<f64>,
 
     /// With --target: probe what the server accepts, print it, and stop.
@@ -267,7 +267,7 @@ pub struct LoadAxisArgs {
 
     /// Certificates in the chain, root to leaf inclusive (3 = root,
     /// intermediate, leaf). [default: 3]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::chain_depth)]
     pub chain_depth: Option<u8>,
 }
 

@@ -166,6 +166,6 @@ pub struct ServeOfferArgs {
 
     /// Certificates in each chain, root to leaf inclusive (3 = root,
     /// intermediate, leaf). [default: 3]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::chain_depth)]
     pub chain_depth: Option<u8>,
 }

@@ -66,7 +66,7 @@ pub struct AxisArgs {
     pub resumption: Option<Vec<Resumption>>,
 
     /// Certificates in the chain, root to leaf inclusive (3 = root, intermediate, leaf).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::chain_depth)]
     pub chain_depth: Option<u8>,
 
     /// DTLS rows: the largest datagram either side may send, in bytes of UDP

@@ -190,6 +190,29 @@ pub fn precision(text: &str) -> Result<Percent, String> {
     Ok(asked)
 }
 
+/// The parser of a positive number (`--transfer-mb`, `--max-rate`):
+/// finite and more than zero.
+pub fn positive_number(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && value > 0.0 => Ok(value),
+        _ => Err(format!("must be a positive number, got '{text}'")),
+    }
+}
+
+/// The parser of `--chain-depth`: from 2 (a root and a leaf) to 8
+/// ([`crate::scenario::CHAIN_DEPTHS`]).
+pub fn chain_depth(text: &str) -> Result<u8, String> {
+    let depths = crate::scenario::CHAIN_DEPTHS;
+    match text.trim().parse::<u8>() {
+        Ok(depth) if depths.contains(&depth) => Ok(depth),
+        _ => Err(format!(
+            "must be {}..{} (root and leaf at least), got '{text}'",
+            depths.start(),
+            depths.end()
+        )),
+    }
+}
+
 /// A number of bytes on the command line: plain (1400) or with k or m
 /// (50k is 50,000 bytes, 1m is 1,000,000). Whether zero is allowed and
 /// how large a size may be is the option's to say.

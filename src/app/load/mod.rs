@@ -51,7 +51,7 @@ pub(crate) use servers::LoadCell;
 use servers::{plan_servers, PlannedServer};
 use shard::Sharding;
 use side_by_side::servers_document;
-use target::{parse_max_rate, parse_target, probe_target, split_url, Target};
+use target::{parse_target, probe_target, split_url, Target};
 use versions::{http_versions, version_plan, versions_document};
 
 /// The most clients of the blocking driver, one thread each (about 8 MiB
@@ -157,7 +157,7 @@ impl Study for LoadStudy {
             )));
         }
         // Checked before anything is started or sent.
-        let max_rate = parse_max_rate(args.max_rate)?;
+        let max_rate = args.max_rate;
         let target = target_text
             .as_deref()
             .map(|text| parse_target(text, args.i_have_permission, max_rate))

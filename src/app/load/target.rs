@@ -106,16 +106,6 @@ pub(super) fn parse_target(text: &str, consent: bool, max_rate: Option<f64>) -> 
     Ok(Target { address, host })
 }
 
-/// `--max-rate`: a positive number of requests per second.
-pub(super) fn parse_max_rate(value: Option<f64>) -> Result<Option<f64>> {
-    match value {
-        Some(rate) if !rate.is_finite() || rate <= 0.0 => Err(usage(format!(
-            "--max-rate must be a positive number of requests per second, not {rate}"
-        ))),
-        other => Ok(other),
-    }
-}
-
 /// Probes `target` (see [`probe::probe`]), at most `max_rate` handshakes
 /// per second off loopback.
 pub(super) fn probe_target(
