@@ -14,7 +14,6 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use openssl::ssl::SslContext;
 
 use super::server::{LoadedServer, ServerChoice};
 use super::target::{probe_target, Target};
@@ -22,6 +21,7 @@ use super::{counted_backend, LoadStudy};
 use crate::app::serve::{check_supported, event_loop_threads, server_backend};
 use crate::app::session::{run_info, usage};
 use crate::app::study::Session;
+use crate::backend::client::ClientContext;
 use crate::backend::{Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, Credentials, SERVER_NAME};
 use crate::cli::LoadArgs;
@@ -229,6 +229,7 @@ impl LoadStudy {
         // Someone else's server: what it accepts, before it is loaded.
         if let (Some(target), true) = (self.target(), self.probe) {
             let attempts = probe_target(
+                self.client.as_ref(),
                 target,
                 self.server_name.as_deref(),
                 self.max_rate,
@@ -328,7 +329,7 @@ impl LoadStudy {
             &HandshakeScenario,
             &CertCache,
             &Credentials,
-            &SslContext,
+            &Arc<dyn ClientContext>,
         ),
         first_stored: &mut bool,
     ) -> Result<Vec<LoadCell>> {
