@@ -78,7 +78,8 @@ pub(super) fn server_backends(
     let programs = program_servers(args);
     let in_process = listed.is_empty() || listed.len() > programs.len();
     let quic_client = quic_client(args.backend.as_ref());
-    let tls_client = client::default_client();
+    let tls_client = client::chosen_client(args.client_backend)
+        .map_err(|e| usage(format!("--client-backend: {e:#}")))?;
     if !programs.is_empty() {
         let names = names(&programs);
         let named = args.backend.as_ref().map(BackendList::resolve);
@@ -190,6 +191,18 @@ mod tests {
         );
         assert_eq!(
             backend_ids("handshake --server embedded,nginx --transport tcp --tls 1.3"),
+            Err(2)
+        );
+    }
+
+    #[test]
+    fn client_backend_names_the_programs_tls_client_and_only_a_measuring_client() {
+        assert_eq!(
+            backend_ids("handshake --server nginx --client-backend openssl --tls 1.3"),
+            Ok(vec!["nginx"])
+        );
+        assert_eq!(
+            backend_ids("handshake --server nginx --client-backend rustls-ring --tls 1.3"),
             Err(2)
         );
     }

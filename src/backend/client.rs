@@ -167,7 +167,50 @@ pub fn measuring_client(id: BackendId) -> Result<Arc<dyn MeasuringClient>> {
     ))
 }
 
+/// The measuring client a command asked for (`--client-backend`), else
+/// [`DEFAULT_CLIENT`]'s.
+pub fn chosen_client(id: Option<BackendId>) -> Result<Arc<dyn MeasuringClient>> {
+    measuring_client(id.unwrap_or(DEFAULT_CLIENT))
+}
+
 /// The measuring client of [`DEFAULT_CLIENT`].
 pub fn default_client() -> Arc<dyn MeasuringClient> {
     measuring_client(DEFAULT_CLIENT).expect("the default client is a measuring client")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_client_is_a_measuring_client_and_names_itself() {
+        let client = default_client();
+        assert_eq!(client.id(), DEFAULT_CLIENT);
+        let library = client.library();
+        assert_eq!(
+            library.subject,
+            crate::scenario::Subject::library(DEFAULT_CLIENT)
+        );
+        assert!(
+            library.library.ends_with(" (client)"),
+            "{}",
+            library.library
+        );
+    }
+
+    #[test]
+    fn a_backend_that_cannot_be_the_client_is_refused_naming_those_that_can() {
+        let error = measuring_client(BackendId::RustlsRing)
+            .err()
+            .expect("refused");
+        let message = format!("{error:#}");
+        assert!(
+            message.starts_with("rustls-ring cannot be the measuring client"),
+            "{message}"
+        );
+        assert!(
+            message.ends_with(&format!("{} can", DEFAULT_CLIENT.id())),
+            "{message}"
+        );
+    }
 }

@@ -209,7 +209,8 @@ impl Study for LoadStudy {
             &scenarios,
             sharding.is_some(),
         )?;
-        let client = client::default_client();
+        let client = client::chosen_client(args.client_backend)
+            .map_err(|e| usage(format!("--client-backend: {e:#}")))?;
         Ok(Plan::Run(Self {
             preset,
             scenarios,
