@@ -202,13 +202,7 @@ impl Study for LoadStudy {
                 "--perf profiles nginx or the embedded server; it cannot profile a --target server",
             ));
         }
-        let servers = plan_servers(
-            args,
-            preset.is_some(),
-            target,
-            &scenarios,
-            sharding.is_some(),
-        )?;
+        let servers = plan_servers(args, preset, target, &scenarios, sharding.is_some())?;
         let client = client::chosen_client(args.client_backend)
             .map_err(|e| usage(format!("--client-backend: {e:#}")))?;
         Ok(Plan::Run(Self {

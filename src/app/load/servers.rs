@@ -26,6 +26,7 @@ use crate::backend::{Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, Credentials, SERVER_NAME};
 use crate::cli::LoadArgs;
 use crate::host::HostInfo;
+use crate::scenario::presets::LoadPreset;
 use crate::scenario::{distinct, CertKind, HandshakeScenario, Named, ServerKind};
 use crate::store::{LoadRecord, RunKind};
 use crate::workload::load::{self, Endpoint, HttpVersion, Mode};
@@ -97,7 +98,7 @@ fn listed_servers(args: &LoadArgs, preset: bool) -> Vec<ServerKind> {
 /// before, with several it is that server's row.
 pub(super) fn plan_servers(
     args: &LoadArgs,
-    preset: bool,
+    preset: Option<LoadPreset>,
     target: Option<Target>,
     scenarios: &[HandshakeScenario],
     sharded: bool,
@@ -107,7 +108,7 @@ pub(super) fn plan_servers(
             "--target aims at a server you run; --server starts one: give one of them",
         ));
     }
-    let kinds = listed_servers(args, preset);
+    let kinds = listed_servers(args, preset.is_some());
     let in_process = |kind: &ServerKind| descriptor(*kind).in_process;
     if !kinds.iter().any(in_process) && (args.backend.is_some() || args.threads.is_some()) {
         let own: Vec<String> = SERVERS
@@ -176,12 +177,12 @@ pub(super) fn plan_servers(
 }
 
 /// The server `kind` opened for the load: an in-process server on its
-/// backend (`--backend`, else rustls-aws-lc, or OpenSSL for a preset),
+/// backend (`--backend`, else rustls-aws-lc, or the preset's),
 /// returned beside it, or a program.
 fn open_choice(
     args: &LoadArgs,
     kind: ServerKind,
-    preset: bool,
+    preset: Option<LoadPreset>,
     threads: usize,
 ) -> Result<(ServerChoice, Option<BackendId>)> {
     let descriptor = descriptor(kind);
@@ -190,12 +191,7 @@ fn open_choice(
         threads,
     };
     if descriptor.in_process {
-        // A preset's study runs on OpenSSL (its symbols are there for perf).
-        let default_backend = if preset {
-            BackendId::Openssl
-        } else {
-            BackendId::RustlsAwsLc
-        };
+        let default_backend = preset.map_or(BackendId::RustlsAwsLc, LoadPreset::server_backend);
         options.backend = Some(server_backend(args.backend.unwrap_or(default_backend))?);
     }
     let server = (descriptor.open)(&options)?;
