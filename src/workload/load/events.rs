@@ -1,8 +1,9 @@
 //! The event-driven client of `load`: a few threads (one by default), each
 //! an epoll loop driving its share of the clients' nonblocking connections
-//! through the measuring client's library, in place of one blocking thread per client. Blocking
-//! threads cost a context switch per read and write, and on a machine of
-//! few cores that CPU is taken from the server under test.
+//! through the measuring client ([`crate::backend::client`]), in place of
+//! one blocking thread per client. Blocking threads cost a context switch
+//! per read and write, and on a machine of few cores that CPU is taken
+//! from the server under test.
 //!
 //! The plan means what it means for the blocking client: each loop releases
 //! its share of the due requests at their due times whatever the server

@@ -8,8 +8,8 @@
 //! the protocol it chose.
 //!
 //! Phases: connect and handshake once per connection, connect from the
-//! start of the request that opened it, the handshake until the client's library is
-//! done with it (the client's own last flight included); first byte from
+//! start of the request that opened it, the handshake until the client's
+//! library is done with it (its own last flight included); first byte from
 //! the moment a request's HEADERS frame was handed to TLS to its answer's
 //! HEADERS; transfer from there to the stream's end. Each phase ends at an
 //! instant taken once the call that saw it end has returned, so in
