@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::shared::{AxisArgs, MeasureArgs, OutputArgs, SamplingArgs, ShardArgs};
 use super::values::{self, NetworkProfiles};
 use crate::scenario::presets::Preset;
-use crate::scenario::{BackendList, CpuFeatures, ServerKind, Transport};
+use crate::scenario::{BackendId, BackendList, CpuFeatures, ServerKind, Transport};
 
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[command(after_help = "Examples:
@@ -70,6 +70,14 @@ pub struct HandshakeArgs {
     /// installed here gives rows that say why. [default: embedded]
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub server: Option<Vec<ServerKind>>,
+
+    /// With --server, the backend whose client handshakes with the
+    /// programs' TLS rows (the measuring client): only a backend that can
+    /// be that client is accepted. [default: openssl]
+    #[arg(long, value_name = "BACKEND", requires = "server")]
+    // Not passed to child processes: the programs' rows run in this one.
+    #[serde(skip)]
+    pub client_backend: Option<BackendId>,
 
     /// Handshake with tlslab's server on another host instead of in this
     /// process: `tlslab serve --handshakes` running there, at HOST:PORT. It

@@ -133,6 +133,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<BackendId>,
 
+    /// The backend whose client offers the load (the measuring client):
+    /// only a backend that can be that client is accepted. [default: openssl]
+    #[arg(long, value_name = "BACKEND")]
+    pub client_backend: Option<BackendId>,
+
     /// The embedded server's worker threads, each an event loop serving
     /// many connections: the cores its handshakes can use (`--workers` is
     /// an old name of it); at most 256. [default: every core]

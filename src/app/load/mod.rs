@@ -32,7 +32,8 @@ use anyhow::{Context, Result};
 
 use super::session::{check_exports, checked_measures, interrupt_flag, seconds, usage, Bar};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
-use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
+use crate::backend::client::{self, MeasuringClient, Trust};
+use crate::backend::probe;
 use crate::backend::{Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, Credentials};
 use crate::cli::values::MAX_EVENT_LOOPS;
@@ -41,7 +42,7 @@ use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
-use crate::scenario::{CertKind, HandshakeScenario, Measure, Named, Subject};
+use crate::scenario::{CertKind, HandshakeScenario, Measure, Named};
 use crate::store::{LoadRecord, RunKind, Store, StoredRun};
 use crate::workload::load::{self, Driver, Endpoint, HttpVersion, Mode, Plan as LoadPlan};
 use crate::workload::site::page_bytes;
@@ -96,6 +97,8 @@ pub(crate) struct LoadStudy {
     profile_wanted: bool,
     cert_dir: Option<PathBuf>,
     quiet: bool,
+    /// The measuring client, and what rows name as their client.
+    client: Arc<dyn MeasuringClient>,
     client_library: LibraryInfo,
     /// What the probe of a server the user runs found.
     probed: Option<(String, Vec<probe::Attempt>)>,
@@ -188,13 +191,9 @@ impl Study for LoadStudy {
                 "a --target server presents its own certificate: give one --cert (or none), or --server to start one per certificate",
             ));
         }
-        let servers = plan_servers(
-            args,
-            preset.is_some(),
-            target,
-            &scenarios,
-            sharding.is_some(),
-        )?;
+        let servers = plan_servers(args, preset, target, &scenarios, sharding.is_some())?;
+        let client = client::chosen_client(args.client_backend)
+            .map_err(|e| usage(format!("--client-backend: {e:#}")))?;
         Ok(Plan::Run(Self {
             preset,
             scenarios,
@@ -212,13 +211,8 @@ impl Study for LoadStudy {
             profile_wanted: args.perf || preset.is_some(),
             cert_dir: args.cert_dir.clone(),
             quiet: args.quiet,
-            client_library: LibraryInfo {
-                subject: Subject::library(BackendId::Openssl),
-                library: "OpenSSL (client)".to_string(),
-                version: openssl::version::version()
-                    .trim_start_matches("OpenSSL ")
-                    .to_string(),
-            },
+            client_library: client.library(),
+            client,
             probed: None,
             sharding,
         }))
@@ -438,15 +432,13 @@ impl LoadStudy {
         &self,
         scenario: &HandshakeScenario,
         credentials: &Credentials,
-    ) -> Result<openssl::ssl::SslContext> {
+    ) -> Result<Arc<dyn client::ClientContext>> {
+        let context = |trust| self.client.context(scenario, credentials, trust);
         match (self.target(), &self.ca_file) {
-            (None, _) => client_context(scenario, credentials),
-            (Some(_), None) => {
-                client_context_trusting(scenario, credentials, Trust::SystemAndTestRoot)
-            }
+            (None, _) => context(Trust::TestRoot),
+            (Some(_), None) => context(Trust::SystemAndTestRoot),
             (Some(_), Some(file)) => {
-                client_context_trusting(scenario, credentials, Trust::File(file))
-                    .map_err(|e| usage(format!("{e:#}")))
+                context(Trust::File(file)).map_err(|e| usage(format!("{e:#}")))
             }
         }
     }
@@ -481,6 +473,7 @@ impl LoadStudy {
         let target = self.target().expect("--probe-only goes with --target");
         check_exports(&args.output.exports)?;
         let attempts = probe_target(
+            self.client.as_ref(),
             target,
             self.server_name.as_deref(),
             self.max_rate,
