@@ -89,14 +89,23 @@ fn pool<C, S>(
             let kept = outcome(&mut cells[at]);
             match (kept, outcome(&mut cell)) {
                 (
-                    Outcome::Measured { samples, precise },
+                    Outcome::Measured {
+                        samples,
+                        precise,
+                        note,
+                    },
                     Outcome::Measured {
                         samples: more,
                         precise: more_precise,
+                        note: more_note,
                     },
                 ) => {
                     samples.append(more);
                     *precise &= *more_precise;
+                    // A copy the budget cut short says so in the pooled row.
+                    if note.is_none() {
+                        *note = more_note.take();
+                    }
                 }
                 // A copy measured replaces one that was not.
                 (kept, new @ Outcome::Measured { .. }) => std::mem::swap(kept, new),
@@ -367,6 +376,7 @@ mod tests {
                 })
                 .collect(),
             precise: true,
+            note: None,
         }
     }
 

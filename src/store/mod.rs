@@ -481,6 +481,7 @@ fn outcome_from_columns<S>(
         CellStatus::Measured => Outcome::Measured {
             samples: samples()?,
             precise: precise.unwrap_or(false),
+            note: reason,
         },
         CellStatus::Unsupported => Outcome::Unsupported {
             reason: reason.unwrap_or_default(),
@@ -674,6 +675,7 @@ mod tests {
                         },
                     }],
                     precise: true,
+                    note: None,
                 },
             }]
         );
