@@ -10,8 +10,18 @@
 //! refuses streams beyond the session's limit and checks the requests'
 //! header fields (HTTP messaging); a stream whose last frame went out, or
 //! that the client reset, comes back as [`Finished`].
+//!
+//! nghttp2 forgets a stream once it is closed, so it ignores the frames a
+//! client sends on it; RFC 9113 §5.1 wants an error for DATA or HEADERS
+//! on a stream the client closed (its END_STREAM answered, or its
+//! RST_STREAM), §5.1.1 for a new stream below one already opened, and
+//! §6.3 for a PRIORITY frame on stream 0. The session checks these itself
+//! before nghttp2 reads each frame ([`on_begin_frame`]), keeping the last
+//! [`CLOSED_STREAMS_KEPT`] streams the client closed; a stream the server
+//! reset is not among them (§5.1: frames may still be in flight, and are
+//! ignored).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::{c_int, c_void};
 use std::ptr;
 
@@ -46,6 +56,11 @@ pub struct Finished {
     pub complete: bool,
 }
 
+/// How many of the streams the client closed a session remembers, to
+/// answer a frame on one with an error (older ones are ignored, as
+/// nghttp2 ignores them).
+const CLOSED_STREAMS_KEPT: usize = 1024;
+
 /// One stream's request and response as they go.
 #[derive(Default)]
 struct Stream {
@@ -69,6 +84,39 @@ struct State {
     /// The most bytes a request's header fields may take (names, values
     /// and 32 bytes each, as SETTINGS_MAX_HEADER_LIST_SIZE counts them).
     max_header_bytes: usize,
+    /// The highest stream the client opened.
+    last_client_stream: i32,
+    /// Streams the client reset, until they close.
+    reset_by_client: HashSet<i32>,
+    /// The last streams the client closed (END_STREAM or RST_STREAM).
+    closed: RecentStreams,
+    /// The last streams the server reset: frames on them are ignored.
+    reset_by_server: RecentStreams,
+}
+
+/// The last [`CLOSED_STREAMS_KEPT`] streams of a kind.
+#[derive(Default)]
+struct RecentStreams {
+    order: VecDeque<i32>,
+    set: HashSet<i32>,
+}
+
+impl RecentStreams {
+    fn insert(&mut self, stream: i32) {
+        if self.set.insert(stream) {
+            self.order.push_back(stream);
+        }
+        if self.order.len() > CLOSED_STREAMS_KEPT {
+            if let Some(oldest) = self.order.pop_front() {
+                self.set.remove(&oldest);
+            }
+        }
+    }
+
+    /// Returns true if and only if `stream` is among them.
+    fn contains(&self, stream: i32) -> bool {
+        self.set.contains(&stream)
+    }
 }
 
 /// A server session of nghttp2 over one connection.
@@ -98,6 +146,10 @@ impl ServerSession {
             finished: Vec::new(),
             body,
             max_header_bytes,
+            last_client_stream: 0,
+            reset_by_client: HashSet::new(),
+            closed: RecentStreams::default(),
+            reset_by_server: RecentStreams::default(),
         });
         let mut callbacks = ptr::null_mut();
         let mut raw = ptr::null_mut();
@@ -106,12 +158,20 @@ impl ServerSession {
         // owned by the value returned and the session is deleted first).
         unsafe {
             check(ffi::nghttp2_session_callbacks_new(&mut callbacks))?;
+            ffi::nghttp2_session_callbacks_set_on_begin_frame_callback(
+                callbacks,
+                Some(on_begin_frame),
+            );
             ffi::nghttp2_session_callbacks_set_on_begin_headers_callback(
                 callbacks,
                 Some(on_begin_headers),
             );
             ffi::nghttp2_session_callbacks_set_on_header_callback(callbacks, Some(on_header));
             ffi::nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, Some(on_frame));
+            ffi::nghttp2_session_callbacks_set_on_frame_send_callback(
+                callbacks,
+                Some(on_frame_send),
+            );
             ffi::nghttp2_session_callbacks_set_on_stream_close_callback(
                 callbacks,
                 Some(on_stream_close),
@@ -250,6 +310,47 @@ unsafe fn state<'a>(user_data: *mut c_void) -> &'a mut State {
     &mut *user_data.cast::<State>()
 }
 
+/// A frame's header has arrived, before nghttp2 reads the frame: the
+/// errors nghttp2 does not see (see the module's paragraph) end the
+/// session with a GOAWAY of that error (a connection error, which RFC 9113
+/// §5.4 allows for a stream error too).
+unsafe extern "C" fn on_begin_frame(
+    session: *mut ffi::nghttp2_session,
+    header: *const ffi::nghttp2_frame_hd,
+    user_data: *mut c_void,
+) -> c_int {
+    let state = state(user_data);
+    let header = &*header;
+    let stream = header.stream_id;
+    let known = stream != 0 && !ffi::nghttp2_session_find_stream(session, stream).is_null();
+    let error = match u32::from(header.type_) {
+        ffi::NGHTTP2_PRIORITY if stream == 0 => Some(ffi::NGHTTP2_PROTOCOL_ERROR),
+        ffi::NGHTTP2_DATA | ffi::NGHTTP2_HEADERS if !known && state.closed.contains(stream) => {
+            Some(ffi::NGHTTP2_STREAM_CLOSED)
+        }
+        // A client's new stream below one it opened (an even id is
+        // nghttp2's to refuse), not one the server reset.
+        ffi::NGHTTP2_HEADERS
+            if !known
+                && stream % 2 == 1
+                && stream <= state.last_client_stream
+                && !state.reset_by_server.contains(stream) =>
+        {
+            Some(ffi::NGHTTP2_PROTOCOL_ERROR)
+        }
+        ffi::NGHTTP2_HEADERS => {
+            state.last_client_stream = state.last_client_stream.max(stream);
+            None
+        }
+        _ => None,
+    };
+    if let Some(code) = error {
+        // Queues the GOAWAY; nghttp2 then reads no more frames.
+        ffi::nghttp2_session_terminate_session(session, code);
+    }
+    0
+}
+
 unsafe extern "C" fn on_begin_headers(
     _: *mut ffi::nghttp2_session,
     frame: *const ffi::nghttp2_frame,
@@ -300,6 +401,10 @@ unsafe extern "C" fn on_frame(
     user_data: *mut c_void,
 ) -> c_int {
     let header = (*frame).hd;
+    if header.type_ == ffi::NGHTTP2_RST_STREAM as u8 {
+        state(user_data).reset_by_client.insert(header.stream_id);
+        return 0;
+    }
     let ends_stream = header.flags & ffi::NGHTTP2_FLAG_END_STREAM as u8 != 0;
     let carries_request =
         header.type_ == ffi::NGHTTP2_HEADERS as u8 || header.type_ == ffi::NGHTTP2_DATA as u8;
@@ -321,6 +426,20 @@ unsafe extern "C" fn on_frame(
     0
 }
 
+/// A frame went out: a RST_STREAM of the server's is remembered (the
+/// client's frames on that stream are then ignored, RFC 9113 §5.1).
+unsafe extern "C" fn on_frame_send(
+    _: *mut ffi::nghttp2_session,
+    frame: *const ffi::nghttp2_frame,
+    user_data: *mut c_void,
+) -> c_int {
+    let header = (*frame).hd;
+    if header.type_ == ffi::NGHTTP2_RST_STREAM as u8 {
+        state(user_data).reset_by_server.insert(header.stream_id);
+    }
+    0
+}
+
 unsafe extern "C" fn on_stream_close(
     _: *mut ffi::nghttp2_session,
     stream_id: i32,
@@ -328,6 +447,14 @@ unsafe extern "C" fn on_stream_close(
     user_data: *mut c_void,
 ) -> c_int {
     let state = state(user_data);
+    // Closed by the client: its RST_STREAM, or its END_STREAM answered in full.
+    let answered = state
+        .streams
+        .get(&stream_id)
+        .is_some_and(|stream| stream.requested && error_code == ffi::NGHTTP2_NO_ERROR);
+    if state.reset_by_client.remove(&stream_id) || answered {
+        state.closed.insert(stream_id);
+    }
     if let Some(stream) = state.streams.remove(&stream_id) {
         state.finished.push(Finished {
             stream: stream_id,
