@@ -124,6 +124,32 @@ pub struct ServerSession {
     raw: *mut ffi::nghttp2_session,
     /// What the callbacks work on; boxed so its address holds.
     state: Box<State>,
+    framing: Framing,
+}
+
+/// Where the client's bytes are, frame by frame: nghttp2 drops a DATA
+/// frame on a stream it forgot without a callback, so the session reads
+/// each frame's header itself and hands nghttp2 the bytes a frame at a
+/// time, checking a DATA frame's stream after nghttp2 has read every
+/// frame before it.
+struct Framing {
+    /// Bytes of the client's connection preface still to come.
+    preface_left: usize,
+    header: [u8; 9],
+    header_bytes: usize,
+    /// Bytes of the current frame's payload still to come.
+    payload_left: usize,
+}
+
+impl Default for Framing {
+    fn default() -> Self {
+        Self {
+            preface_left: 24,
+            header: [0; 9],
+            header_bytes: 0,
+            payload_left: 0,
+        }
+    }
 }
 
 // SAFETY: the session is used by one thread at a time (each worker owns
@@ -184,7 +210,11 @@ impl ServerSession {
             ffi::nghttp2_session_callbacks_del(callbacks);
             check(created)?;
         }
-        let session = Self { raw, state };
+        let session = Self {
+            raw,
+            state,
+            framing: Framing::default(),
+        };
         let settings = [
             ffi::nghttp2_settings_entry {
                 settings_id: ffi::NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS as i32,
@@ -210,10 +240,54 @@ impl ServerSession {
     /// Feeds bytes received from the client to the session and returns
     /// the requests they completed.
     pub fn receive(&mut self, bytes: &[u8]) -> Result<Vec<Request>, String> {
-        // SAFETY: a live session; `bytes` is read during the call, and the
-        // callbacks write to `self.state` only.
-        unsafe { super::receive(self.raw, bytes) }?;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let framing = &mut self.framing;
+            let piece = if framing.preface_left > 0 {
+                let piece = framing.preface_left.min(rest.len());
+                framing.preface_left -= piece;
+                piece
+            } else if framing.payload_left > 0 {
+                let piece = framing.payload_left.min(rest.len());
+                framing.payload_left -= piece;
+                piece
+            } else {
+                let piece = (9 - framing.header_bytes).min(rest.len());
+                framing.header[framing.header_bytes..framing.header_bytes + piece]
+                    .copy_from_slice(&rest[..piece]);
+                framing.header_bytes += piece;
+                if framing.header_bytes == 9 {
+                    framing.header_bytes = 0;
+                    let header = framing.header;
+                    framing.payload_left =
+                        u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+                    let stream = (u32::from_be_bytes([header[5], header[6], header[7], header[8]])
+                        & 0x7fff_ffff) as i32;
+                    if u32::from(header[3]) == ffi::NGHTTP2_DATA {
+                        self.data_frame_begins(stream);
+                    }
+                }
+                piece
+            };
+            // SAFETY: a live session; the bytes are read during the call,
+            // and the callbacks write to `self.state` only.
+            unsafe { super::receive(self.raw, &rest[..piece]) }?;
+            rest = &rest[piece..];
+        }
         Ok(std::mem::take(&mut self.state.requests))
+    }
+
+    /// A DATA frame on `stream` begins: on a stream the client closed
+    /// (and nghttp2 forgot) it ends the session with a GOAWAY of
+    /// STREAM_CLOSED (RFC 9113 §5.1).
+    fn data_frame_begins(&mut self, stream: i32) {
+        // SAFETY: a live session.
+        let known =
+            stream != 0 && unsafe { !ffi::nghttp2_session_find_stream(self.raw, stream).is_null() };
+        if !known && self.state.closed.contains(stream) {
+            // SAFETY: a live session; queues the GOAWAY.
+            unsafe { ffi::nghttp2_session_terminate_session(self.raw, ffi::NGHTTP2_STREAM_CLOSED) };
+        }
     }
 
     /// Answers `stream` with `status` and a body of `body_bytes` (read from
@@ -691,5 +765,67 @@ mod tests {
         let requests = server.receive(&to_server).unwrap();
         assert_eq!(requests.len(), 1);
         assert!(requests[0].too_large);
+    }
+
+    /// The error code of the first GOAWAY among the frames `out` holds.
+    fn goaway_code(mut out: &[u8]) -> Option<u32> {
+        while out.len() >= 9 {
+            let length = u32::from_be_bytes([0, out[0], out[1], out[2]]) as usize;
+            let payload = &out[9..9 + length];
+            if out[3] == ffi::NGHTTP2_GOAWAY as u8 {
+                return Some(u32::from_be_bytes(payload[4..8].try_into().unwrap()));
+            }
+            out = &out[9 + length..];
+        }
+        None
+    }
+
+    /// A frame of `kind` on `stream` with `payload`, as a client sends it.
+    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let length = (payload.len() as u32).to_be_bytes();
+        let mut frame = vec![length[1], length[2], length[3], kind, flags];
+        frame.extend_from_slice(&stream.to_be_bytes());
+        frame.extend_from_slice(payload);
+        frame
+    }
+
+    /// Issue 33 item 9 (h2spec http2/5.1/11, 5.1.1/2, 6.3/1): the frames
+    /// nghttp2 drops or lets through are connection errors: DATA on a
+    /// stream the client closed, a new stream below one it opened, a
+    /// PRIORITY frame on stream 0.
+    #[test]
+    fn frames_on_closed_streams_lower_streams_and_priority_on_stream_0_end_the_session() {
+        let data_on_closed = frame(ffi::NGHTTP2_DATA as u8, 1, 1, b"test");
+        let priority_on_0 = frame(ffi::NGHTTP2_PRIORITY as u8, 0, 0, &[0, 0, 0, 1, 16]);
+        for (late, code) in [
+            (data_on_closed, ffi::NGHTTP2_STREAM_CLOSED),
+            (priority_on_0, ffi::NGHTTP2_PROTOCOL_ERROR),
+        ] {
+            let mut client = ClientSession::new().unwrap();
+            let mut server = ServerSession::new(100, 16 * 1024, counting).unwrap();
+            client.submit_get("tlslab.test", "/page_10").unwrap();
+            exchange(&mut client, &mut server);
+            assert_eq!(server.open_streams(), 0, "stream 1 is answered and closed");
+            server.receive(&late).unwrap();
+            let mut out = Vec::new();
+            server.output(&mut out, usize::MAX).unwrap();
+            assert_eq!(goaway_code(&out), Some(code));
+        }
+        // Streams 3, then 1 again (below the highest the client opened).
+        let mut client = ClientSession::new().unwrap();
+        let mut server = ServerSession::new(100, 16 * 1024, counting).unwrap();
+        client.submit_get("tlslab.test", "/page_10").unwrap();
+        client.submit_get("tlslab.test", "/page_10").unwrap();
+        exchange(&mut client, &mut server);
+        // An empty header block ending the stream, on stream 1 again.
+        let again = frame(ffi::NGHTTP2_HEADERS as u8, 0x5, 1, &[0x82]);
+        server.receive(&again).unwrap();
+        let mut out = Vec::new();
+        server.output(&mut out, usize::MAX).unwrap();
+        let code = goaway_code(&out);
+        assert!(
+            code == Some(ffi::NGHTTP2_STREAM_CLOSED) || code == Some(ffi::NGHTTP2_PROTOCOL_ERROR),
+            "{code:?}"
+        );
     }
 }
