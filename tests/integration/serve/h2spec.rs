@@ -56,7 +56,7 @@ fn h2spec_passes_against_serve_but_the_named_tests() {
     if skip_without(
         missing,
         test,
-        "GOBIN=/usr/local/bin go install github.com/summerwind/h2spec/cmd/h2spec@latest",
+        "GOBIN=/usr/local/bin go install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible",
     ) {
         return;
     }
@@ -87,7 +87,13 @@ fn h2spec_passes_against_serve_but_the_named_tests() {
         .rfind(|line| line.contains(" tests, "))
         .unwrap_or_default()
         .to_string();
-    assert!(summary.contains("145 tests"), "{stdout}");
+    // h2spec 2.2.1 has 145 tests: a run that reached the server ran them all.
+    let total: usize = summary
+        .split(" tests,")
+        .next()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(total >= 145, "h2spec ran {total} tests:\n{stdout}");
     let failed = failed_tests(&std::fs::read_to_string(&junit).unwrap());
     let unexpected: Vec<&(String, String)> = failed
         .iter()
