@@ -135,8 +135,12 @@ pub struct ServerSession {
 struct Framing {
     /// Bytes of the client's connection preface still to come.
     preface_left: usize,
-    header: [u8; 9],
-    header_bytes: usize,
+    /// The bytes of a frame held back until they are whole: its header,
+    /// and for a WINDOW_UPDATE or PRIORITY frame on a stream its payload
+    /// ([`ServerSession::small_frame_is_fine`]).
+    held: Vec<u8>,
+    /// The payload bytes of the frame held (0: only its header is).
+    held_payload: usize,
     /// Bytes of the current frame's payload still to come.
     payload_left: usize,
 }
@@ -145,8 +149,8 @@ impl Default for Framing {
     fn default() -> Self {
         Self {
             preface_left: 24,
-            header: [0; 9],
-            header_bytes: 0,
+            held: Vec::with_capacity(14),
+            held_payload: 0,
             payload_left: 0,
         }
     }
@@ -243,38 +247,101 @@ impl ServerSession {
         let mut rest = bytes;
         while !rest.is_empty() {
             let framing = &mut self.framing;
-            let piece = if framing.preface_left > 0 {
-                let piece = framing.preface_left.min(rest.len());
-                framing.preface_left -= piece;
-                piece
-            } else if framing.payload_left > 0 {
-                let piece = framing.payload_left.min(rest.len());
-                framing.payload_left -= piece;
-                piece
-            } else {
-                let piece = (9 - framing.header_bytes).min(rest.len());
-                framing.header[framing.header_bytes..framing.header_bytes + piece]
-                    .copy_from_slice(&rest[..piece]);
-                framing.header_bytes += piece;
-                if framing.header_bytes == 9 {
-                    framing.header_bytes = 0;
-                    let header = framing.header;
-                    framing.payload_left =
-                        u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
-                    let stream = (u32::from_be_bytes([header[5], header[6], header[7], header[8]])
-                        & 0x7fff_ffff) as i32;
-                    if u32::from(header[3]) == ffi::NGHTTP2_DATA {
-                        self.data_frame_begins(stream);
-                    }
-                }
-                piece
-            };
-            // SAFETY: a live session; the bytes are read during the call,
-            // and the callbacks write to `self.state` only.
-            unsafe { super::receive(self.raw, &rest[..piece]) }?;
+            if framing.preface_left > 0 || framing.payload_left > 0 {
+                // The preface, or a frame's payload: straight to nghttp2.
+                let left = if framing.preface_left > 0 {
+                    &mut framing.preface_left
+                } else {
+                    &mut framing.payload_left
+                };
+                let piece = (*left).min(rest.len());
+                *left -= piece;
+                self.feed(&rest[..piece])?;
+                rest = &rest[piece..];
+                continue;
+            }
+            // A frame's header (and a held frame's payload) is kept until
+            // it is whole.
+            let wanted = 9 + framing.held_payload - framing.held.len();
+            let piece = wanted.min(rest.len());
+            framing.held.extend_from_slice(&rest[..piece]);
             rest = &rest[piece..];
+            if framing.held.len() < 9 + framing.held_payload {
+                continue;
+            }
+            let held = std::mem::take(&mut framing.held);
+            let length = u32::from_be_bytes([0, held[0], held[1], held[2]]) as usize;
+            let kind = u32::from(held[3]);
+            let stream =
+                (u32::from_be_bytes([held[5], held[6], held[7], held[8]]) & 0x7fff_ffff) as i32;
+            let small = matches!(
+                (kind, length),
+                (ffi::NGHTTP2_WINDOW_UPDATE, 4) | (ffi::NGHTTP2_PRIORITY, 5)
+            ) && stream != 0;
+            if small && framing.held_payload == 0 {
+                // Its payload too, before nghttp2 reads any of it.
+                framing.held_payload = length;
+                framing.held = held;
+                continue;
+            }
+            framing.held_payload = 0;
+            if held.len() == 9 {
+                framing.payload_left = length;
+                if kind == ffi::NGHTTP2_DATA {
+                    self.data_frame_begins(stream);
+                }
+                self.feed(&held)?;
+            } else if self.small_frame_is_fine(kind, stream, &held[9..]) {
+                self.feed(&held)?;
+            }
         }
         Ok(std::mem::take(&mut self.state.requests))
+    }
+
+    /// Hands the client's bytes to nghttp2.
+    fn feed(&mut self, bytes: &[u8]) -> Result<(), String> {
+        // SAFETY: a live session; the bytes are read during the call, and
+        // the callbacks write to `self.state` only.
+        unsafe { super::receive(self.raw, bytes) }
+    }
+
+    /// Checks a WINDOW_UPDATE or PRIORITY frame on `stream` before nghttp2
+    /// reads it; false if it must not (the session answered it): a window
+    /// past 2^31-1 resets the stream (FLOW_CONTROL_ERROR, RFC 9113
+    /// §6.9.1, where nghttp2 would end the connection), and a stream that
+    /// depends on itself ends the connection (PROTOCOL_ERROR: RFC 7540
+    /// §5.3.1's stream error, which RFC 9113 §5.4.1 lets be a connection
+    /// error; nghttp2 drops PRIORITY frames unread, and the stream may be
+    /// idle, where no RST_STREAM may be sent).
+    fn small_frame_is_fine(&mut self, kind: u32, stream: i32, payload: &[u8]) -> bool {
+        let word =
+            u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
+        if kind == ffi::NGHTTP2_PRIORITY {
+            if word as i32 == stream {
+                // SAFETY: a live session; queues the GOAWAY.
+                unsafe {
+                    ffi::nghttp2_session_terminate_session(self.raw, ffi::NGHTTP2_PROTOCOL_ERROR)
+                };
+                return false;
+            }
+            return true;
+        }
+        // SAFETY: a live session.
+        let window =
+            unsafe { ffi::nghttp2_session_get_stream_remote_window_size(self.raw, stream) };
+        if word != 0 && window >= 0 && i64::from(window) + i64::from(word) > i64::from(i32::MAX) {
+            // SAFETY: a live session; queues the RST_STREAM.
+            unsafe {
+                ffi::nghttp2_submit_rst_stream(
+                    self.raw,
+                    ffi::NGHTTP2_FLAG_NONE as u8,
+                    stream,
+                    ffi::NGHTTP2_FLOW_CONTROL_ERROR,
+                )
+            };
+            return false;
+        }
+        true
     }
 
     /// A DATA frame on `stream` begins: on a stream the client closed
@@ -767,17 +834,79 @@ mod tests {
         assert!(requests[0].too_large);
     }
 
-    /// The error code of the first GOAWAY among the frames `out` holds.
-    fn goaway_code(mut out: &[u8]) -> Option<u32> {
+    /// The error code of the first frame of `kind` (GOAWAY or RST_STREAM)
+    /// among the frames `out` holds.
+    fn error_code(kind: u32, mut out: &[u8]) -> Option<u32> {
         while out.len() >= 9 {
             let length = u32::from_be_bytes([0, out[0], out[1], out[2]]) as usize;
             let payload = &out[9..9 + length];
-            if out[3] == ffi::NGHTTP2_GOAWAY as u8 {
-                return Some(u32::from_be_bytes(payload[4..8].try_into().unwrap()));
+            if u32::from(out[3]) == kind {
+                let at = if kind == ffi::NGHTTP2_GOAWAY { 4 } else { 0 };
+                return Some(u32::from_be_bytes(payload[at..at + 4].try_into().unwrap()));
             }
             out = &out[9 + length..];
         }
         None
+    }
+
+    fn goaway_code(out: &[u8]) -> Option<u32> {
+        error_code(ffi::NGHTTP2_GOAWAY, out)
+    }
+
+    /// h2spec http2/6.9.1/3 and 5.3.1/2: a stream's window past 2^31-1
+    /// resets that stream only; a PRIORITY frame on which a stream depends
+    /// on itself ends the session.
+    #[test]
+    fn a_window_past_the_maximum_resets_the_stream_and_self_dependency_ends_the_session() {
+        // A request whose body has not come (GET / without END_STREAM, as
+        // h2spec sends it): its stream stays open.
+        let mut server = ServerSession::new(100, 16 * 1024, counting).unwrap();
+        let mut to_server = Vec::new();
+        ClientSession::new()
+            .unwrap()
+            .output(&mut to_server)
+            .unwrap();
+        to_server.extend(frame(
+            ffi::NGHTTP2_HEADERS as u8,
+            0x4,
+            1,
+            &[&[0x82, 0x87, 0x84, 0x01, 11][..], b"tlslab.test"].concat(),
+        ));
+        assert_eq!(server.receive(&to_server).unwrap(), []);
+        let mut out = Vec::new();
+        server.output(&mut out, usize::MAX).unwrap();
+        assert_eq!(server.open_streams(), 1);
+        // Two increments of 2^31-1, as h2spec sends them: the second passes
+        // the maximum whatever the window was.
+        let increment = frame(
+            ffi::NGHTTP2_WINDOW_UPDATE as u8,
+            0,
+            1,
+            &0x7fff_ffffu32.to_be_bytes(),
+        );
+        server
+            .receive(&[increment.clone(), increment].concat())
+            .unwrap();
+        out.clear();
+        server.output(&mut out, usize::MAX).unwrap();
+        assert_eq!(
+            error_code(ffi::NGHTTP2_RST_STREAM, &out),
+            Some(ffi::NGHTTP2_FLOW_CONTROL_ERROR)
+        );
+        assert_eq!(goaway_code(&out), None);
+        assert!(server.open());
+
+        let mut server = ServerSession::new(100, 16 * 1024, counting).unwrap();
+        let mut to_server = Vec::new();
+        ClientSession::new()
+            .unwrap()
+            .output(&mut to_server)
+            .unwrap();
+        to_server.extend(frame(ffi::NGHTTP2_PRIORITY as u8, 0, 1, &[0, 0, 0, 1, 255]));
+        server.receive(&to_server).unwrap();
+        let mut out = Vec::new();
+        server.output(&mut out, usize::MAX).unwrap();
+        assert_eq!(goaway_code(&out), Some(ffi::NGHTTP2_PROTOCOL_ERROR));
     }
 
     /// A frame of `kind` on `stream` with `payload`, as a client sends it.
