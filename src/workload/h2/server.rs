@@ -15,8 +15,11 @@
 //! client sends on it; RFC 9113 §5.1 wants an error for DATA or HEADERS
 //! on a stream the client closed (its END_STREAM answered, or its
 //! RST_STREAM), §5.1.1 for a new stream below one already opened, and
-//! §6.3 for a PRIORITY frame on stream 0. The session checks these itself
-//! before nghttp2 reads each frame ([`on_begin_frame`]), keeping the last
+//! §6.3 for a PRIORITY frame on stream 0, §6.9.1 for a stream's window past
+//! 2^31-1 (a stream error, where nghttp2 ends the connection), and h2spec
+//! for a stream that depends on itself. The session checks these itself
+//! before nghttp2 reads each frame ([`on_begin_frame`], and [`Framing`]:
+//! the bytes go to nghttp2 a frame at a time), keeping the last
 //! [`CLOSED_STREAMS_KEPT`] streams the client closed; a stream the server
 //! reset is not among them (§5.1: frames may still be in flight, and are
 //! ignored).
