@@ -34,6 +34,8 @@ HIDDEN_PROGRAMS=(
   valgrind valgrind.bin callgrind_control callgrind_annotate cg_annotate strace perf
   # load generators and QUIC clients (ngtcp2-client / ngtcp2-server: GnuTLS)
   h2load wrk gtlsclient gtlsserver
+  # the HTTP/2 conformance suite (tests/integration/serve/h2spec.rs)
+  h2spec
   # Slurm and munge (tests/integration/slurm.rs)
   sbatch srun squeue scontrol scancel sinfo slurmctld slurmd munged munge unmunge mungekey
   # the ARM devices under qemu-user

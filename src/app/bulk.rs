@@ -383,6 +383,7 @@ fn sample_matrix(
             outcome: Outcome::Measured {
                 samples: Vec::new(),
                 precise: false,
+                note: None,
             },
             instructions: None,
             counted_bytes: 0,

@@ -36,8 +36,13 @@ pub struct Combined {
 /// A run's options without its shard and its seed (each shard draws its
 /// own unless `--seed` is given): equal for the shards of one command.
 fn options_without_shard(run: &StoredRun) -> serde_json::Value {
-    let mut options: serde_json::Value =
-        serde_json::from_str(&run.options_json).unwrap_or_default();
+    command_of(&run.options_json)
+}
+
+/// Stored options (JSON) without the shard and the seed: the command
+/// the shards share.
+fn command_of(options_json: &str) -> serde_json::Value {
+    let mut options: serde_json::Value = serde_json::from_str(options_json).unwrap_or_default();
     if let Some(map) = options.as_object_mut() {
         map.remove("shard");
     }
@@ -54,8 +59,47 @@ fn seed_of(run: &StoredRun) -> Option<u64> {
 
 /// The shard a run measured ("2/3"), if it was one.
 pub fn shard_of(run: &StoredRun) -> Option<String> {
-    let options: serde_json::Value = serde_json::from_str(&run.options_json).ok()?;
+    shard_in(&run.options_json)
+}
+
+/// The shard that stored options (JSON) name, if any.
+fn shard_in(options_json: &str) -> Option<String> {
+    let options: serde_json::Value = serde_json::from_str(options_json).ok()?;
     options.get("shard")?.as_str().map(String::from)
+}
+
+/// The runs `report --combine` reads without `--run`: those of the latest
+/// sharded command (of a kind that combines) — the newest run with
+/// `--shard` and every run of the same kind and options but for the shard
+/// and the seed, oldest first; per host and shard only the newest, so a
+/// command run twice shows its last time. Empty if no run is such a shard.
+pub fn latest_sharded_command(store: &Store) -> Result<Vec<i64>> {
+    let listings = store.list_runs()?;
+    let Some(latest) = listings
+        .iter()
+        .rev()
+        .find(|run| combines(run.kind) && shard_in(&run.options_json).is_some())
+    else {
+        return Ok(Vec::new());
+    };
+    let command = command_of(&latest.options_json);
+    let mut seen: Vec<(&str, String)> = Vec::new();
+    let mut ids = Vec::new();
+    for run in listings.iter().rev() {
+        let Some(shard) = shard_in(&run.options_json) else {
+            continue;
+        };
+        if run.kind != latest.kind || command_of(&run.options_json) != command {
+            continue;
+        }
+        let host_shard = (run.hostname.as_str(), shard);
+        if !seen.contains(&host_shard) {
+            seen.push(host_shard);
+            ids.push(run.id);
+        }
+    }
+    ids.reverse();
+    Ok(ids)
 }
 
 /// The cells of every shard as one list, in the order they first appear:
@@ -89,14 +133,23 @@ fn pool<C, S>(
             let kept = outcome(&mut cells[at]);
             match (kept, outcome(&mut cell)) {
                 (
-                    Outcome::Measured { samples, precise },
+                    Outcome::Measured {
+                        samples,
+                        precise,
+                        note,
+                    },
                     Outcome::Measured {
                         samples: more,
                         precise: more_precise,
+                        note: more_note,
                     },
                 ) => {
                     samples.append(more);
                     *precise &= *more_precise;
+                    // A copy the budget cut short says so in the pooled row.
+                    if note.is_none() {
+                        *note = more_note.take();
+                    }
                 }
                 // A copy measured replaces one that was not.
                 (kept, new @ Outcome::Measured { .. }) => std::mem::swap(kept, new),
@@ -367,6 +420,7 @@ mod tests {
                 })
                 .collect(),
             precise: true,
+            note: None,
         }
     }
 

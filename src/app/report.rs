@@ -108,7 +108,16 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         args.exports.write(&document)?;
         return Ok(0);
     }
-    let run_ids = if asked.is_empty() {
+    let run_ids = if asked.is_empty() && args.combine {
+        let ids = super::combine::latest_sharded_command(&store)?;
+        if ids.is_empty() {
+            return Err(usage(format!(
+                "--combine without --run reads the latest sharded command's runs, and no handshake, speed, tunnel or bulk run in {} was run with --shard",
+                path.display()
+            )));
+        }
+        ids
+    } else if asked.is_empty() {
         vec![store
             .latest_run_id()?
             .ok_or_else(|| usage(format!("the database {} holds no run", path.display())))?]

@@ -259,6 +259,7 @@ pub(super) fn sample_cells(
             outcome: Outcome::Measured {
                 samples: Vec::new(),
                 precise: false,
+                note: None,
             },
         };
         match PreparedRow::new(backend.primitives().as_ref(), row) {

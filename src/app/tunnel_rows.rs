@@ -118,6 +118,7 @@ pub(super) fn sample_interleaved(
                 outcome: Outcome::Measured {
                     samples: Vec::new(),
                     precise: false,
+                    note: None,
                 },
                 counted: None,
             };

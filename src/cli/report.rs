@@ -11,7 +11,8 @@ use super::shared::{DisplayArgs, ExportArgs};
   tlslab report   (the latest run, as a table)
   tlslab report --run 3 --plot charts/   (run 3's charts as SVG and PNG)
   tlslab report --run 3,4,7 --html report.html
-      (three runs in one self-contained page)")]
+      (three runs in one self-contained page)
+  tlslab report --combine   (the latest sharded command's shards as one run)")]
 pub struct ReportArgs {
     /// List the stored runs, one line each (id, date, kind, host, status).
     #[arg(long, conflicts_with_all = ["run", "baseline"])]
@@ -36,7 +37,8 @@ pub struct ReportArgs {
     /// Show the --run shards of one command (same kind and options but for
     /// --shard, e.g. merged with `tlslab merge`) as one run: one table over
     /// their rows, per host (runs of different hosts are never pooled).
-    #[arg(long, requires = "run")]
+    /// [default runs: the latest sharded command's, each shard's newest run]
+    #[arg(long)]
     pub combine: bool,
 
     /// The SQLite database to read. [default: tlslab/tlslab.sqlite in the user's data directory]

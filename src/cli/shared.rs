@@ -93,8 +93,9 @@ pub struct SamplingArgs {
     pub max_time: Option<Seconds>,
 
     /// Time budget for the whole run (warm-up included): every cell still
-    /// sampling then stops with what it has. Seconds, or with a unit (90s,
-    /// 2m). [default: none]
+    /// sampling then stops with what it has, once it has its --min-samples
+    /// (a cell short of them takes them, and its row says the budget was
+    /// short). Seconds, or with a unit (90s, 2m). [default: none]
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = values::positive_seconds)]
     pub max_total_time: Option<Seconds>,
 

@@ -8,7 +8,11 @@
 //! A cell stops when its median (and, with a baseline, its ratio to the
 //! baseline) is precise enough, when its own time budget is spent, or when a
 //! fixed count of samples (`runs`) is reached; the run stops when every cell
-//! has stopped, when its total budget is spent, or on Ctrl-C.
+//! has stopped, or on Ctrl-C. When the run's total budget is spent, each
+//! cell stops as soon as it has its minimum samples (at least one): a
+//! budget too short for the minimum is taken past, and the cell says so
+//! in its note, rather than failed. The time is read from a [`Clock`], so
+//! tests can run the budget's cases without waiting.
 
 pub mod verify;
 
@@ -127,6 +131,11 @@ pub enum Outcome<S> {
         samples: Vec<Timed<S>>,
         /// True if and only if sampling stopped because the precision was reached.
         precise: bool,
+        /// What a reader of the figures must know about how sampling
+        /// stopped (the run's budget ran out before the cell had more than
+        /// its minimum samples); stored in the cell's reason column.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
     },
     Unsupported {
         reason: String,
@@ -153,11 +162,27 @@ impl<S> Outcome<S> {
         }
     }
 
+    /// Why the cell is not measured (none for a measured cell).
     pub fn reason(&self) -> Option<&str> {
         match self {
             Outcome::Measured { .. } => None,
             Outcome::Unsupported { reason } | Outcome::Failed { reason } => Some(reason),
         }
+    }
+
+    /// A measured cell's note on how its sampling stopped (see
+    /// [`Outcome::Measured`]).
+    pub fn note(&self) -> Option<&str> {
+        match self {
+            Outcome::Measured { note, .. } => note.as_deref(),
+            Outcome::Unsupported { .. } | Outcome::Failed { .. } => None,
+        }
+    }
+
+    /// What the store's reason column holds: why the cell is not
+    /// measured, or a measured cell's note (rows show it among their notes).
+    pub fn stored_reason(&self) -> Option<&str> {
+        self.reason().or(self.note())
     }
 
     pub fn precise(&self) -> bool {
@@ -169,9 +194,10 @@ impl<S> Outcome<S> {
     /// the status its counts had.
     pub fn without_samples<T>(&self) -> Outcome<T> {
         match self {
-            Outcome::Measured { precise, .. } => Outcome::Measured {
+            Outcome::Measured { precise, note, .. } => Outcome::Measured {
                 samples: Vec::new(),
                 precise: *precise,
+                note: note.clone(),
             },
             Outcome::Unsupported { reason } => Outcome::Unsupported {
                 reason: reason.clone(),
@@ -287,6 +313,36 @@ struct CellState<'a, S> {
     /// Time spent in this cell's samples.
     spent: Duration,
     active: bool,
+    /// The run's budget ran out before this cell had its minimum samples.
+    short_of_the_budget: bool,
+}
+
+/// Where the sampler reads the time: the machine's monotonic clock, or in
+/// tests one that moves only as the probes move it.
+pub trait Clock {
+    /// The time since some fixed start.
+    fn now(&self) -> Duration;
+}
+
+/// The machine's monotonic clock ([`Instant`]).
+pub struct SystemClock(Instant);
+
+impl SystemClock {
+    pub fn new() -> Self {
+        Self(Instant::now())
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Duration {
+        self.0.elapsed()
+    }
 }
 
 /// Which cell each cell's ratio is taken against, if any.
@@ -324,7 +380,26 @@ pub fn sample<S: Sampled>(
     interrupt: &AtomicBool,
     observer: &mut dyn Observer<S>,
 ) -> anyhow::Result<SampledRun<S>> {
-    let mut sampler = Sampler::new(probes, pairing, options, interrupt, observer);
+    sample_on(
+        probes,
+        pairing,
+        options,
+        interrupt,
+        observer,
+        &SystemClock::new(),
+    )
+}
+
+/// [`sample`] with the time read from `clock`.
+pub fn sample_on<S: Sampled>(
+    probes: Vec<Probe<'_, S>>,
+    pairing: Pairing,
+    options: &SamplingOptions,
+    interrupt: &AtomicBool,
+    observer: &mut dyn Observer<S>,
+    clock: &dyn Clock,
+) -> anyhow::Result<SampledRun<S>> {
+    let mut sampler = Sampler::new(probes, pairing, options, interrupt, observer, clock);
     sampler.warm_up()?;
     sampler.sample_rounds()?;
     sampler.finish()
@@ -343,7 +418,9 @@ struct Sampler<'p, 'r, S> {
     options: &'r SamplingOptions,
     interrupt: &'r AtomicBool,
     observer: &'r mut dyn Observer<S>,
-    start: Instant,
+    clock: &'r dyn Clock,
+    /// When the run started, on `clock`.
+    start: Duration,
     run: SampledRun<S>,
 }
 
@@ -354,6 +431,7 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
         options: &'r SamplingOptions,
         interrupt: &'r AtomicBool,
         observer: &'r mut dyn Observer<S>,
+        clock: &'r dyn Clock,
     ) -> Self {
         let count = probes.len();
         let mut is_baseline = vec![false; count];
@@ -372,6 +450,7 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
                     batch: 1,
                     spent: Duration::ZERO,
                     active: true,
+                    short_of_the_budget: false,
                 })
                 .collect(),
             outcomes: (0..count).map(|_| None).collect(),
@@ -380,7 +459,8 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
             options,
             interrupt,
             observer,
-            start: Instant::now(),
+            clock,
+            start: clock.now(),
             run: SampledRun {
                 outcomes: Vec::new(),
                 rounds: Vec::new(),
@@ -395,11 +475,24 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
         self.interrupt.load(Ordering::Relaxed)
     }
 
+    /// The time since the run started.
+    fn elapsed(&self) -> Duration {
+        self.clock.now().saturating_sub(self.start)
+    }
+
     /// True if and only if the run's total budget is spent.
     fn total_time_spent(&self) -> bool {
         self.options
             .max_total_time
-            .is_some_and(|budget| self.start.elapsed() >= budget)
+            .is_some_and(|budget| self.elapsed() >= budget)
+    }
+
+    /// The samples a cell takes before anything but Ctrl-C or a failure
+    /// stops it, the run's budget included: `min_samples` (at least one),
+    /// or the fixed count if that is fewer.
+    fn minimum_samples(&self) -> usize {
+        let minimum = self.options.min_samples.max(1);
+        self.options.runs.map_or(minimum, |runs| runs.min(minimum))
     }
 
     /// Cell `index` stopped: the observer stores its outcome now.
@@ -411,25 +504,32 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
     }
 
     /// Warms up every cell in turn, which also sizes each cell's batch to
-    /// about one slice; a cell whose probe fails here fails.
+    /// about one slice; a cell whose probe fails here fails. Once the
+    /// run's budget is spent, a cell's warm-up is its one call.
     fn warm_up(&mut self) -> anyhow::Result<()> {
         for index in 0..self.cells.len() {
-            if self.interrupted() || self.total_time_spent() {
+            if self.interrupted() {
                 break;
             }
-            self.warm_up_cell(index)?;
+            let warmup = if self.total_time_spent() {
+                Duration::ZERO
+            } else {
+                self.options.warmup
+            };
+            self.warm_up_cell(index, warmup)?;
         }
         Ok(())
     }
 
-    /// Calls cell `index`'s probe for the warm-up time (at least once).
-    fn warm_up_cell(&mut self, index: usize) -> anyhow::Result<()> {
+    /// Calls cell `index`'s probe for `warmup` (at least once).
+    fn warm_up_cell(&mut self, index: usize, warmup: Duration) -> anyhow::Result<()> {
         let interrupt = self.interrupt;
+        let clock = self.clock;
         let cell = &mut self.cells[index];
-        let warm = Instant::now();
+        let warm = clock.now();
         let mut calls = 0u32;
         let mut failure = None;
-        while calls == 0 || warm.elapsed() < self.options.warmup {
+        while calls == 0 || clock.now().saturating_sub(warm) < warmup {
             if let Err(reason) = (cell.probe)() {
                 // After Ctrl-C a failure is the interrupt's doing (it may
                 // have reached the server measured): not the cell's.
@@ -446,7 +546,7 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
         if let Some(reason) = failure {
             return self.finish_cell(index, Outcome::Failed { reason });
         }
-        let per_call = warm.elapsed() / calls.max(1);
+        let per_call = clock.now().saturating_sub(warm) / calls.max(1);
         cell.batch = if self.options.runs.is_some() {
             1
         } else {
@@ -456,9 +556,10 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
     }
 
     /// Samples in rounds, each in a fresh shuffled order of the cells still
-    /// sampling, until every cell stopped, the total budget is spent or
-    /// Ctrl-C; records when each round started and how busy the rest of
-    /// the machine was.
+    /// sampling, until every cell stopped or Ctrl-C; once the total budget
+    /// is spent, a cell stops as soon as it has its minimum samples.
+    /// Records when each round started and how busy the rest of the
+    /// machine was.
     fn sample_rounds(&mut self) -> anyhow::Result<()> {
         let count = self.cells.len();
         // Which cells are done is checked baselines last, so that a baseline
@@ -478,9 +579,9 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
                 self.run.interrupted = true;
                 break;
             }
-            if self.total_time_spent() {
+            if self.total_time_spent() && !self.run.out_of_time {
                 self.run.out_of_time = true;
-                break;
+                self.stop_cells_for_the_budget()?;
             }
             order.clear();
             order.extend((0..count).filter(|&i| self.cells[i].active));
@@ -490,7 +591,7 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
             shuffler.shuffle(&mut order);
             self.run.rounds.push(Round {
                 index: round,
-                offset_ns: self.start.elapsed().as_nanos() as u64,
+                offset_ns: self.elapsed().as_nanos() as u64,
                 others_cpu: None,
             });
             self.take_batches(round, &order)?;
@@ -517,17 +618,27 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
         Ok(())
     }
 
-    /// One round: a batch of samples from each cell in `order`; a cell whose
-    /// probe fails fails (after Ctrl-C, as in the warm-up, it keeps what it had).
+    /// One round: a batch of samples from each cell in `order` (once the
+    /// budget is spent, no more than the cell still needs for its
+    /// minimum); a cell whose probe fails fails (after Ctrl-C, as in the
+    /// warm-up, it keeps what it had).
     fn take_batches(&mut self, round: u32, order: &[usize]) -> anyhow::Result<()> {
+        let minimum = self.minimum_samples();
+        let clock = self.clock;
         for &index in order {
             if self.interrupted() {
                 break;
             }
+            let out_of_time = self.run.out_of_time;
             let cell = &mut self.cells[index];
-            let began = Instant::now();
+            let batch = if out_of_time {
+                cell.batch.min(minimum.saturating_sub(cell.samples.len()))
+            } else {
+                cell.batch
+            };
+            let began = clock.now();
             let mut failure = None;
-            for _ in 0..cell.batch {
+            for _ in 0..batch {
                 match (cell.probe)() {
                     Ok(value) => cell.samples.push(Timed { round, value }),
                     Err(_) if self.interrupt.load(Ordering::SeqCst) => break,
@@ -537,7 +648,7 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
                     }
                 }
             }
-            cell.spent += began.elapsed();
+            cell.spent += clock.now().saturating_sub(began);
             if let Some(reason) = failure {
                 self.finish_cell(index, Outcome::Failed { reason })?;
             }
@@ -585,6 +696,7 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
             let baseline = baseline_costs[index].as_deref();
             let n = self.cells[index].samples.len();
             let done = match self.options.runs {
+                _ if self.run.out_of_time => n >= self.minimum_samples(),
                 Some(runs) => n >= runs,
                 None => {
                     let enough = n >= self.options.min_samples.max(1);
@@ -592,17 +704,48 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
                     enough && (out_of_time || self.precise(index, baseline))
                 }
             };
-            // A baseline pairs with its cells: it goes on while they do.
+            // A baseline pairs with its cells: it goes on while they do
+            // (not past the budget: it has its minimum, and so do they).
             let paired_go_on = self.is_baseline[index]
                 && self.options.runs.is_none()
+                && !self.run.out_of_time
                 && self.paired_cells_active(index);
             if done && !paired_go_on {
+                let note = self.cells[index]
+                    .short_of_the_budget
+                    .then(|| short_budget_note(n));
                 let outcome = Outcome::Measured {
                     precise: self.precise(index, baseline),
                     samples: std::mem::take(&mut self.cells[index].samples),
+                    note,
                 };
                 self.finish_cell(index, outcome)?;
             }
+        }
+        Ok(())
+    }
+
+    /// The run's budget is spent: each cell still sampling that has its
+    /// minimum samples stops with them; the others go on to their minimum
+    /// (and will say the budget was short).
+    fn stop_cells_for_the_budget(&mut self) -> anyhow::Result<()> {
+        let minimum = self.minimum_samples();
+        for index in 0..self.cells.len() {
+            let cell = &mut self.cells[index];
+            if !cell.active {
+                continue;
+            }
+            if cell.samples.len() < minimum {
+                cell.short_of_the_budget = true;
+                continue;
+            }
+            let values: Vec<f64> = cell.samples.iter().map(|t| t.value.cost()).collect();
+            let outcome = Outcome::Measured {
+                precise: stats::median_precision(&values) <= self.options.precision,
+                samples: std::mem::take(&mut cell.samples),
+                note: None,
+            };
+            self.finish_cell(index, outcome)?;
         }
         Ok(())
     }
@@ -629,8 +772,8 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
             .any(|i| self.cells[i].active && self.pairing.baseline_of(i) == Some(base))
     }
 
-    /// Ends the run: cells still sampling when it stopped keep what they
-    /// have (one without a sample fails, saying why).
+    /// Ends the run: cells still sampling when Ctrl-C stopped it keep what
+    /// they have (one without a sample fails, saying why).
     fn finish(mut self) -> anyhow::Result<SampledRun<S>> {
         for index in 0..self.cells.len() {
             if self.outcomes[index].is_some() {
@@ -640,16 +783,13 @@ impl<'p, 'r, S: Sampled> Sampler<'p, 'r, S> {
             let values: Vec<f64> = cell.samples.iter().map(|t| t.value.cost()).collect();
             let outcome = if cell.samples.is_empty() {
                 Outcome::Failed {
-                    reason: if self.run.interrupted {
-                        "interrupted before its first sample".to_string()
-                    } else {
-                        "the run's time budget ran out before its first sample".to_string()
-                    },
+                    reason: "interrupted before its first sample".to_string(),
                 }
             } else {
                 Outcome::Measured {
                     precise: stats::median_precision(&values) <= self.options.precision,
                     samples: std::mem::take(&mut cell.samples),
+                    note: None,
                 }
             };
             self.finish_cell(index, outcome)?;
@@ -718,6 +858,17 @@ impl OtherWorkMeter {
         self.pending_from = rounds.len();
         self.last = now;
     }
+}
+
+/// The note of a cell the run's budget left short of its minimum: it took
+/// its `samples` past the budget.
+pub fn short_budget_note(samples: usize) -> String {
+    let (noun, verb) = if samples == 1 {
+        ("sample", "was")
+    } else {
+        ("samples", "were")
+    };
+    format!("the time budget ran out: only the minimum {samples} {noun} {verb} taken")
 }
 
 /// The run was interrupted (Ctrl-C).

@@ -392,3 +392,129 @@ fn the_sampler_replays_a_runs_order_from_its_seed() {
     assert_eq!(calls(7), once);
     assert_ne!(calls(8), once);
 }
+
+/// A clock that moves only when a probe moves it.
+#[derive(Default)]
+struct StepClock(std::cell::Cell<Duration>);
+
+impl StepClock {
+    fn advance(&self, by: Duration) {
+        self.0.set(self.0.get() + by);
+    }
+}
+
+impl Clock for StepClock {
+    fn now(&self) -> Duration {
+        self.0.get()
+    }
+}
+
+/// A probe whose every call takes `each` on `clock`, with rising costs
+/// (never precise).
+fn slow_probe<'a>(clock: &'a StepClock, each: Duration) -> Probe<'a, Cost> {
+    let mut calls = 0.0;
+    Box::new(move || {
+        clock.advance(each);
+        calls += 1.0;
+        Ok(Cost(calls))
+    })
+}
+
+/// Issue 33 item 9: a budget that runs out before the first sample (here
+/// in the first cell's warm-up) no longer fails the cells: each takes its
+/// minimum samples past the budget and says the budget was short.
+#[test]
+fn a_budget_too_short_for_the_minimum_still_takes_it_and_says_so() {
+    let clock = StepClock::default();
+    let probes = vec![
+        slow_probe(&clock, Duration::from_secs(2)),
+        slow_probe(&clock, Duration::from_secs(2)),
+    ];
+    let options = SamplingOptions {
+        max_total_time: Some(Duration::from_secs(1)),
+        min_samples: 3,
+        ..options()
+    };
+    let run = sample_on(
+        probes,
+        Pairing::None,
+        &options,
+        &AtomicBool::new(false),
+        &mut Quietly,
+        &clock,
+    )
+    .unwrap();
+    assert!(run.out_of_time);
+    assert!(!run.interrupted);
+    for outcome in &run.outcomes {
+        assert_eq!(outcome.status(), CellStatus::Measured, "{outcome:?}");
+        assert_eq!(outcome.samples().len(), 3, "the minimum, and no more");
+        assert_eq!(
+            outcome.note(),
+            Some("the time budget ran out: only the minimum 3 samples were taken")
+        );
+        assert_eq!(outcome.reason(), None);
+        assert_eq!(outcome.stored_reason(), outcome.note());
+    }
+}
+
+/// A cell that has its minimum when the budget runs out stops then, with
+/// what it has and no note (it is only not precise).
+#[test]
+fn a_cell_past_its_minimum_stops_when_the_budget_runs_out() {
+    let clock = StepClock::default();
+    let probes = vec![slow_probe(&clock, Duration::from_millis(10))];
+    let options = SamplingOptions {
+        max_total_time: Some(Duration::from_millis(100)),
+        min_samples: 2,
+        ..options()
+    };
+    let run = sample_on(
+        probes,
+        Pairing::None,
+        &options,
+        &AtomicBool::new(false),
+        &mut Quietly,
+        &clock,
+    )
+    .unwrap();
+    assert!(run.out_of_time);
+    // The warm-up's call, then one sample a round until 100 ms are spent.
+    assert_eq!(run.outcomes[0].samples().len(), 9);
+    assert_eq!(run.outcomes[0].note(), None);
+    assert!(!run.outcomes[0].precise());
+}
+
+/// Ctrl-C still stops at once, budget or not: a cell without a sample
+/// fails, saying so, rather than taking its minimum.
+#[test]
+fn ctrl_c_does_not_wait_for_the_minimum() {
+    let clock = StepClock::default();
+    let interrupt = AtomicBool::new(false);
+    let probes: Vec<Probe<Cost>> = vec![Box::new(|| {
+        clock.advance(Duration::from_secs(2));
+        interrupt.store(true, Ordering::SeqCst);
+        Ok(Cost(1.0))
+    })];
+    let options = SamplingOptions {
+        max_total_time: Some(Duration::from_secs(1)),
+        min_samples: 3,
+        ..options()
+    };
+    let run = sample_on(
+        probes,
+        Pairing::None,
+        &options,
+        &interrupt,
+        &mut Quietly,
+        &clock,
+    )
+    .unwrap();
+    assert!(run.interrupted);
+    assert_eq!(
+        run.outcomes[0],
+        Outcome::Failed {
+            reason: "interrupted before its first sample".to_string()
+        }
+    );
+}

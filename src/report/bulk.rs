@@ -146,7 +146,7 @@ pub fn build_rows(cells: &[BulkCell]) -> Vec<BulkRow> {
                 subject: cell.subject,
                 scenario: cell.scenario,
                 status: cell.outcome.status(),
-                reason: cell.outcome.reason().map(String::from),
+                reason: cell.outcome.stored_reason().map(String::from),
                 negotiated: cell.negotiated.clone(),
                 sample_count: samples.len(),
                 sample_bytes: cell.sample_bytes,
@@ -406,11 +406,13 @@ fn table(rows: &[BulkRow]) -> Table {
 /// security notes.
 fn notes(row: &BulkRow) -> String {
     let mut notes = Vec::new();
-    if let Some(reason) = &row.reason {
-        notes.push(format!("{}: {reason}", row.status));
-    }
-    if row.status == crate::measure::CellStatus::Measured && !row.precise {
-        notes.push("precision not reached".to_string());
+    let measured = row.status == crate::measure::CellStatus::Measured;
+    match &row.reason {
+        // A measured row's reason is its note (the budget was short).
+        Some(note) if measured => notes.push(note.clone()),
+        Some(reason) => notes.push(format!("{}: {reason}", row.status)),
+        None if measured && !row.precise => notes.push("precision not reached".to_string()),
+        None => {}
     }
     if row.status != crate::measure::CellStatus::Unsupported && !row.scenario.channel.is_plain() {
         notes.extend(row.security_notes.iter().map(|n| n.to_string()));

@@ -71,7 +71,9 @@ pub fn build_rows(cells: &[SpeedCell]) -> Vec<SpeedReportRow> {
                 }),
             };
             match &cell.outcome {
-                Outcome::Measured { samples, precise } => {
+                Outcome::Measured {
+                    samples, precise, ..
+                } => {
                     let ns_per_op: Vec<f64> = samples.iter().map(|s| s.value.ns_per_op).collect();
                     let summary = stats::summarize(&ns_per_op);
                     row.ops_per_second = summary.map(|s| 1e9 / s.median);

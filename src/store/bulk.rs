@@ -320,6 +320,7 @@ mod tests {
             outcome: Outcome::Measured {
                 samples: vec![sample(0, 900_000), sample(2, 950_000)],
                 precise: true,
+                note: None,
             },
             instructions: Some(Outcome::Measured {
                 samples: vec![Timed {
@@ -330,6 +331,7 @@ mod tests {
                     },
                 }],
                 precise: true,
+                note: None,
             }),
             // Counted on less than the timed samples carried.
             counted_bytes: 1 << 18,
@@ -342,6 +344,7 @@ mod tests {
             outcome: Outcome::Measured {
                 samples: vec![sample(0, 100_000)],
                 precise: false,
+                note: None,
             },
             instructions: None,
             counted_bytes: 0,

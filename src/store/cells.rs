@@ -119,7 +119,7 @@ pub(super) fn save_end<C: SampledCell>(
     let values = [
         Value::from(cell_id),
         Value::from(outcome.status().id().to_string()),
-        Value::from(outcome.reason().map(str::to_string)),
+        Value::from(outcome.stored_reason().map(str::to_string)),
         Value::from(precise_column(outcome)),
         Value::from(samples.len() as i64),
     ]

@@ -96,6 +96,7 @@ pub(crate) fn measured_cell() -> CellResult {
                 },
             ],
             precise: false,
+            note: None,
         },
     }
 }

@@ -378,6 +378,7 @@ mod tests {
                 })
                 .collect(),
             precise: false,
+            note: None,
         });
         store.save_cell(run, &cell).unwrap();
         let loaded = store.load_run(run).unwrap();
@@ -399,6 +400,7 @@ mod tests {
             outcome: Outcome::Measured {
                 samples: measured_cell().samples().to_vec(),
                 precise: true,
+                note: None,
             },
             ..measured_cell()
         };
@@ -419,7 +421,8 @@ mod tests {
             sampling[0].outcome,
             Outcome::Measured {
                 samples: samples[..1].to_vec(),
-                precise: false
+                precise: false,
+                note: None
             }
         );
         assert_eq!(sampling[0].negotiated, measured.negotiated);

@@ -78,6 +78,9 @@ pub struct RunListing {
     pub status: RunStatus,
     pub hostname: String,
     pub command_line: String,
+    /// The run's options as stored (JSON), which say whether it was a
+    /// shard (`report --combine` finds the latest sharded command by them).
+    pub options_json: String,
 }
 
 /// An open result database.
@@ -328,7 +331,7 @@ impl Store {
     /// Every stored run, oldest first.
     pub fn list_runs(&self) -> Result<Vec<RunListing>> {
         let mut statement = self.connection.prepare(
-            "SELECT r.id, r.started_at, r.kind, r.status, h.hostname, r.command_line
+            "SELECT r.id, r.started_at, r.kind, r.status, h.hostname, r.command_line, r.options_json
              FROM runs r JOIN hosts h ON h.id = r.host_id ORDER BY r.id",
         )?;
         let runs = statement
@@ -340,6 +343,7 @@ impl Store {
                     status: row.get(3)?,
                     hostname: row.get(4)?,
                     command_line: row.get(5)?,
+                    options_json: row.get(6)?,
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -481,6 +485,7 @@ fn outcome_from_columns<S>(
         CellStatus::Measured => Outcome::Measured {
             samples: samples()?,
             precise: precise.unwrap_or(false),
+            note: reason,
         },
         CellStatus::Unsupported => Outcome::Unsupported {
             reason: reason.unwrap_or_default(),
@@ -674,6 +679,7 @@ mod tests {
                         },
                     }],
                     precise: true,
+                    note: None,
                 },
             }]
         );

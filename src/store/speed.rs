@@ -260,6 +260,7 @@ mod tests {
             outcome: Outcome::Measured {
                 samples: Vec::new(),
                 precise: false,
+                note: None,
             },
         };
         let (a, b) = (sampling("openssl"), sampling("rustls-ring"));
@@ -282,7 +283,8 @@ mod tests {
                 cell.outcome,
                 Outcome::Measured {
                     samples: all[0..2].to_vec(),
-                    precise: false
+                    precise: false,
+                    note: None
                 }
             );
         }
@@ -291,6 +293,7 @@ mod tests {
             outcome: Outcome::Measured {
                 samples: all.clone(),
                 precise: true,
+                note: None,
             },
             ..a
         };
@@ -339,6 +342,7 @@ mod tests {
                     },
                 ],
                 precise: true,
+                note: None,
             },
         };
         let unsupported = SpeedCell {

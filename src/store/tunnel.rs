@@ -327,6 +327,7 @@ mod tests {
                     },
                 ],
                 precise: true,
+                note: None,
             },
             counted: Some(CountedTransfer {
                 packets: 192,
@@ -340,6 +341,7 @@ mod tests {
                         },
                     }],
                     precise: true,
+                    note: None,
                 },
             }),
         };

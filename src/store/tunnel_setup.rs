@@ -44,7 +44,7 @@ impl Store {
                 cell.engine.id(),
                 cell.kind.id(),
                 outcome.status().id(),
-                outcome.reason(),
+                outcome.stored_reason(),
                 precise_column(outcome),
                 cell.covers,
                 samples.len() as i64,
@@ -197,6 +197,7 @@ mod tests {
             outcome: Outcome::Measured {
                 samples: vec![sample(0, 100), sample(1, 120)],
                 precise: true,
+                note: None,
             },
             counted: Some(Outcome::Measured {
                 samples: vec![Timed {
@@ -207,6 +208,7 @@ mod tests {
                     },
                 }],
                 precise: true,
+                note: None,
             }),
         };
         let unsupported = SetupCell {
@@ -228,6 +230,7 @@ mod tests {
             outcome: Outcome::Measured {
                 samples: vec![sample(0, 90)],
                 precise: false,
+                note: None,
             },
             counted: Some(Outcome::Unsupported {
                 reason: "not counted".into(),

@@ -349,6 +349,7 @@ pub fn run_cells(
             outcome: Outcome::Measured {
                 samples: Vec::new(),
                 precise: false,
+                note: None,
             },
         };
         match prepared {

@@ -188,6 +188,7 @@ fn measure_rows(
                 outcomes.push(Outcome::Measured {
                     samples: Vec::new(),
                     precise: false,
+                    note: None,
                 });
             }
             Err(outcome) => {

@@ -621,6 +621,50 @@ fn runs_of_different_commands_do_not_combine() {
     }
 }
 
+/// Issue 33 item 9: `report --combine` without `--run` reads the latest
+/// sharded command's runs (it was a usage error): each shard's newest run,
+/// whatever ran after them; a database without a shard says so (exit 2).
+#[test]
+fn issue_33_combine_without_run_reads_the_latest_sharded_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    // Shard 1 twice (runs 1 and 2: the newest counts), shard 2 (run 3),
+    // then a run of another command (run 4).
+    measure(HANDSHAKE, &["--shard", "1/2"], &db);
+    measure(HANDSHAKE, &["--shard", "1/2"], &db);
+    measure(HANDSHAKE, &["--shard", "2/2"], &db);
+    let tunnel = [
+        "tunnel",
+        "--cipher",
+        "aes-128-gcm",
+        "--digest",
+        "sha1",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+    ];
+    measure(&tunnel, &[], &db);
+    let shown = tlslab(&["report", "--db", &path_text(&db), "--combine"]);
+    shown.expect_code(0);
+    let out = shown.stdout();
+    assert!(out.contains("handshake runs 2, 3 combined"), "{out}");
+    assert!(
+        out.contains("run 2 (shard 1/2), run 3 (shard 2/2)"),
+        "{out}"
+    );
+
+    let unsharded = dir.path().join("unsharded.sqlite");
+    measure(&tunnel, &[], &unsharded);
+    let refused = tlslab(&["report", "--db", &path_text(&unsharded), "--combine"]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr().contains("was run with --shard"),
+        "{}",
+        refused.stderr()
+    );
+}
+
 /// Issue 19: an array with a step (`--array=0-4:2`) gives each task the
 /// shard of its place in the array, so the merged shards still equal the
 /// unsharded run; an array given as a list (`--array=0,1,5`), whose task

@@ -651,3 +651,37 @@ fn old_option_names_are_aliases_of_the_new_ones() {
     }
     assert_eq!(seen[0], seen[1]);
 }
+
+/// Issue 33 item 9: a total budget too short for any sample no longer fails
+/// the row ("the run's time budget ran out before its first sample", exit 1):
+/// the row takes its minimum samples and its notes say the budget was short.
+#[test]
+fn issue_33_a_budget_too_short_still_takes_the_minimum_samples() {
+    let run = tlslab(&[
+        "handshake",
+        "--no-db",
+        "--backend",
+        "openssl",
+        "--cert",
+        "ecdsa_p256",
+        "--group",
+        "x25519",
+        "--tls",
+        "1.3",
+        "--min-samples",
+        "2",
+        "--warmup",
+        "10ms",
+        "--max-total-time",
+        "1ms",
+        "--cert-dir",
+        cert_dir().to_str().unwrap(),
+    ]);
+    run.expect_code(0);
+    assert!(
+        run.stdout()
+            .contains("the time budget ran out: only the minimum 2 samples were taken"),
+        "{}",
+        run.stdout()
+    );
+}

@@ -261,7 +261,7 @@ fn row_of(cell: &CellResult) -> Row {
         subject: cell.subject,
         description: scenario.describe(),
         status: cell.outcome.status(),
-        reason: cell.outcome.reason().map(String::from),
+        reason: cell.outcome.stored_reason().map(String::from),
         negotiated: cell.negotiated.clone(),
         sample_count: samples.len(),
         rounds: rounds.len(),

@@ -24,8 +24,13 @@ fn quantum_safe(scenario: &HandshakeScenario) -> &'static str {
 /// A row's notes: why it is not measured, what varies, what is weak.
 fn notes(row: &Row) -> String {
     let mut notes: Vec<String> = Vec::new();
-    if let Some(reason) = &row.reason {
-        notes.push(format!("{}: {reason}", row.status));
+    match &row.reason {
+        // A measured row's reason is its note (the budget was short).
+        Some(note) if row.status == crate::measure::CellStatus::Measured => {
+            notes.push(note.clone())
+        }
+        Some(reason) => notes.push(format!("{}: {reason}", row.status)),
+        None => {}
     }
     for (measure, status, reason) in [
         (
@@ -60,7 +65,11 @@ fn notes(row: &Row) -> String {
     if row.weak {
         notes.push("WEAK".to_string());
     }
-    if row.status == crate::measure::CellStatus::Measured && !row.precise && row.sample_count > 0 {
+    if row.status == crate::measure::CellStatus::Measured
+        && !row.precise
+        && row.sample_count > 0
+        && row.reason.is_none()
+    {
         notes.push("precision not reached".to_string());
     }
     if let Some(wall) = row.wall_us {

@@ -208,6 +208,7 @@ mod tests {
                     })
                     .collect(),
                 precise: true,
+                note: None,
             },
         }
     }

@@ -213,6 +213,7 @@ mod tests {
             outcome: Outcome::Measured {
                 samples: Vec::new(),
                 precise: true,
+                note: None,
             },
             counted: Some(CountedTransfer {
                 packets: 1000,
@@ -227,6 +228,7 @@ mod tests {
                         })
                         .collect(),
                     precise: true,
+                    note: None,
                 },
             }),
         }

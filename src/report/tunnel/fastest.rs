@@ -215,6 +215,7 @@ mod tests {
             outcome: Outcome::Measured {
                 samples,
                 precise: true,
+                note: None,
             },
             counted: None,
         }

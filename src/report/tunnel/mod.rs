@@ -193,9 +193,12 @@ fn row_of(cell: &TunnelCell) -> TunnelRow {
         instructions: counted::counted(cell),
     };
     match &cell.outcome {
-        Outcome::Measured { samples, precise } => {
+        Outcome::Measured {
+            samples, precise, ..
+        } => {
             row.sample_count = samples.len();
             row.precise = *precise;
+            row.reason = cell.outcome.note().map(String::from);
             // A batch, per second of the thread's CPU time; a transfer
             // (the payload each way), per second of the transfers' wall
             // time: the CPU time is the daemons', beside it.
@@ -597,6 +600,7 @@ mod tests {
                     })
                     .collect(),
                 precise: true,
+                note: None,
             },
             counted: None,
         }
@@ -654,6 +658,7 @@ mod tests {
                     })
                     .collect(),
                 precise: true,
+                note: None,
             };
             cell
         };

@@ -245,6 +245,7 @@ mod tests {
                 outcome: Outcome::Measured {
                     samples: vec![sample(0, 100_000), sample(1, 120_000), sample(2, 110_000)],
                     precise: true,
+                    note: None,
                 },
                 counted: None,
             },
@@ -283,6 +284,7 @@ mod tests {
                     },
                 }],
                 precise: true,
+                note: None,
             }),
             ..cells[0].clone()
         };

@@ -297,8 +297,13 @@ fn ranking_columns<'a>(
     }
     columns.with(Column::notes("notes"), |(_, row)| {
         let mut notes: Vec<String> = Vec::new();
-        if !row.precise {
-            notes.push("precision not reached in time".to_string());
+        match &row.reason {
+            // A measured row's reason is its note (the budget was short).
+            Some(note) if row.status == crate::measure::CellStatus::Measured => {
+                notes.push(note.clone())
+            }
+            _ if !row.precise => notes.push("precision not reached in time".to_string()),
+            _ => {}
         }
         notes.push(notes_of(row.weak, &row.security_notes));
         notes.retain(|n| !n.is_empty());

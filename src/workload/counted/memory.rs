@@ -50,6 +50,7 @@ pub fn count_memory(
                 outcome: Outcome::Measured {
                     samples: Vec::new(),
                     precise: false,
+                    note: None,
                 },
                 negotiated: None,
             });
@@ -102,6 +103,7 @@ pub fn count_memory(
                 None => Outcome::Measured {
                     precise: taken.len() == samples,
                     samples: taken,
+                    note: None,
                 },
             },
             negotiated: Some(negotiated),

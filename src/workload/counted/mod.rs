@@ -395,6 +395,7 @@ pub fn count_instructions(
                     Outcome::Measured {
                         samples: Vec::new(),
                         precise: false,
+                        note: None,
                     }
                 } else {
                     Outcome::Failed {
@@ -494,6 +495,7 @@ fn read_child(run: &Running, breakdown: bool, counted: &mut [Option<CountedCell>
             CellStatus::Measured => Outcome::Measured {
                 precise: taken.len() == cell.samples,
                 samples: taken.clone(),
+                note: None,
             },
             CellStatus::Unsupported => Outcome::Unsupported {
                 reason: cell.reason.unwrap_or_default(),
@@ -523,6 +525,7 @@ fn read_child(run: &Running, breakdown: bool, counted: &mut [Option<CountedCell>
             outcome: Outcome::Measured {
                 samples: taken,
                 precise: false,
+                note: None,
             },
             negotiated: None,
         });

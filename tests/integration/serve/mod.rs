@@ -5,8 +5,9 @@
 //! stopping by itself (after its duration, SIGINT or SIGTERM), the root
 //! it prints, and bad options refused. [`hostile`] has the clients that
 //! try to starve or break it, [`http2`] nghttp2's h2load and an idle
-//! client over HTTP/2.
+//! client over HTTP/2, [`h2spec`] the HTTP/2 conformance suite.
 
+mod h2spec;
 mod hostile;
 mod http2;
 
