@@ -59,7 +59,7 @@ pub fn text() -> String {
                 Some(reason) => format!("not here: {reason} (install: {})", server.install),
             }
         };
-        out.push_str(&format!("  {:<10} {here}\n", server.kind.id()));
+        out.push_str(&format!("  {:<10} {here}\n", server.id.id()));
     }
     out.push_str("\ntunnel engines (tlslab tunnel --engine LIST):\n");
     let width = ENGINES.iter().map(|e| e.id().id().len()).max().unwrap_or(0);

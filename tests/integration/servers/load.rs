@@ -17,7 +17,7 @@ fn json_of(path: &std::path::Path) -> serde_json::Value {
 fn a_small_load_adds_up_on_every_server() {
     let _one = nginx_lock();
     for server in super::available("a_small_load_adds_up_on_every_server") {
-        a_small_load_adds_up(server.kind.name());
+        a_small_load_adds_up(server.id.name());
     }
 }
 
@@ -192,7 +192,7 @@ fn session_id_refusal(server: &ServerDescriptor) -> Option<String> {
 }
 
 fn resumed_connections_resume(server: &ServerDescriptor) {
-    let name = server.kind.name();
+    let name = server.id.name();
     let dir = tempfile::tempdir().unwrap();
     let mut modes = vec![("1.3", "--mode", "resume"), ("1.2", "--mode", "resume")];
     if let Some(reason) = session_id_refusal(server) {
@@ -268,7 +268,7 @@ fn an_http2_load_checks_every_body_on_every_server_that_speaks_h2() {
     let _one = nginx_lock();
     for server in super::available("an_http2_load_checks_every_body_on_every_server_that_speaks_h2")
     {
-        let name = server.kind.name();
+        let name = server.id.name();
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("load.json");
         let db = dir.path().join("db.sqlite");
@@ -373,7 +373,7 @@ fn new_connection_phases_add_up_to_the_service_time_for_http2_as_for_http1() {
     for server in
         super::available("new_connection_phases_add_up_to_the_service_time_for_http2_as_for_http1")
     {
-        let name = server.kind.name();
+        let name = server.id.name();
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("load.json");
         tlslab(&[

@@ -34,8 +34,9 @@ use crate::util::{
 pub fn available(test: &str) -> Vec<&'static ServerDescriptor> {
     SERVERS
         .iter()
+        .copied()
         .filter(|server| {
-            let name = format!("{test} ({})", server.kind.id());
+            let name = format!("{test} ({})", server.id.id());
             !skip_without((server.missing)(), &name, server.install)
         })
         .collect()
@@ -76,13 +77,13 @@ fn every_server_serves_a_verified_handshake_through_its_trait_and_stops() {
     let _one = nginx_lock();
     let test = "every_server_serves_a_verified_handshake_through_its_trait_and_stops";
     for descriptor in available(test) {
-        let name = descriptor.kind.id();
+        let name = descriptor.id.id();
         let server = (descriptor.open)(&ServerOptions {
             backend: Some(BackendId::Openssl),
             threads: 1,
         })
         .unwrap_or_else(|e| panic!("{name}: {e:#}"));
-        assert_eq!(server.kind(), descriptor.kind);
+        assert_eq!(server.kind(), descriptor.id);
         let library = server.library();
         assert!(
             !library.library.is_empty() && !library.version.is_empty(),
@@ -144,7 +145,7 @@ fn a_handshake_row_is_measured_with_every_server_and_nothing_is_left() {
     let _one = nginx_lock();
     let test = "a_handshake_row_is_measured_with_every_server_and_nothing_is_left";
     for descriptor in available(test) {
-        let name = descriptor.kind.name();
+        let name = descriptor.id.name();
         let tmp = tempfile::tempdir().unwrap();
         let json = tmp.path().join("handshake.json");
         let certs = cert_dir();
@@ -222,7 +223,7 @@ fn ctrl_c_sigterm_and_kill_9_leave_no_server_running() {
     let _one = nginx_lock();
     let test = "ctrl_c_sigterm_and_kill_9_leave_no_server_running";
     for descriptor in available(test) {
-        let name = descriptor.kind.name();
+        let name = descriptor.id.name();
         let certs = cert_dir();
         let load = |duration: &'static str| {
             vec![
@@ -278,7 +279,7 @@ fn ctrl_c_sigterm_and_kill_9_leave_no_server_running() {
 /// tlslab's OpenSSL, so another --backend is refused.
 #[test]
 fn bad_server_options_are_usage_errors() {
-    let names: Vec<&str> = SERVERS.iter().map(|s| s.kind.name()).collect();
+    let names: Vec<&str> = SERVERS.iter().map(|s| s.id.name()).collect();
     for command in ["handshake", "load"] {
         let run = tlslab(&[command, "--server", "lighttpd"]);
         run.expect_code(2);
@@ -292,7 +293,7 @@ fn bad_server_options_are_usage_errors() {
         let run = tlslab(&[
             "handshake",
             "--server",
-            program.kind.name(),
+            program.id.name(),
             "--backend",
             "rustls-ring",
         ]);

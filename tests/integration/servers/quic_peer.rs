@@ -169,7 +169,7 @@ fn every_server_serves_quic_to_tlslabs_client_or_says_why() {
         if descriptor.in_process {
             continue;
         }
-        let name = descriptor.kind.id();
+        let name = descriptor.id.id();
         let server = (descriptor.open)(&ServerOptions::default())
             .unwrap_or_else(|e| panic!("{name}: {e:#}"));
         let run = quic_rows(

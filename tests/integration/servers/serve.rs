@@ -20,7 +20,7 @@ fn serve_server_answers_a_request_and_stops_on_sigterm_with_nothing_left() {
     let certs = cert_dir();
     let certs = certs.to_str().unwrap();
     for descriptor in super::available(test).into_iter().filter(|d| !d.in_process) {
-        let name = descriptor.kind.name();
+        let name = descriptor.id.name();
         let tmp = tempfile::tempdir().unwrap();
         let env = [("TMPDIR", tmp.path().as_os_str())];
         let mut job = Job::start(
