@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use tlslab::scenario::names::Named;
 use tlslab::scenario::tunnel::EngineId;
+use tlslab::workload::server::SERVERS;
+use tlslab::workload::tunnel::ENGINES;
 
 use crate::util::{
     cert_dir, children_mentioning, nginx_lock, processes_mentioning, skip_without_nginx, wait_gone,
@@ -305,43 +307,80 @@ fn someone_listens(name: &str) -> bool {
 /// sockets its wireguard-go daemons left.
 #[test]
 fn kill_9_leaves_no_tunnel_daemon_and_no_namespace() {
-    // Each real engine: its daemon's command name, a row it runs, the
-    // prefix of its scratch directory.
-    let engines = [
-        (
-            EngineId::Openvpn,
-            "openvpn",
-            "aes-128-cbc",
-            "sha1",
-            "tlslab-openvpn-",
-        ),
-        (
-            EngineId::OpenvpnTls,
-            "openvpn",
-            "aes-128-gcm",
-            "none",
-            "tlslab-openvpn-",
-        ),
-        (
-            EngineId::WireguardGo,
-            "wireguard-go",
-            "chacha20-poly1305",
-            "none",
-            "tlslab-wireguard-",
-        ),
+    // A row each real engine runs; its daemon's command name and the
+    // prefix of its scratch directory are its descriptor's.
+    let rows = [
+        (EngineId::Openvpn, "aes-128-cbc", "sha1"),
+        (EngineId::OpenvpnTls, "aes-128-gcm", "none"),
+        (EngineId::WireguardGo, "chacha20-poly1305", "none"),
     ];
-    for (engine, daemon, cipher, digest, scratch) in engines {
+    // Every engine that starts programs has a row here.
+    let daemons: Vec<EngineId> = ENGINES
+        .iter()
+        .filter(|descriptor| !descriptor.programs.is_empty())
+        .map(|descriptor| descriptor.id)
+        .collect();
+    let with_rows: Vec<EngineId> = rows.iter().map(|(engine, ..)| *engine).collect();
+    assert_eq!(with_rows, daemons, "a row per engine that starts a daemon");
+    for (engine, cipher, digest) in rows {
+        let descriptor = engine.descriptor();
         let id = engine.id();
         let test = format!("kill_9_leaves_no_tunnel_daemon_and_no_namespace [{id}]");
-        if crate::util::skip_without(
-            engine.open().preflight().err(),
-            &test,
-            "run as root; apt-get install openvpn wireguard-go wireguard-tools iproute2",
-        ) {
+        if crate::util::skip_without(engine.open().preflight().err(), &test, descriptor.install) {
             continue;
         }
-        kill_9_during_a_tunnel(id, daemon, cipher, digest, scratch);
+        let scratch = descriptor
+            .scratch_prefix()
+            .expect("an engine that starts daemons has a scratch directory");
+        kill_9_during_a_tunnel(id, descriptor.programs[0], cipher, digest, &scratch);
     }
+}
+
+/// Every program a library, server or engine starts (its descriptor's
+/// `programs`) is one that scripts/fresh-machine-test.sh hides, so the
+/// fresh-machine pass finds none of them.
+#[test]
+fn the_fresh_machine_script_hides_every_program_a_descriptor_starts() {
+    let script = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fresh-machine-test.sh"),
+    )
+    .unwrap();
+    let list = script
+        .split_once("HIDDEN_PROGRAMS=(")
+        .and_then(|(_, after)| after.split_once("\n)"))
+        .expect("the script's HIDDEN_PROGRAMS=( ... ) list")
+        .0;
+    let hidden: Vec<&str> = list
+        .lines()
+        .map(|line| line.split('#').next().unwrap())
+        .flat_map(str::split_whitespace)
+        .collect();
+    assert!(hidden.contains(&"nginx"), "{hidden:?}");
+    let started = tlslab::backend::REGISTRY
+        .iter()
+        .flat_map(|d| d.programs.iter().map(move |p| (d.name(), *p)))
+        .chain(
+            SERVERS
+                .iter()
+                .flat_map(|d| d.programs.iter().map(move |p| (d.name(), *p))),
+        )
+        .chain(
+            ENGINES
+                .iter()
+                .flat_map(|d| d.programs.iter().map(move |p| (d.name(), *p))),
+        );
+    let mut checked = 0;
+    for (owner, program) in started {
+        assert!(
+            hidden.contains(&program),
+            "{owner} starts {program}, which scripts/fresh-machine-test.sh does not hide"
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 4,
+        "the descriptors start programs: {checked} found"
+    );
 }
 
 /// Kills tlslab (SIGKILL) while engine `id`'s tunnel runs, and checks what

@@ -27,7 +27,7 @@ pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
     library: "OpenVPN",
     listed: true,
     programs: &["openvpn", "ip"],
-    scratch: Some("openvpn"),
+    scratch: Some(tunnel::SCRATCH),
     install: "apt-get install openvpn iproute2 (as root)",
     uncountable: Some(tunnel::UNCOUNTABLE),
     details: EngineDetails {

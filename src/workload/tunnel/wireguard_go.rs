@@ -58,6 +58,9 @@ const FIRST_TRANSFER_BYTES: u64 = 64 * 1024;
 /// kernel here has none, and a userspace tunnel is what is measured.
 const USERSPACE_CONSENT: &str = "WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD";
 
+/// The word in the names of its scratch directories (the daemons' keys).
+const SCRATCH: &str = "wireguard";
+
 /// Why wireguard-go's rows cannot be counted under valgrind.
 const UNCOUNTABLE: &str = "wireguard-go's work runs in its own processes (two wireguard-go daemons and the kernel between network namespaces), which tlslab cannot count per side under valgrind; the wireguard engine's rows (boringtun in process) are counted";
 
@@ -67,7 +70,7 @@ pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
     library: "wireguard-go",
     listed: true,
     programs: &["wireguard-go", "wg", "ip"],
-    scratch: Some("wireguard"),
+    scratch: Some(SCRATCH),
     install: "apt-get install wireguard-go wireguard-tools iproute2 (as root)",
     uncountable: Some(UNCOUNTABLE),
     details: EngineDetails {
@@ -155,8 +158,8 @@ impl TunnelEngine for WireguardGoEngine {
     fn start(&self, options: &EngineOptions) -> Result<Box<dyn EngineRig>> {
         crate::child::remove_leftovers();
         let lab = Lab::create().context("setting up the namespaces")?;
-        let directory = crate::child::scratch_dir("wireguard")
-            .context("cannot create a temporary directory")?;
+        let directory =
+            crate::child::scratch_dir(SCRATCH).context("cannot create a temporary directory")?;
         let secrets = [new_secret()?, new_secret()?];
         for (secret, side) in secrets.iter().zip(["a", "b"]) {
             write_private_key(&directory.path().join(format!("{side}.key")), secret)?;
