@@ -37,6 +37,9 @@ pub type EngineDescriptor = Descriptor<EngineId, EngineDetails>;
 /// What only an engine's descriptor holds: how to open it (the engine
 /// itself is a value without state, the trait's implementation).
 pub struct EngineDetails {
+    /// What it is, in a few words, for `tunnel --engine`'s help ("a real
+    /// OpenVPN static-key tunnel between network namespaces; root only").
+    pub about: &'static str,
     pub open: fn() -> &'static dyn TunnelEngine,
 }
 

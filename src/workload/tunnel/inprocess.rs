@@ -31,6 +31,7 @@ pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
     install: "",
     uncountable: None,
     details: EngineDetails {
+        about: "OpenVPN's data channel, both ends in this process",
         open: || &InprocessEngine,
     },
 };

@@ -31,6 +31,7 @@ pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
     install: "apt-get install openvpn iproute2 (as root)",
     uncountable: Some(tunnel::UNCOUNTABLE),
     details: EngineDetails {
+        about: "a real OpenVPN static-key tunnel between network namespaces; root only",
         open: || &OpenvpnEngine,
     },
 };

@@ -55,6 +55,7 @@ pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
     install: "apt-get install openvpn iproute2 (as root)",
     uncountable: Some(tunnel::UNCOUNTABLE),
     details: EngineDetails {
+        about: "the same in TLS mode: certificates, the data cipher negotiated; root only",
         open: || &OpenvpnTlsEngine,
     },
 };

@@ -68,6 +68,8 @@ pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
     install: "",
     uncountable: None,
     details: EngineDetails {
+        about:
+            "WireGuard's data channel, boringtun's peers in this process; ChaCha20-Poly1305 only",
         open: || &WireguardEngine,
     },
 };

@@ -74,6 +74,7 @@ pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
     install: "apt-get install wireguard-go wireguard-tools iproute2 (as root)",
     uncountable: Some(UNCOUNTABLE),
     details: EngineDetails {
+        about: "a real userspace WireGuard tunnel between network namespaces; root only",
         open: || &WireguardGoEngine,
     },
 };
