@@ -84,14 +84,3 @@ impl<K: Named, D> std::fmt::Debug for Descriptor<K, D> {
             .finish_non_exhaustive()
     }
 }
-
-/// The listed names of a registry's descriptors, in its order, joined
-/// for help text and messages ("nginx, apache, haproxy, caddy").
-pub fn names<K: Named, D>(descriptors: &[&Descriptor<K, D>], separator: &str) -> String {
-    descriptors
-        .iter()
-        .filter(|descriptor| descriptor.listed)
-        .map(|descriptor| descriptor.name())
-        .collect::<Vec<_>>()
-        .join(separator)
-}
