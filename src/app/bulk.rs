@@ -140,9 +140,6 @@ impl Study for BulkStudy {
                 ));
             }
         }
-        if args.bytes_per_sample == Some(0) {
-            return Err(usage("--bytes-per-sample must be at least 1"));
-        }
         let (measures, valgrind) = time_or_instructions(args.measure.as_deref(), "bulk")?;
         let defaults = match preset {
             Some(preset) => SamplingDefaults {

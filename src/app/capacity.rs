@@ -107,9 +107,6 @@ impl Study for CapacityStudy {
             Some(&matrix.versions),
         )?;
         let threads = args.threads.unwrap_or_else(available_cores);
-        if threads == 0 {
-            return Err(usage("--threads must be at least 1"));
-        }
         let options = args.sampling.options(DEFAULTS)?;
         if options.max_time.is_zero() {
             return Err(usage(

@@ -3,7 +3,7 @@
 //! interleaves them round by round as it interleaves any rows. tlslab's own
 //! server (embedded) gives the rows of the chosen backends, both sides in
 //! this process; a program of its own gives one backend whose client is
-//! tlslab's OpenSSL over TCP, and for QUIC rows the QUIC client of the one
+//! tlslab's measuring client over TCP ([`client::DEFAULT_CLIENT`]), and for QUIC rows the QUIC client of the one
 //! backend `--backend` names (quinn on rustls-aws-lc by default) over UDP
 //! ([`ServerBackend`]). Which is which comes from
 //! the registry's descriptors: nothing here names a kind of server.
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::session::{chosen_backends, usage};
-use crate::backend::Backend;
+use crate::backend::{client, Backend};
 use crate::cli::HandshakeArgs;
 use crate::scenario::presets::Preset;
 use crate::scenario::{distinct, BackendId, BackendList, HandshakeMatrix, Named, TlsVersion};
@@ -30,7 +30,7 @@ pub(super) fn listed_servers(args: &HandshakeArgs) -> Vec<&'static ServerDescrip
 }
 
 /// The listed servers that are programs of their own (nginx, Apache...),
-/// which tlslab's OpenSSL handshakes with over TCP: none without
+/// which tlslab's measuring client handshakes with over TCP: none without
 /// `--server` or for tlslab's own server alone.
 pub(super) fn program_servers(args: &HandshakeArgs) -> Vec<&'static ServerDescriptor> {
     listed_servers(args)
@@ -78,17 +78,21 @@ pub(super) fn server_backends(
     let programs = program_servers(args);
     let in_process = listed.is_empty() || listed.len() > programs.len();
     let quic_client = quic_client(args.backend.as_ref());
+    let tls_client = client::chosen_client(args.client_backend)
+        .map_err(|e| usage(format!("--client-backend: {e:#}")))?;
     if !programs.is_empty() {
         let names = names(&programs);
         let named = args.backend.as_ref().map(BackendList::resolve);
         let tls_rows = matrix.versions.iter().any(|v| *v != TlsVersion::Quic);
         let others = |ids: &Vec<(BackendId, bool)>| {
-            ids.len() > 1 || (tls_rows && ids.iter().any(|(id, _)| *id != BackendId::Openssl))
+            ids.len() > 1 || (tls_rows && ids.iter().any(|(id, _)| *id != tls_client.id()))
         };
         if !in_process && named.as_ref().is_some_and(others) {
             return Err(usage(format!(
-                "with --server {names} the client of TLS rows is tlslab's OpenSSL and that of QUIC rows (--tls quic) the one backend --backend names (default {}): --backend must be one backend, openssl unless every row is QUIC, or left out (it chooses the embedded server's backends when embedded is listed too)",
-                DEFAULT_QUIC_CLIENT.id()
+                "with --server {names} the client of TLS rows is tlslab's {} and that of QUIC rows (--tls quic) the one backend --backend names (default {}): --backend must be one backend, {} unless every row is QUIC, or left out (it chooses the embedded server's backends when embedded is listed too)",
+                tls_client.id().descriptor().library,
+                DEFAULT_QUIC_CLIENT.id(),
+                tls_client.id().id()
             )));
         }
         if args.transport.is_some() {
@@ -114,6 +118,7 @@ pub(super) fn server_backends(
         } else {
             backends.push(Arc::new(ServerBackend::open(
                 descriptor,
+                Arc::clone(&tls_client),
                 quic_client.open(),
             )));
         }
@@ -186,6 +191,18 @@ mod tests {
         );
         assert_eq!(
             backend_ids("handshake --server embedded,nginx --transport tcp --tls 1.3"),
+            Err(2)
+        );
+    }
+
+    #[test]
+    fn client_backend_names_the_programs_tls_client_and_only_a_measuring_client() {
+        assert_eq!(
+            backend_ids("handshake --server nginx --client-backend openssl --tls 1.3"),
+            Ok(vec!["nginx"])
+        );
+        assert_eq!(
+            backend_ids("handshake --server nginx --client-backend rustls-ring --tls 1.3"),
             Err(2)
         );
     }

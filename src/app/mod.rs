@@ -33,7 +33,7 @@ use anyhow::Result;
 
 use crate::cli::{Cli, Command, GenericPlan};
 
-pub use session::{exit_code, UsageError, EXIT_INTERRUPTED};
+pub use session::{exit_code, EXIT_INTERRUPTED};
 
 /// Runs a parsed command line and returns the exit code.
 pub fn run(cli: Cli) -> Result<i32> {

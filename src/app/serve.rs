@@ -14,6 +14,7 @@ use anyhow::Result;
 use super::session::{check_exports, interrupt_flag, seconds, usage};
 use crate::backend::{listed, no_tls_server, Backend, BackendId, LibraryInfo};
 use crate::certs::CertCache;
+use crate::cli::values::MAX_EVENT_LOOPS;
 use crate::cli::{ServeArgs, ServeOfferArgs};
 use crate::host::{available_cores, HostInfo};
 use crate::report::heading;
@@ -86,11 +87,6 @@ fn offer_from(args: &ServeOfferArgs, backend: &dyn Backend) -> Result<(ServerOff
         offer.resumption = resumption;
     }
     if let Some(depth) = args.chain_depth {
-        if !(2..=8).contains(&depth) {
-            return Err(usage(format!(
-                "--chain-depth must be 2..8 (root and leaf at least), got {depth}"
-            )));
-        }
         offer.chain_depth = depth;
     }
     if offer.versions.iter().any(|v| v.is_datagram()) {
@@ -203,24 +199,11 @@ fn parse_bind(text: &str, allow_non_loopback: bool) -> Result<SocketAddr> {
         .ok_or_else(|| usage(format!("--bind {text}: the name resolves to no address")))
 }
 
-/// The most event-loop threads a server (`--workers`) or the load
-/// generator (`--event-loops`) may start: each holds many connections, so
-/// more of them than cores add only switching, and a bound keeps a typo
-/// from starting 100,000 threads.
-pub(crate) const MAX_EVENT_LOOPS: usize = 256;
-
-/// `--NAME`, a number of event-loop threads: `given`, or one per core;
-/// 0 and more than [`MAX_EVENT_LOOPS`] are usage errors.
-pub(crate) fn event_loop_threads(name: &str, given: Option<usize>) -> Result<usize> {
-    match given {
-        None => Ok(available_cores().min(MAX_EVENT_LOOPS)),
-        Some(0) => Err(usage(format!("--{name} must be at least 1"))),
-        Some(n) if n > MAX_EVENT_LOOPS => Err(usage(format!(
-            "--{name} {n} is too many: at most {MAX_EVENT_LOOPS} (each is an event loop holding many connections; this machine has {} cores, and more threads than cores add only switching)",
-            available_cores()
-        ))),
-        Some(n) => Ok(n),
-    }
+/// A number of event-loop threads: `given` (whose bounds clap has
+/// checked: [`crate::cli::values::event_loops`]), or one per core, at most
+/// [`MAX_EVENT_LOOPS`].
+pub(crate) fn event_loop_threads(given: Option<usize>) -> usize {
+    given.unwrap_or_else(|| available_cores().min(MAX_EVENT_LOOPS))
 }
 
 pub fn run(args: &ServeArgs) -> Result<i32> {
@@ -234,7 +217,7 @@ pub fn run(args: &ServeArgs) -> Result<i32> {
     let backend = id.open();
     let (offer, library) = offer_from(&args.offer, backend.as_ref())?;
     let address = parse_bind(&args.bind, args.allow_non_loopback)?;
-    let workers = event_loop_threads("threads", args.threads)?;
+    let workers = event_loop_threads(args.threads);
     let duration = args
         .duration
         .map(|s| seconds("duration", s.as_secs_f64(), false))

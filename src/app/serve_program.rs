@@ -39,11 +39,6 @@ pub(super) fn run(args: &ServeArgs, kind: ServerKind) -> Result<i32> {
             programs.join(", ")
         )));
     }
-    if args.handshakes {
-        return Err(usage(
-            "--server starts an HTTPS server; --handshakes serves handshakes: give one of them",
-        ));
-    }
     let scenario = one_scenario(&args.offer)?;
     let page_sizes = match &args.size {
         None => vec![DEFAULT_PAGE_BYTES],

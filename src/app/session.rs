@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::backend::LibraryInfo;
+pub(crate) use crate::cli::usage::{usage, UsageError};
 use crate::cli::{
     DatabaseArgs, DisplayArgs, ExportArgs, MeasureArgs, Percent, SamplingArgs, Seconds,
 };
@@ -30,20 +31,11 @@ pub const EXIT_CELL_FAILED: i32 = 1;
 /// The exit code of bad options.
 pub const EXIT_USAGE: i32 = 2;
 
-/// An error in the command line: exit code 2, reported before anything runs.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
 /// A stored run with nothing to show (a load run stopped before its load
 /// ended stores no results): `report` of several runs leaves it out.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct NoResults(pub String);
-
-pub(crate) fn usage(error: impl std::fmt::Display) -> anyhow::Error {
-    UsageError(error.to_string()).into()
-}
 
 /// The exit code for an error: 2 for bad options, 1 for everything else
 /// (a store that cannot be opened or written, a failed child process...).
@@ -85,16 +77,6 @@ pub(crate) struct SamplingDefaults {
     pub slice: Duration,
 }
 
-/// The fraction `--precision` asks for: more than 0% and less than 100%.
-fn precision(asked: Percent) -> Result<f64> {
-    if !(asked.percent() > 0.0 && asked.percent() < 100.0) {
-        return Err(usage(format!(
-            "--precision must be more than 0% and less than 100%, got {asked}"
-        )));
-    }
-    Ok(asked.fraction())
-}
-
 impl SamplingArgs {
     /// How counted measures take their samples: `--runs` (else
     /// [`COUNTED_SAMPLES`]) per cell, a child per core.
@@ -106,37 +88,27 @@ impl SamplingArgs {
         }
     }
 
-    /// The sampling options, each from the command line or the defaults.
+    /// The sampling options, each from the command line (whose bounds
+    /// clap has checked: `cli::values`) or the command's defaults.
     pub(crate) fn options(&self, defaults: SamplingDefaults) -> Result<SamplingOptions> {
         let max_total_time = self
             .max_total_time
-            .map(Seconds::as_secs_f64)
-            .or(defaults.max_total_s)
-            .map(|s| seconds("max-total-time", s, false))
-            .transpose()?;
-        if self.runs == Some(0) {
-            return Err(usage("--runs must be at least 1"));
-        }
+            .map(Seconds::duration)
+            .or(defaults.max_total_s.map(Duration::from_secs_f64));
         Ok(SamplingOptions {
-            precision: precision(self.precision.unwrap_or(defaults.precision))?,
+            precision: self.precision.unwrap_or(defaults.precision).fraction(),
             // Zero means "the minimum samples and no more".
-            max_time: seconds(
-                "max-time",
-                self.max_time
-                    .map_or(defaults.max_time_s, Seconds::as_secs_f64),
-                true,
-            )?,
+            max_time: self.max_time.map_or(
+                Duration::from_secs_f64(defaults.max_time_s),
+                Seconds::duration,
+            ),
             max_total_time,
-            min_samples: match self.min_samples {
-                Some(0) => return Err(usage("--min-samples must be at least 1")),
-                given => given.unwrap_or(defaults.min_samples),
-            },
+            min_samples: self.min_samples.unwrap_or(defaults.min_samples),
             runs: self.runs,
-            warmup: seconds(
-                "warmup",
-                self.warmup.map_or(defaults.warmup_s, Seconds::as_secs_f64),
-                true,
-            )?,
+            warmup: self.warmup.map_or(
+                Duration::from_secs_f64(defaults.warmup_s),
+                Seconds::duration,
+            ),
             seed: self.seed.unwrap_or_else(fresh_seed),
             slice: defaults.slice,
         })

@@ -223,12 +223,6 @@ impl Study for TunnelStudy {
         {
             return Ok(Plan::EmptyShard(shard));
         }
-        if !(args.transfer_mb.is_finite() && args.transfer_mb > 0.0) {
-            return Err(usage(format!(
-                "--transfer-mb must be a positive number, got {}",
-                args.transfer_mb
-            )));
-        }
         // A usage error before asking for valgrind, which may be missing.
         let feature_sets = distinct(&args.cpu_features);
         let counts = args

@@ -37,8 +37,17 @@ pub struct BackendDetails {
     /// ([`Backend::instrumented`]), so a server's crypto is reported apart
     /// from the rest of its work.
     pub counts_crypto_apart: bool,
+    /// What a report says under a table holding a row of `scenario` on
+    /// this library, about the library itself (OpenSSL's fixed QUIC
+    /// datagram size); [`no_notes`] for most.
+    pub notes: fn(&HandshakeScenario) -> Vec<&'static str>,
     /// The backend itself.
     pub open: fn() -> Arc<dyn Backend>,
+}
+
+/// The notes of a library with nothing to say about its rows.
+pub fn no_notes(_: &HandshakeScenario) -> Vec<&'static str> {
+    Vec::new()
 }
 
 /// What a backend can do, as data: the matrix is filtered by these lists.

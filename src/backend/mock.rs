@@ -42,6 +42,7 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
             library_sources: &[],
         },
         counts_crypto_apart: false,
+        notes: crate::backend::descriptor::no_notes,
         open: || Arc::new(MockBackend::default()),
     },
 };

@@ -11,11 +11,13 @@
 //! vocabulary ([`BackendId`]), its folder (`pub mod` here) and one line
 //! there.
 
+pub mod client;
 pub mod descriptor;
 pub mod dimpl;
 pub mod mock;
 pub mod openssl;
 pub mod plain;
+pub mod probe;
 pub mod rustls;
 pub mod socket;
 pub mod turns;
@@ -292,6 +294,12 @@ pub trait Backend: Send + Sync {
 
     /// The library's primitives, measured by `speed` and charged by the cost model.
     fn primitives(&self) -> Box<dyn PrimitiveBackend>;
+
+    /// This backend as the measuring client of `load` and `handshake
+    /// --server` (see [`client`]), or `None` if it cannot be that client.
+    fn measuring_client(&self) -> Option<Arc<dyn client::MeasuringClient>> {
+        None
+    }
 
     /// This backend with every crypto call counted and timed (the counted
     /// breakdown), if the library allows it.

@@ -18,7 +18,7 @@
 //! ([`CpuReadings::EveryTurn`]), which is exact either way.
 //!
 //! The counted measures hook in at the same places: each turn is bracketed
-//! by [`Turns::begin`] and [`Turns::ended`], and while a [`SideCounter`] is
+//! by [`Turns::begin`] and [`Turns::ended`], and while a [`TurnCounter`] is
 //! set, the instructions (under callgrind) or the heap allocations of each
 //! turn are charged to its side, the bookkeeping between turns to neither.
 //! The wire tap ([`tap`]) hooks in there too: it notes each turn, and
@@ -34,7 +34,7 @@ use crate::valgrind::callgrind;
 /// What besides the clocks each side's turns are counted by, for the
 /// whole process (the counted measures set it around each sample).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SideCounter {
+pub enum TurnCounter {
     /// The clocks only.
     None = 0,
     /// Instructions, under callgrind: collection is on inside a turn, and
@@ -46,7 +46,7 @@ pub enum SideCounter {
     Heap = 2,
 }
 
-static SIDE_COUNTER: AtomicU8 = AtomicU8::new(SideCounter::None as u8);
+static TURN_COUNTER: AtomicU8 = AtomicU8::new(TurnCounter::None as u8);
 
 /// True while callgrind collects (callgrind only toggles, so the state is
 /// kept here and a turn that failed half-way cannot invert it).
@@ -54,10 +54,10 @@ static COLLECTING: AtomicBool = AtomicBool::new(false);
 
 /// Sets what the following turns are counted by; whatever a turn left on
 /// (collection, a side's allocations) is switched off.
-pub fn count_sides(counter: SideCounter) {
+pub fn count_sides(counter: TurnCounter) {
     collect(false);
     crate::heap::leave();
-    SIDE_COUNTER.store(counter as u8, Ordering::SeqCst);
+    TURN_COUNTER.store(counter as u8, Ordering::SeqCst);
 }
 
 /// Switches callgrind's collection on or off, if it is not already.
@@ -67,16 +67,16 @@ fn collect(on: bool) {
     }
 }
 
-const INSTRUCTIONS: u8 = SideCounter::Instructions as u8;
-const HEAP: u8 = SideCounter::Heap as u8;
+const INSTRUCTIONS: u8 = TurnCounter::Instructions as u8;
+const HEAP: u8 = TurnCounter::Heap as u8;
 
 #[inline]
 fn side_counter() -> u8 {
-    SIDE_COUNTER.load(Ordering::Relaxed)
+    TURN_COUNTER.load(Ordering::Relaxed)
 }
 
 /// `turn`'s side starts some work: from here to [`side_ends`] its
-/// instructions or allocations are counted, when a [`SideCounter`] is set
+/// instructions or allocations are counted, when a [`TurnCounter`] is set
 /// (one relaxed load otherwise). [`Turns`] calls it at every turn; `bulk`
 /// around the sender's and the receiver's calls.
 #[inline]
@@ -171,7 +171,7 @@ impl Turns {
     }
 
     /// `turn`'s side starts a turn: from here to [`Self::ended`] its
-    /// instructions or allocations are counted, when a [`SideCounter`] is set.
+    /// instructions or allocations are counted, when a [`TurnCounter`] is set.
     #[inline]
     pub fn begin(&mut self, turn: Side) {
         tap::turn_began(turn);

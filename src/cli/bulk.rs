@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::names::{not_memory, NamedParser};
 use super::shared::{OutputArgs, SamplingArgs, ShardArgs};
-use super::values::Size;
+use super::values::{self, Size};
 use crate::scenario::bulk::BulkPreset;
 use crate::scenario::{Aead, BackendList, Measure, TlsVersion, Transport};
 
@@ -62,7 +62,7 @@ pub struct BulkArgs {
 
     /// Application bytes per sample, for every row. [default: per row, about
     /// 2 ms of both sides' CPU time, from 16 KiB to 4 MiB]
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = values::at_least_one)]
     pub bytes_per_sample: Option<usize>,
 
     /// Leave out the no-crypto rows, the baseline of "× no crypto"

@@ -7,9 +7,9 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use super::shared::{AxisArgs, MeasureArgs, OutputArgs, SamplingArgs, ShardArgs};
-use super::values::NetworkProfiles;
+use super::values::{self, NetworkProfiles};
 use crate::scenario::presets::Preset;
-use crate::scenario::{BackendList, CpuFeatures, ServerKind, Transport};
+use crate::scenario::{BackendId, BackendList, CpuFeatures, ServerKind, Transport};
 
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[command(after_help = "Examples:
@@ -62,6 +62,14 @@ pub struct HandshakeArgs {
     // The help names the registered servers: cli::registries::handshake_server.
     #[arg(long, value_name = "LIST", value_delimiter = ',', help = super::registries::handshake_server())]
     pub server: Option<Vec<ServerKind>>,
+
+    /// With --server, the backend whose client handshakes with the
+    /// programs' TLS rows (the measuring client): only a backend that can
+    /// be that client is accepted. [default: openssl]
+    #[arg(long, value_name = "BACKEND", requires = "server")]
+    // Not passed to child processes: the programs' rows run in this one.
+    #[serde(skip)]
+    pub client_backend: Option<BackendId>,
 
     /// Handshake with tlslab's server on another host instead of in this
     /// process: `tlslab serve --handshakes` running there, at HOST:PORT. It
@@ -126,7 +134,7 @@ pub struct HandshakeArgs {
 
     /// With --capacity: the most threads at once (rows from 1 to N).
     /// [default: every core]
-    #[arg(long, value_name = "N", requires = "capacity")]
+    #[arg(long, value_name = "N", requires = "capacity", value_parser = values::at_least_one)]
     pub threads: Option<usize>,
 
     /// With hardware acceleration (native) and without it (generic: the

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::names::{not_memory, over_tcp, NamedParser};
 use super::shared::OutputArgs;
-use super::values::{Seconds, Size};
+use super::values::{self, Seconds, Size};
 use crate::scenario::presets::LoadPreset;
 use crate::scenario::{
     Aead, BackendId, CertKind, Group, Measure, Resumption, ServerKind, Shard, TlsVersion, WallClock,
@@ -93,13 +93,13 @@ pub struct LoadArgs {
     /// Clients: connections with one request at a time each (a due request
     /// waits for a free one, and that wait counts). At most 1024 with a
     /// blocking thread each; more with --event-loops.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::at_least_one)]
     pub clients: Option<usize>,
 
     /// Drive the clients from N threads (at most 256), each an epoll loop
     /// over nonblocking connections; 0 gives each client a blocking thread
     /// of its own. [default: 1 in keepalive mode, else 0]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::event_loops_or_none)]
     pub event_loops: Option<usize>,
 
     /// HTTP versions: 1.1 (ALPN http/1.1) and 2 (ALPN h2, framed by
@@ -110,11 +110,11 @@ pub struct LoadArgs {
 
     /// HTTP/2 in keepalive mode: the requests each connection carries at
     /// once, as streams (h2load's -m). [default: 1]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::at_least_one)]
     pub streams: Option<usize>,
 
     /// At most this many requests, whatever rate and duration say. [default: 1000000]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::at_least_one)]
     pub max_requests: Option<usize>,
 
     // The help names the registered servers: cli::registries::load_server.
@@ -126,10 +126,15 @@ pub struct LoadArgs {
     #[arg(long, value_name = "BACKEND")]
     pub backend: Option<BackendId>,
 
+    /// The backend whose client offers the load (the measuring client):
+    /// only a backend that can be that client is accepted. [default: openssl]
+    #[arg(long, value_name = "BACKEND")]
+    pub client_backend: Option<BackendId>,
+
     /// The embedded server's worker threads, each an event loop serving
     /// many connections: the cores its handshakes can use (`--workers` is
     /// an old name of it); at most 256. [default: every core]
-    #[arg(long, alias = "workers", value_name = "N")]
+    #[arg(long, alias = "workers", value_name = "N", value_parser = values::event_loops)]
     pub threads: Option<usize>,
 
     /// A server you run, HOST:PORT or https://HOST[:PORT]/PATH (the URL's
@@ -140,7 +145,7 @@ pub struct LoadArgs {
     /// with --path any page. Its certificate is checked against the
     /// system's roots and tlslab's test root (or --ca-file) for
     /// --server-name. Off loopback it needs --i-have-permission and --max-rate.
-    #[arg(long, value_name = "HOST:PORT|URL")]
+    #[arg(long, value_name = "HOST:PORT|URL", conflicts_with = "server")]
     pub target: Option<String>,
 
     /// With --target: the path to request (e.g. /index.html). Each answer
@@ -168,21 +173,21 @@ pub struct LoadArgs {
     /// A cap on the offered requests per second (a higher --rate is
     /// refused) and, off loopback, on the probe's handshakes per second.
     /// Required for a --target off loopback.
-    #[arg(long, value_name = "REQ/S", allow_negative_numbers = true)]
+    #[arg(long, value_name = "REQ/S", allow_negative_numbers = true, value_parser = values::positive_number)]
     pub max_rate: Option<f64>,
 
     /// With --target: probe what the server accepts, print it, and stop.
-    #[arg(long)]
+    #[arg(long, requires = "target", conflicts_with = "no_probe")]
     pub probe_only: bool,
 
     /// With --target: load without probing first.
-    #[arg(long)]
+    #[arg(long, requires = "target")]
     pub no_probe: bool,
 
     /// Profile the server with perf during the run (per shared object):
     /// nginx's worker, or the embedded server's worker threads.
     /// [default: on with --preset, else off]
-    #[arg(long)]
+    #[arg(long, conflicts_with = "target")]
     pub perf: bool,
 
     /// What to measure: time (the load: latencies, rates, each side's CPU),
@@ -260,7 +265,7 @@ pub struct LoadAxisArgs {
 
     /// Certificates in the chain, root to leaf inclusive (3 = root,
     /// intermediate, leaf). [default: 3]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::chain_depth)]
     pub chain_depth: Option<u8>,
 }
 

@@ -36,6 +36,7 @@ mod serve;
 mod shared;
 mod speed;
 mod tunnel;
+pub mod usage;
 pub mod values;
 
 use clap::{Parser, Subcommand};

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::names::{over_tcp, NamedParser};
 use super::shared::{DisplayArgs, ExportArgs};
-use super::values::{Seconds, Size};
+use super::values::{self, Seconds, Size};
 use crate::scenario::{Aead, BackendId, CertKind, Group, Resumption, ServerKind, TlsVersion};
 
 #[derive(Debug, Clone, Args)]
@@ -71,7 +71,7 @@ pub struct ServeArgs {
     /// `load --server embedded --threads` (`--workers` is an old name of
     /// it); at most 256, since more threads than cores add only
     /// switching. [default: one per core]
-    #[arg(long, alias = "workers", value_name = "N")]
+    #[arg(long, alias = "workers", value_name = "N", value_parser = values::event_loops)]
     pub threads: Option<usize>,
 
     /// The most connections held at once, over all threads; more wait in
@@ -112,7 +112,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         value_name = "SERVER",
-        conflicts_with_all = ["bind", "backend", "threads"],
+        conflicts_with_all = ["bind", "backend", "threads", "handshakes"],
         help = super::registries::serve_server()
     )]
     pub server: Option<ServerKind>,
@@ -166,6 +166,6 @@ pub struct ServeOfferArgs {
 
     /// Certificates in each chain, root to leaf inclusive (3 = root,
     /// intermediate, leaf). [default: 3]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::chain_depth)]
     pub chain_depth: Option<u8>,
 }

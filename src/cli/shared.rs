@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::values::{Percent, Seconds};
+use super::values::{self, Percent, Seconds};
 use crate::scenario::{Aead, CertKind, Group, Measure, Resumption, Shard, TlsVersion};
 
 /// What a run measures: time, or counts that hold on any machine.
@@ -66,7 +66,7 @@ pub struct AxisArgs {
     pub resumption: Option<Vec<Resumption>>,
 
     /// Certificates in the chain, root to leaf inclusive (3 = root, intermediate, leaf).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::chain_depth)]
     pub chain_depth: Option<u8>,
 
     /// DTLS rows: the largest datagram either side may send, in bytes of UDP
@@ -84,7 +84,7 @@ pub struct SamplingArgs {
     /// Stop a cell once the 95% interval of its median (and of its ratio to
     /// the baseline row, when there is one) is within ± this, e.g. 1% or 0.5%.
     /// [default: per command, see above]
-    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true)]
+    #[arg(long, value_name = "PERCENT", allow_hyphen_values = true, value_parser = values::precision)]
     pub precision: Option<Percent>,
 
     /// Time budget per cell, of its own sampling, once it has its minimum
@@ -95,16 +95,16 @@ pub struct SamplingArgs {
     /// Time budget for the whole run (warm-up included): every cell still
     /// sampling then stops with what it has. Seconds, or with a unit (90s,
     /// 2m). [default: none]
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = values::positive_seconds)]
     pub max_total_time: Option<Seconds>,
 
     /// Fewest samples per cell before precision or time may stop it. [default: per command]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::at_least_one)]
     pub min_samples: Option<usize>,
 
     /// Take exactly N samples per cell, one per round, whatever the
     /// precision (as in the classic 10-run studies; overrides the stop rules).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::at_least_one)]
     pub runs: Option<usize>,
 
     /// Warm-up per cell before sampling, seconds or with a unit (200ms; at

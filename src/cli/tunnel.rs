@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::names::{not_memory, NamedParser};
 use super::shared::{OutputArgs, SamplingArgs, ShardArgs};
-use super::values::Size;
+use super::values::{self, Size};
 use crate::scenario::presets::TunnelPreset;
 use crate::scenario::tunnel::EngineId;
 use crate::scenario::tunnel_axes::{Cipher, Compression, Digest, Payload};
@@ -71,7 +71,7 @@ pub struct TunnelArgs {
 
     /// Bytes each transfer through a real tunnel (openvpn, wireguard-go)
     /// carries each way, in megabytes (10^6 bytes).
-    #[arg(long, value_name = "MB", default_value_t = 16.0)]
+    #[arg(long, value_name = "MB", default_value_t = 16.0, value_parser = values::positive_number)]
     pub transfer_mb: f64,
 
     /// Also measure what establishing a tunnel costs, per engine: each

@@ -127,6 +127,92 @@ impl fmt::Display for Percent {
     }
 }
 
+/// The parser of a count that must be at least one (`--runs`,
+/// `--min-samples`, `--threads`): zero is refused by clap, with the
+/// option's name, before any command runs.
+pub fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{text}' is not a whole number")),
+    }
+}
+
+/// The most event-loop threads a server (`--threads`) or the load
+/// generator (`--event-loops`) may start: each holds many connections, so
+/// more of them than cores add only switching, and a bound keeps a typo
+/// from starting 100,000 threads.
+pub const MAX_EVENT_LOOPS: usize = 256;
+
+/// The parser of a number of event-loop threads, `--threads` of a server:
+/// from 1 to [`MAX_EVENT_LOOPS`].
+pub fn event_loops(text: &str) -> Result<usize, String> {
+    at_least_one(text).and_then(at_most_event_loops)
+}
+
+/// The parser of `--event-loops`, where 0 has a meaning of its own (a
+/// blocking thread per client): at most [`MAX_EVENT_LOOPS`].
+pub fn event_loops_or_none(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) => at_most_event_loops(n),
+        Err(_) => Err(format!("'{text}' is not a whole number")),
+    }
+}
+
+fn at_most_event_loops(n: usize) -> Result<usize, String> {
+    if n > MAX_EVENT_LOOPS {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        return Err(format!(
+            "{n} is too many: at most {MAX_EVENT_LOOPS} (each is an event loop holding many connections; this machine has {cores} cores, and more threads than cores add only switching)"
+        ));
+    }
+    Ok(n)
+}
+
+/// The parser of a span of time that must be more than zero
+/// (`--max-total-time`).
+pub fn positive_seconds(text: &str) -> Result<Seconds, String> {
+    let seconds: Seconds = text.parse()?;
+    if seconds.duration().is_zero() {
+        return Err("must be more than zero seconds".to_string());
+    }
+    Ok(seconds)
+}
+
+/// The parser of `--precision`: more than 0% and less than 100%.
+pub fn precision(text: &str) -> Result<Percent, String> {
+    let asked: Percent = text.parse()?;
+    if !(asked.percent() > 0.0 && asked.percent() < 100.0) {
+        return Err(format!(
+            "must be more than 0% and less than 100%, got {asked}"
+        ));
+    }
+    Ok(asked)
+}
+
+/// The parser of a positive number (`--transfer-mb`, `--max-rate`):
+/// finite and more than zero.
+pub fn positive_number(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && value > 0.0 => Ok(value),
+        _ => Err(format!("must be a positive number, got '{text}'")),
+    }
+}
+
+/// The parser of `--chain-depth`: from 2 (a root and a leaf) to 8
+/// ([`crate::scenario::CHAIN_DEPTHS`]).
+pub fn chain_depth(text: &str) -> Result<u8, String> {
+    let depths = crate::scenario::CHAIN_DEPTHS;
+    match text.trim().parse::<u8>() {
+        Ok(depth) if depths.contains(&depth) => Ok(depth),
+        _ => Err(format!(
+            "must be {}..{} (root and leaf at least), got '{text}'",
+            depths.start(),
+            depths.end()
+        )),
+    }
+}
+
 /// A number of bytes on the command line: plain (1400) or with k or m
 /// (50k is 50,000 bytes, 1m is 1,000,000). Whether zero is allowed and
 /// how large a size may be is the option's to say.

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::{Column, Document, Table};
-use crate::backend::openssl::probe::{Attempt, Axis};
+use crate::backend::probe::{Attempt, Axis};
 use crate::scenario::Named;
 
 /// What the server accepted on one axis, in the order tried.

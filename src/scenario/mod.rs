@@ -3,6 +3,10 @@
 //! depth, and for DTLS the datagram MTU). This module owns the stable scenario ids, the protocol rules that
 //! make a combination meaningless, matrix expansion and presets.
 
+/// The chain depths a scenario may ask for: a root and a leaf at least,
+/// at most six intermediates between them.
+pub const CHAIN_DEPTHS: std::ops::RangeInclusive<u8> = 2..=8;
+
 pub mod axes;
 pub mod backend;
 pub mod baseline;
@@ -447,7 +451,7 @@ impl HandshakeMatrix {
         if let Some((axis, _)) = axes.iter().find(|(_, empty)| *empty) {
             return Err(MatrixError::EmptyAxis { axis });
         }
-        if !(2..=8).contains(&self.chain_depth) {
+        if !CHAIN_DEPTHS.contains(&self.chain_depth) {
             return Err(MatrixError::ChainDepth(self.chain_depth));
         }
         if !(1..=MAX_MTU_BYTES).contains(&self.mtu_bytes) {

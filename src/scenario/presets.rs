@@ -440,6 +440,12 @@ impl LoadPreset {
         "the embedded OpenSSL server (or --server nginx) under a 15 s ramp to 500 new TLS 1.2 connections/s (RSA key transport, RSA-2048, AES-128-CBC-SHA), 50 KB pages, 30 s, profiled with perf per library and per symbol category"
     }
 
+    /// The embedded server's backend: OpenSSL, whose symbols the profile
+    /// puts in categories (the study's server ran on OpenSSL too).
+    pub fn server_backend(self) -> crate::scenario::BackendId {
+        crate::scenario::BackendId::Openssl
+    }
+
     /// The study used DES-CBC with SHA-1 and RSA key exchange; no current
     /// OpenSSL offers DES in TLS, so the suite is its nearest kin,
     /// AES-128-CBC with HMAC-SHA1.

@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use hdrhistogram::Histogram;
-use openssl::ssl::SslContext;
 use serde::Serialize;
+
+use crate::backend::client::ClientContext;
 
 mod events;
 mod head;
@@ -522,11 +523,12 @@ impl IntervalTally {
     }
 }
 
-/// A client's TLS setup: the context, where to connect, the server's name
-/// and whether its answers are tlslab's generated pages.
+/// A client's TLS setup: the measuring client's context, where to
+/// connect, the server's name and whether its answers are tlslab's
+/// generated pages.
 #[derive(Clone)]
 pub struct Endpoint {
-    pub context: SslContext,
+    pub context: std::sync::Arc<dyn ClientContext>,
     pub address: SocketAddr,
     /// Sent as SNI and in the Host header; the server's certificate must
     /// be for it (a host name, or an IP address).

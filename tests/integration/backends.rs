@@ -3,17 +3,18 @@
 //! written for TLS runs on a DTLS-only library over the DTLS version with
 //! the same rules, where that library declares the rest of the scenario;
 //! a test written for TLS 1.3 runs over QUIC too on every library that
-//! declares QUIC (TLS 1.3 inside QUIC, the same rules).
+//! declares QUIC (TLS 1.3 inside QUIC, the same rules). Each test is one
+//! `#[test]` per backend (`backends::mutual_tls::dimpl`, see
+//! [`crate::each`]), and each fails if it measured nothing.
 
-use std::sync::Arc;
-
-use tlslab::backend::{Backend, HandshakeSample};
+use tlslab::backend::{Backend, BackendId, HandshakeSample};
 use tlslab::measure::verify;
 use tlslab::scenario::{
     Aead, CertKind, Group, HandshakeScenario, KxKind, Named, Resumption, TlsVersion,
     DEFAULT_MTU_BYTES,
 };
 
+use crate::each::for_each_backend;
 use crate::util;
 
 pub fn scenario(version: TlsVersion, group: Group, cert: CertKind) -> HandshakeScenario {
@@ -90,16 +91,6 @@ fn cert_for(group: Group) -> CertKind {
     }
 }
 
-/// The backends the shared suite runs on: every listed backend of the
-/// registry, so a library gets the suite with its registration line
-/// (those `TLSLAB_TEST_BACKENDS` names, when set).
-fn registered() -> Vec<Arc<dyn Backend>> {
-    tlslab::backend::listed()
-        .filter(|descriptor| util::backend_under_test(descriptor.name()))
-        .map(|descriptor| (descriptor.open)())
-        .collect()
-}
-
 /// The versions a suite test written for TLS `version` runs on `backend`:
 /// the one [`version_on`] gives, and QUIC beside TLS 1.3 where the backend
 /// declares QUIC.
@@ -166,40 +157,96 @@ fn cases(backend: &dyn Backend, written: HandshakeScenario) -> Vec<HandshakeScen
         .collect()
 }
 
-/// Measures `written` on every registered backend that runs it (see
-/// [`cases`]); returns how many scenarios ran.
-fn on_every_backend(written: HandshakeScenario) -> usize {
+/// Measures on `backend` each of the scenarios written, as it runs them
+/// (see [`cases`]). A backend that runs none of them must say why of each
+/// (dimpl resumes nothing): then the test prints a `skipped:` line with
+/// those reasons; it cannot pass having measured nothing unseen.
+fn on_backend(backend: &dyn Backend, written: impl IntoIterator<Item = HandshakeScenario>) {
+    let written: Vec<HandshakeScenario> = written.into_iter().collect();
     let mut ran = 0;
-    for backend in registered() {
-        for s in cases(backend.as_ref(), written) {
-            assert_measured(backend.as_ref(), &s);
+    for written in &written {
+        for s in cases(backend, *written) {
+            assert_measured(backend, &s);
             ran += 1;
         }
     }
-    ran
-}
-
-#[test]
-fn tls13_x25519_with_ecdsa_and_rsa() {
-    for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
-        on_every_backend(scenario(TlsVersion::Tls13, Group::X25519, cert));
+    if ran == 0 {
+        let reasons: Vec<String> = written
+            .iter()
+            .flat_map(|written| reasons_against(backend, *written))
+            .collect();
+        skipped_with_reasons(backend, &reasons);
     }
 }
 
-#[test]
-fn tls12_ecdhe_with_ecdsa_and_rsa() {
-    for cert in [CertKind::EcdsaP256, CertKind::Rsa2048] {
-        on_every_backend(scenario(TlsVersion::Tls12, Group::X25519, cert));
+/// Why `backend` runs none of [`cases`] for `written`: each twin's reason
+/// (the protocol's, or the backend's own), or that it speaks neither the
+/// version nor its DTLS twin. Panics if a twin it does not run has no
+/// reason.
+fn reasons_against(backend: &dyn Backend, written: HandshakeScenario) -> Vec<String> {
+    let versions = versions_on(backend, written.version);
+    if versions.is_empty() {
+        return vec![format!(
+            "{} speaks neither {} nor its datagram twin",
+            backend.id(),
+            written.version.id()
+        )];
     }
+    versions
+        .into_iter()
+        .map(|version| {
+            let twin = as_version(written, version);
+            twin.protocol_conflict()
+                .or_else(|| backend.unsupported_reason(&twin))
+                .unwrap_or_else(|| panic!("{} runs {} unseen", backend.id(), twin.label()))
+        })
+        .collect()
 }
 
-/// Every suite the protocol defines is measured, or the backend says it
-/// has none (rustls has no CBC).
-#[test]
-fn every_suite() {
-    for backend in registered() {
+/// Prints that the running test measured nothing on `backend`, for
+/// `reasons` (which must be some, each said): a fact of what the backend
+/// declares, not a missing tool, so it does not fail under `CI`.
+fn skipped_with_reasons(backend: &dyn Backend, reasons: &[String]) {
+    assert!(
+        !reasons.is_empty() && reasons.iter().all(|reason| !reason.is_empty()),
+        "{} ran nothing and says not why",
+        backend.id()
+    );
+    let mut reasons = reasons.to_vec();
+    reasons.dedup();
+    util::note_skipped(
+        &crate::each::current_test(),
+        &format!(
+            "{} declares none of it: {}",
+            backend.id(),
+            reasons.join("; ")
+        ),
+    );
+}
+
+for_each_backend! {
+    fn tls13_x25519_with_ecdsa_and_rsa(backend: &dyn Backend) {
+        on_backend(
+            backend,
+            [CertKind::EcdsaP256, CertKind::Rsa2048]
+                .map(|cert| scenario(TlsVersion::Tls13, Group::X25519, cert)),
+        );
+    }
+
+    fn tls12_ecdhe_with_ecdsa_and_rsa(backend: &dyn Backend) {
+        on_backend(
+            backend,
+            [CertKind::EcdsaP256, CertKind::Rsa2048]
+                .map(|cert| scenario(TlsVersion::Tls12, Group::X25519, cert)),
+        );
+    }
+
+    /// Every suite the protocol defines is measured, or the backend says it
+    /// has none (rustls has no CBC).
+    fn every_suite(backend: &dyn Backend) {
+        let mut measured = 0;
         for written in [TlsVersion::Tls12, TlsVersion::Tls13] {
-            for version in versions_on(backend.as_ref(), written) {
+            for version in versions_on(backend, written) {
                 for aead in Aead::ALL {
                     let mut s =
                         as_version(scenario(written, Group::P256, CertKind::EcdsaP256), version);
@@ -208,7 +255,8 @@ fn every_suite() {
                         continue;
                     }
                     if backend.capabilities().aeads.contains(aead) {
-                        assert_measured(backend.as_ref(), &s);
+                        assert_measured(backend, &s);
+                        measured += 1;
                     } else {
                         let reason = backend.unsupported_reason(&s).unwrap_or_default();
                         assert!(reason.contains(aead.name()), "{}: {reason}", backend.id());
@@ -216,50 +264,52 @@ fn every_suite() {
                 }
             }
         }
+        assert!(measured > 0, "{} measured no suite", backend.id());
     }
-}
 
-#[test]
-fn resumption_modes() {
-    let cases = [
-        (TlsVersion::Tls12, Resumption::SessionId),
-        (TlsVersion::Tls12, Resumption::Ticket),
-        (TlsVersion::Tls13, Resumption::Psk),
-        // Over QUIC where the library sends early data; elsewhere a reason.
-        (TlsVersion::Tls13, Resumption::ZeroRtt),
-    ];
-    for (version, resumption) in cases {
-        let mut s = scenario(version, Group::X25519, CertKind::EcdsaP256);
-        s.resumption = resumption;
-        on_every_backend(s);
+    fn resumption_modes(backend: &dyn Backend) {
+        let modes = [
+            (TlsVersion::Tls12, Resumption::SessionId),
+            (TlsVersion::Tls12, Resumption::Ticket),
+            (TlsVersion::Tls13, Resumption::Psk),
+            // Over QUIC where the library sends early data; elsewhere a reason.
+            (TlsVersion::Tls13, Resumption::ZeroRtt),
+        ];
+        on_backend(
+            backend,
+            modes.map(|(version, resumption)| {
+                let mut s = scenario(version, Group::X25519, CertKind::EcdsaP256);
+                s.resumption = resumption;
+                s
+            }),
+        );
     }
-}
 
-#[test]
-fn mutual_tls() {
-    for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
-        let mut s = scenario(version, Group::X25519, CertKind::EcdsaP256);
-        s.mutual = true;
-        on_every_backend(s);
+    fn mutual_tls(backend: &dyn Backend) {
+        on_backend(
+            backend,
+            [TlsVersion::Tls12, TlsVersion::Tls13].map(|version| {
+                let mut s = scenario(version, Group::X25519, CertKind::EcdsaP256);
+                s.mutual = true;
+                s
+            }),
+        );
     }
-}
 
-#[test]
-fn chain_depths() {
-    for depth in [2, 5] {
-        let mut s = scenario(TlsVersion::Tls13, Group::X25519, CertKind::Ed25519);
-        s.chain_depth = depth;
-        on_every_backend(s);
+    fn chain_depths(backend: &dyn Backend) {
+        on_backend(
+            backend,
+            [2, 5].map(|depth| {
+                let mut s = scenario(TlsVersion::Tls13, Group::X25519, CertKind::Ed25519);
+                s.chain_depth = depth;
+                s
+            }),
+        );
     }
-}
 
-/// The capabilities a backend declares are true: every group and
-/// certificate it lists completes a verified handshake, on every
-/// registered backend.
-#[test]
-fn every_declared_group_and_certificate() {
-    for backend in registered() {
-        let backend = backend.as_ref();
+    /// The capabilities a backend declares are true: every group and
+    /// certificate it lists completes a verified handshake.
+    fn every_declared_group_and_certificate(backend: &dyn Backend) {
         let caps = backend.capabilities().clone();
         let mut ran = 0;
         let mut measure = |written: HandshakeScenario| {
@@ -286,101 +336,143 @@ fn every_declared_group_and_certificate() {
         }
         assert!(ran > 0, "{} ran none of its declared groups", backend.id());
     }
-}
 
-/// A handshake that negotiates another group than the scenario asked
-/// for fails the cell and is never counted.
-#[test]
-fn a_wrongly_negotiated_group_is_rejected() {
-    for backend in registered() {
+    /// A handshake that negotiates another group than the scenario asked
+    /// for fails the cell and is never counted.
+    fn a_wrongly_negotiated_group_is_rejected(backend: &dyn Backend) {
         let built = scenario(TlsVersion::Tls13, Group::P256, CertKind::EcdsaP256);
         let asked = scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
-        for (built, asked) in cases(&*backend, built)
-            .into_iter()
-            .zip(cases(&*backend, asked))
-        {
-            match measure_as(backend.as_ref(), &built, &asked) {
+        let mut checked = 0;
+        for (built, asked) in cases(backend, built).into_iter().zip(cases(backend, asked)) {
+            match measure_as(backend, &built, &asked) {
                 Err(reason) => {
                     assert_eq!(reason, "wrong group: asked for x25519, negotiated p256")
                 }
                 Ok(samples) => panic!("{}: a mismatch was counted: {samples:?}", backend.id()),
             }
+            checked += 1;
+        }
+        if checked == 0 {
+            let reasons: Vec<String> = [built, asked]
+                .into_iter()
+                .filter(|written| cases(backend, *written).is_empty())
+                .flat_map(|written| reasons_against(backend, written))
+                .collect();
+            skipped_with_reasons(backend, &reasons);
         }
     }
-}
 
-/// A wrongly negotiated certificate type is caught too.
-#[test]
-fn a_wrong_signature_scheme_is_rejected() {
-    // A backend that cannot report the server's signature scheme (wolfSSL
-    // without its OpenSSL layer) is not held to it.
-    for backend in registered()
-        .into_iter()
-        .filter(|backend| backend.capabilities().reports_signature_scheme)
-    {
+    /// A wrongly negotiated certificate type is caught too.
+    fn a_wrong_signature_scheme_is_rejected(backend: &dyn Backend) {
+        // A backend that cannot report the server's signature scheme (wolfSSL
+        // without its OpenSSL layer) is not held to it.
+        if !backend.capabilities().reports_signature_scheme {
+            let reason = format!("{} does not report the signature scheme", backend.id());
+            skipped_with_reasons(backend, &[reason]);
+            return;
+        }
         let built = scenario(TlsVersion::Tls13, Group::X25519, CertKind::Rsa2048);
         let asked = scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256);
-        for (built, asked) in cases(&*backend, built)
-            .into_iter()
-            .zip(cases(&*backend, asked))
-        {
-            match measure_as(backend.as_ref(), &built, &asked) {
+        let mut checked = 0;
+        for (built, asked) in cases(backend, built).into_iter().zip(cases(backend, asked)) {
+            match measure_as(backend, &built, &asked) {
                 Err(reason) => assert!(reason.starts_with("wrong"), "{reason}"),
                 Ok(samples) => panic!("{}: a mismatch was counted: {samples:?}", backend.id()),
             }
+            checked += 1;
+        }
+        if checked == 0 {
+            let reasons: Vec<String> = [built, asked]
+                .into_iter()
+                .filter(|written| cases(backend, *written).is_empty())
+                .flat_map(|written| reasons_against(backend, written))
+                .collect();
+            skipped_with_reasons(backend, &reasons);
         }
     }
 }
 
-/// Every registered descriptor says of its backend what the backend says
-/// of itself: its id and library, its capabilities (the transports
-/// included), and whether its crypto can be counted apart (the backend
-/// has an instrumented variant, with the same capabilities).
+for_each_backend! {
+    mock;
+
+    /// Every registered descriptor says of its backend what the backend says
+    /// of itself: its id and library, its capabilities (the transports
+    /// included), and whether its crypto can be counted apart (the backend
+    /// has an instrumented variant, with the same capabilities).
+    fn every_descriptor_agrees_with_its_backend(backend: &dyn Backend) {
+        let name = backend.id();
+        let descriptor = tlslab::backend::descriptor_by_id(name)
+            .unwrap_or_else(|| panic!("{name} has no descriptor"));
+        assert_descriptor_agrees(descriptor);
+        assert!(
+            !backend.capabilities().transports.is_empty(),
+            "{name} runs over no transport"
+        );
+    }
+}
+
+/// `descriptor` says of its backend what the backend says of itself (see
+/// `every_descriptor_agrees_with_its_backend`).
+fn assert_descriptor_agrees(descriptor: &tlslab::backend::BackendDescriptor) {
+    let backend = (descriptor.open)();
+    let name = descriptor.name();
+    assert_eq!(backend.id(), name);
+    assert_eq!(descriptor.id.open().id(), name);
+    assert_eq!(backend.library().library, descriptor.library, "{name}");
+    assert_eq!(
+        backend.capabilities(),
+        (descriptor.capabilities)(),
+        "{name}"
+    );
+    let instrumented = backend.instrumented();
+    assert_eq!(
+        instrumented.is_some(),
+        descriptor.counts_crypto_apart,
+        "{name}"
+    );
+    if let Some(instrumented) = instrumented {
+        assert_eq!(
+            instrumented.capabilities(),
+            backend.capabilities(),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        tlslab::backend::backend_by_id(name).unwrap().id(),
+        name,
+        "{name} opens by its id"
+    );
+    assert_eq!(
+        tlslab::backend::BACKEND_IDS.contains(&name),
+        descriptor.listed,
+        "{name} is listed if and only if its descriptor says so"
+    );
+}
+
+/// The registry holds one descriptor per backend id, and the listed ids
+/// are those of the listed descriptors; a backend not built in (wolfssl
+/// without its feature), which has no generated test, runs nothing at all,
+/// over no transport, and its descriptor agrees with it too.
 #[test]
-fn every_descriptor_agrees_with_its_backend() {
+fn the_registry_lists_its_listed_descriptors() {
     let mut listed = 0;
     for descriptor in tlslab::backend::REGISTRY {
         let backend = (descriptor.open)();
-        let name = descriptor.name();
-        assert_eq!(backend.id(), name);
-        assert_eq!(descriptor.id.open().id(), name);
-        assert_eq!(backend.library().library, descriptor.library, "{name}");
-        assert_eq!(
-            backend.capabilities(),
-            (descriptor.capabilities)(),
-            "{name}"
-        );
-        // A backend not built in (wolfssl without its feature) runs
-        // nothing at all, over no transport.
+        let caps = backend.capabilities();
         assert!(
-            !backend.capabilities().transports.is_empty()
-                || backend.capabilities().versions.is_empty(),
-            "{name} runs over no transport"
+            !caps.transports.is_empty() || caps.versions.is_empty(),
+            "{} runs over no transport",
+            descriptor.name()
         );
-        let instrumented = backend.instrumented();
-        assert_eq!(
-            instrumented.is_some(),
-            descriptor.counts_crypto_apart,
-            "{name}"
-        );
-        if let Some(instrumented) = instrumented {
-            assert_eq!(
-                instrumented.capabilities(),
-                backend.capabilities(),
-                "{name}"
-            );
+        if caps.versions.is_empty() {
+            assert_descriptor_agrees(descriptor);
         }
-        assert_eq!(
-            tlslab::backend::backend_by_id(name).unwrap().id(),
-            name,
-            "{name} opens by its id"
-        );
         if descriptor.listed {
-            assert!(tlslab::backend::BACKEND_IDS.contains(&name), "{name}");
             listed += 1;
         }
     }
     assert_eq!(tlslab::backend::BACKEND_IDS.len(), listed);
+    assert_eq!(tlslab::backend::REGISTRY.len(), BackendId::ALL.len());
 }
 
 #[test]

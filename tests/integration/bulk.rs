@@ -221,7 +221,8 @@ fn dimpl_carries_checked_data_over_dtls() {
 /// build without it refuses the name with the build command.
 #[test]
 fn wolfssl_carries_checked_data_or_says_how_to_build_it() {
-    if !util::backend_under_test("wolfssl") {
+    const TEST: &str = "bulk::wolfssl_carries_checked_data_or_says_how_to_build_it";
+    if util::skip_unless_under_test("wolfssl", TEST) {
         return;
     }
     let command = |extra: &[&str]| {
@@ -243,7 +244,7 @@ fn wolfssl_carries_checked_data_or_says_how_to_build_it() {
         args.extend_from_slice(extra);
         tlslab(&args)
     };
-    if !tlslab::scenario::backend::WOLFSSL_BUILT_IN {
+    if util::skip_without_wolfssl(TEST) {
         let run = command(&[]);
         run.expect_code(2);
         assert!(

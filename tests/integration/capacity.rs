@@ -132,7 +132,7 @@ fn bad_thread_counts_and_capacity_options_are_usage_errors() {
     for (args, expected) in [
         (
             vec!["handshake", "--capacity", "--threads", "0"],
-            "--threads must be at least 1",
+            "for '--threads <N>': must be at least 1",
         ),
         (vec!["handshake", "--threads", "2"], "--capacity"),
         (
@@ -145,7 +145,7 @@ fn bad_thread_counts_and_capacity_options_are_usage_errors() {
         ),
         (
             vec!["load", "--server", "embedded", "--threads", "0"],
-            "--threads must be at least 1",
+            "for '--threads <N>': must be at least 1",
         ),
         (vec!["load", "--threads", "2"], "add --server embedded"),
     ] {

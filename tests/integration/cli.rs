@@ -482,15 +482,15 @@ fn empty_lists_and_zero_bounds_are_usage_errors() {
         ),
         (
             vec!["load", "--server", "embedded", "--max-requests", "0"],
-            "--max-requests must be at least 1",
+            "for '--max-requests <N>': must be at least 1",
         ),
         (
             vec!["handshake", "--backend", "mock", "--min-samples", "0"],
-            "--min-samples must be at least 1",
+            "for '--min-samples <N>': must be at least 1",
         ),
         (
             vec!["speed", "--min-samples", "0"],
-            "--min-samples must be at least 1",
+            "for '--min-samples <N>': must be at least 1",
         ),
         (
             vec!["speed", "--size", ""],

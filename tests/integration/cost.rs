@@ -326,7 +326,8 @@ fn speed_and_cost_commands_run() {
 /// build without it refuses the name with the build command.
 #[test]
 fn wolfssl_speed_runs_on_wolfcrypt_or_says_how_to_build_it() {
-    if !util::backend_under_test("wolfssl") {
+    const TEST: &str = "cost::wolfssl_speed_runs_on_wolfcrypt_or_says_how_to_build_it";
+    if util::skip_unless_under_test("wolfssl", TEST) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -350,7 +351,7 @@ fn wolfssl_speed_runs_on_wolfcrypt_or_says_how_to_build_it() {
         "--export-json",
         json.to_str().unwrap(),
     ]);
-    if !tlslab::scenario::backend::WOLFSSL_BUILT_IN {
+    if util::skip_without_wolfssl(TEST) {
         run.expect_code(2);
         assert!(
             run.stderr().contains("--features wolfssl"),

@@ -521,7 +521,10 @@ fn dtls_study_preset_has_dtls13_rows_on_dimpl() {
 /// handshake verified resumed with its suite and, for DTLS 1.3, its group.
 #[test]
 fn wolfssl_resumes_dtls_by_session_id_ticket_and_psk() {
-    if !tlslab::scenario::backend::WOLFSSL_BUILT_IN {
+    const TEST: &str = "dtls::wolfssl_resumes_dtls_by_session_id_ticket_and_psk";
+    if crate::util::skip_without_wolfssl(TEST)
+        || crate::util::skip_unless_under_test("wolfssl", TEST)
+    {
         return;
     }
     let wolfssl = backend_by_id("wolfssl").unwrap();

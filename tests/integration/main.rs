@@ -10,6 +10,7 @@ mod cost;
 mod counted;
 mod docs;
 mod dtls;
+mod each;
 mod emulated;
 mod link;
 mod load;

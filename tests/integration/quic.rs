@@ -11,6 +11,7 @@ use tlslab::measure::verify;
 use tlslab::scenario::{CertKind, Group, Resumption, TlsVersion, Transport};
 
 use crate::backends::scenario;
+use crate::each::for_each_backend;
 use crate::util::{self, has_row, tlslab};
 
 /// The listed backends that declare QUIC.
@@ -25,12 +26,26 @@ fn quic_backends() -> Vec<std::sync::Arc<dyn Backend>> {
         .collect()
 }
 
+/// The libraries that declare QUIC are these three.
 #[test]
-fn a_quic_handshake_reports_quic_its_alpn_and_resumption_and_is_verified() {
-    let backends = quic_backends();
-    let ids: Vec<&str> = backends.iter().map(|backend| backend.id()).collect();
+fn openssl_and_both_rustls_declare_quic() {
+    let ids: Vec<&str> = quic_backends().iter().map(|backend| backend.id()).collect();
     assert_eq!(ids, ["openssl", "rustls-aws-lc", "rustls-ring"]);
-    for backend in &backends {
+}
+
+for_each_backend! {
+    /// On every library that declares QUIC; one that does not says why of
+    /// its QUIC row (and the test prints a `skipped:` line).
+    fn a_quic_handshake_reports_quic_its_alpn_and_resumption_and_is_verified(
+        backend: &dyn Backend
+    ) {
+        let quic = scenario(TlsVersion::Quic, Group::X25519, CertKind::EcdsaP256);
+        if !backend.capabilities().versions.contains(&TlsVersion::Quic) {
+            let reason = backend.unsupported_reason(&quic);
+            assert!(reason.as_ref().is_some_and(|r| !r.is_empty()), "{}", backend.id());
+            util::note_skipped(&crate::each::current_test(), &reason.unwrap());
+            return;
+        }
         for (transport, resumption) in [
             (Transport::Memory, Resumption::Off),
             (Transport::Memory, Resumption::Psk),

@@ -19,6 +19,7 @@ use tlslab::transport::LOOPBACK_PORT_ENV;
 use tlslab::workload::bulk::BulkProbe;
 
 use crate::backends::{assert_measured, measure_as, scenario};
+use crate::each::for_each_backend;
 use crate::util::{self, has_row, tlslab};
 
 /// The registered backends that speak TLS over TCP (dimpl is DTLS only).
@@ -54,27 +55,40 @@ fn assert_measured_over_socket(backend: &dyn Backend, s: &HandshakeScenario) {
     }
 }
 
+/// At least OpenSSL and both rustls speak TLS over TCP.
 #[test]
-fn a_verified_tls_handshake_over_tcp_per_backend() {
+fn three_backends_or_more_speak_tls_over_tcp() {
     let ids = tls_backends();
     assert!(ids.len() >= 3, "{ids:?}");
-    for id in ids {
-        let backend = backend_by_id(id).unwrap();
+}
+
+for_each_backend! {
+    /// TLS 1.2 and 1.3 over TCP, and TLS 1.3 resumed, on every backend that
+    /// speaks TLS over TCP; one that does not says why (dimpl: DTLS only),
+    /// and the test prints a `skipped:` line.
+    fn a_verified_tls_handshake_over_tcp_per_backend(backend: &dyn Backend) {
+        let tls13 = over(
+            scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256),
+            Transport::Tcp,
+        );
+        if !tls_backends().contains(&backend.id()) {
+            let reason = backend.unsupported_reason(&tls13);
+            assert!(reason.as_ref().is_some_and(|r| !r.is_empty()), "{}", backend.id());
+            util::note_skipped(&crate::each::current_test(), &reason.unwrap());
+            return;
+        }
         for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
             let s = over(
                 scenario(version, Group::X25519, CertKind::EcdsaP256),
                 Transport::Tcp,
             );
             assert_eq!(s.label().rsplit('_').next(), Some("tcp"));
-            assert_measured_over_socket(backend.as_ref(), &s);
+            assert_measured_over_socket(backend, &s);
         }
         // Resumption reads the session tickets after each handshake.
-        let mut resumed = over(
-            scenario(TlsVersion::Tls13, Group::X25519, CertKind::EcdsaP256),
-            Transport::Tcp,
-        );
+        let mut resumed = tls13;
         resumed.resumption = Resumption::Psk;
-        assert_measured_over_socket(backend.as_ref(), &resumed);
+        assert_measured_over_socket(backend, &resumed);
     }
 }
 
@@ -184,21 +198,18 @@ fn each_protocol_goes_over_its_own_socket() {
     );
 }
 
-/// Every registered backend (the mock's fake included) runs a verified
-/// handshake over each transport it declares, with each version it speaks
-/// that the transport carries, and says why (naming the transport) over
-/// each it does not, or where it declares the transport but not for that
-/// version (OpenSSL's QUIC over UDP).
-#[test]
-fn every_backend_runs_over_the_transports_it_declares_and_says_why_not() {
-    for descriptor in tlslab::backend::REGISTRY {
-        let backend = (descriptor.open)();
+for_each_backend! {
+    mock;
+
+    /// Every registered backend (the mock's fake included) runs a verified
+    /// handshake over each transport it declares, with each version it speaks
+    /// that the transport carries, and says why (naming the transport) over
+    /// each it does not, or where it declares the transport but not for that
+    /// version (OpenSSL's QUIC over UDP).
+    fn every_backend_runs_over_the_transports_it_declares_and_says_why_not(
+        backend: &dyn Backend
+    ) {
         let caps = backend.capabilities().clone();
-        // A backend not built in (wolfssl without its feature) runs
-        // nothing: its rows say how to build it.
-        if caps.versions.is_empty() || !util::backend_under_test(descriptor.name()) {
-            continue;
-        }
         let mut measured = 0;
         for transport in Transport::ALL {
             for version in &caps.versions {
@@ -230,10 +241,10 @@ fn every_backend_runs_over_the_transports_it_declares_and_says_why_not() {
                         s.label()
                     );
                 } else if transport.is_socket() {
-                    assert_measured_over_socket(backend.as_ref(), &s);
+                    assert_measured_over_socket(backend, &s);
                     measured += 1;
                 } else {
-                    assert_measured(backend.as_ref(), &s);
+                    assert_measured(backend, &s);
                     measured += 1;
                 }
             }

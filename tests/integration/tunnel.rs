@@ -18,6 +18,7 @@ use tlslab::scenario::tunnel::{
 use tlslab::workload::tunnel::inprocess::round_trip;
 use tlslab::workload::tunnel::{TunnelEngine, ENGINES};
 
+use crate::each::for_each_engine;
 use crate::util::{has_row, processes_mentioning, skip_without, tlslab, Run};
 
 fn scenario(cipher: Cipher, digest: Digest, compression: Compression) -> TunnelScenario {
@@ -236,10 +237,9 @@ fn assert_rows_follow_the_engine(
     rows
 }
 
-#[test]
-fn every_engine_runs_a_tiny_matrix_exports_it_and_reports_it_from_the_database() {
-    for engine in runnable_engines(
-        "every_engine_runs_a_tiny_matrix_exports_it_and_reports_it_from_the_database",
+for_each_engine! {
+    fn every_engine_runs_a_tiny_matrix_exports_it_and_reports_it_from_the_database(
+        engine: &'static dyn TunnelEngine
     ) {
         let id = engine.id().id();
         let dir = tempfile::tempdir().unwrap();
@@ -342,14 +342,13 @@ fn every_engine_runs_a_tiny_matrix_exports_it_and_reports_it_from_the_database()
     }
 }
 
-/// Ctrl-C stops the run, keeps every row with the samples it had and
-/// marks the run incomplete (a real SIGINT, sent after the third round):
-/// rows sampled together keep their rounds, a row sampled on its own (a
-/// real tunnel) keeps the samples it took before Ctrl-C.
-#[test]
-fn ctrl_c_keeps_the_samples_every_engine_took() {
-    let ciphers = "aes-128-cbc,camellia-128-cbc,seed-cbc,cast5-cbc,des-cbc,chacha20-poly1305";
-    for engine in runnable_engines("ctrl_c_keeps_the_samples_every_engine_took") {
+for_each_engine! {
+    /// Ctrl-C stops the run, keeps every row with the samples it had and
+    /// marks the run incomplete (a real SIGINT, sent after the third round):
+    /// rows sampled together keep their rounds, a row sampled on its own (a
+    /// real tunnel) keeps the samples it took before Ctrl-C.
+    fn ctrl_c_keeps_the_samples_every_engine_took(engine: &'static dyn TunnelEngine) {
+        let ciphers = "aes-128-cbc,camellia-128-cbc,seed-cbc,cast5-cbc,des-cbc,chacha20-poly1305";
         let id = engine.id().id();
         // The first row of the matrix the engine runs: sampled whether the
         // engine interleaves its rows or takes them one at a time.
@@ -426,16 +425,14 @@ fn ctrl_c_keeps_the_samples_every_engine_took() {
     }
 }
 
-/// Every engine but the in-process one, run beside it: its figure in the
-/// ranking's last column, its rows measured or saying its reason, nothing
-/// left behind.
-#[test]
-fn every_engine_measures_beside_the_in_process_rows() {
-    for engine in runnable_engines("every_engine_measures_beside_the_in_process_rows") {
+for_each_engine! {
+    real;
+
+    /// Every engine but the in-process one, run beside it: its figure in the
+    /// ranking's last column, its rows measured or saying its reason, nothing
+    /// left behind.
+    fn every_engine_measures_beside_the_in_process_rows(engine: &'static dyn TunnelEngine) {
         let id = engine.id().id();
-        if engine.id() == EngineId::Inprocess {
-            continue;
-        }
         let dir = tempfile::tempdir().unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let json_path = dir.path().join("out.json");

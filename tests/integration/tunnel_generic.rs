@@ -10,7 +10,8 @@ use tlslab::scenario::names::Named;
 use tlslab::scenario::tunnel::{Cipher, CipherMode, Compression, Digest, Payload, TunnelScenario};
 use tlslab::scenario::CpuFeatures;
 
-use crate::tunnel::{assert_nothing_left, runnable_engines, tlslab_in};
+use crate::each::for_each_engine;
+use crate::tunnel::{assert_nothing_left, tlslab_in};
 use crate::util::{has_row, tlslab};
 
 /// The reason an engine's generic rows give, if its CPU features cannot
@@ -161,14 +162,13 @@ fn generic_cpu_rows_sit_beside_the_native_ones_and_wireguards_say_why() {
     );
 }
 
-/// Every engine that can run here, without CPU features only: its row
-/// measured in the generic-CPU child as "<engine> (generic)" if its
-/// cryptography can be masked (the inprocess engine's OpenSSL, the
-/// OpenVPN daemons' OpenSSL through their environment), else saying why
-/// (WireGuard's); stored, reported, and nothing left behind.
-#[test]
-fn every_engine_runs_without_cpu_features_or_says_why() {
-    for engine in runnable_engines("every_engine_runs_without_cpu_features_or_says_why") {
+for_each_engine! {
+    /// Every engine that can run here, without CPU features only: its row
+    /// measured in the generic-CPU child as "<engine> (generic)" if its
+    /// cryptography can be masked (the inprocess engine's OpenSSL, the
+    /// OpenVPN daemons' OpenSSL through their environment), else saying why
+    /// (WireGuard's); stored, reported, and nothing left behind.
+    fn every_engine_runs_without_cpu_features_or_says_why(engine: &'static dyn TunnelEngine) {
         let id = engine.id().id();
         // The first of these rows the engine runs.
         let row = [

@@ -8,7 +8,8 @@
 use tlslab::scenario::names::Named;
 use tlslab::scenario::tunnel::EngineId;
 
-use crate::tunnel::{assert_nothing_left, runnable_engines, tlslab_in};
+use crate::each::for_each_engine;
+use crate::tunnel::{assert_nothing_left, tlslab_in};
 use crate::util::{has_row, skip_without, tlslab};
 
 /// The set-up row of an exported run of an engine and kind.
@@ -167,11 +168,10 @@ fn openvpn_tls_set_up_is_whole_processes_beside_the_static_key_start_up() {
     );
 }
 
-/// Every registered engine's set-up, of each kind it measures: measured
-/// with the samples asked for, or unsupported with a reason, never failed.
-#[test]
-fn every_engines_set_up_is_measured_or_says_why() {
-    for engine in runnable_engines("every_engines_set_up_is_measured_or_says_why") {
+for_each_engine! {
+    /// Every registered engine's set-up, of each kind it measures: measured
+    /// with the samples asked for, or unsupported with a reason, never failed.
+    fn every_engines_set_up_is_measured_or_says_why(engine: &'static dyn TunnelEngine) {
         let id = engine.id().id();
         let dir = tempfile::tempdir().unwrap();
         let tmp = tempfile::tempdir().unwrap();

@@ -6,16 +6,68 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use tlslab::backend::LibraryInfo;
 use tlslab::certs::CertCache;
+use tlslab::scenario::Named;
 use tlslab::store::{RunInfo, RunKind};
 
-/// True if and only if the backend suites run on `backend`: every one
-/// unless `TLSLAB_TEST_BACKENDS` names some (comma-separated), which CI
-/// sets to run the shared suite on an opt-in backend alone (wolfssl).
+/// True if and only if the backend suites run on `backend` (an id): every
+/// one unless `TLSLAB_TEST_BACKENDS` names some (comma-separated ids or
+/// aliases), which CI sets to run the shared suite on an opt-in backend
+/// alone (wolfssl). Panics, listing the valid names, when that variable
+/// names a backend there is not (`wolfsl`) or one this build lacks, so a
+/// misspelt selection fails instead of running nothing.
 pub fn backend_under_test(backend: &str) -> bool {
-    match std::env::var("TLSLAB_TEST_BACKENDS") {
-        Ok(names) => names.split(',').any(|name| name.trim() == backend),
-        Err(_) => true,
+    match selected_backends() {
+        Some(ids) => ids.iter().any(|id| id.id() == backend),
+        None => true,
     }
+}
+
+/// The backends `TLSLAB_TEST_BACKENDS` names, or None when it is unset.
+fn selected_backends() -> Option<Vec<tlslab::backend::BackendId>> {
+    let names = std::env::var("TLSLAB_TEST_BACKENDS").ok()?;
+    let list = tlslab::scenario::BackendList::named(names.split(','))
+        .unwrap_or_else(|error| panic!("TLSLAB_TEST_BACKENDS={names}: {error}"));
+    Some(list.resolve().into_iter().map(|(id, _)| id).collect())
+}
+
+/// Says on the terminal what `test` did not check, where the reason is a
+/// limit of the environment that CI has too (no perf): a `note:` line
+/// that, unlike [`skip_without`], does not fail under `CI`.
+pub fn note(test: &str, what: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "note: {test}: {what}");
+}
+
+/// Returns true if and only if `test`, written for `backend` alone, must
+/// skip because `TLSLAB_TEST_BACKENDS` leaves that backend out; it then
+/// says so (see [`note_skipped`]).
+pub fn skip_unless_under_test(backend: &str, test: &str) -> bool {
+    if backend_under_test(backend) {
+        return false;
+    }
+    note_skipped(test, &format!("{backend} is not in TLSLAB_TEST_BACKENDS"));
+    true
+}
+
+/// Returns true if and only if `test` must skip (or stop after checking
+/// the refusal) because this build has no wolfSSL; it then says so (see
+/// [`note_skipped`]: a build without an opt-in feature is a choice, so it
+/// does not fail under `CI`, whose wolfssl pass builds it).
+pub fn skip_without_wolfssl(test: &str) -> bool {
+    if tlslab::scenario::backend::WOLFSSL_BUILT_IN {
+        return false;
+    }
+    note_skipped(test, tlslab::scenario::backend::WOLFSSL_NOT_BUILT);
+    true
+}
+
+/// Says on the terminal that `test` ran nothing, and why, where that is a
+/// choice made on purpose (a backend left out of `TLSLAB_TEST_BACKENDS`)
+/// or a fact of what was tested, not a missing tool: unlike
+/// [`skip_without`], it does not fail under `CI`.
+pub fn note_skipped(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {test}: {why}");
 }
 
 /// One certificate cache for the whole test binary, kept between runs (see

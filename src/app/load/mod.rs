@@ -30,18 +30,19 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use super::serve::{event_loop_threads, MAX_EVENT_LOOPS};
 use super::session::{check_exports, checked_measures, interrupt_flag, seconds, usage, Bar};
 use super::study::{self, Outputs, Plan, RunView, Session, Study};
-use crate::backend::openssl::{client_context, client_context_trusting, probe, Trust};
+use crate::backend::client::{self, MeasuringClient, Trust};
+use crate::backend::probe;
 use crate::backend::{Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, Credentials};
+use crate::cli::values::MAX_EVENT_LOOPS;
 use crate::cli::{LoadArgs, Seconds};
 use crate::host::HostInfo;
 use crate::report::load::LoadReport;
 use crate::report::{heading, Document};
 use crate::scenario::presets::{LoadPreset, LoadSettings};
-use crate::scenario::{CertKind, HandshakeScenario, Measure, Named, Subject};
+use crate::scenario::{CertKind, HandshakeScenario, Measure, Named};
 use crate::store::{LoadRecord, RunKind, Store, StoredRun};
 use crate::workload::load::{self, Driver, Endpoint, HttpVersion, Mode, Plan as LoadPlan};
 use crate::workload::site::page_bytes;
@@ -51,7 +52,7 @@ pub(crate) use servers::LoadCell;
 use servers::{plan_servers, PlannedServer};
 use shard::Sharding;
 use side_by_side::servers_document;
-use target::{parse_max_rate, parse_target, probe_target, split_url, Target};
+use target::{parse_target, probe_target, split_url, Target};
 use versions::{http_versions, version_plan, versions_document};
 
 /// The most clients of the blocking driver, one thread each (about 8 MiB
@@ -96,6 +97,8 @@ pub(crate) struct LoadStudy {
     profile_wanted: bool,
     cert_dir: Option<PathBuf>,
     quiet: bool,
+    /// The measuring client, and what rows name as their client.
+    client: Arc<dyn MeasuringClient>,
     client_library: LibraryInfo,
     /// What the probe of a server the user runs found.
     probed: Option<(String, Vec<probe::Attempt>)>,
@@ -147,7 +150,7 @@ impl Study for LoadStudy {
         let driver = match args.event_loops {
             None if mode == Mode::KeepAlive => Driver::EventLoops(1),
             None | Some(0) => Driver::Threads,
-            Some(loops) => Driver::EventLoops(event_loop_threads("event-loops", Some(loops))?),
+            Some(loops) => Driver::EventLoops(loops),
         };
         if driver == Driver::Threads && plan.clients > MAX_CLIENT_THREADS {
             return Err(usage(format!(
@@ -157,7 +160,7 @@ impl Study for LoadStudy {
             )));
         }
         // Checked before anything is started or sent.
-        let max_rate = parse_max_rate(args.max_rate)?;
+        let max_rate = args.max_rate;
         let target = target_text
             .as_deref()
             .map(|text| parse_target(text, args.i_have_permission, max_rate))
@@ -188,24 +191,9 @@ impl Study for LoadStudy {
                 "a --target server presents its own certificate: give one --cert (or none), or --server to start one per certificate",
             ));
         }
-        if target.is_none() && (args.probe_only || args.no_probe) {
-            return Err(usage("--probe-only and --no-probe go with --target"));
-        }
-        if args.probe_only && args.no_probe {
-            return Err(usage("--probe-only and --no-probe exclude each other"));
-        }
-        if target.is_some() && args.perf {
-            return Err(usage(
-                "--perf profiles nginx or the embedded server; it cannot profile a --target server",
-            ));
-        }
-        let servers = plan_servers(
-            args,
-            preset.is_some(),
-            target,
-            &scenarios,
-            sharding.is_some(),
-        )?;
+        let servers = plan_servers(args, preset, target, &scenarios, sharding.is_some())?;
+        let client = client::chosen_client(args.client_backend)
+            .map_err(|e| usage(format!("--client-backend: {e:#}")))?;
         Ok(Plan::Run(Self {
             preset,
             scenarios,
@@ -223,13 +211,8 @@ impl Study for LoadStudy {
             profile_wanted: args.perf || preset.is_some(),
             cert_dir: args.cert_dir.clone(),
             quiet: args.quiet,
-            client_library: LibraryInfo {
-                subject: Subject::library(BackendId::Openssl),
-                library: "OpenSSL (client)".to_string(),
-                version: openssl::version::version()
-                    .trim_start_matches("OpenSSL ")
-                    .to_string(),
-            },
+            client_library: client.library(),
+            client,
             probed: None,
             sharding,
         }))
@@ -449,15 +432,13 @@ impl LoadStudy {
         &self,
         scenario: &HandshakeScenario,
         credentials: &Credentials,
-    ) -> Result<openssl::ssl::SslContext> {
+    ) -> Result<Arc<dyn client::ClientContext>> {
+        let context = |trust| self.client.context(scenario, credentials, trust);
         match (self.target(), &self.ca_file) {
-            (None, _) => client_context(scenario, credentials),
-            (Some(_), None) => {
-                client_context_trusting(scenario, credentials, Trust::SystemAndTestRoot)
-            }
+            (None, _) => context(Trust::TestRoot),
+            (Some(_), None) => context(Trust::SystemAndTestRoot),
             (Some(_), Some(file)) => {
-                client_context_trusting(scenario, credentials, Trust::File(file))
-                    .map_err(|e| usage(format!("{e:#}")))
+                context(Trust::File(file)).map_err(|e| usage(format!("{e:#}")))
             }
         }
     }
@@ -492,6 +473,7 @@ impl LoadStudy {
         let target = self.target().expect("--probe-only goes with --target");
         check_exports(&args.output.exports)?;
         let attempts = probe_target(
+            self.client.as_ref(),
             target,
             self.server_name.as_deref(),
             self.max_rate,

@@ -14,7 +14,6 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use openssl::ssl::SslContext;
 
 use super::server::{LoadedServer, ServerChoice};
 use super::target::{probe_target, Target};
@@ -22,10 +21,12 @@ use super::{counted_backend, LoadStudy};
 use crate::app::serve::{check_supported, event_loop_threads, server_backend};
 use crate::app::session::{run_info, usage};
 use crate::app::study::Session;
+use crate::backend::client::ClientContext;
 use crate::backend::{Backend, BackendId, LibraryInfo};
 use crate::certs::{CertCache, Credentials, SERVER_NAME};
 use crate::cli::LoadArgs;
 use crate::host::HostInfo;
+use crate::scenario::presets::LoadPreset;
 use crate::scenario::{distinct, CertKind, HandshakeScenario, Named, ServerKind};
 use crate::store::{LoadRecord, RunKind};
 use crate::workload::load::{self, Endpoint, HttpVersion, Mode};
@@ -97,17 +98,12 @@ fn listed_servers(args: &LoadArgs, preset: bool) -> Vec<ServerKind> {
 /// before, with several it is that server's row.
 pub(super) fn plan_servers(
     args: &LoadArgs,
-    preset: bool,
+    preset: Option<LoadPreset>,
     target: Option<Target>,
     scenarios: &[HandshakeScenario],
     sharded: bool,
 ) -> Result<Vec<PlannedServer>> {
-    if target.is_some() && args.server.is_some() {
-        return Err(usage(
-            "--target aims at a server you run; --server starts one: give one of them",
-        ));
-    }
-    let kinds = listed_servers(args, preset);
+    let kinds = listed_servers(args, preset.is_some());
     let in_process = |kind: &ServerKind| descriptor(*kind).in_process;
     if !kinds.iter().any(in_process) && (args.backend.is_some() || args.threads.is_some()) {
         let own: Vec<String> = SERVERS
@@ -121,7 +117,7 @@ pub(super) fn plan_servers(
         )));
     }
     // Each worker is an event loop holding many connections: one per core.
-    let threads = event_loop_threads("threads", args.threads)?;
+    let threads = event_loop_threads(args.threads);
     let targeted = target.is_some();
     if let Some(target) = target {
         let choice = ServerChoice::Target(target);
@@ -176,12 +172,12 @@ pub(super) fn plan_servers(
 }
 
 /// The server `kind` opened for the load: an in-process server on its
-/// backend (`--backend`, else rustls-aws-lc, or OpenSSL for a preset),
+/// backend (`--backend`, else rustls-aws-lc, or the preset's),
 /// returned beside it, or a program.
 fn open_choice(
     args: &LoadArgs,
     kind: ServerKind,
-    preset: bool,
+    preset: Option<LoadPreset>,
     threads: usize,
 ) -> Result<(ServerChoice, Option<BackendId>)> {
     let descriptor = descriptor(kind);
@@ -190,12 +186,7 @@ fn open_choice(
         threads,
     };
     if descriptor.in_process {
-        // A preset's study runs on OpenSSL (its symbols are there for perf).
-        let default_backend = if preset {
-            BackendId::Openssl
-        } else {
-            BackendId::RustlsAwsLc
-        };
+        let default_backend = preset.map_or(BackendId::RustlsAwsLc, LoadPreset::server_backend);
         options.backend = Some(server_backend(args.backend.unwrap_or(default_backend))?);
     }
     let server = (descriptor.open)(&options)?;
@@ -229,6 +220,7 @@ impl LoadStudy {
         // Someone else's server: what it accepts, before it is loaded.
         if let (Some(target), true) = (self.target(), self.probe) {
             let attempts = probe_target(
+                self.client.as_ref(),
                 target,
                 self.server_name.as_deref(),
                 self.max_rate,
@@ -328,7 +320,7 @@ impl LoadStudy {
             &HandshakeScenario,
             &CertCache,
             &Credentials,
-            &SslContext,
+            &Arc<dyn ClientContext>,
         ),
         first_stored: &mut bool,
     ) -> Result<Vec<LoadCell>> {

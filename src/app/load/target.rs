@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::super::session::usage;
-use crate::backend::openssl::probe;
+use crate::backend::client::MeasuringClient;
+use crate::backend::probe;
 use crate::certs::SERVER_NAME;
 
 /// A `--target` as given.
@@ -106,19 +107,10 @@ pub(super) fn parse_target(text: &str, consent: bool, max_rate: Option<f64>) -> 
     Ok(Target { address, host })
 }
 
-/// `--max-rate`: a positive number of requests per second.
-pub(super) fn parse_max_rate(value: Option<f64>) -> Result<Option<f64>> {
-    match value {
-        Some(rate) if !rate.is_finite() || rate <= 0.0 => Err(usage(format!(
-            "--max-rate must be a positive number of requests per second, not {rate}"
-        ))),
-        other => Ok(other),
-    }
-}
-
-/// Probes `target` (see [`probe::probe`]), at most `max_rate` handshakes
-/// per second off loopback.
+/// Probes `target` with `client` (see [`MeasuringClient::probe`]), at
+/// most `max_rate` handshakes per second off loopback.
 pub(super) fn probe_target(
+    client: &dyn MeasuringClient,
     target: &Target,
     server_name: Option<&str>,
     max_rate: Option<f64>,
@@ -136,15 +128,16 @@ pub(super) fn probe_target(
             target.address
         );
     }
-    probe::probe(
-        &probe::ProbeTarget {
-            address: target.address,
-            server_name,
-            pause,
-        },
-        interrupt,
-    )
-    .with_context(|| format!("probing {}", target.address))
+    client
+        .probe(
+            &probe::ProbeTarget {
+                address: target.address,
+                server_name,
+                pause,
+            },
+            interrupt,
+        )
+        .with_context(|| format!("probing {}", target.address))
 }
 
 #[cfg(test)]

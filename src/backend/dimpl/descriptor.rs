@@ -31,6 +31,7 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
             library_sources: &["/aws-lc/", "/aws-lc-rs-", "/aws-lc-sys-"],
         },
         counts_crypto_apart: false,
+        notes: crate::backend::descriptor::no_notes,
         open: || Arc::new(DimplBackend),
     },
 };

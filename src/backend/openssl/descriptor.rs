@@ -11,7 +11,9 @@ use crate::backend::{
     BackendDescriptor, BackendDetails, BackendId, Capabilities, CpuMasking, SymbolPrefixes,
 };
 use crate::certs::openssl_supports_key;
-use crate::scenario::{Aead, CertKind, Group, Named, Resumption, TlsVersion, Transport};
+use crate::scenario::{
+    Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
+};
 
 /// Everything tlslab knows about OpenSSL: TLS and DTLS 1.2 over memory
 /// and loopback sockets, its CPU features masked by its capability vector,
@@ -35,9 +37,19 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
             library_sources: &["/openssl-build/", "/openssl-0.", "/openssl-sys-"],
         },
         counts_crypto_apart: false,
+        notes,
         open: || Arc::new(OpensslBackend::new()),
     },
 };
+
+/// What a report says under OpenSSL's rows of `scenario`: for QUIC, the
+/// datagram size it cannot change.
+fn notes(scenario: &HandshakeScenario) -> Vec<&'static str> {
+    match scenario.version {
+        TlsVersion::Quic => vec![super::quic::DATAGRAM_SIZE_NOTE],
+        _ => Vec::new(),
+    }
+}
 
 /// OpenSSL's capabilities, probed from the library once.
 pub(super) fn capabilities() -> &'static Capabilities {

@@ -4,6 +4,7 @@
 //! in [`primitives`], the tunnel's data channel on its EVP ciphers in
 //! [`data_channel`]. All OpenSSL code of tlslab is in this folder.
 
+mod client;
 pub mod data_channel;
 mod descriptor;
 pub mod dtls;
@@ -46,6 +47,7 @@ use crate::transport::datagram::DatagramPipe;
 use crate::transport::memory::Pipe;
 use crate::transport::tcp::TcpLoopback;
 use crate::transport::Duplex;
+pub use client::OpensslClient;
 pub use descriptor::DESCRIPTOR;
 
 /// `SSL_CTRL_GET_PEER_SIGNATURE_NAME` (OpenSSL 3.5+): the server's signature scheme.
@@ -136,6 +138,10 @@ impl Backend for OpensslBackend {
 
     fn primitives(&self) -> Box<dyn super::PrimitiveBackend> {
         Box::new(primitives::OpensslPrimitives)
+    }
+
+    fn measuring_client(&self) -> Option<Arc<dyn super::client::MeasuringClient>> {
+        Some(Arc::new(OpensslClient::new()))
     }
 
     fn acceptor(
@@ -476,16 +482,7 @@ pub(crate) fn certificate_curve(cert: CertKind) -> Option<&'static str> {
     }
 }
 
-/// Whose certificates a client trusts.
-#[derive(Debug, Clone, Copy)]
-pub enum Trust<'a> {
-    /// tlslab's test root: tlslab's servers and the nginx it starts.
-    TestRoot,
-    /// Someone else's server: the system's roots and the test root.
-    SystemAndTestRoot,
-    /// Only the certificates of this PEM file.
-    File(&'a std::path::Path),
-}
+pub use crate::backend::client::Trust;
 
 pub(crate) fn client_context(
     scenario: &HandshakeScenario,

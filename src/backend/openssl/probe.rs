@@ -4,7 +4,7 @@
 //! no request sent). The client does not verify the server's certificate
 //! here: the probe asks what the server offers, not whether it is trusted.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use openssl::pkey::Id;
 use openssl::ssl::{HandshakeError, SslContextBuilder, SslMethod, SslVerifyMode, SslVersion};
 
 use super::{negotiated, openssl_group_name, TLS12_SUITES};
+use crate::backend::probe::{Accepted, Attempt, Axis, ProbeTarget};
 use crate::scenario::{Group, Named, TlsVersion};
 
 /// How long one step of a try may block.
@@ -24,54 +25,6 @@ const TLS13_SUITES: &[&str] = &[
     "TLS_AES_256_GCM_SHA384",
     "TLS_CHACHA20_POLY1305_SHA256",
 ];
-
-/// The server to probe.
-pub struct ProbeTarget {
-    pub address: SocketAddr,
-    /// Sent as SNI.
-    pub server_name: String,
-    /// The wait between two tries (the rate cap off loopback).
-    pub pause: Duration,
-}
-
-/// What one try offered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Axis {
-    Version,
-    Group,
-    Suite,
-}
-
-/// One handshake of the probe.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Attempt {
-    pub axis: Axis,
-    /// The version, group or suite offered alone ("tls1.3", "x25519",
-    /// "TLS_AES_128_GCM_SHA256").
-    pub offered: String,
-    /// The protocol version the try was made with.
-    pub version: TlsVersion,
-    /// What was negotiated, or why the handshake failed.
-    pub outcome: Result<Accepted, String>,
-}
-
-/// A handshake the server completed.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Accepted {
-    pub version: String,
-    pub suite: String,
-    pub group: Option<String>,
-    /// The server's certificate: key type and size, chain length and bytes.
-    pub certificate: String,
-}
-
-impl Attempt {
-    /// Returns true if and only if the server completed this try's handshake.
-    pub fn accepted(&self) -> bool {
-        self.outcome.is_ok()
-    }
-}
 
 /// The groups this OpenSSL can offer, by tlslab id and OpenSSL name.
 fn known_groups() -> Vec<(Group, &'static str)> {

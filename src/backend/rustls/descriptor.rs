@@ -35,6 +35,7 @@ pub static AWS_LC_DESCRIPTOR: BackendDescriptor = BackendDescriptor {
             library_sources: &["/aws-lc/", "/aws-lc-rs-", "/aws-lc-sys-"],
         },
         counts_crypto_apart: true,
+        notes: crate::backend::descriptor::no_notes,
         open: || Arc::new(RustlsBackend::aws_lc_rs()),
     },
 };
@@ -60,6 +61,7 @@ pub static RING_DESCRIPTOR: BackendDescriptor = BackendDescriptor {
             library_sources: &["/ring-0."],
         },
         counts_crypto_apart: true,
+        notes: crate::backend::descriptor::no_notes,
         open: || Arc::new(RustlsBackend::ring()),
     },
 };

@@ -46,6 +46,7 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
             library_sources: &["/wolfssl-src/"],
         },
         counts_crypto_apart: false,
+        notes: crate::backend::descriptor::no_notes,
         open,
     },
 };

@@ -376,17 +376,21 @@ fn table_notes(
         }
     }
     if !tcp_programs.is_empty() {
-        notes.push(format!("{} rows: the client is tlslab's OpenSSL over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is the server's worker processes (all their threads) from before the connect to the connection's close (/proc/PID/task/*/schedstat), its kernel TCP work included.", tcp_programs.join(", ")));
+        notes.push(format!("{} rows: the client is tlslab's {} over TCP on loopback (its CPU from connect to the end of the handshake); the server CPU is the server's worker processes (all their threads) from before the connect to the connection's close (/proc/PID/task/*/schedstat), its kernel TCP work included.", tcp_programs.join(", "), crate::backend::client::DEFAULT_CLIENT.descriptor().library));
     }
     if !quic_programs.is_empty() {
         notes.push(format!("{} QUIC rows: the client is tlslab's QUIC client (quinn on the rustls backend the first line names) over UDP on loopback, offering the server's ALPN protocol (h3), its CPU from opening its socket until it is connected; the server CPU is its workers' from before the client's first datagram until the client has the server's HANDSHAKE_DONE and has closed, its kernel UDP work included (its work for the connection's close falls into the next handshake).", quic_programs.join(", ")));
     }
-    let openssl_quic = |row: &Row| {
-        row.subject.backend() == Some(crate::scenario::BackendId::Openssl)
-            && row.scenario.version == crate::scenario::TlsVersion::Quic
-    };
-    if rows.iter().any(openssl_quic) {
-        notes.push(crate::backend::openssl::quic::DATAGRAM_SIZE_NOTE.to_string());
+    // What each row's library says about its own rows, once each.
+    for row in rows {
+        let Some(id) = row.subject.backend() else {
+            continue;
+        };
+        for note in (id.descriptor().notes)(&row.scenario) {
+            if !notes.iter().any(|n| n == note) {
+                notes.push(note.to_string());
+            }
+        }
     }
     if !programs.is_empty() {
         // Beside them (`--server embedded,nginx`), rows named after a

@@ -15,7 +15,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::plan::{ChildCell, CountPlan, PlannedCount, Work, SAMPLE_LABEL};
-use crate::backend::turns::{count_sides, side_begins, side_ends, SideCounter};
+use crate::backend::turns::{count_sides, side_begins, side_ends, TurnCounter};
 use crate::backend::{backend_by_id, Negotiated};
 use crate::certs::CertCache;
 use crate::measure::CellStatus;
@@ -154,9 +154,9 @@ fn count_cell(planned: &PlannedCount, certs: &CertCache) -> ChildCell {
         let label =
             CString::new(format!("{SAMPLE_LABEL} {index} {taken}")).expect("no NUL in a label");
         callgrind::dump_at(&label);
-        count_sides(SideCounter::Instructions);
+        count_sides(TurnCounter::Instructions);
         let result = sample();
-        count_sides(SideCounter::None);
+        count_sides(TurnCounter::None);
         if let Err(reason) = result {
             cell.status = CellStatus::Failed;
             cell.reason = Some(reason);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 
-use crate::backend::turns::{count_sides, SideCounter};
+use crate::backend::turns::{count_sides, TurnCounter};
 use crate::backend::{Backend, Negotiated};
 use crate::certs::CertCache;
 use crate::heap::{self, HeapSample};
@@ -79,9 +79,9 @@ pub fn count_memory(
                 break;
             }
             heap::begin();
-            count_sides(SideCounter::Heap);
+            count_sides(TurnCounter::Heap);
             let result = probe.handshake();
-            count_sides(SideCounter::None);
+            count_sides(TurnCounter::None);
             let counted = heap::end();
             match (result, counted) {
                 (Ok(_), Some(value)) => taken.push(Timed {

@@ -1,8 +1,9 @@
 //! The event-driven client of `load`: a few threads (one by default), each
 //! an epoll loop driving its share of the clients' nonblocking connections
-//! through OpenSSL, in place of one blocking thread per client. Blocking
-//! threads cost a context switch per read and write, and on a machine of
-//! few cores that CPU is taken from the server under test.
+//! through the measuring client ([`crate::backend::client`]), in place of
+//! one blocking thread per client. Blocking threads cost a context switch
+//! per read and write, and on a machine of few cores that CPU is taken
+//! from the server under test.
 //!
 //! The plan means what it means for the blocking client: each loop releases
 //! its share of the due requests at their due times whatever the server
@@ -18,13 +19,10 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
-use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use foreign_types::ForeignTypeRef;
-use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
 use super::head::ResponseHead;
 use super::{
@@ -33,7 +31,7 @@ use super::{
 };
 #[cfg(doc)]
 use super::{GRACE, IO_TIMEOUT};
-use crate::backend::openssl::remote::{client_ssl, handshake_failure};
+use crate::backend::client::{ClientConnection, Offer, TlsSession};
 use crate::backend::thread_cpu_ns;
 pub(in crate::workload::load) use epoll::connect_nonblocking;
 use epoll::Epoll;
@@ -42,13 +40,6 @@ mod epoll;
 mod multiplexed;
 
 pub use multiplexed::not_h2;
-
-extern "C" {
-    /// OpenSSL's switch (not bound by openssl-sys) to read all the socket
-    /// holds into the record buffer, not one record's header and then its
-    /// body: one read per answer instead of two.
-    fn SSL_set_read_ahead(ssl: *mut openssl_sys::SSL, yes: libc::c_int);
-}
 
 /// The ALPN list an HTTP/1.1 connection offers, as h2load's `--h1` does.
 pub(super) const ALPN_HTTP1: &[u8] = b"\x08http/1.1";
@@ -172,9 +163,9 @@ impl Due {
 struct Client {
     /// The connection: in use by `request`, or kept between requests in
     /// keep-alive mode.
-    stream: Option<SslStream<TcpStream>>,
+    stream: Option<Box<dyn ClientConnection>>,
     /// The session to offer on the next connection (resumed mode).
-    session: Option<SslSession>,
+    session: Option<TlsSession>,
     request: Option<Request>,
 }
 
@@ -334,9 +325,9 @@ impl EventLoop<'_> {
         &self,
         index: usize,
         epoll: &Epoll,
-        session: Option<&openssl::ssl::SslSessionRef>,
+        session: Option<&TlsSession>,
         (alpn, name): (&[u8], &str),
-    ) -> std::result::Result<SslStream<TcpStream>, Failure> {
+    ) -> std::result::Result<Box<dyn ClientConnection>, Failure> {
         let tcp = connect_nonblocking(self.endpoint.address)
             .map_err(|e| (ErrorKind::Connect, format!("connect: {e}")))?;
         let _ = tcp.set_nodelay(true);
@@ -347,13 +338,18 @@ impl EventLoop<'_> {
             Mode::Resume => session,
             _ => None,
         };
-        let mut ssl = client_ssl(&self.endpoint.context, &self.endpoint.server_name, offered)
-            .map_err(|e| (ErrorKind::Handshake, format!("{e:#}")))?;
-        ssl.set_alpn_protos(alpn)
-            .map_err(|e| (ErrorKind::Handshake, format!("offering ALPN {name}: {e}")))?;
-        // SAFETY: `ssl` is a live SSL object, owned here.
-        unsafe { SSL_set_read_ahead(ssl.as_ptr(), 1) };
-        SslStream::new(ssl, tcp).map_err(|e| (ErrorKind::Handshake, format!("{e}")))
+        let offer = Offer {
+            server_name: &self.endpoint.server_name,
+            session: offered,
+            alpn,
+            read_ahead: true,
+        };
+        self.endpoint.context.connection(tcp, &offer).map_err(|e| {
+            (
+                ErrorKind::Handshake,
+                format!("a connection offering ALPN {name}: {e:#}"),
+            )
+        })
     }
 
     /// Starts a request due at `due` on a free client: on its kept
@@ -375,7 +371,7 @@ impl EventLoop<'_> {
             client.stream = Some(self.open_tls(
                 index,
                 epoll,
-                client.session.as_deref(),
+                client.session.as_ref(),
                 (ALPN_HTTP1, "http/1.1"),
             )?);
             Step::Connecting
@@ -413,7 +409,7 @@ impl EventLoop<'_> {
             let now = Instant::now();
             match request.step {
                 Step::Connecting => {
-                    let tcp = stream.get_ref();
+                    let tcp = stream.tcp();
                     if let Some(error) = tcp.take_error().ok().flatten() {
                         return Err((ErrorKind::Connect, format!("connect: {error}")));
                     }
@@ -429,26 +425,24 @@ impl EventLoop<'_> {
                         Err(e) => return Err((ErrorKind::Connect, format!("connect: {e}"))),
                     }
                 }
-                Step::Handshaking => match stream.connect() {
-                    Ok(()) => {
+                Step::Handshaking => match stream.handshake() {
+                    Ok(true) => {
                         // After the call, not `now`: it may have read the
                         // server's flight, checked it and sent the client's.
                         let _ = latencies
                             .handshake
                             .record(micros(request.phase_began.elapsed()));
-                        request.resumed = stream.ssl().session_reused();
+                        request.resumed = stream.resumed();
                         request.step = Step::Writing(0);
                     }
-                    Err(e) if would_block(&e) => return Ok(Outcome::Waiting),
-                    Err(e) => {
-                        return Err((ErrorKind::Handshake, handshake_failure(stream.ssl(), &e)))
-                    }
+                    Ok(false) => return Ok(Outcome::Waiting),
+                    Err(failure) => return Err((ErrorKind::Handshake, failure)),
                 },
                 Step::Writing(written) => {
                     if written == 0 {
                         request.phase_began = now;
                     }
-                    match stream.ssl_write(&request_text.as_bytes()[written..]) {
+                    match stream.write(&request_text.as_bytes()[written..]) {
                         Ok(n) if written + n == request_text.len() => {
                             // The answer cannot be there yet: its arrival
                             // will be an edge of its own.
@@ -462,10 +456,9 @@ impl EventLoop<'_> {
                     }
                 }
                 Step::ReadingHead => {
-                    let n = match stream.ssl_read(chunk) {
+                    let n = match stream.read(chunk) {
                         Ok(n) => n,
                         Err(e) if would_block(&e) => return Ok(Outcome::Waiting),
-                        Err(e) if e.code() == ErrorCode::ZERO_RETURN => 0,
                         Err(e) => {
                             return Err((ErrorKind::Io, format!("reading the response: {e}")))
                         }
@@ -505,10 +498,9 @@ impl EventLoop<'_> {
                     return Ok(Outcome::Answered(request.length as u64));
                 }
                 Step::ReadingBody(received) => {
-                    let n = match stream.ssl_read(chunk) {
+                    let n = match stream.read(chunk) {
                         Ok(n) => n,
                         Err(e) if would_block(&e) => return Ok(Outcome::Waiting),
-                        Err(e) if e.code() == ErrorCode::ZERO_RETURN => 0,
                         Err(e) => return Err((ErrorKind::Io, format!("reading the body: {e}"))),
                     };
                     if n == 0 {
@@ -555,9 +547,9 @@ impl EventLoop<'_> {
                     if mode == Mode::Resume {
                         // Read after the answer: a TLS 1.3 ticket arrives
                         // after the handshake.
-                        client.session = stream.ssl().session().map(|s| s.to_owned());
+                        client.session = stream.session();
                     }
-                    let _ = stream.shutdown();
+                    stream.shutdown();
                 }
             }
             // A failed connection is not reused.
@@ -599,8 +591,8 @@ fn check_body(
     Ok(end)
 }
 
-/// Returns true if and only if OpenSSL waits for the socket to be
-/// readable or writable.
-fn would_block(error: &openssl::ssl::Error) -> bool {
-    matches!(error.code(), ErrorCode::WANT_READ | ErrorCode::WANT_WRITE)
+/// Returns true if and only if the client's library waits for the socket
+/// to be readable or writable.
+fn would_block(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::WouldBlock
 }

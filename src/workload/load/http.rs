@@ -54,19 +54,23 @@ pub fn chosen_alpn(endpoint: &Endpoint) -> Result<Option<String>> {
         .with_context(|| format!("connecting to {}", endpoint.address))?;
     tcp.set_read_timeout(Some(super::IO_TIMEOUT))?;
     tcp.set_write_timeout(Some(super::IO_TIMEOUT))?;
-    let mut ssl = crate::backend::openssl::remote::client_ssl(
-        &endpoint.context,
-        &endpoint.server_name,
-        None,
-    )?;
-    ssl.set_alpn_protos(b"\x02h2\x08http/1.1")?;
-    let mut stream = ssl
-        .connect(tcp)
-        .map_err(|e| anyhow::anyhow!("TLS handshake with {}: {e}", endpoint.address))?;
+    let offer = crate::backend::client::Offer {
+        server_name: &endpoint.server_name,
+        session: None,
+        alpn: b"\x02h2\x08http/1.1",
+        read_ahead: false,
+    };
+    let mut stream = endpoint.context.connection(tcp, &offer)?;
+    let handshake =
+        |e: &dyn std::fmt::Display| anyhow::anyhow!("TLS handshake with {}: {e}", endpoint.address);
+    match stream.handshake() {
+        Ok(true) => {}
+        Ok(false) => return Err(handshake(&"timed out")),
+        Err(failure) => return Err(handshake(&failure)),
+    }
     let chosen = stream
-        .ssl()
-        .selected_alpn_protocol()
+        .alpn_protocol()
         .map(|p| String::from_utf8_lossy(p).into_owned());
-    let _ = stream.shutdown();
+    stream.shutdown();
     Ok(chosen)
 }

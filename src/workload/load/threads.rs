@@ -8,14 +8,13 @@
 //! step's own [`IO_TIMEOUT`](super::IO_TIMEOUT), so a run ends about a second after its plan whatever
 //! the server does, and at once after Ctrl-C.
 
-use std::io::{self, Read};
+use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
-use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
 use super::events::{connect_nonblocking, ALPN_HTTP1};
 use super::head::ResponseHead;
@@ -23,7 +22,7 @@ use super::{
     kind_of, micros, request_head, Done, Driven, Endpoint, ErrorKind, Finished, Latencies, Mode,
     Plan, Schedule, Stop,
 };
-use crate::backend::openssl::remote::{client_ssl, handshake_failure};
+use crate::backend::client::{ClientConnection, Offer, TlsSession};
 use crate::backend::thread_cpu_ns;
 
 /// The longest a client blocks without looking at Ctrl-C and the deadline.
@@ -91,8 +90,8 @@ impl Client<'_> {
         let cpu_start = thread_cpu_ns();
         let mut latencies = Latencies::new();
         let mut finished = Finished::new(self.start);
-        let mut kept: Option<SslStream<TcpStream>> = None;
-        let mut session: Option<SslSession> = None;
+        let mut kept: Option<Box<dyn ClientConnection>> = None;
+        let mut session: Option<TlsSession> = None;
         loop {
             let index = self.next.fetch_add(1, Ordering::SeqCst);
             if index >= self.due.len() {
@@ -158,8 +157,8 @@ impl Client<'_> {
     /// In resumed mode `session` becomes this connection's session.
     fn request(
         &self,
-        kept: &mut Option<SslStream<TcpStream>>,
-        session: &mut Option<SslSession>,
+        kept: &mut Option<Box<dyn ClientConnection>>,
+        session: &mut Option<TlsSession>,
         resumed: &mut bool,
         latencies: &mut Latencies,
     ) -> std::result::Result<u64, Failure> {
@@ -172,18 +171,22 @@ impl Client<'_> {
                 let connected = Instant::now();
                 let _ = latencies.connect.record(micros(connected - begun));
                 let offered = match plan.mode {
-                    Mode::Resume => session.as_deref(),
+                    Mode::Resume => session.as_ref(),
                     _ => None,
                 };
                 let stream = handshake(endpoint, tcp, offered, stop)?;
                 let _ = latencies.handshake.record(micros(connected.elapsed()));
-                *resumed = stream.ssl().session_reused();
+                *resumed = stream.resumed();
                 stream
             }
         };
         let sent = Instant::now();
-        write_all(&mut stream, request_head(plan, endpoint).as_bytes(), stop)?;
-        let (head, mut body) = read_head(&mut stream, stop)?;
+        write_all(
+            stream.as_mut(),
+            request_head(plan, endpoint).as_bytes(),
+            stop,
+        )?;
+        let (head, mut body) = read_head(stream.as_mut(), stop)?;
         let first_byte = Instant::now();
         let _ = latencies.first_byte.record(micros(first_byte - sent));
         if head.status != 200 {
@@ -198,7 +201,7 @@ impl Client<'_> {
         }
         let mut chunk = [0u8; 16 * 1024];
         while body.len() < length {
-            let n = read_some(&mut stream, &mut chunk, stop, "reading the body")?;
+            let n = read_some(stream.as_mut(), &mut chunk, stop, "reading the body")?;
             if n == 0 {
                 return Err((
                     ErrorKind::Body,
@@ -216,13 +219,13 @@ impl Client<'_> {
         let _ = latencies.transfer.record(micros(first_byte.elapsed()));
         if plan.mode == Mode::Resume {
             // Read after the answer: a TLS 1.3 ticket arrives after the handshake.
-            *session = stream.ssl().session().map(|s| s.to_owned());
+            *session = stream.session();
         }
         // Kept only while the server keeps it too.
         if plan.mode == Mode::KeepAlive && head.keep_alive {
             *kept = Some(stream);
         } else {
-            let _ = stream.shutdown();
+            stream.shutdown();
         }
         Ok(length as u64)
     }
@@ -271,44 +274,48 @@ fn connect(address: SocketAddr, stop: &Stop<'_>) -> std::result::Result<TcpStrea
 fn handshake(
     endpoint: &Endpoint,
     tcp: TcpStream,
-    session: Option<&openssl::ssl::SslSessionRef>,
+    session: Option<&TlsSession>,
     stop: &Stop<'_>,
-) -> std::result::Result<SslStream<TcpStream>, Failure> {
-    let failed =
-        |e: &dyn std::fmt::Display| (ErrorKind::Handshake, format!("TLS handshake failed: {e}"));
-    let mut ssl = client_ssl(&endpoint.context, &endpoint.server_name, session)
-        .map_err(|e| failed(&format!("{e:#}")))?;
-    ssl.set_alpn_protos(ALPN_HTTP1).map_err(|e| failed(&e))?;
-    let mut stream = SslStream::new(ssl, tcp).map_err(|e| failed(&e))?;
+) -> std::result::Result<Box<dyn ClientConnection>, Failure> {
+    let offer = Offer {
+        server_name: &endpoint.server_name,
+        session,
+        alpn: ALPN_HTTP1,
+        read_ahead: false,
+    };
+    let mut stream = endpoint
+        .context
+        .connection(tcp, &offer)
+        .map_err(|e| (ErrorKind::Handshake, format!("TLS handshake failed: {e:#}")))?;
     let since = Instant::now();
     loop {
-        match stream.connect() {
-            Ok(()) => return Ok(stream),
-            Err(e) if would_block(&e) => {
+        match stream.handshake() {
+            Ok(true) => return Ok(stream),
+            Ok(false) => {
                 if let Some(failure) = stop.reason(since) {
                     return Err(failure);
                 }
             }
-            Err(e) => return Err((ErrorKind::Handshake, handshake_failure(stream.ssl(), &e))),
+            Err(failure) => return Err((ErrorKind::Handshake, failure)),
         }
     }
 }
 
 /// Writes all of `bytes`, a slice at a time.
 fn write_all(
-    stream: &mut SslStream<TcpStream>,
+    stream: &mut dyn ClientConnection,
     bytes: &[u8],
     stop: &Stop<'_>,
 ) -> std::result::Result<(), Failure> {
     let mut written = 0;
     let mut since = Instant::now();
     while written < bytes.len() {
-        match stream.ssl_write(&bytes[written..]) {
+        match stream.write(&bytes[written..]) {
             Ok(n) => {
                 written += n;
                 since = Instant::now();
             }
-            Err(e) if would_block(&e) => {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 if let Some(failure) = stop.reason(since) {
                     return Err(failure);
                 }
@@ -321,7 +328,7 @@ fn write_all(
 
 /// Reads what has arrived (0 at the end of the stream), a slice at a time.
 fn read_some(
-    stream: &mut SslStream<TcpStream>,
+    stream: &mut dyn ClientConnection,
     buffer: &mut [u8],
     stop: &Stop<'_>,
     what: &str,
@@ -330,6 +337,8 @@ fn read_some(
     loop {
         match stream.read(buffer) {
             Ok(n) => return Ok(n),
+            // A connection ended without close_notify ends the stream here.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -350,7 +359,7 @@ fn read_some(
 /// Reads the answer's head, however many reads it takes; returns it and
 /// any body bytes read past it.
 fn read_head(
-    stream: &mut SslStream<TcpStream>,
+    stream: &mut dyn ClientConnection,
     stop: &Stop<'_>,
 ) -> std::result::Result<(ResponseHead, Vec<u8>), Failure> {
     let mut buffer = Vec::with_capacity(1024);
@@ -369,10 +378,4 @@ fn read_head(
             return Ok((head, body));
         }
     }
-}
-
-/// Returns true if and only if OpenSSL waits for the socket (here: a
-/// slice of waiting ran out).
-fn would_block(error: &openssl::ssl::Error) -> bool {
-    matches!(error.code(), ErrorCode::WANT_READ | ErrorCode::WANT_WRITE)
 }

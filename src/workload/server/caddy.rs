@@ -33,12 +33,13 @@ use super::program::{
 use super::{
     RunningServer, ServerDescriptor, ServerDetails, ServerOptions, ServerSetup, ServerUnderTest,
 };
-use crate::backend::openssl::OpensslBackend;
-use crate::backend::{Backend, Capabilities, LibraryInfo};
+use crate::backend::client;
+use crate::backend::{Capabilities, LibraryInfo};
 use crate::scenario::{
     Aead, CertKind, Group, HandshakeScenario, KxKind, Named, Resumption, ServerKind,
     SignatureFamily, TlsVersion,
 };
+use crate::workload::server::program::client_version;
 
 /// Caddy in the registry of servers under test.
 pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
@@ -265,7 +266,8 @@ pub struct CaddyServer {
     /// Caddy's version and the Go it was built with ("2.6.2", "1.19.8").
     versions: (String, String),
     capabilities: Capabilities,
-    /// The version of tlslab's OpenSSL, Caddy's client.
+    /// The library and version of tlslab's measuring client, Caddy's
+    /// client ("OpenSSL 3.6.0").
     client_version: String,
 }
 
@@ -273,7 +275,7 @@ impl CaddyServer {
     /// Fails with a clear message if Caddy is missing.
     fn open(_: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
         let versions = caddy_versions()?;
-        let client = OpensslBackend::new();
+        let client = client::default_client();
         let mut capabilities = client.capabilities().clone();
         capabilities
             .versions
@@ -290,7 +292,7 @@ impl CaddyServer {
         Ok(Arc::new(Self {
             versions,
             capabilities,
-            client_version: client.library().version,
+            client_version: client_version(&*client),
         }))
     }
 }
@@ -305,7 +307,7 @@ impl ServerUnderTest for CaddyServer {
             subject: crate::scenario::Subject::Server(self.kind()),
             library: self.kind().id().to_string(),
             version: format!(
-                "{} on Go {} crypto/tls, client OpenSSL {}",
+                "{} on Go {} crypto/tls, client {}",
                 self.versions.0, self.versions.1, self.client_version
             ),
         }

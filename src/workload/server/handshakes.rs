@@ -2,8 +2,8 @@
 //! its own: [`ServerBackend`] is a backend whose server side is that
 //! program (one started per scenario on first use, all of them running
 //! while the interleaved sampler goes round after round, stopped when the
-//! backend drops) and whose client is tlslab's: OpenSSL over TCP for TLS
-//! rows, for QUIC rows the QUIC client of the backend chosen (quinn on
+//! backend drops) and whose client is tlslab's: the measuring client
+//! ([`crate::backend::client`], OpenSSL by default) over TCP for TLS rows, for QUIC rows the QUIC client of the backend chosen (quinn on
 //! rustls) over UDP, offering the server's own ALPN protocol (`h3`), which
 //! every handshake must then agree on. The server's side of a sample is its
 //! workers' time on the CPU from before the connect to after the server
@@ -18,8 +18,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, Result};
 
 use super::{RunningServer, ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
-use crate::backend::openssl::remote::RemoteClient;
-use crate::backend::openssl::OpensslBackend;
+use crate::backend::client::MeasuringClient;
 use crate::backend::{
     Backend, Capabilities, HandshakeSample, Handshaker, LibraryInfo, PrimitiveBackend, SideTime,
 };
@@ -28,12 +27,13 @@ use crate::scenario::{HandshakeScenario, Named, TlsVersion};
 use crate::workload::site::Site;
 
 /// The handshake matrix against a server under test: its rows are the
-/// server's (`nginx`), its client tlslab's OpenSSL.
+/// server's (`nginx`), its TLS rows' client tlslab's measuring client.
 pub struct ServerBackend {
     descriptor: &'static ServerDescriptor,
     /// The server opened, or why it could not be.
     server: Result<Arc<dyn ServerUnderTest>, Unopened>,
-    client: OpensslBackend,
+    /// The client of TLS rows.
+    client: Arc<dyn MeasuringClient>,
     /// The backend whose QUIC client handshakes with the server's QUIC.
     quic_client: Arc<dyn Backend>,
     /// The servers started so far, by scenario and certificate.
@@ -54,8 +54,12 @@ struct Unopened {
 impl ServerBackend {
     /// The program `descriptor` registers, opened (finding it and reading
     /// its versions); one that cannot be opened gives rows saying why. Its
-    /// QUIC rows' client is `quic_client`'s.
-    pub fn open(descriptor: &'static ServerDescriptor, quic_client: Arc<dyn Backend>) -> Self {
+    /// TLS rows' client is `client`, its QUIC rows' `quic_client`'s.
+    pub fn open(
+        descriptor: &'static ServerDescriptor,
+        client: Arc<dyn MeasuringClient>,
+        quic_client: Arc<dyn Backend>,
+    ) -> Self {
         let server = (descriptor.open)(&ServerOptions::default()).map_err(|error| Unopened {
             reason: format!("{error:#}"),
             missing: (descriptor.missing)().is_some(),
@@ -63,7 +67,7 @@ impl ServerBackend {
         Self {
             descriptor,
             server,
-            client: OpensslBackend::new(),
+            client,
             quic_client,
             running: Mutex::new(HashMap::new()),
         }
@@ -154,7 +158,9 @@ impl Backend for ServerBackend {
                 if scenario.version == TlsVersion::Quic {
                     self.quic_client.unsupported_reason(scenario)
                 } else {
-                    self.client.unsupported_reason(scenario)
+                    self.client
+                        .capabilities()
+                        .unsupported_reason(self.client.id().id(), scenario)
                 }
             }),
             Err(unopened) if unopened.missing => Some(unopened.reason.clone()),
@@ -173,11 +179,9 @@ impl Backend for ServerBackend {
                 self.quic_client
                     .quic_client(scenario, credentials, server.address(), alpn)?
             }
-            _ => Box::new(TcpClient(RemoteClient::new(
-                scenario,
-                credentials,
-                server.address(),
-            )?)),
+            _ => self
+                .client
+                .handshaker(scenario, credentials, server.address())?,
         };
         if scenario.resumption.is_on() {
             // The first, full handshake leaves the session the samples resume.
@@ -196,24 +200,7 @@ impl Backend for ServerBackend {
     }
 
     fn primitives(&self) -> Box<dyn PrimitiveBackend> {
-        self.client.primitives()
-    }
-}
-
-/// tlslab's OpenSSL client over TCP, one handshake per call, the
-/// server's side left for [`ServerHandshaker`] to read.
-struct TcpClient(RemoteClient);
-
-impl Handshaker for TcpClient {
-    fn handshake(&mut self) -> Result<HandshakeSample> {
-        let done = self.0.handshake()?;
-        Ok(HandshakeSample {
-            client: done.client,
-            server: SideTime::default(),
-            wall_ns: done.wall_ns,
-            negotiated: done.negotiated,
-            split_unsure: false,
-        })
+        self.client.id().open().primitives()
     }
 }
 

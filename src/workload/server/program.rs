@@ -19,6 +19,7 @@ use openssl::pkey::PKey;
 use openssl::x509::X509;
 
 use super::{RunningServer, ServerSetup, ServerUnderTest, Workers};
+use crate::backend::client::{self, MeasuringClient};
 use crate::backend::openssl::{
     certificate_curve, dhe_parameters, openssl_group_name, tls12_cipher_name, OpensslBackend,
 };
@@ -264,6 +265,16 @@ pub fn linked_openssl_version(object: &Path) -> Option<String> {
         })
 }
 
+/// The measuring client's library and version, as a server's provenance
+/// names its client ("OpenSSL 3.6.0").
+pub fn client_version(client: &dyn MeasuringClient) -> String {
+    format!(
+        "{} {}",
+        client.id().descriptor().library,
+        client.library().version
+    )
+}
+
 /// A program on OpenSSL as a server under test, opened: its version and its
 /// OpenSSL's, what that OpenSSL serves (tlslab's OpenSSL's table, less what
 /// an OpenSSL before 3.5 lacks) and the version of tlslab's client.
@@ -280,7 +291,8 @@ pub struct OpensslProgram {
     /// Its OpenSSL's version ("3.0.19").
     pub openssl_version: String,
     capabilities: Capabilities,
-    /// The version of tlslab's OpenSSL, the program's client.
+    /// The library and version of tlslab's measuring client, the
+    /// program's client ("OpenSSL 3.6.0").
     client_version: String,
 }
 
@@ -334,7 +346,7 @@ impl OpensslProgram {
             version,
             openssl_version,
             capabilities,
-            client_version: client.library().version,
+            client_version: client_version(&*client::default_client()),
         }
     }
 
@@ -355,7 +367,7 @@ impl ServerUnderTest for OpensslProgram {
             subject: crate::scenario::Subject::Server(self.kind),
             library: self.kind.id().to_string(),
             version: format!(
-                "{} on OpenSSL {}, client OpenSSL {}",
+                "{} on OpenSSL {}, client {}",
                 self.version, self.openssl_version, self.client_version
             ),
         }

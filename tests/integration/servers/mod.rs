@@ -25,6 +25,7 @@ use tlslab::scenario::{CertKind, Group, HandshakeScenario, Named, TlsVersion};
 use tlslab::workload::server::{ServerDescriptor, ServerOptions, ServerSetup, Workers, SERVERS};
 use tlslab::workload::site::Site;
 
+use crate::each::for_each_server;
 use crate::util::{
     cert_dir, certs, nginx_lock, processes_mentioning, skip_without, tlslab, wait_gone, Job,
 };
@@ -68,15 +69,15 @@ fn leftovers(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Every server, opened and started through its trait for a TLS 1.3
-/// scenario: it says what it is and that it cannot serve DTLS, serves a
-/// handshake verified by tlslab's OpenSSL client, its workers' CPU grows
-/// with it, and when it drops its workers are gone.
-#[test]
-fn every_server_serves_a_verified_handshake_through_its_trait_and_stops() {
-    let _one = nginx_lock();
-    let test = "every_server_serves_a_verified_handshake_through_its_trait_and_stops";
-    for descriptor in available(test) {
+for_each_server! {
+    /// Every server, opened and started through its trait for a TLS 1.3
+    /// scenario: it says what it is and that it cannot serve DTLS, serves a
+    /// handshake verified by tlslab's OpenSSL client, its workers' CPU grows
+    /// with it, and when it drops its workers are gone.
+    fn every_server_serves_a_verified_handshake_through_its_trait_and_stops(
+        descriptor: &'static ServerDescriptor
+    ) {
+        let _one = nginx_lock();
         let name = descriptor.id.id();
         let server = (descriptor.open)(&ServerOptions {
             backend: Some(BackendId::Openssl),
@@ -136,15 +137,15 @@ fn every_server_serves_a_verified_handshake_through_its_trait_and_stops() {
     }
 }
 
-/// `handshake --server` measures a row with every server (both sides'
-/// CPU known), records its library, and leaves nothing behind; Ctrl-C
-/// during a matrix of two rows (a server each, for a program) exits 130
-/// and stops every server it started.
-#[test]
-fn a_handshake_row_is_measured_with_every_server_and_nothing_is_left() {
-    let _one = nginx_lock();
-    let test = "a_handshake_row_is_measured_with_every_server_and_nothing_is_left";
-    for descriptor in available(test) {
+for_each_server! {
+    /// `handshake --server` measures a row with every server (both sides'
+    /// CPU known), records its library, and leaves nothing behind; Ctrl-C
+    /// during a matrix of two rows (a server each, for a program) exits 130
+    /// and stops every server it started.
+    fn a_handshake_row_is_measured_with_every_server_and_nothing_is_left(
+        descriptor: &'static ServerDescriptor
+    ) {
+        let _one = nginx_lock();
         let name = descriptor.id.name();
         let tmp = tempfile::tempdir().unwrap();
         let json = tmp.path().join("handshake.json");
@@ -214,15 +215,13 @@ fn a_handshake_row_is_measured_with_every_server_and_nothing_is_left() {
     }
 }
 
-/// A load on every server stopped by each way a run is stopped: Ctrl-C in
-/// a terminal (SIGINT to the whole process group) and SIGTERM end it with
-/// 130 and the server stopped, its directory removed; after kill -9 the
-/// server is gone with tlslab and the next run removes what it left.
-#[test]
-fn ctrl_c_sigterm_and_kill_9_leave_no_server_running() {
-    let _one = nginx_lock();
-    let test = "ctrl_c_sigterm_and_kill_9_leave_no_server_running";
-    for descriptor in available(test) {
+for_each_server! {
+    /// A load on every server stopped by each way a run is stopped: Ctrl-C in
+    /// a terminal (SIGINT to the whole process group) and SIGTERM end it with
+    /// 130 and the server stopped, its directory removed; after kill -9 the
+    /// server is gone with tlslab and the next run removes what it left.
+    fn ctrl_c_sigterm_and_kill_9_leave_no_server_running(descriptor: &'static ServerDescriptor) {
+        let _one = nginx_lock();
         let name = descriptor.id.name();
         let certs = cert_dir();
         let load = |duration: &'static str| {

@@ -17,7 +17,8 @@ use serde_json::Value;
 use tlslab::scenario::Named;
 use tlslab::workload::server::{caddy, ServerOptions};
 
-use super::{available, leftovers, tlslab_in};
+use super::{leftovers, tlslab_in};
+use crate::each::for_each_server;
 use crate::util::{cert_dir, nginx_lock, processes_mentioning, skip_without};
 
 /// `handshake --server SERVERS --backend CLIENT --tls quic` over
@@ -155,20 +156,19 @@ fn tlslabs_quic_client_completes_verified_handshakes_with_caddys_http3() {
     assert_eq!(processes_mentioning(tmp_text), Vec::<u32>::new());
 }
 
-/// Every registered program that serves QUIC (its `quic_alpn`) completes a
-/// verified QUIC handshake with tlslab's QUIC client under its own ALPN
-/// protocol, its CPU measured; every other says why its QUIC row cannot
-/// run. tlslab's own server (in process) runs QUIC as a backend does
-/// (quic.rs).
-#[test]
-fn every_server_serves_quic_to_tlslabs_client_or_says_why() {
-    let _one = nginx_lock();
-    let test = "every_server_serves_quic_to_tlslabs_client_or_says_why";
-    let tmp = tempfile::tempdir().unwrap();
-    for descriptor in available(test) {
-        if descriptor.in_process {
-            continue;
-        }
+for_each_server! {
+    programs;
+
+    /// Every registered program that serves QUIC (its `quic_alpn`) completes a
+    /// verified QUIC handshake with tlslab's QUIC client under its own ALPN
+    /// protocol, its CPU measured; every other says why its QUIC row cannot
+    /// run. tlslab's own server (in process) runs QUIC as a backend does
+    /// (quic.rs).
+    fn every_server_serves_quic_to_tlslabs_client_or_says_why(
+        descriptor: &'static ServerDescriptor
+    ) {
+        let _one = nginx_lock();
+        let tmp = tempfile::tempdir().unwrap();
         let name = descriptor.id.id();
         let server = (descriptor.open)(&ServerOptions::default())
             .unwrap_or_else(|e| panic!("{name}: {e:#}"));
@@ -197,8 +197,9 @@ fn every_server_serves_quic_to_tlslabs_client_or_says_why() {
                 assert!(reason.contains("QUIC"), "{name}: {reason}");
             }
         }
+
+        assert_eq!(leftovers(tmp.path()), Vec::<String>::new());
+        let tmp_text = tmp.path().to_str().unwrap();
+        assert_eq!(processes_mentioning(tmp_text), Vec::<u32>::new());
     }
-    assert_eq!(leftovers(tmp.path()), Vec::<String>::new());
-    let tmp_text = tmp.path().to_str().unwrap();
-    assert_eq!(processes_mentioning(tmp_text), Vec::<u32>::new());
 }

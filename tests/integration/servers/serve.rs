@@ -7,19 +7,22 @@ use std::time::Duration;
 
 use tlslab::scenario::Named;
 
+use crate::each::for_each_server;
 use crate::util::{cert_dir, nginx_lock, processes_mentioning, tlslab, wait_gone, Job};
 
-/// Each program started by `serve --server` answers a request for its
-/// page, checked byte for byte by `load --target` at the address serve
-/// printed; SIGTERM then stops it with status 0, its processes gone and
-/// its directory removed.
-#[test]
-fn serve_server_answers_a_request_and_stops_on_sigterm_with_nothing_left() {
-    let _one = nginx_lock();
-    let test = "serve_server_answers_a_request_and_stops_on_sigterm_with_nothing_left";
-    let certs = cert_dir();
-    let certs = certs.to_str().unwrap();
-    for descriptor in super::available(test).into_iter().filter(|d| !d.in_process) {
+for_each_server! {
+    programs;
+
+    /// Each program started by `serve --server` answers a request for its
+    /// page, checked byte for byte by `load --target` at the address serve
+    /// printed; SIGTERM then stops it with status 0, its processes gone and
+    /// its directory removed.
+    fn serve_server_answers_a_request_and_stops_on_sigterm_with_nothing_left(
+        descriptor: &'static ServerDescriptor
+    ) {
+        let _one = nginx_lock();
+        let certs = cert_dir();
+        let certs = certs.to_str().unwrap();
         let name = descriptor.id.name();
         let tmp = tempfile::tempdir().unwrap();
         let env = [("TMPDIR", tmp.path().as_os_str())];
@@ -89,7 +92,7 @@ fn serve_server_answers_a_request_and_stops_on_sigterm_with_nothing_left() {
             Vec::<u32>::new(),
             "{name}: the server outlived serve"
         );
-        assert_eq!(super::leftovers(tmp.path()), Vec::<String>::new(), "{name}");
+        assert_eq!(crate::servers::leftovers(tmp.path()), Vec::<String>::new(), "{name}");
     }
 }
 

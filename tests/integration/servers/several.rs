@@ -288,7 +288,7 @@ fn issue26_bad_combinations_with_several_servers_are_usage_errors() {
                 "--target",
                 "127.0.0.1:9",
             ],
-            "give one of them",
+            "cannot be used with",
         ),
         (vec!["load", "--server", "nginx,lighttpd"], "lighttpd"),
     ] {

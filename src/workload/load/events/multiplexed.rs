@@ -8,8 +8,8 @@
 //! the protocol it chose.
 //!
 //! Phases: connect and handshake once per connection, connect from the
-//! start of the request that opened it, the handshake until OpenSSL is
-//! done with it (the client's own last flight included); first byte from
+//! start of the request that opened it, the handshake until the client's
+//! library is done with it (its own last flight included); first byte from
 //! the moment a request's HEADERS frame was handed to TLS to its answer's
 //! HEADERS; transfer from there to the stream's end. Each phase ends at an
 //! instant taken once the call that saw it end has returned, so in
@@ -21,16 +21,14 @@
 //! body is checked byte for byte as it arrives.
 
 use std::io;
-use std::net::TcpStream;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use openssl::ssl::{ErrorCode, SslSession, SslStream};
 
 use super::super::{micros, Driven, ErrorKind, Latencies, Mode};
 use super::{check_body, would_block, Epoll, EventLoop, Failure};
 use super::{LONGEST_WAIT, STALLS_EVERY};
-use crate::backend::openssl::remote::handshake_failure;
+use crate::backend::client::{ClientConnection, TlsSession};
 use crate::backend::thread_cpu_ns;
 use crate::workload::h2::{ClientSession, Received, StreamEvent, REFUSED_STREAM};
 #[cfg(doc)]
@@ -45,7 +43,7 @@ const ALPN_H2: &[u8] = b"\x02h2";
 struct Client {
     connection: Option<Connection>,
     /// The session to offer on the next connection (resumed mode).
-    session: Option<SslSession>,
+    session: Option<TlsSession>,
     /// Requests taken but not yet sent: the connection is still being set
     /// up, or a refused stream waits for the next one.
     queued: Vec<Request>,
@@ -53,7 +51,7 @@ struct Client {
 
 /// A connection and the streams in flight on it.
 struct Connection {
-    stream: SslStream<TcpStream>,
+    stream: Box<dyn ClientConnection>,
     state: State,
     /// When the current setup step began: connect at [`setup_began`],
     /// the handshake when TCP connected.
@@ -359,7 +357,7 @@ impl EventLoop<'_> {
         index: usize,
         epoll: &Epoll,
     ) -> std::result::Result<Connection, Failure> {
-        let stream = self.open_tls(index, epoll, client.session.as_deref(), (ALPN_H2, "h2"))?;
+        let stream = self.open_tls(index, epoll, client.session.as_ref(), (ALPN_H2, "h2"))?;
         let now = Instant::now();
         Ok(Connection {
             stream,
@@ -390,7 +388,7 @@ impl EventLoop<'_> {
         loop {
             match connection.state {
                 State::Connecting => {
-                    let tcp = connection.stream.get_ref();
+                    let tcp = connection.stream.tcp();
                     if let Some(error) = tcp.take_error().ok().flatten() {
                         return Err((ErrorKind::Connect, format!("connect: {error}")));
                     }
@@ -407,17 +405,16 @@ impl EventLoop<'_> {
                         Err(e) => return Err((ErrorKind::Connect, format!("connect: {e}"))),
                     }
                 }
-                State::Handshaking => match connection.stream.connect() {
-                    Ok(()) => {
+                State::Handshaking => match connection.stream.handshake() {
+                    Ok(true) => {
                         // After the call: it may have read the server's
                         // flight, checked it and sent the client's own.
                         let done = Instant::now();
                         let _ = latencies
                             .handshake
                             .record(micros(done - connection.phase_began));
-                        let ssl = connection.stream.ssl();
-                        connection.resumed = ssl.session_reused();
-                        let chosen = ssl.selected_alpn_protocol();
+                        connection.resumed = connection.stream.resumed();
+                        let chosen = connection.stream.alpn_protocol();
                         if chosen != Some(b"h2".as_slice()) {
                             return Err((ErrorKind::Handshake, not_h2(chosen)));
                         }
@@ -426,13 +423,8 @@ impl EventLoop<'_> {
                         ));
                         connection.state = State::Open;
                     }
-                    Err(e) if would_block(&e) => return Ok(true),
-                    Err(e) => {
-                        return Err((
-                            ErrorKind::Handshake,
-                            handshake_failure(connection.stream.ssl(), &e),
-                        ))
-                    }
+                    Ok(false) => return Ok(true),
+                    Err(failure) => return Err((ErrorKind::Handshake, failure)),
                 },
                 State::Open => {
                     match self.exchange(
@@ -448,10 +440,9 @@ impl EventLoop<'_> {
                             if self.plan.mode == Mode::Resume {
                                 // Read after the answer: a TLS 1.3 ticket
                                 // arrives after the handshake.
-                                client.session =
-                                    connection.stream.ssl().session().map(|s| s.to_owned());
+                                client.session = connection.stream.session();
                             }
-                            let _ = connection.stream.shutdown();
+                            connection.stream.shutdown();
                             return Ok(false);
                         }
                     }
@@ -492,7 +483,7 @@ impl EventLoop<'_> {
         while connection.written < connection.out.len() {
             match connection
                 .stream
-                .ssl_write(&connection.out[connection.written..])
+                .write(&connection.out[connection.written..])
             {
                 Ok(n) => {
                     connection.written += n;
@@ -511,7 +502,7 @@ impl EventLoop<'_> {
                 request.sent.get_or_insert(handed);
             }
         }
-        let n = match connection.stream.ssl_read(&mut buffers.chunk) {
+        let n = match connection.stream.read(&mut buffers.chunk) {
             Ok(n) => n,
             Err(e) if would_block(&e) => {
                 let open = session.open();
@@ -521,7 +512,6 @@ impl EventLoop<'_> {
                     Turn::Over
                 });
             }
-            Err(e) if e.code() == ErrorCode::ZERO_RETURN => 0,
             Err(e) => return Err((ErrorKind::Io, format!("reading from the server: {e}"))),
         };
         if n == 0 {
