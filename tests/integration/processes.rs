@@ -337,7 +337,11 @@ mod kill_9_leaves_no_tunnel_daemon_and_no_namespace {
             .collect();
         assert_eq!(
             daemons,
-            [EngineId::Openvpn, EngineId::OpenvpnTls, EngineId::WireguardGo],
+            [
+                EngineId::Openvpn,
+                EngineId::OpenvpnTls,
+                EngineId::WireguardGo
+            ],
             "an engine that starts daemons needs its kill -9 test here"
         );
     }
@@ -352,11 +356,7 @@ fn kill_9_during(engine: EngineId, cipher: &str, digest: &str) {
         "processes::kill_9_leaves_no_tunnel_daemon_and_no_namespace::{}",
         id.replace('-', "_")
     );
-    if crate::util::skip_without(
-        engine.open().preflight().err(),
-        &test,
-        descriptor.install,
-    ) {
+    if crate::util::skip_without(engine.open().preflight().err(), &test, descriptor.install) {
         return;
     }
     let scratch = descriptor
@@ -406,7 +406,10 @@ fn the_fresh_machine_script_hides_every_program_a_descriptor_starts() {
         );
         checked += 1;
     }
-    assert!(checked >= 4, "the descriptors start programs: {checked} found");
+    assert!(
+        checked >= 4,
+        "the descriptors start programs: {checked} found"
+    );
 }
 
 /// Kills tlslab (SIGKILL) while engine `id`'s tunnel runs, and checks what
