@@ -12,6 +12,7 @@ pub mod heap;
 pub mod host;
 pub mod measure;
 pub mod model;
+pub mod registry;
 pub mod report;
 pub mod scenario;
 pub mod security;

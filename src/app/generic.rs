@@ -77,7 +77,7 @@ fn masking_environment() -> Vec<(&'static str, &'static str)> {
     let maskings = REGISTRY
         .iter()
         .map(|descriptor| descriptor.cpu_masking)
-        .chain(ENGINES.iter().map(|engine| engine.cpu_masking()));
+        .chain(ENGINES.iter().map(|engine| (engine.open)().cpu_masking()));
     let mut environment = Vec::new();
     for masking in maskings {
         if let CpuMasking::Environment { variable, value } = masking {

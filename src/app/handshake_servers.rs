@@ -43,7 +43,7 @@ pub(super) fn program_servers(args: &HandshakeArgs) -> Vec<&'static ServerDescri
 pub(super) fn names(programs: &[&ServerDescriptor]) -> String {
     programs
         .iter()
-        .map(|p| p.kind.name())
+        .map(|p| p.id.name())
         .collect::<Vec<_>>()
         .join(", ")
 }

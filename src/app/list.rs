@@ -59,16 +59,16 @@ pub fn text() -> String {
                 Some(reason) => format!("not here: {reason} (install: {})", server.install),
             }
         };
-        out.push_str(&format!("  {:<10} {here}\n", server.kind.id()));
+        out.push_str(&format!("  {:<10} {here}\n", server.id.id()));
     }
     out.push_str("\ntunnel engines (tlslab tunnel --engine LIST):\n");
-    let width = ENGINES.iter().map(|e| e.id().id().len()).max().unwrap_or(0);
+    let width = ENGINES.iter().map(|e| e.name().len()).max().unwrap_or(0);
     for engine in ENGINES {
-        let here = match engine.preflight() {
+        let here = match (engine.open)().preflight() {
             Ok(library) => format!("{} {}", library.library, library.version),
             Err(missing) => format!("not here: {missing}"),
         };
-        out.push_str(&format!("  {:<width$} {here}\n", engine.id().id()));
+        out.push_str(&format!("  {:<width$} {here}\n", engine.name()));
     }
     out.push('\n');
     out.push_str(&format!(

@@ -31,7 +31,7 @@ pub(super) fn run(args: &ServeArgs, kind: ServerKind) -> Result<i32> {
         let programs: Vec<&str> = SERVERS
             .iter()
             .filter(|d| !d.in_process)
-            .map(|d| d.kind.name())
+            .map(|d| d.id.name())
             .collect();
         return Err(usage(format!(
             "--server {}: `tlslab serve` without --server is tlslab's own server; --server starts one of {}",

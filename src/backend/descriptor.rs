@@ -1,5 +1,6 @@
 //! What tlslab knows about one TLS library, as one static value per
-//! library (in the manner of rustls' `crypto::ring::DEFAULT_PROVIDER`):
+//! library (in the manner of rustls' `crypto::ring::DEFAULT_PROVIDER`), in
+//! the shape every registry shares ([`crate::registry::Descriptor`]):
 //! its id, the library's name, what it supports, whether its CPU features
 //! can be turned off, how a profiler recognises its code, whether its
 //! crypto is counted apart, and how to open it; and [`Capabilities`], what
@@ -12,20 +13,18 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::{Backend, BackendId};
+use crate::registry::Descriptor;
 use crate::scenario::{
     Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
 };
 
 /// Everything the crate needs to know about one TLS library before (or
-/// without) opening it.
-pub struct BackendDescriptor {
-    /// The library's id on the command line and in the database.
-    pub id: BackendId,
-    /// The library's own name, as its authors write it ("OpenSSL", "rustls").
-    pub library: &'static str,
-    /// True if and only if `all` and `tlslab list` include it (the mock
-    /// backend is accepted by name but never listed).
-    pub listed: bool,
+/// without) opening it: the registry's one shape ([`Descriptor`]) with a
+/// library's details.
+pub type BackendDescriptor = Descriptor<BackendId, BackendDetails>;
+
+/// What only a library's descriptor holds.
+pub struct BackendDetails {
     /// What it supports: declared as data, or probed once from the library
     /// (OpenSSL's groups and key types depend on its build).
     pub capabilities: fn() -> &'static Capabilities,
@@ -49,25 +48,6 @@ pub struct BackendDescriptor {
 /// The notes of a library with nothing to say about its rows.
 pub fn no_notes(_: &HandshakeScenario) -> Vec<&'static str> {
     Vec::new()
-}
-
-impl BackendDescriptor {
-    /// The id as written on the command line ("rustls-aws-lc").
-    pub fn name(&self) -> &'static str {
-        self.id.id()
-    }
-}
-
-impl std::fmt::Debug for BackendDescriptor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BackendDescriptor")
-            .field("id", &self.name())
-            .field("library", &self.library)
-            .field("listed", &self.listed)
-            .field("cpu_masking", &self.cpu_masking)
-            .field("counts_crypto_apart", &self.counts_crypto_apart)
-            .finish_non_exhaustive()
-    }
 }
 
 /// What a backend can do, as data: the matrix is filtered by these lists.

@@ -9,9 +9,9 @@ use anyhow::Result;
 
 use super::plain::PlainPair;
 use super::{
-    Backend, BackendDescriptor, BackendId, BulkPair, Capabilities, CpuMasking, CpuReadings,
-    HandshakeSample, Handshaker, LibraryInfo, Negotiated, PreparedOperation, PrimitiveBackend,
-    SideTime, SymbolPrefixes, Turns, Unsupported,
+    Backend, BackendDescriptor, BackendDetails, BackendId, BulkPair, Capabilities, CpuMasking,
+    CpuReadings, HandshakeSample, Handshaker, LibraryInfo, Negotiated, PreparedOperation,
+    PrimitiveBackend, SideTime, SymbolPrefixes, Turns, Unsupported,
 };
 use crate::certs::Credentials;
 use crate::scenario::speed::SpeedRow;
@@ -27,18 +27,24 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     id: BackendId::Mock,
     library: "mock",
     listed: false,
-    capabilities,
-    cpu_masking: CpuMasking::Unused,
-    symbols: SymbolPrefixes {
-        protocol_paths: &[],
-        crypto_paths: &[],
-        versioned_symbol_prefixes: &[],
-        protocol_sources: &[],
-        library_sources: &[],
+    programs: &[],
+    scratch: None,
+    install: "",
+    uncountable: None,
+    details: BackendDetails {
+        capabilities,
+        cpu_masking: CpuMasking::Unused,
+        symbols: SymbolPrefixes {
+            protocol_paths: &[],
+            crypto_paths: &[],
+            versioned_symbol_prefixes: &[],
+            protocol_sources: &[],
+            library_sources: &[],
+        },
+        counts_crypto_apart: false,
+        notes: crate::backend::descriptor::no_notes,
+        open: || Arc::new(MockBackend::default()),
     },
-    counts_crypto_apart: false,
-    notes: crate::backend::descriptor::no_notes,
-    open: || Arc::new(MockBackend::default()),
 };
 
 /// What the mock supports: everything but X448 and Ed448, so that

@@ -37,7 +37,7 @@ use crate::scenario::{
     BackendList, Group, HandshakeScenario, Named, ServerOffer, TlsVersion, Transport,
 };
 use crate::scenario::{Side, Subject};
-pub use descriptor::{BackendDescriptor, Capabilities, CpuMasking, SymbolPrefixes};
+pub use descriptor::{BackendDescriptor, BackendDetails, Capabilities, CpuMasking, SymbolPrefixes};
 pub use turns::{CpuReadings, SideTimes, Turns};
 
 /// The name and version of the library a row's subject ran on: a

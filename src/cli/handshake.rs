@@ -59,16 +59,8 @@ pub struct HandshakeArgs {
     #[arg(long, value_name = "LIST")]
     pub backend: Option<BackendList>,
 
-    /// The servers, comma-separated: embedded (tlslab's own, also called
-    /// inprocess: client and server in one process, over memory) and real
-    /// servers started on loopback per row (nginx, apache, haproxy, caddy:
-    /// tlslab's OpenSSL as the client over TCP; for caddy's QUIC rows, its
-    /// HTTP/3, tlslab's QUIC client over UDP, quinn on the one backend
-    /// --backend names, default rustls-aws-lc; the server's CPU is its
-    /// workers'). Every row is measured against every server listed, in
-    /// one table, the servers interleaved round by round; a server not
-    /// installed here gives rows that say why. [default: embedded]
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    // The help names the registered servers: cli::registries::handshake_server.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', help = super::registries::handshake_server())]
     pub server: Option<Vec<ServerKind>>,
 
     /// With --server, the backend whose client handshakes with the

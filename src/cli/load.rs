@@ -117,15 +117,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N", value_parser = values::at_least_one)]
     pub max_requests: Option<usize>,
 
-    /// The servers started for the run, comma-separated: nginx, apache,
-    /// haproxy or caddy (Debian's, on loopback) or embedded (tlslab's own
-    /// HTTPS server, in this process on its own threads; see `tlslab
-    /// serve`). Several are loaded one after another, each started, loaded
-    /// (in every --http version) and stopped before the next, each load
-    /// stored as a run of its own, side by side in one table; a server that
-    /// cannot run here is a row that says why. [default: nginx; embedded
-    /// with --preset]
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    // The help names the registered servers: cli::registries::load_server.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', help = super::registries::load_server())]
     pub server: Option<Vec<ServerKind>>,
 
     /// The embedded server's TLS backend (rustls counts its crypto per

@@ -30,6 +30,7 @@ mod manual;
 mod merge;
 pub mod names;
 mod recommend;
+mod registries;
 mod report;
 mod serve;
 mod shared;

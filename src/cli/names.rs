@@ -373,11 +373,15 @@ mod tests {
             .filter(|value| !value.is_hide_set())
             .map(|value| value.get_name().to_string())
             .collect();
-        let mut expected = vec!["all", "openssl", "rustls-aws-lc", "rustls-ring", "dimpl"];
-        if crate::scenario::backend::WOLFSSL_BUILT_IN {
-            expected.push("wolfssl");
-        }
+        // `all`, then the registry's listed backends (wolfssl with its feature).
+        let expected: Vec<&str> = std::iter::once("all")
+            .chain(crate::backend::BACKEND_IDS.iter().copied())
+            .collect();
         assert_eq!(shown, expected);
+        assert!(
+            shown.iter().any(|name| name == "dimpl") && !shown.iter().any(|name| name == "mock"),
+            "{shown:?}"
+        );
         let matches = command
             .clone()
             .try_get_matches_from(["t", "--backend", "mock,ring,all"])

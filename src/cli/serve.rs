@@ -108,13 +108,13 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub display: DisplayArgs,
 
-    /// Start this server as `load --server` starts it (nginx, apache,
-    /// haproxy or caddy: its generated configuration, the test chain, the
-    /// pages of --size) on a free loopback port for another client, print
-    /// its address on standard output, and stop it at --duration, Ctrl-C
-    /// or SIGTERM. It serves one configuration: one value per axis option
-    /// (default TLS 1.3, X25519, ECDSA P-256, AES-128-GCM).
-    #[arg(long, value_name = "SERVER", conflicts_with_all = ["bind", "backend", "threads", "handshakes"])]
+    // The help names the registered servers: cli::registries::serve_server.
+    #[arg(
+        long,
+        value_name = "SERVER",
+        conflicts_with_all = ["bind", "backend", "threads", "handshakes"],
+        help = super::registries::serve_server()
+    )]
     pub server: Option<ServerKind>,
 
     /// With --server: the sizes of the pages it serves at /page_SIZE, bytes

@@ -65,16 +65,8 @@ pub struct TunnelArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub size: Option<Vec<Size>>,
 
-    /// Engines: inprocess (OpenVPN's data channel, both ends in this
-    /// process), wireguard (WireGuard's, boringtun's peers in this process;
-    /// ChaCha20-Poly1305 only), openvpn (a real OpenVPN static-key tunnel
-    /// between network namespaces; root only), openvpn-tls (the same in TLS
-    /// mode: certificates, the data cipher negotiated; root only),
-    /// wireguard-go (a real userspace WireGuard tunnel between network
-    /// namespaces; root only). A named engine that cannot run here stops
-    /// the command; a preset's engine that cannot gets rows that say why.
-    /// [default: inprocess; with --preset vpn-compare: inprocess,wireguard]
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    // The help names the registered engines: cli::registries::tunnel_engine.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', help = super::registries::tunnel_engine())]
     pub engine: Option<Vec<EngineId>>,
 
     /// Bytes each transfer through a real tunnel (openvpn, wireguard-go)

@@ -550,7 +550,7 @@ fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db.sqlite");
     let (first_json, second_json) = (dir.path().join("1.json"), dir.path().join("2.json"));
-    let every_engine: Vec<&str> = ENGINES.iter().map(|e| e.id().id()).collect();
+    let every_engine: Vec<&str> = ENGINES.iter().map(|e| e.name()).collect();
     let counted = counted_tunnel(&every_engine.join(","), "instructions", &db, &first_json);
     let text = counted.stdout();
     assert!(text.contains("send M instr/MB"), "{text}");
@@ -565,7 +565,7 @@ fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
             .unsupported_reason(&TunnelScenario::from_label(label).unwrap())
             .is_none()
     };
-    for engine in ENGINES {
+    for engine in ENGINES.iter().map(|descriptor| (descriptor.open)()) {
         let rows = json_of(&first_json)["rows"].as_array().unwrap().clone();
         for row in rows.iter().filter(|r| r["engine"] == engine.id().id()) {
             let label = row["label"].as_str().unwrap();
@@ -598,13 +598,17 @@ fn tunnel_counts_each_ends_instructions_per_mb_and_openvpn_says_why_not() {
             .as_f64()
             .unwrap_or_else(|| panic!("{figure}: {row}"))
     };
-    for engine in ENGINES.iter().filter(|e| e.uncountable().is_none()) {
+    for engine in ENGINES
+        .iter()
+        .filter(|e| e.uncountable.is_none())
+        .map(|descriptor| (descriptor.open)())
+    {
         let id = engine.id().id();
         // The rows the engine runs, of each run.
         let counted = |path: &Path| -> Vec<serde_json::Value> {
             rows(path)
                 .into_iter()
-                .filter(|r| r["engine"] == id && runs_row(*engine, r))
+                .filter(|r| r["engine"] == id && runs_row(engine, r))
                 .collect()
         };
         let (first, second) = (counted(&first_json), counted(&second_json));

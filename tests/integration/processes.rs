@@ -304,62 +304,112 @@ fn someone_listens(name: &str) -> bool {
 /// next run removes the killed run's key directory and the control
 /// sockets its wireguard-go daemons left.
 ///
-/// One test per real engine (its daemon's command name, a row it runs,
-/// the prefix of its scratch directory, kept here by hand), so each fails
-/// alone; one that cannot run here skips visibly (failing under `CI`).
+/// One test per real engine (a row it runs, kept here; its daemon's
+/// command name, the prefix of its scratch directory and its install hint
+/// are its descriptor's), so each fails alone; one that cannot run here
+/// skips visibly (failing under `CI`).
 mod kill_9_leaves_no_tunnel_daemon_and_no_namespace {
     use tlslab::scenario::tunnel::EngineId;
+    use tlslab::workload::tunnel::ENGINES;
 
     #[test]
     fn openvpn() {
-        super::kill_9_during(
-            EngineId::Openvpn,
-            "openvpn",
-            "aes-128-cbc",
-            "sha1",
-            "tlslab-openvpn-",
-        );
+        super::kill_9_during(EngineId::Openvpn, "aes-128-cbc", "sha1");
     }
 
     #[test]
     fn openvpn_tls() {
-        super::kill_9_during(
-            EngineId::OpenvpnTls,
-            "openvpn",
-            "aes-128-gcm",
-            "none",
-            "tlslab-openvpn-",
-        );
+        super::kill_9_during(EngineId::OpenvpnTls, "aes-128-gcm", "none");
     }
 
     #[test]
     fn wireguard_go() {
-        super::kill_9_during(
-            EngineId::WireguardGo,
-            "wireguard-go",
-            "chacha20-poly1305",
-            "none",
-            "tlslab-wireguard-",
+        super::kill_9_during(EngineId::WireguardGo, "chacha20-poly1305", "none");
+    }
+
+    /// Every engine whose descriptor starts programs has its test above.
+    #[test]
+    fn every_engine_that_starts_daemons_has_its_test_here() {
+        let daemons: Vec<EngineId> = ENGINES
+            .iter()
+            .filter(|descriptor| !descriptor.programs.is_empty())
+            .map(|descriptor| descriptor.id)
+            .collect();
+        assert_eq!(
+            daemons,
+            [
+                EngineId::Openvpn,
+                EngineId::OpenvpnTls,
+                EngineId::WireguardGo
+            ],
+            "an engine that starts daemons needs its kill -9 test here"
         );
     }
 }
 
-/// [`kill_9_during_a_tunnel`] for `engine`, or a visible skip where it
-/// cannot run here.
-fn kill_9_during(engine: EngineId, daemon: &str, cipher: &str, digest: &str, scratch: &str) {
+/// [`kill_9_during_a_tunnel`] for `engine` on the row of `cipher` and
+/// `digest`, or a visible skip where it cannot run here.
+fn kill_9_during(engine: EngineId, cipher: &str, digest: &str) {
+    let descriptor = engine.descriptor();
     let id = engine.id();
     let test = format!(
         "processes::kill_9_leaves_no_tunnel_daemon_and_no_namespace::{}",
         id.replace('-', "_")
     );
-    if crate::util::skip_without(
-        engine.open().preflight().err(),
-        &test,
-        "run as root; apt-get install openvpn wireguard-go wireguard-tools iproute2",
-    ) {
+    if crate::util::skip_without(engine.open().preflight().err(), &test, descriptor.install) {
         return;
     }
-    kill_9_during_a_tunnel(id, daemon, cipher, digest, scratch);
+    let scratch = descriptor
+        .scratch_prefix()
+        .expect("an engine that starts daemons has a scratch directory");
+    kill_9_during_a_tunnel(id, descriptor.programs[0], cipher, digest, &scratch);
+}
+
+/// Every program a library, server or engine starts (its descriptor's
+/// `programs`) is one that scripts/fresh-machine-test.sh hides, so the
+/// fresh-machine pass finds none of them.
+#[test]
+fn the_fresh_machine_script_hides_every_program_a_descriptor_starts() {
+    let script = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fresh-machine-test.sh"),
+    )
+    .unwrap();
+    let list = script
+        .split_once("HIDDEN_PROGRAMS=(")
+        .and_then(|(_, after)| after.split_once("\n)"))
+        .expect("the script's HIDDEN_PROGRAMS=( ... ) list")
+        .0;
+    let hidden: Vec<&str> = list
+        .lines()
+        .map(|line| line.split('#').next().unwrap())
+        .flat_map(str::split_whitespace)
+        .collect();
+    assert!(hidden.contains(&"nginx"), "{hidden:?}");
+    let started = tlslab::backend::REGISTRY
+        .iter()
+        .flat_map(|d| d.programs.iter().map(move |p| (d.name(), *p)))
+        .chain(
+            tlslab::workload::server::SERVERS
+                .iter()
+                .flat_map(|d| d.programs.iter().map(move |p| (d.name(), *p))),
+        )
+        .chain(
+            tlslab::workload::tunnel::ENGINES
+                .iter()
+                .flat_map(|d| d.programs.iter().map(move |p| (d.name(), *p))),
+        );
+    let mut checked = 0;
+    for (owner, program) in started {
+        assert!(
+            hidden.contains(&program),
+            "{owner} starts {program}, which scripts/fresh-machine-test.sh does not hide"
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 4,
+        "the descriptors start programs: {checked} found"
+    );
 }
 
 /// Kills tlslab (SIGKILL) while engine `id`'s tunnel runs, and checks what

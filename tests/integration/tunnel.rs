@@ -136,7 +136,7 @@ fn unknown_tunnel_names_list_the_valid_ones() {
 pub(crate) fn runnable_engines(test: &str) -> Vec<&'static dyn TunnelEngine> {
     ENGINES
         .iter()
-        .copied()
+        .map(|descriptor| (descriptor.open)())
         .filter(|engine| {
             let test = format!("{test} [{}]", engine.id().id());
             !skip_without(

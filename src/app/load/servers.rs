@@ -109,7 +109,7 @@ pub(super) fn plan_servers(
         let own: Vec<String> = SERVERS
             .iter()
             .filter(|d| d.in_process)
-            .map(|d| format!("--server {}", d.kind.name()))
+            .map(|d| format!("--server {}", d.id.name()))
             .collect();
         return Err(usage(format!(
             "--backend and --threads configure the embedded server: add {}",

@@ -4,7 +4,9 @@
 use std::sync::{Arc, OnceLock};
 
 use super::DimplBackend;
-use crate::backend::{BackendDescriptor, BackendId, Capabilities, CpuMasking, SymbolPrefixes};
+use crate::backend::{
+    BackendDescriptor, BackendDetails, BackendId, Capabilities, CpuMasking, SymbolPrefixes,
+};
 use crate::scenario::{Aead, CertKind, Group, Resumption, TlsVersion, Transport};
 
 /// Everything tlslab knows about dimpl: DTLS 1.2 and 1.3 over the memory
@@ -14,18 +16,24 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     id: BackendId::Dimpl,
     library: "dimpl",
     listed: true,
-    capabilities,
-    cpu_masking: CpuMasking::OPENSSL_CAPABILITY_VECTOR,
-    symbols: SymbolPrefixes {
-        protocol_paths: &["dimpl::"],
-        crypto_paths: &["aws_lc_rs::"],
-        versioned_symbol_prefixes: &["aws_lc_"],
-        protocol_sources: &["/dimpl-"],
-        library_sources: &["/aws-lc/", "/aws-lc-rs-", "/aws-lc-sys-"],
+    programs: &[],
+    scratch: None,
+    install: "",
+    uncountable: None,
+    details: BackendDetails {
+        capabilities,
+        cpu_masking: CpuMasking::OPENSSL_CAPABILITY_VECTOR,
+        symbols: SymbolPrefixes {
+            protocol_paths: &["dimpl::"],
+            crypto_paths: &["aws_lc_rs::"],
+            versioned_symbol_prefixes: &["aws_lc_"],
+            protocol_sources: &["/dimpl-"],
+            library_sources: &["/aws-lc/", "/aws-lc-rs-", "/aws-lc-sys-"],
+        },
+        counts_crypto_apart: false,
+        notes: crate::backend::descriptor::no_notes,
+        open: || Arc::new(DimplBackend),
     },
-    counts_crypto_apart: false,
-    notes: crate::backend::descriptor::no_notes,
-    open: || Arc::new(DimplBackend),
 };
 
 /// What dimpl offers: ECDHE-ECDSA with AEAD suites, full handshakes only.

@@ -7,7 +7,9 @@ use std::sync::{Arc, OnceLock};
 use openssl::ssl::{SslContextBuilder, SslMethod};
 
 use super::{openssl_group_name, OpensslBackend};
-use crate::backend::{BackendDescriptor, BackendId, Capabilities, CpuMasking, SymbolPrefixes};
+use crate::backend::{
+    BackendDescriptor, BackendDetails, BackendId, Capabilities, CpuMasking, SymbolPrefixes,
+};
 use crate::certs::openssl_supports_key;
 use crate::scenario::{
     Aead, CertKind, Group, HandshakeScenario, Named, Resumption, TlsVersion, Transport,
@@ -20,18 +22,24 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     id: BackendId::Openssl,
     library: "OpenSSL",
     listed: true,
-    capabilities,
-    cpu_masking: CpuMasking::OPENSSL_CAPABILITY_VECTOR,
-    symbols: SymbolPrefixes {
-        protocol_paths: &[],
-        crypto_paths: &[],
-        versioned_symbol_prefixes: &[],
-        protocol_sources: &["/ssl/"],
-        library_sources: &["/openssl-build/", "/openssl-0.", "/openssl-sys-"],
+    programs: &[],
+    scratch: None,
+    install: "",
+    uncountable: None,
+    details: BackendDetails {
+        capabilities,
+        cpu_masking: CpuMasking::OPENSSL_CAPABILITY_VECTOR,
+        symbols: SymbolPrefixes {
+            protocol_paths: &[],
+            crypto_paths: &[],
+            versioned_symbol_prefixes: &[],
+            protocol_sources: &["/ssl/"],
+            library_sources: &["/openssl-build/", "/openssl-0.", "/openssl-sys-"],
+        },
+        counts_crypto_apart: false,
+        notes,
+        open: || Arc::new(OpensslBackend::new()),
     },
-    counts_crypto_apart: false,
-    notes,
-    open: || Arc::new(OpensslBackend::new()),
 };
 
 /// What a report says under OpenSSL's rows of `scenario`: for QUIC, the

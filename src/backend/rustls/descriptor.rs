@@ -5,7 +5,9 @@
 use std::sync::{Arc, OnceLock};
 
 use super::{all_kx_groups, base_provider, our_group, Provider, RustlsBackend};
-use crate::backend::{BackendDescriptor, BackendId, Capabilities, CpuMasking, SymbolPrefixes};
+use crate::backend::{
+    BackendDescriptor, BackendDetails, BackendId, Capabilities, CpuMasking, SymbolPrefixes,
+};
 use crate::scenario::{Aead, CertKind, Group, Named, Resumption, TlsVersion, Transport};
 
 /// The library, as its authors write it (both providers).
@@ -18,18 +20,24 @@ pub static AWS_LC_DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     id: BackendId::RustlsAwsLc,
     library: LIBRARY,
     listed: true,
-    capabilities: || Provider::AwsLcRs.capabilities(),
-    cpu_masking: CpuMasking::OPENSSL_CAPABILITY_VECTOR,
-    symbols: SymbolPrefixes {
-        protocol_paths: &["rustls::"],
-        crypto_paths: &["aws_lc_rs::"],
-        versioned_symbol_prefixes: &["aws_lc_"],
-        protocol_sources: &["/rustls-0."],
-        library_sources: &["/aws-lc/", "/aws-lc-rs-", "/aws-lc-sys-"],
+    programs: &[],
+    scratch: None,
+    install: "",
+    uncountable: None,
+    details: BackendDetails {
+        capabilities: || Provider::AwsLcRs.capabilities(),
+        cpu_masking: CpuMasking::OPENSSL_CAPABILITY_VECTOR,
+        symbols: SymbolPrefixes {
+            protocol_paths: &["rustls::"],
+            crypto_paths: &["aws_lc_rs::"],
+            versioned_symbol_prefixes: &["aws_lc_"],
+            protocol_sources: &["/rustls-0."],
+            library_sources: &["/aws-lc/", "/aws-lc-rs-", "/aws-lc-sys-"],
+        },
+        counts_crypto_apart: true,
+        notes: crate::backend::descriptor::no_notes,
+        open: || Arc::new(RustlsBackend::aws_lc_rs()),
     },
-    counts_crypto_apart: true,
-    notes: crate::backend::descriptor::no_notes,
-    open: || Arc::new(RustlsBackend::aws_lc_rs()),
 };
 
 /// Everything tlslab knows about rustls on ring: as on aws-lc-rs, but
@@ -38,18 +46,24 @@ pub static RING_DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     id: BackendId::RustlsRing,
     library: LIBRARY,
     listed: true,
-    capabilities: || Provider::Ring.capabilities(),
-    cpu_masking: CpuMasking::Impossible("ring has no switch to turn its CPU features off"),
-    symbols: SymbolPrefixes {
-        protocol_paths: &["rustls::"],
-        crypto_paths: &["ring::"],
-        versioned_symbol_prefixes: &["ring_core_"],
-        protocol_sources: &["/rustls-0."],
-        library_sources: &["/ring-0."],
+    programs: &[],
+    scratch: None,
+    install: "",
+    uncountable: None,
+    details: BackendDetails {
+        capabilities: || Provider::Ring.capabilities(),
+        cpu_masking: CpuMasking::Impossible("ring has no switch to turn its CPU features off"),
+        symbols: SymbolPrefixes {
+            protocol_paths: &["rustls::"],
+            crypto_paths: &["ring::"],
+            versioned_symbol_prefixes: &["ring_core_"],
+            protocol_sources: &["/rustls-0."],
+            library_sources: &["/ring-0."],
+        },
+        counts_crypto_apart: true,
+        notes: crate::backend::descriptor::no_notes,
+        open: || Arc::new(RustlsBackend::ring()),
     },
-    counts_crypto_apart: true,
-    notes: crate::backend::descriptor::no_notes,
-    open: || Arc::new(RustlsBackend::ring()),
 };
 
 impl Provider {

@@ -6,7 +6,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::backend::{BackendDescriptor, BackendId, Capabilities, CpuMasking, SymbolPrefixes};
+use crate::backend::{
+    BackendDescriptor, BackendDetails, BackendId, Capabilities, CpuMasking, SymbolPrefixes,
+};
 #[cfg(feature = "wolfssl")]
 use crate::scenario::{Aead, CertKind, Group, Resumption, TlsVersion, Transport};
 
@@ -18,29 +20,35 @@ pub static DESCRIPTOR: BackendDescriptor = BackendDescriptor {
     id: BackendId::Wolfssl,
     library: "wolfSSL",
     listed: crate::scenario::backend::WOLFSSL_BUILT_IN,
-    capabilities,
-    cpu_masking: CpuMasking::Impossible(
-        "wolfSSL picks AES-NI, its x86-64 assembly and its optimised (SP) math when it is \
-         built, not at run time: build it without the optimised math with \
-         `scripts/wolfssl-build.sh --math generic` and `tlslab compare` the two builds' runs",
-    ),
-    // wolfSSL is C compiled with debug information from the tree
-    // wolfssl-sys copies into its build directory: its protocol code is
-    // `wolfssl-src/src/` (ssl.c, internal.c, tls13.c, dtls13.c), what
-    // `workload::perf` puts in a crypto category by its `wolfcrypt/src/`
-    // file (sp_*, rsa, ecc, dh, sha*, aes, random, asn) is that, and the
-    // rest of the tree is the library's plumbing. Its C names (wolfSSL_,
-    // wc_, sp_) carry no version to strip.
-    symbols: SymbolPrefixes {
-        protocol_paths: &[],
-        crypto_paths: &[],
-        versioned_symbol_prefixes: &[],
-        protocol_sources: &["/wolfssl-src/src/"],
-        library_sources: &["/wolfssl-src/"],
+    programs: &[],
+    scratch: None,
+    install: "",
+    uncountable: None,
+    details: BackendDetails {
+        capabilities,
+        cpu_masking: CpuMasking::Impossible(
+            "wolfSSL picks AES-NI, its x86-64 assembly and its optimised (SP) math when it is \
+             built, not at run time: build it without the optimised math with \
+             `scripts/wolfssl-build.sh --math generic` and `tlslab compare` the two builds' runs",
+        ),
+        // wolfSSL is C compiled with debug information from the tree
+        // wolfssl-sys copies into its build directory: its protocol code is
+        // `wolfssl-src/src/` (ssl.c, internal.c, tls13.c, dtls13.c), what
+        // `workload::perf` puts in a crypto category by its `wolfcrypt/src/`
+        // file (sp_*, rsa, ecc, dh, sha*, aes, random, asn) is that, and the
+        // rest of the tree is the library's plumbing. Its C names (wolfSSL_,
+        // wc_, sp_) carry no version to strip.
+        symbols: SymbolPrefixes {
+            protocol_paths: &[],
+            crypto_paths: &[],
+            versioned_symbol_prefixes: &[],
+            protocol_sources: &["/wolfssl-src/src/"],
+            library_sources: &["/wolfssl-src/"],
+        },
+        counts_crypto_apart: false,
+        notes: crate::backend::descriptor::no_notes,
+        open,
     },
-    counts_crypto_apart: false,
-    notes: crate::backend::descriptor::no_notes,
-    open,
 };
 
 #[cfg(feature = "wolfssl")]

@@ -30,20 +30,27 @@ use super::program::{
     program_output, word_after, write_client_roots, write_pages, Launch, OpensslProgram,
     ProgramKind, RunningProgram, Sessions, WorkerLayout,
 };
-use super::{ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
+use super::{ServerDescriptor, ServerDetails, ServerOptions, ServerSetup, ServerUnderTest};
 use crate::scenario::ServerKind;
 
 /// Apache httpd in the registry of servers under test.
-pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
-    kind: ServerKind::Apache,
-    in_process: false,
-    missing: || {
-        apache_binary()
-            .is_none()
-            .then(|| "apache2 is not installed".to_string())
-    },
+pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
+    id: ServerKind::Apache,
+    library: "Apache httpd",
+    listed: true,
+    programs: &["apache2"],
+    scratch: Some("apache"),
     install: "apt-get install apache2",
-    open,
+    uncountable: None,
+    details: ServerDetails {
+        in_process: false,
+        missing: || {
+            apache_binary()
+                .is_none()
+                .then(|| "apache2 is not installed".to_string())
+        },
+        open,
+    },
 };
 
 /// What Apache is missing, and how to get it.
@@ -83,7 +90,7 @@ pub fn apache_versions() -> Result<(String, String)> {
 /// loopback port; returns once its child accepts connections.
 fn start_apache(setup: &ServerSetup<'_>, description: String) -> Result<RunningProgram> {
     let binary = apache_binary().context(NOT_INSTALLED)?;
-    let (dir, address) = prepare("apache")?;
+    let (dir, address) = prepare(&DESCRIPTOR)?;
     let config = write_files(dir.path(), setup, address)?;
     let mut command = Command::new(&binary);
     command.arg("-f").arg(config).arg("-DFOREGROUND");
@@ -203,7 +210,7 @@ SSLCertificateKeyFile {root}/key.pem
 fn open(_: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
     let program = ProgramKind {
         kind: ServerKind::Apache,
-        name: "Apache httpd",
+        name: DESCRIPTOR.library,
         start: start_apache,
         no_categories: STRIPPED,
     };

@@ -30,7 +30,9 @@ use super::program::{
     find_binary, key_pem, pem_chain, prepare, program_output, word_after, write_client_roots,
     write_pages, Launch, RunningProgram, Sessions, WorkerLayout,
 };
-use super::{RunningServer, ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
+use super::{
+    RunningServer, ServerDescriptor, ServerDetails, ServerOptions, ServerSetup, ServerUnderTest,
+};
 use crate::backend::client;
 use crate::backend::{Capabilities, LibraryInfo};
 use crate::scenario::{
@@ -40,16 +42,23 @@ use crate::scenario::{
 use crate::workload::server::program::client_version;
 
 /// Caddy in the registry of servers under test.
-pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
-    kind: ServerKind::Caddy,
-    in_process: false,
-    missing: || {
-        caddy_binary()
-            .is_none()
-            .then(|| "caddy is not installed".to_string())
-    },
+pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
+    id: ServerKind::Caddy,
+    library: "Caddy",
+    listed: true,
+    programs: &["caddy"],
+    scratch: Some("caddy"),
     install: "apt-get install caddy",
-    open: CaddyServer::open,
+    uncountable: None,
+    details: ServerDetails {
+        in_process: false,
+        missing: || {
+            caddy_binary()
+                .is_none()
+                .then(|| "caddy is not installed".to_string())
+        },
+        open: CaddyServer::open,
+    },
 };
 
 /// What Caddy is missing, and how to get it.
@@ -137,7 +146,7 @@ fn go_curve_name(group: Group) -> Option<&'static str> {
 /// loopback port; returns once it accepts connections.
 fn start_caddy(setup: &ServerSetup<'_>, description: String) -> Result<RunningProgram> {
     let binary = caddy_binary().context(NOT_INSTALLED)?;
-    let (dir, address) = prepare("caddy")?;
+    let (dir, address) = prepare(&DESCRIPTOR)?;
     let config = write_files(dir.path(), setup, address)?;
     let mut command = Command::new(&binary);
     command

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use super::{
-    RunningServer, ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest, Workers,
+    RunningServer, ServerDescriptor, ServerDetails, ServerOptions, ServerSetup, ServerUnderTest,
+    Workers,
 };
 use crate::backend::{Backend, BackendId, Capabilities, LibraryInfo};
 use crate::scenario::{HandshakeScenario, ServerKind};
@@ -19,12 +20,19 @@ use crate::workload::process::process_cpu_ns;
 use crate::workload::serve::{Server, ServerStats};
 
 /// The embedded server in the registry of servers under test.
-pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
-    kind: ServerKind::Embedded,
-    in_process: true,
-    missing: || None,
+pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
+    id: ServerKind::Embedded,
+    library: "tlslab",
+    listed: true,
+    programs: &[],
+    scratch: None,
     install: "",
-    open: EmbeddedServer::open,
+    uncountable: None,
+    details: ServerDetails {
+        in_process: true,
+        missing: || None,
+        open: EmbeddedServer::open,
+    },
 };
 
 /// The embedded server on one backend, with its number of workers.

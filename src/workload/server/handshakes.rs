@@ -104,11 +104,11 @@ impl ServerBackend {
 
 impl Backend for ServerBackend {
     fn id(&self) -> &'static str {
-        self.descriptor.kind.id()
+        self.descriptor.id.id()
     }
 
     fn subject(&self) -> crate::scenario::Subject {
-        crate::scenario::Subject::Server(self.descriptor.kind)
+        crate::scenario::Subject::Server(self.descriptor.id)
     }
 
     /// The server's, or for one that could not be opened its name and
@@ -128,7 +128,7 @@ impl Backend for ServerBackend {
             Ok(server) => server.library(),
             Err(unopened) => LibraryInfo {
                 subject: self.subject(),
-                library: self.descriptor.kind.id().to_string(),
+                library: self.descriptor.id.id().to_string(),
                 version: if unopened.missing {
                     "(not installed)".to_string()
                 } else {

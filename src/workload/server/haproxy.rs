@@ -27,20 +27,27 @@ use super::program::{
     word_after, write_client_roots, write_pages, Launch, OpensslProgram, ProgramKind,
     RunningProgram, Sessions, WorkerLayout,
 };
-use super::{ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
+use super::{ServerDescriptor, ServerDetails, ServerOptions, ServerSetup, ServerUnderTest};
 use crate::scenario::ServerKind;
 
 /// HAProxy in the registry of servers under test.
-pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
-    kind: ServerKind::Haproxy,
-    in_process: false,
-    missing: || {
-        haproxy_binary()
-            .is_none()
-            .then(|| "haproxy is not installed".to_string())
-    },
+pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
+    id: ServerKind::Haproxy,
+    library: "HAProxy",
+    listed: true,
+    programs: &["haproxy"],
+    scratch: Some("haproxy"),
     install: "apt-get install haproxy",
-    open,
+    uncountable: None,
+    details: ServerDetails {
+        in_process: false,
+        missing: || {
+            haproxy_binary()
+                .is_none()
+                .then(|| "haproxy is not installed".to_string())
+        },
+        open,
+    },
 };
 
 /// What HAProxy is missing, and how to get it.
@@ -81,7 +88,7 @@ pub fn haproxy_versions() -> Result<(String, String)> {
 /// loopback port; returns once it accepts connections.
 fn start_haproxy(setup: &ServerSetup<'_>, description: String) -> Result<RunningProgram> {
     let binary = haproxy_binary().context(NOT_INSTALLED)?;
-    let (dir, address) = prepare("haproxy")?;
+    let (dir, address) = prepare(&DESCRIPTOR)?;
     let config = write_files(dir.path(), setup, address)?;
     let log = dir.path().join("error.log");
     let mut command = Command::new(&binary);
@@ -211,7 +218,7 @@ frontend tlslab
 fn open(_: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
     let program = ProgramKind {
         kind: ServerKind::Haproxy,
-        name: "HAProxy",
+        name: DESCRIPTOR.library,
         start: start_haproxy,
         no_categories: STRIPPED,
     };

@@ -9,8 +9,9 @@
 //! program through [`ServerBackend`], `load --server` loads either; neither
 //! names a kind.
 //!
-//! A new server is a module here implementing the two traits, its
-//! descriptor in [`SERVERS`], and its name in `scenario::ServerKind`; the
+//! A new server is a module here implementing the two traits with its
+//! static descriptor, its line in [`SERVERS`] (and `pub mod` here), and
+//! its name in `scenario::ServerKind`; help text, `tlslab list` and the
 //! integration tests that run per server pick it up from the registry.
 
 pub mod apache;
@@ -28,6 +29,7 @@ use anyhow::Result;
 
 use crate::backend::{BackendId, Capabilities, LibraryInfo};
 use crate::certs::Credentials;
+use crate::registry::Descriptor;
 use crate::scenario::{HandshakeScenario, ServerKind};
 use crate::workload::serve::ServerStats;
 use crate::workload::site::Site;
@@ -36,37 +38,40 @@ pub use handshakes::ServerBackend;
 
 /// Every server under test, each registered once: the one place that maps
 /// a [`ServerKind`] to its implementation.
-pub static SERVERS: &[ServerDescriptor] = &[
-    nginx::DESCRIPTOR,
-    apache::DESCRIPTOR,
-    haproxy::DESCRIPTOR,
-    caddy::DESCRIPTOR,
-    embedded::DESCRIPTOR,
+pub static SERVERS: &[&ServerDescriptor] = &[
+    &nginx::DESCRIPTOR,
+    &apache::DESCRIPTOR,
+    &haproxy::DESCRIPTOR,
+    &caddy::DESCRIPTOR,
+    &embedded::DESCRIPTOR,
 ];
 
 /// The registered server of `kind`.
 pub fn descriptor(kind: ServerKind) -> &'static ServerDescriptor {
     SERVERS
         .iter()
-        .find(|descriptor| descriptor.kind == kind)
+        .copied()
+        .find(|descriptor| descriptor.id == kind)
         .expect("every server kind is registered in SERVERS")
 }
 
 /// What tlslab knows of a kind of server before it runs anything: enough
 /// to check a command line (does it take a backend, can its handshakes be
-/// counted) whether or not the server is installed here.
-pub struct ServerDescriptor {
-    pub kind: ServerKind,
+/// counted) whether or not the server is installed here; the registry's
+/// one shape ([`crate::registry::Descriptor`]) with a server's details.
+pub type ServerDescriptor = Descriptor<ServerKind, ServerDetails>;
+
+/// What only a server's descriptor holds.
+pub struct ServerDetails {
     /// True if and only if the server runs in tlslab's process on one of
     /// tlslab's backends (the embedded server): `handshake` then measures
     /// the backends themselves, both sides in process, and `--backend` and
     /// `--threads` configure it. False for a program of its own on its own
     /// TLS library, which tlslab's OpenSSL handshakes with over TCP.
     pub in_process: bool,
-    /// Why the server cannot run here (its program is missing), or `None`.
+    /// Why the server cannot run here (its program is missing), or `None`;
+    /// the descriptor's `install` says how to install it.
     pub missing: fn() -> Option<String>,
-    /// How to install what [`ServerDescriptor::missing`] names.
-    pub install: &'static str,
     /// Opens it: finds the program and reads its versions (failing with
     /// how to install it), or sets tlslab's own server up on `options`.
     pub open: fn(&ServerOptions) -> Result<Arc<dyn ServerUnderTest>>,
@@ -179,7 +184,7 @@ mod tests {
     #[test]
     fn every_server_kind_is_registered_once() {
         for kind in ServerKind::ALL {
-            let found = SERVERS.iter().filter(|d| d.kind == *kind).count();
+            let found = SERVERS.iter().filter(|d| d.id == *kind).count();
             assert_eq!(found, 1, "{}", kind.id());
         }
         assert_eq!(SERVERS.len(), ServerKind::ALL.len());

@@ -30,22 +30,29 @@ use super::program::{
     find_binary, key_pem, openssl_settings, pem_chain, prepare, write_client_roots, write_pages,
     Launch, OpensslProgram, ProgramKind, RunningProgram, Sessions, WorkerLayout,
 };
-use super::{ServerDescriptor, ServerOptions, ServerSetup, ServerUnderTest};
+use super::{ServerDescriptor, ServerDetails, ServerOptions, ServerSetup, ServerUnderTest};
 use crate::certs::Credentials;
 use crate::scenario::{HandshakeScenario, ServerKind};
 use crate::workload::site::Site;
 
 /// nginx in the registry of servers under test.
-pub const DESCRIPTOR: ServerDescriptor = ServerDescriptor {
-    kind: ServerKind::Nginx,
-    in_process: false,
-    missing: || {
-        nginx_binary()
-            .is_none()
-            .then(|| "nginx is not installed".to_string())
-    },
+pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
+    id: ServerKind::Nginx,
+    library: "nginx",
+    listed: true,
+    programs: &["nginx"],
+    scratch: Some("nginx"),
     install: "apt-get install nginx-light",
-    open,
+    uncountable: None,
+    details: ServerDetails {
+        in_process: false,
+        missing: || {
+            nginx_binary()
+                .is_none()
+                .then(|| "nginx is not installed".to_string())
+        },
+        open,
+    },
 };
 
 /// What nginx is missing, and how to get it.
@@ -104,7 +111,7 @@ pub fn nginx_versions() -> Result<(String, String)> {
 /// loopback port; returns once its worker accepts connections.
 fn start_nginx(setup: &ServerSetup<'_>, description: String) -> Result<RunningProgram> {
     let binary = nginx_binary().context(NOT_INSTALLED)?;
-    let (dir, address) = prepare("nginx")?;
+    let (dir, address) = prepare(&DESCRIPTOR)?;
     write_files(
         dir.path(),
         setup.scenario,
@@ -219,7 +226,7 @@ http {{
 fn open(_: &ServerOptions) -> Result<Arc<dyn ServerUnderTest>> {
     let program = ProgramKind {
         kind: ServerKind::Nginx,
-        name: "nginx",
+        name: DESCRIPTOR.library,
         start: start_nginx,
         no_categories: STRIPPED,
     };

@@ -447,10 +447,12 @@ pub struct Launch {
     pub description: String,
 }
 
-/// A scratch directory for a server of `kind`, after removing what killed
-/// runs left, and a free loopback address for it.
-pub fn prepare(kind: &str) -> Result<(tempfile::TempDir, SocketAddr)> {
+/// A scratch directory for the server `descriptor` registers (named by
+/// its `scratch` word), after removing what killed runs left, and a free
+/// loopback address for it.
+pub fn prepare(descriptor: &super::ServerDescriptor) -> Result<(tempfile::TempDir, SocketAddr)> {
     crate::child::remove_leftovers();
+    let kind = descriptor.scratch.unwrap_or("server");
     let dir =
         crate::child::scratch_dir(kind).with_context(|| format!("creating {kind}'s directory"))?;
     let address = SocketAddr::from(([127, 0, 0, 1], free_port()?));

@@ -26,8 +26,22 @@ use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{TunnelOutcome, TunnelSample};
 use crate::backend::{CpuMasking, LibraryInfo};
 use crate::measure::Probe;
+use crate::registry::Descriptor;
 use crate::scenario::names::Named;
 use crate::scenario::tunnel::{Cipher, Compression, Digest, EngineId, TunnelScenario};
+
+/// What tlslab knows of an engine before it runs anything: the
+/// registry's one shape ([`Descriptor`]) with an engine's details.
+pub type EngineDescriptor = Descriptor<EngineId, EngineDetails>;
+
+/// What only an engine's descriptor holds: how to open it (the engine
+/// itself is a value without state, the trait's implementation).
+pub struct EngineDetails {
+    /// What it is, in a few words, for `tunnel --engine`'s help ("a real
+    /// OpenVPN static-key tunnel between network namespaces; root only").
+    pub about: &'static str,
+    pub open: fn() -> &'static dyn TunnelEngine,
+}
 
 /// What every engine's run is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,8 +110,10 @@ pub trait TunnelEngine: Sync {
     }
 
     /// Why the engine's rows cannot be counted under valgrind
-    /// (`--measure instructions`), if they cannot.
-    fn uncountable(&self) -> Option<&'static str>;
+    /// (`--measure instructions`), if they cannot: its descriptor's.
+    fn uncountable(&self) -> Option<&'static str> {
+        self.id().descriptor().uncountable
+    }
 
     /// Whether `--cpu-features generic` can turn off the CPU features of
     /// the code that does the engine's cryptography (in this process, or

@@ -11,13 +11,30 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 
-use super::engine::{CountedSample, EngineOptions, EngineRig, TunnelEngine};
+use super::engine::{
+    CountedSample, EngineDescriptor, EngineDetails, EngineOptions, EngineRig, TunnelEngine,
+};
 use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
 use crate::backend::openssl::data_channel::{self, Receiver, Sender};
 use crate::backend::{CpuMasking, LibraryInfo};
 use crate::measure::{Outcome, Probe};
 use crate::scenario::tunnel::{EngineId, TunnelScenario};
+
+/// The inprocess engine in the registry of tunnel engines.
+pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
+    id: EngineId::Inprocess,
+    library: "OpenSSL",
+    listed: true,
+    programs: &[],
+    scratch: None,
+    install: "",
+    uncountable: None,
+    details: EngineDetails {
+        about: "OpenVPN's data channel, both ends in this process",
+        open: || &InprocessEngine,
+    },
+};
 
 /// The in-process engine, as registered.
 pub struct InprocessEngine;
@@ -41,10 +58,6 @@ impl TunnelEngine for InprocessEngine {
     /// without the `lzo` feature.
     fn row_unsupported(&self, scenario: &TunnelScenario) -> Option<String> {
         data_channel::unsupported_reason(scenario)
-    }
-
-    fn uncountable(&self) -> Option<&'static str> {
-        None
     }
 
     /// Its cryptography is the vendored OpenSSL's EVP: masked as the

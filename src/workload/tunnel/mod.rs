@@ -1,6 +1,7 @@
 //! What one tunnel sample is and the engines that take it: one trait
-//! ([`engine::TunnelEngine`]) and ONE registry ([`ENGINES`], opened by
-//! [`EngineId::open`]). An engine is a module here plus its line in the
+//! ([`engine::TunnelEngine`]) and ONE registry ([`ENGINES`] of static
+//! descriptors in the registry's shape, opened by [`EngineId::open`]). An
+//! engine is a module here with its descriptor plus its line in the
 //! registry (and its name in [`EngineId`]): the in-process data channel
 //! ([`inprocess`]), real OpenVPN tunnels between network namespaces
 //! ([`openvpn`]), the same in OpenVPN's TLS mode ([`openvpn_tls`]; what
@@ -25,7 +26,7 @@ pub mod wireguard_go;
 
 use serde::Serialize;
 
-pub use engine::{EngineOptions, EngineRig, TunnelEngine};
+pub use engine::{EngineDescriptor, EngineDetails, EngineOptions, EngineRig, TunnelEngine};
 
 use crate::backend::thread_cpu_ns;
 use crate::backend::turns::{side_begins, side_ends};
@@ -39,22 +40,27 @@ use crate::workload::counted::values::Instructions;
 
 /// Every engine, in the order of [`EngineId::ALL`]: one line each.
 #[rustfmt::skip]
-pub static ENGINES: &[&dyn TunnelEngine] = &[
-    &inprocess::InprocessEngine,
-    &openvpn::OpenvpnEngine,
-    &openvpn_tls::OpenvpnTlsEngine,
-    &wireguard::WireguardEngine,
-    &wireguard_go::WireguardGoEngine,
+pub static ENGINES: &[&EngineDescriptor] = &[
+    &inprocess::DESCRIPTOR,
+    &openvpn::DESCRIPTOR,
+    &openvpn_tls::DESCRIPTOR,
+    &wireguard::DESCRIPTOR,
+    &wireguard_go::DESCRIPTOR,
 ];
 
 impl EngineId {
-    /// The engine of this name, from [`ENGINES`].
-    pub fn open(self) -> &'static dyn TunnelEngine {
+    /// This engine's descriptor in [`ENGINES`].
+    pub fn descriptor(self) -> &'static EngineDescriptor {
         ENGINES
             .iter()
             .copied()
-            .find(|engine| engine.id() == self)
+            .find(|descriptor| descriptor.id == self)
             .unwrap_or_else(|| panic!("the engine {} is not in ENGINES", self.id()))
+    }
+
+    /// The engine of this name, from [`ENGINES`].
+    pub fn open(self) -> &'static dyn TunnelEngine {
+        (self.descriptor().open)()
     }
 }
 
@@ -276,7 +282,7 @@ mod tests {
 
     #[test]
     fn the_registry_holds_every_engine_once_in_the_vocabularys_order() {
-        let registered: Vec<EngineId> = ENGINES.iter().map(|engine| engine.id()).collect();
+        let registered: Vec<EngineId> = ENGINES.iter().map(|descriptor| descriptor.id).collect();
         assert_eq!(registered, EngineId::ALL);
         for &id in EngineId::ALL {
             assert_eq!(id.open().id(), id);

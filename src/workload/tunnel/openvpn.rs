@@ -12,13 +12,28 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
 
-use super::engine::{EngineOptions, EngineRig, TunnelEngine};
+use super::engine::{EngineDescriptor, EngineDetails, EngineOptions, EngineRig, TunnelEngine};
 use super::openvpn_setup;
 use super::openvpn_tunnel::{self as tunnel, End, Keying, SETUP_UNCOUNTABLE};
 use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use crate::backend::{CpuMasking, LibraryInfo};
 use crate::scenario::tunnel::{
     Cipher, CipherMode, Compression, Digest, EngineId, Payload, TunnelScenario,
+};
+
+/// The openvpn engine in the registry of tunnel engines.
+pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
+    id: EngineId::Openvpn,
+    library: "OpenVPN",
+    listed: true,
+    programs: &["openvpn", "ip"],
+    scratch: Some(tunnel::SCRATCH),
+    install: "apt-get install openvpn iproute2 (as root)",
+    uncountable: Some(tunnel::UNCOUNTABLE),
+    details: EngineDetails {
+        about: "a real OpenVPN static-key tunnel between network namespaces; root only",
+        open: || &OpenvpnEngine,
+    },
 };
 
 /// The OpenVPN engine, as registered.
@@ -49,10 +64,6 @@ impl TunnelEngine for OpenvpnEngine {
 
     fn compression_unsupported(&self, compression: Compression) -> Option<String> {
         tunnel::compression_unsupported(compression)
-    }
-
-    fn uncountable(&self) -> Option<&'static str> {
-        Some(tunnel::UNCOUNTABLE)
     }
 
     /// The daemons' OpenSSL's capability mask, in their environment.

@@ -46,8 +46,8 @@ impl<K: Keying> SetupLab<K> {
         let lab = Lab::create().context("setting up the namespaces")?;
         // Best effort: without IPv6 in the kernel there is nothing to turn off.
         let _ = lab.without_ipv6();
-        let directory =
-            crate::child::scratch_dir("openvpn").context("cannot create a temporary directory")?;
+        let directory = crate::child::scratch_dir(super::openvpn_tunnel::SCRATCH)
+            .context("cannot create a temporary directory")?;
         let keying = make(directory.path())?;
         Ok(Self {
             lab,

@@ -25,7 +25,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{bail, Context, Result};
 
-use super::engine::{EngineOptions, EngineRig, TunnelEngine};
+use super::engine::{EngineDescriptor, EngineDetails, EngineOptions, EngineRig, TunnelEngine};
 use super::openvpn_setup;
 use super::openvpn_tunnel::{self as tunnel, End, Keying, SETUP_UNCOUNTABLE};
 use super::setup::{SetupKind, SetupOutcome, SetupProbe};
@@ -44,6 +44,21 @@ const COVERS: &str = "whole processes: both openvpn processes from exec to \"Ini
 
 /// What one renegotiation sample covers, for the table's notes.
 const RENEGOTIATION_COVERS: &str = "the TLS handshake without process start-up: both openvpn processes' CPU across one renegotiation on a running tunnel (--reneg-sec 1 on the client: a new TLS 1.3 handshake with ECDSA P-256 certificates verified, new AES-128-GCM data-channel keys), from the end of one to the end of the next; wall time is the whole interval; bytes and frames on the veth link";
+
+/// The openvpn-tls engine in the registry of tunnel engines.
+pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
+    id: EngineId::OpenvpnTls,
+    library: "OpenVPN",
+    listed: true,
+    programs: &["openvpn", "ip"],
+    scratch: Some(tunnel::SCRATCH),
+    install: "apt-get install openvpn iproute2 (as root)",
+    uncountable: Some(tunnel::UNCOUNTABLE),
+    details: EngineDetails {
+        about: "the same in TLS mode: certificates, the data cipher negotiated; root only",
+        open: || &OpenvpnTlsEngine,
+    },
+};
 
 /// The OpenVPN TLS-mode engine, as registered.
 pub struct OpenvpnTlsEngine;
@@ -64,10 +79,6 @@ impl TunnelEngine for OpenvpnTlsEngine {
 
     fn compression_unsupported(&self, compression: Compression) -> Option<String> {
         tunnel::compression_unsupported(compression)
-    }
-
-    fn uncountable(&self) -> Option<&'static str> {
-        Some(tunnel::UNCOUNTABLE)
     }
 
     /// The daemons' OpenSSL's capability mask, in their environment.

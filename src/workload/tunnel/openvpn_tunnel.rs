@@ -41,6 +41,10 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
 /// Why OpenVPN's set-up cannot be counted under valgrind.
 pub(super) const SETUP_UNCOUNTABLE: &str = "OpenVPN's set-up runs in two openvpn processes, which tlslab cannot count per side under valgrind; WireGuard's in-process set-up is counted";
 
+/// The word in the names of the OpenVPN engines' scratch directories (their
+/// keys and configurations).
+pub(super) const SCRATCH: &str = "openvpn";
+
 /// Why OpenVPN rows cannot be counted under valgrind.
 pub(super) const UNCOUNTABLE: &str = "OpenVPN's work runs in its own processes (two openvpn daemons and the kernel between network namespaces), which tlslab cannot count per side under valgrind; the inprocess engine's rows are counted";
 
@@ -140,7 +144,7 @@ pub(super) fn start_rig<K: Keying + 'static>(
     crate::child::remove_leftovers();
     let lab = Lab::create().context("setting up the namespaces")?;
     let directory =
-        crate::child::scratch_dir("openvpn").context("cannot create a temporary directory")?;
+        crate::child::scratch_dir(SCRATCH).context("cannot create a temporary directory")?;
     let keying = make(directory.path())?;
     Ok(Box::new(OpenvpnRig {
         lab,

@@ -30,7 +30,9 @@ use boringtun::x25519::{PublicKey, StaticSecret};
 
 mod setup;
 
-use super::engine::{CountedSample, EngineOptions, EngineRig, TunnelEngine};
+use super::engine::{
+    CountedSample, EngineDescriptor, EngineDetails, EngineOptions, EngineRig, TunnelEngine,
+};
 use super::setup::{SetupKind, SetupOutcome, SetupProbe};
 use super::{timed_batch, TunnelOutcome, TunnelSample, DISTINCT_PAYLOADS};
 use crate::backend::{CpuMasking, LibraryInfo};
@@ -55,6 +57,22 @@ const MIN_DATAGRAM_BUFFER_BYTES: usize = 148;
 /// How long one batch should take, so timer overhead stays negligible
 /// (as the in-process engine's).
 const TARGET_BATCH_NS: u64 = 1_000_000;
+
+/// The wireguard engine in the registry of tunnel engines.
+pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
+    id: EngineId::Wireguard,
+    library: "boringtun",
+    listed: true,
+    programs: &[],
+    scratch: None,
+    install: "",
+    uncountable: None,
+    details: EngineDetails {
+        about:
+            "WireGuard's data channel, boringtun's peers in this process; ChaCha20-Poly1305 only",
+        open: || &WireguardEngine,
+    },
+};
 
 /// The WireGuard engine, as registered.
 pub struct WireguardEngine;
@@ -96,10 +114,6 @@ impl TunnelEngine for WireguardEngine {
                 scenario.payload_bytes
             )
         })
-    }
-
-    fn uncountable(&self) -> Option<&'static str> {
-        None
     }
 
     /// boringtun seals and opens its packets with ring's

@@ -31,7 +31,7 @@ use anyhow::{bail, Context, Result};
 use base64::Engine as _;
 use boringtun::x25519::{PublicKey, StaticSecret};
 
-use super::engine::{EngineOptions, EngineRig, TunnelEngine};
+use super::engine::{EngineDescriptor, EngineDetails, EngineOptions, EngineRig, TunnelEngine};
 use super::transfer::{self, TransferRoute, MAX_SEGMENT_BYTES};
 use super::wireguard::WireguardEngine;
 use super::{TunnelOutcome, TunnelSample};
@@ -57,6 +57,27 @@ const FIRST_TRANSFER_BYTES: u64 = 64 * 1024;
 /// wireguard-go's refusal to start beside a kernel WireGuard, lifted: the
 /// kernel here has none, and a userspace tunnel is what is measured.
 const USERSPACE_CONSENT: &str = "WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD";
+
+/// The word in the names of its scratch directories (the daemons' keys).
+const SCRATCH: &str = "wireguard";
+
+/// Why wireguard-go's rows cannot be counted under valgrind.
+const UNCOUNTABLE: &str = "wireguard-go's work runs in its own processes (two wireguard-go daemons and the kernel between network namespaces), which tlslab cannot count per side under valgrind; the wireguard engine's rows (boringtun in process) are counted";
+
+/// The wireguard-go engine in the registry of tunnel engines.
+pub static DESCRIPTOR: EngineDescriptor = EngineDescriptor {
+    id: EngineId::WireguardGo,
+    library: "wireguard-go",
+    listed: true,
+    programs: &["wireguard-go", "wg", "ip"],
+    scratch: Some(SCRATCH),
+    install: "apt-get install wireguard-go wireguard-tools iproute2 (as root)",
+    uncountable: Some(UNCOUNTABLE),
+    details: EngineDetails {
+        about: "a real userspace WireGuard tunnel between network namespaces; root only",
+        open: || &WireguardGoEngine,
+    },
+};
 
 /// The wireguard-go engine, as registered.
 pub struct WireguardGoEngine;
@@ -121,12 +142,6 @@ impl TunnelEngine for WireguardGoEngine {
         })
     }
 
-    fn uncountable(&self) -> Option<&'static str> {
-        Some(
-            "wireguard-go's work runs in its own processes (two wireguard-go daemons and the kernel between network namespaces), which tlslab cannot count per side under valgrind; the wireguard engine's rows (boringtun in process) are counted",
-        )
-    }
-
     /// wireguard-go is Go: its ChaCha20-Poly1305 (golang.org/x/crypto)
     /// picks its code from the CPU's features, which no variable of
     /// OpenSSL's masks.
@@ -144,8 +159,8 @@ impl TunnelEngine for WireguardGoEngine {
     fn start(&self, options: &EngineOptions) -> Result<Box<dyn EngineRig>> {
         crate::child::remove_leftovers();
         let lab = Lab::create().context("setting up the namespaces")?;
-        let directory = crate::child::scratch_dir("wireguard")
-            .context("cannot create a temporary directory")?;
+        let directory =
+            crate::child::scratch_dir(SCRATCH).context("cannot create a temporary directory")?;
         let secrets = [new_secret()?, new_secret()?];
         for (secret, side) in secrets.iter().zip(["a", "b"]) {
             write_private_key(&directory.path().join(format!("{side}.key")), secret)?;

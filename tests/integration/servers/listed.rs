@@ -53,8 +53,8 @@ fn matrix<'a>(servers: &'a str, runs: &'a str, certs: &'a Path) -> Vec<&'a str> 
 fn issue26_every_server_listed_is_measured_in_one_table() {
     let _one = nginx_lock();
     let test = "issue26_every_server_listed_is_measured_in_one_table";
-    let installed: Vec<&str> = available(test).iter().map(|s| s.kind.id()).collect();
-    let listed: Vec<&str> = SERVERS.iter().map(|s| s.kind.id()).collect();
+    let installed: Vec<&str> = available(test).iter().map(|s| s.id.id()).collect();
+    let listed: Vec<&str> = SERVERS.iter().map(|s| s.id.id()).collect();
     let list = listed.join(",");
     let tmp = tempfile::tempdir().unwrap();
     let json = tmp.path().join("handshake.json");
@@ -75,7 +75,7 @@ fn issue26_every_server_listed_is_measured_in_one_table() {
         let backend = if descriptor.in_process {
             "openssl"
         } else {
-            descriptor.kind.id()
+            descriptor.id.id()
         };
         for group in ["x25519", "p256"] {
             let label = format!("handshake_1.3_{group}_ecdsa_p256_aes128gcm");
@@ -83,7 +83,7 @@ fn issue26_every_server_listed_is_measured_in_one_table() {
                 .iter()
                 .find(|r| r["backend"] == backend && r["label"] == label.as_str())
                 .unwrap_or_else(|| panic!("no {backend} row {label}: {rows:#?}"));
-            if installed.contains(&descriptor.kind.id()) {
+            if installed.contains(&descriptor.id.id()) {
                 assert_eq!(row["status"], "measured", "{backend}: {row}");
                 assert_eq!(row["sample_count"], 3, "{backend}: {row}");
                 assert_eq!(row["negotiated"]["group"], group, "{backend}: {row}");
@@ -243,14 +243,14 @@ fn issue26_a_server_that_fails_to_start_fails_its_rows_with_its_log() {
 /// every registered server; programs alone take no other --backend.
 #[test]
 fn issue26_an_unknown_server_in_a_list_is_a_usage_error() {
-    let names: Vec<&str> = SERVERS.iter().map(|s| s.kind.id()).collect();
+    let names: Vec<&str> = SERVERS.iter().map(|s| s.id.id()).collect();
     let run = tlslab(&["handshake", "--server", "embedded,lighttpd"]);
     run.expect_code(2);
     assert!(run.stderr().contains(&names.join(", ")), "{}", run.stderr());
     let programs: Vec<&str> = SERVERS
         .iter()
         .filter(|s| !s.in_process)
-        .map(|s| s.kind.id())
+        .map(|s| s.id.id())
         .collect();
     let run = tlslab(&[
         "handshake",

@@ -17,7 +17,7 @@ fn json_of(path: &std::path::Path) -> serde_json::Value {
 for_each_server! {
     fn a_small_load_adds_up_on_every_server(server: &'static ServerDescriptor) {
         let _one = nginx_lock();
-        a_small_load_adds_up(server.kind.name());
+        a_small_load_adds_up(server.id.name());
     }
 }
 
@@ -199,7 +199,7 @@ fn session_id_refusal(server: &ServerDescriptor) -> Option<String> {
 }
 
 fn resumed_connections_resume(server: &ServerDescriptor) {
-    let name = server.kind.name();
+    let name = server.id.name();
     let dir = tempfile::tempdir().unwrap();
     let mut modes = vec![("1.3", "--mode", "resume"), ("1.2", "--mode", "resume")];
     if let Some(reason) = session_id_refusal(server) {
@@ -275,7 +275,7 @@ for_each_server! {
         server: &'static ServerDescriptor
     ) {
         let _one = nginx_lock();
-        let name = server.kind.name();
+        let name = server.id.name();
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("load.json");
         let db = dir.path().join("db.sqlite");
@@ -379,7 +379,7 @@ for_each_server! {
         server: &'static ServerDescriptor
     ) {
         let _one = nginx_lock();
-        let name = server.kind.name();
+        let name = server.id.name();
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("load.json");
         tlslab(&[

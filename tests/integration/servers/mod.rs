@@ -35,8 +35,9 @@ use crate::util::{
 pub fn available(test: &str) -> Vec<&'static ServerDescriptor> {
     SERVERS
         .iter()
+        .copied()
         .filter(|server| {
-            let name = format!("{test} ({})", server.kind.id());
+            let name = format!("{test} ({})", server.id.id());
             !skip_without((server.missing)(), &name, server.install)
         })
         .collect()
@@ -77,13 +78,13 @@ for_each_server! {
         descriptor: &'static ServerDescriptor
     ) {
         let _one = nginx_lock();
-        let name = descriptor.kind.id();
+        let name = descriptor.id.id();
         let server = (descriptor.open)(&ServerOptions {
             backend: Some(BackendId::Openssl),
             threads: 1,
         })
         .unwrap_or_else(|e| panic!("{name}: {e:#}"));
-        assert_eq!(server.kind(), descriptor.kind);
+        assert_eq!(server.kind(), descriptor.id);
         let library = server.library();
         assert!(
             !library.library.is_empty() && !library.version.is_empty(),
@@ -145,7 +146,7 @@ for_each_server! {
         descriptor: &'static ServerDescriptor
     ) {
         let _one = nginx_lock();
-        let name = descriptor.kind.name();
+        let name = descriptor.id.name();
         let tmp = tempfile::tempdir().unwrap();
         let json = tmp.path().join("handshake.json");
         let certs = cert_dir();
@@ -221,7 +222,7 @@ for_each_server! {
     /// server is gone with tlslab and the next run removes what it left.
     fn ctrl_c_sigterm_and_kill_9_leave_no_server_running(descriptor: &'static ServerDescriptor) {
         let _one = nginx_lock();
-        let name = descriptor.kind.name();
+        let name = descriptor.id.name();
         let certs = cert_dir();
         let load = |duration: &'static str| {
             vec![
@@ -277,7 +278,7 @@ for_each_server! {
 /// tlslab's OpenSSL, so another --backend is refused.
 #[test]
 fn bad_server_options_are_usage_errors() {
-    let names: Vec<&str> = SERVERS.iter().map(|s| s.kind.name()).collect();
+    let names: Vec<&str> = SERVERS.iter().map(|s| s.id.name()).collect();
     for command in ["handshake", "load"] {
         let run = tlslab(&[command, "--server", "lighttpd"]);
         run.expect_code(2);
@@ -291,7 +292,7 @@ fn bad_server_options_are_usage_errors() {
         let run = tlslab(&[
             "handshake",
             "--server",
-            program.kind.name(),
+            program.id.name(),
             "--backend",
             "rustls-ring",
         ]);

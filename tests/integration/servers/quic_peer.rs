@@ -169,7 +169,7 @@ for_each_server! {
     ) {
         let _one = nginx_lock();
         let tmp = tempfile::tempdir().unwrap();
-        let name = descriptor.kind.id();
+        let name = descriptor.id.id();
         let server = (descriptor.open)(&ServerOptions::default())
             .unwrap_or_else(|e| panic!("{name}: {e:#}"));
         let run = quic_rows(

@@ -23,7 +23,7 @@ for_each_server! {
         let _one = nginx_lock();
         let certs = cert_dir();
         let certs = certs.to_str().unwrap();
-        let name = descriptor.kind.name();
+        let name = descriptor.id.name();
         let tmp = tempfile::tempdir().unwrap();
         let env = [("TMPDIR", tmp.path().as_os_str())];
         let mut job = Job::start(
