@@ -563,13 +563,15 @@ pub(super) fn document(record: &LoadRecord, heading: &str) -> Document {
 const COUNTED_HANDSHAKES: usize = 3;
 
 /// What `--measure` asks of a load: time always; with instructions, the
-/// backend whose server handshake is counted and the valgrind that counts
-/// it (`None` without instructions). Memory, instructions alone and a
-/// `--target` server are usage errors.
+/// backend whose server handshake is counted (`library`: the embedded
+/// server's backend, or the library a program runs on, from its
+/// descriptor) and the valgrind that counts it (`None` without
+/// instructions). Memory, instructions alone, a `--target` server and a
+/// program on a library tlslab does not run are usage errors.
 pub(super) fn counted_backend(
     args: &LoadArgs,
-    target: bool,
-    embedded: Option<BackendId>,
+    target: Option<&str>,
+    library: Option<BackendId>,
 ) -> Result<Option<(Arc<dyn Backend>, String)>> {
     let (measures, valgrind) = checked_measures(args.measure.as_deref(), false)?;
     if measures.contains(&Measure::Memory) {
@@ -585,11 +587,11 @@ pub(super) fn counted_backend(
     let Some(valgrind) = valgrind else {
         return Ok(None);
     };
-    if target {
-        return Err(usage(
-            "--measure instructions counts the server's library in process; a --target server's library is not known (run it as --server embedded or nginx)",
-        ));
-    }
-    let id = embedded.unwrap_or(BackendId::Openssl);
+    let Some(id) = library else {
+        let server = target.unwrap_or("a --target server");
+        return Err(usage(format!(
+            "--measure instructions counts the server's library in process; {server}'s library is not one tlslab runs (run it as --server embedded or nginx)"
+        )));
+    };
     Ok(Some((id.open(), valgrind)))
 }

@@ -118,12 +118,11 @@ pub(super) fn plan_servers(
     }
     // Each worker is an event loop holding many connections: one per core.
     let threads = event_loop_threads(args.threads);
-    let targeted = target.is_some();
     if let Some(target) = target {
         let choice = ServerChoice::Target(target);
         return Ok(vec![PlannedServer {
             name: choice.name(),
-            counted_with: counted_backend(args, targeted, None)?,
+            counted_with: counted_backend(args, None, None)?,
             choice: Ok(choice),
             unusable_with: vec![None; scenarios.len()],
         }]);
@@ -159,11 +158,12 @@ pub(super) fn plan_servers(
                 Err(error) => return Err(error),
             });
         }
-        // The counted handshake's backend: the embedded server's, or for
-        // a program tlslab's own OpenSSL.
+        // The counted handshake's backend: the embedded server's, or the
+        // library the program runs on.
+        let library = choice.backend().or(descriptor(kind).counted_on);
         planned.push(PlannedServer {
             name: kind.name(),
-            counted_with: counted_backend(args, false, choice.backend())?,
+            counted_with: counted_backend(args, Some(kind.name()), library)?,
             choice: Ok(choice),
             unusable_with,
         });

@@ -31,7 +31,7 @@ use super::program::{
     ProgramKind, RunningProgram, Sessions, WorkerLayout,
 };
 use super::{ServerDescriptor, ServerDetails, ServerOptions, ServerSetup, ServerUnderTest};
-use crate::scenario::ServerKind;
+use crate::scenario::{BackendId, ServerKind};
 
 /// Apache httpd in the registry of servers under test.
 pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
@@ -44,6 +44,7 @@ pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
     uncountable: None,
     details: ServerDetails {
         in_process: false,
+        counted_on: Some(BackendId::Openssl),
         missing: || {
             apache_binary()
                 .is_none()

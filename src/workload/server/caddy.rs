@@ -52,6 +52,7 @@ pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
     uncountable: None,
     details: ServerDetails {
         in_process: false,
+        counted_on: None,
         missing: || {
             caddy_binary()
                 .is_none()

@@ -30,6 +30,7 @@ pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
     uncountable: None,
     details: ServerDetails {
         in_process: true,
+        counted_on: None,
         missing: || None,
         open: EmbeddedServer::open,
     },

@@ -28,7 +28,7 @@ use super::program::{
     RunningProgram, Sessions, WorkerLayout,
 };
 use super::{ServerDescriptor, ServerDetails, ServerOptions, ServerSetup, ServerUnderTest};
-use crate::scenario::ServerKind;
+use crate::scenario::{BackendId, ServerKind};
 
 /// HAProxy in the registry of servers under test.
 pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
@@ -41,6 +41,7 @@ pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
     uncountable: None,
     details: ServerDetails {
         in_process: false,
+        counted_on: Some(BackendId::Openssl),
         missing: || {
             haproxy_binary()
                 .is_none()

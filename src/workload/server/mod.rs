@@ -69,6 +69,12 @@ pub struct ServerDetails {
     /// `--threads` configure it. False for a program of its own on its own
     /// TLS library, which tlslab's OpenSSL handshakes with over TCP.
     pub in_process: bool,
+    /// The backend whose server handshake stands for a program's in a
+    /// counted load (`load --measure time,instructions` counts a server
+    /// handshake in tlslab's process): the library the program runs on, or
+    /// `None` for the embedded server (which counts its own backend) and
+    /// for a program on a library tlslab does not run (Caddy's Go).
+    pub counted_on: Option<BackendId>,
     /// Why the server cannot run here (its program is missing), or `None`;
     /// the descriptor's `install` says how to install it.
     pub missing: fn() -> Option<String>,

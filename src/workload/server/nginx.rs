@@ -32,7 +32,7 @@ use super::program::{
 };
 use super::{ServerDescriptor, ServerDetails, ServerOptions, ServerSetup, ServerUnderTest};
 use crate::certs::Credentials;
-use crate::scenario::{HandshakeScenario, ServerKind};
+use crate::scenario::{BackendId, HandshakeScenario, ServerKind};
 use crate::workload::site::Site;
 
 /// nginx in the registry of servers under test.
@@ -46,6 +46,7 @@ pub static DESCRIPTOR: ServerDescriptor = ServerDescriptor {
     uncountable: None,
     details: ServerDetails {
         in_process: false,
+        counted_on: Some(BackendId::Openssl),
         missing: || {
             nginx_binary()
                 .is_none()
