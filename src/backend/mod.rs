@@ -13,6 +13,7 @@
 
 pub mod descriptor;
 pub mod dimpl;
+pub mod driver;
 pub mod mock;
 pub mod openssl;
 pub mod plain;

@@ -1,7 +1,7 @@
 //! OpenSSL over the loopback socket transports: TLS over TCP and DTLS over
 //! UDP (with the same cookie exchange and MTU as over memory), client and
 //! server in two threads with blocking sockets, each side timing itself
-//! ([`crate::backend::socket::run_sides`]); and the bulk pair over TCP.
+//! ([`crate::backend::driver::run_sides`]); and the bulk pair over TCP.
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -12,7 +12,8 @@ use std::sync::Arc;
 use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslContext, SslStream};
 
 use super::{dtls, negotiated, OpensslHandshaker};
-use crate::backend::socket::{run_sides, CutWrites, LossExplained, Sides, SocketBulkPair};
+use crate::backend::driver::{run_sides, Sides};
+use crate::backend::socket::{CutWrites, LossExplained, SocketBulkPair};
 use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
 use crate::certs::SERVER_NAME;
 use crate::scenario::Side;
