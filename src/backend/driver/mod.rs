@@ -21,35 +21,42 @@ use anyhow::Result;
 
 pub use threads::{run_sides, Sides};
 
-/// One side of a TLS connection over a byte stream, without its IO: the
-/// driver gives it what arrives and sends what it has to send.
-pub trait StreamSide {
-    /// Takes what the peer sent from one read of `incoming` and processes
-    /// it; returns the bytes read, 0 if and only if the peer closed.
-    fn receive(&mut self, incoming: &mut dyn Read) -> Result<usize>;
+/// The stream a side reads and writes, lent to it for one call.
+pub trait Wire: Read + Write {}
 
-    /// Returns true if and only if this side has bytes to send.
+impl<W: Read + Write> Wire for W {}
+
+/// One side of a TLS connection over a byte stream, without its IO: the
+/// driver lends it the wire for each call. A side takes what it wants
+/// from one read of the wire, as rustls' `read_tls` does; a library that
+/// reads and writes through its own stream while it works, as OpenSSL's
+/// BIO does, makes its reads and writes on the wire lent to that call,
+/// the same system calls it would make on the socket itself.
+pub trait StreamSide {
+    /// Takes what the peer sent from `wire` and processes it (a side
+    /// that writes as it works may answer on it); returns the bytes read,
+    /// 0 if and only if the peer closed.
+    fn receive(&mut self, wire: &mut dyn Wire) -> Result<usize>;
+
+    /// Returns true if and only if this side holds bytes to send.
     fn wants_write(&self) -> bool;
 
-    /// Writes (some of) what this side has to send into `outgoing`;
-    /// returns the bytes written.
-    fn send(&mut self, outgoing: &mut dyn Write) -> std::io::Result<usize>;
+    /// Writes (some of) what this side holds to send into `wire`; returns
+    /// the bytes written.
+    fn send(&mut self, wire: &mut dyn Wire) -> std::io::Result<usize>;
 
     /// Returns true if and only if the handshake is not done yet (this
     /// side cannot both send and receive application data).
     fn is_handshaking(&self) -> bool;
 
-    /// Returns true if and only if the peer's close (close_notify) has
-    /// been received.
-    fn peer_closed(&self) -> bool;
+    /// Closes this side: its close_notify is sent, or held to send.
+    fn close(&mut self, wire: &mut dyn Wire) -> Result<()>;
 
-    /// Queues this side's close (close_notify) for sending.
-    fn close(&mut self);
+    /// Protects application data; returns the bytes taken (their records
+    /// sent, or held to send).
+    fn write_plaintext(&mut self, data: &[u8], wire: &mut dyn Wire) -> std::io::Result<usize>;
 
-    /// Protects application data; returns the bytes taken (the records
-    /// wait to be sent).
-    fn write_plaintext(&mut self, data: &[u8]) -> std::io::Result<usize>;
-
-    /// Hands out received application data; `WouldBlock` if none waits.
-    fn read_plaintext(&mut self, out: &mut [u8]) -> std::io::Result<usize>;
+    /// Hands out application data, reading records off `wire` until some
+    /// comes out; 0 at the peer's close.
+    fn read_plaintext(&mut self, out: &mut [u8], wire: &mut dyn Wire) -> std::io::Result<usize>;
 }

@@ -33,7 +33,9 @@ pub fn handshake<S: StreamSide, W: Read + Write>(side: &mut S, wire: &mut W) -> 
             return Ok(());
         }
         match side.receive(wire) {
-            Ok(0) => bail!("handshake failed: the peer closed the connection"),
+            Ok(0) if side.is_handshaking() => {
+                bail!("handshake failed: the peer closed the connection")
+            }
             Ok(_) => {}
             Err(error) => {
                 // The alert that describes the error, if the side made one.
@@ -45,7 +47,7 @@ pub fn handshake<S: StreamSide, W: Read + Write>(side: &mut S, wire: &mut W) -> 
 }
 
 /// Sends everything `side` has to send.
-pub fn flush<S: StreamSide, W: Write>(side: &mut S, wire: &mut W) -> std::io::Result<()> {
+pub fn flush<S: StreamSide, W: Read + Write>(side: &mut S, wire: &mut W) -> std::io::Result<()> {
     while side.wants_write() {
         side.send(wire)?;
     }
@@ -63,11 +65,20 @@ fn timed_out(error: anyhow::Error) -> anyhow::Error {
     }
 }
 
+/// Closes `side`: its close_notify goes out.
+pub fn close<S: StreamSide, W: Read + Write>(side: &mut S, wire: &mut W) -> Result<()> {
+    side.close(wire)?;
+    Ok(flush(side, wire)?)
+}
+
 /// Reads what the peer sends after the handshake (session tickets) up to
 /// its close.
 pub fn read_to_close<S: StreamSide, W: Read + Write>(side: &mut S, wire: &mut W) -> Result<()> {
-    while side.receive(wire)? > 0 && !side.peer_closed() {}
-    Ok(())
+    match side.read_plaintext(&mut [0u8; 1], wire) {
+        Ok(0) => Ok(()),
+        Ok(_) => bail!("unexpected application data after the handshake"),
+        Err(error) => Err(anyhow!("reading session tickets failed: {error}")),
+    }
 }
 
 /// Both sides' handshakes over a new TCP connection to `loopback`, each in
@@ -122,27 +133,14 @@ where
 /// comes out; 0 at the peer's close.
 impl<S: StreamSide, W: Read + Write> Read for Connected<S, W> {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        loop {
-            match self.side.read_plaintext(out) {
-                Err(error) if error.kind() == ErrorKind::WouldBlock => {}
-                other => return other,
-            }
-            if self
-                .side
-                .receive(&mut self.wire)
-                .map_err(std::io::Error::other)?
-                == 0
-            {
-                return Ok(0);
-            }
-        }
+        self.side.read_plaintext(out, &mut self.wire)
     }
 }
 
 /// Application data out: each write's records sent before it returns.
 impl<S: StreamSide, W: Read + Write> Write for Connected<S, W> {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let taken = self.side.write_plaintext(data)?;
+        let taken = self.side.write_plaintext(data, &mut self.wire)?;
         flush(&mut self.side, &mut self.wire)?;
         Ok(taken)
     }

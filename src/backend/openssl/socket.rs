@@ -1,61 +1,32 @@
-//! OpenSSL over the loopback socket transports: TLS over TCP and DTLS over
-//! UDP (with the same cookie exchange and MTU as over memory), client and
-//! server in two threads with blocking sockets, each side timing itself
-//! ([`crate::backend::driver::run_sides`]); and the bulk pair over TCP.
+//! OpenSSL's DTLS over loopback UDP (with the same cookie exchange and MTU
+//! as over memory): client and server in two threads with blocking
+//! sockets, each side timing itself ([`crate::backend::driver::run_sides`]);
+//! the bulk pair over UDP; and one side run apart, over TCP through the
+//! stream driver, over UDP here. TLS over TCP is in [`super::sides`].
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 
 use anyhow::{anyhow, bail, Context, Result};
-use std::sync::Arc;
 
-use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslContext, SslStream};
+use openssl::ssl::{ErrorCode, ShutdownState, SslStream};
 
+use super::sides::{Lent, Openssl};
 use super::{dtls, negotiated, OpensslHandshaker};
+use crate::backend::driver::stream::{self, Connected};
 use crate::backend::driver::{run_sides, Sides};
 use crate::backend::socket::{CutWrites, LossExplained, SocketBulkPair};
 use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
-use crate::certs::SERVER_NAME;
 use crate::scenario::Side;
-use crate::scenario::Transport;
-use crate::transport::tcp::TcpLoopback;
 use crate::transport::udp::{bulk_udp_pair, udp_pair, Datagrams};
 use crate::transport::IO_TIMEOUT;
 
 impl OpensslHandshaker {
-    /// One handshake over a fresh loopback connection, closed after it.
-    pub(super) fn handshake_over_socket(&mut self) -> Result<HandshakeSample> {
-        match self.transport {
-            Transport::Tcp => {
-                let loopback = TcpLoopback::kept(&mut self.listener)?;
-                let sides = self.establish_over_tcp(&loopback).inspect_err(|_| {
-                    // A connection the server never took may still wait in
-                    // the backlog: the next handshake listens afresh.
-                    self.listener = None;
-                })?;
-                self.finish(sides)
-            }
-            Transport::Udp => {
-                let (client_socket, server_socket) = udp_pair()?;
-                let sides = self.establish_over_udp(client_socket, server_socket)?;
-                self.finish(sides)
-            }
-            Transport::Memory => bail!("the memory transport has no socket"),
-        }
-    }
-
-    /// A TLS handshake over a new TCP connection to `loopback`: the client
-    /// connects and the server accepts in their timed stretches.
-    pub(super) fn establish_over_tcp(
-        &self,
-        loopback: &Arc<TcpLoopback>,
-    ) -> Result<Sides<SslStream<std::net::TcpStream>, SslStream<std::net::TcpStream>>> {
-        let server = self.server_side();
-        let listener = Arc::clone(loopback);
-        run_sides(
-            || self.connect(loopback.connect()?),
-            move || server.accept(listener.accept()?, None),
-        )
+    /// One DTLS handshake over a fresh pair of loopback UDP sockets.
+    pub(super) fn handshake_over_udp(&mut self) -> Result<HandshakeSample> {
+        let (client_socket, server_socket) = udp_pair()?;
+        let sides = self.establish_over_udp(client_socket, server_socket)?;
+        self.finish(sides)
     }
 
     /// A DTLS handshake over a connected pair of UDP sockets, the server's
@@ -68,44 +39,21 @@ impl OpensslHandshaker {
         let client_address = server_socket.peer_address()?;
         let server = self.server_side();
         run_sides(
-            || self.connect(client_socket),
-            move || server.accept(server_socket, Some(client_address)),
+            || {
+                let mut stream = self.client_stream(client_socket)?;
+                handshake(&mut stream)?;
+                Ok(stream)
+            },
+            move || server.accept(server_socket, client_address),
         )
-    }
-
-    /// What the server thread needs to accept connections of this handshaker.
-    pub(super) fn server_side(&self) -> ServerSide {
-        ServerSide {
-            context: self.server.clone(),
-            mtu_bytes: self.mtu_bytes,
-        }
-    }
-
-    pub(super) fn connect<S: Read + Write>(&self, socket: S) -> Result<SslStream<S>> {
-        let mut stream = self.client_stream(socket)?;
-        handshake(&mut stream)?;
-        Ok(stream)
-    }
-
-    /// The client's connection over `socket`, before its handshake.
-    fn client_stream<S: Read + Write>(&self, socket: S) -> Result<SslStream<S>> {
-        let mut ssl = Ssl::new(&self.client)?;
-        ssl.set_connect_state();
-        ssl.set_hostname(SERVER_NAME)?;
-        ssl.param_mut().set_host(SERVER_NAME)?;
-        if let Some(session) = &self.session {
-            // SAFETY: the session was made by a client of this same context.
-            unsafe { ssl.set_session(session)? };
-        }
-        self.open(ssl, socket)
     }
 
     /// What the client negotiated; the session kept for resumption (its
     /// tickets read first, untimed: the server closes, the client reads
     /// up to the close).
-    pub(super) fn finish<S: Read + Write>(
+    pub(super) fn finish(
         &mut self,
-        sides: Sides<SslStream<S>, SslStream<S>>,
+        sides: Sides<SslStream<Datagrams>, SslStream<Datagrams>>,
     ) -> Result<HandshakeSample> {
         let Sides {
             mut client,
@@ -137,40 +85,12 @@ impl OpensslHandshaker {
     }
 }
 
-/// The server's context and MTU, for the server thread.
-pub(super) struct ServerSide {
-    context: SslContext,
-    mtu_bytes: Option<u16>,
-}
-
-impl ServerSide {
-    /// The server's side of one handshake; over UDP `peer` is the client's
-    /// address, which the DTLS cookie is bound to.
-    pub(super) fn accept<S: Read + Write>(
-        &self,
-        socket: S,
-        peer: Option<SocketAddr>,
-    ) -> Result<SslStream<S>> {
-        let mut stream = self.server_stream(socket, peer)?;
+impl super::sides::ServerSide {
+    /// The server's side of one DTLS handshake; `peer` is the client's
+    /// address, which the cookie is bound to.
+    fn accept(&self, socket: Datagrams, peer: SocketAddr) -> Result<SslStream<Datagrams>> {
+        let mut stream = self.server_stream(socket, Some(peer))?;
         handshake(&mut stream)?;
-        Ok(stream)
-    }
-
-    /// The server's connection over `socket`, before its handshake.
-    fn server_stream<S: Read + Write>(
-        &self,
-        socket: S,
-        peer: Option<SocketAddr>,
-    ) -> Result<SslStream<S>> {
-        let mut ssl = Ssl::new(&self.context)?;
-        ssl.set_accept_state();
-        if let Some(peer) = peer {
-            dtls::set_peer_address(&mut ssl, peer);
-        }
-        let stream = SslStream::new(ssl, socket)?;
-        if let Some(mtu_bytes) = self.mtu_bytes {
-            dtls::set_mtu(stream.ssl(), mtu_bytes)?;
-        }
         Ok(stream)
     }
 }
@@ -263,21 +183,6 @@ pub(super) fn bulk_pair_over_udp(handshaker: &OpensslHandshaker) -> Result<Socke
     ))
 }
 
-/// A client and a server of this handshaker over loopback TCP, ready to
-/// carry application data in two threads.
-pub(super) fn bulk_pair_over_tcp(handshaker: &OpensslHandshaker) -> Result<SocketBulkPair> {
-    let loopback = Arc::new(TcpLoopback::open()?);
-    let sides = handshaker
-        .establish_over_tcp(&loopback)
-        .context("the handshake over TCP")?;
-    let negotiated = negotiated(sides.client.ssl())?;
-    Ok(SocketBulkPair::new(
-        Some(negotiated),
-        Box::new(sides.client),
-        Box::new(sides.server),
-    ))
-}
-
 /// One side of an OpenSSL handshaker, its peer elsewhere.
 pub(super) struct OpensslApart {
     pub(super) handshaker: OpensslHandshaker,
@@ -289,10 +194,11 @@ impl ApartSide for OpensslApart {
         let connection: Box<dyn ApartConnection>;
         let mut negotiated_here = None;
         match (self.side, carrier) {
-            (Side::Client, Carrier::Tcp(socket)) => {
-                let stream = self.handshaker.connect(socket)?;
-                negotiated_here = Some(negotiated(stream.ssl())?);
-                connection = Box::new(stream);
+            (Side::Client, Carrier::Tcp(mut wire)) => {
+                let mut side = Openssl(self.handshaker.client_stream(Lent::default())?);
+                stream::handshake(&mut side, &mut wire)?;
+                negotiated_here = Some(negotiated(side.0.ssl())?);
+                connection = Box::new(Connected { side, wire });
             }
             (Side::Client, Carrier::Udp(socket)) => {
                 let mut stream = self.handshaker.client_stream(socket)?;
@@ -300,8 +206,11 @@ impl ApartSide for OpensslApart {
                 negotiated_here = Some(negotiated(stream.ssl())?);
                 connection = Box::new(stream);
             }
-            (Side::Server, Carrier::Tcp(socket)) => {
-                connection = Box::new(self.handshaker.server_side().accept(socket, None)?);
+            (Side::Server, Carrier::Tcp(mut wire)) => {
+                let server = self.handshaker.server_side();
+                let mut side = Openssl(server.server_stream(Lent::default(), None)?);
+                stream::handshake(&mut side, &mut wire)?;
+                connection = Box::new(Connected { side, wire });
             }
             (Side::Server, Carrier::Udp(socket)) => {
                 let peer = socket.peer_address()?;
@@ -319,8 +228,6 @@ impl ApartSide for OpensslApart {
         })
     }
 }
-
-impl ApartConnection for SslStream<std::net::TcpStream> {}
 
 /// A DTLS connection kept after its handshake answers the peer's resent
 /// flight (a lost Finished flight): OpenSSL resends its own on reading it.

@@ -13,63 +13,62 @@ use rustls::{ClientConnection, ConnectionCommon, HandshakeKind, ServerConnection
 use super::instrument;
 use super::RustlsHandshaker;
 use crate::backend::driver::stream::{self, Connected};
-use crate::backend::driver::{Sides, StreamSide};
+use crate::backend::driver::{Sides, StreamSide, Wire};
 use crate::backend::socket::SocketBulkPair;
 use crate::backend::{ApartHandshake, ApartSide, Carrier, HandshakeSample};
 use crate::scenario::Side;
 use crate::transport::tcp::TcpLoopback;
 
-/// A rustls connection, client or server, and whether its peer closed.
-pub(super) struct Tls<C> {
-    pub(super) connection: C,
-    peer_closed: bool,
-}
-
-impl<C> Tls<C> {
-    fn new(connection: C) -> Self {
-        Self {
-            connection,
-            peer_closed: false,
-        }
-    }
-}
+/// A rustls connection, client or server.
+pub(super) struct Tls<C>(pub(super) C);
 
 impl<C, Data> StreamSide for Tls<C>
 where
     C: DerefMut<Target = ConnectionCommon<Data>>,
 {
-    fn receive(&mut self, incoming: &mut dyn Read) -> Result<usize> {
-        let read = self.connection.read_tls(incoming)?;
-        self.peer_closed = self.connection.process_new_packets()?.peer_has_closed();
+    fn receive(&mut self, wire: &mut dyn Wire) -> Result<usize> {
+        let read = self.0.read_tls(wire)?;
+        self.0.process_new_packets()?;
         Ok(read)
     }
 
     fn wants_write(&self) -> bool {
-        self.connection.wants_write()
+        self.0.wants_write()
     }
 
-    fn send(&mut self, outgoing: &mut dyn Write) -> std::io::Result<usize> {
-        self.connection.write_tls(outgoing)
+    fn send(&mut self, wire: &mut dyn Wire) -> std::io::Result<usize> {
+        self.0.write_tls(wire)
     }
 
     fn is_handshaking(&self) -> bool {
-        self.connection.is_handshaking()
+        self.0.is_handshaking()
     }
 
-    fn peer_closed(&self) -> bool {
-        self.peer_closed
+    fn close(&mut self, _: &mut dyn Wire) -> Result<()> {
+        self.0.send_close_notify();
+        Ok(())
     }
 
-    fn close(&mut self) {
-        self.connection.send_close_notify();
+    fn write_plaintext(&mut self, data: &[u8], _: &mut dyn Wire) -> std::io::Result<usize> {
+        self.0.writer().write(data)
     }
 
-    fn write_plaintext(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.connection.writer().write(data)
-    }
-
-    fn read_plaintext(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        self.connection.reader().read(out)
+    /// rustls hands out what it decrypted before it reads more (it keeps
+    /// little received plaintext).
+    fn read_plaintext(&mut self, out: &mut [u8], wire: &mut dyn Wire) -> std::io::Result<usize> {
+        loop {
+            match self.0.reader().read(out) {
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+                other => return other,
+            }
+            if self.0.read_tls(wire)? == 0 {
+                // The peer's end of the stream: rustls says how it ended.
+                return self.0.reader().read(out);
+            }
+            self.0
+                .process_new_packets()
+                .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))?;
+        }
     }
 }
 
@@ -80,7 +79,7 @@ impl RustlsHandshaker {
     fn client_side(&self) -> Result<Tls<ClientConnection>> {
         instrument::set_side(Side::Client);
         let client = ClientConnection::new(Arc::clone(&self.client), self.server_name.clone())?;
-        Ok(Tls::new(client))
+        Ok(Tls(client))
     }
 
     /// What makes the server's side of a connection, on the server's thread.
@@ -88,7 +87,7 @@ impl RustlsHandshaker {
         let config = Arc::clone(&self.server);
         move || {
             instrument::set_side(Side::Server);
-            Ok(Tls::new(ServerConnection::new(config)?))
+            Ok(Tls(ServerConnection::new(config)?))
         }
     }
 
@@ -105,16 +104,14 @@ impl RustlsHandshaker {
             server_time,
             wall_ns,
         } = sides?;
-        let negotiated = self.negotiated(&client.side.connection);
-        if client.side.connection.handshake_kind() == Some(HandshakeKind::FullWithHelloRetryRequest)
-        {
+        let negotiated = self.negotiated(&client.side.0);
+        if client.side.0.handshake_kind() == Some(HandshakeKind::FullWithHelloRetryRequest) {
             bail!("the handshake needed a HelloRetryRequest (an extra round trip)");
         }
         if self.resumes {
             // Untimed: the server closes, the client reads its session
             // tickets up to the close, so the next handshake can resume.
-            server.side.close();
-            stream::flush(&mut server.side, &mut server.wire)?;
+            stream::close(&mut server.side, &mut server.wire)?;
             stream::read_to_close(&mut client.side, &mut client.wire)?;
         }
         Ok(HandshakeSample {
@@ -139,7 +136,7 @@ pub(super) fn bulk_pair_over_tcp(handshaker: &RustlsHandshaker) -> Result<Socket
     let sides = handshaker
         .establish_over_tcp(&loopback)
         .context("the handshake over TCP")?;
-    let negotiated = handshaker.negotiated(&sides.client.side.connection);
+    let negotiated = handshaker.negotiated(&sides.client.side.0);
     Ok(SocketBulkPair::new(
         Some(negotiated),
         Box::new(sides.client),
@@ -161,23 +158,21 @@ impl ApartSide for RustlsApart {
         let handshaker = &self.handshaker;
         match self.side {
             Side::Client => {
-                let mut side = Tls::new(ClientConnection::new(
+                let mut side = Tls(ClientConnection::new(
                     Arc::clone(&handshaker.client),
                     handshaker.server_name.clone(),
                 )?);
                 stream::handshake(&mut side, &mut wire)?;
-                if side.connection.handshake_kind()
-                    == Some(HandshakeKind::FullWithHelloRetryRequest)
-                {
+                if side.0.handshake_kind() == Some(HandshakeKind::FullWithHelloRetryRequest) {
                     bail!("the handshake needed a HelloRetryRequest (an extra round trip)");
                 }
                 Ok(ApartHandshake {
-                    negotiated: Some(handshaker.negotiated(&side.connection)),
+                    negotiated: Some(handshaker.negotiated(&side.0)),
                     connection: Box::new(Connected { side, wire }),
                 })
             }
             Side::Server => {
-                let mut side = Tls::new(ServerConnection::new(Arc::clone(&handshaker.server))?);
+                let mut side = Tls(ServerConnection::new(Arc::clone(&handshaker.server))?);
                 stream::handshake(&mut side, &mut wire)?;
                 Ok(ApartHandshake {
                     negotiated: None,
