@@ -152,3 +152,86 @@ impl<S: StreamSide, W: Read + Write> Write for Connected<S, W> {
 
 /// Over TCP the kernel resends what was lost: nothing to answer.
 impl<S: StreamSide + Send> ApartConnection for Connected<S> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::driver::Wire;
+    use std::time::Duration;
+
+    /// A side that says hello, then waits for the peer's hello to be done.
+    #[derive(Default)]
+    struct Hello {
+        said: bool,
+        heard: Vec<u8>,
+    }
+
+    impl StreamSide for Hello {
+        fn receive(&mut self, wire: &mut dyn Wire) -> Result<usize> {
+            let mut buffer = [0u8; 16];
+            let read = wire.read(&mut buffer)?;
+            self.heard.extend_from_slice(&buffer[..read]);
+            Ok(read)
+        }
+        fn wants_write(&self) -> bool {
+            !self.said
+        }
+        fn send(&mut self, wire: &mut dyn Wire) -> std::io::Result<usize> {
+            self.said = true;
+            wire.write(b"hello")
+        }
+        fn is_handshaking(&self) -> bool {
+            self.heard.len() < 5
+        }
+        fn close(&mut self, _: &mut dyn Wire) -> Result<()> {
+            Ok(())
+        }
+        fn write_plaintext(&mut self, data: &[u8], wire: &mut dyn Wire) -> std::io::Result<usize> {
+            wire.write(data)
+        }
+        fn read_plaintext(
+            &mut self,
+            out: &mut [u8],
+            wire: &mut dyn Wire,
+        ) -> std::io::Result<usize> {
+            wire.read(out)
+        }
+    }
+
+    #[test]
+    fn both_sides_send_before_they_wait_and_end_when_done() {
+        let loopback = Arc::new(TcpLoopback::open().unwrap());
+        let sides = over_tcp(&loopback, || Ok(Hello::default()), || Ok(Hello::default())).unwrap();
+        assert_eq!(sides.client.side.heard, b"hello");
+        assert_eq!(sides.server.side.heard, b"hello");
+        assert!(sides.client_time.cpu_ns > 0 && sides.server_time.cpu_ns > 0);
+    }
+
+    #[test]
+    fn a_peer_that_closes_or_stays_silent_fails_the_handshake_with_the_reason() {
+        let loopback = TcpLoopback::open().unwrap();
+        let mut client = loopback.connect().unwrap();
+        let server = loopback.accept().unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let error = handshake(&mut Hello::default(), &mut client).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("nothing from the peer"),
+            "{error:#}"
+        );
+        drop(server);
+        // A new connection whose server closes it unread.
+        let mut client = loopback.connect().unwrap();
+        drop(loopback.accept().unwrap());
+        let mut side = Hello {
+            said: true,
+            heard: Vec::new(),
+        };
+        let error = handshake(&mut side, &mut client).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("the peer closed"),
+            "{error:#}"
+        );
+    }
+}
