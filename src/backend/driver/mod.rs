@@ -12,6 +12,7 @@
 //! the wire and writes what it has, so a driver over a socket makes the
 //! same system calls the library would make on the socket itself.
 
+pub mod datagram;
 pub mod stream;
 pub mod threads;
 

@@ -169,13 +169,23 @@ impl OpensslHandshaker {
             move || Ok(Openssl(server.server_stream(Lent::default(), None)?)),
         );
         self.listener = listener;
+        self.finish(sides?)
+    }
+
+    /// What the client negotiated; the session kept for resumption (its
+    /// tickets read first, untimed: the server closes, the client reads
+    /// up to the close).
+    pub(super) fn finish<W: Read + Write>(
+        &mut self,
+        sides: Sides<Connected<Openssl, W>, Connected<Openssl, W>>,
+    ) -> Result<HandshakeSample> {
         let Sides {
             mut client,
             mut server,
             client_time,
             server_time,
             wall_ns,
-        } = sides?;
+        } = sides;
         let negotiated = negotiated(client.side.0.ssl())?;
         if self.resume {
             stream::close(&mut server.side, &mut server.wire)?;
