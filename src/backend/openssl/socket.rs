@@ -100,38 +100,30 @@ impl ApartSide for OpensslApart {
     fn handshake(&mut self, carrier: Carrier) -> Result<ApartHandshake> {
         let handshaker = &self.handshaker;
         let client = self.side == Side::Client;
-        let connection: Box<dyn ApartConnection>;
-        let negotiated_here = match carrier {
+        let make = |peer| match client {
+            true => handshaker.client_stream(Lent::default()),
+            false => handshaker
+                .server_side()
+                .server_stream(Lent::default(), peer),
+        };
+        let (negotiated_here, connection): (_, Box<dyn ApartConnection>) = match carrier {
             Carrier::Tcp(mut wire) => {
-                let mut side = match client {
-                    true => Openssl(handshaker.client_stream(Lent::default())?),
-                    false => Openssl(
-                        handshaker
-                            .server_side()
-                            .server_stream(Lent::default(), None)?,
-                    ),
-                };
+                let mut side = Openssl(make(None)?);
                 stream::handshake(&mut side, &mut wire)?;
                 let negotiated = client.then(|| negotiated(side.0.ssl())).transpose()?;
-                connection = Box::new(Connected { side, wire });
-                negotiated
+                (negotiated, Box::new(Connected { side, wire }))
             }
             Carrier::Udp(mut wire) => {
-                let mut side = match client {
-                    true => Openssl(handshaker.client_stream(Lent::default())?),
-                    false => {
-                        let peer = wire.peer_address()?;
-                        Openssl(
-                            handshaker
-                                .server_side()
-                                .server_stream(Lent::default(), Some(peer))?,
-                        )
-                    }
+                // The server's cookie is bound to the client's address.
+                let peer = if client {
+                    None
+                } else {
+                    Some(wire.peer_address()?)
                 };
+                let mut side = Openssl(make(peer)?);
                 datagram::handshake_on_timers(&mut side, &mut wire)?;
                 let negotiated = client.then(|| negotiated(side.0.ssl())).transpose()?;
-                connection = Box::new(Connected { side, wire });
-                negotiated
+                (negotiated, Box::new(Connected { side, wire }))
             }
         };
         Ok(ApartHandshake {
