@@ -14,6 +14,7 @@
 pub mod client;
 pub mod descriptor;
 pub mod dimpl;
+pub mod driver;
 pub mod mock;
 pub mod openssl;
 pub mod plain;

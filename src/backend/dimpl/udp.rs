@@ -12,7 +12,8 @@ use anyhow::{bail, Context, Result};
 
 use super::bulk::record_payload_bytes;
 use super::{DimplHandshaker, Endpoint, MAX_TIMEOUTS};
-use crate::backend::socket::{run_sides, LossExplained, Sides, SocketBulkPair};
+use crate::backend::driver::{run_sides, Sides};
+use crate::backend::socket::{LossExplained, SocketBulkPair};
 use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
 use crate::scenario::Side;
 use crate::transport::udp::{bulk_udp_pair, udp_pair, Datagrams};

@@ -17,6 +17,7 @@ mod quic_memory;
 mod quic_udp;
 pub mod remote;
 pub mod serve;
+mod sides;
 mod socket;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -224,7 +225,7 @@ impl Backend for OpensslBackend {
         }
         let mut handshaker = OpensslHandshaker::new(scenario, credentials)?;
         match scenario.transport {
-            Transport::Tcp => return Ok(Box::new(socket::bulk_pair_over_tcp(&handshaker)?)),
+            Transport::Tcp => return Ok(Box::new(sides::bulk_pair_over_tcp(&handshaker)?)),
             Transport::Udp => return Ok(Box::new(socket::bulk_pair_over_udp(&handshaker)?)),
             Transport::Memory => {}
         }
@@ -603,7 +604,7 @@ struct OpensslHandshaker {
     /// The datagram MTU for DTLS; `None` runs TLS over the byte pipe.
     mtu_bytes: Option<u16>,
     /// Memory (the pipe or the datagram channel, one thread) or a loopback
-    /// socket (two threads, see [`socket`]).
+    /// socket (two threads, see [`sides`] and [`socket`]).
     transport: Transport,
     /// Over TCP, the listener every handshake of this handshaker connects
     /// to (as a server's is), opened on first use.
@@ -625,8 +626,10 @@ struct Established<E> {
 
 impl Handshaker for OpensslHandshaker {
     fn handshake(&mut self) -> Result<HandshakeSample> {
-        if self.transport.is_socket() {
-            return self.handshake_over_socket();
+        match self.transport {
+            Transport::Tcp => return self.handshake_over_tcp(),
+            Transport::Udp => return self.handshake_over_udp(),
+            Transport::Memory => {}
         }
         match self.mtu_bytes {
             None => self.handshake_over(&Pipe::default()),

@@ -1,5 +1,5 @@
 //! OpenSSL's QUIC over loopback UDP: client and server in two threads
-//! ([`crate::backend::socket::run_sides`]), each on its own connected
+//! ([`crate::backend::driver::run_sides`]), each on its own connected
 //! socket (`SSL_set_fd`: OpenSSL's datagram BIO) with the real clock,
 //! each waiting in `poll` for a datagram or its `SSL_get_event_timeout`,
 //! never spinning. The listener (no address validation, as over memory)
@@ -21,7 +21,7 @@ use super::quic::{
     accept_connection, attach_socket, event_timeout, handle_events, handshake_step, has_ticket,
     new_client, new_listener, quic_negotiated, start_client, Address, OpensslQuicHandshaker,
 };
-use crate::backend::socket::{run_sides, Sides};
+use crate::backend::driver::{run_sides, Sides};
 use crate::backend::HandshakeSample;
 use crate::transport::udp::{udp_pair, wait_for_datagram, Datagrams};
 use crate::transport::IO_TIMEOUT;

@@ -1,244 +1,72 @@
-//! OpenSSL over the loopback socket transports: TLS over TCP and DTLS over
-//! UDP (with the same cookie exchange and MTU as over memory), client and
-//! server in two threads with blocking sockets, each side timing itself
-//! ([`crate::backend::socket::run_sides`]); and the bulk pair over TCP.
+//! OpenSSL's DTLS over loopback UDP (with the same cookie exchange and MTU
+//! as over memory) on the drivers: both sides in this process on the
+//! stream driver, each in its own thread; a side run apart on the datagram
+//! driver's timers ([`crate::backend::driver::datagram`]); and the bulk
+//! pair over UDP. TLS over TCP is in [`super::sides`].
 
-use std::io::{Read, Write};
-use std::net::SocketAddr;
+use anyhow::{Context, Result};
 
-use anyhow::{anyhow, bail, Context, Result};
-use std::sync::Arc;
-
-use openssl::ssl::{ErrorCode, ShutdownState, Ssl, SslContext, SslStream};
-
+use super::sides::{Lent, Openssl};
 use super::{dtls, negotiated, OpensslHandshaker};
-use crate::backend::socket::{run_sides, CutWrites, LossExplained, Sides, SocketBulkPair};
+use crate::backend::driver::datagram::{self, Retransmits};
+use crate::backend::driver::stream::{self, Connected};
+use crate::backend::driver::{run_sides, Sides};
+use crate::backend::socket::{CutWrites, LossExplained, SocketBulkPair};
 use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
-use crate::certs::SERVER_NAME;
 use crate::scenario::Side;
-use crate::scenario::Transport;
-use crate::transport::tcp::TcpLoopback;
 use crate::transport::udp::{bulk_udp_pair, udp_pair, Datagrams};
-use crate::transport::IO_TIMEOUT;
 
 impl OpensslHandshaker {
-    /// One handshake over a fresh loopback connection, closed after it.
-    pub(super) fn handshake_over_socket(&mut self) -> Result<HandshakeSample> {
-        match self.transport {
-            Transport::Tcp => {
-                let loopback = TcpLoopback::kept(&mut self.listener)?;
-                let sides = self.establish_over_tcp(&loopback).inspect_err(|_| {
-                    // A connection the server never took may still wait in
-                    // the backlog: the next handshake listens afresh.
-                    self.listener = None;
-                })?;
-                self.finish(sides)
-            }
-            Transport::Udp => {
-                let (client_socket, server_socket) = udp_pair()?;
-                let sides = self.establish_over_udp(client_socket, server_socket)?;
-                self.finish(sides)
-            }
-            Transport::Memory => bail!("the memory transport has no socket"),
-        }
-    }
-
-    /// A TLS handshake over a new TCP connection to `loopback`: the client
-    /// connects and the server accepts in their timed stretches.
-    pub(super) fn establish_over_tcp(
-        &self,
-        loopback: &Arc<TcpLoopback>,
-    ) -> Result<Sides<SslStream<std::net::TcpStream>, SslStream<std::net::TcpStream>>> {
-        let server = self.server_side();
-        let listener = Arc::clone(loopback);
-        run_sides(
-            || self.connect(loopback.connect()?),
-            move || server.accept(listener.accept()?, None),
-        )
+    /// One DTLS handshake over a fresh pair of loopback UDP sockets.
+    pub(super) fn handshake_over_udp(&mut self) -> Result<HandshakeSample> {
+        let (client_socket, server_socket) = udp_pair()?;
+        let sides = self.establish_over_udp(client_socket, server_socket)?;
+        self.finish(sides)
     }
 
     /// A DTLS handshake over a connected pair of UDP sockets, the server's
     /// cookie bound to the client socket's address.
     pub(super) fn establish_over_udp(
         &self,
-        client_socket: Datagrams,
-        server_socket: Datagrams,
-    ) -> Result<Sides<SslStream<Datagrams>, SslStream<Datagrams>>> {
+        mut client_socket: Datagrams,
+        mut server_socket: Datagrams,
+    ) -> Result<Sides<Connected<Openssl, Datagrams>, Connected<Openssl, Datagrams>>> {
         let client_address = server_socket.peer_address()?;
         let server = self.server_side();
         run_sides(
-            || self.connect(client_socket),
-            move || server.accept(server_socket, Some(client_address)),
+            || {
+                let mut side = Openssl(self.client_stream(Lent::default())?);
+                stream::handshake(&mut side, &mut client_socket)?;
+                Ok(Connected {
+                    side,
+                    wire: client_socket,
+                })
+            },
+            move || {
+                let mut side =
+                    Openssl(server.server_stream(Lent::default(), Some(client_address))?);
+                stream::handshake(&mut side, &mut server_socket)?;
+                Ok(Connected {
+                    side,
+                    wire: server_socket,
+                })
+            },
         )
     }
-
-    /// What the server thread needs to accept connections of this handshaker.
-    pub(super) fn server_side(&self) -> ServerSide {
-        ServerSide {
-            context: self.server.clone(),
-            mtu_bytes: self.mtu_bytes,
-        }
-    }
-
-    pub(super) fn connect<S: Read + Write>(&self, socket: S) -> Result<SslStream<S>> {
-        let mut stream = self.client_stream(socket)?;
-        handshake(&mut stream)?;
-        Ok(stream)
-    }
-
-    /// The client's connection over `socket`, before its handshake.
-    fn client_stream<S: Read + Write>(&self, socket: S) -> Result<SslStream<S>> {
-        let mut ssl = Ssl::new(&self.client)?;
-        ssl.set_connect_state();
-        ssl.set_hostname(SERVER_NAME)?;
-        ssl.param_mut().set_host(SERVER_NAME)?;
-        if let Some(session) = &self.session {
-            // SAFETY: the session was made by a client of this same context.
-            unsafe { ssl.set_session(session)? };
-        }
-        self.open(ssl, socket)
-    }
-
-    /// What the client negotiated; the session kept for resumption (its
-    /// tickets read first, untimed: the server closes, the client reads
-    /// up to the close).
-    pub(super) fn finish<S: Read + Write>(
-        &mut self,
-        sides: Sides<SslStream<S>, SslStream<S>>,
-    ) -> Result<HandshakeSample> {
-        let Sides {
-            mut client,
-            mut server,
-            client_time,
-            server_time,
-            wall_ns,
-        } = sides;
-        let negotiated = negotiated(client.ssl())?;
-        if self.resume {
-            server
-                .shutdown()
-                .map_err(|e| anyhow!("closing the server: {e}"))?;
-            read_to_close(&mut client)?;
-            self.session = client.ssl().session().map(|s| s.to_owned());
-        }
-        // As over memory: a connection freed without a shutdown loses its
-        // session, which would defeat resumption.
-        for stream in [&mut client, &mut server] {
-            stream.set_shutdown(ShutdownState::SENT | ShutdownState::RECEIVED);
-        }
-        Ok(HandshakeSample {
-            client: client_time,
-            server: server_time,
-            wall_ns,
-            negotiated,
-            split_unsure: false,
-        })
-    }
 }
 
-/// The server's context and MTU, for the server thread.
-pub(super) struct ServerSide {
-    context: SslContext,
-    mtu_bytes: Option<u16>,
-}
-
-impl ServerSide {
-    /// The server's side of one handshake; over UDP `peer` is the client's
-    /// address, which the DTLS cookie is bound to.
-    pub(super) fn accept<S: Read + Write>(
-        &self,
-        socket: S,
-        peer: Option<SocketAddr>,
-    ) -> Result<SslStream<S>> {
-        let mut stream = self.server_stream(socket, peer)?;
-        handshake(&mut stream)?;
-        Ok(stream)
+/// OpenSSL's DTLS timer, on the real clock.
+impl Retransmits for Openssl {
+    fn timer(&self) -> Option<std::time::Duration> {
+        dtls::timer(self.0.ssl())
     }
 
-    /// The server's connection over `socket`, before its handshake.
-    fn server_stream<S: Read + Write>(
-        &self,
-        socket: S,
-        peer: Option<SocketAddr>,
-    ) -> Result<SslStream<S>> {
-        let mut ssl = Ssl::new(&self.context)?;
-        ssl.set_accept_state();
-        if let Some(peer) = peer {
-            dtls::set_peer_address(&mut ssl, peer);
-        }
-        let stream = SslStream::new(ssl, socket)?;
-        if let Some(mtu_bytes) = self.mtu_bytes {
-            dtls::set_mtu(stream.ssl(), mtu_bytes)?;
-        }
-        Ok(stream)
+    fn on_timer(&mut self) -> Result<bool> {
+        dtls::handle_timer(self.0.ssl())
     }
-}
 
-/// Runs a DTLS handshake to its end over a UDP socket with OpenSSL's
-/// retransmission timer on the real clock: reads wait in slices of at most
-/// [`DTLS_SLICE`] (OpenSSL may start a timer inside a call, while a read
-/// waits), and a due timer resends the last flight (a lost datagram). It
-/// fails after [`IO_TIMEOUT`] without a timer running and without progress.
-fn dtls_handshake(stream: &mut SslStream<Datagrams>) -> Result<()> {
-    const LONGEST: std::time::Duration = std::time::Duration::from_secs(60);
-    let started = std::time::Instant::now();
-    let mut quiet_since = started;
-    let mut state = stream.ssl().state_string();
-    loop {
-        let wait = dtls::timer(stream.ssl())
-            .unwrap_or(DTLS_SLICE)
-            .clamp(std::time::Duration::from_micros(100), DTLS_SLICE);
-        stream.get_ref().set_read_timeout(wait)?;
-        match stream.do_handshake() {
-            Ok(()) => return Ok(()),
-            Err(error) if error.code() == ErrorCode::WANT_READ => {
-                let resent = dtls::handle_timer(stream.ssl())?;
-                let now = stream.ssl().state_string();
-                if resent || now != state || dtls::timer(stream.ssl()).is_some() {
-                    quiet_since = std::time::Instant::now();
-                    state = now;
-                } else if quiet_since.elapsed() > IO_TIMEOUT {
-                    bail!(
-                        "handshake failed: nothing from the peer for {} s",
-                        IO_TIMEOUT.as_secs()
-                    );
-                }
-                if started.elapsed() > LONGEST {
-                    bail!(
-                        "handshake failed: still resending after {} s",
-                        LONGEST.as_secs()
-                    );
-                }
-            }
-            Err(error) => bail!("handshake failed: {error}"),
-        }
-    }
-}
-
-/// The longest a DTLS read waits before its handshake looks at its timer.
-const DTLS_SLICE: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// Runs a handshake to its end over a blocking socket: a "want read" here
-/// is a read that timed out.
-fn handshake<S: Read + Write>(stream: &mut SslStream<S>) -> Result<()> {
-    match stream.do_handshake() {
-        Ok(()) => Ok(()),
-        Err(error) if error.code() == ErrorCode::WANT_READ => Err(anyhow!(
-            "handshake failed: nothing from the peer for {} s",
-            IO_TIMEOUT.as_secs()
-        )),
-        Err(error) => Err(anyhow!("handshake failed: {error}")),
-    }
-}
-
-/// Reads post-handshake messages (session tickets) up to the peer's close.
-fn read_to_close<S: Read + Write>(stream: &mut SslStream<S>) -> Result<()> {
-    let mut byte = [0u8; 1];
-    match stream.ssl_read(&mut byte) {
-        Ok(0) => Ok(()),
-        Ok(_) => bail!("unexpected application data after the handshake"),
-        Err(error) if error.code() == ErrorCode::ZERO_RETURN => Ok(()),
-        Err(error) => Err(anyhow!("reading session tickets failed: {error}")),
+    fn state(&self) -> &'static str {
+        self.0.ssl().state_string()
     }
 }
 
@@ -250,8 +78,8 @@ pub(super) fn bulk_pair_over_udp(handshaker: &OpensslHandshaker) -> Result<Socke
     let sides = handshaker
         .establish_over_udp(client_socket, server_socket)
         .context("the handshake over UDP")?;
-    let negotiated = negotiated(sides.client.ssl())?;
-    let most = dtls::data_mtu(sides.client.ssl())?;
+    let negotiated = negotiated(sides.client.side.0.ssl())?;
+    let most = dtls::data_mtu(sides.client.side.0.ssl())?;
     Ok(SocketBulkPair::new(
         Some(negotiated),
         Box::new(CutWrites {
@@ -259,21 +87,6 @@ pub(super) fn bulk_pair_over_udp(handshaker: &OpensslHandshaker) -> Result<Socke
             most,
         }),
         Box::new(LossExplained(sides.server)),
-    ))
-}
-
-/// A client and a server of this handshaker over loopback TCP, ready to
-/// carry application data in two threads.
-pub(super) fn bulk_pair_over_tcp(handshaker: &OpensslHandshaker) -> Result<SocketBulkPair> {
-    let loopback = Arc::new(TcpLoopback::open()?);
-    let sides = handshaker
-        .establish_over_tcp(&loopback)
-        .context("the handshake over TCP")?;
-    let negotiated = negotiated(sides.client.ssl())?;
-    Ok(SocketBulkPair::new(
-        Some(negotiated),
-        Box::new(sides.client),
-        Box::new(sides.server),
     ))
 }
 
@@ -285,65 +98,37 @@ pub(super) struct OpensslApart {
 
 impl ApartSide for OpensslApart {
     fn handshake(&mut self, carrier: Carrier) -> Result<ApartHandshake> {
-        let connection: Box<dyn ApartConnection>;
-        let mut negotiated_here = None;
-        match (self.side, carrier) {
-            (Side::Client, Carrier::Tcp(socket)) => {
-                let stream = self.handshaker.connect(socket)?;
-                negotiated_here = Some(negotiated(stream.ssl())?);
-                connection = Box::new(stream);
+        let handshaker = &self.handshaker;
+        let client = self.side == Side::Client;
+        let make = |peer| match client {
+            true => handshaker.client_stream(Lent::default()),
+            false => handshaker
+                .server_side()
+                .server_stream(Lent::default(), peer),
+        };
+        let (negotiated_here, connection): (_, Box<dyn ApartConnection>) = match carrier {
+            Carrier::Tcp(mut wire) => {
+                let mut side = Openssl(make(None)?);
+                stream::handshake(&mut side, &mut wire)?;
+                let negotiated = client.then(|| negotiated(side.0.ssl())).transpose()?;
+                (negotiated, Box::new(Connected { side, wire }))
             }
-            (Side::Client, Carrier::Udp(socket)) => {
-                let mut stream = self.handshaker.client_stream(socket)?;
-                dtls_handshake(&mut stream)?;
-                negotiated_here = Some(negotiated(stream.ssl())?);
-                connection = Box::new(stream);
+            Carrier::Udp(mut wire) => {
+                // The server's cookie is bound to the client's address.
+                let peer = if client {
+                    None
+                } else {
+                    Some(wire.peer_address()?)
+                };
+                let mut side = Openssl(make(peer)?);
+                datagram::handshake_on_timers(&mut side, &mut wire)?;
+                let negotiated = client.then(|| negotiated(side.0.ssl())).transpose()?;
+                (negotiated, Box::new(Connected { side, wire }))
             }
-            (Side::Server, Carrier::Tcp(socket)) => {
-                connection = Box::new(self.handshaker.server_side().accept(socket, None)?);
-            }
-            (Side::Server, Carrier::Udp(socket)) => {
-                let peer = socket.peer_address()?;
-                let mut stream = self
-                    .handshaker
-                    .server_side()
-                    .server_stream(socket, Some(peer))?;
-                dtls_handshake(&mut stream)?;
-                connection = Box::new(stream);
-            }
-        }
+        };
         Ok(ApartHandshake {
             negotiated: negotiated_here,
             connection,
         })
-    }
-}
-
-impl ApartConnection for SslStream<std::net::TcpStream> {}
-
-/// A DTLS connection kept after its handshake answers the peer's resent
-/// flight (a lost Finished flight): OpenSSL resends its own on reading it.
-impl ApartConnection for SslStream<Datagrams> {
-    fn linger_fd(&self) -> Option<std::os::fd::RawFd> {
-        use std::os::fd::AsRawFd;
-        Some(self.get_ref().as_raw_fd())
-    }
-
-    fn answer(&mut self) -> Result<()> {
-        self.get_ref()
-            .set_read_timeout(std::time::Duration::from_millis(1))?;
-        let mut byte = [0u8; 1];
-        match self.ssl_read(&mut byte) {
-            Ok(_) => Ok(()),
-            Err(error)
-                if matches!(
-                    error.code(),
-                    ErrorCode::WANT_READ | ErrorCode::ZERO_RETURN | ErrorCode::SYSCALL
-                ) =>
-            {
-                Ok(())
-            }
-            Err(error) => Err(anyhow!("answering the peer: {error}")),
-        }
     }
 }

@@ -16,7 +16,7 @@ mod quic_peer;
 mod quic_session;
 mod quic_udp;
 pub mod serve;
-mod socket;
+mod sides;
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -280,7 +280,7 @@ impl Backend for RustlsBackend {
                 side,
             }));
         }
-        Ok(Box::new(socket::RustlsApart {
+        Ok(Box::new(sides::RustlsApart {
             handshaker: self.configure(scenario, credentials)?,
             side,
         }))
@@ -320,7 +320,7 @@ impl Backend for RustlsBackend {
         }
         let mut handshaker = self.configure(scenario, credentials)?;
         if scenario.transport == Transport::Tcp {
-            return Ok(Box::new(socket::bulk_pair_over_tcp(&handshaker)?));
+            return Ok(Box::new(sides::bulk_pair_over_tcp(&handshaker)?));
         }
         let established = handshaker.establish()?;
         let negotiated = handshaker.negotiated(&established.client);
@@ -606,7 +606,7 @@ struct RustlsHandshaker {
     server: Arc<ServerConfig>,
     server_name: ServerName<'static>,
     server_scheme: Arc<AtomicU16>,
-    /// Memory (one thread) or loopback TCP (two threads, see [`socket`]).
+    /// Memory (one thread) or loopback TCP (two threads, see [`sides`]).
     transport: Transport,
     /// Over TCP, the listener every handshake of this handshaker connects
     /// to (as a server's is), opened on first use.

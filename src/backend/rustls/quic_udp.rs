@@ -1,5 +1,5 @@
 //! QUIC on rustls over loopback UDP: client and server in two threads
-//! ([`crate::backend::socket::run_sides`]), each driving its quinn
+//! ([`crate::backend::driver::run_sides`]), each driving its quinn
 //! endpoint on its own connected socket with the real clock: it takes in
 //! what waits, sends what quinn has to send, and waits in `poll` for the
 //! next datagram or its next timer, never spinning. Each side's time runs
@@ -25,7 +25,7 @@ use anyhow::{bail, Context, Result};
 use super::instrument;
 use super::quic::{DatagramLink, QuicHandshaker, QuicSide};
 use super::quic_early::EarlyRequest;
-use crate::backend::socket::{run_sides, Sides};
+use crate::backend::driver::{run_sides, Sides};
 use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
 use crate::scenario::Side;
 use crate::transport::udp::{udp_pair, wait_for_datagram, Datagrams};

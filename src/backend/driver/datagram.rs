@@ -1,0 +1,117 @@
+//! The datagram driver: a side's DTLS handshake over a connected loopback
+//! UDP socket with its retransmission timer on the real clock (for a side
+//! run apart, whose flights may be lost on the way), and an established
+//! side kept after its handshake that answers the peer's resent flight.
+//! A handshake with both sides in this process runs on the stream driver
+//! ([`super::stream::handshake`]): loopback loses nothing.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+
+use super::stream::Connected;
+use super::StreamSide;
+use crate::backend::ApartConnection;
+use crate::transport::udp::Datagrams;
+use crate::transport::IO_TIMEOUT;
+
+/// A side with a retransmission timer.
+pub trait Retransmits {
+    /// How long until its timer is due, if one runs.
+    fn timer(&self) -> Option<Duration>;
+
+    /// The timer's turn, if it is due: returns true if and only if the
+    /// side resent its last flight.
+    fn on_timer(&mut self) -> Result<bool>;
+
+    /// Where the handshake is (a state's name): a change is progress.
+    fn state(&self) -> &'static str;
+}
+
+/// The longest a read waits before the handshake looks at its timer (a
+/// library may start a timer inside a call, while a read waits).
+const SLICE: Duration = Duration::from_millis(50);
+
+/// The longest a handshake may go on resending.
+const LONGEST: Duration = Duration::from_secs(60);
+
+/// Runs `side`'s handshake to its end over `wire`, reads waiting in
+/// slices of at most [`SLICE`] and a due timer resending the last flight.
+/// It fails after [`IO_TIMEOUT`] without a timer running and without
+/// progress, or after [`LONGEST`].
+pub fn handshake_on_timers<S: StreamSide + Retransmits>(
+    side: &mut S,
+    wire: &mut Datagrams,
+) -> Result<()> {
+    let started = Instant::now();
+    let mut quiet_since = started;
+    let mut state = side.state();
+    while side.is_handshaking() {
+        let wait = side
+            .timer()
+            .unwrap_or(SLICE)
+            .clamp(Duration::from_micros(100), SLICE);
+        wire.set_read_timeout(wait)?;
+        match side.receive(wire) {
+            Ok(_) => continue,
+            Err(error) if !is_timeout(&error) => return Err(error),
+            Err(_) => {}
+        }
+        let resent = side.on_timer()?;
+        let now = side.state();
+        if resent || now != state || side.timer().is_some() {
+            quiet_since = Instant::now();
+            state = now;
+        } else if quiet_since.elapsed() > IO_TIMEOUT {
+            bail!(
+                "handshake failed: nothing from the peer for {} s",
+                IO_TIMEOUT.as_secs()
+            );
+        }
+        if started.elapsed() > LONGEST {
+            bail!(
+                "handshake failed: still resending after {} s",
+                LONGEST.as_secs()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Returns true if and only if `error` is a read that timed out.
+fn is_timeout(error: &anyhow::Error) -> bool {
+    error.downcast_ref::<std::io::Error>().is_some_and(|e| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        )
+    })
+}
+
+/// A DTLS side kept after its handshake answers the peer's resent flight
+/// (a lost Finished flight): the library resends its own on reading it.
+impl<S: StreamSide + Send> ApartConnection for Connected<S, Datagrams> {
+    fn linger_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        Some(self.wire.as_raw_fd())
+    }
+
+    fn answer(&mut self) -> Result<()> {
+        self.wire.set_read_timeout(Duration::from_millis(1))?;
+        match self.side.read_plaintext(&mut [0u8; 1], &mut self.wire) {
+            Ok(_) => Ok(()),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        // The peer's socket is gone (an ICMP port unreachable).
+                        | std::io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                Ok(())
+            }
+            Err(error) => bail!("answering the peer: {error}"),
+        }
+    }
+}
