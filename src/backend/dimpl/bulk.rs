@@ -7,7 +7,7 @@ use std::io::Read;
 use super::Endpoint;
 use crate::backend::{BulkPair, Negotiated};
 use crate::scenario::TlsVersion;
-use crate::transport::datagram::DatagramPipe;
+use crate::transport::datagram::{DatagramEnd, DatagramPipe};
 
 /// The most application data one record may carry so that its datagram
 /// fits the MTU: dimpl sends each write as one record and leaves the size
@@ -29,6 +29,8 @@ pub(super) struct DimplBulkPair {
     pub(super) pipe: DatagramPipe,
     pub(super) client: Endpoint,
     pub(super) server: Endpoint,
+    pub(super) client_end: DatagramEnd,
+    pub(super) server_end: DatagramEnd,
     pub(super) record_bytes: usize,
 }
 
@@ -47,7 +49,7 @@ impl BulkPair for DimplBulkPair {
             if accepted != record.len() {
                 bail!("dimpl took {accepted} of {} bytes", record.len());
             }
-            self.client.drain()?;
+            self.client.drain(&mut self.client_end)?;
         }
         Ok(())
     }
@@ -60,11 +62,11 @@ impl BulkPair for DimplBulkPair {
                 return Ok(filled);
             }
             let length = self
-                .server
-                .end
+                .server_end
                 .read(&mut self.server.datagram)
                 .context("reading a datagram")?;
-            self.server.take(length, "receiving application data")?;
+            self.server
+                .take(length, "receiving application data", &mut self.server_end)?;
         }
     }
 }

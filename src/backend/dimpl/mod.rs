@@ -166,6 +166,8 @@ impl Backend for DimplBackend {
             pipe,
             client: established.client,
             server: established.server,
+            client_end: established.client_end,
+            server_end: established.server_end,
             record_bytes: record_payload_bytes(scenario.version, handshaker.mtu_bytes),
         }))
     }
@@ -253,11 +255,11 @@ pub(crate) struct DimplHandshaker {
     cpu_readings: CpuReadings,
 }
 
-/// One side of a connection: the dimpl endpoint, its end of the channel
-/// (the in-memory one, or a UDP socket), and what came out of it.
-struct Endpoint<E = DatagramEnd> {
+/// One side of a connection: the dimpl endpoint and what came out of it.
+/// Its end of the channel (the in-memory one, or a UDP socket) is lent to
+/// each call that reads or sends.
+struct Endpoint {
     dtls: Dtls,
-    end: E,
     check: PeerCheck,
     /// The datagram being read, and the buffer dimpl writes its output to.
     datagram: Vec<u8>,
@@ -277,10 +279,10 @@ struct Endpoint<E = DatagramEnd> {
     taken: usize,
 }
 
-impl<E: Read + Write> Endpoint<E> {
+impl Endpoint {
     /// Takes everything dimpl has to say until it names its next timer:
-    /// datagrams go on the channel, a peer's certificate is checked.
-    fn drain(&mut self) -> Result<()> {
+    /// datagrams go on `end`, a peer's certificate is checked.
+    fn drain<W: Write + ?Sized>(&mut self, end: &mut W) -> Result<()> {
         loop {
             match self.dtls.poll_output(&mut self.output[..]) {
                 Output::Packet(datagram) => {
@@ -289,7 +291,7 @@ impl<E: Read + Write> Endpoint<E> {
                             kept.push(datagram.to_vec());
                         }
                     }
-                    self.end.write(datagram).context("sending a datagram")?;
+                    end.write(datagram).context("sending a datagram")?;
                 }
                 Output::BufferTooSmall { needed } => self.output.resize(needed, 0),
                 Output::Timeout(at) => {
@@ -327,7 +329,7 @@ impl<E: Read + Write> Endpoint<E> {
     /// Hands dimpl the datagram just read (the first `length` bytes of
     /// `datagram`) and puts out what it answers; `what` names the step in
     /// errors ("handshake").
-    fn take(&mut self, length: usize, what: &str) -> Result<()> {
+    fn take<W: Write + ?Sized>(&mut self, length: usize, what: &str, end: &mut W) -> Result<()> {
         if let Some(heard) = &mut self.heard {
             if self.datagram.first() == Some(&22) {
                 heard.push(self.datagram[..length].to_vec());
@@ -336,14 +338,14 @@ impl<E: Read + Write> Endpoint<E> {
         self.dtls
             .handle_packet(&self.datagram[..length])
             .map_err(|error| anyhow!("{what} failed: {error}"))?;
-        self.drain()
+        self.drain(end)
     }
 
-    /// Feeds dimpl every datagram waiting for this side.
-    fn receive_all(&mut self) -> Result<()> {
+    /// Feeds dimpl every datagram waiting for this side on `end`.
+    fn receive_all(&mut self, end: &mut DatagramEnd) -> Result<()> {
         loop {
-            match self.end.read(&mut self.datagram) {
-                Ok(length) => self.take(length, "handshake")?,
+            match end.read(&mut self.datagram) {
+                Ok(length) => self.take(length, "handshake", end)?,
                 Err(error) if error.kind() == ErrorKind::WouldBlock => return Ok(()),
                 Err(error) => return Err(error).context("reading a datagram"),
             }
@@ -351,18 +353,21 @@ impl<E: Read + Write> Endpoint<E> {
     }
 
     /// Moves this side's logical clock to `now`, firing a due timer.
-    fn tick(&mut self, now: Instant) -> Result<()> {
+    fn tick<W: Write + ?Sized>(&mut self, now: Instant, end: &mut W) -> Result<()> {
         self.dtls
             .handle_timeout(now)
             .map_err(|error| anyhow!("handshake failed: {error}"))?;
-        self.drain()
+        self.drain(end)
     }
 }
 
-/// A client and a server whose handshake is done, and what it cost each side.
-struct Established<E = DatagramEnd> {
-    client: Endpoint<E>,
-    server: Endpoint<E>,
+/// A client and a server whose handshake is done over the in-memory
+/// channel, their ends of it, and what it cost each side.
+struct Established {
+    client: Endpoint,
+    server: Endpoint,
+    client_end: DatagramEnd,
+    server_end: DatagramEnd,
     times: SideTimes,
     wall_ns: u64,
     /// How many times a retransmission timer had to fire (a lost datagram).
@@ -431,7 +436,7 @@ impl DimplHandshaker {
         })
     }
 
-    fn new_side<E: Read + Write>(&self, client: bool, end: E, now: Instant) -> Result<Endpoint<E>> {
+    fn new_side<W: Write>(&self, client: bool, end: &mut W, now: Instant) -> Result<Endpoint> {
         self.side_maker(client).make(end, now)
     }
 
@@ -474,13 +479,15 @@ impl DimplHandshaker {
         let mut clock = start;
         let mut turns = Turns::start(self.cpu_readings);
         turns.begin(Side::Client);
+        let mut client_end = pipe.client_end();
+        let mut server_end = pipe.server_end();
         let mut client = self
-            .new_side(true, pipe.client_end(), clock)
+            .new_side(true, &mut client_end, clock)
             .context("client")?;
         turns.ended(Side::Client);
         turns.begin(Side::Server);
         let mut server = self
-            .new_side(false, pipe.server_end(), clock)
+            .new_side(false, &mut server_end, clock)
             .context("server")?;
         turns.ended(Side::Server);
         let mut timeouts = 0;
@@ -488,7 +495,7 @@ impl DimplHandshaker {
             let server_turn = pipe.pending_for_server();
             if server_turn {
                 turns.begin(Side::Server);
-                server.receive_all().context("server")?;
+                server.receive_all(&mut server_end).context("server")?;
                 if server.connected {
                     turns.done(Side::Server);
                 }
@@ -497,7 +504,7 @@ impl DimplHandshaker {
             let client_turn = pipe.pending_for_client();
             if client_turn {
                 turns.begin(Side::Client);
-                client.receive_all().context("client")?;
+                client.receive_all(&mut client_end).context("client")?;
                 if client.connected {
                     turns.done(Side::Client);
                 }
@@ -523,10 +530,10 @@ impl DimplHandshaker {
                 };
                 clock = clock.max(due) + Duration::from_micros(1);
                 turns.begin(Side::Client);
-                client.tick(clock).context("client")?;
+                client.tick(clock, &mut client_end).context("client")?;
                 turns.ended(Side::Client);
                 turns.begin(Side::Server);
-                server.tick(clock).context("server")?;
+                server.tick(clock, &mut server_end).context("server")?;
                 turns.ended(Side::Server);
             }
         }
@@ -534,6 +541,8 @@ impl DimplHandshaker {
         Ok(Established {
             client,
             server,
+            client_end,
+            server_end,
             times: turns.finish(),
             wall_ns,
             timeouts,
@@ -551,17 +560,13 @@ impl DimplHandshaker {
 
     /// What a client and a server of this handshaker negotiated (see
     /// [`Self::negotiated`]).
-    fn negotiated_by<C, S>(
-        &self,
-        client: &Endpoint<C>,
-        server: &Endpoint<S>,
-    ) -> Result<Negotiated> {
+    fn negotiated_by(&self, client: &Endpoint, server: &Endpoint) -> Result<Negotiated> {
         self.negotiated_from(client, server.kept.as_deref().unwrap_or_default())
     }
 
     /// What a client of this handshaker negotiated, read off the
     /// server's plaintext handshake datagrams `kept` (see [`Self::negotiated`]).
-    fn negotiated_from<C>(&self, client: &Endpoint<C>, kept: &[Vec<u8>]) -> Result<Negotiated> {
+    fn negotiated_from(&self, client: &Endpoint, kept: &[Vec<u8>]) -> Result<Negotiated> {
         let version = match client.dtls.protocol_version() {
             Some(ProtocolVersion::DTLS1_2) => "DTLSv1.2",
             Some(ProtocolVersion::DTLS1_3) => "DTLSv1.3",
@@ -617,9 +622,9 @@ struct SideMaker {
 }
 
 impl SideMaker {
-    /// A new endpoint on `end`, its first output (the client's ClientHello)
-    /// already sent.
-    fn make<E: Read + Write>(self, end: E, now: Instant) -> Result<Endpoint<E>> {
+    /// A new endpoint, its first output (the client's ClientHello) already
+    /// sent on `end`.
+    fn make<W: Write + ?Sized>(self, end: &mut W, now: Instant) -> Result<Endpoint> {
         let mut dtls = match self.version {
             TlsVersion::Dtls13 => Dtls::new_13(self.config, self.certificate, now),
             _ => Dtls::new_12(self.config, self.certificate, now),
@@ -628,7 +633,6 @@ impl SideMaker {
         let mtu = usize::from(self.mtu_bytes);
         let mut side = Endpoint {
             dtls,
-            end,
             check: self.check,
             datagram: vec![0; mtu],
             // dimpl 0.8's DTLS 1.2 client panics, rather than asking for
@@ -642,7 +646,7 @@ impl SideMaker {
             received: Vec::new(),
             taken: 0,
         };
-        side.tick(now)?;
+        side.tick(now, end)?;
         Ok(side)
     }
 }

@@ -1,26 +1,26 @@
-//! dimpl over loopback UDP: client and server each in its own thread
-//! ([`run_sides`]) on a connected socket pair, each side feeding dimpl the
-//! datagrams it receives and sending what dimpl says, its retransmission
-//! timer on the real clock (a socket read waits at most until the timer is
-//! due). The server's cookie exchange happens as over memory. The bulk
-//! pair over UDP keeps both sides for application data, in two threads.
+//! dimpl over loopback UDP on the drivers: each side a [`StreamSide`] on
+//! the socket lent to each call, its handshake on the datagram driver's
+//! timers with dimpl's stall rule ([`Stall::Timeouts`]); both sides in
+//! this process each in its own thread ([`run_sides`]), the bulk pair's
+//! sides kept for application data in two threads.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
 use super::bulk::record_payload_bytes;
 use super::{DimplHandshaker, Endpoint, MAX_TIMEOUTS};
-use crate::backend::driver::{run_sides, Sides};
-use crate::backend::socket::{LossExplained, SocketBulkPair};
+use crate::backend::driver::datagram::{handshake_on_timers, Retransmits, Stall};
+use crate::backend::driver::stream::Connected;
+use crate::backend::driver::{run_sides, Sides, StreamSide, Wire};
+use crate::backend::socket::{CutWrites, LossExplained, SocketBulkPair};
 use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
 use crate::scenario::Side;
 use crate::transport::udp::{bulk_udp_pair, udp_pair, Datagrams};
 use crate::transport::IO_TIMEOUT;
 
-/// The least a socket read waits for a datagram.
-const MIN_WAIT: Duration = Duration::from_millis(1);
+type OverUdp = Connected<Endpoint, Datagrams>;
 
 impl DimplHandshaker {
     /// One handshake over a fresh pair of loopback UDP sockets.
@@ -28,7 +28,7 @@ impl DimplHandshaker {
         let (client_socket, server_socket) = udp_pair()?;
         let sides = self.connect_over_udp(client_socket, server_socket)?;
         Ok(HandshakeSample {
-            negotiated: self.negotiated_by(&sides.client, &sides.server)?,
+            negotiated: self.negotiated_by(&sides.client.side, &sides.server.side)?,
             client: sides.client_time,
             server: sides.server_time,
             wall_ns: sides.wall_ns,
@@ -42,53 +42,20 @@ impl DimplHandshaker {
         &self,
         client_socket: Datagrams,
         server_socket: Datagrams,
-    ) -> Result<Sides<Endpoint<Datagrams>, Endpoint<Datagrams>>> {
+    ) -> Result<Sides<OverUdp, OverUdp>> {
         let client_maker = self.side_maker(true);
         let server_maker = self.side_maker(false);
+        let complete = |mut wire: Datagrams, maker: super::SideMaker| {
+            let mut side = maker.make(&mut wire, Instant::now())?;
+            handshake_on_timers(&mut side, &mut wire)?;
+            Ok(Connected { side, wire })
+        };
         run_sides(
-            || complete(client_maker.make(client_socket, Instant::now())?),
-            move || complete(server_maker.make(server_socket, Instant::now())?),
+            || complete(client_socket, client_maker),
+            move || complete(server_socket, server_maker),
         )
     }
-}
 
-/// Drives one side until dimpl says it is connected: every datagram that
-/// arrives goes to dimpl and every answer onto the socket; a read that
-/// waits past the side's timer fires it (dimpl resends its flight).
-fn complete(mut side: Endpoint<Datagrams>) -> Result<Endpoint<Datagrams>> {
-    let mut timeouts = 0;
-    while !side.connected {
-        let wait = side
-            .timer
-            .map_or(IO_TIMEOUT, |due| {
-                due.saturating_duration_since(Instant::now())
-            })
-            .clamp(MIN_WAIT, IO_TIMEOUT);
-        side.end.set_read_timeout(wait)?;
-        match side.end.read(&mut side.datagram) {
-            Ok(length) => {
-                // dimpl learns the time only from handle_timeout: without
-                // it a resent flight meets an expired rate limit as if
-                // still running, and is not answered.
-                side.tick(Instant::now())?;
-                side.take(length, "handshake")?
-            }
-            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                timeouts += 1;
-                if timeouts > MAX_TIMEOUTS {
-                    bail!(
-                        "handshake stalled: nothing from the peer after {MAX_TIMEOUTS} retransmission timeouts"
-                    );
-                }
-                side.tick(Instant::now())?;
-            }
-            Err(error) => return Err(error).context("reading a datagram"),
-        }
-    }
-    Ok(side)
-}
-
-impl DimplHandshaker {
     /// A client and a server over a fresh pair of loopback UDP sockets,
     /// their handshake done, ready to carry application data in two
     /// threads: each write cut into records that fit the MTU, the reader's
@@ -100,61 +67,101 @@ impl DimplHandshaker {
             .context("the handshake over UDP")?;
         // The handshake left whatever wait its last timer needed; every
         // read of the data waits as long as any socket read may.
-        sides.server.end.set_read_timeout(IO_TIMEOUT)?;
-        let negotiated = self.negotiated_by(&sides.client, &sides.server)?;
+        sides.server.wire.set_read_timeout(IO_TIMEOUT)?;
+        let negotiated = self.negotiated_by(&sides.client.side, &sides.server.side)?;
         Ok(SocketBulkPair::new(
             Some(negotiated),
-            Box::new(DimplWrites {
-                side: sides.client,
-                record_bytes: record_payload_bytes(self.version, self.mtu_bytes),
+            Box::new(CutWrites {
+                inner: sides.client,
+                most: record_payload_bytes(self.version, self.mtu_bytes),
             }),
-            Box::new(LossExplained(DimplReads { side: sides.server })),
+            Box::new(LossExplained(sides.server)),
         ))
     }
 }
 
-/// The sending side: one record per write, at most `record_bytes`.
-struct DimplWrites {
-    side: Endpoint<Datagrams>,
-    record_bytes: usize,
+/// Returns true if and only if `error` is a read that timed out.
+fn timed_out(error: &std::io::Error) -> bool {
+    matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
-impl Write for DimplWrites {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let record = &data[..data.len().min(self.record_bytes)];
-        let accepted = self
-            .side
-            .dtls
-            .send_application_data(record)
-            .map_err(|error| {
-                std::io::Error::other(format!("sending application data failed: {error}"))
-            })?;
-        self.side.drain().map_err(std::io::Error::other)?;
+impl StreamSide for Endpoint {
+    /// One datagram in, what dimpl answers out.
+    fn receive(&mut self, wire: &mut dyn Wire) -> Result<usize> {
+        let length = match wire.read(&mut self.datagram) {
+            Ok(length) => length,
+            Err(error) if timed_out(&error) => return Err(error.into()),
+            Err(error) => return Err(error).context("reading a datagram"),
+        };
+        // dimpl learns the time only from handle_timeout: without it a
+        // resent flight meets an expired rate limit as if still running,
+        // and is not answered.
+        self.tick(Instant::now(), wire)?;
+        self.take(length, "handshake", wire)?;
+        Ok(length)
+    }
+
+    /// dimpl's output goes out as it comes: nothing is held.
+    fn wants_write(&self) -> bool {
+        false
+    }
+
+    fn send(&mut self, _: &mut dyn Wire) -> std::io::Result<usize> {
+        Ok(0)
+    }
+
+    fn is_handshaking(&self) -> bool {
+        !self.connected
+    }
+
+    fn close(&mut self, _: &mut dyn Wire) -> Result<()> {
+        bail!("tlslab closes no dimpl connection over UDP")
+    }
+
+    /// One record, its datagram sent.
+    fn write_plaintext(&mut self, data: &[u8], wire: &mut dyn Wire) -> std::io::Result<usize> {
+        let accepted = self.dtls.send_application_data(data).map_err(|error| {
+            std::io::Error::other(format!("sending application data failed: {error}"))
+        })?;
+        self.drain(wire).map_err(std::io::Error::other)?;
         Ok(accepted)
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The receiving side: datagrams into dimpl, its plaintext out.
-struct DimplReads {
-    side: Endpoint<Datagrams>,
-}
-
-impl Read for DimplReads {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+    fn read_plaintext(&mut self, out: &mut [u8], wire: &mut dyn Wire) -> std::io::Result<usize> {
         loop {
-            let side = &mut self.side;
-            let moved = side.hand_out(out);
+            let moved = self.hand_out(out);
             if moved > 0 || out.is_empty() {
                 return Ok(moved);
             }
-            let length = side.end.read(&mut side.datagram)?;
-            side.take(length, "receiving application data")
+            let length = wire.read(&mut self.datagram)?;
+            self.take(length, "receiving application data", wire)
                 .map_err(std::io::Error::other)?;
         }
+    }
+}
+
+/// dimpl's timer, on the real clock.
+impl Retransmits for Endpoint {
+    fn timer(&self) -> Option<Duration> {
+        self.timer
+            .map(|due| due.saturating_duration_since(Instant::now()))
+    }
+
+    /// dimpl says nothing of a resend.
+    fn on_timer(&mut self, wire: &mut dyn Wire) -> Result<bool> {
+        self.tick(Instant::now(), wire)?;
+        Ok(false)
+    }
+
+    fn state(&self) -> &'static str {
+        match self.connected {
+            true => "connected",
+            false => "handshaking",
+        }
+    }
+
+    fn stall(&self) -> Stall {
+        Stall::Timeouts(MAX_TIMEOUTS)
     }
 }
 
@@ -166,18 +173,18 @@ pub(super) struct DimplApart {
 
 impl ApartSide for DimplApart {
     fn handshake(&mut self, carrier: Carrier) -> Result<ApartHandshake> {
-        let Carrier::Udp(socket) = carrier else {
+        let Carrier::Udp(mut wire) = carrier else {
             bail!("dimpl implements DTLS only, not TLS over TCP");
         };
         let client = self.side == Side::Client;
         let mut side = self
             .handshaker
             .side_maker(client)
-            .make(socket, Instant::now())?;
+            .make(&mut wire, Instant::now())?;
         if client {
             side.heard = Some(Vec::new());
         }
-        let side = complete(side)?;
+        handshake_on_timers(&mut side, &mut wire)?;
         let negotiated = if client {
             let heard = side.heard.clone().unwrap_or_default();
             Some(self.handshaker.negotiated_from(&side, &heard)?)
@@ -186,33 +193,34 @@ impl ApartSide for DimplApart {
         };
         Ok(ApartHandshake {
             negotiated,
-            connection: Box::new(side),
+            connection: Box::new(Lingering(Connected { side, wire })),
         })
     }
 }
 
-/// A side kept after its handshake feeds dimpl what arrives (a resent
+/// A side kept after its handshake: it feeds dimpl what arrives (a resent
 /// flight) and sends what it answers, its timer on the real clock.
-impl ApartConnection for Endpoint<Datagrams> {
+struct Lingering(OverUdp);
+
+impl ApartConnection for Lingering {
     fn linger_fd(&self) -> Option<std::os::fd::RawFd> {
         use std::os::fd::AsRawFd;
-        Some(self.end.as_raw_fd())
+        Some(self.0.wire.as_raw_fd())
     }
 
     fn answer(&mut self) -> Result<()> {
-        self.end.set_read_timeout(MIN_WAIT)?;
-        match self.end.read(&mut self.datagram) {
+        let Connected { side, wire } = &mut self.0;
+        wire.set_read_timeout(Duration::from_millis(1))?;
+        match wire.read(&mut side.datagram) {
             Ok(length) => {
-                // The clock first (see `complete`): a side that lingers
+                // The clock first (see `receive`): a side that lingers
                 // idle has had no timeout since its last answer, and
                 // dimpl would take the peer's next resend for one within
                 // the rate limit of the last and leave it unanswered.
-                self.tick(Instant::now())?;
-                self.take(length, "answering the peer")
+                side.tick(Instant::now(), wire)?;
+                side.take(length, "answering the peer", wire)
             }
-            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                self.tick(Instant::now())
-            }
+            Err(error) if timed_out(&error) => side.tick(Instant::now(), wire),
             Err(error) => Err(error).context("reading a datagram"),
         }
     }

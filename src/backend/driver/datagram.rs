@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use super::stream::Connected;
-use super::StreamSide;
+use super::{StreamSide, Wire};
 use crate::backend::ApartConnection;
 use crate::transport::udp::Datagrams;
 use crate::transport::IO_TIMEOUT;
@@ -20,13 +20,34 @@ pub trait Retransmits {
     /// How long until its timer is due, if one runs.
     fn timer(&self) -> Option<Duration>;
 
-    /// The timer's turn, if it is due: returns true if and only if the
-    /// side resent its last flight.
-    fn on_timer(&mut self) -> Result<bool>;
+    /// The timer's turn, if it is due (a resent flight goes onto `wire`):
+    /// returns true if and only if the side resent its last flight.
+    fn on_timer(&mut self, wire: &mut dyn Wire) -> Result<bool>;
 
     /// Where the handshake is (a state's name): a change is progress.
     fn state(&self) -> &'static str;
+
+    /// When this side's handshake counts as stalled.
+    fn stall(&self) -> Stall {
+        Stall::Silence
+    }
 }
+
+/// When a handshake on timers counts as stalled: each library's rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stall {
+    /// Reads wait in slices of at most [`SLICE`]; the handshake fails
+    /// after [`IO_TIMEOUT`] without a timer running and without progress,
+    /// or after [`LONGEST`] (OpenSSL's, whose timer may start inside a call).
+    Silence,
+    /// Each read waits until the timer is due (at least [`LEAST_WAIT`], at
+    /// most [`IO_TIMEOUT`]); the handshake fails after this many reads that
+    /// timed out (dimpl's, which resends a flight a set number of times).
+    Timeouts(usize),
+}
+
+/// The least a read waits for a datagram under [`Stall::Timeouts`].
+const LEAST_WAIT: Duration = Duration::from_millis(1);
 
 /// The longest a read waits before the handshake looks at its timer (a
 /// library may start a timer inside a call, while a read waits).
@@ -35,29 +56,41 @@ const SLICE: Duration = Duration::from_millis(50);
 /// The longest a handshake may go on resending.
 const LONGEST: Duration = Duration::from_secs(60);
 
-/// Runs `side`'s handshake to its end over `wire`, reads waiting in
-/// slices of at most [`SLICE`] and a due timer resending the last flight.
-/// It fails after [`IO_TIMEOUT`] without a timer running and without
-/// progress, or after [`LONGEST`].
+/// Runs `side`'s handshake to its end over `wire`, a read that waits
+/// past the side's timer giving it its turn (the last flight resent),
+/// until it stalls by the side's rule ([`Stall`]).
 pub fn handshake_on_timers<S: StreamSide + Retransmits>(
     side: &mut S,
     wire: &mut Datagrams,
 ) -> Result<()> {
+    let stall = side.stall();
+    let (least, most) = match stall {
+        Stall::Silence => (Duration::from_micros(100), SLICE),
+        Stall::Timeouts(_) => (LEAST_WAIT, IO_TIMEOUT),
+    };
     let started = Instant::now();
     let mut quiet_since = started;
     let mut state = side.state();
+    let mut timeouts = 0;
     while side.is_handshaking() {
-        let wait = side
-            .timer()
-            .unwrap_or(SLICE)
-            .clamp(Duration::from_micros(100), SLICE);
+        let wait = side.timer().unwrap_or(most).clamp(least, most);
         wire.set_read_timeout(wait)?;
         match side.receive(wire) {
             Ok(_) => continue,
             Err(error) if !is_timeout(&error) => return Err(error),
             Err(_) => {}
         }
-        let resent = side.on_timer()?;
+        if let Stall::Timeouts(most_timeouts) = stall {
+            timeouts += 1;
+            if timeouts > most_timeouts {
+                bail!(
+                    "handshake stalled: nothing from the peer after {most_timeouts} retransmission timeouts"
+                );
+            }
+            side.on_timer(wire)?;
+            continue;
+        }
+        let resent = side.on_timer(wire)?;
         let now = side.state();
         if resent || now != state || side.timer().is_some() {
             quiet_since = Instant::now();

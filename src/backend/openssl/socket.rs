@@ -61,7 +61,7 @@ impl Retransmits for Openssl {
         dtls::timer(self.0.ssl())
     }
 
-    fn on_timer(&mut self) -> Result<bool> {
+    fn on_timer(&mut self, _: &mut dyn crate::backend::driver::Wire) -> Result<bool> {
         dtls::handle_timer(self.0.ssl())
     }
 
