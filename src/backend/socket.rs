@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 
 use anyhow::Result;
 
+use super::driver::datagram::LossExplained;
 use super::{BulkPair, Negotiated};
 
 /// An established connection over a loopback socket: the client's end
@@ -50,35 +51,6 @@ impl BulkPair for SocketBulkPair {
 
     fn ends(&mut self) -> Option<(&mut (dyn Write + Send), &mut (dyn Read + Send))> {
         Some((&mut *self.sender, &mut *self.receiver))
-    }
-}
-
-/// A writer that hands its inner writer at most `most` bytes per call: a
-/// DTLS application cuts its writes into records that fit a datagram.
-pub struct CutWrites<W> {
-    pub inner: W,
-    pub most: usize,
-}
-
-impl<W: Write> Write for CutWrites<W> {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.inner.write(&data[..data.len().min(self.most)])
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// A reader of application data over UDP whose timed-out reads say that a
-/// datagram was lost.
-pub struct LossExplained<R>(pub R);
-
-impl<R: Read> Read for LossExplained<R> {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        self.0
-            .read(out)
-            .map_err(crate::transport::udp::explain_lost_datagram)
     }
 }
 

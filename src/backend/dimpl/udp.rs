@@ -11,10 +11,10 @@ use anyhow::{bail, Context, Result};
 
 use super::bulk::record_payload_bytes;
 use super::{DimplHandshaker, Endpoint, MAX_TIMEOUTS};
-use crate::backend::driver::datagram::{handshake_on_timers, Retransmits, Stall};
+use crate::backend::driver::datagram::{self, handshake_on_timers, Retransmits, Stall};
 use crate::backend::driver::stream::Connected;
 use crate::backend::driver::{run_sides, Sides, StreamSide, Wire};
-use crate::backend::socket::{CutWrites, LossExplained, SocketBulkPair};
+use crate::backend::socket::SocketBulkPair;
 use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
 use crate::scenario::Side;
 use crate::transport::udp::{bulk_udp_pair, udp_pair, Datagrams};
@@ -69,14 +69,8 @@ impl DimplHandshaker {
         // read of the data waits as long as any socket read may.
         sides.server.wire.set_read_timeout(IO_TIMEOUT)?;
         let negotiated = self.negotiated_by(&sides.client.side, &sides.server.side)?;
-        Ok(SocketBulkPair::new(
-            Some(negotiated),
-            Box::new(CutWrites {
-                inner: sides.client,
-                most: record_payload_bytes(self.version, self.mtu_bytes),
-            }),
-            Box::new(LossExplained(sides.server)),
-        ))
+        let most = record_payload_bytes(self.version, self.mtu_bytes);
+        Ok(datagram::bulk_pair(negotiated, sides, most))
     }
 }
 

@@ -5,13 +5,15 @@
 //! A handshake with both sides in this process runs on the stream driver
 //! ([`super::stream::handshake`]): loopback loses nothing.
 
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
 use super::stream::Connected;
-use super::{StreamSide, Wire};
-use crate::backend::ApartConnection;
+use super::{Sides, StreamSide, Wire};
+use crate::backend::socket::SocketBulkPair;
+use crate::backend::{ApartConnection, Negotiated};
 use crate::transport::udp::Datagrams;
 use crate::transport::IO_TIMEOUT;
 
@@ -146,5 +148,56 @@ impl<S: StreamSide + Send> ApartConnection for Connected<S, Datagrams> {
             }
             Err(error) => bail!("answering the peer: {error}"),
         }
+    }
+}
+
+/// Established sides over loopback UDP as `bulk`'s pair, in two threads:
+/// the client's writes cut into records of at most `most` bytes (each fits
+/// a datagram), the server's timed-out reads saying a datagram was lost.
+pub fn bulk_pair<C, S>(
+    negotiated: Negotiated,
+    sides: Sides<Connected<C, Datagrams>, Connected<S, Datagrams>>,
+    most: usize,
+) -> SocketBulkPair
+where
+    C: StreamSide + Send + 'static,
+    S: StreamSide + Send + 'static,
+{
+    SocketBulkPair::new(
+        Some(negotiated),
+        Box::new(CutWrites {
+            inner: sides.client,
+            most,
+        }),
+        Box::new(LossExplained(sides.server)),
+    )
+}
+
+/// A writer that hands its inner writer at most `most` bytes per call: a
+/// DTLS application cuts its writes into records that fit a datagram.
+struct CutWrites<W> {
+    inner: W,
+    most: usize,
+}
+
+impl<W: Write> Write for CutWrites<W> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(&data[..data.len().min(self.most)])
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A reader of application data over UDP whose timed-out reads say that a
+/// datagram was lost.
+pub struct LossExplained<R>(pub R);
+
+impl<R: Read> Read for LossExplained<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        self.0
+            .read(out)
+            .map_err(crate::transport::udp::explain_lost_datagram)
     }
 }

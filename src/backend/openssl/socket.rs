@@ -11,7 +11,7 @@ use super::{dtls, negotiated, OpensslHandshaker};
 use crate::backend::driver::datagram::{self, Retransmits};
 use crate::backend::driver::stream::{self, Connected};
 use crate::backend::driver::{run_sides, Sides};
-use crate::backend::socket::{CutWrites, LossExplained, SocketBulkPair};
+use crate::backend::socket::SocketBulkPair;
 use crate::backend::{ApartConnection, ApartHandshake, ApartSide, Carrier, HandshakeSample};
 use crate::scenario::Side;
 use crate::transport::udp::{bulk_udp_pair, udp_pair, Datagrams};
@@ -80,14 +80,7 @@ pub(super) fn bulk_pair_over_udp(handshaker: &OpensslHandshaker) -> Result<Socke
         .context("the handshake over UDP")?;
     let negotiated = negotiated(sides.client.side.0.ssl())?;
     let most = dtls::data_mtu(sides.client.side.0.ssl())?;
-    Ok(SocketBulkPair::new(
-        Some(negotiated),
-        Box::new(CutWrites {
-            inner: sides.client,
-            most,
-        }),
-        Box::new(LossExplained(sides.server)),
-    ))
+    Ok(datagram::bulk_pair(negotiated, sides, most))
 }
 
 /// One side of an OpenSSL handshaker, its peer elsewhere.
