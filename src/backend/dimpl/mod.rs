@@ -4,8 +4,9 @@
 //! in-memory datagram channel (MTU enforced); tlslab moves every datagram
 //! and drives the library's timers on a logical clock, so a lost datagram
 //! is resent after a timeout that costs no waiting. Over loopback UDP
-//! (`udp.rs`) each side runs in its own thread on a socket, its timers on
-//! the real clock. dimpl reports only the
+//! (`udp.rs`) each side runs in its own thread on the datagram driver, its
+//! endpoint a sans-IO side (`sides.rs`) with its timers on the real clock.
+//! dimpl reports only the
 //! version it negotiated: suite, group and signature are read off the
 //! server's datagrams ([`wire`]); each side checks its peer's certificate in
 //! `peer`; application data for `bulk` is in `bulk.rs`. All dimpl code of
@@ -23,6 +24,7 @@
 mod bulk;
 mod descriptor;
 mod peer;
+mod sides;
 mod udp;
 pub mod wire;
 
