@@ -5,12 +5,15 @@
 //! the byte pipe records are TLS-sized behind a 5-byte header; over the
 //! datagram channel each record is one datagram of at most the MTU behind
 //! DTLS's 13-byte header. Their cost is the harness and transport share of
-//! every bulk row.
+//! every bulk row. Over loopback TCP and UDP the pairs run in two threads
+//! like the protected rows, the same framing on the sockets.
 
 use std::io::{Read, Write};
 
 use anyhow::{bail, Context, Result};
 
+use super::driver::datagram::LossExplained;
+use super::socket::SocketBulkPair;
 use super::{BulkPair, Negotiated};
 use crate::transport::datagram::{DatagramEnd, DatagramPipe};
 use crate::transport::memory::{Pipe, PipeEnd};
@@ -287,4 +290,78 @@ mod tests {
         assert_eq!(out, data);
         assert_eq!(pair.receive(&mut out).unwrap(), 0);
     }
+}
+
+/// The no-crypto pair over loopback UDP: each write cut into datagrams of
+/// at most `mtu_bytes`, one record behind a DTLS header each, in two
+/// threads like the protected rows.
+pub fn plain_pair_over_udp(mtu_bytes: u16) -> Result<SocketBulkPair> {
+    let (sender, receiver) = crate::transport::udp::bulk_udp_pair()?;
+    Ok(SocketBulkPair::new(
+        None,
+        Box::new(PlainDatagramWrites {
+            socket: sender,
+            body_bytes: datagram_body_bytes(mtu_bytes),
+            record: Vec::new(),
+        }),
+        Box::new(LossExplained(PlainDatagramReads {
+            socket: receiver,
+            datagram: vec![0; usize::from(mtu_bytes)],
+            body: 0..0,
+        })),
+    ))
+}
+
+struct PlainDatagramWrites {
+    socket: crate::transport::udp::Datagrams,
+    body_bytes: usize,
+    record: Vec<u8>,
+}
+
+impl Write for PlainDatagramWrites {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let body = &data[..data.len().min(self.body_bytes)];
+        frame_datagram(body, &mut self.record);
+        self.socket.write_all(&self.record)?;
+        Ok(body.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+struct PlainDatagramReads {
+    socket: crate::transport::udp::Datagrams,
+    datagram: Vec<u8>,
+    /// The part of `datagram` not yet handed out.
+    body: std::ops::Range<usize>,
+}
+
+impl Read for PlainDatagramReads {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.body.is_empty() {
+            let length = self.socket.read(&mut self.datagram)?;
+            let body = datagram_body(&self.datagram[..length])
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            self.body = length - body.len()..length;
+        }
+        let moved = self.body.len().min(out.len());
+        out[..moved].copy_from_slice(&self.datagram[self.body.start..self.body.start + moved]);
+        self.body.start += moved;
+        Ok(moved)
+    }
+}
+
+/// The no-crypto pair over loopback TCP: the application writes go onto
+/// the connection as they are, in two threads like the protected rows.
+pub fn plain_pair_over_tcp() -> Result<SocketBulkPair> {
+    let loopback = crate::transport::tcp::TcpLoopback::open()?;
+    let sender = loopback.connect()?;
+    let receiver = loopback.accept()?;
+    Ok(SocketBulkPair::new(
+        None,
+        Box::new(sender),
+        Box::new(receiver),
+    ))
 }

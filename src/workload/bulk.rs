@@ -17,7 +17,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::backend::plain::PlainPair;
-use crate::backend::socket::{plain_pair_over_tcp, plain_pair_over_udp};
+use crate::backend::plain::{plain_pair_over_tcp, plain_pair_over_udp};
 use crate::backend::turns::{side_begins, side_ends};
 use crate::backend::{thread_cpu_ns, Backend, BulkPair, Negotiated, Unsupported};
 use crate::certs::{CertCache, Credentials};
