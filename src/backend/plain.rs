@@ -256,42 +256,6 @@ impl BulkPair for PlainPair {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_come_out_as_they_went_in_across_record_and_buffer_edges() {
-        for mask in [0, 0x5a] {
-            let mut pair = PlainPair::fake(mask, 1.0, 1.0);
-            let data: Vec<u8> = (0..40_000u32).map(|i| (i * 7 % 251) as u8).collect();
-            pair.send(&data[..30_000]).unwrap();
-            pair.send(&data[30_000..]).unwrap();
-            let mut out = vec![0u8; data.len()];
-            let first = pair.receive(&mut out[..1000]).unwrap();
-            let rest = pair.receive(&mut out[first..]).unwrap();
-            assert_eq!(first + rest, data.len());
-            assert_eq!(out, data);
-            assert_eq!(pair.receive(&mut out).unwrap(), 0);
-        }
-    }
-
-    #[test]
-    fn datagrams_carry_records_that_fit_the_mtu() {
-        let mut pair = PlainPair::datagrams(200);
-        let data: Vec<u8> = (0..5_000u32).map(|i| (i * 13 % 251) as u8).collect();
-        pair.send(&data).unwrap();
-        let Link::Datagrams { pipe, .. } = &pair.link else {
-            unreachable!()
-        };
-        assert!(pipe.pending_for_server());
-        let mut out = vec![0u8; data.len()];
-        assert_eq!(pair.receive(&mut out).unwrap(), data.len());
-        assert_eq!(out, data);
-        assert_eq!(pair.receive(&mut out).unwrap(), 0);
-    }
-}
-
 /// The no-crypto pair over loopback UDP: each write cut into datagrams of
 /// at most `mtu_bytes`, one record behind a DTLS header each, in two
 /// threads like the protected rows.
@@ -364,4 +328,40 @@ pub fn plain_pair_over_tcp() -> Result<SocketBulkPair> {
         Box::new(sender),
         Box::new(receiver),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_come_out_as_they_went_in_across_record_and_buffer_edges() {
+        for mask in [0, 0x5a] {
+            let mut pair = PlainPair::fake(mask, 1.0, 1.0);
+            let data: Vec<u8> = (0..40_000u32).map(|i| (i * 7 % 251) as u8).collect();
+            pair.send(&data[..30_000]).unwrap();
+            pair.send(&data[30_000..]).unwrap();
+            let mut out = vec![0u8; data.len()];
+            let first = pair.receive(&mut out[..1000]).unwrap();
+            let rest = pair.receive(&mut out[first..]).unwrap();
+            assert_eq!(first + rest, data.len());
+            assert_eq!(out, data);
+            assert_eq!(pair.receive(&mut out).unwrap(), 0);
+        }
+    }
+
+    #[test]
+    fn datagrams_carry_records_that_fit_the_mtu() {
+        let mut pair = PlainPair::datagrams(200);
+        let data: Vec<u8> = (0..5_000u32).map(|i| (i * 13 % 251) as u8).collect();
+        pair.send(&data).unwrap();
+        let Link::Datagrams { pipe, .. } = &pair.link else {
+            unreachable!()
+        };
+        assert!(pipe.pending_for_server());
+        let mut out = vec![0u8; data.len()];
+        assert_eq!(pair.receive(&mut out).unwrap(), data.len());
+        assert_eq!(out, data);
+        assert_eq!(pair.receive(&mut out).unwrap(), 0);
+    }
 }
