@@ -1,9 +1,12 @@
 //! The datagram driver: a side's DTLS handshake over a connected loopback
 //! UDP socket with its retransmission timer on the real clock (for a side
-//! run apart, whose flights may be lost on the way), and an established
-//! side kept after its handshake that answers the peer's resent flight.
-//! A handshake with both sides in this process runs on the stream driver
-//! ([`super::stream::handshake`]): loopback loses nothing.
+//! run apart, whose flights may be lost on the way), each library with its
+//! own rule for a stalled handshake ([`Stall`]); an established side kept
+//! after its handshake that answers the peer's resent flight; and bulk's
+//! pair over UDP. OpenSSL runs a handshake with both sides in this process
+//! on the stream driver ([`super::stream::handshake`]): loopback loses
+//! nothing. dimpl runs both on timers, as before: it learns the time
+//! only from its timer's turns.
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
