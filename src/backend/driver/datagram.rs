@@ -204,3 +204,76 @@ impl<R: Read> Read for LossExplained<R> {
             .map_err(crate::transport::udp::explain_lost_datagram)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::udp::udp_pair;
+
+    /// A side that waits for one datagram, its timer always due soon,
+    /// counting its timer's turns.
+    struct Waiting {
+        turns: usize,
+        heard: bool,
+    }
+
+    impl StreamSide for Waiting {
+        fn receive(&mut self, wire: &mut dyn Wire) -> Result<usize> {
+            let read = wire.read(&mut [0u8; 64])?;
+            self.heard = true;
+            Ok(read)
+        }
+        fn wants_write(&self) -> bool {
+            false
+        }
+        fn send(&mut self, _: &mut dyn Wire) -> std::io::Result<usize> {
+            Ok(0)
+        }
+        fn is_handshaking(&self) -> bool {
+            !self.heard
+        }
+        fn close(&mut self, _: &mut dyn Wire) -> Result<()> {
+            Ok(())
+        }
+        fn write_plaintext(&mut self, _: &[u8], _: &mut dyn Wire) -> std::io::Result<usize> {
+            Ok(0)
+        }
+        fn read_plaintext(&mut self, _: &mut [u8], _: &mut dyn Wire) -> std::io::Result<usize> {
+            Ok(0)
+        }
+    }
+
+    impl Retransmits for Waiting {
+        fn timer(&self) -> Option<Duration> {
+            Some(Duration::from_millis(2))
+        }
+        fn on_timer(&mut self, _: &mut dyn Wire) -> Result<bool> {
+            self.turns += 1;
+            Ok(true)
+        }
+        fn state(&self) -> &'static str {
+            "waiting"
+        }
+        fn stall(&self) -> Stall {
+            Stall::Timeouts(3)
+        }
+    }
+
+    #[test]
+    fn a_side_counting_timeouts_stalls_after_its_last_and_ends_on_a_datagram() {
+        let (mut client, mut server) = udp_pair().unwrap();
+        let mut side = Waiting {
+            turns: 0,
+            heard: false,
+        };
+        let error = handshake_on_timers(&mut side, &mut client).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("after 3 retransmission timeouts"),
+            "{error:#}"
+        );
+        assert_eq!(side.turns, 3);
+        server.write_all(b"flight").unwrap();
+        handshake_on_timers(&mut side, &mut client).unwrap();
+        assert!(side.heard);
+    }
+}
